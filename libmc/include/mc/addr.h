@@ -1,0 +1,36 @@
+/*
+ * Addresses: "host:port" (IPv4/IPv6 literal or name; "[::1]:7300") or
+ * "unix:/path". Port 0 asks the kernel for a free port.
+ */
+#ifndef MC_ADDR_H
+#define MC_ADDR_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "mc/err.h"
+
+#define MC_ADDR_MAX 256
+#define MC_DEFAULT_MASTER "127.0.0.1:7300"
+
+struct mc_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int is_unix;
+	char text[MC_ADDR_MAX]; /* as given (normalised) */
+};
+
+int mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err);
+/*
+ * Non-blocking, close-on-exec listening socket with SO_REUSEADDR
+ * (a stale unix socket file is unlinked first). *bound gets the real
+ * address, e.g. the port the kernel picked for port 0.
+ */
+int mc_addr_listen(const struct mc_addr *a, int backlog, struct mc_addr *bound,
+		   struct mc_err *err);
+/* Blocking connect with a timeout (ms, 0 = none); TCP_NODELAY set. Returns fd. */
+int mc_addr_connect(const struct mc_addr *a, int timeout_ms, struct mc_err *err);
+/* Render a sockaddr as "host:port" or "unix:/path". */
+void mc_addr_format(const struct sockaddr *sa, socklen_t len, char *buf, size_t cap);
+
+#endif

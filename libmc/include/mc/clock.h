@@ -1,0 +1,30 @@
+/*
+ * The one clock every lease, TTL, heat window and deadline reads.
+ *
+ * mc_now_ms() is wall-clock milliseconds since the epoch. When the
+ * environment variable MC_FAKE_CLOCK names a file, the clock instead
+ * reads that file on every call: it holds a decimal number of
+ * milliseconds (whitespace allowed), which tests rewrite to move time
+ * (`echo 5000 > "$MC_FAKE_CLOCK"`). An unreadable or empty file keeps the
+ * last value read. Timers that merely schedule work (sweeps, heartbeats)
+ * still fire on the real clock; what they decide uses mc_now_ms().
+ */
+#ifndef MC_CLOCK_H
+#define MC_CLOCK_H
+
+#include <stdint.h>
+
+uint64_t mc_now_ms(void);
+/* Monotonic nanoseconds for measuring latency; never faked. */
+uint64_t mc_mono_ns(void);
+/* Unit tests: force a value (non-zero) or return to the normal clock (0). */
+void mc_clock_set_fake(uint64_t ms);
+
+/* a + b, saturating at UINT64_MAX instead of wrapping. */
+static inline uint64_t
+mc_add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+#endif

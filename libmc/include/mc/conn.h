@@ -1,0 +1,169 @@
+/*
+ * Event-driven msgpack-rpc connections on libevent, for the daemons.
+ *
+ * One mc_conn wraps one socket on one event_base. It reads into its own
+ * buffer, frames messages with mc_wire_check(), and hands each decoded
+ * message to the server's handler table (requests, notifications) or to
+ * the callback of the call it answers (responses). A malformed or
+ * oversized message closes that connection, logging why; nothing else
+ * is affected.
+ *
+ * Bulk payloads never pass through an intermediate buffer when they can
+ * be avoided: a handler that receives a request with a bulk calls
+ * mc_req_recv_bulk() to have the bytes land at its own destination
+ * (bytes already read ahead are copied once, the rest is recv()'d in
+ * place); a bulk it does not claim is discarded. Outgoing bulks are
+ * queued by reference and written with writev() straight from the
+ * caller's memory, which must stay valid until its release callback runs.
+ *
+ * Every connection is capped: input message size, queued output bytes
+ * (over the cap the connection is closed as a slow reader), and the
+ * listener caps open connections.
+ */
+#ifndef MC_CONN_H
+#define MC_CONN_H
+
+#include <event2/event.h>
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/addr.h"
+#include "mc/err.h"
+#include "mc/wire.h"
+
+struct mc_conn;
+struct mc_server;
+
+/* A request (or notification: req->notify) being handled. */
+struct mc_req {
+	struct mc_conn *conn;
+	void *ctx;	    /* the server's (or conn's) user context */
+	uint32_t id;
+	bool notify;	    /* no response expected */
+	const struct mc_msg *msg; /* valid during the handler call only */
+	const msgpack_object *params; /* map (possibly empty), == msg->body */
+	bool has_bulk;
+	uint64_t bulk_len;
+	/* private: response in construction */
+	msgpack_sbuffer reply;
+	msgpack_packer pk;
+	bool replied;
+};
+
+typedef void (*mc_handler_fn)(struct mc_req *req);
+
+struct mc_method {
+	const char *name;
+	mc_handler_fn fn;
+};
+
+struct mc_conn_limits {
+	size_t max_msg;	    /* msgpack bytes of one message; 0 = MC_WIRE_DEFAULT_MAX_MSG */
+	uint64_t max_bulk;  /* bulk bytes of one message; 0 = 1 TiB */
+	size_t max_outq;    /* queued output bytes before closing; 0 = 256 MiB */
+	int max_conns;	    /* listener: open connections; 0 = 4096 */
+};
+
+/*
+ * Replying. Exactly one reply per request (none for notifications).
+ * mc_reply_ok_begin() returns a packer positioned where the result map
+ * goes: the handler packs one map (msgpack_pack_map(pk, n) then n
+ * pairs) and calls mc_reply_end(). A reply may be sent after the handler
+ * returned only if the handler called mc_req_defer() (which copies what
+ * the reply needs); see mc_req_defer.
+ */
+msgpack_packer *mc_reply_ok_begin(struct mc_req *req);
+void mc_reply_end(struct mc_req *req);
+/* Like mc_reply_end, but the result map carried "len": data follows by reference. */
+void mc_reply_end_bulk(struct mc_req *req, const void *data, size_t len,
+		       void (*release)(void *arg), void *arg);
+/* Reply {} (empty result map). */
+void mc_reply_ok_empty(struct mc_req *req);
+void mc_reply_err(struct mc_req *req, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Reply with an mc_err's code and message. */
+void mc_reply_mc_err(struct mc_req *req, const struct mc_err *err);
+
+/*
+ * Receive the request's bulk into dest (req->bulk_len bytes). done runs
+ * on the event loop once all bytes are in place (ok == true), or with
+ * ok == false if the connection failed first. Until then the connection
+ * reads nothing else. The handler may reply inside done; to do so it
+ * must have called mc_req_defer() and use the returned request.
+ */
+typedef void (*mc_bulk_done_fn)(struct mc_req *req, bool ok, void *arg);
+int mc_req_recv_bulk(struct mc_req *req, void *dest, mc_bulk_done_fn done, void *arg);
+
+/*
+ * Keep a request alive past its handler (for an asynchronous reply).
+ * Returns a heap copy (params and msg are NULL in it); reply through it
+ * with the mc_reply_* calls, which free it once the reply is sent. If
+ * the connection closes first, the reply is dropped silently.
+ */
+struct mc_req *mc_req_defer(struct mc_req *req);
+
+/* ---- connections ---- */
+
+struct mc_conn_ops {
+	const struct mc_method *methods; /* NULL-name-terminated table */
+	void *ctx;			  /* passed as req->ctx */
+	/* Optional: called once when the connection closes, before it is freed. */
+	void (*on_close)(struct mc_conn *c, void *ctx);
+	/* Optional: a notification/request whose method is not in the table. */
+	mc_handler_fn fallback;
+};
+
+/* Wrap an already connected socket (made non-blocking here). */
+struct mc_conn *mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
+			    const struct mc_conn_limits *lim, struct mc_err *err);
+/* Connect (blocking, with timeout) then wrap. */
+struct mc_conn *mc_conn_connect(struct event_base *base, const struct mc_addr *a,
+				int timeout_ms, const struct mc_conn_ops *ops,
+				const struct mc_conn_limits *lim, struct mc_err *err);
+/* Close now (or after queued output if flush); safe to call from any callback. */
+void mc_conn_close(struct mc_conn *c, bool flush);
+bool mc_conn_is_open(const struct mc_conn *c);
+const char *mc_conn_peer_name(const struct mc_conn *c); /* for log lines */
+/* Per-connection user data (e.g. the tenant a client speaks for). */
+void mc_conn_set_data(struct mc_conn *c, void *data, void (*free_fn)(void *));
+void *mc_conn_data(const struct mc_conn *c);
+size_t mc_conn_outq_bytes(const struct mc_conn *c);
+
+/*
+ * Asynchronous call on a connection (e.g. the peer's control link to the
+ * master). params_fn packs the params map. cb runs once with the response
+ * (resp != NULL) or with resp == NULL and err set when the connection
+ * closed or timeout_ms passed (0 = no timeout).
+ */
+typedef void (*mc_pack_fn)(msgpack_packer *pk, void *arg);
+typedef void (*mc_call_cb)(struct mc_conn *c, const struct mc_msg *resp,
+			   const struct mc_err *err, void *arg);
+int mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn,
+		 void *params_arg, int timeout_ms, mc_call_cb cb, void *cb_arg);
+/* Send a notification [2, method, params]. */
+int mc_conn_notify(struct mc_conn *c, const char *method, mc_pack_fn params_fn,
+		   void *params_arg);
+
+/* ---- servers ---- */
+
+/*
+ * Listen on addr and serve every accepted connection with ops.
+ * *bound (optional) receives the real address (port 0 resolved).
+ * On EMFILE the listener backs off briefly instead of spinning.
+ */
+struct mc_server *mc_server_new(struct event_base *base, const struct mc_addr *addr,
+				const struct mc_conn_ops *ops,
+				const struct mc_conn_limits *lim, struct mc_addr *bound,
+				struct mc_err *err);
+void mc_server_free(struct mc_server *s); /* closes listener and all its conns */
+int mc_server_conn_count(const struct mc_server *s);
+
+/* Counters a daemon exports: totals since start. */
+struct mc_conn_stats {
+	uint64_t accepted, closed, malformed, bytes_in, bytes_out;
+};
+void mc_conn_stats_get(struct mc_conn_stats *out); /* process-wide */
+
+#endif

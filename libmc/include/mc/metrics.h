@@ -1,0 +1,58 @@
+/*
+ * Metrics in Prometheus text format, and the small HTTP endpoint that
+ * serves them (libevent's evhttp, GET /metrics).
+ *
+ * A registry holds named families; each family has a type (counter,
+ * gauge, histogram), help text, and series told apart by one optional
+ * label pair. Counters and gauges are plain uint64/double cells the
+ * owner updates directly on its event loop (no atomics needed for
+ * single-threaded owners; mc_metric_add_atomic for worker threads).
+ * Dynamic values (objects in a table, bytes per tenant) are supplied by
+ * a collect callback run just before rendering.
+ */
+#ifndef MC_METRICS_H
+#define MC_METRICS_H
+
+#include <event2/event.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/addr.h"
+#include "mc/err.h"
+
+enum mc_metric_type { MC_COUNTER, MC_GAUGE, MC_HISTOGRAM };
+
+struct mc_metrics;
+struct mc_metric; /* one series */
+
+struct mc_metrics *mc_metrics_new(void);
+void mc_metrics_free(struct mc_metrics *m);
+
+/*
+ * Get or create the series name{label="value"} (label may be NULL for no
+ * label). Histograms use the default latency buckets in seconds
+ * (50us .. 10s). The returned pointer stays valid until mc_metrics_free.
+ */
+struct mc_metric *mc_metric_get(struct mc_metrics *m, const char *name, int type,
+				const char *help, const char *label, const char *value);
+void mc_metric_inc(struct mc_metric *s);
+void mc_metric_add(struct mc_metric *s, double v);
+void mc_metric_add_atomic(struct mc_metric *s, uint64_t v); /* counters/gauges from threads */
+void mc_metric_set(struct mc_metric *s, double v);
+double mc_metric_value(const struct mc_metric *s);
+void mc_metric_observe(struct mc_metric *s, double seconds); /* histograms */
+
+/* Called before every render so owners can set gauges from live state. */
+typedef void (*mc_metrics_collect_fn)(struct mc_metrics *m, void *arg);
+void mc_metrics_on_collect(struct mc_metrics *m, mc_metrics_collect_fn fn, void *arg);
+
+/* Render everything into a malloc'd NUL-terminated string (*len its length). */
+char *mc_metrics_render(struct mc_metrics *m, size_t *len);
+
+/* Serve GET /metrics (and GET /healthz -> "ok") on addr (host:port only). */
+struct mc_http;
+struct mc_http *mc_http_start(struct event_base *base, const char *addr, struct mc_metrics *m,
+			      struct mc_addr *bound, struct mc_err *err);
+void mc_http_stop(struct mc_http *h);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * Command-line options from one table per program, so that --help,
+ * --list-options (which the completions are generated from) and parsing
+ * cannot drift apart.
+ *
+ * Precedence: flags beat environment beats config file beats defaults.
+ * A table entry may name an environment variable; --config FILE (when the
+ * table has a "config" entry) reads "name = value" lines, '#' comments,
+ * where name is a long option name without dashes.
+ *
+ * --list-options prints one line per option: "--name\tARG\thelp" where
+ * ARG is the argument's kind (ADDR, SIZE, DURATION, FILE, DIR, N, STR,
+ * or "-" for a flag), and for programs with subcommands one line per
+ * command: "cmd\tNAME\thelp".
+ */
+#ifndef MC_OPT_H
+#define MC_OPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct mc_opt {
+	const char *name;  /* long name, without "--" */
+	char short_name;   /* 0 for none */
+	const char *arg;   /* argument kind, or NULL for a flag */
+	const char *env;   /* environment variable consulted, or NULL */
+	const char *help;
+	/*
+	 * Apply a value (NULL for a flag). Return 0, or -1 after filling
+	 * why (up to 200 bytes) with what was wrong with the value; the
+	 * parser then prints "PROG: invalid --NAME 'VALUE': WHY" and exits 64.
+	 */
+	int (*set)(const char *value, void *target, char *why);
+	void *target;
+};
+
+struct mc_cmd {
+	const char *name;
+	const char *help;
+};
+
+struct mc_opt_spec {
+	const char *usage;	      /* "mc-master [OPTIONS]" */
+	const char *summary;	      /* one line */
+	const struct mc_opt *opts;    /* terminated by {0} */
+	const struct mc_cmd *cmds;    /* NULL, or terminated by {0} */
+	const char *version;	      /* printed by --version */
+};
+
+/*
+ * Parse argv per spec (handles --help, --version, --list-options itself,
+ * exiting 0). Returns the index of the first non-option argument. Stops at
+ * the first non-option when spec->cmds is set (the command), so commands
+ * can take their own options. Unknown options and bad values exit 64,
+ * naming the flag.
+ */
+int mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv);
+/* Print the --help text to stdout. */
+void mc_opt_usage(const struct mc_opt_spec *spec);
+
+/* Ready-made setters for mc_opt.set. target points to the named type. */
+int mc_set_str(const char *v, void *target, char *why);	    /* const char * */
+int mc_set_flag(const char *v, void *target, char *why);    /* bool, set true */
+int mc_set_size(const char *v, void *target, char *why);    /* uint64_t bytes */
+int mc_set_duration(const char *v, void *target, char *why);/* uint64_t ms */
+int mc_set_u64(const char *v, void *target, char *why);	    /* uint64_t */
+int mc_set_int(const char *v, void *target, char *why);	    /* int */
+int mc_set_double(const char *v, void *target, char *why);  /* double */
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * Parsing of the human-facing values every program accepts:
+ * sizes "4096", "64KiB", "10GiB", "1.5G" (K/M/G/T with or without "i"/"iB"
+ * /"B" are all powers of 1024), durations "500ms", "30s", "10m", "24h", "2d"
+ * (a bare number is seconds), and plain integers. Each returns 0 or -1 with
+ * err naming what was wrong; the caller adds the flag name.
+ */
+#ifndef MC_PARSE_H
+#define MC_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/err.h"
+
+int mc_parse_size(const char *s, uint64_t *out, struct mc_err *err);
+int mc_parse_duration_ms(const char *s, uint64_t *out, struct mc_err *err);
+int mc_parse_u64(const char *s, uint64_t *out, struct mc_err *err);
+int mc_parse_double(const char *s, double *out, struct mc_err *err);
+int mc_parse_bool(const char *s, bool *out, struct mc_err *err);
+/* Render for people: 1536 -> "1.5KiB", 1500 -> "1.5s". buf of 32 is enough. */
+char *mc_fmt_size(uint64_t bytes, char *buf, size_t cap);
+char *mc_fmt_duration_ms(uint64_t ms, char *buf, size_t cap);
+
+#endif

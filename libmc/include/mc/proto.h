@@ -1,0 +1,94 @@
+/*
+ * The mc protocol: method names and their fields. This comment is the
+ * contract between mc-master, mc-peer and clients; man/mc-wire.5 is its
+ * user-facing form. Framing and bulk rules are in mc/wire.h.
+ *
+ * Conventions: keys are byte strings (1..MC_KEY_MAX bytes), tenants and
+ * data types are strings (1..MC_NAME_MAX). Sizes are bytes, times are
+ * milliseconds since the epoch (mc_now_ms), durations milliseconds.
+ * Optional fields may be absent; readers ignore unknown fields.
+ * Errors: error map {"code": mc_status_name(), "msg": "..."}.
+ *
+ * ---- master, client-facing (a connection speaks for one tenant) ----
+ *
+ * hello {tenant?, token?, host?, domain?}
+ *   -> {version: str, max_msg: uint}
+ *   Sets the connection's tenant (default "default"); host/domain name the
+ *   client's location for replica ordering.
+ *
+ * put_start {key, size, replicas?=1, type?="general", group?, hard_pin?=false,
+ *            checksum, upsert?=false}
+ *   -> {version, replicas: [{replica_id, peer_id, addr, tier, host, domain}]}
+ *   Reserves space on `replicas` distinct peers (distinct hosts first, most
+ *   free first, stable tie-break by peer id). Errors: exists (put of a key
+ *   that exists, without upsert), no_space, invalid, busy (key being written).
+ *   With upsert=true on an existing key: a new version; same size keeps the
+ *   same peers, another size places anew; old replicas are dropped at end.
+ * put_end {key, version, replica_ids?: [uint]}   -> {}
+ *   Marks the named (default: all) PROCESSING replicas of that version COMPLETE.
+ * put_revoke {key, version, replica_ids?: [uint]} -> {}
+ *   Discards the named (default: all) PROCESSING replicas; an object left
+ *   with no replica at all is erased (an upsert falls back to the old version).
+ *
+ * get_replica_list {key}
+ *   -> {version, size, checksum, type, lease_ms,
+ *       replicas: [{replica_id, peer_id, addr, tier, host, domain}]}
+ *   Only COMPLETE replicas, best first for the caller (same host, same
+ *   domain, dram before ssd). Grants the read lease (--lease-ttl) to the
+ *   object and, if it has a group, to every member; bumps access time/count.
+ *   Errors: not_found (absent, or no COMPLETE replica yet).
+ * batch_get_replica_list {keys: [key]}
+ *   -> {items: [ {key, ...same fields...} | {key, error: {code,msg}} ]}
+ *
+ * exist {key} -> {exists: bool}          (a COMPLETE replica exists; no lease)
+ * batch_exist {keys: [key]} -> {exists: [bool]}
+ * remove {key, force?=false} -> {}        Errors: not_found, leased (unless force)
+ * batch_remove {keys: [key], force?} -> {errors: [nil | {code,msg}]}
+ * remove_prefix {prefix, force?} -> {removed: uint, skipped: uint}
+ * list {prefix?="", limit?=1000, after?} -> {keys: [{key, size, version, type}],
+ *       more: bool}   sorted by key; `after` continues a listing.
+ * stat {key} -> {key, tenant, size, version, checksum, type, group?, hard_pin,
+ *       created, last_access, access_count, lease_deadline, soft_pin: str,
+ *       replicas: [{replica_id, peer_id, addr, tier, state: "processing"|"complete"}]}
+ * stats {} -> {objects, bytes, peers, tenants: [{tenant, objects, bytes}],
+ *       uptime_ms, version}
+ * peers {} -> {peers: [{peer_id, addr, host, domain, alive, evict_mode,
+ *       tiers: [{tier, capacity, used}], last_heartbeat}]}
+ *
+ * ---- master, peer-facing ----
+ *
+ * peer_register {addr, host, domain, evict_mode?="local",
+ *                tiers: [{tier, capacity, used}]}
+ *   -> {peer_id, heartbeat_ms, peer_ttl_ms}
+ *   A peer registering an addr that is already registered replaces the old
+ *   entry (whose replicas are dropped).
+ * peer_heartbeat {peer_id, tiers: [{tier, capacity, used}]} -> {}
+ *   Errors: not_found (unknown peer: register again).
+ * peer_unregister {peer_id} -> {}
+ * Master -> peer notification on the peer's control connection:
+ *   drop {items: [{tenant, key, version}]}
+ *   The peer frees its copy of each key whose stored version is <= version.
+ *
+ * ---- peer data plane (the peer's --listen address) ----
+ *
+ * write {tenant, key, version, len, checksum?, tier?="dram"} + len raw bytes
+ *   -> {}   Errors: no_space (bulk discarded), invalid, too_large.
+ *   A newer version replaces an older copy atomically once all bytes are in.
+ * read {tenant, key, version?} -> {len, version, checksum} + len raw bytes
+ *   Errors: not_found (absent, or a different version than asked).
+ * drop {tenant, key, version?} -> {}     (same as the master's notification)
+ * peer_stats {} -> {tiers: [{tier, capacity, used, objects}], reads, writes}
+ * corrupt {tenant, key, offset} -> {}    Only with mc-peer --fault-inject:
+ *   flips one byte of the stored copy, for tests of checksum fallback.
+ */
+#ifndef MC_PROTO_H
+#define MC_PROTO_H
+
+#define MC_PROTO_VERSION "1"
+#define MC_KEY_MAX 4096
+#define MC_NAME_MAX 128
+#define MC_REPLICAS_MAX 16
+#define MC_DEFAULT_TENANT "default"
+#define MC_DEFAULT_TYPE "general"
+
+#endif
