@@ -30,6 +30,8 @@
 #include "mc/err.h"
 
 #define MC_WIRE_MAX_DEPTH 32
+/* Array elements plus map keys and values in one message (decode memory). */
+#define MC_WIRE_MAX_ELEMS (1u << 20)
 #define MC_WIRE_DEFAULT_MAX_MSG (16u << 20) /* 16 MiB of msgpack (bulk not counted) */
 
 enum mc_msg_type { MC_MSG_REQUEST = 0, MC_MSG_RESPONSE = 1, MC_MSG_NOTIFY = 2 };
@@ -46,8 +48,7 @@ enum mc_wire_verdict {
  * (a static string). A message is BAD as soon as it is known to need
  * more than max_size bytes, even if those bytes have not arrived.
  */
-int mc_wire_check(const void *buf, size_t len, size_t max_size, size_t *msg_len,
-		  const char **why);
+int mc_wire_check(const void *buf, size_t len, size_t max_size, size_t *msg_len, const char **why);
 
 /*
  * A decoded message. Pointers point into the unpacked zone (and strings
@@ -58,7 +59,7 @@ struct mc_msg {
 	uint32_t id;
 	const char *method; /* request/notify */
 	size_t method_len;
-	const msgpack_object *body; /* params or result (a map), or NULL */
+	const msgpack_object *body;  /* params or result (a map), or NULL */
 	const msgpack_object *error; /* response error map, or NULL when ok */
 	bool has_bulk;
 	uint64_t bulk_len; /* "len" in body when has_bulk */

@@ -1,0 +1,275 @@
+/*
+ * Status names and exit codes, the error buffer, log levels and the
+ * injectable clock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mc/clock.h"
+#include "mc/err.h"
+#include "mc/log.h"
+#include "tap.h"
+
+static void
+test_status_names(void)
+{
+	static const char *const want[] = { "ok",	"not_found",   "exists",  "no_space",
+					    "leased",	"invalid",     "busy",	  "version",
+					    "checksum", "unavailable", "proto",	  "too_large",
+					    "quota",	"denied",      "timeout", "system",
+					    "internal" };
+	int i, ok = 1, trip = 1;
+
+	TAP_OK(sizeof(want) / sizeof(want[0]) == MC_STATUS_COUNT,
+	       "status: every code has a name in the table under test");
+	for (i = 0; i < MC_STATUS_COUNT; i++) {
+		const char *n = mc_status_name(i);
+
+		if (strcmp(n, want[i]) != 0)
+			ok = 0;
+		if (mc_status_from_name(n, strlen(n)) != i)
+			trip = 0;
+	}
+	TAP_OK(ok, "status: names are snake_case of the enum");
+	TAP_OK(trip, "status: name -> code -> name round-trips for every code");
+	TAP_OK(strcmp(mc_status_name(-1), "unknown") == 0 &&
+		       strcmp(mc_status_name(MC_STATUS_COUNT), "unknown") == 0,
+	       "status: out-of-range codes are 'unknown'");
+	TAP_OK(mc_status_from_name("nope", 4) == MC_ERR_INTERNAL &&
+		       mc_status_from_name("not_found_x", 11) == MC_ERR_INTERNAL &&
+		       mc_status_from_name("not_found", 3) == MC_ERR_INTERNAL,
+	       "status: unknown or partial names map to internal");
+	TAP_OK(mc_status_from_name("leasedXYZ", 6) == MC_ERR_LEASED,
+	       "status: from_name honours len on unterminated input");
+}
+
+static void
+test_exit_codes(void)
+{
+	int i, other = 1;
+
+	TAP_OK(mc_status_exit_code(MC_OK) == 0, "exit: ok is 0");
+	TAP_OK(mc_status_exit_code(MC_ERR_INVALID) == 64, "exit: invalid is 64");
+	TAP_OK(mc_status_exit_code(MC_ERR_PROTO) == 65 &&
+		       mc_status_exit_code(MC_ERR_CHECKSUM) == 65,
+	       "exit: proto and checksum are 65");
+	TAP_OK(mc_status_exit_code(MC_ERR_UNAVAILABLE) == 69 &&
+		       mc_status_exit_code(MC_ERR_TIMEOUT) == 69,
+	       "exit: unavailable and timeout are 69");
+	TAP_OK(mc_status_exit_code(MC_ERR_INTERNAL) == 70 &&
+		       mc_status_exit_code(MC_ERR_SYSTEM) == 70,
+	       "exit: internal and system are 70");
+	for (i = 0; i < MC_STATUS_COUNT; i++) {
+		switch (i) {
+		case MC_OK:
+		case MC_ERR_INVALID:
+		case MC_ERR_PROTO:
+		case MC_ERR_CHECKSUM:
+		case MC_ERR_UNAVAILABLE:
+		case MC_ERR_TIMEOUT:
+		case MC_ERR_INTERNAL:
+		case MC_ERR_SYSTEM:
+			continue;
+		}
+		if (mc_status_exit_code(i) != 1)
+			other = 0;
+	}
+	TAP_OK(other, "exit: every other status is 1");
+}
+
+static void
+test_err_buffer(void)
+{
+	struct mc_err err;
+	char big[600];
+
+	mc_err_clear(&err);
+	TAP_OK(err.code == MC_OK && err.msg[0] == '\0', "err: clear empties it");
+	TAP_OK(mc_err_set(&err, MC_ERR_NOT_FOUND, "no key '%s'", "k") == -1 &&
+		       err.code == MC_ERR_NOT_FOUND && strcmp(err.msg, "no key 'k'") == 0,
+	       "err: set fills code and message and returns -1");
+	TAP_OK(mc_err_set(NULL, MC_ERR_BUSY, "x") == -1, "err: a NULL buffer is allowed");
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	mc_err_set(&err, MC_ERR_INVALID, "%s", big);
+	TAP_OK(strlen(err.msg) == MC_ERR_MSG_MAX - 1,
+	       "err: a long message is truncated, still terminated");
+	errno = ENOENT;
+	TAP_OK(mc_err_errno(&err, "cannot open '%s'", "x") == -1 && err.code == MC_ERR_SYSTEM &&
+		       strcmp(err.msg, "cannot open 'x': no such file or "
+				       "directory") == 0,
+	       "err: errno form appends the lowercased reason");
+	TAP_OK(errno == ENOENT, "err: errno form preserves errno");
+}
+
+static void
+test_log_levels(void)
+{
+	TAP_OK(mc_log_level_parse("debug") == MC_LOG_DEBUG &&
+		       mc_log_level_parse("info") == MC_LOG_INFO &&
+		       mc_log_level_parse("warn") == MC_LOG_WARN &&
+		       mc_log_level_parse("error") == MC_LOG_ERROR,
+	       "log: level names parse");
+	TAP_OK(mc_log_level_parse("loud") == -1 && mc_log_level_parse(NULL) == -1,
+	       "log: unknown level is -1");
+	mc_log_init("/usr/local/bin/mc-test", 0);
+	TAP_OK(strcmp(mc_prog(), "mc-test") == 0, "log: program name is the basename of argv[0]");
+}
+
+/* Capture what a log call writes to stderr. */
+static int
+capture(void (*fn)(void), char *out, size_t cap)
+{
+	char path[] = "/tmp/mc-test-log-XXXXXX";
+	int fd, saved;
+	ssize_t n;
+
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	dup2(fd, STDERR_FILENO);
+	fn();
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = pread(fd, out, cap - 1, 0);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+	return 0;
+}
+
+static void
+log_tool(void)
+{
+	mc_log_init("mc-cli", 0);
+	mc_complain("cannot connect to %s: connection refused", "127.0.0.1:1");
+}
+
+static void
+log_daemon(void)
+{
+	mc_log_init("mc-master", 1);
+	mc_log_set_level(MC_LOG_INFO);
+	mc_debug("hidden");
+	mc_info("serving %d", 3);
+}
+
+static void
+log_env(void)
+{
+	setenv("MC_LOG_LEVEL", "error", 1);
+	mc_log_init("mc-peer", 1);
+	unsetenv("MC_LOG_LEVEL");
+	mc_warn("hidden");
+	mc_error("shown");
+}
+
+static void
+test_log_format(void)
+{
+	char buf[512], want[64];
+	int y, mo, d, h, mi, s, ms;
+	char tail[256];
+
+	capture(log_tool, buf, sizeof(buf));
+	TAP_OK(strcmp(buf, "mc-cli: cannot connect to 127.0.0.1:1: connection "
+			   "refused\n") == 0,
+	       "log: complain writes 'PROG: message' and a newline");
+	capture(log_daemon, buf, sizeof(buf));
+	snprintf(want, sizeof(want), "mc-master[%ld] info serving 3\n", (long)getpid());
+	TAP_OK(sscanf(buf, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ %255[^\n]", &y, &mo, &d, &h, &mi, &s, &ms,
+		      tail) == 8 &&
+		       strlen(buf) == 25 + strlen(want) && buf[24] == ' ' &&
+		       strcmp(buf + 25, want) == 0,
+	       "log: daemon lines are 'TIME PROG[pid] LEVEL message', "
+	       "below-level lines dropped");
+	capture(log_env, buf, sizeof(buf));
+	TAP_OK(strstr(buf, "hidden") == NULL && strstr(buf, "error shown"),
+	       "log: MC_LOG_LEVEL at init sets the level");
+	mc_log_set_level(MC_LOG_INFO);
+}
+
+static void
+test_clock(void)
+{
+	char path[] = "/tmp/mc-test-clock-XXXXXX";
+	uint64_t real, t;
+	FILE *f;
+	int fd;
+
+	real = mc_now_ms();
+	TAP_OK(real > 1600000000000ull, "clock: real clock is epoch ms");
+	mc_clock_set_fake(5000);
+	TAP_OK(mc_now_ms() == 5000, "clock: set_fake forces the value");
+	mc_clock_set_fake(0);
+	t = mc_now_ms();
+	TAP_OK(t >= real && t < real + 60000, "clock: set_fake(0) returns to the real clock");
+
+	fd = mkstemp(path);
+	if (fd < 0) {
+		TAP_OK(0, "clock: cannot make a temp file");
+		return;
+	}
+	TAP_OK(write(fd, " 12345\n", 7) == 7, "clock: wrote fake clock file");
+	close(fd);
+	setenv("MC_FAKE_CLOCK", path, 1);
+	TAP_OK(mc_now_ms() == 12345,
+	       "clock: MC_FAKE_CLOCK file sets the time (whitespace allowed)");
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fputs("99000", f);
+		fclose(f);
+	}
+	TAP_OK(mc_now_ms() == 99000, "clock: rewriting the file moves time on the next call");
+	f = fopen(path, "w");
+	if (f != NULL)
+		fclose(f);
+	TAP_OK(mc_now_ms() == 99000, "clock: an empty file keeps the last value");
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fputs("12ab", f);
+		fclose(f);
+	}
+	TAP_OK(mc_now_ms() == 99000, "clock: a file that is not a number keeps the last value");
+	unlink(path);
+	TAP_OK(mc_now_ms() == 99000, "clock: a missing file keeps the last value");
+	mc_clock_set_fake(7);
+	TAP_OK(mc_now_ms() == 7, "clock: set_fake beats the file");
+	mc_clock_set_fake(0);
+	unsetenv("MC_FAKE_CLOCK");
+	TAP_OK(mc_now_ms() >= real, "clock: without the variable time is real");
+	t = mc_mono_ns();
+	TAP_OK(mc_mono_ns() >= t, "clock: monotonic clock does not go back");
+}
+
+static void
+test_add_sat(void)
+{
+	TAP_OK(mc_add_sat(1, 2) == 3, "add_sat: small sums are exact");
+	TAP_OK(mc_add_sat(UINT64_MAX - 1, 1) == UINT64_MAX,
+	       "add_sat: reaching the maximum is exact");
+	TAP_OK(mc_add_sat(UINT64_MAX - 1, 2) == UINT64_MAX &&
+		       mc_add_sat(UINT64_MAX, UINT64_MAX) == UINT64_MAX,
+	       "add_sat: overflow saturates instead of wrapping");
+	TAP_OK(mc_add_sat(0, UINT64_MAX) == UINT64_MAX,
+	       "add_sat: a 'forever' ttl added to now stays forever");
+}
+
+int
+main(void)
+{
+	test_status_names();
+	test_exit_codes();
+	test_err_buffer();
+	test_log_levels();
+	test_log_format();
+	test_clock();
+	test_add_sat();
+	return tap_done();
+}
