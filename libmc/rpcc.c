@@ -1,0 +1,500 @@
+/*
+ * Synchronous msgpack-rpc client connections (mc/rpcc.h).
+ *
+ * Requests are packed into one output buffer; a bulk is not copied but
+ * remembered as a reference at its position in the stream, and the whole
+ * queue leaves with sendmsg() over an iovec that interleaves the packed
+ * bytes with the callers' buffers. Responses are framed from an input
+ * buffer; a bulk that follows one is first taken from what was read
+ * ahead, then received with MSG_WAITALL straight into the caller's
+ * destination.
+ *
+ * The socket is blocking with SO_RCVTIMEO/SO_SNDTIMEO set from the
+ * connect timeout, so a silent daemon turns into MC_ERR_TIMEOUT instead
+ * of a hang. Any transport failure leaves the stream at an unknown
+ * position, so the connection is marked dead and every later call fails
+ * with MC_ERR_UNAVAILABLE.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "mc/rpcc.h"
+
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
+
+#define IN_START_CAP (64u << 10)
+#define IN_SLACK (64u << 10)
+#define OUT_KEEP (1u << 20) /* keep an output buffer this big across flushes */
+
+struct bulk_ref {
+	size_t pos; /* offset in out where the bulk goes */
+	const char *data;
+	uint64_t len;
+};
+
+struct mc_rpcc {
+	int fd;
+	bool dead;
+	char addr[MC_ADDR_MAX];
+	int timeout_ms;
+	uint32_t next_id;
+	uint32_t next_resp; /* id the next response must carry */
+	uint64_t inflight;  /* requests written or queued, not yet answered */
+
+	msgpack_sbuffer out;
+	msgpack_packer pk;
+	struct bulk_ref *bulks;
+	size_t nbulks, bulks_cap;
+
+	char *in;
+	size_t in_cap, in_max, in_start, in_end;
+	size_t max_msg;
+	uint64_t bulk_pending; /* bulk bytes the caller has yet to consume */
+};
+
+static void
+mark_dead(struct mc_rpcc *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	r->dead = true;
+}
+
+/* A transport error: set err from errno, kill the connection, return -1. */
+static int
+io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
+{
+	mark_dead(r);
+	if (e == EAGAIN || e == EWOULDBLOCK)
+		return mc_err_set(err, MC_ERR_TIMEOUT, "%s %s: timed out after %d ms", what,
+				  r->addr, r->timeout_ms);
+	if (e == 0)
+		return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: connection closed", what,
+				  r->addr);
+	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, strerror(e));
+}
+
+static int
+check_alive(struct mc_rpcc *r, struct mc_err *err)
+{
+	if (r->dead)
+		return mc_err_set(err, MC_ERR_UNAVAILABLE, "connection to %s is closed", r->addr);
+	return 0;
+}
+
+struct mc_rpcc *
+mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err)
+{
+	struct mc_rpcc *r;
+	struct mc_addr a;
+
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		mc_err_set(err, MC_ERR_SYSTEM, "cannot allocate a connection to %s", addr);
+		return NULL;
+	}
+	r->fd = -1;
+	r->next_id = 1;
+	r->next_resp = 1;
+	r->timeout_ms = timeout_ms;
+	r->max_msg = MC_WIRE_DEFAULT_MAX_MSG;
+	r->in_max = r->max_msg + IN_SLACK;
+	r->in_cap = IN_START_CAP;
+	msgpack_sbuffer_init(&r->out);
+	msgpack_packer_init(&r->pk, &r->out, msgpack_sbuffer_write);
+	snprintf(r->addr, sizeof(r->addr), "%s", addr);
+	r->in = malloc(r->in_cap);
+	if (r->in == NULL) {
+		mc_err_set(err, MC_ERR_SYSTEM, "cannot allocate a connection to %s", addr);
+		goto fail;
+	}
+	if (mc_addr_parse(addr, &a, err) < 0)
+		goto fail;
+	r->fd = mc_addr_connect(&a, timeout_ms, err);
+	if (r->fd < 0)
+		goto fail;
+	if (timeout_ms > 0) {
+		struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+
+		if (setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+		    setsockopt(r->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+			mc_err_errno(err, "cannot set timeouts on %s", addr);
+			goto fail;
+		}
+	}
+	return r;
+fail:
+	mc_rpcc_close(r);
+	return NULL;
+}
+
+void
+mc_rpcc_close(struct mc_rpcc *r)
+{
+	if (r == NULL)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	msgpack_sbuffer_destroy(&r->out);
+	free(r->bulks);
+	free(r->in);
+	free(r);
+}
+
+const char *
+mc_rpcc_addr(const struct mc_rpcc *r)
+{
+	return r->addr;
+}
+
+int
+mc_rpcc_fd(const struct mc_rpcc *r)
+{
+	return r->fd;
+}
+
+int64_t
+mc_rpcc_send(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
+	     const void *bulk, uint64_t bulk_len, struct mc_err *err)
+{
+	uint32_t id;
+
+	if (check_alive(r, err) < 0)
+		return -1;
+	if (bulk_len > 0 && bulk == NULL)
+		return mc_err_set(err, MC_ERR_INVALID, "bulk of %llu bytes without data",
+				  (unsigned long long)bulk_len);
+	if (bulk_len > 0 && r->nbulks == r->bulks_cap) {
+		size_t ncap = r->bulks_cap ? r->bulks_cap * 2 : 8;
+		struct bulk_ref *nb = realloc(r->bulks, ncap * sizeof(*nb));
+
+		if (nb == NULL)
+			return mc_err_set(err, MC_ERR_SYSTEM, "cannot queue a request to %s",
+					  r->addr);
+		r->bulks = nb;
+		r->bulks_cap = ncap;
+	}
+	id = r->next_id++;
+	if (r->next_id == 0)
+		r->next_id = 1;
+	mc_pack_request(&r->pk, id, method);
+	if (params_fn != NULL)
+		params_fn(&r->pk, arg);
+	else
+		msgpack_pack_map(&r->pk, 0);
+	if (bulk_len > 0) {
+		struct bulk_ref *b = &r->bulks[r->nbulks++];
+
+		b->pos = r->out.size;
+		b->data = bulk;
+		b->len = bulk_len;
+	}
+	r->inflight++;
+	return id;
+}
+
+/*
+ * Write iov[0..n) completely, advancing through partial writes. A bulk
+ * may exceed what one iovec entry can describe (SSIZE_MAX); the callers
+ * below split such bulks.
+ */
+static int
+write_iov(struct mc_rpcc *r, struct iovec *iov, int n, struct mc_err *err)
+{
+	while (n > 0) {
+		struct msghdr mh;
+		ssize_t w;
+		size_t k;
+
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)n;
+		w = sendmsg(r->fd, &mh, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_fail(r, err, "cannot write to", errno);
+		}
+		k = (size_t)w;
+		while (n > 0 && k >= iov->iov_len) {
+			k -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + k;
+			iov->iov_len -= k;
+		}
+	}
+	return 0;
+}
+
+int
+mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
+{
+	struct iovec iov[IOV_MAX];
+	size_t pos = 0, bi = 0;
+	int n = 0, rc = 0;
+
+	if (check_alive(r, err) < 0)
+		return -1;
+	/* packed bytes up to each bulk, the bulk itself, ..., the packed tail */
+	while (pos < r->out.size || bi < r->nbulks) {
+		size_t end = bi < r->nbulks ? r->bulks[bi].pos : r->out.size;
+
+		if (n + 2 > IOV_MAX) {
+			if (write_iov(r, iov, n, err) < 0)
+				return -1;
+			n = 0;
+		}
+		if (end > pos) {
+			iov[n].iov_base = r->out.data + pos;
+			iov[n].iov_len = end - pos;
+			n++;
+			pos = end;
+		}
+		if (bi < r->nbulks) {
+			const char *p = r->bulks[bi].data;
+			uint64_t left = r->bulks[bi].len;
+
+			while (left > 0) {
+				size_t k = left > SSIZE_MAX / 2 ? SSIZE_MAX / 2 : (size_t)left;
+
+				if (n + 1 > IOV_MAX) {
+					if (write_iov(r, iov, n, err) < 0)
+						return -1;
+					n = 0;
+				}
+				iov[n].iov_base = (void *)p;
+				iov[n].iov_len = k;
+				n++;
+				p += k;
+				left -= k;
+			}
+			bi++;
+		}
+	}
+	if (n > 0)
+		rc = write_iov(r, iov, n, err);
+	r->nbulks = 0;
+	if (r->out.alloc > OUT_KEEP) {
+		msgpack_sbuffer_destroy(&r->out);
+		msgpack_sbuffer_init(&r->out);
+	} else {
+		msgpack_sbuffer_clear(&r->out);
+	}
+	return rc;
+}
+
+/* Read more bytes into the input buffer (blocking). */
+static int
+fill(struct mc_rpcc *r, struct mc_err *err)
+{
+	ssize_t n;
+
+	if (r->in_start == r->in_end)
+		r->in_start = r->in_end = 0;
+	if (r->in_end == r->in_cap) {
+		if (r->in_start > 0) {
+			memmove(r->in, r->in + r->in_start, r->in_end - r->in_start);
+			r->in_end -= r->in_start;
+			r->in_start = 0;
+		} else if (r->in_cap < r->in_max) {
+			size_t ncap = r->in_cap * 2 > r->in_max ? r->in_max : r->in_cap * 2;
+			char *p = realloc(r->in, ncap);
+
+			if (p == NULL) {
+				mark_dead(r);
+				return mc_err_set(err, MC_ERR_SYSTEM,
+						  "cannot read from %s: out of memory", r->addr);
+			}
+			r->in = p;
+			r->in_cap = ncap;
+		} else {
+			mark_dead(r);
+			return mc_err_set(err, MC_ERR_PROTO,
+					  "malformed response from %s: over %zu bytes", r->addr,
+					  r->max_msg);
+		}
+	}
+	for (;;) {
+		n = recv(r->fd, r->in + r->in_end, r->in_cap - r->in_end, 0);
+		if (n >= 0 || errno != EINTR)
+			break;
+	}
+	if (n < 0)
+		return io_fail(r, err, "cannot read from", errno);
+	if (n == 0)
+		return io_fail(r, err, "cannot read from", 0);
+	r->in_end += (size_t)n;
+	return 0;
+}
+
+int
+mc_rpcc_recv(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err)
+{
+	if (check_alive(r, err) < 0)
+		return -1;
+	if (r->bulk_pending > 0)
+		return mc_err_set(err, MC_ERR_INTERNAL,
+				  "%llu bulk bytes from %s not consumed before the next response",
+				  (unsigned long long)r->bulk_pending, r->addr);
+	if (r->inflight == 0)
+		return mc_err_set(err, MC_ERR_INTERNAL, "no request to %s awaits a response",
+				  r->addr);
+	/* whatever was queued must be out before waiting for its answer */
+	if ((r->out.size > 0 || r->nbulks > 0) && mc_rpcc_flush(r, err) < 0)
+		return -1;
+	for (;;) {
+		const char *why = "unknown";
+		size_t ml = 0;
+		int v = MC_WIRE_MORE;
+
+		if (r->in_end > r->in_start)
+			v = mc_wire_check(r->in + r->in_start, r->in_end - r->in_start, r->max_msg,
+					  &ml, &why);
+		if (v == MC_WIRE_BAD) {
+			mark_dead(r);
+			return mc_err_set(err, MC_ERR_PROTO, "malformed response from %s: %s",
+					  r->addr, why);
+		}
+		if (v == MC_WIRE_MORE) {
+			if (fill(r, err) < 0)
+				return -1;
+			continue;
+		}
+		if (mc_msg_decode(resp, r->in + r->in_start, ml, err) < 0) {
+			mark_dead(r);
+			err->code = MC_ERR_PROTO;
+			return -1;
+		}
+		r->in_start += ml;
+		break;
+	}
+	if (resp->type != MC_MSG_RESPONSE || resp->id != r->next_resp) {
+		mark_dead(r);
+		mc_err_set(err, MC_ERR_PROTO, "unexpected message from %s (type %d, id %u)",
+			   r->addr, resp->type, resp->id);
+		mc_msg_release(resp);
+		return -1;
+	}
+	r->next_resp++;
+	if (r->next_resp == 0)
+		r->next_resp = 1;
+	r->inflight--;
+	if (resp->has_bulk)
+		r->bulk_pending = resp->bulk_len;
+	return 0;
+}
+
+/* Take up to len read-ahead bytes (dest NULL: drop them). */
+static size_t
+take_buffered(struct mc_rpcc *r, char *dest, uint64_t len)
+{
+	size_t k = r->in_end - r->in_start;
+
+	if (k > len)
+		k = (size_t)len;
+	if (dest != NULL && k > 0)
+		memcpy(dest, r->in + r->in_start, k);
+	r->in_start += k;
+	r->bulk_pending -= k;
+	return k;
+}
+
+int
+mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err)
+{
+	char *p = dest;
+	size_t k;
+
+	if (check_alive(r, err) < 0)
+		return -1;
+	if (len > r->bulk_pending)
+		return mc_err_set(err, MC_ERR_INTERNAL,
+				  "reading %llu bulk bytes from %s, only %llu announced",
+				  (unsigned long long)len, r->addr,
+				  (unsigned long long)r->bulk_pending);
+	k = take_buffered(r, p, len);
+	p += k;
+	len -= k;
+	while (len > 0) {
+		size_t want = len > SSIZE_MAX ? SSIZE_MAX : (size_t)len;
+		ssize_t n = recv(r->fd, p, want, MSG_WAITALL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_fail(r, err, "cannot read from", errno);
+		}
+		if (n == 0)
+			return io_fail(r, err, "cannot read from", 0);
+		p += n;
+		len -= (uint64_t)n;
+		r->bulk_pending -= (uint64_t)n;
+	}
+	return 0;
+}
+
+int
+mc_rpcc_skip_bulk(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
+{
+	if (check_alive(r, err) < 0)
+		return -1;
+	if (len > r->bulk_pending)
+		return mc_err_set(err, MC_ERR_INTERNAL,
+				  "skipping %llu bulk bytes from %s, only %llu announced",
+				  (unsigned long long)len, r->addr,
+				  (unsigned long long)r->bulk_pending);
+	len -= take_buffered(r, NULL, len);
+	while (len > 0) {
+		/* the input buffer is empty now: use it as the bin */
+		size_t want = len > r->in_cap ? r->in_cap : (size_t)len;
+		ssize_t n = recv(r->fd, r->in, want, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_fail(r, err, "cannot read from", errno);
+		}
+		if (n == 0)
+			return io_fail(r, err, "cannot read from", 0);
+		len -= (uint64_t)n;
+		r->bulk_pending -= (uint64_t)n;
+	}
+	return 0;
+}
+
+int
+mc_rpcc_call(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
+	     struct mc_msg *resp, struct mc_err *err)
+{
+	if (mc_rpcc_send(r, method, params_fn, arg, NULL, 0, err) < 0)
+		return -1;
+	if (mc_rpcc_flush(r, err) < 0)
+		return -1;
+	if (mc_rpcc_recv(r, resp, err) < 0)
+		return -1;
+	if (mc_msg_error(resp, err) < 0) {
+		/*
+		 * A bulk announced with an error is unusual, but leaving it
+		 * unread would desynchronise the stream.
+		 */
+		if (r->bulk_pending > 0)
+			mc_rpcc_skip_bulk(r, r->bulk_pending, NULL);
+		mc_msg_release(resp);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,908 @@
+/*
+ * Unit tests for the connection layer: libmc/conn.c (event-driven server
+ * side) driven through libmc/rpcc.c (blocking client side).
+ *
+ * A server thread runs its own event_base with two servers: A (unix
+ * socket and 127.0.0.1:0, small limits so the caps are cheap to hit) and
+ * B (the far end of A's outgoing mc_conn_call link). The main thread is
+ * the client.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <xxhash.h>
+
+#include "mc/conn.h"
+#include "mc/log.h"
+#include "mc/rpcc.h"
+#include "tap.h"
+
+#define BIG (64u << 20)
+#define MAX_MSG (1u << 20)
+#define MAX_OUTQ (4u << 20)
+#define NTOKENS 4096
+
+/* ---- server side (runs on the server thread) ---- */
+
+static struct event_base *g_base;
+static struct mc_server *g_srv_unix, *g_srv_tcp, *g_srv_b, *g_srv_one;
+static struct mc_conn *g_link; /* A -> B */
+static char g_unix_path[128];
+static char g_addr_unix[MC_ADDR_MAX], g_addr_tcp[MC_ADDR_MAX], g_addr_one[MC_ADDR_MAX];
+static unsigned char *g_big; /* what "get" serves */
+
+static atomic_int g_gets;	/* get replies queued */
+static atomic_int g_releases;	/* release callbacks run */
+static atomic_int g_double_rel; /* a token released twice */
+static atomic_int g_closed_cb;	/* on_close callbacks */
+static atomic_int g_slow_done;	/* deferred replies sent (or dropped) */
+static int g_tokens[NTOKENS];
+
+static struct mc_req *g_never[64];
+static int g_nnever;
+
+static void
+on_release(void *arg)
+{
+	intptr_t i = (intptr_t)arg;
+
+	if (g_tokens[i]++)
+		atomic_fetch_add(&g_double_rel, 1);
+	atomic_fetch_add(&g_releases, 1);
+}
+
+static void
+h_echo(struct mc_req *req)
+{
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+
+	if (req->params != NULL)
+		msgpack_pack_object(pk, *req->params);
+	else
+		msgpack_pack_map(pk, 0);
+	mc_reply_end(req);
+}
+
+static void
+put_done(struct mc_req *req, bool ok, void *arg)
+{
+	msgpack_packer *pk;
+
+	if (ok) {
+		pk = mc_reply_ok_begin(req);
+		msgpack_pack_map(pk, 2);
+		mc_pack_kv_u64(pk, "got", req->bulk_len);
+		mc_pack_kv_u64(pk, "hash", XXH3_64bits(arg, req->bulk_len));
+		mc_reply_end(req);
+	} else {
+		mc_reply_ok_empty(req); /* dropped: the connection is gone */
+	}
+	free(arg);
+}
+
+static void
+h_put(struct mc_req *req)
+{
+	bool noclaim = false;
+	struct mc_req *d;
+	void *buf;
+
+	mc_map_bool(req->params, "noclaim", &noclaim, NULL);
+	if (noclaim || !req->has_bulk) {
+		/* the bulk, if any, is left for the connection to discard */
+		msgpack_packer *pk = mc_reply_ok_begin(req);
+
+		msgpack_pack_map(pk, 1);
+		mc_pack_kv_bool(pk, "claimed", false);
+		mc_reply_end(req);
+		return;
+	}
+	buf = malloc(req->bulk_len ? req->bulk_len : 1);
+	d = mc_req_defer(req);
+	if (buf == NULL || d == NULL || mc_req_recv_bulk(d, buf, put_done, buf) < 0) {
+		free(buf);
+		if (d != NULL)
+			mc_reply_err(d, MC_ERR_INTERNAL, "cannot receive");
+		else
+			mc_reply_err(req, MC_ERR_INTERNAL, "cannot defer");
+	}
+}
+
+static void
+h_get(struct mc_req *req)
+{
+	uint64_t size = 0;
+	msgpack_packer *pk;
+	int i;
+
+	mc_map_u64(req->params, "size", &size, NULL);
+	if (size > BIG) {
+		mc_reply_err(req, MC_ERR_TOO_LARGE, "size %llu", (unsigned long long)size);
+		return;
+	}
+	i = atomic_fetch_add(&g_gets, 1);
+	if (i >= NTOKENS) {
+		mc_reply_err(req, MC_ERR_INTERNAL, "out of tokens");
+		return;
+	}
+	pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "len", size);
+	mc_reply_end_bulk(req, g_big, size, on_release, (void *)(intptr_t)i);
+}
+
+struct slow {
+	struct event *ev;
+	struct mc_req *req;
+};
+
+static void
+slow_fire(evutil_socket_t fd, short what, void *arg)
+{
+	struct slow *s = arg;
+	msgpack_packer *pk = mc_reply_ok_begin(s->req);
+
+	(void)fd;
+	(void)what;
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_bool(pk, "slow", true);
+	mc_reply_end(s->req);
+	event_free(s->ev);
+	free(s);
+	atomic_fetch_add(&g_slow_done, 1);
+}
+
+static void
+h_slow(struct mc_req *req)
+{
+	struct timeval tv = { 0, 50 * 1000 };
+	struct slow *s = calloc(1, sizeof(*s));
+
+	if (s == NULL) {
+		mc_reply_err(req, MC_ERR_INTERNAL, "oom");
+		return;
+	}
+	s->req = mc_req_defer(req);
+	s->ev = evtimer_new(g_base, slow_fire, s);
+	evtimer_add(s->ev, &tv);
+}
+
+static void
+h_close_me(struct mc_req *req)
+{
+	mc_conn_close(req->conn, false);
+	mc_reply_ok_empty(req); /* dropped, must not crash */
+}
+
+static void
+relay_cb(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *err, void *arg)
+{
+	struct mc_req *d = arg;
+	struct mc_err e;
+
+	(void)c;
+	if (resp == NULL) {
+		mc_reply_mc_err(d, err);
+	} else if (mc_msg_error(resp, &e) < 0) {
+		mc_reply_mc_err(d, &e);
+	} else {
+		msgpack_packer *pk = mc_reply_ok_begin(d);
+
+		msgpack_pack_object(pk, *resp->body);
+		mc_reply_end(d);
+	}
+}
+
+struct relay_params {
+	const char *tag;
+};
+
+static void
+pack_relay(msgpack_packer *pk, void *arg)
+{
+	struct relay_params *p = arg;
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_str(pk, "tag", p->tag);
+}
+
+static void
+h_relay(struct mc_req *req)
+{
+	char method[32];
+	uint64_t timeout = 0;
+	struct relay_params p = { "relayed" };
+	struct mc_req *d;
+
+	if (mc_map_strcpy(req->params, "method", method, sizeof(method), NULL) != 1) {
+		mc_reply_err(req, MC_ERR_INVALID, "method missing");
+		return;
+	}
+	mc_map_u64(req->params, "timeout", &timeout, NULL);
+	d = mc_req_defer(req);
+	if (mc_conn_call(g_link, method, pack_relay, &p, (int)timeout, relay_cb, d) < 0)
+		mc_reply_err(d, MC_ERR_UNAVAILABLE, "link down");
+}
+
+static void
+h_never(struct mc_req *req)
+{
+	if (g_nnever < 64)
+		g_never[g_nnever++] = mc_req_defer(req);
+	else
+		mc_reply_err(req, MC_ERR_BUSY, "too many");
+}
+
+static const struct mc_method methods_a[] = {
+	{ "echo", h_echo },	    { "put", h_put },	  { "get", h_get }, { "slow", h_slow },
+	{ "close_me", h_close_me }, { "relay", h_relay }, { NULL, NULL },
+};
+
+static const struct mc_method methods_b[] = {
+	{ "echo", h_echo },
+	{ "never", h_never },
+	{ NULL, NULL },
+};
+
+static void
+on_close_a(struct mc_conn *c, void *ctx)
+{
+	(void)c;
+	(void)ctx;
+	atomic_fetch_add(&g_closed_cb, 1);
+}
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static int g_ready; /* 1 serving, -1 failed */
+
+static void
+set_ready(int v)
+{
+	pthread_mutex_lock(&g_mu);
+	g_ready = v;
+	pthread_cond_signal(&g_cv);
+	pthread_mutex_unlock(&g_mu);
+}
+
+static void *
+server_main(void *arg)
+{
+	struct mc_conn_ops ops_a = { methods_a, NULL, on_close_a, NULL };
+	struct mc_conn_ops ops_b = { methods_b, NULL, NULL, NULL };
+	struct mc_conn_limits lim = { MAX_MSG, 0, MAX_OUTQ, 0 };
+	/* TCP keeps the default output cap so a long bulk stream can queue */
+	struct mc_conn_limits lim_tcp = { MAX_MSG, 0, 0, 0 };
+	struct mc_conn_limits lim_one = { 0, 0, 0, 1 };
+	struct mc_addr a, bound;
+	struct mc_err err;
+	char buf[160];
+	int i;
+
+	(void)arg;
+	g_base = event_base_new();
+	if (g_base == NULL)
+		goto fail;
+	snprintf(buf, sizeof(buf), "unix:%s", g_unix_path);
+	if (mc_addr_parse(buf, &a, &err) < 0 ||
+	    (g_srv_unix = mc_server_new(g_base, &a, &ops_a, &lim, &bound, &err)) == NULL)
+		goto fail;
+	snprintf(g_addr_unix, sizeof(g_addr_unix), "%s", bound.text);
+	if (mc_addr_parse("127.0.0.1:0", &a, &err) < 0 ||
+	    (g_srv_tcp = mc_server_new(g_base, &a, &ops_a, &lim_tcp, &bound, &err)) == NULL)
+		goto fail;
+	snprintf(g_addr_tcp, sizeof(g_addr_tcp), "%s", bound.text);
+	if (mc_addr_parse("127.0.0.1:0", &a, &err) < 0 ||
+	    (g_srv_b = mc_server_new(g_base, &a, &ops_b, NULL, &bound, &err)) == NULL)
+		goto fail;
+	if ((g_link = mc_conn_connect(g_base, &bound, 2000, &ops_b, NULL, &err)) == NULL)
+		goto fail;
+	if (mc_addr_parse("127.0.0.1:0", &a, &err) < 0 ||
+	    (g_srv_one = mc_server_new(g_base, &a, &ops_b, &lim_one, &bound, &err)) == NULL)
+		goto fail;
+	snprintf(g_addr_one, sizeof(g_addr_one), "%s", bound.text);
+	set_ready(1);
+	event_base_dispatch(g_base);
+
+	mc_conn_close(g_link, false);
+	mc_server_free(g_srv_unix);
+	mc_server_free(g_srv_tcp);
+	mc_server_free(g_srv_b);
+	mc_server_free(g_srv_one);
+	/* deferred requests outlive their connections: answering drops them */
+	for (i = 0; i < g_nnever; i++)
+		mc_reply_ok_empty(g_never[i]);
+	event_base_free(g_base);
+	return NULL;
+fail:
+	fprintf(stderr, "test_conn: server setup failed: %s\n", err.msg);
+	set_ready(-1);
+	return NULL;
+}
+
+/* ---- client side helpers ---- */
+
+struct kv {
+	const char *k;
+	uint64_t v;
+	const char *k2;
+	uint64_t v2;
+};
+
+static void
+pack_kv(msgpack_packer *pk, void *arg)
+{
+	struct kv *p = arg;
+
+	msgpack_pack_map(pk, p->k2 != NULL ? 2 : 1);
+	mc_pack_kv_u64(pk, p->k, p->v);
+	if (p->k2 != NULL)
+		mc_pack_kv_u64(pk, p->k2, p->v2);
+}
+
+static void
+pack_echo(msgpack_packer *pk, void *arg)
+{
+	msgpack_pack_map(pk, 2);
+	mc_pack_kv_u64(pk, "i", (uint64_t)(uintptr_t)arg);
+	mc_pack_kv_str(pk, "s", "hello");
+}
+
+static void
+pack_put(msgpack_packer *pk, void *arg)
+{
+	struct kv *p = arg;
+
+	msgpack_pack_map(pk, 2);
+	mc_pack_kv_u64(pk, "len", p->v);
+	mc_pack_kv_bool(pk, "noclaim", p->v2 != 0);
+}
+
+struct relay_req {
+	const char *method;
+	uint64_t timeout;
+};
+
+static void
+pack_relay_req(msgpack_packer *pk, void *arg)
+{
+	struct relay_req *p = arg;
+
+	msgpack_pack_map(pk, 2);
+	mc_pack_kv_str(pk, "method", p->method);
+	mc_pack_kv_u64(pk, "timeout", p->timeout);
+}
+
+static void
+pack_huge(msgpack_packer *pk, void *arg)
+{
+	size_t n = (size_t)(uintptr_t)arg;
+	char *blob = calloc(1, n);
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_key(pk, "blob");
+	msgpack_pack_bin(pk, n);
+	msgpack_pack_bin_body(pk, blob, n);
+	free(blob);
+}
+
+static int
+echo_ok(struct mc_rpcc *r, uint64_t i)
+{
+	struct mc_msg m;
+	struct mc_err e;
+	uint64_t got = 0;
+	int ok;
+
+	if (mc_rpcc_call(r, "echo", pack_echo, (void *)(uintptr_t)i, &m, &e) < 0)
+		return 0;
+	ok = mc_map_u64(m.body, "i", &got, NULL) == 1 && got == i;
+	mc_msg_release(&m);
+	return ok;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Wait up to ms for *v to reach want. */
+static int
+wait_for(atomic_int *v, int want, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+
+	while (atomic_load(v) < want && now_ms() < end)
+		usleep(2000);
+	return atomic_load(v) >= want;
+}
+
+/* A raw socket with a receive timeout, for feeding bytes by hand. */
+static int
+raw_connect(const char *addr)
+{
+	struct timeval tv = { 2, 0 };
+	struct mc_addr a;
+	struct mc_err e;
+	int fd;
+
+	if (mc_addr_parse(addr, &a, &e) < 0)
+		return -1;
+	fd = mc_addr_connect(&a, 2000, &e);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* Read until EOF; returns bytes read, or -1 on timeout/error. */
+static long long
+drain_to_eof(int fd)
+{
+	static char buf[1 << 16];
+	long long total = 0;
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n == 0)
+			return total;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == ECONNRESET ? total : -1;
+		}
+		total += n;
+	}
+}
+
+/* ---- tests ---- */
+
+static void
+test_round_trips(const char *addr, const char *label)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	struct mc_msg m;
+	int ok = 1, i;
+
+	TAP_OK(r != NULL, "rpcc connects over %s", label);
+	if (r == NULL)
+		return;
+	for (i = 1; i <= 10; i++)
+		ok &= echo_ok(r, (uint64_t)i);
+	TAP_OK(ok, "echo round trips return the params over %s", label);
+
+	/* pipelining: all requests out first, then the answers in order */
+	ok = 1;
+	for (i = 0; i < 1000; i++)
+		if (mc_rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)i, NULL, 0, &e) < 0)
+			ok = 0;
+	ok &= mc_rpcc_flush(r, &e) == 0;
+	for (i = 0; i < 1000 && ok; i++) {
+		uint64_t got = ~0ull;
+
+		if (mc_rpcc_recv(r, &m, &e) < 0) {
+			ok = 0;
+			break;
+		}
+		ok &= mc_msg_error(&m, NULL) == 0;
+		ok &= mc_map_u64(m.body, "i", &got, NULL) == 1 && got == (uint64_t)i;
+		mc_msg_release(&m);
+	}
+	TAP_OK(ok, "1000 pipelined requests are answered in order over %s", label);
+
+	TAP_OK(mc_rpcc_call(r, "nope", NULL, NULL, &m, &e) < 0 && e.code == MC_ERR_INVALID &&
+		       strstr(e.msg, "unknown method 'nope'") != NULL,
+	       "an unknown method gets an invalid error naming it over %s", label);
+	TAP_OK(echo_ok(r, 77), "the connection keeps working after an unknown method");
+
+	i = mc_rpcc_call(r, "slow", NULL, NULL, &m, &e);
+	TAP_OK(i == 0 && mc_map_get(m.body, "slow") != NULL,
+	       "a deferred reply from a timer arrives over %s", label);
+	if (i == 0)
+		mc_msg_release(&m);
+	mc_rpcc_close(r);
+}
+
+static void
+test_bulk(const char *addr, uint64_t size, const char *label)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 10000, &e);
+	struct kv put = { "len", size, NULL, 0 };
+	struct kv get = { "size", size, NULL, 0 };
+	unsigned char *src = malloc(size + 1), *dst = malloc(size + 1);
+	struct mc_msg m;
+	uint64_t got = 0, hash = 0, len = 0;
+	int rc;
+
+	if (r == NULL || src == NULL || dst == NULL) {
+		TAP_OK(0, "bulk setup over %s", label);
+		goto out;
+	}
+	for (uint64_t i = 0; i < size; i++)
+		src[i] = (unsigned char)(i * 2654435761u >> 13);
+	rc = mc_rpcc_send(r, "put", pack_put, &put, src, size, &e) < 0 ||
+	     mc_rpcc_recv(r, &m, &e) < 0;
+	TAP_OK(rc == 0 && mc_msg_error(&m, NULL) == 0 &&
+		       mc_map_u64(m.body, "got", &got, NULL) == 1 &&
+		       mc_map_u64(m.body, "hash", &hash, NULL) == 1 && got == size &&
+		       hash == XXH3_64bits(src, size),
+	       "a %llu-byte bulk lands byte-exact in the handler's buffer over %s",
+	       (unsigned long long)size, label);
+	if (rc == 0)
+		mc_msg_release(&m);
+
+	rc = mc_rpcc_call(r, "get", pack_kv, &get, &m, &e);
+	TAP_OK(rc == 0 && m.has_bulk && m.bulk_len == size &&
+		       mc_map_u64(m.body, "len", &len, NULL) == 1 && len == size,
+	       "a %llu-byte bulk reply is announced over %s", (unsigned long long)size, label);
+	if (rc == 0) {
+		mc_msg_release(&m);
+		memset(dst, 0, size);
+		mc_err_clear(&e);
+		TAP_OK(mc_rpcc_read_bulk(r, dst, size, &e) == 0 && memcmp(dst, g_big, size) == 0,
+		       "a %llu-byte bulk reply reads back byte-exact over %s%s%s",
+		       (unsigned long long)size, label, e.code ? ": " : "", e.code ? e.msg : "");
+	}
+	TAP_OK(echo_ok(r, 5), "the stream stays in step after bulks over %s", label);
+out:
+	free(src);
+	free(dst);
+	mc_rpcc_close(r);
+}
+
+static void
+test_unclaimed_bulk(const char *addr)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	size_t size = 8u << 20;
+	struct kv put = { "len", size, NULL, 1 };
+	unsigned char *src = calloc(1, size);
+	struct mc_msg m;
+	bool claimed = true;
+	int rc;
+
+	if (r == NULL || src == NULL) {
+		TAP_OK(0, "unclaimed bulk setup");
+		goto out;
+	}
+	/* bytes that would be a framing error if they were parsed as messages */
+	memset(src, 0xc1, size);
+	rc = mc_rpcc_send(r, "put", pack_put, &put, src, size, &e) < 0 ||
+	     mc_rpcc_recv(r, &m, &e) < 0;
+	TAP_OK(rc == 0 && mc_map_bool(m.body, "claimed", &claimed, NULL) == 1 && !claimed,
+	       "a handler may leave a bulk unclaimed");
+	if (rc == 0)
+		mc_msg_release(&m);
+	TAP_OK(echo_ok(r, 9), "an unclaimed bulk is discarded and the next request works");
+out:
+	free(src);
+	mc_rpcc_close(r);
+}
+
+static void
+test_pipelined_bulks(const char *addr)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	static unsigned char src[3000];
+	struct kv claim = { "len", sizeof(src), NULL, 0 };
+	struct kv skip = { "len", sizeof(src), NULL, 1 };
+	struct mc_msg m;
+	uint64_t v = 0;
+	int ok = r != NULL, i;
+
+	for (i = 0; i < (int)sizeof(src); i++)
+		src[i] = (unsigned char)(0xc1 ^ i);
+	/* bulks and messages back to back in one write: all read ahead at once */
+	for (i = 0; i < 4 && ok; i++) {
+		ok = mc_rpcc_send(r, "put", pack_put, i % 2 ? &skip : &claim, src, sizeof(src),
+				  &e) >= 0 &&
+		     mc_rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)i, NULL, 0, &e) >= 0;
+	}
+	ok = ok && mc_rpcc_flush(r, &e) == 0;
+	for (i = 0; i < 4 && ok; i++) {
+		ok = mc_rpcc_recv(r, &m, &e) == 0;
+		if (!ok)
+			break;
+		if (i % 2 == 0)
+			ok = mc_map_u64(m.body, "hash", &v, NULL) == 1 &&
+			     v == XXH3_64bits(src, sizeof(src));
+		else
+			ok = mc_map_get(m.body, "claimed") != NULL;
+		mc_msg_release(&m);
+		ok = ok && mc_rpcc_recv(r, &m, &e) == 0;
+		if (!ok)
+			break;
+		ok = mc_map_u64(m.body, "i", &v, NULL) == 1 && v == (uint64_t)i;
+		mc_msg_release(&m);
+	}
+	TAP_OK(ok, "claimed and unclaimed bulks pipelined with requests keep the stream in step");
+	mc_rpcc_close(r);
+}
+
+static void
+test_malformed(const char *addr)
+{
+	static const unsigned char dd[] = { 0xdd, 0xff, 0x00, 0x00, 0x00 };
+	static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct mc_conn_stats s0, s1;
+	struct mc_err e;
+	struct mc_rpcc *good = mc_rpcc_connect(addr, 5000, &e);
+	struct mc_rpcc *big;
+	struct mc_msg m;
+	int fd;
+
+	mc_conn_stats_get(&s0);
+	fd = raw_connect(addr);
+	TAP_OK(fd >= 0 && write(fd, http, sizeof(http) - 1) > 0 && drain_to_eof(fd) == 0,
+	       "garbage bytes close the connection that sent them");
+	if (fd >= 0)
+		close(fd);
+	fd = raw_connect(addr);
+	TAP_OK(fd >= 0 && write(fd, dd, sizeof(dd)) == (ssize_t)sizeof(dd) && drain_to_eof(fd) == 0,
+	       "the 5-byte dd ff 00 00 00 closes the connection that sent it");
+	if (fd >= 0)
+		close(fd);
+	TAP_OK(good != NULL && echo_ok(good, 1), "another connection keeps working meanwhile");
+	mc_conn_stats_get(&s1);
+	TAP_OK(s1.malformed >= s0.malformed + 2, "the malformed counter counts both (%llu -> %llu)",
+	       (unsigned long long)s0.malformed, (unsigned long long)s1.malformed);
+
+	big = mc_rpcc_connect(addr, 5000, &e);
+	TAP_OK(big != NULL &&
+		       mc_rpcc_call(big, "echo", pack_huge, (void *)(uintptr_t)(2 * MAX_MSG), &m,
+				    &e) < 0 &&
+		       e.code == MC_ERR_UNAVAILABLE,
+	       "a message over max_msg closes its connection (%s)", e.msg);
+	mc_rpcc_close(big);
+	TAP_OK(good != NULL && echo_ok(good, 2), "the other connection still works after that");
+	mc_rpcc_close(good);
+}
+
+static void
+test_calls(const char *addr)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	struct relay_req echo = { "echo", 1000 };
+	struct relay_req never = { "never", 100 };
+	struct mc_msg m;
+	uint64_t t0;
+	int rc;
+
+	if (r == NULL) {
+		TAP_OK(0, "calls setup: %s", e.msg);
+		return;
+	}
+	rc = mc_rpcc_call(r, "relay", pack_relay_req, &echo, &m, &e);
+	TAP_OK(rc == 0 && mc_obj_streq(mc_map_get(m.body, "tag"), "relayed"),
+	       "mc_conn_call to another server gets its response");
+	if (rc == 0)
+		mc_msg_release(&m);
+	t0 = now_ms();
+	rc = mc_rpcc_call(r, "relay", pack_relay_req, &never, &m, &e);
+	TAP_OK(rc < 0 && e.code == MC_ERR_TIMEOUT && now_ms() - t0 < 2000,
+	       "mc_conn_call times out with MC_ERR_TIMEOUT (%s)", e.msg);
+	TAP_OK(echo_ok(r, 3), "the relaying connection works after a timed-out call");
+	mc_rpcc_close(r);
+}
+
+static void
+test_release_on_disconnect(const char *addr)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	struct kv get = { "size", 8u << 20, NULL, 0 };
+	static char part[1 << 20];
+	int g0 = atomic_load(&g_gets), i, n = 16;
+	struct mc_msg m;
+	int ok = r != NULL;
+
+	for (i = 0; i < n && ok; i++)
+		ok = mc_rpcc_send(r, "get", pack_kv, &get, NULL, 0, &e) >= 0;
+	ok = ok && mc_rpcc_flush(r, &e) == 0 && mc_rpcc_recv(r, &m, &e) == 0;
+	if (ok) {
+		mc_msg_release(&m);
+		ok = mc_rpcc_read_bulk(r, part, sizeof(part), &e) == 0;
+	}
+	/* walk away mid-transfer */
+	mc_rpcc_close(r);
+	TAP_OK(ok, "a client can start reading a pipelined bulk stream");
+	wait_for(&g_gets, g0 + n, 2000);
+	TAP_OK(wait_for(&g_releases, atomic_load(&g_gets), 3000) &&
+		       atomic_load(&g_releases) == atomic_load(&g_gets) &&
+		       atomic_load(&g_double_rel) == 0,
+	       "every queued bulk is released exactly once after a mid-transfer disconnect "
+	       "(%d gets, %d releases)",
+	       atomic_load(&g_gets), atomic_load(&g_releases));
+}
+
+static void
+test_outq_cap(const char *addr)
+{
+	struct kv get = { "size", 1u << 20, NULL, 0 };
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	long long total = -1;
+	int i, ok = r != NULL;
+
+	for (i = 0; i < 64 && ok; i++)
+		ok = mc_rpcc_send(r, "get", pack_kv, &get, NULL, 0, &e) >= 0;
+	ok = ok && mc_rpcc_flush(r, &e) == 0;
+	if (ok) {
+		usleep(200 * 1000); /* never read while the server queues */
+		total = drain_to_eof(mc_rpcc_fd(r));
+	}
+	TAP_OK(ok && total >= 0 && total < 64ll << 20,
+	       "a client that never reads is closed at the output cap (%lld of %lld bytes)", total,
+	       64ll << 20);
+	mc_rpcc_close(r);
+	TAP_OK(wait_for(&g_releases, atomic_load(&g_gets), 3000) && atomic_load(&g_double_rel) == 0,
+	       "bulks dropped at the output cap are released exactly once");
+}
+
+static void
+test_close_paths(const char *addr)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	int c0 = atomic_load(&g_closed_cb), s0 = atomic_load(&g_slow_done);
+	struct mc_msg m;
+
+	TAP_OK(r != NULL && mc_rpcc_call(r, "close_me", NULL, NULL, &m, &e) < 0 &&
+		       e.code == MC_ERR_UNAVAILABLE,
+	       "a handler can close its own connection");
+	mc_rpcc_close(r);
+	TAP_OK(wait_for(&g_closed_cb, c0 + 1, 2000), "on_close runs when a connection closes");
+
+	r = mc_rpcc_connect(addr, 5000, &e);
+	TAP_OK(r != NULL && mc_rpcc_send(r, "slow", NULL, NULL, NULL, 0, &e) >= 0 &&
+		       mc_rpcc_flush(r, &e) == 0,
+	       "a slow request is sent");
+	mc_rpcc_close(r);
+	TAP_OK(wait_for(&g_slow_done, s0 + 1, 2000),
+	       "a deferred reply after its connection closed is dropped quietly");
+	r = mc_rpcc_connect(addr, 5000, &e);
+	TAP_OK(r != NULL && echo_ok(r, 4), "the server keeps serving after those closes");
+	mc_rpcc_close(r);
+}
+
+static void
+test_max_conns(void)
+{
+	struct mc_err e;
+	struct mc_rpcc *a = mc_rpcc_connect(g_addr_one, 2000, &e);
+	struct mc_rpcc *b;
+	struct mc_msg m;
+
+	TAP_OK(a != NULL && echo_ok(a, 1), "the first connection under max_conns is served");
+	b = mc_rpcc_connect(g_addr_one, 2000, &e);
+	TAP_OK(b == NULL || (mc_rpcc_call(b, "echo", NULL, NULL, &m, &e) < 0 &&
+			     e.code == MC_ERR_UNAVAILABLE),
+	       "a connection over max_conns is refused");
+	mc_rpcc_close(b);
+	TAP_OK(echo_ok(a, 2), "the admitted connection is unaffected");
+	mc_rpcc_close(a);
+}
+
+/*
+ * Run the process out of descriptors exactly when the server accepts:
+ * the client's socket takes the last one allowed, accept4 gets EMFILE.
+ */
+static void
+test_emfile(const char *addr)
+{
+	struct rlimit old, low;
+	struct mc_err e;
+	struct mc_conn_stats s0, s1;
+	struct mc_rpcc *r;
+	uint64_t t0;
+	int lowest = dup(0);
+
+	if (lowest < 0 || getrlimit(RLIMIT_NOFILE, &old) < 0) {
+		TAP_OK(0, "emfile setup");
+		return;
+	}
+	close(lowest);
+	mc_conn_stats_get(&s0);
+	low = old;
+	low.rlim_cur = (rlim_t)lowest + 1;
+	setrlimit(RLIMIT_NOFILE, &low);
+	r = mc_rpcc_connect(addr, 5000, &e);
+	usleep(30 * 1000); /* the server tries to accept and cannot */
+	setrlimit(RLIMIT_NOFILE, &old);
+	mc_conn_stats_get(&s1);
+	TAP_OK(r != NULL && s1.accepted == s0.accepted,
+	       "a connection waits in the backlog while accept fails with EMFILE");
+	t0 = now_ms();
+	TAP_OK(r != NULL && echo_ok(r, 8) && now_ms() - t0 < 2000,
+	       "the listener resumes after EMFILE and serves the waiting connection");
+	mc_rpcc_close(r);
+}
+
+int
+main(void)
+{
+	struct mc_conn_stats st;
+	struct mc_err e;
+	pthread_t th;
+	int ready;
+
+	mc_log_init("test_conn", 0);
+	mc_log_set_level(getenv("MC_TEST_DEBUG") ? MC_LOG_DEBUG : MC_LOG_ERROR);
+	evthread_use_pthreads();
+	snprintf(g_unix_path, sizeof(g_unix_path), "/tmp/mc-test-conn-%d.sock", (int)getpid());
+	g_big = malloc(BIG);
+	if (g_big == NULL)
+		return 1;
+	for (size_t i = 0; i < BIG; i++)
+		g_big[i] = (unsigned char)(i * 40503u >> 7);
+	pthread_create(&th, NULL, server_main, NULL);
+	pthread_mutex_lock(&g_mu);
+	while (g_ready == 0)
+		pthread_cond_wait(&g_cv, &g_mu);
+	ready = g_ready;
+	pthread_mutex_unlock(&g_mu);
+	TAP_OK(ready == 1, "servers listen on %s and %s", g_addr_unix, g_addr_tcp);
+	if (ready != 1) {
+		pthread_join(th, NULL);
+		return tap_done();
+	}
+	TAP_OK(strncmp(g_addr_tcp, "127.0.0.1:", 10) == 0 && strcmp(g_addr_tcp, "127.0.0.1:0"),
+	       "port 0 is resolved in the bound address");
+
+	test_round_trips(g_addr_unix, "unix");
+	test_round_trips(g_addr_tcp, "tcp");
+	test_bulk(g_addr_unix, BIG, "unix");
+	test_bulk(g_addr_tcp, 1u << 20, "tcp");
+	test_bulk(g_addr_tcp, 0, "tcp");
+	test_unclaimed_bulk(g_addr_unix);
+	test_pipelined_bulks(g_addr_unix);
+	test_pipelined_bulks(g_addr_tcp);
+	test_malformed(g_addr_unix);
+	test_calls(g_addr_tcp);
+	test_release_on_disconnect(g_addr_tcp);
+	test_outq_cap(g_addr_unix);
+	test_close_paths(g_addr_unix);
+	test_max_conns();
+	test_emfile(g_addr_tcp);
+
+	{
+		struct mc_rpcc *r = mc_rpcc_connect("unix:/tmp/mc-test-conn-nobody.sock", 500, &e);
+
+		TAP_OK(r == NULL && e.code != 0, "connecting to nobody fails: %s", e.msg);
+	}
+
+	mc_conn_stats_get(&st);
+	TAP_OK(st.accepted > 0 && st.closed > 0 && st.bytes_in > BIG && st.bytes_out > BIG,
+	       "process-wide stats count connections and bytes (%llu accepted, %llu closed, "
+	       "%llu in, %llu out)",
+	       (unsigned long long)st.accepted, (unsigned long long)st.closed,
+	       (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_out);
+
+	event_base_loopbreak(g_base);
+	pthread_join(th, NULL);
+	TAP_OK(access(g_unix_path, F_OK) != 0, "freeing the server removes its unix socket");
+	free(g_big);
+	return tap_done();
+}
