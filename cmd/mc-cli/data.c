@@ -1,0 +1,288 @@
+/*
+ * The data commands: put, get, rm, exist.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mc/json.h"
+#include "mc/log.h"
+#include "mc/parse.h"
+#include "mc/proto.h"
+
+static struct {
+	uint64_t replicas;
+	const char *type;
+	const char *group;
+	bool hard_pin;
+	bool upsert;
+} put_o;
+
+static struct {
+	const char *output;
+} get_o;
+
+static struct {
+	const char *prefix;
+	bool force;
+} rm_o;
+
+static int
+set_replicas(const char *v, void *target, char *why)
+{
+	struct mc_err err = { 0 };
+	uint64_t n;
+
+	if (mc_parse_u64(v, &n, &err) < 0) {
+		snprintf(why, 200, "%.199s", err.msg);
+		return -1;
+	}
+	if (n < 1 || n > MC_REPLICAS_MAX) {
+		snprintf(why, 200, "must be 1 to %d", MC_REPLICAS_MAX);
+		return -1;
+	}
+	*(uint64_t *)target = n;
+	return 0;
+}
+
+const struct mc_opt cli_put_opts[] = {
+	{ "replicas", 0, "N", NULL, "copies on distinct peers (default 1)", set_replicas,
+	  &put_o.replicas },
+	{ "type", 0, "STR", NULL, "data type: kv, hidden, tensor, general (default)", mc_set_str,
+	  &put_o.type },
+	{ "group", 0, "STR", NULL, "group whose members share read leases", mc_set_str,
+	  &put_o.group },
+	{ "hard-pin", 0, NULL, NULL, "never evict this object", mc_set_flag, &put_o.hard_pin },
+	{ "upsert", 0, NULL, NULL, "replace an existing key with a new version", mc_set_flag,
+	  &put_o.upsert },
+	{ 0 },
+};
+
+const struct mc_opt cli_get_opts[] = {
+	{ "output", 'o', "FILE", NULL, "write to FILE (atomically) instead of stdout", mc_set_str,
+	  &get_o.output },
+	{ 0 },
+};
+
+const struct mc_opt cli_rm_opts[] = {
+	{ "prefix", 0, "STR", NULL, "remove every key that starts with STR", mc_set_str,
+	  &rm_o.prefix },
+	{ "force", 0, NULL, NULL, "remove even while a read lease is held", mc_set_flag,
+	  &rm_o.force },
+	{ 0 },
+};
+
+const struct mc_opt cli_none_opts[] = { { 0 } };
+
+/* Read all of fd into a malloc'd buffer; -1 with errno set. */
+static int
+read_all(int fd, char **out, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	struct stat st;
+	char *buf, *p;
+
+	/* a regular file tells its size: read it in one buffer, no regrowth */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		cap = (size_t)st.st_size + 1;
+	if (!(buf = malloc(cap)))
+		return -1;
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			if (cap > SIZE_MAX / 2 || !(p = realloc(buf, cap * 2))) {
+				free(buf);
+				errno = ENOMEM;
+				return -1;
+			}
+			buf = p;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			free(buf);
+			errno = e;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void
+put_print_json(const char *key)
+{
+	struct mc_object_info *info = malloc(sizeof(*info));
+	struct mc_err err = { 0 };
+	unsigned i;
+
+	if (!info)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	/* the put API does not hand back the version: ask for it */
+	if (mc_stat(cli_client(), key, info, &err) < 0)
+		cli_fail(&err, "stat", key);
+	printf("{\"key\":");
+	mc_json_write_str(stdout, key, strlen(key));
+	printf(",\"version\":%" PRIu64 ",\"replicas\":[", info->version);
+	for (i = 0; i < info->nreplicas; i++) {
+		printf("%s{\"peer_id\":%" PRIu32 ",\"addr\":", i ? "," : "",
+		       info->replicas[i].peer_id);
+		mc_json_write_str(stdout, info->replicas[i].addr, strlen(info->replicas[i].addr));
+		printf(",\"tier\":");
+		mc_json_write_str(stdout, info->replicas[i].tier, strlen(info->replicas[i].tier));
+		printf("}");
+	}
+	printf("]}\n");
+	free(info);
+}
+
+int
+cli_put(int argc, char **argv)
+{
+	const char *key = argv[0];
+	const char *path = argc > 1 ? argv[1] : "-";
+	struct mc_put_opts o = { 0 };
+	struct mc_err err = { 0 };
+	size_t len;
+	char *buf;
+	int fd = 0;
+
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, cli_strerror(errno));
+	if (read_all(fd, &buf, &len) < 0)
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", fd ? path : "stdin",
+		       cli_strerror(errno));
+	if (fd)
+		close(fd);
+	o.replicas = (unsigned)put_o.replicas;
+	o.type = put_o.type;
+	o.group = put_o.group;
+	o.hard_pin = put_o.hard_pin;
+	o.upsert = put_o.upsert;
+	if (mc_put(cli_client(), key, buf, len, &o, &err) < 0)
+		cli_fail(&err, "put", key);
+	free(buf);
+	if (cli.json)
+		put_print_json(key);
+	return MC_EXIT_OK;
+}
+
+/* Write the bytes to path via a temporary file, so readers never see half. */
+static void
+write_file(const char *path, const char *buf, size_t len)
+{
+	size_t n = strlen(path);
+	char *tmp = malloc(n + 16);
+	mode_t mask;
+	int fd;
+
+	if (!tmp)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, cli_strerror(errno));
+	/* mkstemp makes 0600; give the file the mode a plain create would */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) < 0 || write_all(fd, buf, len) < 0 || close(fd) < 0 ||
+	    rename(tmp, path) < 0) {
+		int e = errno;
+
+		unlink(tmp);
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, cli_strerror(e));
+	}
+	free(tmp);
+}
+
+int
+cli_get(int argc, char **argv)
+{
+	const char *key = argv[0];
+	struct mc_err err = { 0 };
+	void *buf;
+	size_t len;
+
+	(void)argc;
+	if (mc_get_alloc(cli_client(), key, &buf, &len, &err) < 0)
+		cli_fail(&err, "get", key);
+	if (get_o.output)
+		write_file(get_o.output, buf, len);
+	else if (write_all(1, buf, len) < 0)
+		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", cli_strerror(errno));
+	free(buf);
+	return MC_EXIT_OK;
+}
+
+int
+cli_rm(int argc, char **argv)
+{
+	struct mc_err err = { 0 };
+	uint64_t removed = 0;
+
+	if (rm_o.prefix && argc > 0) {
+		mc_complain("rm: give a KEY or --prefix, not both");
+		return MC_EXIT_USAGE;
+	}
+	if (!rm_o.prefix && argc == 0) {
+		mc_complain("rm: missing KEY");
+		fprintf(stderr, "usage: mc-cli rm KEY|--prefix P [--force]\n");
+		return MC_EXIT_USAGE;
+	}
+	if (!rm_o.prefix) {
+		if (mc_remove(cli_client(), argv[0], rm_o.force, &err) < 0)
+			cli_fail(&err, "remove", argv[0]);
+		return MC_EXIT_OK;
+	}
+	if (mc_remove_prefix(cli_client(), rm_o.prefix, rm_o.force, &removed, &err) < 0)
+		cli_fail(&err, "remove prefix", rm_o.prefix);
+	if (cli.json)
+		printf("{\"removed\":%" PRIu64 "}\n", removed);
+	else
+		printf("removed %" PRIu64 "\n", removed);
+	return MC_EXIT_OK;
+}
+
+int
+cli_exist(int argc, char **argv)
+{
+	struct mc_err err = { 0 };
+	int r;
+
+	(void)argc;
+	r = mc_exist(cli_client(), argv[0], &err);
+	if (r < 0)
+		cli_fail(&err, "look up", argv[0]);
+	return r ? MC_EXIT_OK : MC_EXIT_FAIL;
+}

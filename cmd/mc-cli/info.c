@@ -1,0 +1,373 @@
+/*
+ * The commands that show things: ls, stat, peers; and corrupt, the fault
+ * injection hook for tests.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mc/json.h"
+#include "mc/log.h"
+#include "mc/parse.h"
+#include "mc/rpcc.h"
+
+static int
+print_key(const char *key, uint64_t size, uint64_t version, const char *type, void *arg)
+{
+	(void)arg;
+	if (!cli.json) {
+		fwrite(key, 1, strlen(key), stdout);
+		putchar('\n');
+		return 0;
+	}
+	printf("{\"key\":");
+	mc_json_write_str(stdout, key, strlen(key));
+	printf(",\"size\":%" PRIu64 ",\"version\":%" PRIu64 ",\"type\":", size, version);
+	mc_json_write_str(stdout, type, strlen(type));
+	printf("}\n");
+	return 0;
+}
+
+int
+cli_ls(int argc, char **argv)
+{
+	const char *prefix = argc > 0 ? argv[0] : "";
+	struct mc_err err = { 0 };
+
+	if (mc_list(cli_client(), prefix, print_key, NULL, &err) < 0)
+		cli_fail(&err, "list", prefix);
+	return MC_EXIT_OK;
+}
+
+/* ---- stat ---- */
+
+static void
+stat_text(const struct mc_object_info *in)
+{
+	char sz[32];
+	unsigned i;
+
+	printf("key: %s\n", in->key);
+	printf("tenant: %s\n", cli_tenant());
+	printf("size: %" PRIu64 " (%s)\n", in->size, mc_fmt_size(in->size, sz, sizeof(sz)));
+	printf("version: %" PRIu64 "\n", in->version);
+	printf("checksum: %016" PRIx64 "\n", in->checksum);
+	printf("type: %s\n", in->type);
+	printf("group: %s\n", in->group[0] ? in->group : "-");
+	printf("hard_pin: %s\n", in->hard_pin ? "yes" : "no");
+	printf("created: %" PRIu64 "\n", in->created);
+	printf("last_access: %" PRIu64 "\n", in->last_access);
+	printf("access_count: %" PRIu64 "\n", in->access_count);
+	printf("lease_deadline: %" PRIu64 "\n", in->lease_deadline);
+	printf("replicas: %u\n", in->nreplicas);
+	for (i = 0; i < in->nreplicas; i++)
+		printf("  peer %" PRIu32 " %s %s %s\n", in->replicas[i].peer_id,
+		       in->replicas[i].addr, in->replicas[i].tier,
+		       in->replicas[i].complete ? "complete" : "processing");
+}
+
+static void
+print_scalar(const msgpack_object *o)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		printf("%" PRIu64, o->via.u64);
+		break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		printf("%" PRId64, o->via.i64);
+		break;
+	case MSGPACK_OBJECT_BOOLEAN:
+		printf("%s", o->via.boolean ? "yes" : "no");
+		break;
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		printf("%g", o->via.f64);
+		break;
+	case MSGPACK_OBJECT_STR:
+		printf("%.*s", (int)o->via.str.size, o->via.str.ptr);
+		break;
+	case MSGPACK_OBJECT_NIL:
+		printf("-");
+		break;
+	default:
+		mc_json_write(stdout, o);
+		break;
+	}
+}
+
+/*
+ * "key: value" lines; nested maps indent, an array of maps prints one
+ * "- k=v k=v" line per element. Fields the master adds later show up
+ * without a change here.
+ */
+static void
+print_text(const msgpack_object *map, int indent)
+{
+	uint32_t i, j, k;
+
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
+		return;
+	for (i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *key = &map->via.map.ptr[i].key;
+		const msgpack_object *v = &map->via.map.ptr[i].val;
+
+		if (key->type != MSGPACK_OBJECT_STR)
+			continue;
+		printf("%*s%.*s:", indent, "", (int)key->via.str.size, key->via.str.ptr);
+		if (v->type == MSGPACK_OBJECT_MAP) {
+			printf("\n");
+			print_text(v, indent + 2);
+			continue;
+		}
+		if (v->type != MSGPACK_OBJECT_ARRAY) {
+			printf(" ");
+			print_scalar(v);
+			printf("\n");
+			continue;
+		}
+		printf("\n");
+		for (j = 0; j < v->via.array.size; j++) {
+			const msgpack_object *e = &v->via.array.ptr[j];
+
+			printf("%*s-", indent + 2, "");
+			if (e->type != MSGPACK_OBJECT_MAP) {
+				printf(" ");
+				print_scalar(e);
+			}
+			for (k = 0; e->type == MSGPACK_OBJECT_MAP && k < e->via.map.size; k++) {
+				const msgpack_object *ek = &e->via.map.ptr[k].key;
+
+				if (ek->type != MSGPACK_OBJECT_STR)
+					continue;
+				printf(" %.*s=", (int)ek->via.str.size, ek->via.str.ptr);
+				print_scalar(&e->via.map.ptr[k].val);
+			}
+			printf("\n");
+		}
+	}
+}
+
+/* An admin call on the master connection; exits on failure. */
+static void
+admin_call(const char *method, struct mc_msg *m)
+{
+	struct mc_rpcc *r = mc_client_master(cli_client());
+	struct mc_err err = { 0 };
+
+	if (!r)
+		mc_die(MC_EXIT_UNAVAILABLE, "cannot reach the master");
+	if (mc_rpcc_call(r, method, NULL, NULL, m, &err) < 0)
+		mc_die(mc_status_exit_code(err.code) ? mc_status_exit_code(err.code)
+						     : MC_EXIT_SOFTWARE,
+		       "cannot get %s: %s", method, err.msg);
+}
+
+static void
+pack_key(msgpack_packer *pk, void *arg)
+{
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_str(pk, "key", arg);
+}
+
+/*
+ * --json prints the master's own record (tenant, soft-pin state, replica
+ * ids...), which carries more than struct mc_object_info, and new fields
+ * appear without a change here.
+ */
+static void
+stat_json(const char *key)
+{
+	struct mc_rpcc *r = mc_client_master(cli_client());
+	struct mc_err err = { 0 };
+	struct mc_msg m;
+
+	if (!r)
+		mc_die(MC_EXIT_UNAVAILABLE, "cannot reach the master");
+	if (mc_rpcc_call(r, "stat", pack_key, (void *)key, &m, &err) < 0)
+		cli_fail(&err, "stat", key);
+	mc_json_write(stdout, m.body);
+	printf("\n");
+	mc_msg_release(&m);
+}
+
+int
+cli_stat(int argc, char **argv)
+{
+	struct mc_object_info *info;
+	struct mc_err err = { 0 };
+	struct mc_msg m;
+
+	if (argc == 0) {
+		admin_call("stats", &m);
+		if (cli.json) {
+			mc_json_write(stdout, m.body);
+			printf("\n");
+		} else {
+			print_text(m.body, 0);
+		}
+		mc_msg_release(&m);
+		return MC_EXIT_OK;
+	}
+	if (cli.json) {
+		stat_json(argv[0]);
+		return MC_EXIT_OK;
+	}
+	if (!(info = malloc(sizeof(*info))))
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	if (mc_stat(cli_client(), argv[0], info, &err) < 0)
+		cli_fail(&err, "stat", argv[0]);
+	stat_text(info);
+	free(info);
+	return MC_EXIT_OK;
+}
+
+/* ---- peers ---- */
+
+static int
+str_width(const msgpack_object *peer, const char *field)
+{
+	const char *s;
+	size_t n;
+
+	if (mc_map_str(peer, field, &s, &n, NULL) != 1)
+		return 1;
+	return n > 200 ? 200 : (int)n;
+}
+
+static void
+print_str_col(const msgpack_object *peer, const char *field, int width)
+{
+	const char *s = "-";
+	size_t n = 1;
+
+	if (mc_map_str(peer, field, &s, &n, NULL) != 1 || n == 0) {
+		s = "-";
+		n = 1;
+	}
+	if (n > 200)
+		n = 200;
+	printf("%.*s%*s  ", (int)n, s, width - (int)n, "");
+}
+
+static void
+print_dram(const msgpack_object *peer)
+{
+	const msgpack_object_array *tiers = mc_map_array(peer, "tiers");
+	char used[32], cap[32];
+	uint64_t u = 0, c = 0;
+	uint32_t i;
+
+	for (i = 0; tiers && i < tiers->size; i++) {
+		if (!mc_obj_streq(mc_map_get(&tiers->ptr[i], "tier"), "dram"))
+			continue;
+		mc_map_u64(&tiers->ptr[i], "used", &u, NULL);
+		mc_map_u64(&tiers->ptr[i], "capacity", &c, NULL);
+		printf("%s/%s", mc_fmt_size(u, used, sizeof(used)),
+		       mc_fmt_size(c, cap, sizeof(cap)));
+		return;
+	}
+	printf("-");
+}
+
+int
+cli_peers(int argc, char **argv)
+{
+	const msgpack_object_array *peers;
+	int wa = 4, wh = 4, wd = 6;
+	struct mc_msg m;
+	uint32_t i;
+
+	(void)argc;
+	(void)argv;
+	admin_call("peers", &m);
+	peers = mc_map_array(m.body, "peers");
+	for (i = 0; peers && i < peers->size; i++) {
+		const msgpack_object *p = &peers->ptr[i];
+		int w;
+
+		if (cli.json) {
+			mc_json_write(stdout, p);
+			printf("\n");
+			continue;
+		}
+		if ((w = str_width(p, "addr")) > wa)
+			wa = w;
+		if ((w = str_width(p, "host")) > wh)
+			wh = w;
+		if ((w = str_width(p, "domain")) > wd)
+			wd = w;
+	}
+	if (!cli.json) {
+		printf("%-4s  %-*s  %-*s  %-*s  %-5s  %s\n", "ID", wa, "ADDR", wh, "HOST", wd,
+		       "DOMAIN", "ALIVE", "DRAM");
+		for (i = 0; peers && i < peers->size; i++) {
+			const msgpack_object *p = &peers->ptr[i];
+			uint64_t id = 0;
+			bool alive = false;
+
+			mc_map_u64(p, "peer_id", &id, NULL);
+			mc_map_bool(p, "alive", &alive, NULL);
+			printf("%-4" PRIu64 "  ", id);
+			print_str_col(p, "addr", wa);
+			print_str_col(p, "host", wh);
+			print_str_col(p, "domain", wd);
+			printf("%-5s  ", alive ? "yes" : "no");
+			print_dram(p);
+			printf("\n");
+		}
+	}
+	mc_msg_release(&m);
+	return MC_EXIT_OK;
+}
+
+/* ---- corrupt ---- */
+
+struct corrupt_args {
+	const char *tenant, *key;
+	uint64_t offset;
+};
+
+static void
+pack_corrupt(msgpack_packer *pk, void *arg)
+{
+	const struct corrupt_args *a = arg;
+
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_str(pk, "tenant", a->tenant);
+	mc_pack_kv_str(pk, "key", a->key);
+	mc_pack_kv_u64(pk, "offset", a->offset);
+}
+
+int
+cli_corrupt(int argc, char **argv)
+{
+	struct corrupt_args a = { cli_tenant(), argv[1], 0 };
+	struct mc_err err = { 0 };
+	struct mc_rpcc *r;
+	struct mc_msg m;
+	int code;
+
+	if (argc > 2 && mc_parse_u64(argv[2], &a.offset, &err) < 0) {
+		mc_complain("corrupt: invalid OFFSET '%s': %s", argv[2], err.msg);
+		return MC_EXIT_USAGE;
+	}
+	r = mc_rpcc_connect(argv[0], cli.timeout_ms ? (int)cli.timeout_ms : 30000, &err);
+	if (!r)
+		mc_die(mc_status_exit_code(err.code), "%s", err.msg);
+	if (mc_rpcc_call(r, "corrupt", pack_corrupt, &a, &m, &err) < 0) {
+		mc_rpcc_close(r);
+		code = mc_status_exit_code(err.code);
+		if (err.code == MC_ERR_NOT_FOUND)
+			mc_die(code, "cannot corrupt '%s' on %s: not found", argv[1], argv[0]);
+		if (err.code == MC_ERR_DENIED)
+			mc_die(code, "cannot corrupt '%s' on %s: denied (%s)", argv[1], argv[0],
+			       err.msg);
+		mc_die(code ? code : MC_EXIT_SOFTWARE, "cannot corrupt '%s' on %s: %s", argv[1],
+		       argv[0], err.msg);
+	}
+	mc_msg_release(&m);
+	mc_rpcc_close(r);
+	return MC_EXIT_OK;
+}

@@ -1,0 +1,1693 @@
+/*
+ * The client API over synchronous rpcc connections: one to the master,
+ * a small LRU cache of them to peers.
+ *
+ * Data-plane work (peer reads and writes) runs in "waves": the pending
+ * operations are grouped by peer address, every group's requests are sent
+ * and flushed first, then the responses are read group by group, so the
+ * peers work in parallel while this thread stays simple. A wave holds at
+ * most one group per cache slot (so no connection it uses gets evicted
+ * under it) and about WAVE_BYTES of bulk per peer (so a peer never queues
+ * more for us than its output cap allows). Whatever does not fit waits for
+ * the next wave; a read that failed moves on to its next replica there.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mc/checksum.h"
+#include "mc/client.h"
+#include "mc/proto.h"
+#include "mc/rpcc.h"
+#include "mc/wire.h"
+
+#define PEER_CACHE 32
+#define WAVE_BYTES ((uint64_t)64 << 20)
+/* Keys per pipelined round to the master; bounds memory and message size. */
+#define CHUNK_KEYS 128
+#define EXIST_CHUNK 1024
+#define LIST_PAGE 1000
+#define DEFAULT_TIMEOUT_MS 30000
+/* How much of a key goes into an error message. */
+#define KSHOW 80
+
+struct peer_slot {
+	char addr[MC_ADDR_MAX];
+	struct mc_rpcc *r;
+	uint64_t used; /* tick of last use, for LRU; 0 = empty */
+};
+
+struct mc_client {
+	struct mc_rpcc *master;
+	char master_addr[MC_ADDR_MAX];
+	char tenant[MC_NAME_MAX + 1];
+	char host[256];
+	char *token;
+	char *domain;
+	int timeout_ms;
+	uint64_t tick;
+	struct peer_slot peers[PEER_CACHE];
+};
+
+/* ---- request parameters ---- */
+
+enum ptype { P_STR, P_U64, P_BOOL, P_STRS, P_U64S };
+
+struct param {
+	const char *name;
+	int type;
+	const char *s;
+	size_t len;
+	uint64_t u;
+	bool b;
+	const char *const *strs;
+	const uint64_t *u64s;
+};
+
+/* A params map built field by field; packed by pack_params. */
+struct params {
+	size_t n;
+	struct param p[10];
+};
+
+static struct param *
+p_add(struct params *ps, const char *name, int type)
+{
+	struct param *p = &ps->p[ps->n++];
+
+	memset(p, 0, sizeof(*p));
+	p->name = name;
+	p->type = type;
+	return p;
+}
+
+static void
+p_str(struct params *ps, const char *name, const char *s)
+{
+	struct param *p;
+
+	if (!s)
+		return;
+	p = p_add(ps, name, P_STR);
+	p->s = s;
+	p->len = strlen(s);
+}
+
+static void
+p_u64(struct params *ps, const char *name, uint64_t v)
+{
+	p_add(ps, name, P_U64)->u = v;
+}
+
+static void
+p_bool(struct params *ps, const char *name, bool v)
+{
+	p_add(ps, name, P_BOOL)->b = v;
+}
+
+static void
+p_strs(struct params *ps, const char *name, const char *const *strs, size_t n)
+{
+	struct param *p = p_add(ps, name, P_STRS);
+
+	p->strs = strs;
+	p->len = n;
+}
+
+static void
+p_u64s(struct params *ps, const char *name, const uint64_t *v, size_t n)
+{
+	struct param *p = p_add(ps, name, P_U64S);
+
+	p->u64s = v;
+	p->len = n;
+}
+
+static void
+pack_params(msgpack_packer *pk, void *arg)
+{
+	const struct params *ps = arg;
+	size_t i, j;
+
+	msgpack_pack_map(pk, ps->n);
+	for (i = 0; i < ps->n; i++) {
+		const struct param *p = &ps->p[i];
+
+		switch (p->type) {
+		case P_STR:
+			mc_pack_kv_strn(pk, p->name, p->s, p->len);
+			break;
+		case P_U64:
+			mc_pack_kv_u64(pk, p->name, p->u);
+			break;
+		case P_BOOL:
+			mc_pack_kv_bool(pk, p->name, p->b);
+			break;
+		case P_STRS:
+			mc_pack_key(pk, p->name);
+			msgpack_pack_array(pk, p->len);
+			for (j = 0; j < p->len; j++)
+				mc_pack_strn(pk, p->strs[j], strlen(p->strs[j]));
+			break;
+		case P_U64S:
+			mc_pack_key(pk, p->name);
+			msgpack_pack_array(pk, p->len);
+			for (j = 0; j < p->len; j++)
+				msgpack_pack_uint64(pk, p->u64s[j]);
+			break;
+		}
+	}
+}
+
+/* ---- small helpers ---- */
+
+static int
+check_key(const char *key, struct mc_err *err)
+{
+	size_t n = key ? strlen(key) : 0;
+
+	if (n == 0 || n > MC_KEY_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "invalid key: must be 1 to %d bytes",
+				  MC_KEY_MAX);
+	return 0;
+}
+
+/* Errors that mean the connection itself is gone or unusable. */
+static bool
+is_transport(int code)
+{
+	return code == MC_ERR_UNAVAILABLE || code == MC_ERR_PROTO || code == MC_ERR_TIMEOUT;
+}
+
+/*
+ * Turn a failure into "cannot WHAT 'KEY' [at ADDR]: why". The address is
+ * added only when the inner message does not already name it (a connect
+ * error does).
+ */
+static void
+key_err(struct mc_err *out, int code, const char *what, const char *key, const char *prep,
+	const char *addr, const char *why)
+{
+	char buf[MC_ERR_MSG_MAX];
+
+	/* why may alias out->msg */
+	snprintf(buf, sizeof(buf), "%s", why);
+	if (addr && !strstr(buf, addr))
+		mc_err_set(out, code, "cannot %s '%.*s' %s %s: %s", what, KSHOW, key, prep, addr,
+			   buf);
+	else
+		mc_err_set(out, code, "cannot %s '%.*s': %s", what, KSHOW, key, buf);
+}
+
+/* A connect error must name the address (people need to know which one). */
+static void
+connect_err(struct mc_err *err, const char *addr)
+{
+	char buf[MC_ERR_MSG_MAX];
+
+	if (!err || strstr(err->msg, addr))
+		return;
+	snprintf(buf, sizeof(buf), "%s", err->msg);
+	mc_err_set(err, err->code ? err->code : MC_ERR_UNAVAILABLE, "cannot connect to %s: %s",
+		   addr, buf);
+}
+
+/* The remote status in a batch item's error map, for per-key results. */
+static int
+item_error(const msgpack_object *item, struct mc_err *err)
+{
+	const msgpack_object *e = mc_map_get(item, "error");
+	const char *s;
+	size_t n;
+	int code;
+
+	if (!e || e->type == MSGPACK_OBJECT_NIL)
+		return 0;
+	if (mc_map_str(e, "code", &s, &n, NULL) != 1)
+		return mc_err_set(err, MC_ERR_PROTO, "error without a code");
+	code = mc_status_from_name(s, n);
+	if (mc_map_str(e, "msg", &s, &n, NULL) == 1)
+		return mc_err_set(err, code, "%.*s", (int)(n > 200 ? 200 : n), s);
+	return mc_err_set(err, code, "%s", mc_status_name(code));
+}
+
+/* ---- connections ---- */
+
+static struct mc_rpcc *
+master_connect(struct mc_client *c, struct mc_err *err)
+{
+	struct params ps = { 0 };
+	struct mc_msg m;
+	struct mc_rpcc *r;
+
+	r = mc_rpcc_connect(c->master_addr, c->timeout_ms, err);
+	if (!r) {
+		connect_err(err, c->master_addr);
+		return NULL;
+	}
+	p_str(&ps, "tenant", c->tenant);
+	p_str(&ps, "token", c->token);
+	p_str(&ps, "host", c->host);
+	p_str(&ps, "domain", c->domain);
+	if (mc_rpcc_call(r, "hello", pack_params, &ps, &m, err) < 0) {
+		char why[MC_ERR_MSG_MAX];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		mc_err_set(err, err->code, "hello to master %s failed: %s", c->master_addr, why);
+		mc_rpcc_close(r);
+		return NULL;
+	}
+	mc_msg_release(&m);
+	c->master = r;
+	return r;
+}
+
+static void
+master_drop(struct mc_client *c)
+{
+	if (c->master)
+		mc_rpcc_close(c->master);
+	c->master = NULL;
+}
+
+static struct mc_rpcc *
+master_get(struct mc_client *c, struct mc_err *err)
+{
+	return c->master ? c->master : master_connect(c, err);
+}
+
+/*
+ * One call to the master. A connection that had been idle may have died
+ * (master restarted): when a reused connection reports it is unavailable,
+ * the request never reached a live master, so it is safe to reconnect and
+ * send it once more.
+ */
+static int
+master_call(struct mc_client *c, const char *method, struct params *ps, struct mc_msg *resp,
+	    struct mc_err *err)
+{
+	bool reused = c->master != NULL;
+	struct mc_rpcc *r = master_get(c, err);
+
+	if (!r)
+		return -1;
+	if (mc_rpcc_call(r, method, pack_params, ps, resp, err) == 0)
+		return 0;
+	if (!is_transport(err->code))
+		return -1;
+	master_drop(c);
+	if (!reused || err->code != MC_ERR_UNAVAILABLE)
+		return -1;
+	if (!(r = master_connect(c, err)))
+		return -1;
+	if (mc_rpcc_call(r, method, pack_params, ps, resp, err) == 0)
+		return 0;
+	if (is_transport(err->code))
+		master_drop(c);
+	return -1;
+}
+
+/* A peer connection from the cache, or a new one (*reused tells which). */
+static struct mc_rpcc *
+peer_get(struct mc_client *c, const char *addr, bool *reused, struct mc_err *err)
+{
+	struct peer_slot *victim = NULL;
+	size_t i;
+
+	for (i = 0; i < PEER_CACHE; i++) {
+		struct peer_slot *s = &c->peers[i];
+
+		if (s->r && strcmp(s->addr, addr) == 0) {
+			s->used = ++c->tick;
+			*reused = true;
+			return s->r;
+		}
+		if (!victim || s->used < victim->used)
+			victim = s;
+	}
+	if (victim->r)
+		mc_rpcc_close(victim->r);
+	victim->r = NULL;
+	victim->used = 0;
+	*reused = false;
+	if (strlen(addr) >= sizeof(victim->addr)) {
+		mc_err_set(err, MC_ERR_PROTO, "peer address too long");
+		return NULL;
+	}
+	victim->r = mc_rpcc_connect(addr, c->timeout_ms, err);
+	if (!victim->r) {
+		connect_err(err, addr);
+		return NULL;
+	}
+	strcpy(victim->addr, addr);
+	victim->used = ++c->tick;
+	return victim->r;
+}
+
+static void
+peer_drop(struct mc_client *c, struct mc_rpcc *r)
+{
+	size_t i;
+
+	for (i = 0; i < PEER_CACHE; i++) {
+		if (c->peers[i].r == r) {
+			mc_rpcc_close(r);
+			c->peers[i].r = NULL;
+			c->peers[i].used = 0;
+			return;
+		}
+	}
+	mc_rpcc_close(r);
+}
+
+/* ---- constructor ---- */
+
+static const char *
+pick(const char *given, const char *env)
+{
+	const char *v;
+
+	if (given)
+		return given;
+	v = getenv(env);
+	return v && *v ? v : NULL;
+}
+
+struct mc_client *
+mc_client_new(const struct mc_client_opts *opts, struct mc_err *err)
+{
+	struct mc_client_opts none = { 0 };
+	struct mc_client *c;
+	const char *master, *tenant, *token, *domain;
+
+	if (!opts)
+		opts = &none;
+	master = pick(opts->master, "MC_MASTER");
+	tenant = pick(opts->tenant, "MC_TENANT");
+	token = pick(opts->token, "MC_TOKEN");
+	domain = pick(opts->domain, "MC_DOMAIN");
+	if (!master)
+		master = MC_DEFAULT_MASTER;
+	if (!tenant)
+		tenant = MC_DEFAULT_TENANT;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		mc_err_errno(err, "cannot allocate a client");
+		return NULL;
+	}
+	if (strlen(master) >= sizeof(c->master_addr)) {
+		mc_err_set(err, MC_ERR_INVALID, "invalid master address: too long");
+		goto fail;
+	}
+	strcpy(c->master_addr, master);
+	if (!*tenant || strlen(tenant) > MC_NAME_MAX) {
+		mc_err_set(err, MC_ERR_INVALID, "invalid tenant '%.*s': must be 1 to %d bytes",
+			   KSHOW, tenant, MC_NAME_MAX);
+		goto fail;
+	}
+	strcpy(c->tenant, tenant);
+	if (opts->host)
+		snprintf(c->host, sizeof(c->host), "%s", opts->host);
+	else if (gethostname(c->host, sizeof(c->host) - 1) < 0)
+		strcpy(c->host, "localhost");
+	if (token && !(c->token = strdup(token))) {
+		mc_err_errno(err, "cannot allocate a client");
+		goto fail;
+	}
+	if (domain && !(c->domain = strdup(domain))) {
+		mc_err_errno(err, "cannot allocate a client");
+		goto fail;
+	}
+	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+	if (!master_connect(c, err))
+		goto fail;
+	return c;
+fail:
+	mc_client_free(c);
+	return NULL;
+}
+
+void
+mc_client_free(struct mc_client *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	master_drop(c);
+	for (i = 0; i < PEER_CACHE; i++)
+		if (c->peers[i].r)
+			mc_rpcc_close(c->peers[i].r);
+	free(c->token);
+	free(c->domain);
+	free(c);
+}
+
+struct mc_rpcc *
+mc_client_master(struct mc_client *c)
+{
+	struct mc_err err;
+
+	return master_get(c, &err);
+}
+
+/* ---- replica lists ---- */
+
+struct rep {
+	uint64_t id;
+	char addr[MC_ADDR_MAX];
+	char tier[16];
+};
+
+static int
+parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep, struct mc_err *err)
+{
+	const msgpack_object_array *a = mc_map_array(body, "replicas");
+	uint32_t i;
+
+	*nrep = 0;
+	if (!a)
+		return 0;
+	if (a->size > MC_REPLICAS_MAX)
+		return mc_err_set(err, MC_ERR_PROTO, "%u replicas listed, at most %d expected",
+				  a->size, MC_REPLICAS_MAX);
+	for (i = 0; i < a->size; i++) {
+		const msgpack_object *o = &a->ptr[i];
+		struct rep *r = &reps[i];
+
+		if (mc_map_u64(o, "replica_id", &r->id, err) != 1 ||
+		    mc_map_strcpy(o, "addr", r->addr, sizeof(r->addr), err) != 1)
+			return mc_err_set(err, MC_ERR_PROTO, "malformed replica in a replica list");
+		strcpy(r->tier, "dram");
+		if (mc_map_strcpy(o, "tier", r->tier, sizeof(r->tier), err) < 0)
+			return mc_err_set(err, MC_ERR_PROTO, "malformed tier in a replica list");
+	}
+	*nrep = a->size;
+	return 0;
+}
+
+/* ---- waves of pipelined peer operations ---- */
+
+struct wave_group {
+	const char *addr;
+	struct mc_rpcc *r;
+	bool reused;
+	bool failed;
+	uint64_t bytes;
+	struct mc_err err;
+};
+
+struct wave {
+	size_t n, cap;
+	void **items;
+	int *grp;
+	size_t ngroups;
+	struct wave_group g[PEER_CACHE];
+};
+
+/* How one kind of item is sent, answered and failed. */
+struct wave_ops {
+	int (*send)(struct mc_client *c, struct mc_rpcc *r, void *item, struct mc_err *err);
+	/*
+	 * Read one response and record the item's outcome. -1 only when the
+	 * connection failed (err set; the item's outcome is then left to
+	 * the caller).
+	 */
+	int (*recv)(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item,
+		    struct mc_err *err);
+	void (*fail)(void *item, const char *addr, const struct mc_err *err);
+};
+
+static int
+wave_init(struct wave *w, size_t cap, struct mc_err *err)
+{
+	memset(w, 0, sizeof(*w));
+	w->items = calloc(cap ? cap : 1, sizeof(*w->items));
+	w->grp = calloc(cap ? cap : 1, sizeof(*w->grp));
+	if (!w->items || !w->grp) {
+		free(w->items);
+		free(w->grp);
+		return mc_err_errno(err, "cannot allocate a batch");
+	}
+	w->cap = cap;
+	return 0;
+}
+
+static void
+wave_free(struct wave *w)
+{
+	free(w->items);
+	free(w->grp);
+}
+
+static void
+wave_reset(struct wave *w)
+{
+	w->n = 0;
+	w->ngroups = 0;
+}
+
+/* Add an item for addr; false when it has to wait for a later wave. */
+static bool
+wave_add(struct wave *w, void *item, const char *addr, uint64_t bytes)
+{
+	struct wave_group *g = NULL;
+	size_t i;
+
+	for (i = 0; i < w->ngroups; i++) {
+		if (strcmp(w->g[i].addr, addr) == 0) {
+			g = &w->g[i];
+			break;
+		}
+	}
+	if (!g) {
+		if (w->ngroups == PEER_CACHE || w->n == w->cap)
+			return false;
+		g = &w->g[w->ngroups++];
+		memset(g, 0, sizeof(*g));
+		g->addr = addr;
+	} else if (g->bytes + bytes > WAVE_BYTES || w->n == w->cap) {
+		return false;
+	}
+	g->bytes += bytes;
+	w->items[w->n] = item;
+	w->grp[w->n] = (int)i;
+	w->n++;
+	return true;
+}
+
+static int
+group_send(struct mc_client *c, const struct wave_ops *ops, struct wave *w, size_t gi,
+	   struct mc_err *err)
+{
+	struct wave_group *g = &w->g[gi];
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->grp[i] == (int)gi && ops->send(c, g->r, w->items[i], err) < 0)
+			return -1;
+	return mc_rpcc_flush(g->r, err);
+}
+
+static int
+group_recv(struct mc_client *c, const struct wave_ops *ops, struct wave *w, size_t gi, size_t *done,
+	   struct mc_err *err)
+{
+	struct wave_group *g = &w->g[gi];
+	size_t i;
+
+	*done = 0;
+	for (i = 0; i < w->n; i++) {
+		if (w->grp[i] != (int)gi)
+			continue;
+		if (ops->recv(c, g->r, g->addr, w->items[i], err) < 0)
+			return -1;
+		(*done)++;
+	}
+	return 0;
+}
+
+/* Fail the items of a group after the first skip of them. */
+static void
+group_fail(const struct wave_ops *ops, struct wave *w, size_t gi, size_t skip,
+	   const struct mc_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++) {
+		if (w->grp[i] != (int)gi)
+			continue;
+		if (skip) {
+			skip--;
+			continue;
+		}
+		ops->fail(w->items[i], w->g[gi].addr, err);
+	}
+}
+
+/* (Re)connect a group and send its requests; false on failure. */
+static bool
+group_start(struct mc_client *c, const struct wave_ops *ops, struct wave *w, size_t gi)
+{
+	struct wave_group *g = &w->g[gi];
+
+	g->r = peer_get(c, g->addr, &g->reused, &g->err);
+	if (!g->r)
+		return false;
+	if (group_send(c, ops, w, gi, &g->err) == 0)
+		return true;
+	peer_drop(c, g->r);
+	g->r = NULL;
+	return false;
+}
+
+static void
+wave_run(struct mc_client *c, const struct wave_ops *ops, struct wave *w)
+{
+	size_t gi, done;
+
+	/* Send everything first so that all the peers work at once. */
+	for (gi = 0; gi < w->ngroups; gi++) {
+		struct wave_group *g = &w->g[gi];
+
+		if (group_start(c, ops, w, gi))
+			continue;
+		/* a cached connection may simply have gone stale: retry once */
+		g->failed = !g->reused || !group_start(c, ops, w, gi);
+	}
+	for (gi = 0; gi < w->ngroups; gi++) {
+		struct wave_group *g = &w->g[gi];
+
+		if (g->failed) {
+			group_fail(ops, w, gi, 0, &g->err);
+			continue;
+		}
+		if (group_recv(c, ops, w, gi, &done, &g->err) == 0)
+			continue;
+		peer_drop(c, g->r);
+		g->r = NULL;
+		/*
+		 * A stale connection usually only shows when its first answer
+		 * fails to come; nothing was done on it, so redo the group on a
+		 * fresh one.
+		 */
+		if (done == 0 && g->reused) {
+			if (!group_start(c, ops, w, gi)) {
+				group_fail(ops, w, gi, 0, &g->err);
+				continue;
+			}
+			if (group_recv(c, ops, w, gi, &done, &g->err) == 0)
+				continue;
+			peer_drop(c, g->r);
+			g->r = NULL;
+		}
+		group_fail(ops, w, gi, done, &g->err);
+	}
+}
+
+/* ---- reads ---- */
+
+enum { ST_PENDING, ST_DONE, ST_FAILED };
+
+struct get_key {
+	const char *key;
+	void *buf;
+	size_t cap;
+	uint64_t version, size, checksum;
+	unsigned nrep, next;
+	struct rep rep[MC_REPLICAS_MAX];
+	int state;
+	bool all_checksum; /* every replica tried so far failed its checksum */
+	struct mc_client *c;
+	struct mc_err err;
+};
+
+static int
+parse_list(const msgpack_object *body, struct get_key *k, struct mc_err *err)
+{
+	if (mc_map_u64(body, "version", &k->version, err) != 1 ||
+	    mc_map_u64(body, "size", &k->size, err) != 1 ||
+	    mc_map_u64(body, "checksum", &k->checksum, err) != 1)
+		return mc_err_set(err, MC_ERR_PROTO, "malformed replica list for '%.*s'", KSHOW,
+				  k->key);
+	if (parse_replicas(body, k->rep, &k->nrep, err) < 0)
+		return -1;
+	if (k->size > SIZE_MAX)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "'%.*s' is too large for memory", KSHOW,
+				  k->key);
+	k->all_checksum = true;
+	k->state = ST_PENDING;
+	return 0;
+}
+
+static int
+read_send(struct mc_client *c, struct mc_rpcc *r, void *item, struct mc_err *err)
+{
+	struct get_key *k = item;
+	struct params ps = { 0 };
+
+	p_str(&ps, "tenant", c->tenant);
+	p_str(&ps, "key", k->key);
+	p_u64(&ps, "version", k->version);
+	return mc_rpcc_send(r, "read", pack_params, &ps, NULL, 0, err) < 0 ? -1 : 0;
+}
+
+static void
+read_fail(void *item, const char *addr, const struct mc_err *err)
+{
+	struct get_key *k = item;
+
+	key_err(&k->err, err->code, "read", k->key, "from", addr, err->msg);
+	if (err->code != MC_ERR_CHECKSUM)
+		k->all_checksum = false;
+	k->next++;
+}
+
+static int
+read_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
+{
+	struct get_key *k = item;
+	struct mc_err e;
+	struct mc_msg m;
+	uint64_t blen;
+	bool bulk;
+	int remote;
+
+	(void)c;
+	if (mc_rpcc_recv(r, &m, err) < 0)
+		return -1;
+	/*
+	 * Take what we need from the header before touching the bulk: the
+	 * message may point into the connection's buffer.
+	 */
+	remote = mc_msg_error(&m, &e);
+	bulk = m.has_bulk;
+	blen = m.bulk_len;
+	mc_msg_release(&m);
+
+	if (bulk && (remote < 0 || blen != k->size)) {
+		/* a peer announcing far more than asked for is not worth draining */
+		if (blen > k->size + WAVE_BYTES)
+			return mc_err_set(err, MC_ERR_PROTO,
+					  "peer sent %llu bytes for '%.*s', %llu expected",
+					  (unsigned long long)blen, KSHOW, k->key,
+					  (unsigned long long)k->size);
+		if (mc_rpcc_skip_bulk(r, blen, err) < 0)
+			return -1;
+		if (remote == 0) {
+			mc_err_set(&e, MC_ERR_PROTO,
+				   "size mismatch: %llu bytes sent, %llu expected",
+				   (unsigned long long)blen, (unsigned long long)k->size);
+			read_fail(k, addr, &e);
+			return 0;
+		}
+	}
+	if (remote < 0) {
+		read_fail(k, addr, &e);
+		return 0;
+	}
+	if (!bulk && k->size > 0) {
+		mc_err_set(&e, MC_ERR_PROTO, "read answered without data");
+		read_fail(k, addr, &e);
+		return 0;
+	}
+	if (k->size > 0 && mc_rpcc_read_bulk(r, k->buf, k->size, err) < 0)
+		return -1;
+	if (mc_checksum(k->size ? k->buf : "", k->size) != k->checksum) {
+		mc_err_set(&e, MC_ERR_CHECKSUM, "checksum mismatch");
+		read_fail(k, addr, &e);
+		return 0;
+	}
+	k->state = ST_DONE;
+	return 0;
+}
+
+static const struct wave_ops read_ops = { read_send, read_recv, read_fail };
+
+/* Settle a key that has no replica left to try. */
+static void
+read_exhausted(struct get_key *k)
+{
+	k->state = ST_FAILED;
+	if (k->nrep == 0)
+		mc_err_set(&k->err, MC_ERR_NOT_FOUND, "cannot get '%.*s': no replica", KSHOW,
+			   k->key);
+	else if (k->all_checksum)
+		mc_err_set(&k->err, MC_ERR_CHECKSUM, "checksum mismatch on every replica of '%.*s'",
+			   KSHOW, k->key);
+}
+
+/* Read every pending key, replica after replica, into its buffer. */
+static int
+read_keys(struct mc_client *c, struct get_key *ks, size_t n, struct mc_err *err)
+{
+	struct wave w;
+	size_t i;
+
+	if (wave_init(&w, n, err) < 0)
+		return -1;
+	for (;;) {
+		wave_reset(&w);
+		for (i = 0; i < n; i++) {
+			struct get_key *k = &ks[i];
+
+			if (k->state != ST_PENDING)
+				continue;
+			if (k->next >= k->nrep) {
+				read_exhausted(k);
+				continue;
+			}
+			wave_add(&w, k, k->rep[k->next].addr, k->size);
+		}
+		if (w.n == 0)
+			break;
+		wave_run(c, &read_ops, &w);
+	}
+	wave_free(&w);
+	return 0;
+}
+
+static int
+get_list(struct mc_client *c, struct get_key *k, struct mc_err *err)
+{
+	struct params ps = { 0 };
+	struct mc_msg m;
+	int rc;
+
+	p_str(&ps, "key", k->key);
+	if (master_call(c, "get_replica_list", &ps, &m, err) < 0) {
+		key_err(err, err->code, "get", k->key, "at",
+			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+		return -1;
+	}
+	rc = parse_list(m.body, k, err);
+	mc_msg_release(&m);
+	return rc;
+}
+
+static struct get_key *
+get_one(struct mc_client *c, const char *key, struct mc_err *err)
+{
+	struct get_key *k;
+
+	if (check_key(key, err) < 0)
+		return NULL;
+	if (!(k = calloc(1, sizeof(*k)))) {
+		mc_err_errno(err, "cannot allocate");
+		return NULL;
+	}
+	k->key = key;
+	k->c = c;
+	if (get_list(c, k, err) < 0) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+static int
+get_finish(struct mc_client *c, struct get_key *k, struct mc_err *err)
+{
+	if (read_keys(c, k, 1, err) < 0)
+		return -1;
+	if (k->state != ST_DONE) {
+		*err = k->err;
+		return -1;
+	}
+	return 0;
+}
+
+int
+mc_get(struct mc_client *c, const char *key, void *buf, size_t cap, size_t *len, struct mc_err *err)
+{
+	struct get_key *k = get_one(c, key, err);
+	int rc = -1;
+
+	if (!k)
+		return -1;
+	*len = k->size;
+	if (k->size > cap) {
+		mc_err_set(err, MC_ERR_TOO_LARGE, "cannot get '%.*s': %llu bytes, buffer holds %zu",
+			   KSHOW, key, (unsigned long long)k->size, cap);
+		goto out;
+	}
+	k->buf = buf;
+	k->cap = cap;
+	rc = get_finish(c, k, err);
+out:
+	free(k);
+	return rc;
+}
+
+int
+mc_get_alloc(struct mc_client *c, const char *key, void **buf, size_t *len, struct mc_err *err)
+{
+	struct get_key *k = get_one(c, key, err);
+	int rc = -1;
+
+	*buf = NULL;
+	if (!k)
+		return -1;
+	/* one spare byte so that an empty object still gets a real pointer */
+	k->buf = malloc(k->size + 1);
+	if (!k->buf) {
+		mc_err_set(err, MC_ERR_SYSTEM, "cannot allocate %llu bytes for '%.*s'",
+			   (unsigned long long)k->size, KSHOW, key);
+		goto out;
+	}
+	k->cap = k->size;
+	rc = get_finish(c, k, err);
+	if (rc == 0) {
+		*buf = k->buf;
+		*len = k->size;
+	} else {
+		free(k->buf);
+	}
+out:
+	free(k);
+	return rc;
+}
+
+/* One chunk of a batch get; -1 only when the master failed. */
+static int
+batch_get_chunk(struct mc_client *c, size_t n, const char *const *keys, void *const *bufs,
+		const size_t *caps, size_t *lens, int *results, struct get_key *ks,
+		struct mc_err *err)
+{
+	const msgpack_object_array *items;
+	struct params ps = { 0 };
+	struct mc_msg m;
+	size_t i;
+
+	memset(ks, 0, n * sizeof(*ks));
+	p_strs(&ps, "keys", keys, n);
+	if (master_call(c, "batch_get_replica_list", &ps, &m, err) < 0)
+		return -1;
+	items = mc_map_array(m.body, "items");
+	if (!items || items->size != n) {
+		mc_msg_release(&m);
+		return mc_err_set(err, MC_ERR_PROTO, "batch_get_replica_list: %zu items expected",
+				  n);
+	}
+	for (i = 0; i < n; i++) {
+		const msgpack_object *it = &items->ptr[i];
+		struct get_key *k = &ks[i];
+
+		k->key = keys[i];
+		k->c = c;
+		k->state = ST_FAILED;
+		lens[i] = 0;
+		if (item_error(it, &k->err) < 0) {
+			results[i] = k->err.code;
+			continue;
+		}
+		if (parse_list(it, k, &k->err) < 0) {
+			k->state = ST_FAILED;
+			results[i] = k->err.code;
+			continue;
+		}
+		lens[i] = k->size;
+		if (k->size > caps[i]) {
+			k->state = ST_FAILED;
+			results[i] = MC_ERR_TOO_LARGE;
+			continue;
+		}
+		k->buf = bufs[i];
+		k->cap = caps[i];
+		/* to be read: settled below */
+		results[i] = MC_OK;
+	}
+	mc_msg_release(&m);
+	if (read_keys(c, ks, n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (results[i] == MC_OK && ks[i].state != ST_DONE)
+			results[i] = ks[i].err.code ? ks[i].err.code : MC_ERR_INTERNAL;
+	return 0;
+}
+
+int
+mc_batch_get(struct mc_client *c, size_t n, const char *const *keys, void *const *bufs,
+	     const size_t *caps, size_t *lens, int *results, struct mc_err *err)
+{
+	struct get_key *ks;
+	size_t i, done, m;
+	bool any = false;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		results[i] = MC_ERR_INVALID;
+		lens[i] = 0;
+	}
+	if (!(ks = calloc(CHUNK_KEYS, sizeof(*ks))))
+		return mc_err_errno(err, "cannot allocate a batch");
+	for (done = 0; done < n; done += m) {
+		m = n - done < CHUNK_KEYS ? n - done : CHUNK_KEYS;
+		/* the master refuses the whole call for one bad key: weed them out */
+		for (i = 0; i < m; i++)
+			if (check_key(keys[done + i], NULL) < 0)
+				break;
+		if (i < m) {
+			m = i ? i : 1;
+			if (i == 0)
+				continue;
+		}
+		if (batch_get_chunk(c, m, keys + done, bufs + done, caps + done, lens + done,
+				    results + done, ks, err) < 0) {
+			for (i = done; i < n; i++)
+				results[i] = err->code;
+			rc = -1;
+			break;
+		}
+		any = true;
+	}
+	free(ks);
+	return rc < 0 && !any ? -1 : 0;
+}
+
+/* ---- writes ---- */
+
+struct put_key;
+
+struct put_rep {
+	struct rep r;
+	struct put_key *owner;
+	int state;
+};
+
+struct put_key {
+	const char *key;
+	const void *buf;
+	size_t len;
+	uint64_t checksum, version;
+	bool started;
+	int status;
+	unsigned nrep;
+	struct put_rep rep[MC_REPLICAS_MAX];
+	struct mc_err err; /* first failure */
+};
+
+static void
+put_params(struct params *ps, const struct put_key *k, const struct mc_put_opts *o)
+{
+	p_str(ps, "key", k->key);
+	p_u64(ps, "size", k->len);
+	p_u64(ps, "replicas", o->replicas ? o->replicas : 1);
+	p_str(ps, "type", o->type ? o->type : MC_DEFAULT_TYPE);
+	p_str(ps, "group", o->group);
+	p_bool(ps, "hard_pin", o->hard_pin);
+	p_u64(ps, "checksum", k->checksum);
+	p_bool(ps, "upsert", o->upsert);
+}
+
+static int
+write_send(struct mc_client *c, struct mc_rpcc *r, void *item, struct mc_err *err)
+{
+	struct put_rep *pr = item;
+	struct put_key *k = pr->owner;
+	struct params ps = { 0 };
+
+	p_str(&ps, "tenant", c->tenant);
+	p_str(&ps, "key", k->key);
+	p_u64(&ps, "version", k->version);
+	p_u64(&ps, "len", k->len);
+	p_u64(&ps, "checksum", k->checksum);
+	p_str(&ps, "tier", pr->r.tier);
+	return mc_rpcc_send(r, "write", pack_params, &ps, k->len ? k->buf : NULL, k->len, err) < 0
+		       ? -1
+		       : 0;
+}
+
+static void
+write_fail(void *item, const char *addr, const struct mc_err *err)
+{
+	struct put_rep *pr = item;
+	struct put_key *k = pr->owner;
+
+	pr->state = ST_FAILED;
+	if (k->err.code == 0)
+		key_err(&k->err, err->code ? err->code : MC_ERR_INTERNAL, "write", k->key, "to",
+			addr, err->msg);
+}
+
+static int
+write_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
+{
+	struct put_rep *pr = item;
+	struct mc_err e;
+	struct mc_msg m;
+	uint64_t blen;
+	bool bulk;
+	int remote;
+
+	(void)c;
+	if (mc_rpcc_recv(r, &m, err) < 0)
+		return -1;
+	remote = mc_msg_error(&m, &e);
+	bulk = m.has_bulk;
+	blen = m.bulk_len;
+	mc_msg_release(&m);
+	if (bulk && mc_rpcc_skip_bulk(r, blen, err) < 0)
+		return -1;
+	if (remote < 0)
+		write_fail(pr, addr, &e);
+	else
+		pr->state = ST_DONE;
+	return 0;
+}
+
+static const struct wave_ops write_ops = { write_send, write_recv, write_fail };
+
+static void
+put_refused(struct put_key *k, const struct mc_err *remote)
+{
+	key_err(&k->err, remote->code, "put", k->key, NULL, NULL, remote->msg);
+}
+
+/* Take in a successful put_start answer for one key. */
+static void
+put_started(struct put_key *k, const struct mc_msg *m)
+{
+	struct rep reps[MC_REPLICAS_MAX];
+	struct mc_err e = { 0 };
+	unsigned i;
+
+	if (mc_map_u64(m->body, "version", &k->version, &e) != 1 ||
+	    parse_replicas(m->body, reps, &k->nrep, &e) < 0) {
+		mc_err_set(&k->err, MC_ERR_PROTO, "cannot put '%.*s': malformed put_start answer",
+			   KSHOW, k->key);
+		return;
+	}
+	/* started: from here on it must end with put_end or put_revoke */
+	k->started = true;
+	for (i = 0; i < k->nrep; i++) {
+		k->rep[i].r = reps[i];
+		k->rep[i].owner = k;
+		k->rep[i].state = ST_PENDING;
+	}
+	if (k->nrep == 0)
+		mc_err_set(&k->err, MC_ERR_PROTO, "cannot put '%.*s': no replica placed", KSHOW,
+			   k->key);
+}
+
+/* put_start for every key, pipelined; -1 when the master failed. */
+static int
+put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put_opts *o,
+	      struct mc_err *err)
+{
+	struct mc_rpcc *r;
+	struct mc_msg m;
+	struct mc_err e;
+	size_t i;
+
+	if (n == 1) {
+		/* a lone put may reconnect to a restarted master */
+		struct params ps = { 0 };
+
+		put_params(&ps, &ks[0], o);
+		if (master_call(c, "put_start", &ps, &m, err) < 0) {
+			if (is_transport(err->code)) {
+				key_err(err, err->code, "put", ks[0].key, "at", c->master_addr,
+					err->msg);
+				return -1;
+			}
+			put_refused(&ks[0], err);
+			return 0;
+		}
+		put_started(&ks[0], &m);
+		mc_msg_release(&m);
+		return 0;
+	}
+	if (!(r = master_get(c, err)))
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct params ps = { 0 };
+
+		put_params(&ps, &ks[i], o);
+		if (mc_rpcc_send(r, "put_start", pack_params, &ps, NULL, 0, err) < 0)
+			goto fail;
+	}
+	if (mc_rpcc_flush(r, err) < 0)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		if (mc_rpcc_recv(r, &m, err) < 0)
+			goto fail;
+		if (mc_msg_error(&m, &e) < 0)
+			put_refused(&ks[i], &e);
+		else
+			put_started(&ks[i], &m);
+		mc_msg_release(&m);
+	}
+	return 0;
+fail:
+	/* keys started before the failure are discarded by the master's put timeout */
+	master_drop(c);
+	return -1;
+}
+
+/* Split a key's replicas into ok and failed ids. */
+static void
+put_split(const struct put_key *k, uint64_t *ok, size_t *nok, uint64_t *bad, size_t *nbad)
+{
+	unsigned i;
+
+	*nok = *nbad = 0;
+	for (i = 0; i < k->nrep; i++) {
+		if (k->rep[i].state == ST_DONE)
+			ok[(*nok)++] = k->rep[i].r.id;
+		else
+			bad[(*nbad)++] = k->rep[i].r.id;
+	}
+}
+
+/*
+ * End every started put: put_end for the written replicas, put_revoke for
+ * the rest (all of them when nothing was written). Pipelined.
+ */
+static int
+put_finish(struct mc_client *c, struct put_key *ks, size_t n, struct mc_err *err)
+{
+	uint64_t ok[MC_REPLICAS_MAX], bad[MC_REPLICAS_MAX];
+	struct mc_rpcc *r = master_get(c, err);
+	size_t i, nok, nbad;
+	struct mc_err e;
+	struct mc_msg m;
+
+	if (!r)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct put_key *k = &ks[i];
+		struct params ps = { 0 };
+
+		if (!k->started)
+			continue;
+		put_split(k, ok, &nok, bad, &nbad);
+		p_str(&ps, "key", k->key);
+		p_u64(&ps, "version", k->version);
+		if (nok) {
+			p_u64s(&ps, "replica_ids", ok, nok);
+			if (mc_rpcc_send(r, "put_end", pack_params, &ps, NULL, 0, err) < 0)
+				goto fail;
+			ps.n = 2;
+		}
+		if (nbad)
+			p_u64s(&ps, "replica_ids", bad, nbad);
+		/* no replica at all (nothing placed): revoke the whole put */
+		if (nbad || !nok)
+			if (mc_rpcc_send(r, "put_revoke", pack_params, &ps, NULL, 0, err) < 0)
+				goto fail;
+	}
+	if (mc_rpcc_flush(r, err) < 0)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		struct put_key *k = &ks[i];
+
+		if (!k->started)
+			continue;
+		put_split(k, ok, &nok, bad, &nbad);
+		if (nok) {
+			if (mc_rpcc_recv(r, &m, err) < 0)
+				goto fail;
+			if (mc_msg_error(&m, &e) < 0)
+				key_err(&k->err, e.code, "put", k->key, NULL, NULL, e.msg);
+			else
+				k->status = MC_OK;
+			mc_msg_release(&m);
+		}
+		if (nbad || !nok) {
+			/* a failed revoke only delays cleanup to the put timeout */
+			if (mc_rpcc_recv(r, &m, err) < 0)
+				goto fail;
+			mc_msg_release(&m);
+		}
+		if (!nok && k->err.code == 0)
+			mc_err_set(&k->err, MC_ERR_INTERNAL, "cannot put '%.*s'", KSHOW, k->key);
+	}
+	return 0;
+fail:
+	master_drop(c);
+	return -1;
+}
+
+/* One chunk of puts; -1 only when the master failed. */
+static int
+put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put_opts *o,
+	  struct mc_err *err)
+{
+	struct wave w;
+	size_t i;
+	unsigned j;
+
+	for (i = 0; i < n; i++) {
+		ks[i].checksum = mc_checksum(ks[i].len ? ks[i].buf : "", ks[i].len);
+		ks[i].status = MC_ERR_INTERNAL;
+	}
+	if (put_start_all(c, ks, n, o, err) < 0)
+		return -1;
+	if (wave_init(&w, n * MC_REPLICAS_MAX, err) == 0) {
+		for (;;) {
+			wave_reset(&w);
+			for (i = 0; i < n; i++) {
+				struct put_key *k = &ks[i];
+
+				for (j = 0; k->started && j < k->nrep; j++)
+					if (k->rep[j].state == ST_PENDING)
+						wave_add(&w, &k->rep[j], k->rep[j].r.addr, k->len);
+			}
+			if (w.n == 0)
+				break;
+			wave_run(c, &write_ops, &w);
+		}
+		wave_free(&w);
+	} else {
+		/* nothing written: the replicas still pending get revoked below */
+		for (i = 0; i < n; i++)
+			if (ks[i].err.code == 0)
+				ks[i].err = *err;
+	}
+	if (put_finish(c, ks, n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (ks[i].status != MC_OK)
+			ks[i].status = ks[i].err.code ? ks[i].err.code : MC_ERR_INTERNAL;
+	return 0;
+}
+
+int
+mc_put(struct mc_client *c, const char *key, const void *buf, size_t len,
+       const struct mc_put_opts *opts, struct mc_err *err)
+{
+	struct mc_put_opts none = { 0 };
+	struct put_key *k;
+	int rc = -1;
+
+	if (check_key(key, err) < 0)
+		return -1;
+	if (!(k = calloc(1, sizeof(*k))))
+		return mc_err_errno(err, "cannot allocate");
+	k->key = key;
+	k->buf = buf;
+	k->len = len;
+	if (put_chunk(c, k, 1, opts ? opts : &none, err) == 0) {
+		if (k->status == MC_OK)
+			rc = 0;
+		else
+			*err = k->err;
+	}
+	free(k);
+	return rc;
+}
+
+int
+mc_batch_put(struct mc_client *c, size_t n, const char *const *keys, const void *const *bufs,
+	     const size_t *lens, const struct mc_put_opts *opts, int *results, struct mc_err *err)
+{
+	struct mc_put_opts none = { 0 };
+	size_t slot[CHUNK_KEYS];
+	struct put_key *ks;
+	size_t i, j, done;
+	bool any = false;
+
+	if (!opts)
+		opts = &none;
+	for (i = 0; i < n; i++)
+		results[i] = MC_ERR_INVALID;
+	if (!(ks = calloc(CHUNK_KEYS, sizeof(*ks))))
+		return mc_err_errno(err, "cannot allocate a batch");
+	for (done = 0; done < n;) {
+		/* gather up to a chunk of valid keys; a bad one keeps MC_ERR_INVALID */
+		for (j = 0; done < n && j < CHUNK_KEYS; done++) {
+			if (check_key(keys[done], NULL) < 0)
+				continue;
+			memset(&ks[j], 0, sizeof(ks[j]));
+			ks[j].key = keys[done];
+			ks[j].buf = bufs[done];
+			ks[j].len = lens[done];
+			slot[j++] = done;
+		}
+		if (j == 0)
+			break;
+		if (put_chunk(c, ks, j, opts, err) < 0) {
+			for (i = 0; i < j; i++)
+				results[slot[i]] = err->code;
+			for (; done < n; done++)
+				if (check_key(keys[done], NULL) == 0)
+					results[done] = err->code;
+			free(ks);
+			return any ? 0 : -1;
+		}
+		for (i = 0; i < j; i++)
+			results[slot[i]] = ks[i].status;
+		any = true;
+	}
+	free(ks);
+	return 0;
+}
+
+/* ---- metadata calls ---- */
+
+int
+mc_exist(struct mc_client *c, const char *key, struct mc_err *err)
+{
+	struct params ps = { 0 };
+	struct mc_msg m;
+	bool yes = false;
+
+	if (check_key(key, err) < 0)
+		return -1;
+	p_str(&ps, "key", key);
+	if (master_call(c, "exist", &ps, &m, err) < 0) {
+		key_err(err, err->code, "look up", key, "at",
+			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+		return -1;
+	}
+	if (mc_map_bool(m.body, "exists", &yes, err) != 1) {
+		mc_msg_release(&m);
+		return mc_err_set(err, MC_ERR_PROTO, "malformed exist answer for '%.*s'", KSHOW,
+				  key);
+	}
+	mc_msg_release(&m);
+	return yes ? 1 : 0;
+}
+
+int
+mc_batch_exist(struct mc_client *c, size_t n, const char *const *keys, int *present,
+	       struct mc_err *err)
+{
+	const msgpack_object_array *a;
+	size_t i, done, m;
+	struct mc_msg msg;
+
+	for (i = 0; i < n; i++) {
+		present[i] = 0;
+		if (check_key(keys[i], err) < 0)
+			return -1;
+	}
+	for (done = 0; done < n; done += m) {
+		struct params ps = { 0 };
+
+		m = n - done < EXIST_CHUNK ? n - done : EXIST_CHUNK;
+		p_strs(&ps, "keys", keys + done, m);
+		if (master_call(c, "batch_exist", &ps, &msg, err) < 0)
+			return -1;
+		a = mc_map_array(msg.body, "exists");
+		if (!a || a->size != m) {
+			mc_msg_release(&msg);
+			return mc_err_set(err, MC_ERR_PROTO, "batch_exist: %zu answers expected",
+					  m);
+		}
+		for (i = 0; i < m; i++)
+			present[done + i] =
+				a->ptr[i].type == MSGPACK_OBJECT_BOOLEAN && a->ptr[i].via.boolean;
+		mc_msg_release(&msg);
+	}
+	return 0;
+}
+
+int
+mc_remove(struct mc_client *c, const char *key, bool force, struct mc_err *err)
+{
+	struct params ps = { 0 };
+	struct mc_msg m;
+
+	if (check_key(key, err) < 0)
+		return -1;
+	p_str(&ps, "key", key);
+	p_bool(&ps, "force", force);
+	if (master_call(c, "remove", &ps, &m, err) < 0) {
+		key_err(err, err->code, "remove", key, "at",
+			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+		return -1;
+	}
+	mc_msg_release(&m);
+	return 0;
+}
+
+int
+mc_remove_prefix(struct mc_client *c, const char *prefix, bool force, uint64_t *removed,
+		 struct mc_err *err)
+{
+	struct params ps = { 0 };
+	struct mc_msg m;
+	uint64_t v = 0;
+
+	p_str(&ps, "prefix", prefix ? prefix : "");
+	p_bool(&ps, "force", force);
+	if (master_call(c, "remove_prefix", &ps, &m, err) < 0) {
+		key_err(err, err->code, "remove prefix", prefix ? prefix : "", "at",
+			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+		return -1;
+	}
+	mc_map_u64(m.body, "removed", &v, NULL);
+	mc_msg_release(&m);
+	if (removed)
+		*removed = v;
+	return 0;
+}
+
+/* A string field that may be absent or nil (left empty then). */
+static int
+opt_strcpy(const msgpack_object *map, const char *key, char *buf, size_t cap, struct mc_err *err)
+{
+	const msgpack_object *o = mc_map_get(map, key);
+
+	if (!o || o->type == MSGPACK_OBJECT_NIL)
+		return 0;
+	return mc_map_strcpy(map, key, buf, cap, err);
+}
+
+int
+mc_stat(struct mc_client *c, const char *key, struct mc_object_info *info, struct mc_err *err)
+{
+	const msgpack_object_array *a;
+	struct params ps = { 0 };
+	struct mc_msg m;
+	uint32_t i;
+
+	if (check_key(key, err) < 0)
+		return -1;
+	p_str(&ps, "key", key);
+	if (master_call(c, "stat", &ps, &m, err) < 0) {
+		key_err(err, err->code, "stat", key, "at",
+			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+		return -1;
+	}
+	memset(info, 0, sizeof(*info));
+	snprintf(info->key, sizeof(info->key), "%s", key);
+	if (mc_map_u64(m.body, "size", &info->size, err) != 1 ||
+	    mc_map_u64(m.body, "version", &info->version, err) != 1)
+		goto bad;
+	/* the rest is informative: absent fields stay zero */
+	if (mc_map_u64(m.body, "checksum", &info->checksum, err) < 0 ||
+	    mc_map_u64(m.body, "created", &info->created, err) < 0 ||
+	    mc_map_u64(m.body, "last_access", &info->last_access, err) < 0 ||
+	    mc_map_u64(m.body, "access_count", &info->access_count, err) < 0 ||
+	    mc_map_u64(m.body, "lease_deadline", &info->lease_deadline, err) < 0 ||
+	    mc_map_bool(m.body, "hard_pin", &info->hard_pin, err) < 0 ||
+	    opt_strcpy(m.body, "type", info->type, sizeof(info->type), err) < 0 ||
+	    opt_strcpy(m.body, "group", info->group, sizeof(info->group), err) < 0)
+		goto bad;
+	a = mc_map_array(m.body, "replicas");
+	for (i = 0; a && i < a->size && i < MC_REPLICAS_MAX; i++) {
+		const msgpack_object *o = &a->ptr[i];
+		uint64_t id = 0;
+
+		if (mc_map_u64(o, "peer_id", &id, err) < 0 ||
+		    mc_map_strcpy(o, "addr", info->replicas[i].addr, sizeof(info->replicas[i].addr),
+				  err) < 0 ||
+		    mc_map_strcpy(o, "tier", info->replicas[i].tier, sizeof(info->replicas[i].tier),
+				  err) < 0)
+			goto bad;
+		info->replicas[i].peer_id = (uint32_t)id;
+		info->replicas[i].complete = mc_obj_streq(mc_map_get(o, "state"), "complete");
+		info->nreplicas++;
+	}
+	mc_msg_release(&m);
+	return 0;
+bad:
+	mc_msg_release(&m);
+	return mc_err_set(err, MC_ERR_PROTO, "malformed stat answer for '%.*s'", KSHOW, key);
+}
+
+/* One listed key, copied out so callbacks may call the client again. */
+struct list_ent {
+	char *key;
+	uint64_t size, version;
+	char type[MC_NAME_MAX + 1];
+};
+
+static void
+list_ents_free(struct list_ent *e, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(e[i].key);
+	free(e);
+}
+
+/* Copy one page out of the answer; -1 on a malformed page. */
+static int
+list_copy(const msgpack_object_array *a, struct list_ent **out, struct mc_err *err)
+{
+	struct list_ent *e;
+	uint32_t i;
+
+	*out = NULL;
+	if (!a->size)
+		return 0;
+	if (!(e = calloc(a->size, sizeof(*e))))
+		return mc_err_errno(err, "cannot allocate a listing");
+	for (i = 0; i < a->size; i++) {
+		const msgpack_object *o = &a->ptr[i];
+		const char *s;
+		size_t n;
+
+		if (mc_map_str(o, "key", &s, &n, err) != 1 || n == 0 || n > MC_KEY_MAX ||
+		    mc_map_strcpy(o, "type", e[i].type, sizeof(e[i].type), err) < 0 ||
+		    mc_map_u64(o, "size", &e[i].size, err) < 0 ||
+		    mc_map_u64(o, "version", &e[i].version, err) < 0) {
+			list_ents_free(e, i);
+			return mc_err_set(err, MC_ERR_PROTO, "malformed list answer");
+		}
+		if (!(e[i].key = strndup(s, n))) {
+			list_ents_free(e, i);
+			return mc_err_errno(err, "cannot allocate a listing");
+		}
+	}
+	*out = e;
+	return 0;
+}
+
+int
+mc_list(struct mc_client *c, const char *prefix, mc_list_fn fn, void *arg, struct mc_err *err)
+{
+	char *after = NULL;
+	int rc = -1;
+
+	for (;;) {
+		const msgpack_object_array *a;
+		struct list_ent *e;
+		struct params ps = { 0 };
+		struct mc_msg m;
+		bool more = false;
+		size_t i, n;
+
+		p_str(&ps, "prefix", prefix ? prefix : "");
+		p_u64(&ps, "limit", LIST_PAGE);
+		p_str(&ps, "after", after);
+		if (master_call(c, "list", &ps, &m, err) < 0)
+			break;
+		a = mc_map_array(m.body, "keys");
+		if (!a || mc_map_bool(m.body, "more", &more, err) < 0) {
+			mc_msg_release(&m);
+			mc_err_set(err, MC_ERR_PROTO, "malformed list answer");
+			break;
+		}
+		n = a->size;
+		if (list_copy(a, &e, err) < 0) {
+			mc_msg_release(&m);
+			break;
+		}
+		mc_msg_release(&m);
+		for (i = 0; i < n; i++)
+			if (fn(e[i].key, e[i].size, e[i].version, e[i].type, arg))
+				break;
+		if (i < n || !more || n == 0) {
+			/* a page claiming more but empty would loop forever */
+			list_ents_free(e, n);
+			rc = i < n || !more ? 0
+					    : mc_err_set(err, MC_ERR_PROTO,
+							 "list answered an empty page with more");
+			break;
+		}
+		free(after);
+		after = e[n - 1].key;
+		e[n - 1].key = NULL;
+		list_ents_free(e, n);
+	}
+	free(after);
+	return rc;
+}
