@@ -45,14 +45,6 @@ parse_unix(const char *path, struct mc_addr *out, struct mc_err *err)
 }
 
 /* Copy a libc reason ("Connection refused") in the project's lowercase voice. */
-static void
-lower_reason(char *buf, size_t cap, const char *reason)
-{
-	snprintf(buf, cap, "%s", reason != NULL ? reason : "unknown error");
-	if (buf[0] >= 'A' && buf[0] <= 'Z')
-		buf[0] = (char)(buf[0] - 'A' + 'a');
-}
-
 /* Decimal 0..65535, digits only; -1 otherwise. */
 static long
 parse_port(const char *p)
@@ -119,7 +111,7 @@ mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_INVALID, "port must be a number from 0 to 65535");
 	memcpy(host, hs, hlen);
 	host[hlen] = '\0';
-	snprintf(serv, sizeof(serv), "%ld", port);
+	snprintf(serv, sizeof(serv), "%u", (unsigned)port & 0xffffu);
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = v6 ? AF_INET6 : AF_UNSPEC;
@@ -132,7 +124,7 @@ mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err)
 
 		if (res != NULL)
 			freeaddrinfo(res);
-		lower_reason(why, sizeof(why),
+		mc_lower_reason(why, sizeof(why),
 			     rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
 		return mc_err_set(err, code, "cannot resolve '%s': %s", host, why);
 	}
@@ -298,7 +290,7 @@ connect_failed(struct mc_err *err, const struct mc_addr *a, int e)
 	char reason[128];
 
 	/* An OS error here means "nobody there": the service is unavailable. */
-	lower_reason(reason, sizeof(reason), strerror(e));
+	mc_lower_reason(reason, sizeof(reason), strerror(e));
 	return mc_err_set(err, MC_ERR_UNAVAILABLE, "cannot connect to %s: %s", a->text, reason);
 }
 

@@ -78,13 +78,22 @@ mc_err_errno(struct mc_err *err, const char *fmt, ...)
 	if (n < sizeof(err->msg) - 1) {
 		char reason[128];
 
-		snprintf(reason, sizeof(reason), "%s", strerror(saved));
-		if (reason[0] >= 'A' && reason[0] <= 'Z')
-			reason[0] = (char)(reason[0] - 'A' + 'a');
+		mc_lower_reason(reason, sizeof(reason), strerror(saved));
 		snprintf(err->msg + n, sizeof(err->msg) - n, "%s%s", n ? ": " : "", reason);
 	}
 	errno = saved;
 	return -1;
+}
+
+char *
+mc_lower_reason(char *buf, size_t cap, const char *reason)
+{
+	if (cap == 0)
+		return buf;
+	snprintf(buf, cap, "%s", reason != NULL ? reason : "unknown error");
+	if (buf[0] >= 'A' && buf[0] <= 'Z')
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
 }
 
 void

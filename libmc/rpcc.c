@@ -82,7 +82,10 @@ io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
 	if (e == 0)
 		return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: connection closed", what,
 				  r->addr);
-	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, strerror(e));
+	char why[128];
+
+	mc_lower_reason(why, sizeof(why), strerror(e));
+	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, why);
 }
 
 static int

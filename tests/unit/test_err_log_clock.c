@@ -261,6 +261,20 @@ test_add_sat(void)
 	       "add_sat: a 'forever' ttl added to now stays forever");
 }
 
+static void
+test_lower_reason(void)
+{
+	char buf[64];
+
+	TAP_OK(strcmp(mc_lower_reason(buf, sizeof(buf), "Connection refused"),
+		      "connection refused") == 0,
+	       "err: an OS reason is folded to the project's lowercase voice");
+	TAP_OK(strcmp(mc_lower_reason(buf, sizeof(buf), NULL), "unknown error") == 0,
+	       "err: a missing reason reads 'unknown error'");
+	TAP_OK(strcmp(mc_lower_reason(buf, 4, "Broken pipe"), "bro") == 0,
+	       "err: a long reason is cut to the buffer");
+}
+
 int
 main(void)
 {
@@ -271,5 +285,6 @@ main(void)
 	test_log_format();
 	test_clock();
 	test_add_sat();
+	test_lower_reason();
 	return tap_done();
 }

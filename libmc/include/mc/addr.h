@@ -26,8 +26,7 @@ int mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err);
  * (a stale unix socket file is unlinked first). *bound gets the real
  * address, e.g. the port the kernel picked for port 0.
  */
-int mc_addr_listen(const struct mc_addr *a, int backlog, struct mc_addr *bound,
-		   struct mc_err *err);
+int mc_addr_listen(const struct mc_addr *a, int backlog, struct mc_addr *bound, struct mc_err *err);
 /* Blocking connect with a timeout (ms, 0 = none); TCP_NODELAY set. Returns fd. */
 int mc_addr_connect(const struct mc_addr *a, int timeout_ms, struct mc_err *err);
 /* Render a sockaddr as "host:port" or "unix:/path". */

@@ -58,8 +58,7 @@ int mc_put(struct mc_client *c, const char *key, const void *buf, size_t len,
 int mc_get(struct mc_client *c, const char *key, void *buf, size_t cap, size_t *len,
 	   struct mc_err *err);
 /* Read into a malloc'd buffer the caller frees. */
-int mc_get_alloc(struct mc_client *c, const char *key, void **buf, size_t *len,
-		 struct mc_err *err);
+int mc_get_alloc(struct mc_client *c, const char *key, void **buf, size_t *len, struct mc_err *err);
 
 /* 1 present, 0 absent, -1 error. */
 int mc_exist(struct mc_client *c, const char *key, struct mc_err *err);
@@ -72,9 +71,9 @@ int mc_remove_prefix(struct mc_client *c, const char *prefix, bool force, uint64
  * Batch forms: n keys; per-key outcome in results[i] (an mc_status, 0 = ok).
  * The call itself returns -1 only when the whole batch failed (transport).
  */
-int mc_batch_put(struct mc_client *c, size_t n, const char *const *keys,
-		 const void *const *bufs, const size_t *lens, const struct mc_put_opts *opts,
-		 int *results, struct mc_err *err);
+int mc_batch_put(struct mc_client *c, size_t n, const char *const *keys, const void *const *bufs,
+		 const size_t *lens, const struct mc_put_opts *opts, int *results,
+		 struct mc_err *err);
 int mc_batch_get(struct mc_client *c, size_t n, const char *const *keys, void *const *bufs,
 		 const size_t *caps, size_t *lens, int *results, struct mc_err *err);
 /* present[i] = 1/0; results[i] the status of that lookup. */
@@ -97,14 +96,12 @@ struct mc_object_info {
 	} replicas[16];
 };
 
-int mc_stat(struct mc_client *c, const char *key, struct mc_object_info *info,
-	    struct mc_err *err);
+int mc_stat(struct mc_client *c, const char *key, struct mc_object_info *info, struct mc_err *err);
 
 /* Called for each key listed; return non-zero to stop early. */
 typedef int (*mc_list_fn)(const char *key, uint64_t size, uint64_t version, const char *type,
 			  void *arg);
-int mc_list(struct mc_client *c, const char *prefix, mc_list_fn fn, void *arg,
-	    struct mc_err *err);
+int mc_list(struct mc_client *c, const char *prefix, mc_list_fn fn, void *arg, struct mc_err *err);
 
 /*
  * The master connection underneath, for tools that issue admin calls

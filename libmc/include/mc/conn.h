@@ -39,10 +39,10 @@ struct mc_server;
 /* A request (or notification: req->notify) being handled. */
 struct mc_req {
 	struct mc_conn *conn;
-	void *ctx;	    /* the server's (or conn's) user context */
+	void *ctx; /* the server's (or conn's) user context */
 	uint32_t id;
-	bool notify;	    /* no response expected */
-	const struct mc_msg *msg; /* valid during the handler call only */
+	bool notify;		      /* no response expected */
+	const struct mc_msg *msg;     /* valid during the handler call only */
 	const msgpack_object *params; /* map (possibly empty), == msg->body */
 	bool has_bulk;
 	uint64_t bulk_len;
@@ -60,10 +60,10 @@ struct mc_method {
 };
 
 struct mc_conn_limits {
-	size_t max_msg;	    /* msgpack bytes of one message; 0 = MC_WIRE_DEFAULT_MAX_MSG */
-	uint64_t max_bulk;  /* bulk bytes of one message; 0 = 1 TiB */
-	size_t max_outq;    /* queued output bytes before closing; 0 = 256 MiB */
-	int max_conns;	    /* listener: open connections; 0 = 4096 */
+	size_t max_msg;	   /* msgpack bytes of one message; 0 = MC_WIRE_DEFAULT_MAX_MSG */
+	uint64_t max_bulk; /* bulk bytes of one message; 0 = 1 TiB */
+	size_t max_outq;   /* queued output bytes before closing; 0 = 256 MiB */
+	int max_conns;	   /* listener: open connections; 0 = 4096 */
 };
 
 /*
@@ -77,8 +77,8 @@ struct mc_conn_limits {
 msgpack_packer *mc_reply_ok_begin(struct mc_req *req);
 void mc_reply_end(struct mc_req *req);
 /* Like mc_reply_end, but the result map carried "len": data follows by reference. */
-void mc_reply_end_bulk(struct mc_req *req, const void *data, size_t len,
-		       void (*release)(void *arg), void *arg);
+void mc_reply_end_bulk(struct mc_req *req, const void *data, size_t len, void (*release)(void *arg),
+		       void *arg);
 /* Reply {} (empty result map). */
 void mc_reply_ok_empty(struct mc_req *req);
 void mc_reply_err(struct mc_req *req, int code, const char *fmt, ...)
@@ -108,7 +108,7 @@ struct mc_req *mc_req_defer(struct mc_req *req);
 
 struct mc_conn_ops {
 	const struct mc_method *methods; /* NULL-name-terminated table */
-	void *ctx;			  /* passed as req->ctx */
+	void *ctx;			 /* passed as req->ctx */
 	/* Optional: called once when the connection closes, before it is freed. */
 	void (*on_close)(struct mc_conn *c, void *ctx);
 	/* Optional: a notification/request whose method is not in the table. */
@@ -119,9 +119,9 @@ struct mc_conn_ops {
 struct mc_conn *mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
 			    const struct mc_conn_limits *lim, struct mc_err *err);
 /* Connect (blocking, with timeout) then wrap. */
-struct mc_conn *mc_conn_connect(struct event_base *base, const struct mc_addr *a,
-				int timeout_ms, const struct mc_conn_ops *ops,
-				const struct mc_conn_limits *lim, struct mc_err *err);
+struct mc_conn *mc_conn_connect(struct event_base *base, const struct mc_addr *a, int timeout_ms,
+				const struct mc_conn_ops *ops, const struct mc_conn_limits *lim,
+				struct mc_err *err);
 /* Close now (or after queued output if flush); safe to call from any callback. */
 void mc_conn_close(struct mc_conn *c, bool flush);
 bool mc_conn_is_open(const struct mc_conn *c);
@@ -138,13 +138,12 @@ size_t mc_conn_outq_bytes(const struct mc_conn *c);
  * closed or timeout_ms passed (0 = no timeout).
  */
 typedef void (*mc_pack_fn)(msgpack_packer *pk, void *arg);
-typedef void (*mc_call_cb)(struct mc_conn *c, const struct mc_msg *resp,
-			   const struct mc_err *err, void *arg);
-int mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn,
-		 void *params_arg, int timeout_ms, mc_call_cb cb, void *cb_arg);
+typedef void (*mc_call_cb)(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *err,
+			   void *arg);
+int mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *params_arg,
+		 int timeout_ms, mc_call_cb cb, void *cb_arg);
 /* Send a notification [2, method, params]. */
-int mc_conn_notify(struct mc_conn *c, const char *method, mc_pack_fn params_fn,
-		   void *params_arg);
+int mc_conn_notify(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *params_arg);
 
 /* ---- servers ---- */
 
@@ -154,9 +153,8 @@ int mc_conn_notify(struct mc_conn *c, const char *method, mc_pack_fn params_fn,
  * On EMFILE the listener backs off briefly instead of spinning.
  */
 struct mc_server *mc_server_new(struct event_base *base, const struct mc_addr *addr,
-				const struct mc_conn_ops *ops,
-				const struct mc_conn_limits *lim, struct mc_addr *bound,
-				struct mc_err *err);
+				const struct mc_conn_ops *ops, const struct mc_conn_limits *lim,
+				struct mc_addr *bound, struct mc_err *err);
 void mc_server_free(struct mc_server *s); /* closes listener and all its conns */
 int mc_server_conn_count(const struct mc_server *s);
 

@@ -10,24 +10,25 @@
 #define MC_ERR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum mc_status {
 	MC_OK = 0,
 	MC_ERR_NOT_FOUND,   /* key, peer or replica does not exist */
-	MC_ERR_EXISTS,      /* key already exists (put of an existing key) */
+	MC_ERR_EXISTS,	    /* key already exists (put of an existing key) */
 	MC_ERR_NO_SPACE,    /* placement or allocation failed for capacity */
-	MC_ERR_LEASED,      /* object holds a read lease; use force */
-	MC_ERR_INVALID,     /* bad argument or request field */
-	MC_ERR_BUSY,        /* object is being written or moved */
-	MC_ERR_VERSION,     /* stale or mismatched version */
+	MC_ERR_LEASED,	    /* object holds a read lease; use force */
+	MC_ERR_INVALID,	    /* bad argument or request field */
+	MC_ERR_BUSY,	    /* object is being written or moved */
+	MC_ERR_VERSION,	    /* stale or mismatched version */
 	MC_ERR_CHECKSUM,    /* bytes do not match the recorded checksum */
 	MC_ERR_UNAVAILABLE, /* cannot reach a daemon, or it went away */
-	MC_ERR_PROTO,       /* malformed or unexpected message */
+	MC_ERR_PROTO,	    /* malformed or unexpected message */
 	MC_ERR_TOO_LARGE,   /* message, object or buffer over a limit */
-	MC_ERR_QUOTA,       /* tenant quota exceeded */
-	MC_ERR_DENIED,      /* not allowed (token, tenant, disabled feature) */
-	MC_ERR_TIMEOUT,     /* a deadline passed */
-	MC_ERR_SYSTEM,      /* an OS call failed; msg says which */
+	MC_ERR_QUOTA,	    /* tenant quota exceeded */
+	MC_ERR_DENIED,	    /* not allowed (token, tenant, disabled feature) */
+	MC_ERR_TIMEOUT,	    /* a deadline passed */
+	MC_ERR_SYSTEM,	    /* an OS call failed; msg says which */
 	MC_ERR_INTERNAL,    /* a bug: an invariant did not hold */
 	MC_STATUS_COUNT
 };
@@ -44,9 +45,13 @@ int mc_err_set(struct mc_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int mc_err_vset(struct mc_err *err, int code, const char *fmt, va_list ap);
 /* Set from errno: "<what>: strerror(errno)", code MC_ERR_SYSTEM. */
-int mc_err_errno(struct mc_err *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int mc_err_errno(struct mc_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mc_err_clear(struct mc_err *err);
+/*
+ * Copy an OS reason (strerror, gai_strerror) into buf with its first
+ * letter folded to lowercase, the project's voice; returns buf.
+ */
+char *mc_lower_reason(char *buf, size_t cap, const char *reason);
 
 /* "not_found", "no_space", ...; "unknown" for an out-of-range code. */
 const char *mc_status_name(int code);

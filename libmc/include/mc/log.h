@@ -23,8 +23,7 @@ void mc_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* "PROG: message\n" on stderr, git's voice; for tools. */
 void mc_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* mc_complain then exit(code). */
-void mc_die(int code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3), noreturn));
+void mc_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
 /* Broken invariant: log file:line and abort. Never for bad input. */
 #define MC_BUG(...) mc_bug(__FILE__, __LINE__, __VA_ARGS__)

@@ -33,8 +33,8 @@ void mc_metrics_free(struct mc_metrics *m);
  * label). Histograms use the default latency buckets in seconds
  * (50us .. 10s). The returned pointer stays valid until mc_metrics_free.
  */
-struct mc_metric *mc_metric_get(struct mc_metrics *m, const char *name, int type,
-				const char *help, const char *label, const char *value);
+struct mc_metric *mc_metric_get(struct mc_metrics *m, const char *name, int type, const char *help,
+				const char *label, const char *value);
 void mc_metric_inc(struct mc_metric *s);
 void mc_metric_add(struct mc_metric *s, double v);
 void mc_metric_add_atomic(struct mc_metric *s, uint64_t v); /* counters/gauges from threads */

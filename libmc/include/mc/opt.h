@@ -20,10 +20,10 @@
 #include <stdint.h>
 
 struct mc_opt {
-	const char *name;  /* long name, without "--" */
-	char short_name;   /* 0 for none */
-	const char *arg;   /* argument kind, or NULL for a flag */
-	const char *env;   /* environment variable consulted, or NULL */
+	const char *name; /* long name, without "--" */
+	char short_name;  /* 0 for none */
+	const char *arg;  /* argument kind, or NULL for a flag */
+	const char *env;  /* environment variable consulted, or NULL */
 	const char *help;
 	/*
 	 * Apply a value (NULL for a flag). Return 0, or -1 after filling
@@ -40,11 +40,11 @@ struct mc_cmd {
 };
 
 struct mc_opt_spec {
-	const char *usage;	      /* "mc-master [OPTIONS]" */
-	const char *summary;	      /* one line */
-	const struct mc_opt *opts;    /* terminated by {0} */
-	const struct mc_cmd *cmds;    /* NULL, or terminated by {0} */
-	const char *version;	      /* printed by --version */
+	const char *usage;	   /* "mc-master [OPTIONS]" */
+	const char *summary;	   /* one line */
+	const struct mc_opt *opts; /* terminated by {0} */
+	const struct mc_cmd *cmds; /* NULL, or terminated by {0} */
+	const char *version;	   /* printed by --version */
 };
 
 /*
@@ -59,12 +59,12 @@ int mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv);
 void mc_opt_usage(const struct mc_opt_spec *spec);
 
 /* Ready-made setters for mc_opt.set. target points to the named type. */
-int mc_set_str(const char *v, void *target, char *why);	    /* const char * */
-int mc_set_flag(const char *v, void *target, char *why);    /* bool, set true */
-int mc_set_size(const char *v, void *target, char *why);    /* uint64_t bytes */
-int mc_set_duration(const char *v, void *target, char *why);/* uint64_t ms */
-int mc_set_u64(const char *v, void *target, char *why);	    /* uint64_t */
-int mc_set_int(const char *v, void *target, char *why);	    /* int */
-int mc_set_double(const char *v, void *target, char *why);  /* double */
+int mc_set_str(const char *v, void *target, char *why);	     /* const char * */
+int mc_set_flag(const char *v, void *target, char *why);     /* bool, set true */
+int mc_set_size(const char *v, void *target, char *why);     /* uint64_t bytes */
+int mc_set_duration(const char *v, void *target, char *why); /* uint64_t ms */
+int mc_set_u64(const char *v, void *target, char *why);	     /* uint64_t */
+int mc_set_int(const char *v, void *target, char *why);	     /* int */
+int mc_set_double(const char *v, void *target, char *why);   /* double */
 
 #endif
