@@ -1,0 +1,228 @@
+/*
+ * mc-master: the metadata daemon. Options, start-up and the event loop;
+ * the work is in store.c, peers.c, placement.c, ops.c and handlers.c.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mc/addr.h"
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "mc/opt.h"
+#include "handlers.h"
+#include "master.h"
+#include "ops.h"
+
+#define SWEEP_MS 100
+
+static int
+set_positive_duration(const char *v, void *target, char *why)
+{
+	if (mc_set_duration(v, target, why) != 0)
+		return -1;
+	if (*(uint64_t *)target == 0) {
+		snprintf(why, 200, "must be more than zero");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_fd(const char *v, void *target, char *why)
+{
+	if (mc_set_int(v, target, why) != 0)
+		return -1;
+	if (*(int *)target < 0) {
+		snprintf(why, 200, "not a file descriptor");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_conns(const char *v, void *target, char *why)
+{
+	if (mc_set_int(v, target, why) != 0)
+		return -1;
+	if (*(int *)target <= 0) {
+		snprintf(why, 200, "must be more than zero");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_log_level(const char *v, void *target, char *why)
+{
+	int level = mc_log_level_parse(v);
+
+	(void)target;
+	if (level < 0) {
+		snprintf(why, 200, "not one of debug, info, warn, error");
+		return -1;
+	}
+	mc_log_set_level(level);
+	return 0;
+}
+
+static void
+sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	ops_sweep(arg);
+}
+
+static void
+stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct master *m = arg;
+
+	(void)what;
+	mc_info("caught signal %d, stopping", (int)sig);
+	event_base_loopbreak(m->base);
+}
+
+static void
+announce(int fd, const char *addr)
+{
+	mc_complain("listening on %s", addr);
+	if (fd < 0)
+		return;
+	if (dprintf(fd, "%s\n", addr) < 0)
+		mc_warn("cannot write to --ready-fd %d", fd);
+	close(fd);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct master m;
+	struct mc_conn_limits lim = { 0 };
+	struct mc_conn_ops ops = { 0 };
+	struct mc_addr addr, bound;
+	struct mc_err err;
+	struct event *sigterm = NULL, *sigint = NULL;
+	int status = MC_EXIT_SOFTWARE;
+
+	m.cfg.listen = MC_DEFAULT_MASTER;
+	m.cfg.ready_fd = -1;
+	m.cfg.lease_ttl = 10000;
+	m.cfg.peer_ttl = 10000;
+	m.cfg.put_timeout = 60000;
+	const struct mc_opt opts[] = {
+		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
+		  mc_set_str, &m.cfg.listen },
+		{ "http", 0, "ADDR", NULL, "serve /metrics over HTTP on this address",
+		  mc_set_str, &m.cfg.http },
+		{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving",
+		  set_fd, &m.cfg.ready_fd },
+		{ "lease-ttl", 0, "DURATION", NULL, "read lease granted by get (default 10s)",
+		  set_positive_duration, &m.cfg.lease_ttl },
+		{ "peer-ttl", 0, "DURATION", NULL,
+		  "drop a peer silent for this long (default 10s)", set_positive_duration,
+		  &m.cfg.peer_ttl },
+		{ "put-timeout", 0, "DURATION", NULL,
+		  "discard writes unfinished after this long (default 60s)",
+		  set_positive_duration, &m.cfg.put_timeout },
+		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE",
+		  mc_set_str, &m.cfg.config },
+		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
+		  set_conns, &m.cfg.max_conns },
+		{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
+		  set_log_level, NULL },
+		{ 0 },
+	};
+	const struct mc_opt_spec spec = {
+		.usage = "mc-master [OPTIONS]",
+		.summary = "metadata daemon of the mc KV-cache store",
+		.opts = opts,
+		.version = "mc-master " MASTER_VERSION,
+	};
+
+	mc_log_init("mc-master", 1);
+	signal(SIGPIPE, SIG_IGN);
+	int idx = mc_opt_parse(&spec, argc, argv);
+	if (idx < argc) {
+		mc_complain("unexpected argument '%s'", argv[idx]);
+		return MC_EXIT_USAGE;
+	}
+	if (mc_addr_parse(m.cfg.listen, &addr, &err) != 0) {
+		mc_complain("invalid --listen '%s': %s", m.cfg.listen, err.msg);
+		return MC_EXIT_USAGE;
+	}
+
+	m.started_ms = mc_mono_ns() / 1000000;
+	m.base = event_base_new();
+	if (m.base == NULL) {
+		mc_complain("cannot create the event loop");
+		return MC_EXIT_SOFTWARE;
+	}
+	if (store_init(&m.store, &err) != 0 ||
+	    peers_init(&m.peers, m.base, &m.store, &err) != 0) {
+		mc_complain("cannot start: %s", err.msg);
+		goto out;
+	}
+	if (mmetrics_init(&m) != 0) {
+		mc_complain("cannot start: out of memory for metrics");
+		goto out;
+	}
+	ops.methods = master_methods;
+	ops.ctx = &m;
+	ops.on_close = master_on_close;
+	lim.max_conns = m.cfg.max_conns;
+	m.server = mc_server_new(m.base, &addr, &ops, &lim, &bound, &err);
+	if (m.server == NULL) {
+		mc_complain("cannot listen on %s: %s", m.cfg.listen, err.msg);
+		status = MC_EXIT_UNAVAILABLE;
+		goto out;
+	}
+	if (m.cfg.http != NULL) {
+		struct mc_addr hbound;
+		m.http = mc_http_start(m.base, m.cfg.http, m.mx.reg, &hbound, &err);
+		if (m.http == NULL) {
+			mc_complain("cannot serve metrics on %s: %s", m.cfg.http, err.msg);
+			status = MC_EXIT_UNAVAILABLE;
+			goto out;
+		}
+		mc_info("metrics on http://%s/metrics", hbound.text);
+	}
+	m.sweep_ev = event_new(m.base, -1, EV_PERSIST, sweep_cb, &m);
+	sigterm = evsignal_new(m.base, SIGTERM, stop_cb, &m);
+	sigint = evsignal_new(m.base, SIGINT, stop_cb, &m);
+	struct timeval tv = { 0, SWEEP_MS * 1000 };
+	if (m.sweep_ev == NULL || sigterm == NULL || sigint == NULL ||
+	    event_add(m.sweep_ev, &tv) != 0 || event_add(sigterm, NULL) != 0 ||
+	    event_add(sigint, NULL) != 0) {
+		mc_complain("cannot set up timers and signals");
+		goto out;
+	}
+	announce(m.cfg.ready_fd, bound.text);
+	mc_info("lease ttl %llu ms, peer ttl %llu ms, put timeout %llu ms",
+		(unsigned long long)m.cfg.lease_ttl, (unsigned long long)m.cfg.peer_ttl,
+		(unsigned long long)m.cfg.put_timeout);
+	if (event_base_dispatch(m.base) < 0) {
+		mc_complain("event loop failed");
+		goto out;
+	}
+	status = MC_EXIT_OK;
+out:
+	if (m.server != NULL)
+		mc_server_free(m.server);
+	if (m.http != NULL)
+		mc_http_stop(m.http);
+	if (m.sweep_ev != NULL)
+		event_free(m.sweep_ev);
+	if (sigterm != NULL)
+		event_free(sigterm);
+	if (sigint != NULL)
+		event_free(sigint);
+	mmetrics_free(&m.mx);
+	peers_free(&m.peers);
+	store_free(&m.store);
+	event_base_free(m.base);
+	return status;
+}

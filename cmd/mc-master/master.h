@@ -1,0 +1,52 @@
+/*
+ * The master's state: one event loop owns all of it, so nothing here is
+ * locked. Handlers, the sweep timer and the metrics collector all reach
+ * it through the struct master passed as context.
+ */
+#ifndef MASTER_MASTER_H
+#define MASTER_MASTER_H
+
+#include <event2/event.h>
+#include <stdint.h>
+
+#include "mc/conn.h"
+#include "mc/metrics.h"
+#include "mc/proto.h"
+#include "mmetrics.h"
+#include "peers.h"
+#include "store.h"
+
+#define MASTER_VERSION "0.1.0"
+
+struct master_cfg {
+	const char *listen;
+	const char *http;
+	const char *config;
+	int ready_fd;
+	int max_conns;
+	uint64_t lease_ttl;   /* ms */
+	uint64_t peer_ttl;    /* ms */
+	uint64_t put_timeout; /* ms */
+};
+
+/* What a connection said in hello (and whether a peer lives on it). */
+struct client {
+	uint32_t tenant;
+	uint32_t peer_id; /* 0: not a peer's control connection */
+	char host[MC_NAME_MAX + 1];
+	char domain[MC_NAME_MAX + 1];
+};
+
+struct master {
+	struct master_cfg cfg;
+	struct event_base *base;
+	struct mc_server *server;
+	struct mc_http *http;
+	struct event *sweep_ev;
+	struct store store;
+	struct peers peers;
+	struct mmetrics mx;
+	uint64_t started_ms;
+};
+
+#endif

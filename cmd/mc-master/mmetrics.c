@@ -1,0 +1,120 @@
+/*
+ * Master metrics families and the collector that refreshes gauges.
+ */
+#include <malloc.h>
+#include <stdint.h>
+
+#include "mc/clock.h"
+#include "mc/conn.h"
+#include "master.h"
+#include "mmetrics.h"
+
+const char *const method_names[M_COUNT] = {
+	[M_HELLO] = "hello",
+	[M_PUT_START] = "put_start",
+	[M_PUT_END] = "put_end",
+	[M_PUT_REVOKE] = "put_revoke",
+	[M_GET_REPLICA_LIST] = "get_replica_list",
+	[M_BATCH_GET_REPLICA_LIST] = "batch_get_replica_list",
+	[M_EXIST] = "exist",
+	[M_BATCH_EXIST] = "batch_exist",
+	[M_REMOVE] = "remove",
+	[M_BATCH_REMOVE] = "batch_remove",
+	[M_REMOVE_PREFIX] = "remove_prefix",
+	[M_LIST] = "list",
+	[M_STAT] = "stat",
+	[M_STATS] = "stats",
+	[M_PEERS] = "peers",
+	[M_PEER_REGISTER] = "peer_register",
+	[M_PEER_HEARTBEAT] = "peer_heartbeat",
+	[M_PEER_UNREGISTER] = "peer_unregister",
+};
+
+static void
+gauge(struct mc_metrics *r, const char *name, const char *help, const char *label,
+      const char *value, double v)
+{
+	struct mc_metric *s = mc_metric_get(r, name, MC_GAUGE, help, label, value);
+
+	if (s != NULL)
+		mc_metric_set(s, v);
+}
+
+static void
+collect(struct mc_metrics *r, void *arg)
+{
+	struct master *m = arg;
+	const struct store *s = &m->store;
+	uint64_t now = mc_now_ms();
+	unsigned alive = 0;
+	struct mc_conn_stats cs;
+	struct mc_metric *mal;
+
+	gauge(r, "mc_objects", "Objects held.", NULL, NULL, (double)s->objects.count);
+	gauge(r, "mc_bytes", "Bytes of all objects (one copy each).", NULL, NULL,
+	      (double)s->bytes);
+	for (uint32_t i = 0; i < s->ntenants; i++) {
+		const struct tenant *t = &s->tenants[i];
+		gauge(r, "mc_tenant_bytes", "Bytes of objects per tenant.", "tenant",
+		      t->name, (double)t->bytes);
+		gauge(r, "mc_tenant_objects", "Objects per tenant.", "tenant", t->name,
+		      (double)t->objects);
+	}
+	for (uint32_t i = 0; i < m->peers.n; i++)
+		if (peer_alive(m->peers.v[i], now, m->cfg.peer_ttl))
+			alive++;
+	gauge(r, "mc_peers", "Registered peers.", NULL, NULL, m->peers.n);
+	gauge(r, "mc_peers_alive", "Peers whose heartbeat is within --peer-ttl.", NULL,
+	      NULL, alive);
+	gauge(r, "mc_connections", "Open client and peer connections.", NULL, NULL,
+	      m->server != NULL ? mc_server_conn_count(m->server) : 0);
+	mc_conn_stats_get(&cs);
+	mal = mc_metric_get(r, "mc_malformed_messages_total", MC_COUNTER,
+			    "Connections closed for a malformed or oversized message.",
+			    NULL, NULL);
+	if (mal != NULL)
+		mc_metric_set(mal, (double)cs.malformed);
+	struct mallinfo2 mi = mallinfo2();
+	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL,
+	      (double)mi.uordblks);
+}
+
+int
+mmetrics_init(struct master *m)
+{
+	struct mmetrics *mx = &m->mx;
+
+	mx->reg = mc_metrics_new();
+	if (mx->reg == NULL)
+		return -1;
+	for (int k = 0; k < M_COUNT; k++) {
+		mx->requests[k] = mc_metric_get(mx->reg, "mc_requests_total", MC_COUNTER,
+						"Requests handled, by method.", "method",
+						method_names[k]);
+		mx->failures[k] = mc_metric_get(mx->reg, "mc_request_failures_total",
+						MC_COUNTER,
+						"Requests answered with an error, by method.",
+						"method", method_names[k]);
+		if (mx->requests[k] == NULL || mx->failures[k] == NULL)
+			goto fail;
+	}
+	mx->grl_seconds = mc_metric_get(mx->reg, "mc_get_replica_list_seconds",
+					MC_HISTOGRAM,
+					"Time to answer get_replica_list (batch: per call).",
+					NULL, NULL);
+	if (mx->grl_seconds == NULL)
+		goto fail;
+	mc_metrics_on_collect(mx->reg, collect, m);
+	return 0;
+fail:
+	mmetrics_free(mx);
+	return -1;
+}
+
+void
+mmetrics_free(struct mmetrics *mx)
+{
+	if (mx->reg != NULL)
+		mc_metrics_free(mx->reg);
+	mx->reg = NULL;
+}

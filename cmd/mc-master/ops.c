@@ -1,0 +1,194 @@
+/*
+ * Object and replica lifecycle across the store and the peer registry.
+ */
+#include <stdlib.h>
+
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "ops.h"
+
+/* Stale writes handled per sweep, so one sweep never stalls the loop long. */
+#define SWEEP_PENDING_MAX 4096
+
+uint64_t
+ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
+{
+	const struct pending *p = store_pending_get(&m->store, o);
+
+	if (p != NULL && r->version == p->version)
+		return p->size;
+	return o->size;
+}
+
+struct mrep *
+ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier,
+	    uint64_t version, uint64_t size)
+{
+	struct peer *peer = peers_find(&m->peers, peer_id);
+	struct mrep *r = store_rep_add(o);
+
+	if (r == NULL)
+		return NULL;
+	if (++m->store.replica_seq == 0)
+		m->store.replica_seq = 1;
+	r->id = m->store.replica_seq;
+	r->peer = peer_id;
+	r->tier = (uint8_t)tier;
+	r->state = REP_PROCESSING;
+	r->version = version;
+	if (peer != NULL)
+		peer->tiers[tier].used += size;
+	return r;
+}
+
+void
+ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
+{
+	struct mrep *r = &obj_reps(o)[i];
+	struct peer *peer = peers_find(&m->peers, r->peer);
+
+	if (peer != NULL) {
+		struct peer_tier *t = &peer->tiers[r->tier];
+		uint64_t size = ops_rep_size(m, o, r);
+
+		t->used = t->used > size ? t->used - size : 0;
+		if (notify)
+			peers_queue_drop(&m->peers, peer, o->tenant, o->key, o->key_len,
+					 r->version);
+	}
+	store_rep_del(o, i);
+}
+
+void
+ops_obj_erase(struct master *m, struct mobj *o, bool notify, size_t *cursor)
+{
+	while (o->nrep > 0)
+		ops_rep_remove(m, o, o->nrep - 1, notify);
+	if (cursor != NULL) {
+		/* Inside a walk only the cursor may unlink, or the walk skips entries. */
+		mc_htab_remove_at(&m->store.objects, cursor);
+		store_destroy_unlinked(&m->store, o);
+	} else {
+		store_destroy(&m->store, o);
+	}
+}
+
+void
+ops_commit(struct master *m, struct mobj *o)
+{
+	struct pending *p = store_pending_get(&m->store, o);
+
+	if (p == NULL || p->committed)
+		return;
+	p->committed = true;
+	if (p->upsert) {
+		/* Older copies go first, while o->size still describes them. */
+		for (unsigned i = o->nrep; i-- > 0;)
+			if (obj_reps(o)[i].version != p->version)
+				ops_rep_remove(m, o, i, true);
+		store_resize(&m->store, o, p->size);
+		o->checksum = p->checksum;
+		o->type = p->type;
+	}
+	o->version = p->version;
+}
+
+bool
+ops_settle(struct master *m, struct mobj *o, size_t *cursor)
+{
+	struct pending *p = store_pending_get(&m->store, o);
+
+	if (p != NULL) {
+		bool processing = false, complete = false;
+		const struct mrep *v = obj_creps(o);
+
+		for (unsigned i = 0; i < o->nrep; i++) {
+			if (v[i].version != p->version)
+				continue;
+			if (v[i].state == REP_PROCESSING)
+				processing = true;
+			else
+				complete = true;
+		}
+		if (complete && !p->committed)
+			ops_commit(m, o);
+		if (!processing)
+			store_pending_del(&m->store, o);
+	}
+	if (o->nrep == 0) {
+		ops_obj_erase(m, o, false, cursor);
+		return true;
+	}
+	return false;
+}
+
+void
+ops_peer_remove(struct master *m, struct peer *peer, const char *why)
+{
+	size_t cur = 0, reps = 0, erased = 0;
+	struct mobj *o;
+
+	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+		bool hit = false;
+
+		for (unsigned i = o->nrep; i-- > 0;) {
+			if (obj_reps(o)[i].peer != peer->id)
+				continue;
+			/* The peer is gone: no one to notify, no usage to return. */
+			store_rep_del(o, i);
+			reps++;
+			hit = true;
+		}
+		if (hit && ops_settle(m, o, &cur))
+			erased++;
+	}
+	mc_info("peer %u (%s) %s: %zu replicas removed, %zu objects erased", peer->id,
+		peer->addr, why, reps, erased);
+	peers_del(&m->peers, peer);
+}
+
+static void
+sweep_pending(struct master *m, uint64_t now)
+{
+	struct mobj *due[SWEEP_PENDING_MAX];
+	size_t n = 0, cur = 0, reps = 0, erased = 0;
+	struct pending *p;
+
+	while (n < SWEEP_PENDING_MAX && (p = mc_htab_next(&m->store.pending, &cur)) != NULL)
+		if (now >= p->started && now - p->started > m->cfg.put_timeout)
+			due[n++] = p->o;
+	for (size_t k = 0; k < n; k++) {
+		struct mobj *o = due[k];
+		uint64_t version = store_pending_get(&m->store, o)->version;
+
+		for (unsigned i = o->nrep; i-- > 0;) {
+			const struct mrep *r = &obj_reps(o)[i];
+			if (r->version == version && r->state == REP_PROCESSING) {
+				ops_rep_remove(m, o, i, true);
+				reps++;
+			}
+		}
+		if (ops_settle(m, o, NULL))
+			erased++;
+	}
+	if (n > 0)
+		mc_info("put timeout: %zu writes abandoned, %zu replicas discarded, "
+			"%zu objects erased", n, reps, erased);
+}
+
+void
+ops_sweep(struct master *m)
+{
+	uint64_t now = mc_now_ms();
+
+	for (uint32_t i = 0; i < m->peers.n;) {
+		struct peer *peer = m->peers.v[i];
+		if (!peer_alive(peer, now, m->cfg.peer_ttl)) {
+			ops_peer_remove(m, peer, "expired");
+			continue; /* the array shifted down */
+		}
+		i++;
+	}
+	if (m->store.pending.count > 0)
+		sweep_pending(m, now);
+}

@@ -1,0 +1,39 @@
+/*
+ * What happens to objects when replicas come and go: accounting on the
+ * peers, drop notifications, committing a write, erasing an object left
+ * without copies, and the periodic sweep (dead peers, stale writes).
+ */
+#ifndef MASTER_OPS_H
+#define MASTER_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "master.h"
+
+/* Bytes a replica holds: its own version's size. */
+uint64_t ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r);
+/* A new PROCESSING replica, counted on its peer; NULL when out of memory. */
+struct mrep *ops_rep_new(struct master *m, struct mobj *o, uint32_t peer, int tier,
+			 uint64_t version, uint64_t size);
+/* Remove replica i; tell its peer to drop the copy when notify. */
+void ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify);
+/*
+ * Erase an object and all its replicas. cursor: non-NULL when called
+ * from inside a walk of the object table (see mc_htab_remove_at).
+ */
+void ops_obj_erase(struct master *m, struct mobj *o, bool notify, size_t *cursor);
+/* Make the pending version the readable one (drops older copies). */
+void ops_commit(struct master *m, struct mobj *o);
+/*
+ * After replicas changed: commit or finish a write in progress, and
+ * erase the object if no replica is left. True when it was erased.
+ */
+bool ops_settle(struct master *m, struct mobj *o, size_t *cursor);
+/* Forget a peer and every replica it held; why goes into the log line. */
+void ops_peer_remove(struct master *m, struct peer *peer, const char *why);
+/* Expire silent peers and writes older than --put-timeout. */
+void ops_sweep(struct master *m);
+
+#endif

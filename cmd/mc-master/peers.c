@@ -1,0 +1,264 @@
+/*
+ * Peer registry and the batching of drop notifications.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/log.h"
+#include "mc/wire.h"
+#include "peers.h"
+
+/* Bytes of keys in one drop message, well under any peer's max message. */
+#define DROP_MSG_KEY_BYTES (4u << 20)
+
+struct drop_batch {
+	const struct peers *p;
+	const struct peer *peer;
+	size_t from, to;
+};
+
+static void
+flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	peers_flush(arg);
+}
+
+int
+peers_init(struct peers *p, struct event_base *base, const struct store *store,
+	   struct mc_err *err)
+{
+	memset(p, 0, sizeof(*p));
+	p->store = store;
+	p->next_id = 1;
+	p->flush_ev = event_new(base, -1, 0, flush_cb, p);
+	if (p->flush_ev == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot create drop event");
+	return 0;
+}
+
+static void
+drops_clear(struct peer *peer)
+{
+	for (size_t i = 0; i < peer->ndrops; i++)
+		free(peer->drops[i].key);
+	peer->ndrops = 0;
+}
+
+static void
+peer_free(struct peer *peer)
+{
+	for (int t = 0; t < TIER_COUNT; t++)
+		free(peer->packed[t]);
+	drops_clear(peer);
+	free(peer->drops);
+	free(peer);
+}
+
+void
+peers_free(struct peers *p)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		peer_free(p->v[i]);
+	free(p->v);
+	if (p->flush_ev != NULL)
+		event_free(p->flush_ev);
+	memset(p, 0, sizeof(*p));
+}
+
+struct peer *
+peers_find(const struct peers *p, uint32_t id)
+{
+	/* A cluster has tens of peers: a scan beats any index here. */
+	for (uint32_t i = 0; i < p->n; i++)
+		if (p->v[i]->id == id)
+			return p->v[i];
+	return NULL;
+}
+
+struct peer *
+peers_find_addr(const struct peers *p, const char *addr)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		if (strcmp(p->v[i]->addr, addr) == 0)
+			return p->v[i];
+	return NULL;
+}
+
+struct peer *
+peers_add(struct peers *p, struct mc_err *err)
+{
+	struct peer *peer;
+
+	if (p->n >= PEERS_MAX) {
+		mc_err_set(err, MC_ERR_TOO_LARGE, "too many peers (%d)", PEERS_MAX);
+		return NULL;
+	}
+	struct peer **v = realloc(p->v, (p->n + 1) * sizeof(*v));
+	if (v == NULL)
+		goto oom;
+	p->v = v;
+	peer = calloc(1, sizeof(*peer));
+	if (peer == NULL)
+		goto oom;
+	peer->id = p->next_id++;
+	if (p->next_id == 0)
+		p->next_id = 1;
+	p->v[p->n++] = peer;
+	return peer;
+oom:
+	mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	return NULL;
+}
+
+void
+peers_del(struct peers *p, struct peer *peer)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		if (p->v[i] != peer)
+			continue;
+		/* Keep the registration order: listings read better that way. */
+		memmove(&p->v[i], &p->v[i + 1], (p->n - i - 1) * sizeof(*p->v));
+		p->n--;
+		break;
+	}
+	peer_free(peer);
+}
+
+struct fixbuf {
+	char data[1024]; /* addr, host and domain are bounded well below this */
+	size_t len;
+	bool over;
+};
+
+static int
+fixbuf_write(void *arg, const char *buf, size_t len)
+{
+	struct fixbuf *f = arg;
+
+	if (len > sizeof(f->data) - f->len) {
+		f->over = true;
+		return -1;
+	}
+	memcpy(f->data + f->len, buf, len);
+	f->len += len;
+	return 0;
+}
+
+int
+peer_prepack(struct peer *peer)
+{
+	for (int t = 0; t < TIER_COUNT; t++) {
+		struct fixbuf f = { .len = 0, .over = false };
+		msgpack_packer pk;
+
+		msgpack_packer_init(&pk, &f, fixbuf_write);
+		mc_pack_kv_str(&pk, "addr", peer->addr);
+		mc_pack_kv_str(&pk, "tier", tier_name(t));
+		mc_pack_kv_str(&pk, "host", peer->host);
+		mc_pack_kv_str(&pk, "domain", peer->domain);
+		if (f.over)
+			return -1;
+		free(peer->packed[t]);
+		peer->packed[t] = malloc(f.len);
+		if (peer->packed[t] == NULL)
+			return -1;
+		memcpy(peer->packed[t], f.data, f.len);
+		peer->packed_len[t] = f.len;
+	}
+	return 0;
+}
+
+bool
+peer_alive(const struct peer *peer, uint64_t now, uint64_t ttl)
+{
+	return now <= peer->last_heartbeat || now - peer->last_heartbeat <= ttl;
+}
+
+void
+peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
+		 size_t len, uint64_t version)
+{
+	struct drop *d;
+
+	/* Nobody to tell: the peer reconnects and re-registers empty, or expires. */
+	if (peer->conn == NULL || !mc_conn_is_open(peer->conn)) {
+		p->drops_lost++;
+		return;
+	}
+	if (peer->ndrops >= PEER_DROPS_MAX) {
+		p->drops_lost++;
+		return;
+	}
+	if (peer->ndrops == peer->dcap) {
+		size_t cap = peer->dcap ? peer->dcap * 2 : 16;
+		d = realloc(peer->drops, cap * sizeof(*d));
+		if (d == NULL) {
+			p->drops_lost++;
+			return;
+		}
+		peer->drops = d;
+		peer->dcap = cap;
+	}
+	d = &peer->drops[peer->ndrops];
+	d->key = malloc(len ? len : 1);
+	if (d->key == NULL) {
+		p->drops_lost++;
+		return;
+	}
+	memcpy(d->key, key, len);
+	d->len = (uint32_t)len;
+	d->tenant = tenant;
+	d->version = version;
+	peer->ndrops++;
+	if (!event_pending(p->flush_ev, EV_TIMEOUT, NULL))
+		event_active(p->flush_ev, EV_TIMEOUT, 0);
+}
+
+static void
+pack_drops(msgpack_packer *pk, void *arg)
+{
+	const struct drop_batch *b = arg;
+	const struct store *s = b->p->store;
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_key(pk, "items");
+	msgpack_pack_array(pk, b->to - b->from);
+	for (size_t i = b->from; i < b->to; i++) {
+		const struct drop *d = &b->peer->drops[i];
+		msgpack_pack_map(pk, 3);
+		mc_pack_kv_str(pk, "tenant", d->tenant < s->ntenants ?
+				       s->tenants[d->tenant].name : MC_DEFAULT_TENANT);
+		mc_pack_kv_strn(pk, "key", d->key, d->len);
+		mc_pack_kv_u64(pk, "version", d->version);
+	}
+}
+
+void
+peers_flush(struct peers *p)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct peer *peer = p->v[i];
+		struct drop_batch b = { p, peer, 0, 0 };
+
+		if (peer->ndrops == 0)
+			continue;
+		while (b.from < peer->ndrops && peer->conn != NULL &&
+		       mc_conn_is_open(peer->conn)) {
+			size_t bytes = 0;
+			b.to = b.from;
+			while (b.to < peer->ndrops && bytes < DROP_MSG_KEY_BYTES)
+				bytes += peer->drops[b.to++].len;
+			if (mc_conn_notify(peer->conn, "drop", pack_drops, &b) != 0) {
+				mc_warn("cannot send drops to peer %u (%s)", peer->id,
+					peer->addr);
+				break;
+			}
+			b.from = b.to;
+		}
+		if (b.from < peer->ndrops)
+			p->drops_lost += peer->ndrops - b.from;
+		drops_clear(peer);
+	}
+}

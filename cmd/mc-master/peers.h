@@ -1,0 +1,92 @@
+/*
+ * The peer registry: who stores bytes, where, with how much room, and
+ * whether it is still alive. Each peer also collects the `drop`
+ * notifications owed to it; they go out in one message per peer at the
+ * end of the event loop turn (peers_flush).
+ */
+#ifndef MASTER_PEERS_H
+#define MASTER_PEERS_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mc/addr.h"
+#include "mc/conn.h"
+#include "mc/err.h"
+#include "mc/proto.h"
+#include "store.h"
+
+#define PEERS_MAX 1024
+#define EVICT_MODE_MAX 32
+/* Queued drops per peer beyond which older ones are given up. */
+#define PEER_DROPS_MAX (1u << 20)
+
+struct peer_tier {
+	uint64_t capacity;
+	uint64_t used;	   /* master side: sizes of replicas placed here */
+	uint64_t reported; /* what the peer said in its last heartbeat */
+	bool present;
+};
+
+struct drop {
+	uint64_t version;
+	uint32_t tenant;
+	uint32_t len;
+	char *key;
+};
+
+struct peer {
+	uint32_t id;
+	char addr[MC_ADDR_MAX];
+	char host[MC_NAME_MAX + 1];
+	char domain[MC_NAME_MAX + 1];
+	char evict_mode[EVICT_MODE_MAX];
+	struct peer_tier tiers[TIER_COUNT];
+	uint64_t last_heartbeat;
+	uint64_t registered;
+	struct mc_conn *conn; /* control connection, NULL while disconnected */
+	/*
+	 * The fixed part of a replica entry on this peer, per tier, packed
+	 * once at registration ("addr", "tier", "host", "domain": four map
+	 * pairs), so the read path copies bytes instead of re-packing
+	 * strings. NULL when not built.
+	 */
+	char *packed[TIER_COUNT];
+	size_t packed_len[TIER_COUNT];
+	struct drop *drops;
+	size_t ndrops, dcap;
+};
+
+struct peers {
+	struct peer **v;
+	uint32_t n;
+	uint32_t next_id;
+	const struct store *store; /* tenant names for drop messages */
+	struct event *flush_ev;
+	uint64_t drops_lost;
+};
+
+int peers_init(struct peers *p, struct event_base *base, const struct store *store,
+	       struct mc_err *err);
+void peers_free(struct peers *p);
+
+struct peer *peers_find(const struct peers *p, uint32_t id);
+struct peer *peers_find_addr(const struct peers *p, const char *addr);
+/* A new empty entry with a fresh id; NULL with err when full. */
+struct peer *peers_add(struct peers *p, struct mc_err *err);
+/* Remove and free an entry (its queued drops are discarded). */
+void peers_del(struct peers *p, struct peer *peer);
+
+/* Build peer->packed from its fields; -1 when out of memory. */
+int peer_prepack(struct peer *peer);
+
+bool peer_alive(const struct peer *peer, uint64_t now, uint64_t ttl);
+
+/* Queue a drop of (tenant, key) up to version for the peer; best effort. */
+void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant,
+		      const char *key, size_t len, uint64_t version);
+/* Send every queued drop now. */
+void peers_flush(struct peers *p);
+
+#endif

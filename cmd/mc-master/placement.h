@@ -1,0 +1,35 @@
+/*
+ * Where the copies of a new object go: `replicas` distinct live peers,
+ * on distinct hosts while another host still fits, then on the fastest
+ * tier that fits (dram before ssd), the most free space first, ties to
+ * the lower peer id.
+ */
+#ifndef MASTER_PLACEMENT_H
+#define MASTER_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mc/err.h"
+#include "mc/proto.h"
+
+struct master;
+
+struct placement {
+	unsigned n;
+	uint32_t peer[MC_REPLICAS_MAX];
+	uint8_t tier[MC_REPLICAS_MAX];
+};
+
+/* Choose; -1 with MC_ERR_NO_SPACE when fewer than `replicas` peers fit. */
+int placement_pick(struct master *m, uint64_t size, unsigned replicas,
+		   struct placement *out, struct mc_err *err);
+
+/*
+ * Hook for the eviction issue: try to make room for `replicas` copies of
+ * `size` bytes. True when placement is worth retrying. For now nothing
+ * is evicted and it returns false.
+ */
+bool evict_for_space(struct master *m, uint64_t size, unsigned replicas);
+
+#endif

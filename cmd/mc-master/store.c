@@ -1,0 +1,466 @@
+/*
+ * Objects, tenants, data types and groups. Only data structure work
+ * lives here; what a put or a peer's death means is in ops.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/checksum.h"
+#include "mc/proto.h"
+#include "store.h"
+
+static const char *const tier_names[TIER_COUNT] = { "dram", "ssd", "hbm", "cxl" };
+
+struct okey {
+	uint32_t tenant;
+	size_t len;
+	const char *key;
+};
+
+struct gkey {
+	uint32_t tenant;
+	size_t len;
+	const char *name;
+};
+
+const char *
+tier_name(int tier)
+{
+	if (tier < 0 || tier >= TIER_COUNT)
+		return "unknown";
+	return tier_names[tier];
+}
+
+int
+tier_parse(const char *s, size_t len)
+{
+	for (int i = 0; i < TIER_COUNT; i++)
+		if (strlen(tier_names[i]) == len && memcmp(tier_names[i], s, len) == 0)
+			return i;
+	return -1;
+}
+
+static char *
+dup_n(const char *s, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (d == NULL)
+		return NULL;
+	memcpy(d, s, len);
+	d[len] = '\0';
+	return d;
+}
+
+int
+store_init(struct store *s, struct mc_err *err)
+{
+	memset(s, 0, sizeof(*s));
+	mc_htab_init(&s->objects);
+	mc_htab_init(&s->pending);
+	mc_htab_init(&s->groups);
+	/* id 0 of each name space is the default, so lookups never miss it. */
+	if (store_tenant_intern(s, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), err) != 0)
+		goto fail;
+	if (store_type_intern(s, MC_DEFAULT_TYPE, strlen(MC_DEFAULT_TYPE), err) != 0)
+		goto fail;
+	s->group_by_id = calloc(1, sizeof(*s->group_by_id));
+	if (s->group_by_id == NULL) {
+		mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		goto fail;
+	}
+	s->ngroup_ids = 1;
+	return 0;
+fail:
+	store_free(s);
+	return -1;
+}
+
+static void
+group_free(struct group *g)
+{
+	if (g == NULL)
+		return;
+	free(g->members);
+	free(g->name);
+	free(g);
+}
+
+void
+store_free(struct store *s)
+{
+	size_t cur = 0;
+	struct mobj *o;
+
+	while ((o = mc_htab_next(&s->objects, &cur)) != NULL) {
+		if (o->rep_cap > 1)
+			free(o->rep.many);
+		free(o);
+	}
+	cur = 0;
+	struct pending *p;
+	while ((p = mc_htab_next(&s->pending, &cur)) != NULL)
+		free(p);
+	for (uint32_t i = 0; i < s->ngroup_ids; i++)
+		group_free(s->group_by_id[i]);
+	free(s->group_by_id);
+	free(s->free_group_ids);
+	mc_htab_free(&s->objects);
+	mc_htab_free(&s->pending);
+	mc_htab_free(&s->groups);
+	for (uint32_t i = 0; i < s->ntenants; i++)
+		free(s->tenants[i].name);
+	free(s->tenants);
+	for (uint32_t i = 0; i < s->ntypes; i++)
+		free(s->types[i]);
+	free(s->types);
+	memset(s, 0, sizeof(*s));
+}
+
+int64_t
+store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err)
+{
+	/* Tenants are few and interned once per connection: a scan is enough. */
+	for (uint32_t i = 0; i < s->ntenants; i++)
+		if (strlen(s->tenants[i].name) == len &&
+		    memcmp(s->tenants[i].name, name, len) == 0)
+			return i;
+	if (s->ntenants >= TENANTS_MAX)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many tenants (%u)", TENANTS_MAX);
+	struct tenant *t = realloc(s->tenants, (s->ntenants + 1) * sizeof(*t));
+	if (t == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	s->tenants = t;
+	t += s->ntenants;
+	memset(t, 0, sizeof(*t));
+	t->name = dup_n(name, len);
+	if (t->name == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	return s->ntenants++;
+}
+
+int64_t
+store_type_intern(struct store *s, const char *name, size_t len, struct mc_err *err)
+{
+	for (uint32_t i = 0; i < s->ntypes; i++)
+		if (strlen(s->types[i]) == len && memcmp(s->types[i], name, len) == 0)
+			return i;
+	if (s->ntypes >= TYPES_MAX)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many data types (%u)", TYPES_MAX);
+	char **t = realloc(s->types, (s->ntypes + 1) * sizeof(*t));
+	if (t == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	s->types = t;
+	t[s->ntypes] = dup_n(name, len);
+	if (t[s->ntypes] == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	return s->ntypes++;
+}
+
+const char *
+store_type_name(const struct store *s, uint32_t id)
+{
+	return id < s->ntypes ? s->types[id] : MC_DEFAULT_TYPE;
+}
+
+struct group *
+store_group_get(struct store *s, uint32_t id)
+{
+	return id != NO_GROUP && id < s->ngroup_ids ? s->group_by_id[id] : NULL;
+}
+
+uint64_t
+store_key_hash(uint32_t tenant, const char *key, size_t len)
+{
+	/* The tenant goes into the seed so equal keys of two tenants spread. */
+	return mc_hash64(key, len, 0x9e3779b97f4a7c15ull ^ ((uint64_t)tenant << 17));
+}
+
+static bool
+obj_eq(const void *entry, const void *key)
+{
+	const struct mobj *o = entry;
+	const struct okey *k = key;
+
+	return o->tenant == k->tenant && o->key_len == k->len &&
+	       memcmp(o->key, k->key, k->len) == 0;
+}
+
+struct mobj *
+store_find(const struct store *s, uint64_t hash, uint32_t tenant, const char *key, size_t len)
+{
+	struct okey k = { tenant, len, key };
+
+	return mc_htab_find(&s->objects, hash, obj_eq, &k);
+}
+
+static bool
+group_eq(const void *entry, const void *key)
+{
+	const struct group *g = entry;
+	const struct gkey *k = key;
+
+	return g->tenant == k->tenant && g->name_len == k->len &&
+	       memcmp(g->name, k->name, k->len) == 0;
+}
+
+static struct group *
+group_intern(struct store *s, uint32_t tenant, const char *name, size_t len,
+	     struct mc_err *err)
+{
+	struct gkey k = { tenant, len, name };
+	uint64_t h = mc_hash64(name, len, 0x51ed27a3u ^ tenant);
+	struct group *g = mc_htab_find(&s->groups, h, group_eq, &k);
+	uint32_t id;
+
+	if (g != NULL)
+		return g;
+	g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		goto oom;
+	g->name = dup_n(name, len);
+	if (g->name == NULL)
+		goto oom;
+	g->name_len = len;
+	g->tenant = tenant;
+	/* Room to give the id back later, so dropping never allocates. */
+	uint32_t *f = realloc(s->free_group_ids, (s->ngroup_ids + 1) * sizeof(*f));
+	if (f == NULL)
+		goto oom;
+	s->free_group_ids = f;
+	if (s->nfree_group_ids > 0) {
+		id = s->free_group_ids[--s->nfree_group_ids];
+	} else {
+		if (s->ngroup_ids == UINT32_MAX) {
+			mc_err_set(err, MC_ERR_TOO_LARGE, "too many groups");
+			goto fail;
+		}
+		struct group **v = realloc(s->group_by_id,
+					   (s->ngroup_ids + 1) * sizeof(*v));
+		if (v == NULL)
+			goto oom;
+		s->group_by_id = v;
+		id = s->ngroup_ids++;
+	}
+	if (mc_htab_insert(&s->groups, h, g) != 0) {
+		s->free_group_ids[s->nfree_group_ids++] = id;
+		goto oom;
+	}
+	g->id = id;
+	s->group_by_id[id] = g;
+	return g;
+oom:
+	mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+fail:
+	group_free(g);
+	return NULL;
+}
+
+/* Release a group id, keeping room to do so without allocating later. */
+static void
+group_drop(struct store *s, struct group *g)
+{
+	struct gkey k = { g->tenant, g->name_len, g->name };
+	uint64_t h = mc_hash64(g->name, g->name_len, 0x51ed27a3u ^ g->tenant);
+
+	mc_htab_remove(&s->groups, h, group_eq, &k);
+	s->group_by_id[g->id] = NULL;
+	s->free_group_ids[s->nfree_group_ids++] = g->id;
+	group_free(g);
+}
+
+static int
+group_add(struct group *g, struct mobj *o, struct mc_err *err)
+{
+	if (g->n == g->cap) {
+		uint32_t cap = g->cap ? g->cap * 2 : 4;
+		struct mobj **v = realloc(g->members, cap * sizeof(*v));
+		if (v == NULL)
+			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		g->members = v;
+		g->cap = cap;
+	}
+	o->group = g->id;
+	o->group_idx = g->n;
+	g->members[g->n++] = o;
+	return 0;
+}
+
+static void
+group_remove(struct store *s, struct mobj *o)
+{
+	struct group *g = store_group_get(s, o->group);
+
+	if (g == NULL)
+		return;
+	/* Swap-remove keeps removal O(1) in large groups. */
+	g->members[o->group_idx] = g->members[--g->n];
+	g->members[o->group_idx]->group_idx = o->group_idx;
+	o->group = NO_GROUP;
+	if (g->n == 0)
+		group_drop(s, g);
+}
+
+struct mobj *
+store_create(struct store *s, uint64_t hash, uint32_t tenant, const char *key, size_t len,
+	     uint64_t size, const char *group_name, size_t group_len, struct mc_err *err)
+{
+	struct mobj *o = NULL;
+	struct group *g = NULL;
+
+	if (len == 0 || len > MC_KEY_MAX) {
+		mc_err_set(err, MC_ERR_INVALID, "key length %zu out of range", len);
+		return NULL;
+	}
+	o = calloc(1, sizeof(*o) + len);
+	if (o == NULL) {
+		mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		return NULL;
+	}
+	o->tenant = tenant;
+	o->key_len = (uint16_t)len;
+	memcpy(o->key, key, len);
+	o->size = size;
+	if (group_name != NULL) {
+		g = group_intern(s, tenant, group_name, group_len, err);
+		if (g == NULL || group_add(g, o, err) != 0)
+			goto fail;
+	}
+	if (mc_htab_insert(&s->objects, hash, o) != 0) {
+		mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		goto fail;
+	}
+	s->tenants[tenant].objects++;
+	s->tenants[tenant].bytes += size;
+	s->bytes += size;
+	return o;
+fail:
+	if (o->group != NO_GROUP)
+		group_remove(s, o);
+	else if (g != NULL && g->n == 0)
+		group_drop(s, g);
+	free(o);
+	return NULL;
+}
+
+void
+store_destroy_unlinked(struct store *s, struct mobj *o)
+{
+	if (o->writing)
+		store_pending_del(s, o);
+	group_remove(s, o);
+	s->tenants[o->tenant].objects--;
+	s->tenants[o->tenant].bytes -= o->size;
+	s->bytes -= o->size;
+	if (o->rep_cap > 1)
+		free(o->rep.many);
+	free(o);
+}
+
+void
+store_destroy(struct store *s, struct mobj *o)
+{
+	struct okey k = { o->tenant, o->key_len, o->key };
+	uint64_t h = store_key_hash(o->tenant, o->key, o->key_len);
+
+	mc_htab_remove(&s->objects, h, obj_eq, &k);
+	store_destroy_unlinked(s, o);
+}
+
+void
+store_resize(struct store *s, struct mobj *o, uint64_t size)
+{
+	s->tenants[o->tenant].bytes += size - o->size;
+	s->bytes += size - o->size;
+	o->size = size;
+}
+
+struct mrep *
+store_rep_add(struct mobj *o)
+{
+	if (o->nrep == 0 && o->rep_cap <= 1) {
+		o->rep_cap = 1;
+		memset(&o->rep.one, 0, sizeof(o->rep.one));
+		o->nrep = 1;
+		return &o->rep.one;
+	}
+	if (o->nrep >= 2 * MC_REPLICAS_MAX)
+		return NULL;
+	if (o->rep_cap <= 1) {
+		/* Leaving the inline slot: move it into a small array. */
+		struct mrep *v = malloc(4 * sizeof(*v));
+		if (v == NULL)
+			return NULL;
+		v[0] = o->rep.one;
+		o->rep.many = v;
+		o->rep_cap = 4;
+	} else if (o->nrep == o->rep_cap) {
+		struct mrep *v = realloc(o->rep.many, 2 * o->rep_cap * sizeof(*v));
+		if (v == NULL)
+			return NULL;
+		o->rep.many = v;
+		o->rep_cap *= 2;
+	}
+	struct mrep *r = &o->rep.many[o->nrep++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+void
+store_rep_del(struct mobj *o, unsigned i)
+{
+	struct mrep *v = obj_reps(o);
+
+	if (i >= o->nrep)
+		return;
+	v[i] = v[--o->nrep];
+	/* Back to the inline slot once a single replica is left. */
+	if (o->rep_cap > 1 && o->nrep <= 1) {
+		struct mrep one = v[0];
+		free(v);
+		o->rep_cap = 1;
+		o->rep.one = one;
+	}
+}
+
+static uint64_t
+ptr_hash(const struct mobj *o)
+{
+	return mc_hash64(&o, sizeof(o), 0x7a11u);
+}
+
+static bool
+pending_eq(const void *entry, const void *key)
+{
+	return ((const struct pending *)entry)->o == key;
+}
+
+struct pending *
+store_pending_get(const struct store *s, const struct mobj *o)
+{
+	if (!o->writing)
+		return NULL;
+	return mc_htab_find(&s->pending, ptr_hash(o), pending_eq, o);
+}
+
+struct pending *
+store_pending_new(struct store *s, struct mobj *o, struct mc_err *err)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (p == NULL || mc_htab_insert(&s->pending, ptr_hash(o), p) != 0) {
+		free(p);
+		mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		return NULL;
+	}
+	p->o = o;
+	o->writing = 1;
+	return p;
+}
+
+void
+store_pending_del(struct store *s, struct mobj *o)
+{
+	free(mc_htab_remove(&s->pending, ptr_hash(o), pending_eq, o));
+	o->writing = 0;
+}

@@ -1,0 +1,170 @@
+/*
+ * The master's metadata: interned tenants, data types and groups, and
+ * the objects keyed by (tenant, key) with their replicas.
+ *
+ * Memory is the constraint here (a million objects must cost at most
+ * 256 bytes each, table included), so an object is one allocation with
+ * its key inline, names are small interned ids, and the first replica
+ * lives inside the object; only objects with more than one replica
+ * allocate a separate replica array. Writes in progress keep their
+ * extra state in a side table (struct pending) so that settled objects
+ * do not pay for it.
+ */
+#ifndef MASTER_STORE_H
+#define MASTER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/err.h"
+#include "mc/hash.h"
+
+struct master;
+
+enum tier { TIER_DRAM, TIER_SSD, TIER_HBM, TIER_CXL, TIER_COUNT };
+
+enum rep_state { REP_PROCESSING, REP_COMPLETE };
+
+enum sp_mode { SP_DISABLED, SP_PENDING, SP_ACTIVE };
+enum sp_action { SP_PRESERVE, SP_ENABLE, SP_DISABLE };
+
+#define NO_GROUP 0u
+#define TENANTS_MAX 4096u
+#define TYPES_MAX 1024u
+
+struct mrep {
+	uint64_t version; /* the object version this copy holds */
+	uint32_t id;
+	uint32_t peer;
+	uint8_t tier;
+	uint8_t state;
+	uint8_t dynamic; /* made by hot replication, not by a put */
+};
+
+struct mobj {
+	uint64_t size;
+	uint64_t version; /* committed version (readers see this one) */
+	uint64_t checksum;
+	uint64_t lease_deadline;
+	uint64_t created;
+	uint64_t last_access;
+	uint64_t sp_ttl;
+	uint64_t sp_deadline;
+	uint32_t access_count; /* saturates */
+	uint32_t tenant;
+	uint32_t type;
+	uint32_t group;	    /* NO_GROUP or a group id */
+	uint32_t group_idx; /* position in the group's member array */
+	uint16_t key_len;
+	uint8_t hard_pin;
+	uint8_t sp_mode;
+	uint8_t sp_action;
+	uint8_t writing; /* a struct pending exists for this object */
+	uint8_t nrep;
+	uint8_t rep_cap; /* <= 1: rep.one is used, else rep.many */
+	union {
+		struct mrep one;
+		struct mrep *many;
+	} rep;
+	char key[];
+};
+
+static inline struct mrep *
+obj_reps(struct mobj *o)
+{
+	return o->rep_cap > 1 ? o->rep.many : &o->rep.one;
+}
+
+static inline const struct mrep *
+obj_creps(const struct mobj *o)
+{
+	return o->rep_cap > 1 ? o->rep.many : &o->rep.one;
+}
+
+/* A put or upsert between put_start and the end of its last replica. */
+struct pending {
+	struct mobj *o;
+	uint64_t version; /* the version being written */
+	uint64_t size;
+	uint64_t checksum;
+	uint64_t started; /* mc_now_ms() at put_start, for --put-timeout */
+	uint32_t type;
+	bool upsert;	/* the object had a committed version before */
+	bool committed; /* a replica of this version became COMPLETE */
+};
+
+struct tenant {
+	char *name;
+	uint64_t objects;
+	uint64_t bytes;
+	uint64_t quota; /* 0: none; enforced by a later issue */
+};
+
+struct group {
+	uint32_t id;
+	uint32_t tenant;
+	char *name;
+	size_t name_len;
+	struct mobj **members;
+	uint32_t n, cap;
+};
+
+struct store {
+	struct mc_htab objects;
+	struct mc_htab pending; /* struct pending by object pointer */
+	struct mc_htab groups;	/* struct group by (tenant, name) */
+	struct group **group_by_id; /* index 0 unused */
+	uint32_t ngroup_ids;	    /* slots in group_by_id */
+	uint32_t *free_group_ids;
+	uint32_t nfree_group_ids;
+	struct tenant *tenants;
+	uint32_t ntenants;
+	char **types;
+	uint32_t ntypes;
+	uint64_t bytes; /* sum of object sizes */
+	uint64_t version_seq;
+	uint32_t replica_seq;
+};
+
+int store_init(struct store *s, struct mc_err *err);
+void store_free(struct store *s);
+
+const char *tier_name(int tier);
+/* -1 when the name is not a known tier. */
+int tier_parse(const char *s, size_t len);
+
+/* Intern by name; the id, or -1 (err filled) when full or out of memory. */
+int64_t store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
+int64_t store_type_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
+const char *store_type_name(const struct store *s, uint32_t id);
+struct group *store_group_get(struct store *s, uint32_t id);
+
+uint64_t store_key_hash(uint32_t tenant, const char *key, size_t len);
+struct mobj *store_find(const struct store *s, uint64_t hash, uint32_t tenant,
+			const char *key, size_t len);
+/*
+ * A new object with no replicas, inserted and counted in its tenant;
+ * group_name may be NULL. NULL with err on allocation failure.
+ */
+struct mobj *store_create(struct store *s, uint64_t hash, uint32_t tenant, const char *key,
+			  size_t len, uint64_t size, const char *group_name,
+			  size_t group_len, struct mc_err *err);
+/* Unlink and free an object and its pending write (no replica bookkeeping). */
+void store_destroy(struct store *s, struct mobj *o);
+/* Same, for an object already removed from the table (during a walk). */
+void store_destroy_unlinked(struct store *s, struct mobj *o);
+
+/* Append a replica; NULL on allocation failure or when the object is full. */
+struct mrep *store_rep_add(struct mobj *o);
+/* Remove replica i (order of the rest is not kept). */
+void store_rep_del(struct mobj *o, unsigned i);
+
+struct pending *store_pending_get(const struct store *s, const struct mobj *o);
+struct pending *store_pending_new(struct store *s, struct mobj *o, struct mc_err *err);
+void store_pending_del(struct store *s, struct mobj *o);
+
+/* Change an object's size in its tenant's and the store's byte totals. */
+void store_resize(struct store *s, struct mobj *o, uint64_t size);
+
+#endif
