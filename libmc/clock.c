@@ -75,17 +75,35 @@ read_fake_file(const char *path)
 	return atomic_load(&file_ms);
 }
 
+/*
+ * MC_FAKE_CLOCK is looked up once, not on every call: getenv walks the
+ * whole environment, and the master reads the clock on every request.
+ * fake_path is NULL until looked up, "" when unset.
+ */
+static const char *_Atomic fake_path;
+
+void
+mc_clock_use_env(void)
+{
+	const char *p = getenv("MC_FAKE_CLOCK");
+
+	atomic_store(&fake_path, p != NULL ? p : "");
+}
+
 uint64_t
 mc_now_ms(void)
 {
 	struct timespec ts;
-	const char *path;
+	const char *path = atomic_load(&fake_path);
 	uint64_t f = atomic_load(&forced_ms);
 
 	if (f != 0)
 		return f;
-	path = getenv("MC_FAKE_CLOCK");
-	if (path != NULL && *path != '\0')
+	if (path == NULL) {
+		mc_clock_use_env();
+		path = atomic_load(&fake_path);
+	}
+	if (*path != '\0')
 		return read_fake_file(path);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;

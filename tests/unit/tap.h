@@ -10,16 +10,16 @@
 
 static int tap_n, tap_failed;
 
-#define TAP_OK(cond, ...)                                                         \
-	do {                                                                      \
-		int tap_c_ = (cond) ? 1 : 0;                                      \
-		tap_n++;                                                          \
-		if (!tap_c_)                                                      \
-			tap_failed++;                                             \
-		printf("%s %d - ", tap_c_ ? "ok" : "not ok", tap_n);              \
-		printf(__VA_ARGS__);                                              \
-		printf("\n");                                                     \
-		if (!tap_c_)                                                      \
+#define TAP_OK(cond, ...)                                                               \
+	do {                                                                            \
+		int tap_c_ = (cond) ? 1 : 0;                                            \
+		tap_n++;                                                                \
+		if (!tap_c_)                                                            \
+			tap_failed++;                                                   \
+		printf("%s %d - ", tap_c_ ? "ok" : "not ok", tap_n);                    \
+		printf(__VA_ARGS__);                                                    \
+		printf("\n");                                                           \
+		if (!tap_c_)                                                            \
 			printf("#   failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
 	} while (0)
 

@@ -15,6 +15,11 @@
 #include <stdint.h>
 
 uint64_t mc_now_ms(void);
+/*
+ * The environment is read on the first call; call this after changing
+ * MC_FAKE_CLOCK in a running process (unit tests do).
+ */
+void mc_clock_use_env(void);
 /* Monotonic nanoseconds for measuring latency; never faked. */
 uint64_t mc_mono_ns(void);
 /* Unit tests: force a value (non-zero) or return to the normal clock (0). */
