@@ -125,7 +125,7 @@ mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err)
 		if (res != NULL)
 			freeaddrinfo(res);
 		mc_lower_reason(why, sizeof(why),
-			     rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+				rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
 		return mc_err_set(err, code, "cannot resolve '%s': %s", host, why);
 	}
 	if (res->ai_addrlen > sizeof(out->ss)) {

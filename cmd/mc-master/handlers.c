@@ -45,8 +45,7 @@ begin(struct mc_req *req, enum method k)
 	return m;
 }
 
-static void
-fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
+static void fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 static void
@@ -112,8 +111,8 @@ static int
 check_key(size_t len, struct mc_err *err)
 {
 	if (len == 0 || len > MC_KEY_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "key length %zu out of range 1..%d",
-				  len, MC_KEY_MAX);
+		return mc_err_set(err, MC_ERR_INVALID, "key length %zu out of range 1..%d", len,
+				  MC_KEY_MAX);
 	return 0;
 }
 
@@ -151,8 +150,8 @@ opt_name(const msgpack_object *params, const char *field, const char **s, size_t
 	if (rc <= 0)
 		return rc;
 	if (*len == 0 || *len > MC_NAME_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "%s length %zu out of range 1..%d",
-				  field, *len, MC_NAME_MAX);
+		return mc_err_set(err, MC_ERR_INVALID, "%s length %zu out of range 1..%d", field,
+				  *len, MC_NAME_MAX);
 	return 1;
 }
 
@@ -227,8 +226,7 @@ pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r)
  * then same domain, then dram before other tiers; stable otherwise.
  */
 static unsigned
-readable(const struct master *m, const struct mobj *o, const struct client *cl,
-	 struct cand *out)
+readable(const struct master *m, const struct mobj *o, const struct client *cl, struct cand *out)
 {
 	const struct mrep *v = obj_creps(o);
 	unsigned n = 0;
@@ -283,8 +281,8 @@ touch(struct master *m, struct mobj *o, uint64_t now)
 
 /* The fields of a get_replica_list answer, after "key" for batch items. */
 static void
-pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o,
-	 const struct cand *c, unsigned n, bool with_key)
+pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, const struct cand *c,
+	 unsigned n, bool with_key)
 {
 	msgpack_pack_map(pk, with_key ? 7 : 6);
 	if (with_key)
@@ -376,8 +374,8 @@ unplace(struct master *m, struct mobj *o, uint64_t version)
 }
 
 static int
-place(struct master *m, struct mobj *o, const struct placement *pl, uint64_t version,
-      uint64_t size, struct mc_err *err)
+place(struct master *m, struct mobj *o, const struct placement *pl, uint64_t version, uint64_t size,
+      struct mc_err *err)
 {
 	for (unsigned i = 0; i < pl->n; i++) {
 		if (ops_rep_new(m, o, pl->peer[i], pl->tier[i], version, size) == NULL) {
@@ -439,8 +437,8 @@ h_put_start(struct mc_req *req)
 	} else {
 		if (placement_pick(m, a.size, (unsigned)a.replicas, &pl, &err) != 0)
 			goto fail;
-		o = store_create(&m->store, h, cl->tenant, a.key, a.klen, a.size, a.group,
-				 a.glen, &err);
+		o = store_create(&m->store, h, cl->tenant, a.key, a.klen, a.size, a.group, a.glen,
+				 &err);
 		if (o == NULL)
 			goto fail;
 		o->version = version;
@@ -565,8 +563,7 @@ h_put_end(struct mc_req *req)
 	uint64_t version = store_pending_get(&m->store, o)->version;
 	struct mrep *v = obj_reps(o);
 	for (unsigned i = 0; i < o->nrep; i++)
-		if (v[i].version == version && v[i].state == REP_PROCESSING &&
-		    named(ids, v[i].id))
+		if (v[i].version == version && v[i].state == REP_PROCESSING && named(ids, v[i].id))
 			v[i].state = REP_COMPLETE;
 	ops_settle(m, o, NULL);
 	mc_reply_ok_empty(req);
@@ -584,8 +581,7 @@ h_put_revoke(struct mc_req *req)
 	uint64_t version = store_pending_get(&m->store, o)->version;
 	for (unsigned i = o->nrep; i-- > 0;) {
 		const struct mrep *r = &obj_reps(o)[i];
-		if (r->version == version && r->state == REP_PROCESSING &&
-		    named(ids, r->id))
+		if (r->version == version && r->state == REP_PROCESSING && named(ids, r->id))
 			ops_rep_remove(m, o, i, true);
 	}
 	ops_settle(m, o, NULL);
@@ -735,8 +731,7 @@ remove_one(struct master *m, uint32_t tenant, const char *key, size_t len, bool 
 	if (o == NULL)
 		return mc_err_set(err, MC_ERR_NOT_FOUND, "key not found");
 	if (!force && leased(o, now))
-		return mc_err_set(err, MC_ERR_LEASED,
-				  "key is leased for %llu ms more; use force",
+		return mc_err_set(err, MC_ERR_LEASED, "key is leased for %llu ms more; use force",
 				  (unsigned long long)(o->lease_deadline - now));
 	ops_obj_erase(m, o, true, NULL);
 	return 0;
@@ -1005,8 +1000,7 @@ h_stat(struct mc_req *req)
 		mc_pack_kv_str(pk, "addr", p != NULL ? p->addr : "");
 		mc_pack_kv_str(pk, "host", p != NULL ? p->host : "");
 		mc_pack_kv_str(pk, "tier", tier_name(v[i].tier));
-		mc_pack_kv_str(pk, "state",
-			       v[i].state == REP_COMPLETE ? "complete" : "processing");
+		mc_pack_kv_str(pk, "state", v[i].state == REP_COMPLETE ? "complete" : "processing");
 		mc_pack_kv_u64(pk, "version", v[i].version);
 		mc_pack_kv_bool(pk, "dynamic", v[i].dynamic);
 	}
@@ -1135,8 +1129,7 @@ h_peer_register(struct mc_req *req)
 	rc = mc_map_strcpy(req->params, "addr", tmp.addr, sizeof(tmp.addr), &err);
 	if (rc == 0 || (rc > 0 && tmp.addr[0] == '\0'))
 		rc = mc_err_set(&err, MC_ERR_INVALID, "missing field 'addr'");
-	if (rc < 0 ||
-	    mc_map_strcpy(req->params, "host", tmp.host, sizeof(tmp.host), &err) < 0 ||
+	if (rc < 0 || mc_map_strcpy(req->params, "host", tmp.host, sizeof(tmp.host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", tmp.domain, sizeof(tmp.domain), &err) < 0 ||
 	    read_tiers(req->params, &tmp, true, &err) != 0)
 		goto fail;
@@ -1169,9 +1162,8 @@ h_peer_register(struct mc_req *req)
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", id);
 	cl->peer_id = id;
-	mc_info("peer %u registered: %s host %s domain %s dram %llu ssd %llu", id, p->addr,
-		p->host, p->domain[0] ? p->domain : "-",
-		(unsigned long long)p->tiers[TIER_DRAM].capacity,
+	mc_info("peer %u registered: %s host %s domain %s dram %llu ssd %llu", id, p->addr, p->host,
+		p->domain[0] ? p->domain : "-", (unsigned long long)p->tiers[TIER_DRAM].capacity,
 		(unsigned long long)p->tiers[TIER_SSD].capacity);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 3);

@@ -116,22 +116,21 @@ main(int argc, char **argv)
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
-		{ "http", 0, "ADDR", NULL, "serve /metrics over HTTP on this address",
-		  mc_set_str, &m.cfg.http },
-		{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving",
-		  set_fd, &m.cfg.ready_fd },
+		{ "http", 0, "ADDR", NULL, "serve /metrics over HTTP on this address", mc_set_str,
+		  &m.cfg.http },
+		{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", set_fd,
+		  &m.cfg.ready_fd },
 		{ "lease-ttl", 0, "DURATION", NULL, "read lease granted by get (default 10s)",
 		  set_positive_duration, &m.cfg.lease_ttl },
-		{ "peer-ttl", 0, "DURATION", NULL,
-		  "drop a peer silent for this long (default 10s)", set_positive_duration,
-		  &m.cfg.peer_ttl },
+		{ "peer-ttl", 0, "DURATION", NULL, "drop a peer silent for this long (default 10s)",
+		  set_positive_duration, &m.cfg.peer_ttl },
 		{ "put-timeout", 0, "DURATION", NULL,
-		  "discard writes unfinished after this long (default 60s)",
-		  set_positive_duration, &m.cfg.put_timeout },
-		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE",
-		  mc_set_str, &m.cfg.config },
-		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
-		  set_conns, &m.cfg.max_conns },
+		  "discard writes unfinished after this long (default 60s)", set_positive_duration,
+		  &m.cfg.put_timeout },
+		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE", mc_set_str,
+		  &m.cfg.config },
+		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)", set_conns,
+		  &m.cfg.max_conns },
 		{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
 		  set_log_level, NULL },
 		{ 0 },
@@ -161,8 +160,7 @@ main(int argc, char **argv)
 		mc_complain("cannot create the event loop");
 		return MC_EXIT_SOFTWARE;
 	}
-	if (store_init(&m.store, &err) != 0 ||
-	    peers_init(&m.peers, m.base, &m.store, &err) != 0) {
+	if (store_init(&m.store, &err) != 0 || peers_init(&m.peers, m.base, &m.store, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}

@@ -51,12 +51,11 @@ collect(struct mc_metrics *r, void *arg)
 	struct mc_metric *mal;
 
 	gauge(r, "mc_objects", "Objects held.", NULL, NULL, (double)s->objects.count);
-	gauge(r, "mc_bytes", "Bytes of all objects (one copy each).", NULL, NULL,
-	      (double)s->bytes);
+	gauge(r, "mc_bytes", "Bytes of all objects (one copy each).", NULL, NULL, (double)s->bytes);
 	for (uint32_t i = 0; i < s->ntenants; i++) {
 		const struct tenant *t = &s->tenants[i];
-		gauge(r, "mc_tenant_bytes", "Bytes of objects per tenant.", "tenant",
-		      t->name, (double)t->bytes);
+		gauge(r, "mc_tenant_bytes", "Bytes of objects per tenant.", "tenant", t->name,
+		      (double)t->bytes);
 		gauge(r, "mc_tenant_objects", "Objects per tenant.", "tenant", t->name,
 		      (double)t->objects);
 	}
@@ -64,19 +63,17 @@ collect(struct mc_metrics *r, void *arg)
 		if (peer_alive(m->peers.v[i], now, m->cfg.peer_ttl))
 			alive++;
 	gauge(r, "mc_peers", "Registered peers.", NULL, NULL, m->peers.n);
-	gauge(r, "mc_peers_alive", "Peers whose heartbeat is within --peer-ttl.", NULL,
-	      NULL, alive);
+	gauge(r, "mc_peers_alive", "Peers whose heartbeat is within --peer-ttl.", NULL, NULL,
+	      alive);
 	gauge(r, "mc_connections", "Open client and peer connections.", NULL, NULL,
 	      m->server != NULL ? mc_server_conn_count(m->server) : 0);
 	mc_conn_stats_get(&cs);
 	mal = mc_metric_get(r, "mc_malformed_messages_total", MC_COUNTER,
-			    "Connections closed for a malformed or oversized message.",
-			    NULL, NULL);
+			    "Connections closed for a malformed or oversized message.", NULL, NULL);
 	if (mal != NULL)
 		mc_metric_set(mal, (double)cs.malformed);
 	struct mallinfo2 mi = mallinfo2();
-	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL,
-	      (double)mi.uordblks);
+	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
 }
 
 int
@@ -88,20 +85,18 @@ mmetrics_init(struct master *m)
 	if (mx->reg == NULL)
 		return -1;
 	for (int k = 0; k < M_COUNT; k++) {
-		mx->requests[k] = mc_metric_get(mx->reg, "mc_requests_total", MC_COUNTER,
-						"Requests handled, by method.", "method",
-						method_names[k]);
-		mx->failures[k] = mc_metric_get(mx->reg, "mc_request_failures_total",
-						MC_COUNTER,
+		mx->requests[k] =
+			mc_metric_get(mx->reg, "mc_requests_total", MC_COUNTER,
+				      "Requests handled, by method.", "method", method_names[k]);
+		mx->failures[k] = mc_metric_get(mx->reg, "mc_request_failures_total", MC_COUNTER,
 						"Requests answered with an error, by method.",
 						"method", method_names[k]);
 		if (mx->requests[k] == NULL || mx->failures[k] == NULL)
 			goto fail;
 	}
-	mx->grl_seconds = mc_metric_get(mx->reg, "mc_get_replica_list_seconds",
-					MC_HISTOGRAM,
-					"Time to answer get_replica_list (batch: per call).",
-					NULL, NULL);
+	mx->grl_seconds =
+		mc_metric_get(mx->reg, "mc_get_replica_list_seconds", MC_HISTOGRAM,
+			      "Time to answer get_replica_list (batch: per call).", NULL, NULL);
 	if (mx->grl_seconds == NULL)
 		goto fail;
 	mc_metrics_on_collect(mx->reg, collect, m);

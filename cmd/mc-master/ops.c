@@ -21,8 +21,8 @@ ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
 }
 
 struct mrep *
-ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier,
-	    uint64_t version, uint64_t size)
+ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64_t version,
+	    uint64_t size)
 {
 	struct peer *peer = peers_find(&m->peers, peer_id);
 	struct mrep *r = store_rep_add(o);
@@ -142,8 +142,8 @@ ops_peer_remove(struct master *m, struct peer *peer, const char *why)
 		if (hit && ops_settle(m, o, &cur))
 			erased++;
 	}
-	mc_info("peer %u (%s) %s: %zu replicas removed, %zu objects erased", peer->id,
-		peer->addr, why, reps, erased);
+	mc_info("peer %u (%s) %s: %zu replicas removed, %zu objects erased", peer->id, peer->addr,
+		why, reps, erased);
 	peers_del(&m->peers, peer);
 }
 
@@ -173,7 +173,8 @@ sweep_pending(struct master *m, uint64_t now)
 	}
 	if (n > 0)
 		mc_info("put timeout: %zu writes abandoned, %zu replicas discarded, "
-			"%zu objects erased", n, reps, erased);
+			"%zu objects erased",
+			n, reps, erased);
 }
 
 void

@@ -26,8 +26,7 @@ flush_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-peers_init(struct peers *p, struct event_base *base, const struct store *store,
-	   struct mc_err *err)
+peers_init(struct peers *p, struct event_base *base, const struct store *store, struct mc_err *err)
 {
 	memset(p, 0, sizeof(*p));
 	p->store = store;
@@ -177,8 +176,8 @@ peer_alive(const struct peer *peer, uint64_t now, uint64_t ttl)
 }
 
 void
-peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
-		 size_t len, uint64_t version)
+peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key, size_t len,
+		 uint64_t version)
 {
 	struct drop *d;
 
@@ -228,8 +227,9 @@ pack_drops(msgpack_packer *pk, void *arg)
 	for (size_t i = b->from; i < b->to; i++) {
 		const struct drop *d = &b->peer->drops[i];
 		msgpack_pack_map(pk, 3);
-		mc_pack_kv_str(pk, "tenant", d->tenant < s->ntenants ?
-				       s->tenants[d->tenant].name : MC_DEFAULT_TENANT);
+		mc_pack_kv_str(pk, "tenant",
+			       d->tenant < s->ntenants ? s->tenants[d->tenant].name
+						       : MC_DEFAULT_TENANT);
 		mc_pack_kv_strn(pk, "key", d->key, d->len);
 		mc_pack_kv_u64(pk, "version", d->version);
 	}
@@ -244,15 +244,13 @@ peers_flush(struct peers *p)
 
 		if (peer->ndrops == 0)
 			continue;
-		while (b.from < peer->ndrops && peer->conn != NULL &&
-		       mc_conn_is_open(peer->conn)) {
+		while (b.from < peer->ndrops && peer->conn != NULL && mc_conn_is_open(peer->conn)) {
 			size_t bytes = 0;
 			b.to = b.from;
 			while (b.to < peer->ndrops && bytes < DROP_MSG_KEY_BYTES)
 				bytes += peer->drops[b.to++].len;
 			if (mc_conn_notify(peer->conn, "drop", pack_drops, &b) != 0) {
-				mc_warn("cannot send drops to peer %u (%s)", peer->id,
-					peer->addr);
+				mc_warn("cannot send drops to peer %u (%s)", peer->id, peer->addr);
 				break;
 			}
 			b.from = b.to;

@@ -84,8 +84,8 @@ int peer_prepack(struct peer *peer);
 bool peer_alive(const struct peer *peer, uint64_t now, uint64_t ttl);
 
 /* Queue a drop of (tenant, key) up to version for the peer; best effort. */
-void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant,
-		      const char *key, size_t len, uint64_t version);
+void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
+		      size_t len, uint64_t version);
 /* Send every queued drop now. */
 void peers_flush(struct peers *p);
 

@@ -107,8 +107,8 @@ placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placem
 	       struct mc_err *err)
 {
 	if (replicas == 0 || replicas > MC_REPLICAS_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "replicas %u out of range 1..%d",
-				  replicas, MC_REPLICAS_MAX);
+		return mc_err_set(err, MC_ERR_INVALID, "replicas %u out of range 1..%d", replicas,
+				  MC_REPLICAS_MAX);
 	if (pick_once(m, size, replicas, out) == 0)
 		return 0;
 	if (evict_for_space(m, size, replicas) && pick_once(m, size, replicas, out) == 0)

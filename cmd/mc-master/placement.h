@@ -22,8 +22,8 @@ struct placement {
 };
 
 /* Choose; -1 with MC_ERR_NO_SPACE when fewer than `replicas` peers fit. */
-int placement_pick(struct master *m, uint64_t size, unsigned replicas,
-		   struct placement *out, struct mc_err *err);
+int placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placement *out,
+		   struct mc_err *err);
 
 /*
  * Hook for the eviction issue: try to make room for `replicas` copies of

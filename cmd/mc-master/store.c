@@ -122,8 +122,7 @@ store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err
 {
 	/* Tenants are few and interned once per connection: a scan is enough. */
 	for (uint32_t i = 0; i < s->ntenants; i++)
-		if (strlen(s->tenants[i].name) == len &&
-		    memcmp(s->tenants[i].name, name, len) == 0)
+		if (strlen(s->tenants[i].name) == len && memcmp(s->tenants[i].name, name, len) == 0)
 			return i;
 	if (s->ntenants >= TENANTS_MAX)
 		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many tenants (%u)", TENANTS_MAX);
@@ -205,8 +204,7 @@ group_eq(const void *entry, const void *key)
 }
 
 static struct group *
-group_intern(struct store *s, uint32_t tenant, const char *name, size_t len,
-	     struct mc_err *err)
+group_intern(struct store *s, uint32_t tenant, const char *name, size_t len, struct mc_err *err)
 {
 	struct gkey k = { tenant, len, name };
 	uint64_t h = mc_hash64(name, len, 0x51ed27a3u ^ tenant);
@@ -235,8 +233,7 @@ group_intern(struct store *s, uint32_t tenant, const char *name, size_t len,
 			mc_err_set(err, MC_ERR_TOO_LARGE, "too many groups");
 			goto fail;
 		}
-		struct group **v = realloc(s->group_by_id,
-					   (s->ngroup_ids + 1) * sizeof(*v));
+		struct group **v = realloc(s->group_by_id, (s->ngroup_ids + 1) * sizeof(*v));
 		if (v == NULL)
 			goto oom;
 		s->group_by_id = v;

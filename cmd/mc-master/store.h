@@ -112,8 +112,8 @@ struct group {
 
 struct store {
 	struct mc_htab objects;
-	struct mc_htab pending; /* struct pending by object pointer */
-	struct mc_htab groups;	/* struct group by (tenant, name) */
+	struct mc_htab pending;	    /* struct pending by object pointer */
+	struct mc_htab groups;	    /* struct group by (tenant, name) */
 	struct group **group_by_id; /* index 0 unused */
 	uint32_t ngroup_ids;	    /* slots in group_by_id */
 	uint32_t *free_group_ids;
@@ -141,15 +141,15 @@ const char *store_type_name(const struct store *s, uint32_t id);
 struct group *store_group_get(struct store *s, uint32_t id);
 
 uint64_t store_key_hash(uint32_t tenant, const char *key, size_t len);
-struct mobj *store_find(const struct store *s, uint64_t hash, uint32_t tenant,
-			const char *key, size_t len);
+struct mobj *store_find(const struct store *s, uint64_t hash, uint32_t tenant, const char *key,
+			size_t len);
 /*
  * A new object with no replicas, inserted and counted in its tenant;
  * group_name may be NULL. NULL with err on allocation failure.
  */
 struct mobj *store_create(struct store *s, uint64_t hash, uint32_t tenant, const char *key,
-			  size_t len, uint64_t size, const char *group_name,
-			  size_t group_len, struct mc_err *err);
+			  size_t len, uint64_t size, const char *group_name, size_t group_len,
+			  struct mc_err *err);
 /* Unlink and free an object and its pending write (no replica bookkeeping). */
 void store_destroy(struct store *s, struct mobj *o);
 /* Same, for an object already removed from the table (during a walk). */
