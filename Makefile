@@ -5,6 +5,7 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
+VERSION := 0.1.0
 PKGS := msgpack libevent libevent_pthreads libzstd libxxhash
 
 CFLAGS ?= -O2 -g
@@ -13,19 +14,44 @@ MC_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC \
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmsgpackc -levent -levent_pthreads -lzstd -lxxhash) -lpthread -lm
 BUILD := build
 
+# The unit tests again, under AddressSanitizer and UBSan (make check).
+SAN_BUILD := build-san
+SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+
 LIB_SRC := $(wildcard libmc/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-PROGS := $(notdir $(wildcard cmd/*))
+# A program is a cmd/ folder holding at least one .c file, so an empty
+# folder someone just created does not break the build.
+PROGS := $(sort $(patsubst cmd/%/,%,$(dir $(wildcard cmd/*/*.c))))
 BINS := $(PROGS:%=bin/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+HEADERS := $(wildcard libmc/include/mc/*.h)
+MAN_PAGES := $(wildcard man/*.[1-8])
+COMPLETIONS := completions/mc.bash completions/_mc
 
-.PHONY: all test unit cli run bench check install clean deps
-all: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(UNIT_BINS) $(TOOL_BINS)
+# Everything clang-format and cppcheck look at.
+C_FILES := $(wildcard libmc/*.c libmc/*.h $(HEADERS) cmd/*/*.c cmd/*/*.h \
+	tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/tools/*.h \
+	tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c tests/bench/*.h)
 
-$(BUILD)/%.o: %.c $(wildcard libmc/include/mc/*.h) $(wildcard cmd/*/*.h)
+# make deps: what a fresh Debian 12 machine needs to build, test, bench, check.
+DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
+	libxxhash-dev libibverbs-dev bats bats-support bats-assert redis-server \
+	redis-tools mandoc clang-format cppcheck iproute2 procps bc
+
+.PHONY: all test unit cli run bench check check-format check-cppcheck \
+	check-man check-san install clean deps completions
+# Keep objects: they are intermediate files of chained pattern rules, which
+# make would otherwise delete after every build and then rebuild.
+.SECONDARY:
+
+all: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(UNIT_BINS) $(TOOL_BINS) completions
+
+$(BUILD)/%.o: %.c $(HEADERS) $(wildcard cmd/*/*.h) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(MC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -34,10 +60,14 @@ $(BUILD)/libmc.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libmc.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libmc.so -o $@ $^ $(LDLIBS)
 
+# A program's objects. A function, because a literal % in a pattern rule's
+# prerequisites is replaced by the stem before secondary expansion.
+prog_objs = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/$(1)/*.c))
 .SECONDEXPANSION:
-bin/%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard cmd/$$*/*.c)) $(BUILD)/libmc.a
+bin/%: $$(call prog_objs,$$*) $(BUILD)/libmc.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -49,8 +79,124 @@ $(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(BUILD)/libmc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Completions come from the programs' own --list-options, so they are
+# regenerated whenever a program is rebuilt and cannot drift from it. gen
+# rewrites a file only when its content changes (the files are committed).
+completions: $(COMPLETIONS)
+$(COMPLETIONS) &: completions/gen $(BINS)
+	completions/gen $(BINS)
+
+# Always rewritten: PREFIX may differ between build and install.
+$(BUILD)/mc.pc: FORCE
+	@mkdir -p $(dir $@)
+	printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' \
+		'libdir=$${exec_prefix}/lib' 'includedir=$${prefix}/include' '' \
+		'Name: mc' \
+		'Description: client library of the mc distributed KV-cache store' \
+		'Version: $(VERSION)' \
+		'Requires.private: $(PKGS)' \
+		'Libs: -L$${libdir} -lmc' \
+		'Libs.private: -lpthread -lm' \
+		'Cflags: -I$${includedir}' > $@
+
+# ---- dependencies, tests, a local cluster, benchmarks ----
+
+# A no-op when everything is installed; otherwise one apt-get update and
+# one install of exactly the missing packages (sudo only when not root).
+deps:
+	@missing=; \
+	for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | \
+			grep -q ' installed$$' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then \
+		echo "deps: all $(words $(DEB_PKGS)) packages are installed"; exit 0; \
+	fi; \
+	sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	echo "deps: installing$$missing"; \
+	$$sudo apt-get update && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing
+
+# deps first, then a fresh make so the build sees what deps installed
+# (pkg-config flags are computed when make starts).
+test: deps
+	@$(MAKE) --no-print-directory all
+	tests/run
+
 unit: $(UNIT_BINS)
-	@for t in $(UNIT_BINS); do echo "# $$t"; $$t || exit 1; done
+	@MC_TEST_BATS=0 tests/run
+
+cli: $(BINS) $(TOOL_BINS)
+	@MC_TEST_UNIT=0 tests/run
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	examples/local-cluster.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@test -x tests/bench/run || { echo "bench: tests/bench/run is missing" >&2; exit 1; }
+	tests/bench/run
+
+# ---- make check: format, static analysis, man pages, sanitizers ----
+
+check: check-format check-cppcheck check-man check-san
+
+check-format:
+	clang-format --dry-run --Werror $(C_FILES)
+
+# Suppressed: system headers cppcheck cannot see, and the msgpack/libevent
+# macros it does not understand without them.
+check-cppcheck:
+	cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
+		--enable=warning,portability,performance \
+		-D_GNU_SOURCE -Ilibmc/include \
+		--suppress=missingIncludeSystem --suppress=unknownMacro \
+		--suppress=normalCheckLevelMaxBranches \
+		$(filter %.c,$(C_FILES))
+
+check-man:
+	mandoc -Tlint -Wwarning $(MAN_PAGES)
+
+# Leaks are errors, except option values read from a --config file: they
+# are kept for the life of the process on purpose (LSAN_SUPPRESSIONS).
+LSAN_SUPPRESSIONS := leak:apply_config
+check-san:
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="$(SAN_CFLAGS)" \
+		$(UNIT_SRC:tests/unit/%.c=$(SAN_BUILD)/tests/%)
+	@printf '%s\n' $(LSAN_SUPPRESSIONS) >$(SAN_BUILD)/lsan.supp
+	MC_TEST_BUILD=$(SAN_BUILD) MC_TEST_BATS=0 \
+		ASAN_OPTIONS=detect_leaks=1 \
+		LSAN_OPTIONS=suppressions=$(CURDIR)/$(SAN_BUILD)/lsan.supp:print_suppressions=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 tests/run
+
+# ---- install ----
+
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+LIBDIR := $(DESTDIR)$(PREFIX)/lib
+INCDIR := $(DESTDIR)$(PREFIX)/include/mc
+MANDIR := $(DESTDIR)$(PREFIX)/share/man
+BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+
+install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(COMPLETIONS)
+	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(INCDIR) $(BASHDIR) $(ZSHDIR)
+	$(if $(BINS),install -m 755 $(BINS) $(BINDIR))
+	install -m 644 $(BUILD)/libmc.a $(LIBDIR)
+	install -m 755 $(BUILD)/libmc.so $(LIBDIR)
+	install -m 644 $(BUILD)/mc.pc $(LIBDIR)/pkgconfig
+	install -m 644 $(HEADERS) $(INCDIR)
+	for p in $(MAN_PAGES); do \
+		s=$${p##*.}; install -d $(MANDIR)/man$$s && \
+		install -m 644 $$p $(MANDIR)/man$$s || exit 1; \
+	done
+	# bash-completion loads a file named after the command: one file,
+	# a link per program.
+	install -m 644 completions/mc.bash $(BASHDIR)/mc
+	for p in $(PROGS); do ln -sf mc $(BASHDIR)/$$p || exit 1; done
+	install -m 644 completions/_mc $(ZSHDIR)/_mc
+
+FORCE:
 
 clean:
-	rm -rf $(BUILD) bin
+	rm -rf $(BUILD) $(SAN_BUILD) bin
