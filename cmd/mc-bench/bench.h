@@ -1,0 +1,39 @@
+/*
+ * mc-bench's commands and the measurement helpers they share.
+ */
+#ifndef MC_BENCH_H
+#define MC_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bench_opts {
+	const char *master, *tenant, *prefix;
+	uint64_t size, keys, clients, requests, duration_ms, batch, count, key_len;
+	uint64_t block_bytes, limit;
+};
+
+int bench_get(const struct bench_opts *o);
+int bench_lookup(const struct bench_opts *o);
+int bench_fill(const struct bench_opts *o);
+int bench_replay(const struct bench_opts *o, const char *trace);
+
+/* Latency samples of one run, in nanoseconds. */
+struct lat {
+	uint64_t *ns;
+	size_t n, cap;
+};
+
+int lat_add(struct lat *l, uint64_t ns);
+/* Append all of src to dst (src is left as is). */
+int lat_merge(struct lat *dst, const struct lat *src);
+/* Sort and return the p-th percentile (0..100) in microseconds. */
+double lat_pct_us(struct lat *l, double p);
+void lat_free(struct lat *l);
+
+/* User+system CPU seconds this process has used so far. */
+double cpu_seconds(void);
+/* The fixed-width key for index i: PREFIX-000...i padded to key_len. */
+void bench_key(char *buf, size_t cap, const char *prefix, uint64_t i, uint64_t key_len);
+
+#endif

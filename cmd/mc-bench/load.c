@@ -1,0 +1,410 @@
+/*
+ * Closed-loop load: get (bytes through peers), lookup (batched
+ * get_replica_list on the master) and fill (metadata-only puts).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/client.h"
+#include "mc/clock.h"
+#include "mc/err.h"
+#include "mc/log.h"
+#include "mc/proto.h"
+#include "mc/rpcc.h"
+#include "mc/wire.h"
+
+#include "bench.h"
+
+#define KEY_CAP 512
+#define FILL_WINDOW 128
+
+struct worker {
+	const struct bench_opts *o;
+	unsigned idx;
+	pthread_t tid;
+	uint64_t ops, bytes, failures;
+	struct lat lat;
+	struct mc_err err;
+	int rc;
+};
+
+static int
+run_workers(const struct bench_opts *o, void *(*fn)(void *), struct worker *w, double *wall_s,
+	    double *cpu_s)
+{
+	uint64_t t0 = mc_mono_ns();
+	double c0 = cpu_seconds();
+
+	for (unsigned i = 0; i < o->clients; i++) {
+		w[i].o = o;
+		w[i].idx = i;
+		if (pthread_create(&w[i].tid, NULL, fn, &w[i]) != 0) {
+			mc_complain("cannot start client thread %u", i);
+			return -1;
+		}
+	}
+	for (unsigned i = 0; i < o->clients; i++)
+		pthread_join(w[i].tid, NULL);
+	*wall_s = (double)(mc_mono_ns() - t0) / 1e9;
+	*cpu_s = cpu_seconds() - c0;
+	return 0;
+}
+
+/* Whether a worker that has done `done` requests since t0 should stop. */
+static int
+worker_done(const struct bench_opts *o, uint64_t done, uint64_t t0)
+{
+	if (o->requests)
+		return done >= o->requests;
+	return (done & 15) == 0 && mc_mono_ns() - t0 >= o->duration_ms * 1000000ull;
+}
+
+static struct mc_client *
+client_open(const struct bench_opts *o, struct mc_err *err)
+{
+	struct mc_client_opts co = { .master = o->master, .tenant = o->tenant };
+
+	return mc_client_new(&co, err);
+}
+
+/* ---- get ---- */
+
+static void *
+get_worker(void *arg)
+{
+	struct worker *w = arg;
+	const struct bench_opts *o = w->o;
+	struct mc_client *c = client_open(o, &w->err);
+	char key[KEY_CAP];
+	void *buf = NULL;
+	uint64_t t0, i;
+
+	w->rc = -1;
+	if (c == NULL)
+		return NULL;
+	buf = malloc(o->size ? o->size : 1);
+	if (buf == NULL) {
+		mc_err_set(&w->err, MC_ERR_SYSTEM, "out of memory");
+		goto out;
+	}
+	t0 = mc_mono_ns();
+	for (i = 0; !worker_done(o, i, t0); i++) {
+		size_t len;
+		uint64_t s = mc_mono_ns();
+
+		bench_key(key, sizeof(key), o->prefix, (i + w->idx * 7) % o->keys, 0);
+		if (mc_get(c, key, buf, o->size ? o->size : 1, &len, &w->err) < 0) {
+			w->failures++;
+			if (w->failures > 100)
+				goto out;
+			continue;
+		}
+		lat_add(&w->lat, mc_mono_ns() - s);
+		w->ops++;
+		w->bytes += len;
+	}
+	w->rc = 0;
+out:
+	free(buf);
+	mc_client_free(c);
+	return NULL;
+}
+
+static int
+report_load(const char *what, const struct bench_opts *o, struct worker *w, double wall, double cpu,
+	    const char *extra)
+{
+	struct lat all = { 0 };
+	uint64_t ops = 0, bytes = 0, failures = 0;
+	int rc = 0;
+
+	for (unsigned i = 0; i < o->clients; i++) {
+		if (w[i].rc < 0) {
+			mc_complain("client %u failed: %s", i, w[i].err.msg);
+			rc = 1;
+		}
+		ops += w[i].ops;
+		bytes += w[i].bytes;
+		failures += w[i].failures;
+		lat_merge(&all, &w[i].lat);
+		lat_free(&w[i].lat);
+	}
+	printf("%s clients=%llu%s ops=%llu failures=%llu seconds=%.3f ops_per_s=%.1f "
+	       "gb_per_s=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f cpu_s=%.3f "
+	       "cpu_s_per_gb=%.3f\n",
+	       what, (unsigned long long)o->clients, extra, (unsigned long long)ops,
+	       (unsigned long long)failures, wall, wall > 0 ? (double)ops / wall : 0,
+	       wall > 0 ? (double)bytes / wall / 1e9 : 0, lat_pct_us(&all, 50),
+	       lat_pct_us(&all, 99), lat_pct_us(&all, 100), cpu,
+	       bytes ? cpu / ((double)bytes / 1e9) : 0);
+	lat_free(&all);
+	return rc;
+}
+
+int
+bench_get(const struct bench_opts *o)
+{
+	struct mc_err err = { 0 };
+	struct mc_client *c = client_open(o, &err);
+	struct mc_put_opts po = { .upsert = true };
+	struct worker *w;
+	char key[KEY_CAP], extra[64];
+	unsigned char *val;
+	double wall, cpu;
+	int rc;
+
+	if (c == NULL) {
+		mc_complain("%s", err.msg);
+		return mc_status_exit_code(err.code);
+	}
+	val = malloc(o->size ? o->size : 1);
+	w = calloc(o->clients, sizeof(*w));
+	if (val == NULL || w == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	for (uint64_t i = 0; i < o->size; i++)
+		val[i] = (unsigned char)(i * 131 + 7);
+	for (uint64_t k = 0; k < o->keys; k++) {
+		bench_key(key, sizeof(key), o->prefix, k, 0);
+		if (mc_put(c, key, val, o->size, &po, &err) < 0) {
+			mc_complain("cannot put '%s': %s", key, err.msg);
+			return mc_status_exit_code(err.code);
+		}
+	}
+	mc_client_free(c);
+	free(val);
+	if (run_workers(o, get_worker, w, &wall, &cpu) < 0)
+		return MC_EXIT_SOFTWARE;
+	snprintf(extra, sizeof(extra), " size=%llu", (unsigned long long)o->size);
+	rc = report_load("get", o, w, wall, cpu, extra);
+	free(w);
+	return rc;
+}
+
+/* ---- master connections for lookup and fill ---- */
+
+static void
+pack_hello(msgpack_packer *pk, void *arg)
+{
+	const struct bench_opts *o = arg;
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_str(pk, "tenant", o->tenant ? o->tenant : MC_DEFAULT_TENANT);
+}
+
+static struct mc_rpcc *
+master_open(const struct bench_opts *o, struct mc_err *err)
+{
+	const char *addr = o->master ? o->master : MC_DEFAULT_MASTER;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 30000, err);
+	struct mc_msg resp;
+
+	if (r == NULL)
+		return NULL;
+	if (mc_rpcc_call(r, "hello", pack_hello, (void *)o, &resp, err) < 0) {
+		mc_rpcc_close(r);
+		return NULL;
+	}
+	mc_msg_release(&resp);
+	return r;
+}
+
+struct batch_args {
+	const struct bench_opts *o;
+	uint64_t first;
+};
+
+static void
+pack_batch(msgpack_packer *pk, void *arg)
+{
+	const struct batch_args *a = arg;
+	char key[KEY_CAP];
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_key(pk, "keys");
+	msgpack_pack_array(pk, a->o->batch);
+	for (uint64_t i = 0; i < a->o->batch; i++) {
+		bench_key(key, sizeof(key), a->o->prefix, (a->first + i) % a->o->count,
+			  a->o->key_len);
+		mc_pack_cstr(pk, key);
+	}
+}
+
+static void *
+lookup_worker(void *arg)
+{
+	struct worker *w = arg;
+	const struct bench_opts *o = w->o;
+	struct mc_rpcc *r = master_open(o, &w->err);
+	struct batch_args ba = { .o = o, .first = (uint64_t)w->idx * 9973 };
+	uint64_t t0, i;
+
+	w->rc = -1;
+	if (r == NULL)
+		return NULL;
+	t0 = mc_mono_ns();
+	for (i = 0; !worker_done(o, i, t0); i++) {
+		struct mc_msg resp;
+		const msgpack_object_array *items;
+		uint64_t s = mc_mono_ns();
+
+		if (mc_rpcc_call(r, "batch_get_replica_list", pack_batch, &ba, &resp, &w->err) < 0)
+			goto out;
+		items = mc_map_array(resp.body, "items");
+		if (items == NULL || items->size != o->batch) {
+			mc_err_set(&w->err, MC_ERR_PROTO, "batch reply without %llu items",
+				   (unsigned long long)o->batch);
+			mc_msg_release(&resp);
+			goto out;
+		}
+		for (uint32_t k = 0; k < items->size; k++)
+			if (mc_map_get(&items->ptr[k], "error") != NULL)
+				w->failures++;
+		mc_msg_release(&resp);
+		lat_add(&w->lat, mc_mono_ns() - s);
+		w->ops += o->batch;
+		ba.first += o->batch;
+	}
+	w->rc = 0;
+out:
+	mc_rpcc_close(r);
+	return NULL;
+}
+
+struct put_args {
+	const char *key;
+	uint64_t size, version;
+};
+
+static void
+pack_put_start(msgpack_packer *pk, void *arg)
+{
+	const struct put_args *a = arg;
+
+	msgpack_pack_map(pk, 5);
+	mc_pack_kv_str(pk, "key", a->key);
+	mc_pack_kv_u64(pk, "size", a->size);
+	mc_pack_kv_u64(pk, "replicas", 1);
+	mc_pack_kv_u64(pk, "checksum", 0);
+	mc_pack_kv_bool(pk, "upsert", true);
+}
+
+static void
+pack_put_end(msgpack_packer *pk, void *arg)
+{
+	const struct put_args *a = arg;
+
+	msgpack_pack_map(pk, 2);
+	mc_pack_kv_str(pk, "key", a->key);
+	mc_pack_kv_u64(pk, "version", a->version);
+}
+
+/*
+ * Create count objects' metadata through put_start/put_end, pipelined
+ * FILL_WINDOW at a time. No bytes are written: this measures the
+ * master's side only (memory per object, put throughput).
+ */
+static int
+fill_metadata(const struct bench_opts *o, struct mc_err *err)
+{
+	struct mc_rpcc *r = master_open(o, err);
+	char keys[FILL_WINDOW][KEY_CAP];
+	struct put_args pa[FILL_WINDOW];
+	int rc = -1;
+
+	if (r == NULL)
+		return -1;
+	for (uint64_t base = 0; base < o->count; base += FILL_WINDOW) {
+		unsigned n =
+			o->count - base < FILL_WINDOW ? (unsigned)(o->count - base) : FILL_WINDOW;
+
+		for (unsigned i = 0; i < n; i++) {
+			bench_key(keys[i], KEY_CAP, o->prefix, base + i, o->key_len);
+			pa[i] = (struct put_args){ .key = keys[i], .size = o->size };
+			if (mc_rpcc_send(r, "put_start", pack_put_start, &pa[i], NULL, 0, err) < 0)
+				goto out;
+		}
+		if (mc_rpcc_flush(r, err) < 0)
+			goto out;
+		for (unsigned i = 0; i < n; i++) {
+			struct mc_msg resp;
+
+			if (mc_rpcc_recv(r, &resp, err) < 0)
+				goto out;
+			if (mc_msg_error(&resp, err) < 0 ||
+			    mc_map_u64(resp.body, "version", &pa[i].version, err) != 1) {
+				mc_msg_release(&resp);
+				mc_err_set(err, err->code ? err->code : MC_ERR_PROTO,
+					   "put_start '%s': %s", keys[i], err->msg);
+				goto out;
+			}
+			mc_msg_release(&resp);
+		}
+		for (unsigned i = 0; i < n; i++)
+			if (mc_rpcc_send(r, "put_end", pack_put_end, &pa[i], NULL, 0, err) < 0)
+				goto out;
+		if (mc_rpcc_flush(r, err) < 0)
+			goto out;
+		for (unsigned i = 0; i < n; i++) {
+			struct mc_msg resp;
+
+			if (mc_rpcc_recv(r, &resp, err) < 0)
+				goto out;
+			if (mc_msg_error(&resp, err) < 0) {
+				mc_msg_release(&resp);
+				goto out;
+			}
+			mc_msg_release(&resp);
+		}
+	}
+	rc = 0;
+out:
+	mc_rpcc_close(r);
+	return rc;
+}
+
+int
+bench_lookup(const struct bench_opts *o)
+{
+	struct bench_opts fo = *o;
+	struct mc_err err = { 0 };
+	struct worker *w;
+	char extra[64];
+	double wall, cpu;
+	int rc;
+
+	fo.count = o->keys;
+	fo.size = 4096;
+	if (fill_metadata(&fo, &err) < 0) {
+		mc_complain("cannot create keys: %s", err.msg);
+		return mc_status_exit_code(err.code);
+	}
+	w = calloc(o->clients, sizeof(*w));
+	if (w == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	if (run_workers(&fo, lookup_worker, w, &wall, &cpu) < 0)
+		return MC_EXIT_SOFTWARE;
+	snprintf(extra, sizeof(extra), " batch=%llu", (unsigned long long)o->batch);
+	rc = report_load("lookup", o, w, wall, cpu, extra);
+	free(w);
+	return rc;
+}
+
+int
+bench_fill(const struct bench_opts *o)
+{
+	struct mc_err err = { 0 };
+	uint64_t t0 = mc_mono_ns();
+	double s;
+
+	if (fill_metadata(o, &err) < 0) {
+		mc_complain("fill failed: %s", err.msg);
+		return mc_status_exit_code(err.code);
+	}
+	s = (double)(mc_mono_ns() - t0) / 1e9;
+	printf("fill count=%llu key_len=%llu seconds=%.3f objects_per_s=%.1f\n",
+	       (unsigned long long)o->count, (unsigned long long)o->key_len, s,
+	       s > 0 ? (double)o->count / s : 0);
+	return 0;
+}

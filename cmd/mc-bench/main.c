@@ -1,0 +1,119 @@
+/*
+ * mc-bench: load generator and trace replayer.
+ *
+ *   mc-bench get      many clients reading objects of one size
+ *   mc-bench lookup   batched get_replica_list calls against the master
+ *   mc-bench fill     metadata-only puts, for memory per object
+ *   mc-bench replay   a request trace (JSON lines with hash_ids)
+ *
+ * Every command ends with one machine-readable line of key=value pairs
+ * that tests/bench/ scripts parse.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "mc/client.h"
+#include "mc/clock.h"
+#include "mc/err.h"
+#include "mc/log.h"
+#include "mc/opt.h"
+#include "mc/rpcc.h"
+
+#include "bench.h"
+
+static struct bench_opts bo = {
+	.size = 1 << 20,
+	.keys = 64,
+	.clients = 1,
+	.requests = 0,
+	.duration_ms = 5000,
+	.batch = 16,
+	.count = 100000,
+	.key_len = 40,
+	.prefix = "bench",
+	.block_bytes = 64 << 10,
+};
+
+static const struct mc_opt global_opts[] = {
+	{ "master", 'm', "ADDR", "MC_MASTER", "master address", mc_set_str, &bo.master },
+	{ "tenant", 't', "STR", "MC_TENANT", "tenant to speak for", mc_set_str, &bo.tenant },
+	{ "size", 0, "SIZE", NULL, "object size (get)", mc_set_size, &bo.size },
+	{ "keys", 0, "N", NULL, "distinct keys to read (get, lookup)", mc_set_u64, &bo.keys },
+	{ "clients", 'c', "N", NULL, "concurrent clients, one thread each", mc_set_u64,
+	  &bo.clients },
+	{ "requests", 'n', "N", NULL, "requests per client (0: use --duration)", mc_set_u64,
+	  &bo.requests },
+	{ "duration", 'd', "DURATION", NULL, "how long to run when --requests is 0",
+	  mc_set_duration, &bo.duration_ms },
+	{ "batch", 'b', "N", NULL, "keys per batch call (lookup)", mc_set_u64, &bo.batch },
+	{ "count", 0, "N", NULL, "objects to create (fill)", mc_set_u64, &bo.count },
+	{ "key-len", 0, "N", NULL, "key length in bytes (fill, lookup)", mc_set_u64, &bo.key_len },
+	{ "prefix", 0, "STR", NULL, "key prefix", mc_set_str, &bo.prefix },
+	{ "block-bytes", 0, "SIZE", NULL, "bytes per trace block (replay)", mc_set_size,
+	  &bo.block_bytes },
+	{ "limit", 0, "N", NULL, "trace requests to replay (0: all)", mc_set_u64, &bo.limit },
+	{ 0 },
+};
+
+static const struct mc_cmd cmds[] = {
+	{ "get", "read --keys objects of --size from --clients threads" },
+	{ "lookup", "batched get_replica_list calls of --batch keys" },
+	{ "fill", "create --count objects' metadata (no bytes moved)" },
+	{ "replay", "replay a JSON-lines trace of hash_ids as prefix-block gets and puts" },
+	{ 0 },
+};
+
+static const struct mc_opt_spec spec = {
+	.usage = "mc-bench [OPTIONS] COMMAND [ARGS]",
+	.summary = "load generator and trace replayer for mc",
+	.opts = global_opts,
+	.cmds = cmds,
+	.version = "mc-bench 0.1.0",
+};
+
+int
+main(int argc, char **argv)
+{
+	int i;
+	const char *cmd;
+
+	mc_log_init("mc-bench", 0);
+	i = mc_opt_parse(&spec, argc, argv);
+	if (i >= argc) {
+		mc_complain("missing command; try 'mc-bench --help'");
+		return MC_EXIT_USAGE;
+	}
+	cmd = argv[i++];
+	/* Options may also follow the command. */
+	if (i < argc) {
+		struct mc_opt_spec sub = spec;
+		sub.cmds = NULL;
+		argv[i - 1] = (char *)"mc-bench";
+		i = (i - 1) + mc_opt_parse(&sub, argc - (i - 1), argv + (i - 1));
+	}
+	if (bo.clients == 0 || bo.clients > 1024)
+		mc_die(MC_EXIT_USAGE, "invalid --clients '%llu': must be 1..1024",
+		       (unsigned long long)bo.clients);
+	if (bo.batch == 0 || bo.batch > 65536)
+		mc_die(MC_EXIT_USAGE, "invalid --batch '%llu': must be 1..65536",
+		       (unsigned long long)bo.batch);
+	if (strcmp(cmd, "get") == 0)
+		return bench_get(&bo);
+	if (strcmp(cmd, "lookup") == 0)
+		return bench_lookup(&bo);
+	if (strcmp(cmd, "fill") == 0)
+		return bench_fill(&bo);
+	if (strcmp(cmd, "replay") == 0) {
+		if (i >= argc) {
+			mc_complain("replay needs a trace file");
+			return MC_EXIT_USAGE;
+		}
+		return bench_replay(&bo, argv[i]);
+	}
+	mc_complain("unknown command '%s'; try 'mc-bench --help'", cmd);
+	return MC_EXIT_USAGE;
+}
