@@ -1,0 +1,331 @@
+/*
+ * mc-rpc: one raw msgpack-rpc call from the command line, for tests that
+ * need a protocol step mc-cli never takes on its own (a put_start whose
+ * writer then vanishes, a bare peer call).
+ *
+ * usage: mc-rpc [--tenant T] [--timeout-ms N] [--bulk FILE] [-o FILE]
+ *               ADDR METHOD [FIELD...]
+ * FIELD is NAME=STRING, or NAME:=VALUE with VALUE an unsigned integer,
+ * true, false or null. With --tenant, a `hello {tenant}` goes first on
+ * the same connection. --bulk sends FILE's bytes as the request's bulk
+ * (adding "len"); -o writes a response's bulk to FILE (otherwise it is
+ * skipped). The result map is printed as one JSON line. --stall FIFO
+ * holds a response's bulk unread until a line arrives on FIFO, so a test
+ * can act while the server is in the middle of sending it.
+ *
+ * Exit status: 0 ok, 1 the call returned an error (printed as
+ * "mc-rpc: METHOD: CODE: MSG"), 64 usage, 69 cannot connect or the
+ * connection failed.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/err.h"
+#include "mc/json.h"
+#include "mc/rpcc.h"
+#include "mc/wire.h"
+
+#define PROG "mc-rpc"
+
+struct fields {
+	char **argv; /* NAME=... / NAME:=... */
+	int n;
+	bool has_bulk;
+	uint64_t bulk_len; /* packed as "len" when has_bulk */
+};
+
+static int
+parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return errno != 0 || *end != '\0' ? -1 : 0;
+}
+
+/* Check every FIELD before connecting, so a typo is a usage error. */
+static int
+check_fields(const struct fields *f)
+{
+	int i;
+
+	for (i = 0; i < f->n; i++) {
+		const char *a = f->argv[i];
+		const char *eq = strchr(a, '=');
+		uint64_t u;
+
+		if (eq == NULL || eq == a || (eq == a + 1 && a[0] == ':')) {
+			fprintf(stderr, "%s: invalid field '%s': want NAME=STR or NAME:=VALUE\n",
+				PROG, a);
+			return -1;
+		}
+		if (eq[-1] != ':')
+			continue;
+		if (strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0 &&
+		    strcmp(eq + 1, "null") != 0 && parse_u64(eq + 1, &u) < 0) {
+			fprintf(stderr,
+				"%s: invalid field '%s': not an unsigned integer, true, false "
+				"or null\n",
+				PROG, a);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+pack_fields(msgpack_packer *pk, void *arg)
+{
+	const struct fields *f = arg;
+	int i;
+
+	msgpack_pack_map(pk, (size_t)f->n + (f->has_bulk ? 1 : 0));
+	if (f->has_bulk)
+		mc_pack_kv_u64(pk, "len", f->bulk_len);
+	for (i = 0; i < f->n; i++) {
+		const char *a = f->argv[i];
+		const char *eq = strchr(a, '=');
+		bool typed = eq[-1] == ':';
+		const char *v = eq + 1;
+		uint64_t u = 0;
+
+		mc_pack_strn(pk, a, (size_t)(eq - a) - (typed ? 1 : 0));
+		if (!typed)
+			mc_pack_cstr(pk, v);
+		else if (strcmp(v, "true") == 0)
+			msgpack_pack_true(pk);
+		else if (strcmp(v, "false") == 0)
+			msgpack_pack_false(pk);
+		else if (strcmp(v, "null") == 0)
+			msgpack_pack_nil(pk);
+		else if (parse_u64(v, &u) == 0)
+			msgpack_pack_uint64(pk, u);
+	}
+}
+
+static void
+pack_hello(msgpack_packer *pk, void *arg)
+{
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_str(pk, "tenant", arg);
+}
+
+static int
+transport_or_remote(const char *method, const struct mc_err *err)
+{
+	if (err->code == MC_ERR_UNAVAILABLE || err->code == MC_ERR_PROTO ||
+	    err->code == MC_ERR_SYSTEM || err->code == MC_ERR_TIMEOUT) {
+		fprintf(stderr, "%s: %s: %s\n", PROG, method, err->msg);
+		return MC_EXIT_UNAVAILABLE;
+	}
+	fprintf(stderr, "%s: %s: %s: %s\n", PROG, method, mc_status_name(err->code), err->msg);
+	return MC_EXIT_FAIL;
+}
+
+/* Write a response's bulk to out (or skip it when out is NULL). */
+static int
+take_bulk(struct mc_rpcc *r, uint64_t len, const char *out, struct mc_err *err)
+{
+	FILE *f;
+	char *buf;
+	int rc = 0;
+
+	if (out == NULL)
+		return mc_rpcc_skip_bulk(r, len, err);
+	if (len > ((uint64_t)1 << 32))
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "bulk of %llu bytes is too large",
+				  (unsigned long long)len);
+	buf = malloc(len > 0 ? (size_t)len : 1);
+	if (buf == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory for %llu bytes",
+				  (unsigned long long)len);
+	if (mc_rpcc_read_bulk(r, buf, len, err) < 0) {
+		free(buf);
+		return -1;
+	}
+	/* a local file problem is MC_ERR_INVALID: the caller exits 64 */
+	f = fopen(out, "wb");
+	if (f == NULL)
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+	else if (fwrite(buf, 1, (size_t)len, f) != len)
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+	if (f != NULL && fclose(f) != 0 && rc == 0)
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+	free(buf);
+	return rc;
+}
+
+/*
+ * One call with an optional request bulk; prints the result. 0 ok,
+ * 1 remote error, 64 a local file problem, 69 transport failure.
+ */
+static const char *stall_path;
+
+/* Block until a line (or EOF) arrives on the --stall fifo. */
+static void
+stall(void)
+{
+	FILE *f = fopen(stall_path, "r");
+
+	if (f == NULL)
+		return;
+	(void)fgetc(f);
+	fclose(f);
+}
+
+static int
+call(struct mc_rpcc *r, const char *method, mc_pack_fn fn, void *arg, const void *bulk,
+     uint64_t bulk_len, const char *out, bool print)
+{
+	struct mc_msg resp;
+	struct mc_err err;
+	int rc = MC_EXIT_OK;
+
+	mc_err_clear(&err);
+	if (mc_rpcc_send(r, method, fn, arg, bulk, bulk_len, &err) < 0 ||
+	    mc_rpcc_flush(r, &err) < 0 || mc_rpcc_recv(r, &resp, &err) < 0)
+		return transport_or_remote(method, &err);
+	if (mc_msg_error(&resp, &err) < 0) {
+		/* an error response never carries a bulk */
+		mc_msg_release(&resp);
+		return transport_or_remote(method, &err);
+	}
+	if (print) {
+		if (resp.body != NULL)
+			mc_json_write(stdout, resp.body);
+		else
+			fputs("{}", stdout);
+		fputc('\n', stdout);
+		fflush(stdout);
+	}
+	if (resp.has_bulk && print && stall_path != NULL)
+		stall();
+	if (resp.has_bulk && take_bulk(r, resp.bulk_len, out, &err) < 0) {
+		fprintf(stderr, "%s: %s: %s\n", PROG, method, err.msg);
+		rc = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
+	}
+	mc_msg_release(&resp);
+	return rc;
+}
+
+/* Read all of path into *buf (malloc'd). */
+static int
+slurp(const char *path, char **buf, uint64_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 65536, n = 0, got;
+	char *p = malloc(cap);
+
+	if (f == NULL || p == NULL)
+		goto fail;
+	while ((got = fread(p + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap) {
+			char *q = realloc(p, cap * 2);
+
+			if (q == NULL)
+				goto fail;
+			p = q;
+			cap *= 2;
+		}
+	}
+	if (ferror(f))
+		goto fail;
+	fclose(f);
+	*buf = p;
+	*len = n;
+	return 0;
+fail:
+	if (f != NULL)
+		fclose(f);
+	free(p);
+	return -1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--tenant T] [--timeout-ms N] [--bulk FILE] [-o FILE] [--stall FIFO]\n"
+		"              ADDR METHOD\n"
+		"              [NAME=STR | NAME:=UINT|true|false|null]...\n",
+		PROG);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *tenant = NULL, *bulk_path = NULL, *out = NULL;
+	char *bulk = NULL;
+	uint64_t timeout_ms = 5000;
+	struct fields f;
+	struct mc_rpcc *r;
+	struct mc_err err;
+	int i = 1, rc;
+
+	while (i < argc && argv[i][0] == '-') {
+		if (strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return MC_EXIT_OK;
+		} else if (strcmp(argv[i], "--bulk") == 0 && i + 1 < argc) {
+			bulk_path = argv[i + 1];
+			i += 2;
+		} else if (strcmp(argv[i], "--stall") == 0 && i + 1 < argc) {
+			stall_path = argv[i + 1];
+			i += 2;
+		} else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+			out = argv[i + 1];
+			i += 2;
+		} else if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc) {
+			tenant = argv[i + 1];
+			i += 2;
+		} else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
+			if (parse_u64(argv[i + 1], &timeout_ms) < 0 || timeout_ms == 0 ||
+			    timeout_ms > 600000) {
+				fprintf(stderr, "%s: invalid --timeout-ms '%s': not in 1..600000\n",
+					PROG, argv[i + 1]);
+				return MC_EXIT_USAGE;
+			}
+			i += 2;
+		} else {
+			fprintf(stderr, "%s: unknown option '%s'\n", PROG, argv[i]);
+			return MC_EXIT_USAGE;
+		}
+	}
+	if (argc - i < 2) {
+		usage(stderr);
+		return MC_EXIT_USAGE;
+	}
+	f.argv = argv + i + 2;
+	f.n = argc - i - 2;
+	f.has_bulk = bulk_path != NULL;
+	f.bulk_len = 0;
+	if (check_fields(&f) < 0)
+		return MC_EXIT_USAGE;
+	if (bulk_path != NULL && slurp(bulk_path, &bulk, &f.bulk_len) < 0) {
+		fprintf(stderr, "%s: cannot read '%s': %s\n", PROG, bulk_path, strerror(errno));
+		return MC_EXIT_USAGE;
+	}
+
+	r = mc_rpcc_connect(argv[i], (int)timeout_ms, &err);
+	if (r == NULL) {
+		fprintf(stderr, "%s: %s\n", PROG, err.msg);
+		free(bulk);
+		return MC_EXIT_UNAVAILABLE;
+	}
+	rc = MC_EXIT_OK;
+	if (tenant != NULL)
+		rc = call(r, "hello", pack_hello, (void *)tenant, NULL, 0, NULL, false);
+	if (rc == MC_EXIT_OK)
+		rc = call(r, argv[i + 1], pack_fields, &f, bulk, f.bulk_len, out, true);
+	mc_rpcc_close(r);
+	free(bulk);
+	return rc;
+}
