@@ -152,6 +152,14 @@ opt_name(const msgpack_object *params, const char *field, const char **s, size_t
 	if (*len == 0 || *len > MC_NAME_MAX)
 		return mc_err_set(err, MC_ERR_INVALID, "%s length %zu out of range 1..%d", field,
 				  *len, MC_NAME_MAX);
+	/*
+	 * Names end up in logs, listings and metric labels: printable ASCII
+	 * without spaces only, so a client cannot smuggle control bytes in.
+	 */
+	for (size_t i = 0; i < *len; i++)
+		if ((*s)[i] <= ' ' || (*s)[i] > '~')
+			return mc_err_set(err, MC_ERR_INVALID,
+					  "%s must be printable ASCII without spaces", field);
 	return 1;
 }
 

@@ -92,3 +92,14 @@ teardown_file() {
 	echo 1234 | mc-cli -t statsy put s2
 	mc-cli --json stat | jq_any '.. | objects | select(.tenant? == "statsy") | .objects == 2 and .bytes == 10'
 }
+
+@test "tenant: a name with control bytes or spaces is refused and not interned" {
+	run mc-cli -t $'bad\ttenant' ls
+	assert_failure
+	assert_output --partial "printable ASCII"
+	run mc-cli -t 'two words' exist k
+	assert_failure
+	run -0 mc-cli --json stat
+	refute_output --partial "bad"
+	refute_output --partial "two words"
+}
