@@ -1,0 +1,508 @@
+/*
+ * The link to the master: connect, register, heartbeat, take the
+ * master's drop notifications, unregister on the way out.
+ *
+ * Nothing here may stall the event loop that serves reads, so the
+ * connect itself is non-blocking (a socket, a connect in progress and an
+ * event for writability) before the socket is handed to mc_conn_new.
+ * A lost link is retried with exponential backoff, 100 ms doubling to
+ * 5 s, and each backoff step logs at most one failure, so a master that
+ * stays down costs a handful of lines, not one per attempt.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mc/log.h"
+#include "mc/wire.h"
+
+#include "peer.h"
+
+#define BACKOFF_MIN_MS 100u
+#define BACKOFF_MAX_MS 5000u
+#define CONNECT_TIMEOUT_MS 3000
+#define REGISTER_TIMEOUT_MS 5000
+#define DEFAULT_HEARTBEAT_MS 1000u
+
+enum ctl_state {
+	CTL_IDLE,	 /* waiting for the retry timer */
+	CTL_CONNECTING,	 /* non-blocking connect in progress */
+	CTL_REGISTERING, /* connected, peer_register outstanding */
+	CTL_REGISTERED,	 /* heartbeating */
+	CTL_STOPPED,
+};
+
+struct control {
+	struct peer *p;
+	struct mc_addr master;
+	struct mc_conn_ops ops;
+	int state;
+	int fd; /* the socket being connected, or -1 */
+	struct mc_conn *conn;
+	struct event *connect_ev;
+	struct event *retry_ev;
+	struct event *hb_ev;
+	struct event *stop_ev;
+	uint64_t peer_id;
+	uint64_t heartbeat_ms;
+	unsigned backoff_ms;
+	unsigned logged_backoff; /* the backoff step whose failure was logged */
+	bool hb_inflight;
+	/* shutdown */
+	void (*done)(void *arg);
+	void *done_arg;
+};
+
+static const struct mc_method control_methods[] = {
+	{ "drop", peer_handle_drop },
+	{ NULL, NULL },
+};
+
+static void start_register(struct control *ctl);
+
+static struct timeval
+ms_tv(uint64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+
+	return tv;
+}
+
+/* strerror() text in the lowercase voice of our messages. */
+static const char *
+errtext(int e, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s", strerror(e));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+static void
+schedule_retry(struct control *ctl, const char *why)
+{
+	struct timeval tv = ms_tv(ctl->backoff_ms);
+
+	ctl->state = CTL_IDLE;
+	if (ctl->logged_backoff != ctl->backoff_ms) {
+		mc_warn("cannot reach master %s: %s (retrying in %u ms)", ctl->master.text, why,
+			ctl->backoff_ms);
+		ctl->logged_backoff = ctl->backoff_ms;
+	}
+	evtimer_add(ctl->retry_ev, &tv);
+	ctl->backoff_ms *= 2;
+	if (ctl->backoff_ms > BACKOFF_MAX_MS)
+		ctl->backoff_ms = BACKOFF_MAX_MS;
+}
+
+static void
+connect_failed(struct control *ctl, const char *why)
+{
+	if (ctl->connect_ev) {
+		event_free(ctl->connect_ev);
+		ctl->connect_ev = NULL;
+	}
+	if (ctl->fd >= 0) {
+		close(ctl->fd);
+		ctl->fd = -1;
+	}
+	schedule_retry(ctl, why);
+}
+
+static void
+connected(struct control *ctl)
+{
+	struct mc_err err;
+	int fd = ctl->fd, one = 1;
+
+	if (ctl->connect_ev) {
+		event_free(ctl->connect_ev);
+		ctl->connect_ev = NULL;
+	}
+	if (!ctl->master.is_unix)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ctl->conn = mc_conn_new(ctl->p->base, fd, &ctl->ops, NULL, &err);
+	if (!ctl->conn) {
+		connect_failed(ctl, err.msg);
+		return;
+	}
+	/* The connection owns the socket now. */
+	ctl->fd = -1;
+	start_register(ctl);
+}
+
+static void
+on_connect_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct control *ctl = arg;
+	int soerr = 0;
+	socklen_t len = sizeof(soerr);
+	char eb[128];
+
+	if (what & EV_TIMEOUT) {
+		connect_failed(ctl, "connection timed out");
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		soerr = errno;
+	if (soerr) {
+		connect_failed(ctl, errtext(soerr, eb, sizeof(eb)));
+		return;
+	}
+	connected(ctl);
+}
+
+static void
+try_connect(evutil_socket_t unused, short what, void *arg)
+{
+	struct control *ctl = arg;
+	struct timeval tv = ms_tv(CONNECT_TIMEOUT_MS);
+	char eb[128];
+
+	(void)unused;
+	(void)what;
+	if (ctl->state == CTL_STOPPED)
+		return;
+	ctl->state = CTL_CONNECTING;
+	ctl->fd = socket(ctl->master.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl->fd < 0) {
+		connect_failed(ctl, errtext(errno, eb, sizeof(eb)));
+		return;
+	}
+	if (connect(ctl->fd, (const struct sockaddr *)&ctl->master.ss, ctl->master.len) == 0) {
+		connected(ctl);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		connect_failed(ctl,
+			       errno == ENOENT ? "no such socket" : errtext(errno, eb, sizeof(eb)));
+		return;
+	}
+	ctl->connect_ev = event_new(ctl->p->base, ctl->fd, EV_WRITE, on_connect_ready, ctl);
+	if (!ctl->connect_ev || event_add(ctl->connect_ev, &tv) < 0) {
+		connect_failed(ctl, "cannot watch the connecting socket");
+		return;
+	}
+}
+
+/* Close the link after a failure; on_close then schedules the retry. */
+static void
+drop_link(struct control *ctl, const char *why)
+{
+	struct mc_conn *c = ctl->conn;
+
+	mc_warn("link to master %s lost: %s", ctl->master.text, why);
+	if (c && mc_conn_is_open(c))
+		mc_conn_close(c, false);
+}
+
+static void
+on_close(struct mc_conn *c, void *ctx)
+{
+	struct peer *p = ctx;
+	struct control *ctl = p->ctl;
+
+	if (!ctl || c != ctl->conn)
+		return;
+	ctl->conn = NULL;
+	ctl->hb_inflight = false;
+	evtimer_del(ctl->hb_ev);
+	if (ctl->state == CTL_STOPPED)
+		return;
+	schedule_retry(ctl, "connection closed");
+}
+
+static void
+pack_tiers(msgpack_packer *pk, struct peer *p)
+{
+	mc_pack_key(pk, "tiers");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_str(pk, "tier", PEER_TIER_DRAM);
+	mc_pack_kv_u64(pk, "capacity", arena_capacity(p->arena));
+	mc_pack_kv_u64(pk, "used", arena_used(p->arena));
+}
+
+static void
+pack_register(msgpack_packer *pk, void *arg)
+{
+	struct control *ctl = arg;
+	struct peer *p = ctl->p;
+
+	msgpack_pack_map(pk, 5);
+	mc_pack_kv_str(pk, "addr", p->advertise);
+	mc_pack_kv_str(pk, "host", p->host);
+	mc_pack_kv_str(pk, "domain", p->domain);
+	mc_pack_kv_str(pk, "evict_mode", "local");
+	pack_tiers(pk, p);
+}
+
+static void
+pack_heartbeat(msgpack_packer *pk, void *arg)
+{
+	struct control *ctl = arg;
+
+	msgpack_pack_map(pk, 2);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	pack_tiers(pk, ctl->p);
+}
+
+static void
+pack_unregister(msgpack_packer *pk, void *arg)
+{
+	struct control *ctl = arg;
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+}
+
+static void
+schedule_heartbeat(struct control *ctl)
+{
+	struct timeval tv = ms_tv(ctl->heartbeat_ms);
+
+	evtimer_add(ctl->hb_ev, &tv);
+}
+
+static void
+on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *cerr, void *arg)
+{
+	struct control *ctl = arg;
+	struct mc_err err;
+	uint64_t hb = DEFAULT_HEARTBEAT_MS;
+
+	if (c != ctl->conn || ctl->state != CTL_REGISTERING)
+		return;
+	if (!resp) {
+		drop_link(ctl, cerr ? cerr->msg : "no answer to peer_register");
+		return;
+	}
+	if (mc_msg_error(resp, &err) < 0) {
+		drop_link(ctl, err.msg);
+		return;
+	}
+	if (mc_map_u64(resp->body, "peer_id", &ctl->peer_id, &err) <= 0) {
+		drop_link(ctl, "peer_register answer has no peer_id");
+		return;
+	}
+	if (mc_map_u64(resp->body, "heartbeat_ms", &hb, &err) < 0 || hb == 0)
+		hb = DEFAULT_HEARTBEAT_MS;
+	/* A master asking for heartbeats faster than 10 ms is not taken literally. */
+	ctl->heartbeat_ms = hb < 10 ? 10 : hb;
+	ctl->state = CTL_REGISTERED;
+	ctl->backoff_ms = BACKOFF_MIN_MS;
+	ctl->logged_backoff = 0;
+	mc_info("registered with master %s as peer %llu (heartbeat every %llu ms)",
+		ctl->master.text, (unsigned long long)ctl->peer_id,
+		(unsigned long long)ctl->heartbeat_ms);
+	schedule_heartbeat(ctl);
+}
+
+static void
+start_register(struct control *ctl)
+{
+	ctl->state = CTL_REGISTERING;
+	if (mc_conn_call(ctl->conn, "peer_register", pack_register, ctl, REGISTER_TIMEOUT_MS,
+			 on_register, ctl) < 0)
+		drop_link(ctl, "cannot send peer_register");
+}
+
+static void
+on_heartbeat(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *cerr, void *arg)
+{
+	struct control *ctl = arg;
+	struct mc_err err;
+
+	if (c != ctl->conn)
+		return;
+	ctl->hb_inflight = false;
+	if (ctl->state != CTL_REGISTERED)
+		return;
+	if (!resp) {
+		drop_link(ctl, cerr ? cerr->msg : "no answer to peer_heartbeat");
+		return;
+	}
+	if (mc_msg_error(resp, &err) == 0)
+		return;
+	if (err.code == MC_ERR_NOT_FOUND) {
+		/* The master restarted or declared us dead: start over as a new peer. */
+		mc_warn("master %s does not know peer %llu; registering again", ctl->master.text,
+			(unsigned long long)ctl->peer_id);
+		evtimer_del(ctl->hb_ev);
+		start_register(ctl);
+		return;
+	}
+	mc_warn("heartbeat refused by master %s: %s", ctl->master.text, err.msg);
+}
+
+static void
+heartbeat_tick(evutil_socket_t unused, short what, void *arg)
+{
+	struct control *ctl = arg;
+	uint64_t timeout;
+
+	(void)unused;
+	(void)what;
+	if (ctl->state != CTL_REGISTERED || !ctl->conn)
+		return;
+	schedule_heartbeat(ctl);
+	/* One heartbeat at a time: a slow master is not buried in them. */
+	if (ctl->hb_inflight)
+		return;
+	timeout = ctl->heartbeat_ms * 3;
+	if (timeout < 1000)
+		timeout = 1000;
+	if (timeout > 30000)
+		timeout = 30000;
+	if (mc_conn_call(ctl->conn, "peer_heartbeat", pack_heartbeat, ctl, (int)timeout,
+			 on_heartbeat, ctl) < 0) {
+		drop_link(ctl, "cannot send peer_heartbeat");
+		return;
+	}
+	ctl->hb_inflight = true;
+}
+
+struct control *
+control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
+{
+	struct control *ctl = calloc(1, sizeof(*ctl));
+
+	if (!ctl) {
+		mc_err_errno(err, "cannot allocate the master link");
+		return NULL;
+	}
+	ctl->p = p;
+	ctl->master = *master;
+	ctl->fd = -1;
+	ctl->state = CTL_IDLE;
+	ctl->backoff_ms = BACKOFF_MIN_MS;
+	ctl->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+	ctl->ops.methods = control_methods;
+	ctl->ops.ctx = p;
+	ctl->ops.on_close = on_close;
+	ctl->retry_ev = evtimer_new(p->base, try_connect, ctl);
+	ctl->hb_ev = evtimer_new(p->base, heartbeat_tick, ctl);
+	if (!ctl->retry_ev || !ctl->hb_ev) {
+		mc_err_set(err, MC_ERR_SYSTEM, "cannot create master link timers");
+		goto fail;
+	}
+	return ctl;
+fail:
+	control_free(ctl);
+	return NULL;
+}
+
+void
+control_start(struct control *ctl)
+{
+	struct timeval tv = { 0, 0 };
+
+	evtimer_add(ctl->retry_ev, &tv);
+}
+
+static void
+finish_shutdown(struct control *ctl)
+{
+	void (*done)(void *) = ctl->done;
+
+	if (!done)
+		return;
+	ctl->done = NULL;
+	if (ctl->stop_ev)
+		evtimer_del(ctl->stop_ev);
+	done(ctl->done_arg);
+}
+
+static void
+on_unregister(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *cerr, void *arg)
+{
+	struct control *ctl = arg;
+	struct mc_err err;
+
+	(void)c;
+	if (!ctl->done)
+		return;
+	if (!resp)
+		mc_warn("cannot unregister from master %s: %s", ctl->master.text,
+			cerr ? cerr->msg : "no answer");
+	else if (mc_msg_error(resp, &err) < 0)
+		mc_warn("master %s refused to unregister: %s", ctl->master.text, err.msg);
+	else
+		mc_info("unregistered from master %s", ctl->master.text);
+	finish_shutdown(ctl);
+}
+
+static void
+stop_timeout(evutil_socket_t unused, short what, void *arg)
+{
+	struct control *ctl = arg;
+
+	(void)unused;
+	(void)what;
+	if (ctl->done)
+		mc_warn("master %s did not answer peer_unregister in time", ctl->master.text);
+	finish_shutdown(ctl);
+}
+
+void
+control_shutdown(struct control *ctl, int timeout_ms, void (*done)(void *arg), void *arg)
+{
+	bool registered = ctl->state == CTL_REGISTERED && ctl->conn;
+	struct timeval tv = ms_tv((uint64_t)timeout_ms);
+
+	ctl->state = CTL_STOPPED;
+	ctl->done = done;
+	ctl->done_arg = arg;
+	evtimer_del(ctl->retry_ev);
+	evtimer_del(ctl->hb_ev);
+	if (ctl->connect_ev) {
+		event_free(ctl->connect_ev);
+		ctl->connect_ev = NULL;
+	}
+	if (ctl->fd >= 0) {
+		close(ctl->fd);
+		ctl->fd = -1;
+	}
+	if (!registered) {
+		finish_shutdown(ctl);
+		return;
+	}
+	ctl->stop_ev = evtimer_new(ctl->p->base, stop_timeout, ctl);
+	if (!ctl->stop_ev || evtimer_add(ctl->stop_ev, &tv) < 0 ||
+	    mc_conn_call(ctl->conn, "peer_unregister", pack_unregister, ctl, timeout_ms,
+			 on_unregister, ctl) < 0)
+		finish_shutdown(ctl);
+}
+
+void
+control_free(struct control *ctl)
+{
+	struct mc_conn *c;
+
+	if (!ctl)
+		return;
+	ctl->state = CTL_STOPPED;
+	ctl->done = NULL;
+	c = ctl->conn;
+	if (c) {
+		/* on_close and pending call callbacks see no link and do nothing. */
+		ctl->conn = NULL;
+		mc_conn_close(c, false);
+	}
+	if (ctl->connect_ev)
+		event_free(ctl->connect_ev);
+	if (ctl->fd >= 0)
+		close(ctl->fd);
+	if (ctl->retry_ev)
+		event_free(ctl->retry_ev);
+	if (ctl->hb_ev)
+		event_free(ctl->hb_ev);
+	if (ctl->stop_ev)
+		event_free(ctl->stop_ev);
+	free(ctl);
+}

@@ -1,0 +1,411 @@
+/*
+ * The data plane: write, read, drop, peer_stats, corrupt.
+ *
+ * Bytes never pass through a buffer of ours: a write's bulk is received
+ * straight into the space reserved for it in the arena, and a read's
+ * reply sends the stored bytes by reference, holding a reference on the
+ * entry until the connection layer has written them.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/checksum.h"
+#include "mc/log.h"
+#include "mc/proto.h"
+#include "mc/wire.h"
+
+#include "peer.h"
+
+struct name {
+	const char *p;
+	size_t len;
+};
+
+/*
+ * A string (or bin, for byte-string keys) field of 1..max bytes. An
+ * absent field takes dflt, or is an error when dflt is NULL.
+ */
+static int
+get_name(const msgpack_object *params, const char *field, size_t max, const char *dflt,
+	 struct name *out, struct mc_err *err)
+{
+	const msgpack_object *o = mc_map_get(params, field);
+
+	if (!o || o->type == MSGPACK_OBJECT_NIL) {
+		if (!dflt)
+			return mc_err_set(err, MC_ERR_INVALID, "missing field '%s'", field);
+		out->p = dflt;
+		out->len = strlen(dflt);
+		return 0;
+	}
+	if (o->type == MSGPACK_OBJECT_STR) {
+		out->p = o->via.str.ptr;
+		out->len = o->via.str.size;
+	} else if (o->type == MSGPACK_OBJECT_BIN) {
+		out->p = o->via.bin.ptr;
+		out->len = o->via.bin.size;
+	} else {
+		return mc_err_set(err, MC_ERR_INVALID, "field '%s' must be a string", field);
+	}
+	if (out->len == 0 || out->len > max)
+		return mc_err_set(err, MC_ERR_INVALID, "field '%s' of %zu bytes is outside 1..%zu",
+				  field, out->len, max);
+	return 0;
+}
+
+/* tenant (default "default") and key, the address of every data-plane call. */
+static int
+get_target(const msgpack_object *params, struct name *tenant, struct name *key, struct mc_err *err)
+{
+	if (get_name(params, "tenant", MC_NAME_MAX, MC_DEFAULT_TENANT, tenant, err) < 0)
+		return -1;
+	return get_name(params, "key", MC_KEY_MAX, NULL, key, err);
+}
+
+/* A key for an error message: printable bytes, the rest as '?', cut short. */
+static const char *
+show_key(const struct name *k, char *buf, size_t cap)
+{
+	size_t i, n = k->len < cap - 4 ? k->len : cap - 4;
+
+	for (i = 0; i < n; i++)
+		buf[i] = isprint((unsigned char)k->p[i]) ? k->p[i] : '?';
+	if (n < k->len) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* ---- write ---- */
+
+struct pending_write {
+	struct peer *p;
+	struct mc_req *req; /* deferred */
+	struct pobj *o;	    /* unlinked, one reference */
+	bool has_checksum;
+};
+
+static void
+finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool has_checksum)
+{
+	struct mc_err err;
+
+	if (!has_checksum && o->size > 0)
+		o->checksum = mc_checksum(arena_ptr(p->arena, o->off), o->size);
+	else if (!has_checksum)
+		o->checksum = mc_checksum("", 0);
+	if (pindex_publish(&p->index, o, &err) < 0) {
+		pindex_release(&p->index, o);
+		mc_reply_mc_err(req, &err);
+		return;
+	}
+	p->st.writes++;
+	p->st.bytes_in += o->size;
+	mc_reply_ok_empty(req);
+}
+
+static void
+write_done(struct mc_req *req, bool ok, void *arg)
+{
+	struct pending_write *pw = arg;
+
+	(void)req; /* the deferred copy in pw is the one to answer through */
+	if (!ok) {
+		pindex_release(&pw->p->index, pw->o);
+		mc_reply_err(pw->req, MC_ERR_UNAVAILABLE, "connection lost during write");
+	} else {
+		finish_write(pw->p, pw->req, pw->o, pw->has_checksum);
+	}
+	free(pw);
+}
+
+static void
+h_write(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	struct mc_err err;
+	struct name tenant, key, tier;
+	uint64_t version = 0, checksum = 0, len, off = 0, have;
+	struct pending_write *pw;
+	struct pobj *o;
+	int r;
+	char kb[80];
+
+	if (get_target(req->params, &tenant, &key, &err) < 0 ||
+	    get_name(req->params, "tier", 16, PEER_TIER_DRAM, &tier, &err) < 0)
+		goto bad;
+	if ((r = mc_map_u64(req->params, "version", &version, &err)) <= 0) {
+		if (r == 0)
+			mc_err_set(&err, MC_ERR_INVALID, "missing field 'version'");
+		goto bad;
+	}
+	if ((r = mc_map_u64(req->params, "checksum", &checksum, &err)) < 0)
+		goto bad;
+	if (!req->has_bulk) {
+		mc_err_set(&err, MC_ERR_INVALID, "missing field 'len'");
+		goto bad;
+	}
+	if (tier.len != strlen(PEER_TIER_DRAM) || memcmp(tier.p, PEER_TIER_DRAM, tier.len) != 0) {
+		mc_err_set(&err, MC_ERR_INVALID, "unknown tier '%.*s'", (int)tier.len, tier.p);
+		goto bad;
+	}
+	len = req->bulk_len;
+	if (len > arena_capacity(p->arena)) {
+		mc_reply_err(req, MC_ERR_TOO_LARGE,
+			     "object of %llu bytes exceeds dram capacity %llu",
+			     (unsigned long long)len, (unsigned long long)arena_capacity(p->arena));
+		return;
+	}
+	/* Refuse a stale version before its bytes cross the wire. */
+	if (pindex_version(&p->index, tenant.p, tenant.len, key.p, key.len, &have) &&
+	    have > version) {
+		mc_reply_err(req, MC_ERR_VERSION, "version %llu of '%s' is older than stored %llu",
+			     (unsigned long long)version, show_key(&key, kb, sizeof(kb)),
+			     (unsigned long long)have);
+		return;
+	}
+	if (len > 0 && arena_alloc(p->arena, len, &off, &err) < 0) {
+		if (err.code == MC_ERR_NO_SPACE)
+			mc_reply_err(req, MC_ERR_NO_SPACE,
+				     "no space for %llu bytes in dram (used %llu of %llu)",
+				     (unsigned long long)len,
+				     (unsigned long long)arena_used(p->arena),
+				     (unsigned long long)arena_capacity(p->arena));
+		else
+			mc_reply_mc_err(req, &err);
+		return;
+	}
+	o = pobj_new(&p->index, tenant.p, tenant.len, key.p, key.len, version, len, checksum, off);
+	if (!o) {
+		if (len > 0)
+			arena_release(p->arena, off, len);
+		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for an index entry");
+		return;
+	}
+	if (len == 0) {
+		finish_write(p, req, o, r == 1);
+		return;
+	}
+	pw = malloc(sizeof(*pw));
+	if (!pw) {
+		pindex_release(&p->index, o);
+		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a pending write");
+		return;
+	}
+	pw->p = p;
+	pw->o = o;
+	pw->has_checksum = r == 1;
+	pw->req = mc_req_defer(req);
+	if (!pw->req) {
+		free(pw);
+		pindex_release(&p->index, o);
+		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a deferred reply");
+		return;
+	}
+	if (mc_req_recv_bulk(pw->req, arena_ptr(p->arena, off), write_done, pw) < 0) {
+		pindex_release(&p->index, o);
+		mc_reply_err(pw->req, MC_ERR_INTERNAL, "cannot receive the bulk");
+		free(pw);
+	}
+	return;
+bad:
+	mc_reply_mc_err(req, &err);
+}
+
+/* ---- read ---- */
+
+static void
+read_release(void *arg)
+{
+	struct pobj *o = arg;
+
+	pindex_release(o->ix, o);
+}
+
+static void
+h_read(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	struct mc_err err;
+	struct name tenant, key;
+	uint64_t version = 0;
+	struct pobj *o;
+	msgpack_packer *pk;
+	int r;
+	char kb[80];
+
+	if (get_target(req->params, &tenant, &key, &err) < 0 ||
+	    (r = mc_map_u64(req->params, "version", &version, &err)) < 0) {
+		mc_reply_mc_err(req, &err);
+		return;
+	}
+	o = pindex_acquire(&p->index, tenant.p, tenant.len, key.p, key.len);
+	if (!o) {
+		p->st.read_misses++;
+		mc_reply_err(req, MC_ERR_NOT_FOUND, "no copy of '%s'",
+			     show_key(&key, kb, sizeof(kb)));
+		return;
+	}
+	if (r == 1 && o->version != version) {
+		uint64_t have = o->version;
+
+		pindex_release(&p->index, o);
+		p->st.read_misses++;
+		mc_reply_err(req, MC_ERR_NOT_FOUND, "no copy of '%s' at version %llu (have %llu)",
+			     show_key(&key, kb, sizeof(kb)), (unsigned long long)version,
+			     (unsigned long long)have);
+		return;
+	}
+	p->st.reads++;
+	p->st.bytes_out += o->size;
+	pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_u64(pk, "len", o->size);
+	mc_pack_kv_u64(pk, "version", o->version);
+	mc_pack_kv_u64(pk, "checksum", o->checksum);
+	if (o->size == 0) {
+		pindex_release(&p->index, o);
+		mc_reply_end_bulk(req, NULL, 0, NULL, NULL);
+		return;
+	}
+	mc_reply_end_bulk(req, arena_ptr(p->arena, o->off), o->size, read_release, o);
+}
+
+/* ---- drop ---- */
+
+static int
+drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
+{
+	struct name tenant, key;
+	uint64_t version = 0;
+	int r;
+
+	if (get_target(item, &tenant, &key, err) < 0 ||
+	    (r = mc_map_u64(item, "version", &version, err)) < 0)
+		return -1;
+	pindex_drop(&p->index, tenant.p, tenant.len, key.p, key.len, r == 1, version);
+	return 0;
+}
+
+void
+peer_handle_drop(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	const msgpack_object_array *items = mc_map_array(req->params, "items");
+	struct mc_err err;
+	uint32_t i;
+	int bad = 0;
+
+	if (!items) {
+		if (drop_one(p, req->params, &err) < 0)
+			goto fail;
+		if (!req->notify)
+			mc_reply_ok_empty(req);
+		return;
+	}
+	/* A bad item must not stop the others from going. */
+	for (i = 0; i < items->size; i++) {
+		if (drop_one(p, &items->ptr[i], &err) < 0) {
+			mc_warn("drop from %s: item %u: %s", mc_conn_peer_name(req->conn), i,
+				err.msg);
+			bad++;
+		}
+	}
+	if (!req->notify) {
+		if (bad)
+			mc_reply_err(req, MC_ERR_INVALID, "%d of %u items were invalid", bad,
+				     items->size);
+		else
+			mc_reply_ok_empty(req);
+	}
+	return;
+fail:
+	if (req->notify)
+		mc_warn("drop from %s: %s", mc_conn_peer_name(req->conn), err.msg);
+	else
+		mc_reply_mc_err(req, &err);
+}
+
+/* ---- peer_stats ---- */
+
+static void
+h_peer_stats(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	msgpack_packer *pk;
+	uint64_t objects, bytes;
+
+	pindex_counts(&p->index, &objects, &bytes);
+	pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 6);
+	mc_pack_key(pk, "tiers");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 4);
+	mc_pack_kv_str(pk, "tier", PEER_TIER_DRAM);
+	mc_pack_kv_u64(pk, "capacity", arena_capacity(p->arena));
+	mc_pack_kv_u64(pk, "used", arena_used(p->arena));
+	mc_pack_kv_u64(pk, "objects", objects);
+	mc_pack_kv_u64(pk, "reads", p->st.reads);
+	mc_pack_kv_u64(pk, "writes", p->st.writes);
+	mc_pack_kv_u64(pk, "read_misses", p->st.read_misses);
+	mc_pack_kv_u64(pk, "bytes_in", p->st.bytes_in);
+	mc_pack_kv_u64(pk, "bytes_out", p->st.bytes_out);
+	mc_reply_end(req);
+}
+
+/* ---- corrupt (tests only) ---- */
+
+static void
+h_corrupt(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	struct mc_err err;
+	struct name tenant, key;
+	uint64_t offset = 0;
+	struct pobj *o;
+	unsigned char *b;
+	char kb[80];
+
+	if (!p->fault_inject) {
+		mc_reply_err(req, MC_ERR_DENIED, "corrupt needs mc-peer --fault-inject");
+		return;
+	}
+	if (get_target(req->params, &tenant, &key, &err) < 0 ||
+	    mc_map_u64(req->params, "offset", &offset, &err) < 0) {
+		mc_reply_mc_err(req, &err);
+		return;
+	}
+	o = pindex_acquire(&p->index, tenant.p, tenant.len, key.p, key.len);
+	if (!o) {
+		mc_reply_err(req, MC_ERR_NOT_FOUND, "no copy of '%s'",
+			     show_key(&key, kb, sizeof(kb)));
+		return;
+	}
+	if (o->size == 0) {
+		pindex_release(&p->index, o);
+		mc_reply_err(req, MC_ERR_INVALID, "'%s' is empty: no byte to corrupt",
+			     show_key(&key, kb, sizeof(kb)));
+		return;
+	}
+	b = arena_ptr(p->arena, o->off);
+	b[offset % o->size] ^= 0xff;
+	mc_warn("fault injected: flipped byte %llu of '%s'", (unsigned long long)(offset % o->size),
+		show_key(&key, kb, sizeof(kb)));
+	pindex_release(&p->index, o);
+	mc_reply_ok_empty(req);
+}
+
+/* clang-format off */
+const struct mc_method peer_data_methods[] = {
+	{ "write", h_write },
+	{ "read", h_read },
+	{ "drop", peer_handle_drop },
+	{ "peer_stats", h_peer_stats },
+	{ "corrupt", h_corrupt },
+	{ NULL, NULL },
+};
+/* clang-format on */

@@ -1,0 +1,411 @@
+/*
+ * mc-peer: the storage daemon. Holds object bytes in one DRAM arena,
+ * serves the data plane (write/read/drop) on --listen, and keeps a link
+ * to the master (register, heartbeat, drop notifications).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mc/addr.h"
+#include "mc/conn.h"
+#include "mc/err.h"
+#include "mc/log.h"
+#include "mc/metrics.h"
+#include "mc/opt.h"
+
+#include "peer.h"
+
+#define UNREGISTER_TIMEOUT_MS 1000
+
+static struct {
+	const char *master;
+	const char *listen;
+	const char *http;
+	const char *domain;
+	const char *host_id;
+	const char *advertise;
+	uint64_t dram;
+	int ready_fd;
+	bool fault_inject;
+	int max_conns;
+} cfg = {
+	.master = MC_DEFAULT_MASTER,
+	.listen = "127.0.0.1:0",
+	.domain = "default",
+	.ready_fd = -1,
+};
+
+static int
+set_addr(const char *v, void *target, char *why)
+{
+	struct mc_addr a;
+	struct mc_err err;
+
+	if (mc_addr_parse(v, &a, &err) < 0) {
+		snprintf(why, 200, "%.199s", err.msg);
+		return -1;
+	}
+	*(const char **)target = v;
+	return 0;
+}
+
+static int
+set_http(const char *v, void *target, char *why)
+{
+	if (strncmp(v, "unix:", 5) == 0) {
+		snprintf(why, 200, "metrics are served on host:port only");
+		return -1;
+	}
+	return set_addr(v, target, why);
+}
+
+static int
+set_dram(const char *v, void *target, char *why)
+{
+	if (mc_set_size(v, target, why) < 0)
+		return -1;
+	if (*(uint64_t *)target < ARENA_PAGE) {
+		snprintf(why, 200, "must be at least %u bytes", ARENA_PAGE);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_fd(const char *v, void *target, char *why)
+{
+	if (mc_set_int(v, target, why) < 0)
+		return -1;
+	if (*(int *)target < 0) {
+		snprintf(why, 200, "must be a file descriptor number");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_positive(const char *v, void *target, char *why)
+{
+	if (mc_set_int(v, target, why) < 0)
+		return -1;
+	if (*(int *)target <= 0) {
+		snprintf(why, 200, "must be at least 1");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_nonempty(const char *v, void *target, char *why)
+{
+	if (!*v) {
+		snprintf(why, 200, "must not be empty");
+		return -1;
+	}
+	*(const char **)target = v;
+	return 0;
+}
+
+static int
+set_log_level(const char *v, void *target, char *why)
+{
+	int level = mc_log_level_parse(v);
+
+	(void)target;
+	if (level < 0) {
+		snprintf(why, 200, "expected debug, info, warn or error");
+		return -1;
+	}
+	mc_log_set_level(level);
+	return 0;
+}
+
+static const struct mc_opt opts[] = {
+	{ "master", 'm', "ADDR", "MC_MASTER", "master address (default 127.0.0.1:7300)", set_addr,
+	  &cfg.master },
+	{ "listen", 'l', "ADDR", NULL, "data-plane address (default 127.0.0.1:0)", set_addr,
+	  &cfg.listen },
+	{ "dram", 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram, &cfg.dram },
+	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
+	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", set_fd,
+	  &cfg.ready_fd },
+	{ "domain", 0, "STR", "MC_DOMAIN", "failure/network domain (default \"default\")",
+	  set_nonempty, &cfg.domain },
+	{ "host-id", 0, "STR", NULL, "host name given to the master (default the hostname)",
+	  set_nonempty, &cfg.host_id },
+	{ "advertise", 0, "ADDR", NULL,
+	  "address clients reach this peer at (default the bound one)", set_addr, &cfg.advertise },
+	{ "fault-inject", 0, NULL, NULL, "enable the corrupt method (tests only)", mc_set_flag,
+	  &cfg.fault_inject },
+	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
+	  set_positive, &cfg.max_conns },
+	{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)", set_log_level,
+	  NULL },
+	{ 0 },
+};
+
+static const struct mc_opt_spec spec = {
+	.usage = "mc-peer --dram SIZE [OPTIONS]",
+	.summary = "storage daemon of mc: holds object bytes in DRAM and serves them",
+	.opts = opts,
+	.version = "mc-peer 0.1.0",
+};
+
+/* ---- metrics ---- */
+
+struct peer_metrics {
+	struct mc_metrics *reg;
+	struct mc_metric *used, *capacity, *objects, *reads, *writes, *misses, *bytes_in,
+		*bytes_out, *malformed;
+};
+
+static void
+collect(struct mc_metrics *m, void *arg)
+{
+	struct peer *p = arg;
+	struct peer_metrics *pm = p->metrics;
+	struct mc_conn_stats cs;
+	uint64_t objects, bytes;
+
+	(void)m;
+	pindex_counts(&p->index, &objects, &bytes);
+	mc_conn_stats_get(&cs);
+	mc_metric_set(pm->used, (double)arena_used(p->arena));
+	mc_metric_set(pm->capacity, (double)arena_capacity(p->arena));
+	mc_metric_set(pm->objects, (double)objects);
+	mc_metric_set(pm->reads, (double)p->st.reads);
+	mc_metric_set(pm->writes, (double)p->st.writes);
+	mc_metric_set(pm->misses, (double)p->st.read_misses);
+	mc_metric_set(pm->bytes_in, (double)p->st.bytes_in);
+	mc_metric_set(pm->bytes_out, (double)p->st.bytes_out);
+	mc_metric_set(pm->malformed, (double)cs.malformed);
+}
+
+static struct peer_metrics *
+metrics_new(struct peer *p)
+{
+	struct peer_metrics *pm = calloc(1, sizeof(*pm));
+	struct mc_metrics *r;
+
+	if (!pm)
+		return NULL;
+	pm->reg = r = mc_metrics_new();
+	if (!r)
+		goto fail;
+	pm->used =
+		mc_metric_get(r, "mc_peer_tier_bytes_used", MC_GAUGE,
+			      "bytes allocated in the tier (whole pages)", "tier", PEER_TIER_DRAM);
+	pm->capacity = mc_metric_get(r, "mc_peer_tier_bytes_capacity", MC_GAUGE,
+				     "capacity of the tier in bytes", "tier", PEER_TIER_DRAM);
+	pm->objects = mc_metric_get(r, "mc_peer_objects", MC_GAUGE, "objects held", NULL, NULL);
+	pm->reads = mc_metric_get(r, "mc_peer_reads_total", MC_COUNTER, "reads served", NULL, NULL);
+	pm->writes =
+		mc_metric_get(r, "mc_peer_writes_total", MC_COUNTER, "writes stored", NULL, NULL);
+	pm->misses = mc_metric_get(r, "mc_peer_read_misses_total", MC_COUNTER,
+				   "reads of a key or version not held", NULL, NULL);
+	pm->bytes_in = mc_metric_get(r, "mc_peer_bytes_in_total", MC_COUNTER,
+				     "object bytes written", NULL, NULL);
+	pm->bytes_out = mc_metric_get(r, "mc_peer_bytes_out_total", MC_COUNTER, "object bytes read",
+				      NULL, NULL);
+	pm->malformed = mc_metric_get(r, "mc_peer_malformed_messages_total", MC_COUNTER,
+				      "connections closed for a malformed message", NULL, NULL);
+	if (!pm->used || !pm->capacity || !pm->objects || !pm->reads || !pm->writes ||
+	    !pm->misses || !pm->bytes_in || !pm->bytes_out || !pm->malformed)
+		goto fail;
+	mc_metrics_on_collect(r, collect, p);
+	return pm;
+fail:
+	if (pm->reg)
+		mc_metrics_free(pm->reg);
+	free(pm);
+	return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static void
+stopped(void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	(void)what;
+	if (p->stopping) {
+		/* A second signal does not wait for the master. */
+		event_base_loopbreak(p->base);
+		return;
+	}
+	p->stopping = true;
+	mc_info("%s received; stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	control_shutdown(p->ctl, UNREGISTER_TIMEOUT_MS, stopped, p->base);
+}
+
+static void
+announce_ready(int fd, const char *addr)
+{
+	char line[MC_ADDR_MAX + 2];
+	int n = snprintf(line, sizeof(line), "%s\n", addr);
+	ssize_t w;
+	int off = 0;
+
+	while (off < n) {
+		w = write(fd, line + off, (size_t)(n - off));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			mc_warn("cannot write to --ready-fd %d: %s", fd, strerror(errno));
+			break;
+		}
+		off += (int)w;
+	}
+	close(fd);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct peer p;
+	struct mc_addr listen_addr, master_addr, bound, http_bound;
+	struct mc_conn_ops ops = { 0 };
+	struct mc_conn_limits lim = { 0 };
+	struct mc_server *server = NULL;
+	struct mc_http *http = NULL;
+	struct event *sigterm = NULL, *sigint = NULL;
+	struct mc_err err;
+	char host[256];
+	int i, code = MC_EXIT_SOFTWARE;
+
+	mc_log_init("mc-peer", 1);
+	i = mc_opt_parse(&spec, argc, argv);
+	if (i < argc)
+		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
+	if (cfg.dram == 0)
+		mc_die(MC_EXIT_USAGE, "missing --dram SIZE (the DRAM arena size)");
+	if (mc_addr_parse(cfg.listen, &listen_addr, &err) < 0)
+		mc_die(MC_EXIT_USAGE, "invalid --listen '%s': %s", cfg.listen, err.msg);
+	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
+		mc_die(MC_EXIT_USAGE, "invalid --master '%s': %s", cfg.master, err.msg);
+	if (!cfg.host_id) {
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		cfg.host_id = host;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	p.fault_inject = cfg.fault_inject;
+	p.host = cfg.host_id;
+	p.domain = cfg.domain;
+	p.base = event_base_new();
+	if (!p.base) {
+		mc_complain("cannot create the event loop");
+		return MC_EXIT_SOFTWARE;
+	}
+	p.arena = arena_new(cfg.dram, &err);
+	if (!p.arena) {
+		mc_complain("cannot create the dram arena: %s", err.msg);
+		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
+		goto out_base;
+	}
+	if (pindex_init(&p.index, p.arena, &err) < 0) {
+		mc_complain("%s", err.msg);
+		goto out_arena;
+	}
+
+	ops.methods = peer_data_methods;
+	ops.ctx = &p;
+	lim.max_conns = cfg.max_conns;
+	/*
+	 * A read queues the object by reference, so queued output is mostly
+	 * arena bytes that cost nothing extra; allow one whole-arena object
+	 * plus headers instead of cutting off readers of large objects.
+	 */
+	lim.max_outq = (size_t)arena_capacity(p.arena) + (64u << 20);
+	/*
+	 * Data-plane headers are small (a key is at most 4 KiB) and bulk
+	 * bytes do not count, so a 1 MiB cap on one message bounds what a
+	 * hostile client can make each connection buffer.
+	 */
+	lim.max_msg = 1u << 20;
+	server = mc_server_new(p.base, &listen_addr, &ops, &lim, &bound, &err);
+	if (!server) {
+		/* The error names the address already ("cannot listen on ADDR: why"). */
+		mc_complain("%s", err.msg);
+		code = MC_EXIT_UNAVAILABLE;
+		goto out_index;
+	}
+	snprintf(p.advertise, sizeof(p.advertise), "%s",
+		 cfg.advertise ? cfg.advertise : bound.text);
+
+	if (cfg.http) {
+		p.metrics = metrics_new(&p);
+		if (!p.metrics) {
+			mc_complain("cannot create metrics");
+			goto out_server;
+		}
+		http = mc_http_start(p.base, cfg.http, p.metrics->reg, &http_bound, &err);
+		if (!http) {
+			mc_complain("cannot serve metrics: %s", err.msg);
+			code = MC_EXIT_UNAVAILABLE;
+			goto out_server;
+		}
+		mc_info("metrics on http://%s/metrics", http_bound.text);
+	}
+
+	p.ctl = control_new(&p, &master_addr, &err);
+	if (!p.ctl) {
+		mc_complain("%s", err.msg);
+		goto out_server;
+	}
+	sigterm = evsignal_new(p.base, SIGTERM, on_signal, &p);
+	sigint = evsignal_new(p.base, SIGINT, on_signal, &p);
+	if (!sigterm || !sigint || evsignal_add(sigterm, NULL) < 0 ||
+	    evsignal_add(sigint, NULL) < 0) {
+		mc_complain("cannot install signal handlers");
+		goto out_control;
+	}
+	control_start(p.ctl);
+
+	fprintf(stderr, "%s: listening on %s\n", mc_prog(), bound.text);
+	mc_info("dram arena of %llu bytes; master %s; advertising %s",
+		(unsigned long long)arena_capacity(p.arena), master_addr.text, p.advertise);
+	if (cfg.ready_fd >= 0)
+		announce_ready(cfg.ready_fd, bound.text);
+
+	if (event_base_dispatch(p.base) < 0) {
+		mc_complain("event loop failed");
+		goto out_control;
+	}
+	code = MC_EXIT_OK;
+out_control:
+	if (sigterm)
+		event_free(sigterm);
+	if (sigint)
+		event_free(sigint);
+	control_free(p.ctl);
+out_server:
+	if (http)
+		mc_http_stop(http);
+	/* Closing the connections releases every reference readers held. */
+	mc_server_free(server);
+out_index:
+	pindex_destroy(&p.index);
+out_arena:
+	arena_free_all(p.arena);
+out_base:
+	if (p.metrics) {
+		mc_metrics_free(p.metrics->reg);
+		free(p.metrics);
+	}
+	event_base_free(p.base);
+	return code;
+}

@@ -1,0 +1,70 @@
+/*
+ * mc-peer's shared state: the medium, the index, counters, and the
+ * pieces main.c wires together (data plane in dataplane.c, master link
+ * in control.c).
+ */
+#ifndef MC_PEER_PEER_H
+#define MC_PEER_PEER_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mc/addr.h"
+#include "mc/conn.h"
+#include "mc/err.h"
+
+#include "arena.h"
+#include "index.h"
+
+#define PEER_TIER_DRAM "dram"
+
+/*
+ * Totals since start. Updated on the network thread only, so plain
+ * integers suffice; worker threads must not touch them.
+ */
+struct peer_counters {
+	uint64_t reads;
+	uint64_t writes;
+	uint64_t read_misses;
+	uint64_t bytes_in;
+	uint64_t bytes_out;
+};
+
+struct control;
+struct peer_metrics;
+
+struct peer {
+	struct event_base *base;
+	struct arena *arena;
+	struct pindex index;
+	struct peer_counters st;
+	struct control *ctl;
+	struct peer_metrics *metrics; /* NULL without --http */
+	bool fault_inject;
+	bool stopping;
+	/* What the master is told. */
+	char advertise[MC_ADDR_MAX];
+	const char *host;
+	const char *domain;
+};
+
+/* The data-plane method table (NULL-name-terminated). */
+extern const struct mc_method peer_data_methods[];
+
+/* Shared by the data-plane method and the master's notification. */
+void peer_handle_drop(struct mc_req *req);
+
+/* ---- control.c: the link to the master ---- */
+
+struct control *control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err);
+/* Begin connecting (asynchronously; failures are retried with backoff). */
+void control_start(struct control *ctl);
+/*
+ * Unregister if registered, then call done (on the event loop) when the
+ * master answered or timeout_ms passed, whichever first.
+ */
+void control_shutdown(struct control *ctl, int timeout_ms, void (*done)(void *arg), void *arg);
+void control_free(struct control *ctl);
+
+#endif
