@@ -195,6 +195,26 @@ lookup(struct master *m, uint32_t tenant, const char *key, size_t len)
 	return store_find(&m->store, store_key_hash(tenant, key, len), tenant, key, len);
 }
 
+/*
+ * Batch lookups hash a few keys ahead and prefetch their slots, so the
+ * cache misses of consecutive keys overlap instead of queueing.
+ */
+#define PREFETCH_AHEAD 8
+
+static uint64_t
+prefetch_key(struct master *m, uint32_t tenant, const msgpack_object *k)
+{
+	const char *key;
+	size_t len;
+	uint64_t hash;
+
+	if (obj_bytes(k, &key, &len) != 0)
+		return 0;
+	hash = store_key_hash(tenant, key, len);
+	store_prefetch(&m->store, hash);
+	return hash;
+}
+
 static bool
 has_complete(const struct mobj *o)
 {
@@ -634,7 +654,7 @@ h_batch_get_replica_list(struct mc_req *req)
 	struct master *m = begin(req, M_BATCH_GET_REPLICA_LIST);
 	const struct client *cl = client_of(req);
 	struct cand c[2 * MC_REPLICAS_MAX];
-	uint64_t now = mc_now_ms();
+	uint64_t now = mc_now_ms(), hashes[PREFETCH_AHEAD];
 	struct mc_err err;
 	const msgpack_object_array *keys = need_keys(req->params, &err);
 
@@ -646,12 +666,18 @@ h_batch_get_replica_list(struct mc_req *req)
 	msgpack_pack_map(pk, 1);
 	mc_pack_key(pk, "items");
 	msgpack_pack_array(pk, keys->size);
+	for (uint32_t j = 0; j < PREFETCH_AHEAD && j < keys->size; j++)
+		hashes[j % PREFETCH_AHEAD] = prefetch_key(m, cl->tenant, &keys->ptr[j]);
 	for (uint32_t j = 0; j < keys->size; j++) {
 		const char *key;
 		size_t len;
 		struct mobj *o = NULL;
 		unsigned n = 0;
+		uint64_t hash = hashes[j % PREFETCH_AHEAD];
 
+		if (j + PREFETCH_AHEAD < keys->size)
+			hashes[j % PREFETCH_AHEAD] =
+				prefetch_key(m, cl->tenant, &keys->ptr[j + PREFETCH_AHEAD]);
 		if (obj_bytes(&keys->ptr[j], &key, &len) != 0 || check_key(len, &err) != 0) {
 			msgpack_pack_map(pk, 2);
 			mc_pack_key(pk, "key");
@@ -660,7 +686,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			pack_err(pk, MC_ERR_INVALID, "key must be a string of 1..4096 bytes");
 			continue;
 		}
-		o = lookup(m, cl->tenant, key, len);
+		o = store_find(&m->store, hash, cl->tenant, key, len);
 		if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
 			msgpack_pack_map(pk, 2);
 			mc_pack_kv_strn(pk, "key", key, len);

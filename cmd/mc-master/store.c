@@ -185,6 +185,12 @@ obj_eq(const void *entry, const void *key)
 	       memcmp(o->key, k->key, k->len) == 0;
 }
 
+void
+store_prefetch(const struct store *s, uint64_t hash)
+{
+	mc_htab_prefetch(&s->objects, hash);
+}
+
 struct mobj *
 store_find(const struct store *s, uint64_t hash, uint32_t tenant, const char *key, size_t len)
 {

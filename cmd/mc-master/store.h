@@ -141,6 +141,8 @@ const char *store_type_name(const struct store *s, uint32_t id);
 struct group *store_group_get(struct store *s, uint32_t id);
 
 uint64_t store_key_hash(uint32_t tenant, const char *key, size_t len);
+/* Hint that store_find(hash) comes soon (batch lookups). */
+void store_prefetch(const struct store *s, uint64_t hash);
 struct mobj *store_find(const struct store *s, uint64_t hash, uint32_t tenant, const char *key,
 			size_t len);
 /*

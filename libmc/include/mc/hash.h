@@ -45,4 +45,15 @@ void *mc_htab_next(const struct mc_htab *h, size_t *cursor);
 void mc_htab_remove_at(struct mc_htab *h, size_t *cursor);
 size_t mc_htab_memory(const struct mc_htab *h);
 
+/*
+ * Start loading the home slot of hash into the cache, so that a batch
+ * of lookups overlaps its memory misses instead of taking them in turn.
+ */
+static inline void
+mc_htab_prefetch(const struct mc_htab *h, uint64_t hash)
+{
+	if (h->cap != 0)
+		__builtin_prefetch(&h->slots[(hash != 0 ? hash : 1) & (h->cap - 1)]);
+}
+
 #endif
