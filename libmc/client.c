@@ -48,6 +48,7 @@ struct mc_client {
 	int timeout_ms;
 	uint64_t tick;
 	struct peer_slot peers[PEER_CACHE];
+	struct mc_checksum_stream *csum; /* reused by every read */
 };
 
 /* ---- request parameters ---- */
@@ -421,6 +422,11 @@ mc_client_new(const struct mc_client_opts *opts, struct mc_err *err)
 		goto fail;
 	}
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+	c->csum = mc_checksum_stream_new();
+	if (c->csum == NULL) {
+		mc_err_errno(err, "cannot allocate a client");
+		goto fail;
+	}
 	if (!master_connect(c, err))
 		goto fail;
 	return c;
@@ -442,6 +448,7 @@ mc_client_free(struct mc_client *c)
 			mc_rpcc_close(c->peers[i].r);
 	free(c->token);
 	free(c->domain);
+	mc_checksum_stream_free(c->csum);
 	free(c);
 }
 
@@ -745,6 +752,32 @@ read_fail(void *item, const char *addr, const struct mc_err *err)
 	k->next++;
 }
 
+/*
+ * Read size bytes of bulk into buf, hashing each chunk as soon as it
+ * lands: the chunk is still in cache, and the peer keeps sending while
+ * we hash, so verifying costs little beyond the transfer itself.
+ * The checksum is left in c->csum.
+ */
+#define CHECKSUM_CHUNK (256u << 10)
+
+static int
+read_bulk_checked(struct mc_client *c, struct mc_rpcc *r, void *buf, uint64_t size,
+		  struct mc_err *err)
+{
+	unsigned char *p = buf;
+
+	mc_checksum_stream_reset(c->csum);
+	for (uint64_t off = 0; off < size;) {
+		uint64_t n = size - off < CHECKSUM_CHUNK ? size - off : CHECKSUM_CHUNK;
+
+		if (mc_rpcc_read_bulk(r, p + off, n, err) < 0)
+			return -1;
+		mc_checksum_stream_update(c->csum, p + off, (size_t)n);
+		off += n;
+	}
+	return 0;
+}
+
 static int
 read_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
@@ -793,9 +826,9 @@ read_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, 
 		read_fail(k, addr, &e);
 		return 0;
 	}
-	if (k->size > 0 && mc_rpcc_read_bulk(r, k->buf, k->size, err) < 0)
+	if (read_bulk_checked(c, r, k->buf, k->size, err) < 0)
 		return -1;
-	if (mc_checksum(k->size ? k->buf : "", k->size) != k->checksum) {
+	if (mc_checksum_stream_digest(c->csum) != k->checksum) {
 		mc_err_set(&e, MC_ERR_CHECKSUM, "checksum mismatch");
 		read_fail(k, addr, &e);
 		return 0;

@@ -406,24 +406,6 @@ mc_msg_error(const struct mc_msg *m, struct mc_err *err)
 /* ---- packing ---- */
 
 void
-mc_pack_cstr(msgpack_packer *pk, const char *s)
-{
-	if (s == NULL) {
-		msgpack_pack_nil(pk);
-		return;
-	}
-	mc_pack_strn(pk, s, strlen(s));
-}
-
-void
-mc_pack_strn(msgpack_packer *pk, const char *s, size_t len)
-{
-	msgpack_pack_str(pk, len);
-	if (len > 0)
-		msgpack_pack_str_body(pk, s, len);
-}
-
-void
 mc_pack_request(msgpack_packer *pk, uint32_t id, const char *method)
 {
 	msgpack_pack_array(pk, 4);
@@ -459,50 +441,6 @@ mc_pack_response_err(msgpack_packer *pk, uint32_t id, int code, const char *msg)
 	mc_pack_kv_str(pk, "code", mc_status_name(code));
 	mc_pack_kv_str(pk, "msg", msg != NULL ? msg : "");
 	msgpack_pack_nil(pk);
-}
-
-void
-mc_pack_key(msgpack_packer *pk, const char *k)
-{
-	mc_pack_cstr(pk, k);
-}
-
-void
-mc_pack_kv_str(msgpack_packer *pk, const char *k, const char *v)
-{
-	mc_pack_cstr(pk, k);
-	mc_pack_cstr(pk, v);
-}
-
-void
-mc_pack_kv_strn(msgpack_packer *pk, const char *k, const char *v, size_t len)
-{
-	mc_pack_cstr(pk, k);
-	mc_pack_strn(pk, v, len);
-}
-
-void
-mc_pack_kv_u64(msgpack_packer *pk, const char *k, uint64_t v)
-{
-	mc_pack_cstr(pk, k);
-	msgpack_pack_uint64(pk, v);
-}
-
-void
-mc_pack_kv_i64(msgpack_packer *pk, const char *k, int64_t v)
-{
-	mc_pack_cstr(pk, k);
-	msgpack_pack_int64(pk, v);
-}
-
-void
-mc_pack_kv_bool(msgpack_packer *pk, const char *k, bool v)
-{
-	mc_pack_cstr(pk, k);
-	if (v)
-		msgpack_pack_true(pk);
-	else
-		msgpack_pack_false(pk);
 }
 
 void

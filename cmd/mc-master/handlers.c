@@ -310,11 +310,9 @@ touch(struct master *m, struct mobj *o, uint64_t now)
 /* The fields of a get_replica_list answer, after "key" for batch items. */
 static void
 pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, const struct cand *c,
-	 unsigned n, bool with_key)
+	 unsigned n)
 {
-	msgpack_pack_map(pk, with_key ? 7 : 6);
-	if (with_key)
-		mc_pack_kv_strn(pk, "key", o->key, o->key_len);
+	msgpack_pack_map(pk, 6);
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "size", o->size);
 	mc_pack_kv_u64(pk, "checksum", o->checksum);
@@ -641,7 +639,7 @@ h_get_replica_list(struct mc_req *req)
 		goto out;
 	}
 	touch(m, o, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, o, c, n, false);
+	pack_grl(mc_reply_ok_begin(req), m, o, c, n);
 	mc_reply_end(req);
 out:
 	mc_metric_observe(m->mx.grl_seconds, (double)(mc_mono_ns() - t0) / 1e9);
@@ -678,24 +676,22 @@ h_batch_get_replica_list(struct mc_req *req)
 		if (j + PREFETCH_AHEAD < keys->size)
 			hashes[j % PREFETCH_AHEAD] =
 				prefetch_key(m, cl->tenant, &keys->ptr[j + PREFETCH_AHEAD]);
+		/* Items answer the keys in order; a failed one is {error}. */
 		if (obj_bytes(&keys->ptr[j], &key, &len) != 0 || check_key(len, &err) != 0) {
-			msgpack_pack_map(pk, 2);
-			mc_pack_key(pk, "key");
-			msgpack_pack_nil(pk);
+			msgpack_pack_map(pk, 1);
 			mc_pack_key(pk, "error");
 			pack_err(pk, MC_ERR_INVALID, "key must be a string of 1..4096 bytes");
 			continue;
 		}
 		o = store_find(&m->store, hash, cl->tenant, key, len);
 		if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
-			msgpack_pack_map(pk, 2);
-			mc_pack_kv_strn(pk, "key", key, len);
+			msgpack_pack_map(pk, 1);
 			mc_pack_key(pk, "error");
 			pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
 			continue;
 		}
 		touch(m, o, now);
-		pack_grl(pk, m, o, c, n, true);
+		pack_grl(pk, m, o, c, n);
 	}
 	mc_reply_end(req);
 out:

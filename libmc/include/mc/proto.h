@@ -38,7 +38,8 @@
  *   object and, if it has a group, to every member; bumps access time/count.
  *   Errors: not_found (absent, or no COMPLETE replica yet).
  * batch_get_replica_list {keys: [key]}
- *   -> {items: [ {key, ...same fields...} | {key, error: {code,msg}} ]}
+ *   -> {items: [ {...same fields...} | {error: {code,msg}} ]}
+ *   One item per key, in the order asked (keys are not echoed back).
  *
  * exist {key} -> {exists: bool}          (a COMPLETE replica exists; no lease)
  * batch_exist {keys: [key]} -> {exists: [bool]}

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mc/err.h"
 
@@ -87,17 +88,82 @@ void mc_pack_response_ok(msgpack_packer *pk, uint32_t id);
 /* Whole [1, id, {"code":..., "msg":...}, nil]. */
 void mc_pack_response_err(msgpack_packer *pk, uint32_t id, int code, const char *msg);
 
-void mc_pack_cstr(msgpack_packer *pk, const char *s); /* NULL packs nil */
-void mc_pack_strn(msgpack_packer *pk, const char *s, size_t len);
-/* Map entries: key then value. */
-void mc_pack_kv_str(msgpack_packer *pk, const char *k, const char *v);
-void mc_pack_kv_strn(msgpack_packer *pk, const char *k, const char *v, size_t len);
-void mc_pack_kv_u64(msgpack_packer *pk, const char *k, uint64_t v);
-void mc_pack_kv_i64(msgpack_packer *pk, const char *k, int64_t v);
-void mc_pack_kv_bool(msgpack_packer *pk, const char *k, bool v);
+/*
+ * Field packing runs for every field of every reply, so these are inline:
+ * with a literal name the compiler folds strlen, and a short string goes
+ * out in one write (header and body together) instead of two.
+ */
+static inline void
+mc_pack_strn(msgpack_packer *pk, const char *s, size_t len)
+{
+	if (len < 32) {
+		char b[32];
+
+		b[0] = (char)(0xa0 | len); /* fixstr */
+		memcpy(b + 1, s, len);
+		pk->callback(pk->data, b, len + 1);
+		return;
+	}
+	msgpack_pack_str(pk, len);
+	msgpack_pack_str_body(pk, s, len);
+}
+
+/* NULL packs nil. */
+static inline void
+mc_pack_cstr(msgpack_packer *pk, const char *s)
+{
+	if (s == NULL)
+		msgpack_pack_nil(pk);
+	else
+		mc_pack_strn(pk, s, strlen(s));
+}
+
+/* Map entries: key then value. mc_pack_key packs just the key. */
+static inline void
+mc_pack_key(msgpack_packer *pk, const char *k)
+{
+	mc_pack_cstr(pk, k);
+}
+
+static inline void
+mc_pack_kv_str(msgpack_packer *pk, const char *k, const char *v)
+{
+	mc_pack_key(pk, k);
+	mc_pack_cstr(pk, v);
+}
+
+static inline void
+mc_pack_kv_strn(msgpack_packer *pk, const char *k, const char *v, size_t len)
+{
+	mc_pack_key(pk, k);
+	mc_pack_strn(pk, v, len);
+}
+
+static inline void
+mc_pack_kv_u64(msgpack_packer *pk, const char *k, uint64_t v)
+{
+	mc_pack_key(pk, k);
+	msgpack_pack_uint64(pk, v);
+}
+
+static inline void
+mc_pack_kv_i64(msgpack_packer *pk, const char *k, int64_t v)
+{
+	mc_pack_key(pk, k);
+	msgpack_pack_int64(pk, v);
+}
+
+static inline void
+mc_pack_kv_bool(msgpack_packer *pk, const char *k, bool v)
+{
+	mc_pack_key(pk, k);
+	if (v)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
 void mc_pack_kv_double(msgpack_packer *pk, const char *k, double v);
-/* Just the key; caller packs the value (array, map...). */
-void mc_pack_key(msgpack_packer *pk, const char *k);
 
 /* ---- reading maps (all tolerate map == NULL or a non-map: "absent") ---- */
 
