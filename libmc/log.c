@@ -3,6 +3,7 @@
  * lines for daemons. Each line goes out in one write so lines from
  * several threads or processes sharing stderr do not interleave.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mc/err.h"
 #include "mc/log.h"
 
 #define LOG_LINE_MAX 4096
@@ -200,4 +202,34 @@ mc_bug(const char *file, int line, const char *fmt, ...)
 	emit(buf, n < 0 ? 0 : (size_t)n, fmt, ap);
 	va_end(ap);
 	abort();
+}
+
+void
+mc_announce_ready(int ready_fd, const char *addr)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line), "%s\n", addr);
+	int off = 0;
+
+	mc_complain("listening on %s", addr);
+	if (ready_fd < 0)
+		return;
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	while (off < n) {
+		ssize_t w = write(ready_fd, line + off, (size_t)(n - off));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			char why[128];
+
+			mc_warn("cannot write to --ready-fd %d: %s", ready_fd,
+				w < 0 ? mc_lower_reason(why, sizeof(why), strerror(errno))
+				      : "short write");
+			break;
+		}
+		off += (int)w;
+	}
+	close(ready_fd);
 }

@@ -559,3 +559,41 @@ mc_set_double(const char *v, void *target, char *why)
 		return why_from(why, &err);
 	return 0;
 }
+
+int
+mc_set_positive_int(const char *v, void *target, char *why)
+{
+	if (mc_set_int(v, target, why) != 0)
+		return -1;
+	if (*(int *)target <= 0) {
+		snprintf(why, 200, "must be at least 1");
+		return -1;
+	}
+	return 0;
+}
+
+int
+mc_set_fd(const char *v, void *target, char *why)
+{
+	if (mc_set_int(v, target, why) != 0)
+		return -1;
+	if (*(int *)target < 0) {
+		snprintf(why, 200, "must be a file descriptor number");
+		return -1;
+	}
+	return 0;
+}
+
+int
+mc_set_log_level(const char *v, void *target, char *why)
+{
+	int level = mc_log_level_parse(v);
+
+	(void)target;
+	if (level < 0) {
+		snprintf(why, 200, "not one of debug, info, warn, error");
+		return -1;
+	}
+	mc_log_set_level(level);
+	return 0;
+}

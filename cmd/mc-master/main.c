@@ -30,44 +30,6 @@ set_positive_duration(const char *v, void *target, char *why)
 	return 0;
 }
 
-static int
-set_fd(const char *v, void *target, char *why)
-{
-	if (mc_set_int(v, target, why) != 0)
-		return -1;
-	if (*(int *)target < 0) {
-		snprintf(why, 200, "not a file descriptor");
-		return -1;
-	}
-	return 0;
-}
-
-static int
-set_conns(const char *v, void *target, char *why)
-{
-	if (mc_set_int(v, target, why) != 0)
-		return -1;
-	if (*(int *)target <= 0) {
-		snprintf(why, 200, "must be more than zero");
-		return -1;
-	}
-	return 0;
-}
-
-static int
-set_log_level(const char *v, void *target, char *why)
-{
-	int level = mc_log_level_parse(v);
-
-	(void)target;
-	if (level < 0) {
-		snprintf(why, 200, "not one of debug, info, warn, error");
-		return -1;
-	}
-	mc_log_set_level(level);
-	return 0;
-}
-
 static void
 sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -84,17 +46,6 @@ stop_cb(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	mc_info("caught signal %d, stopping", (int)sig);
 	event_base_loopbreak(m->base);
-}
-
-static void
-announce(int fd, const char *addr)
-{
-	mc_complain("listening on %s", addr);
-	if (fd < 0)
-		return;
-	if (dprintf(fd, "%s\n", addr) < 0)
-		mc_warn("cannot write to --ready-fd %d", fd);
-	close(fd);
 }
 
 int
@@ -118,8 +69,8 @@ main(int argc, char **argv)
 		  mc_set_str, &m.cfg.listen },
 		{ "http", 0, "ADDR", NULL, "serve /metrics over HTTP on this address", mc_set_str,
 		  &m.cfg.http },
-		{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", set_fd,
-		  &m.cfg.ready_fd },
+		{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving",
+		  mc_set_fd, &m.cfg.ready_fd },
 		{ "lease-ttl", 0, "DURATION", NULL, "read lease granted by get (default 10s)",
 		  set_positive_duration, &m.cfg.lease_ttl },
 		{ "peer-ttl", 0, "DURATION", NULL, "drop a peer silent for this long (default 10s)",
@@ -129,10 +80,10 @@ main(int argc, char **argv)
 		  &m.cfg.put_timeout },
 		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE", mc_set_str,
 		  &m.cfg.config },
-		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)", set_conns,
-		  &m.cfg.max_conns },
+		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
+		  mc_set_positive_int, &m.cfg.max_conns },
 		{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
-		  set_log_level, NULL },
+		  mc_set_log_level, NULL },
 		{ 0 },
 	};
 	const struct mc_opt_spec spec = {
@@ -198,7 +149,7 @@ main(int argc, char **argv)
 		mc_complain("cannot set up timers and signals");
 		goto out;
 	}
-	announce(m.cfg.ready_fd, bound.text);
+	mc_announce_ready(m.cfg.ready_fd, bound.text);
 	mc_info("lease ttl %llu ms, peer ttl %llu ms, put timeout %llu ms",
 		(unsigned long long)m.cfg.lease_ttl, (unsigned long long)m.cfg.peer_ttl,
 		(unsigned long long)m.cfg.put_timeout);

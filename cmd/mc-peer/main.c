@@ -76,30 +76,6 @@ set_dram(const char *v, void *target, char *why)
 }
 
 static int
-set_fd(const char *v, void *target, char *why)
-{
-	if (mc_set_int(v, target, why) < 0)
-		return -1;
-	if (*(int *)target < 0) {
-		snprintf(why, 200, "must be a file descriptor number");
-		return -1;
-	}
-	return 0;
-}
-
-static int
-set_positive(const char *v, void *target, char *why)
-{
-	if (mc_set_int(v, target, why) < 0)
-		return -1;
-	if (*(int *)target <= 0) {
-		snprintf(why, 200, "must be at least 1");
-		return -1;
-	}
-	return 0;
-}
-
-static int
 set_nonempty(const char *v, void *target, char *why)
 {
 	if (!*v) {
@@ -110,20 +86,6 @@ set_nonempty(const char *v, void *target, char *why)
 	return 0;
 }
 
-static int
-set_log_level(const char *v, void *target, char *why)
-{
-	int level = mc_log_level_parse(v);
-
-	(void)target;
-	if (level < 0) {
-		snprintf(why, 200, "expected debug, info, warn or error");
-		return -1;
-	}
-	mc_log_set_level(level);
-	return 0;
-}
-
 static const struct mc_opt opts[] = {
 	{ "master", 'm', "ADDR", "MC_MASTER", "master address (default 127.0.0.1:7300)", set_addr,
 	  &cfg.master },
@@ -131,7 +93,7 @@ static const struct mc_opt opts[] = {
 	  &cfg.listen },
 	{ "dram", 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram, &cfg.dram },
 	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
-	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", set_fd,
+	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
 	{ "domain", 0, "STR", "MC_DOMAIN", "failure/network domain (default \"default\")",
 	  set_nonempty, &cfg.domain },
@@ -142,9 +104,9 @@ static const struct mc_opt opts[] = {
 	{ "fault-inject", 0, NULL, NULL, "enable the corrupt method (tests only)", mc_set_flag,
 	  &cfg.fault_inject },
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
-	  set_positive, &cfg.max_conns },
-	{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)", set_log_level,
-	  NULL },
+	  mc_set_positive_int, &cfg.max_conns },
+	{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
+	  mc_set_log_level, NULL },
 	{ 0 },
 };
 
@@ -247,27 +209,6 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	p->stopping = true;
 	mc_info("%s received; stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	control_shutdown(p->ctl, UNREGISTER_TIMEOUT_MS, stopped, p->base);
-}
-
-static void
-announce_ready(int fd, const char *addr)
-{
-	char line[MC_ADDR_MAX + 2];
-	int n = snprintf(line, sizeof(line), "%s\n", addr);
-	ssize_t w;
-	int off = 0;
-
-	while (off < n) {
-		w = write(fd, line + off, (size_t)(n - off));
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			mc_warn("cannot write to --ready-fd %d: %s", fd, strerror(errno));
-			break;
-		}
-		off += (int)w;
-	}
-	close(fd);
 }
 
 int
@@ -375,11 +316,9 @@ main(int argc, char **argv)
 	}
 	control_start(p.ctl);
 
-	fprintf(stderr, "%s: listening on %s\n", mc_prog(), bound.text);
 	mc_info("dram arena of %llu bytes; master %s; advertising %s",
 		(unsigned long long)arena_capacity(p.arena), master_addr.text, p.advertise);
-	if (cfg.ready_fd >= 0)
-		announce_ready(cfg.ready_fd, bound.text);
+	mc_announce_ready(cfg.ready_fd, bound.text);
 
 	if (event_base_dispatch(p.base) < 0) {
 		mc_complain("event loop failed");

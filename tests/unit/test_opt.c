@@ -167,6 +167,15 @@ test_setters(void)
 	TAP_OK(mc_set_flag("off", &b, why) == 0 && !b, "setter: flag with a value parses a bool");
 	TAP_OK(mc_set_str("x", &s, why) == 0 && strcmp(s, "x") == 0,
 	       "setter: str keeps the pointer");
+	TAP_OK(mc_set_positive_int("5", &i, why) == 0 && i == 5 &&
+		       mc_set_positive_int("0", &i, why) == -1 && strstr(why, "at least 1"),
+	       "setter: positive int refuses zero");
+	TAP_OK(mc_set_fd("3", &i, why) == 0 && i == 3 && mc_set_fd("-1", &i, why) == -1,
+	       "setter: fd refuses negative numbers");
+	TAP_OK(mc_set_log_level("warn", NULL, why) == 0 &&
+		       mc_set_log_level("loud", NULL, why) == -1 && strstr(why, "debug"),
+	       "setter: log level names the levels it accepts");
+	mc_set_log_level("info", NULL, why);
 }
 
 static void

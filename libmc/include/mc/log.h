@@ -25,6 +25,13 @@ void mc_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* mc_complain then exit(code). */
 void mc_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
+/*
+ * A daemon is serving on addr: say so on stderr ("PROG: listening on
+ * ADDR") and, when ready_fd >= 0, write "ADDR\n" to it and close it, so
+ * a script can wait for the line instead of sleeping.
+ */
+void mc_announce_ready(int ready_fd, const char *addr);
+
 /* Broken invariant: log file:line and abort. Never for bad input. */
 #define MC_BUG(...) mc_bug(__FILE__, __LINE__, __VA_ARGS__)
 void mc_bug(const char *file, int line, const char *fmt, ...)

@@ -59,12 +59,16 @@ int mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv);
 void mc_opt_usage(const struct mc_opt_spec *spec);
 
 /* Ready-made setters for mc_opt.set. target points to the named type. */
-int mc_set_str(const char *v, void *target, char *why);	     /* const char * */
-int mc_set_flag(const char *v, void *target, char *why);     /* bool, set true */
-int mc_set_size(const char *v, void *target, char *why);     /* uint64_t bytes */
-int mc_set_duration(const char *v, void *target, char *why); /* uint64_t ms */
-int mc_set_u64(const char *v, void *target, char *why);	     /* uint64_t */
-int mc_set_int(const char *v, void *target, char *why);	     /* int */
-int mc_set_double(const char *v, void *target, char *why);   /* double */
+int mc_set_str(const char *v, void *target, char *why);		 /* const char * */
+int mc_set_flag(const char *v, void *target, char *why);	 /* bool, set true */
+int mc_set_size(const char *v, void *target, char *why);	 /* uint64_t bytes */
+int mc_set_duration(const char *v, void *target, char *why);	 /* uint64_t ms */
+int mc_set_u64(const char *v, void *target, char *why);		 /* uint64_t */
+int mc_set_int(const char *v, void *target, char *why);		 /* int */
+int mc_set_double(const char *v, void *target, char *why);	 /* double */
+int mc_set_positive_int(const char *v, void *target, char *why); /* int, at least 1 */
+int mc_set_fd(const char *v, void *target, char *why);		 /* int, a file descriptor */
+/* Sets the process's log level (target unused): debug, info, warn, error. */
+int mc_set_log_level(const char *v, void *target, char *why);
 
 #endif
