@@ -418,9 +418,12 @@ fill_metadata(const struct bench_opts *o, struct mc_err *err)
 				goto out;
 			if (mc_msg_error(&resp, err) < 0 ||
 			    mc_map_u64(resp.body, "version", &pa[i].version, err) != 1) {
+				struct mc_err why = *err; /* err->msg cannot format itself */
+
 				mc_msg_release(&resp);
-				mc_err_set(err, err->code ? err->code : MC_ERR_PROTO,
-					   "put_start '%s': %s", keys[i], err->msg);
+				mc_err_set(err, why.code ? why.code : MC_ERR_PROTO,
+					   "put_start '%s': %s", keys[i],
+					   why.msg[0] ? why.msg : "no version in the answer");
 				goto out;
 			}
 			mc_msg_release(&resp);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+#
+# mc-bench against a real cluster: its commands finish, count what they
+# did, and replay drives the client's batch get and batch put paths.
+
+load helpers
+
+setup_file() {
+	mc_require_bins mc-master mc-peer mc-cli mc-bench
+	mc_file_dir
+	mc_start_master --peer-ttl 1h --put-timeout 1h
+	MC_PEER_DRAM=64MiB mc_start_peers 2
+	# Three requests sharing the prefix block 0, and a fourth that
+	# repeats the first exactly.
+	cat >"$MC_DIR/trace.jsonl" <<-'EOF'
+		{"timestamp": 0, "input_length": 2048, "output_length": 10, "hash_ids": [0, 1, 2, 3]}
+		{"timestamp": 1, "input_length": 1536, "output_length": 10, "hash_ids": [0, 4, 5]}
+		{"timestamp": 2, "input_length": 1024, "output_length": 10, "hash_ids": [0, 6]}
+		{"timestamp": 3, "input_length": 2048, "output_length": 10, "hash_ids": [0, 1, 2, 3]}
+	EOF
+}
+
+teardown_file() {
+	mc_stop_everything
+}
+
+# field NAME: the value of NAME=... in $output.
+field() {
+	sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$output"
+}
+
+@test "bench: replay counts prefix hits and parks the missing blocks through batch calls" {
+	run -0 mc-bench replay --prefix r1 --block-bytes 4KiB "$MC_DIR/trace.jsonl"
+	assert_output --partial "replay requests=4 blocks=13"
+	# block 0 hits from the second request on, and the fourth repeats the first
+	[ "$(field hits)" = 6 ]
+	[ "$(field puts)" = 7 ]
+	[ "$(field put_failures)" = 0 ]
+	# every parked block reads back at its size
+	run -0 mc-cli stat r1-5 --json
+	assert_output --partial '"size":4096'
+}
+
+@test "bench: a second replay of the same trace hits every block" {
+	run -0 mc-bench replay --prefix r2 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
+	run -0 mc-bench replay --prefix r2 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
+	[ "$(field hits)" = 13 ]
+	[ "$(field hit_ratio)" = 1.0000 ]
+	[ "$(field puts)" = 0 ]
+}
+
+@test "bench: replay --limit stops after that many requests" {
+	run -0 mc-bench replay --prefix r3 --limit 2 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
+	assert_output --partial "replay requests=2 blocks=7"
+}
+
+@test "bench: a trace line without hash_ids exits 65 naming the line" {
+	printf '{"timestamp": 0}\n' >"$BATS_TEST_TMPDIR/bad.jsonl"
+	run -65 mc-bench replay "$BATS_TEST_TMPDIR/bad.jsonl"
+	assert_output --partial "bad.jsonl:1: no hash_ids array"
+}
+
+@test "bench: get reads every request it was asked for, without failures" {
+	run -0 mc-bench get --prefix g --size 64KiB --keys 8 --clients 2 --requests 50
+	assert_output --partial "get clients=2 size=65536 ops=100 failures=0"
+}
+
+@test "bench: lookup answers whole batches over several connections" {
+	run -0 mc-bench lookup --prefix lk --keys 500 --batch 16 --clients 3 --requests 20
+	assert_output --partial "lookup clients=3 batch=16 ops=960 failures=0"
+}
+
+@test "bench: fill creates exactly --count objects" {
+	run -0 mc-bench fill --prefix fl --count 300 --key-len 24 --size 4KiB
+	assert_output --partial "fill count=300"
+	run -0 mc-cli ls fl-
+	[ "${#lines[@]}" -eq 300 ]
+}
+
+@test "bench: a bad flag value names the flag and exits 64" {
+	run -64 mc-bench --clients 0 get
+	assert_output --partial "--clients"
+	run -64 mc-bench nosuch
+	assert_output --partial "unknown command 'nosuch'"
+}
+
+@test "bench: fill past the cluster's capacity fails naming the key and the reason" {
+	run -1 mc-bench fill --prefix full --count 300 --size 1MiB
+	assert_output --regexp "put_start 'full-[0-9]+\.*': no space"
+}
