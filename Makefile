@@ -44,7 +44,7 @@ DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
-	check-man check-san install clean deps completions
+	check-man check-san install clean deps completions fuzz
 # Keep objects: they are intermediate files of chained pattern rules, which
 # make would otherwise delete after every build and then rebuild.
 .SECONDARY:
@@ -169,6 +169,23 @@ check-san:
 		ASAN_OPTIONS=detect_leaks=1 \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/$(SAN_BUILD)/lsan.supp:print_suppressions=0 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 tests/run
+
+# ---- fuzz ----
+# make fuzz [FUZZ_SECONDS=60]: each tests/fuzz/*.c target under libFuzzer
+# with AddressSanitizer and UBSan, built with clang over libmc's sources.
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := $(wildcard tests/fuzz/*.c)
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilibmc/include \
+	-fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	@for f in $(FUZZ_SRC); do \
+		t=$(BUILD)/fuzz/$$(basename $$f .c); \
+		clang $(FUZZ_FLAGS) -o $$t $$f $(LIB_SRC) $(LDLIBS) || exit 1; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
+		$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 || exit 1; \
+	done
 
 # ---- install ----
 
