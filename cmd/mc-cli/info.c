@@ -216,8 +216,10 @@ cli_stat(int argc, char **argv)
 	}
 	if (!(info = malloc(sizeof(*info))))
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
-	if (mc_stat(cli_client(), argv[0], info, &err) < 0)
+	if (mc_stat(cli_client(), argv[0], info, &err) < 0) {
+		free(info); /* cli_fail exits */
 		cli_fail(&err, "stat", argv[0]);
+	}
 	stat_text(info);
 	free(info);
 	return MC_EXIT_OK;
