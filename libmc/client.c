@@ -752,6 +752,33 @@ read_fail(void *item, const char *addr, const struct mc_err *err)
 	k->next++;
 }
 
+/* What a peer's answer said, taken before its bulk is read. */
+struct reply_head {
+	int remote; /* -1 when the answer is an error, described in err */
+	struct mc_err err;
+	bool bulk;
+	uint64_t bulk_len;
+};
+
+/*
+ * Read one answer's header and keep what the caller needs from it, then
+ * release the message: it may point into the connection's buffer, which
+ * reading the bulk reuses.
+ */
+static int
+recv_head(struct mc_rpcc *r, struct reply_head *h, struct mc_err *err)
+{
+	struct mc_msg m;
+
+	if (mc_rpcc_recv(r, &m, err) < 0)
+		return -1;
+	h->remote = mc_msg_error(&m, &h->err);
+	h->bulk = m.has_bulk;
+	h->bulk_len = m.bulk_len;
+	mc_msg_release(&m);
+	return 0;
+}
+
 /*
  * Read size bytes of bulk into buf, hashing each chunk as soon as it
  * lands: the chunk is still in cache, and the peer keeps sending while
@@ -782,46 +809,33 @@ static int
 read_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
+	struct reply_head h;
 	struct mc_err e;
-	struct mc_msg m;
-	uint64_t blen;
-	bool bulk;
-	int remote;
 
-	(void)c;
-	if (mc_rpcc_recv(r, &m, err) < 0)
+	if (recv_head(r, &h, err) < 0)
 		return -1;
-	/*
-	 * Take what we need from the header before touching the bulk: the
-	 * message may point into the connection's buffer.
-	 */
-	remote = mc_msg_error(&m, &e);
-	bulk = m.has_bulk;
-	blen = m.bulk_len;
-	mc_msg_release(&m);
-
-	if (bulk && (remote < 0 || blen != k->size)) {
+	if (h.bulk && (h.remote < 0 || h.bulk_len != k->size)) {
 		/* a peer announcing far more than asked for is not worth draining */
-		if (blen > k->size + WAVE_BYTES)
+		if (h.bulk_len > k->size + WAVE_BYTES)
 			return mc_err_set(err, MC_ERR_PROTO,
 					  "peer sent %llu bytes for '%.*s', %llu expected",
-					  (unsigned long long)blen, KSHOW, k->key,
+					  (unsigned long long)h.bulk_len, KSHOW, k->key,
 					  (unsigned long long)k->size);
-		if (mc_rpcc_skip_bulk(r, blen, err) < 0)
+		if (mc_rpcc_skip_bulk(r, h.bulk_len, err) < 0)
 			return -1;
-		if (remote == 0) {
+		if (h.remote == 0) {
 			mc_err_set(&e, MC_ERR_PROTO,
 				   "size mismatch: %llu bytes sent, %llu expected",
-				   (unsigned long long)blen, (unsigned long long)k->size);
+				   (unsigned long long)h.bulk_len, (unsigned long long)k->size);
 			read_fail(k, addr, &e);
 			return 0;
 		}
 	}
-	if (remote < 0) {
-		read_fail(k, addr, &e);
+	if (h.remote < 0) {
+		read_fail(k, addr, &h.err);
 		return 0;
 	}
-	if (!bulk && k->size > 0) {
+	if (!h.bulk && k->size > 0) {
 		mc_err_set(&e, MC_ERR_PROTO, "read answered without data");
 		read_fail(k, addr, &e);
 		return 0;
@@ -1149,23 +1163,15 @@ static int
 write_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct put_rep *pr = item;
-	struct mc_err e;
-	struct mc_msg m;
-	uint64_t blen;
-	bool bulk;
-	int remote;
+	struct reply_head h;
 
 	(void)c;
-	if (mc_rpcc_recv(r, &m, err) < 0)
+	if (recv_head(r, &h, err) < 0)
 		return -1;
-	remote = mc_msg_error(&m, &e);
-	bulk = m.has_bulk;
-	blen = m.bulk_len;
-	mc_msg_release(&m);
-	if (bulk && mc_rpcc_skip_bulk(r, blen, err) < 0)
+	if (h.bulk && mc_rpcc_skip_bulk(r, h.bulk_len, err) < 0)
 		return -1;
-	if (remote < 0)
-		write_fail(pr, addr, &e);
+	if (h.remote < 0)
+		write_fail(pr, addr, &h.err);
 	else
 		pr->state = ST_DONE;
 	return 0;
