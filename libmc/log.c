@@ -207,11 +207,17 @@ mc_bug(const char *file, int line, const char *fmt, ...)
 void
 mc_announce_ready(int ready_fd, const char *addr)
 {
+	mc_complain("listening on %s", addr);
+	mc_ready_fd_write(ready_fd, addr);
+}
+
+void
+mc_ready_fd_write(int ready_fd, const char *addr)
+{
 	char line[512];
 	int n = snprintf(line, sizeof(line), "%s\n", addr);
 	int off = 0;
 
-	mc_complain("listening on %s", addr);
 	if (ready_fd < 0)
 		return;
 	if (n >= (int)sizeof(line))

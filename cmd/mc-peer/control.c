@@ -300,6 +300,8 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 	mc_info("registered with master %s as peer %llu (heartbeat every %llu ms)",
 		ctl->master.text, (unsigned long long)ctl->peer_id,
 		(unsigned long long)ctl->heartbeat_ms);
+	mc_ready_fd_write(ctl->p->ready_fd, ctl->p->bound);
+	ctl->p->ready_fd = -1;
 	schedule_heartbeat(ctl);
 }
 

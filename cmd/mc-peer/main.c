@@ -286,6 +286,8 @@ main(int argc, char **argv)
 	}
 	snprintf(p.advertise, sizeof(p.advertise), "%s",
 		 cfg.advertise ? cfg.advertise : bound.text);
+	snprintf(p.bound, sizeof(p.bound), "%s", bound.text);
+	p.ready_fd = cfg.ready_fd;
 
 	if (cfg.http) {
 		p.metrics = metrics_new(&p);
@@ -318,7 +320,7 @@ main(int argc, char **argv)
 
 	mc_info("dram arena of %llu bytes; master %s; advertising %s",
 		(unsigned long long)arena_capacity(p.arena), master_addr.text, p.advertise);
-	mc_announce_ready(cfg.ready_fd, bound.text);
+	mc_complain("listening on %s", bound.text);
 
 	if (event_base_dispatch(p.base) < 0) {
 		mc_complain("event loop failed");

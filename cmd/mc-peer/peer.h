@@ -43,6 +43,13 @@ struct peer {
 	struct peer_metrics *metrics; /* NULL without --http */
 	bool fault_inject;
 	bool stopping;
+	/*
+	 * --ready-fd, written once the master has accepted the first
+	 * registration (a peer the master does not know serves nobody),
+	 * then -1; and the bound data-plane address written to it.
+	 */
+	int ready_fd;
+	char bound[MC_ADDR_MAX];
 	/* What the master is told. */
 	char advertise[MC_ADDR_MAX];
 	const char *host;

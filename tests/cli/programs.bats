@@ -286,15 +286,6 @@ dram_used_at_least() {
 	assert_equal "$MC_STOP_STATUS" 0
 }
 
-@test "programs: mc-peer started before the master registers once the master appears" {
-	export MC_MASTER="unix:$MC_DIR/master.sock"
-	mc_start_daemon early mc-peer --master "$MC_MASTER" --listen "unix:$MC_DIR/early.sock" --dram 16MiB
-	mc_start_master
-	wait_until 10 mc_peer_listed "$(mc_addr early)"
-	echo late | mc-cli put late-master
-	[ "$(mc-cli get late-master)" = late ]
-}
-
 @test "programs: a daemon started under an absent address cannot listen and exits non-zero" {
 	run timeout 10 mc-master --listen "unix:$MC_DIR/no/such/dir/m.sock"
 	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]

@@ -28,9 +28,12 @@ void mc_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3),
 /*
  * A daemon is serving on addr: say so on stderr ("PROG: listening on
  * ADDR") and, when ready_fd >= 0, write "ADDR\n" to it and close it, so
- * a script can wait for the line instead of sleeping.
+ * a script can wait for the line instead of sleeping. A daemon that is
+ * ready only later (a peer, once the master knows it) says the first
+ * part with mc_complain and the second with mc_ready_fd_write.
  */
 void mc_announce_ready(int ready_fd, const char *addr);
+void mc_ready_fd_write(int ready_fd, const char *addr);
 
 /* Broken invariant: log file:line and abort. Never for bad input. */
 #define MC_BUG(...) mc_bug(__FILE__, __LINE__, __VA_ARGS__)
