@@ -124,8 +124,9 @@ mc_start_daemon() {
 	if ! read -t 10 -r line <"$fifo" || [ -z "$line" ]; then
 		echo "# $name ($*) did not become ready; its log:" >&2
 		sed 's/^/#   /' "$log" >&2
-		kill -KILL "$tpid" 2>/dev/null
+		# children first: once timeout dies they are no longer its children
 		pkill -KILL -P "$tpid" 2>/dev/null
+		kill -KILL "$tpid" 2>/dev/null
 		return 1
 	fi
 	rm -f "$fifo"
