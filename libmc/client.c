@@ -671,26 +671,19 @@ wave_run(struct mc_client *c, const struct wave_ops *ops, struct wave *w)
 			group_fail(ops, w, gi, 0, &g->err);
 			continue;
 		}
-		if (group_recv(c, ops, w, gi, &done, &g->err) == 0)
-			continue;
-		peer_drop(c, g->r);
-		g->r = NULL;
 		/*
 		 * A stale connection usually only shows when its first answer
-		 * fails to come; nothing was done on it, so redo the group on a
-		 * fresh one.
+		 * fails to come; nothing was done on it, so redo the group once
+		 * on a fresh one (peer_get opens a new one: reused turns false).
 		 */
-		if (done == 0 && g->reused) {
-			if (!group_start(c, ops, w, gi)) {
-				group_fail(ops, w, gi, 0, &g->err);
-				continue;
-			}
-			if (group_recv(c, ops, w, gi, &done, &g->err) == 0)
-				continue;
+		while (group_recv(c, ops, w, gi, &done, &g->err) != 0) {
 			peer_drop(c, g->r);
 			g->r = NULL;
+			if (done != 0 || !g->reused || !group_start(c, ops, w, gi)) {
+				group_fail(ops, w, gi, done, &g->err);
+				break;
+			}
 		}
-		group_fail(ops, w, gi, done, &g->err);
 	}
 }
 
