@@ -385,6 +385,49 @@ pack_put_end(msgpack_packer *pk, void *arg)
 }
 
 /*
+ * Send method for each of pa[0..n), then read the n answers in order.
+ * A failed answer fails the call with err naming the key; on_answer (may
+ * be NULL) takes what it needs from each good answer.
+ */
+static int
+pipeline(struct mc_rpcc *r, const char *method, mc_pack_fn pack, struct put_args *pa, unsigned n,
+	 int (*on_answer)(const struct mc_msg *, struct put_args *, struct mc_err *),
+	 struct mc_err *err)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (mc_rpcc_send(r, method, pack, &pa[i], NULL, 0, err) < 0)
+			return -1;
+	if (mc_rpcc_flush(r, err) < 0)
+		return -1;
+	for (unsigned i = 0; i < n; i++) {
+		struct mc_msg resp;
+		int rc;
+
+		if (mc_rpcc_recv(r, &resp, err) < 0)
+			return -1;
+		rc = mc_msg_error(&resp, err);
+		if (rc == 0 && on_answer != NULL)
+			rc = on_answer(&resp, &pa[i], err);
+		mc_msg_release(&resp);
+		if (rc < 0) {
+			struct mc_err why = *err; /* err->msg cannot format itself */
+
+			return mc_err_set(err, why.code ? why.code : MC_ERR_PROTO, "%s '%s': %s",
+					  method, pa[i].key, why.msg);
+		}
+	}
+	return 0;
+}
+
+static int
+take_version(const struct mc_msg *resp, struct put_args *pa, struct mc_err *err)
+{
+	if (mc_map_u64(resp->body, "version", &pa->version, err) != 1)
+		return mc_err_set(err, MC_ERR_PROTO, "no version in the answer");
+	return 0;
+}
+
+/*
  * Create count objects' metadata through put_start/put_end, pipelined
  * FILL_WINDOW at a time. No bytes are written: this measures the
  * master's side only (memory per object, put throughput).
@@ -406,44 +449,10 @@ fill_metadata(const struct bench_opts *o, struct mc_err *err)
 		for (unsigned i = 0; i < n; i++) {
 			bench_key(keys[i], KEY_CAP, o->prefix, base + i, o->key_len);
 			pa[i] = (struct put_args){ .key = keys[i], .size = o->size };
-			if (mc_rpcc_send(r, "put_start", pack_put_start, &pa[i], NULL, 0, err) < 0)
-				goto out;
 		}
-		if (mc_rpcc_flush(r, err) < 0)
+		if (pipeline(r, "put_start", pack_put_start, pa, n, take_version, err) < 0 ||
+		    pipeline(r, "put_end", pack_put_end, pa, n, NULL, err) < 0)
 			goto out;
-		for (unsigned i = 0; i < n; i++) {
-			struct mc_msg resp;
-
-			if (mc_rpcc_recv(r, &resp, err) < 0)
-				goto out;
-			if (mc_msg_error(&resp, err) < 0 ||
-			    mc_map_u64(resp.body, "version", &pa[i].version, err) != 1) {
-				struct mc_err why = *err; /* err->msg cannot format itself */
-
-				mc_msg_release(&resp);
-				mc_err_set(err, why.code ? why.code : MC_ERR_PROTO,
-					   "put_start '%s': %s", keys[i],
-					   why.msg[0] ? why.msg : "no version in the answer");
-				goto out;
-			}
-			mc_msg_release(&resp);
-		}
-		for (unsigned i = 0; i < n; i++)
-			if (mc_rpcc_send(r, "put_end", pack_put_end, &pa[i], NULL, 0, err) < 0)
-				goto out;
-		if (mc_rpcc_flush(r, err) < 0)
-			goto out;
-		for (unsigned i = 0; i < n; i++) {
-			struct mc_msg resp;
-
-			if (mc_rpcc_recv(r, &resp, err) < 0)
-				goto out;
-			if (mc_msg_error(&resp, err) < 0) {
-				mc_msg_release(&resp);
-				goto out;
-			}
-			mc_msg_release(&resp);
-		}
 	}
 	rc = 0;
 out:
