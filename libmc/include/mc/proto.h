@@ -56,6 +56,26 @@
  * peers {} -> {peers: [{peer_id, addr, host, domain, alive, evict_mode,
  *       tiers: [{tier, capacity, used}], last_heartbeat}]}
  *
+ * ---- master, snapshots (mc-snapshot) ----
+ *
+ * snapshot_save {stream?=false}
+ *   -> {path, created, objects, size}  [+ size raw bytes when stream]
+ *   Writes a snapshot now (a forked child writes it from a copy-on-write
+ *   image; the master keeps serving) into --snapshot-dir, or to a
+ *   temporary file when there is none and stream is set; answers when the
+ *   file is complete. With stream the file's bytes follow as the bulk.
+ *   Errors: unavailable (no --snapshot-dir and no stream), busy (one is
+ *   being written), system (the child failed; msg says why).
+ * snapshot_restore {len, force?=false} + len raw bytes of a snapshot file
+ *   -> {objects, peers, tenants}
+ *   Loads the file into this master. Errors: exists (the master holds
+ *   objects; use force to replace them), proto (the file is bad: msg says
+ *   what; nothing of it stays loaded).
+ * snapshot_status {}
+ *   -> {dir, interval_ms, keep, in_progress: bool, restoring: bool,
+ *       last: {path, created, objects, size, millis} | nil,
+ *       reconcile_deadline: ms | 0}
+ *
  * ---- master, peer-facing ----
  *
  * peer_register {addr, host, domain, evict_mode?="local",
@@ -66,6 +86,15 @@
  * peer_heartbeat {peer_id, tiers: [{tier, capacity, used}]} -> {}
  *   Errors: not_found (unknown peer: register again).
  * peer_unregister {peer_id} -> {}
+ * peer_inventory {peer_id, items: [{tenant, key, tier, size, version,
+ *                 checksum}], done: bool} -> {kept, adopted, dropped}
+ *   After every registration a peer reports what it holds, at most
+ *   MC_INVENTORY_CHUNK items a call, the last with done=true. The master
+ *   confirms a replica it knew (same size, version, checksum), adopts a
+ *   complete copy of an object it does not know, and drops (and tells the
+ *   peer to drop) a copy that disagrees with its metadata. After a
+ *   restore, replicas that no live peer confirms within
+ *   --reconcile-timeout are dropped; objects left without any are erased.
  * Master -> peer notification on the peer's control connection:
  *   drop {items: [{tenant, key, version}]}
  *   The peer frees its copy of each key whose stored version is <= version.
@@ -91,5 +120,6 @@
 #define MC_REPLICAS_MAX 16
 #define MC_DEFAULT_TENANT "default"
 #define MC_DEFAULT_TYPE "general"
+#define MC_INVENTORY_CHUNK 1024
 
 #endif
