@@ -12,7 +12,8 @@
  *            they do not know)
  *   trailer  one uncompressed msgpack map:
  *            {records: N, checksum: XXH3-64 of the payload bytes
- *             exactly as stored (compressed)}
+ *             exactly as stored (compressed),
+ *             header_checksum: XXH3-64 of the header bytes as stored}
  *
  * Every record and the header/trailer pass mc_wire_check() with
  * MC_SNAP_MAX_RECORD before they are decoded. A reader reports the first
