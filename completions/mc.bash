@@ -99,9 +99,9 @@ complete -F _mc_cli mc-cli
 
 _mc_master()
 {
-	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--put-timeout']=DURATION ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
+	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --put-timeout --config --max-conns --log-level --help --version --list-options' '' kinds copts
+	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --reconcile-timeout --master-id --config --max-conns --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_master mc-master
 
@@ -112,3 +112,11 @@ _mc_peer()
 	_mc_complete '--master --listen --dram --http --ready-fd --domain --host-id --advertise --fault-inject --max-conns --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_peer mc-peer
+
+_mc_snapshot()
+{
+	local -A kinds=( ['--master']=ADDR ['--timeout']=DURATION ['--output']=FILE ['--keep']=N )
+	local -A copts=( )
+	_mc_complete '--master --timeout --output --force --keep --json --verbose --help --version --list-options' 'save restore verify inspect ls prune' kinds copts
+}
+complete -F _mc_snapshot mc-snapshot

@@ -1,0 +1,370 @@
+/*
+ * The commands that talk to the master: save and restore.
+ *
+ * Both move a whole snapshot file over one connection as a bulk: save
+ * -o reads the master's reply bulk in chunks straight into a temporary
+ * file, restore writes the file to the socket in chunks after the
+ * request header. Neither holds the file in memory, and both can show
+ * how far they got.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mc/addr.h"
+#include "mc/json.h"
+#include "mc/log.h"
+#include "mc/parse.h"
+#include "mc/rpcc.h"
+#include "mc/snapshot.h"
+#include "mc/wire.h"
+#include "snap.h"
+
+#define CHUNK (1u << 20)
+
+static struct mc_rpcc *
+connect_master(void)
+{
+	const char *addr = sc.master != NULL && *sc.master ? sc.master : MC_DEFAULT_MASTER;
+	struct mc_err err = { 0 };
+	struct mc_rpcc *r;
+
+	r = mc_rpcc_connect(addr, (int)sc.timeout_ms, &err);
+	if (r == NULL)
+		snap_fail(&err, "connect to the master");
+	return r;
+}
+
+static void
+pack_save(msgpack_packer *pk, void *arg)
+{
+	bool stream = *(bool *)arg;
+
+	msgpack_pack_map(pk, stream ? 1 : 0);
+	if (stream)
+		mc_pack_kv_bool(pk, "stream", true);
+}
+
+static int
+write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The directory of path, for the temporary that becomes it. */
+static void
+dir_of(const char *path, char *buf, size_t cap)
+{
+	const char *s = strrchr(path, '/');
+
+	if (s == NULL)
+		snprintf(buf, cap, ".");
+	else if (s == path)
+		snprintf(buf, cap, "/");
+	else
+		snprintf(buf, cap, "%.*s", (int)(s - path), path);
+}
+
+/*
+ * The reply's bulk into fd, chunk by chunk. On failure the message is
+ * in err (the caller removes its temporary before exiting).
+ */
+static int
+receive_bulk(struct mc_rpcc *r, uint64_t len, int fd, const char *dest, struct mc_err *err)
+{
+	struct progress pg;
+	uint64_t done = 0;
+	char *buf = malloc(CHUNK);
+
+	if (buf == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot save a snapshot: out of memory");
+	progress_start(&pg, "save", len);
+	while (done < len) {
+		size_t k = len - done < CHUNK ? (size_t)(len - done) : CHUNK;
+
+		if (mc_rpcc_read_bulk(r, buf, k, err) < 0)
+			break;
+		if (write_all(fd, buf, k) < 0) {
+			mc_err_set(err, MC_ERR_SYSTEM, "cannot write '%s': %s", dest,
+				   snap_strerror(errno));
+			break;
+		}
+		done += k;
+		progress_update(&pg, done);
+	}
+	progress_end(&pg);
+	free(buf);
+	return done == len ? 0 : -1;
+}
+
+static void
+print_saved(const char *path, const msgpack_object *body, uint64_t size)
+{
+	uint64_t objects = 0, created = 0;
+	char sz[32];
+
+	mc_map_u64(body, "objects", &objects, NULL);
+	mc_map_u64(body, "created", &created, NULL);
+	if (sc.json) {
+		printf("{\"path\":");
+		mc_json_write_str(stdout, path, strlen(path));
+		printf(",\"created\":%" PRIu64 ",\"objects\":%" PRIu64 ",\"size\":%" PRIu64 "}\n",
+		       created, objects, size);
+		return;
+	}
+	printf("%s: %" PRIu64 " objects, %s\n", path, objects, mc_fmt_size(size, sz, sizeof(sz)));
+}
+
+/* save -o FILE|-: the master streams the file back as the reply's bulk. */
+static int
+save_stream(struct mc_rpcc *r)
+{
+	bool to_stdout = strcmp(sc.out, "-") == 0, stream = true;
+	struct mc_err err = { 0 };
+	struct mc_msg resp;
+	char dir[4096], tmp[4200];
+	uint64_t n = 0;
+	int fd;
+
+	if (to_stdout && isatty(STDOUT_FILENO))
+		mc_die(MC_EXIT_USAGE, "refusing to write a snapshot to a terminal; use -o FILE");
+	if (mc_rpcc_call(r, "snapshot_save", pack_save, &stream, &resp, &err) < 0)
+		snap_fail(&err, "save a snapshot");
+	if (!resp.has_bulk)
+		mc_die(MC_EXIT_SOFTWARE, "cannot save a snapshot: %s sent no file",
+		       mc_rpcc_addr(r));
+	if (to_stdout) {
+		if (receive_bulk(r, resp.bulk_len, STDOUT_FILENO, "stdout", &err) < 0)
+			snap_fail(&err, "save a snapshot");
+		mc_msg_release(&resp);
+		return MC_EXIT_OK;
+	}
+	dir_of(sc.out, dir, sizeof(dir));
+	fd = mc_snap_create_tmp(dir, tmp, sizeof(tmp), &err);
+	if (fd < 0)
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", sc.out, err.msg);
+	if (receive_bulk(r, resp.bulk_len, fd, sc.out, &err) < 0) {
+		close(fd);
+		unlink(tmp);
+		snap_fail(&err, "save a snapshot");
+	}
+	/*
+	 * Check what arrived before it takes the final name: a file that
+	 * looks complete must be complete.
+	 */
+	if (lseek(fd, 0, SEEK_SET) < 0 || mc_snap_verify_fd(fd, NULL, &n, &err) < 0) {
+		close(fd);
+		unlink(tmp);
+		if (err.code == MC_ERR_PROTO || err.code == MC_ERR_CHECKSUM)
+			mc_die(MC_EXIT_DATAERR, "the snapshot %s sent is bad: %s", mc_rpcc_addr(r),
+			       err.msg);
+		mc_die(MC_EXIT_FAIL, "cannot check '%s': %s", tmp, err.msg);
+	}
+	if (mc_snap_commit(fd, tmp, sc.out, &err) < 0)
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", sc.out, err.msg);
+	print_saved(sc.out, resp.body, resp.bulk_len);
+	mc_msg_release(&resp);
+	return MC_EXIT_OK;
+}
+
+int
+cmd_save(int argc, char **argv)
+{
+	struct mc_err err = { 0 };
+	struct mc_rpcc *r;
+	struct mc_msg resp;
+	const char *path;
+	size_t plen = 0;
+	bool stream = false;
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	r = connect_master();
+	if (sc.out != NULL) {
+		rc = save_stream(r);
+		mc_rpcc_close(r);
+		return rc;
+	}
+	if (mc_rpcc_call(r, "snapshot_save", pack_save, &stream, &resp, &err) < 0)
+		snap_fail(&err, "save a snapshot");
+	if (sc.json) {
+		mc_json_write(stdout, resp.body);
+		putchar('\n');
+	} else if (mc_map_str(resp.body, "path", &path, &plen, NULL) == 1) {
+		printf("%.*s\n", (int)plen, path);
+	} else {
+		mc_die(MC_EXIT_SOFTWARE, "cannot save a snapshot: %s named no file",
+		       mc_rpcc_addr(r));
+	}
+	mc_msg_release(&resp);
+	mc_rpcc_close(r);
+	return MC_EXIT_OK;
+}
+
+struct restore_args {
+	uint64_t len;
+	bool force;
+};
+
+static void
+pack_restore(msgpack_packer *pk, void *arg)
+{
+	const struct restore_args *a = arg;
+
+	msgpack_pack_map(pk, a->force ? 2 : 1);
+	mc_pack_kv_u64(pk, "len", a->len);
+	if (a->force)
+		mc_pack_kv_bool(pk, "force", true);
+}
+
+/* The file's bytes after the request header, straight to the socket. */
+static int
+send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_err *err)
+{
+	struct progress pg;
+	uint64_t done = 0;
+	char *buf = malloc(CHUNK);
+	int sock = mc_rpcc_fd(r), rc = -1;
+
+	if (buf == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot restore '%s': out of memory", path);
+	progress_start(&pg, "restore", len);
+	while (done < len) {
+		size_t want = len - done < CHUNK ? (size_t)(len - done) : CHUNK, off = 0;
+		ssize_t n = read(fd, buf, want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* the file shrank under us: the length already went out */
+			mc_err_set(err, MC_ERR_SYSTEM, "cannot read '%s': %s", path,
+				   n < 0 ? snap_strerror(errno) : "it shrank while being sent");
+			goto out;
+		}
+		while (off < (size_t)n) {
+			ssize_t w = send(sock, buf + off, (size_t)n - off, MSG_NOSIGNAL);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				mc_err_set(err,
+					   errno == EAGAIN ? MC_ERR_TIMEOUT : MC_ERR_UNAVAILABLE,
+					   "cannot send '%s' to %s: %s", path, mc_rpcc_addr(r),
+					   errno == EAGAIN ? "timed out" : snap_strerror(errno));
+				goto out;
+			}
+			off += (size_t)w;
+		}
+		done += (uint64_t)n;
+		progress_update(&pg, done);
+	}
+	rc = 0;
+out:
+	progress_end(&pg);
+	free(buf);
+	return rc;
+}
+
+static void restore_fail(const char *path, struct mc_err *err) __attribute__((noreturn));
+
+static void
+restore_fail(const char *path, struct mc_err *err)
+{
+	if (err->code == MC_ERR_EXISTS)
+		mc_die(MC_EXIT_FAIL, "cannot restore '%s': the master holds objects (use --force)",
+		       path);
+	if (err->code == MC_ERR_PROTO)
+		mc_die(MC_EXIT_DATAERR, "cannot restore '%s': %s", path, err->msg);
+	if (strncmp(err->msg, "cannot ", 7) == 0)
+		mc_die(mc_status_exit_code(err->code), "%s", err->msg);
+	mc_die(mc_status_exit_code(err->code), "cannot restore '%s': %s", path, err->msg);
+}
+
+int
+cmd_restore(int argc, char **argv)
+{
+	const char *path = argv[0];
+	struct restore_args a = { 0 };
+	struct mc_err err = { 0 }, serr = { 0 };
+	struct mc_rpcc *r;
+	struct mc_msg resp;
+	struct progress pg;
+	struct mc_snap_header h;
+	struct mc_snap_reader *rd;
+	const msgpack_object *rec;
+	uint64_t objects = 0, peers = 0, tenants = 0;
+	struct stat st;
+	int fd, rc;
+
+	(void)argc;
+	fd = snap_open_input(path, &a.len);
+	/* the length goes out before the bytes, so it must be known */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		mc_die(MC_EXIT_FAIL, "cannot restore '%s': not a regular file", path);
+	/* a bad file is refused here, with the reason, before the master sees it */
+	progress_start(&pg, "verify", a.len);
+	rd = mc_snap_reader_open(fd, &h, &err);
+	rc = -1;
+	if (rd != NULL) {
+		uint64_t n = 0;
+
+		while ((rc = mc_snap_reader_next(rd, &rec, &err)) > 0)
+			if (++n % 4096 == 0)
+				progress_update(&pg, mc_snap_reader_offset(rd));
+		mc_snap_reader_close(rd);
+	}
+	progress_end(&pg);
+	if (rc < 0)
+		snap_read_fail(path, &err);
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, snap_strerror(errno));
+
+	a.force = sc.force;
+	r = connect_master();
+	if (mc_rpcc_send(r, "snapshot_restore", pack_restore, &a, NULL, 0, &err) < 0 ||
+	    mc_rpcc_flush(r, &err) < 0)
+		restore_fail(path, &err);
+	if (send_file(r, fd, a.len, path, &serr) < 0) {
+		/*
+		 * The master may have refused early and closed: its answer
+		 * says more than our broken pipe does.
+		 */
+		if (mc_rpcc_recv(r, &resp, &err) == 0 && mc_msg_error(&resp, &err) < 0)
+			restore_fail(path, &err);
+		restore_fail(path, &serr);
+	}
+	close(fd);
+	if (mc_rpcc_recv(r, &resp, &err) < 0)
+		restore_fail(path, &err);
+	if (mc_msg_error(&resp, &err) < 0)
+		restore_fail(path, &err);
+	if (sc.json) {
+		mc_json_write(stdout, resp.body);
+		putchar('\n');
+	} else {
+		mc_map_u64(resp.body, "objects", &objects, NULL);
+		mc_map_u64(resp.body, "peers", &peers, NULL);
+		mc_map_u64(resp.body, "tenants", &tenants, NULL);
+		printf("restored %s: %" PRIu64 " objects, %" PRIu64 " peers, %" PRIu64 " tenants\n",
+		       path, objects, peers, tenants);
+	}
+	mc_msg_release(&resp);
+	mc_rpcc_close(r);
+	return MC_EXIT_OK;
+}

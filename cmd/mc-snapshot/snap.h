@@ -1,0 +1,72 @@
+/*
+ * mc-snapshot internals: the options every command sees, the commands,
+ * the progress line and the helpers that turn a failure into one line
+ * on stderr and an exit status.
+ */
+#ifndef MC_SNAPSHOT_TOOL_H
+#define MC_SNAPSHOT_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/err.h"
+
+struct snapctl {
+	const char *master;
+	uint64_t timeout_ms;
+	const char *out; /* save -o */
+	bool force;	 /* restore */
+	bool json;
+	bool verbose;
+	int keep; /* prune; 0 when not given */
+};
+
+extern struct snapctl sc;
+
+/* Commands: positional arguments only (options are parsed already). */
+int cmd_save(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+
+/*
+ * A "\r..." line on stderr while a long read or write runs, redrawn at
+ * most four times a second, and only when stderr is a terminal: under
+ * cron the tool is silent unless something fails.
+ */
+struct progress {
+	bool on, shown;
+	const char *label;
+	uint64_t total; /* 0 when unknown (a pipe) */
+	uint64_t next_ns;
+};
+
+void progress_start(struct progress *p, const char *label, uint64_t total);
+void progress_update(struct progress *p, uint64_t done);
+/* Erase the line, so what follows starts on a clean one. */
+void progress_end(struct progress *p);
+
+/*
+ * Open a snapshot file to read ("-": stdin); *size is its length, or 0
+ * when it has none (a pipe). Exits 1 with a message when it cannot.
+ */
+int snap_open_input(const char *path, uint64_t *size);
+/* A reader failure on path: exit 65 for bad data, 1 for the rest. */
+void snap_read_fail(const char *path, const struct mc_err *err) __attribute__((noreturn));
+
+/* strerror(e) in the project's lowercase voice (a static buffer). */
+const char *snap_strerror(int e);
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" for ms since the epoch; buf of 32. */
+char *snap_iso_time(uint64_t ms, char *buf, size_t cap);
+/* The directory ls and prune use: the argument, $MC_SNAPSHOT_DIR, or ".". */
+const char *snap_dir(int argc, char **argv);
+/*
+ * Report err and exit with its status: its own sentence when it starts
+ * with "cannot", else "cannot VERB: MSG".
+ */
+void snap_fail(const struct mc_err *err, const char *verb) __attribute__((noreturn));
+
+#endif
