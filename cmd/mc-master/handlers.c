@@ -1024,11 +1024,14 @@ h_stat(struct mc_req *req)
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++) {
 		const struct peer *p = peers_find(&m->peers, v[i].peer);
-		msgpack_pack_map(pk, 8);
+		/* A replica from a restored snapshot that no peer confirmed yet. */
+		const struct ghost *gh = p == NULL ? recon_ghost(&m->recon, v[i].peer) : NULL;
+		msgpack_pack_map(pk, 9);
 		mc_pack_kv_u64(pk, "replica_id", v[i].id);
 		mc_pack_kv_u64(pk, "peer_id", v[i].peer);
-		mc_pack_kv_str(pk, "addr", p != NULL ? p->addr : "");
-		mc_pack_kv_str(pk, "host", p != NULL ? p->host : "");
+		mc_pack_kv_str(pk, "addr", p != NULL ? p->addr : gh != NULL ? gh->addr : "");
+		mc_pack_kv_str(pk, "host", p != NULL ? p->host : gh != NULL ? gh->host : "");
+		mc_pack_kv_bool(pk, "confirmed", p != NULL);
 		mc_pack_kv_str(pk, "tier", tier_name(v[i].tier));
 		mc_pack_kv_str(pk, "state", v[i].state == REP_COMPLETE ? "complete" : "processing");
 		mc_pack_kv_u64(pk, "version", v[i].version);
@@ -1195,6 +1198,7 @@ h_peer_register(struct mc_req *req)
 	mc_info("peer %u registered: %s host %s domain %s dram %llu ssd %llu", id, p->addr, p->host,
 		p->domain[0] ? p->domain : "-", (unsigned long long)p->tiers[TIER_DRAM].capacity,
 		(unsigned long long)p->tiers[TIER_SSD].capacity);
+	recon_peer_registered(m, p);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 3);
 	mc_pack_kv_u64(pk, "peer_id", id);
@@ -1305,5 +1309,9 @@ const struct mc_method master_methods[] = {
 	{ "peer_register", h_peer_register },
 	{ "peer_heartbeat", h_peer_heartbeat },
 	{ "peer_unregister", h_peer_unregister },
+	{ "peer_inventory", h_peer_inventory },
+	{ "snapshot_save", h_snapshot_save },
+	{ "snapshot_restore", h_snapshot_restore },
+	{ "snapshot_status", h_snapshot_status },
 	{ NULL, NULL },
 };

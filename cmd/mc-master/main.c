@@ -2,6 +2,7 @@
  * mc-master: the metadata daemon. Options, start-up and the event loop;
  * the work is in store.c, peers.c, placement.c, ops.c and handlers.c.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +31,49 @@ set_positive_duration(const char *v, void *target, char *why)
 	return 0;
 }
 
+static int
+set_master_id(const char *v, void *target, char *why)
+{
+	size_t len = strlen(v);
+
+	if (len == 0 || len >= 64) {
+		snprintf(why, 200, "must be 1 to 63 characters");
+		return -1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] <= ' ' || v[i] > '~') {
+			snprintf(why, 200, "must be printable ASCII without spaces");
+			return -1;
+		}
+	}
+	*(const char **)target = v;
+	return 0;
+}
+
+/* A master id nobody else picked: 64 random bits in hex. */
+static void
+random_id(char *buf, size_t cap)
+{
+	uint64_t v = 0;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		v = mc_mono_ns() ^ ((uint64_t)getpid() << 32) ^ mc_now_ms();
+	if (fd >= 0)
+		close(fd);
+	snprintf(buf, cap, "%016llx", (unsigned long long)v);
+}
+
 static void
 sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct master *m = arg;
+
 	(void)fd;
 	(void)what;
-	ops_sweep(arg);
+	ops_sweep(m);
+	msnap_poll(m);
+	recon_sweep(m);
 }
 
 static void
@@ -64,6 +102,8 @@ main(int argc, char **argv)
 	m.cfg.lease_ttl = 10000;
 	m.cfg.peer_ttl = 10000;
 	m.cfg.put_timeout = 60000;
+	m.cfg.snapshot_keep = 3;
+	m.cfg.reconcile_timeout = 30000;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -78,6 +118,21 @@ main(int argc, char **argv)
 		{ "put-timeout", 0, "DURATION", NULL,
 		  "discard writes unfinished after this long (default 60s)", set_positive_duration,
 		  &m.cfg.put_timeout },
+		{ "snapshot-dir", 0, "DIR", NULL, "write snapshots into DIR", mc_set_str,
+		  &m.cfg.snapshot_dir },
+		{ "snapshot-interval", 0, "DURATION", NULL,
+		  "take a snapshot this often (default off)", set_positive_duration,
+		  &m.cfg.snapshot_interval },
+		{ "snapshot-keep", 0, "N", NULL, "snapshots kept in --snapshot-dir (default 3)",
+		  mc_set_positive_int, &m.cfg.snapshot_keep },
+		{ "restore", 0, "FILE", NULL,
+		  "load a snapshot at start (\"latest\": the newest in --snapshot-dir)", mc_set_str,
+		  &m.cfg.restore },
+		{ "reconcile-timeout", 0, "DURATION", NULL,
+		  "after a restore, drop replicas no peer confirmed by then (default 30s)",
+		  set_positive_duration, &m.cfg.reconcile_timeout },
+		{ "master-id", 0, "STR", NULL, "name written into snapshots (default random)",
+		  set_master_id, &m.cfg.master_id },
 		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE", mc_set_str,
 		  &m.cfg.config },
 		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
@@ -104,6 +159,19 @@ main(int argc, char **argv)
 		mc_complain("invalid --listen '%s': %s", m.cfg.listen, err.msg);
 		return MC_EXIT_USAGE;
 	}
+	if (m.cfg.restore != NULL && strcmp(m.cfg.restore, "latest") == 0 &&
+	    m.cfg.snapshot_dir == NULL) {
+		mc_complain("invalid --restore 'latest': needs --snapshot-dir");
+		return MC_EXIT_USAGE;
+	}
+	if (m.cfg.snapshot_interval > 0 && m.cfg.snapshot_dir == NULL) {
+		mc_complain("invalid --snapshot-interval: needs --snapshot-dir");
+		return MC_EXIT_USAGE;
+	}
+	if (m.cfg.master_id != NULL)
+		snprintf(m.master_id, sizeof(m.master_id), "%s", m.cfg.master_id);
+	else
+		random_id(m.master_id, sizeof(m.master_id));
 
 	m.started_ms = mc_mono_ns() / 1000000;
 	m.base = event_base_new();
@@ -119,6 +187,14 @@ main(int argc, char **argv)
 		mc_complain("cannot start: out of memory for metrics");
 		goto out;
 	}
+	if (msnap_init(&m, &err) != 0) {
+		mc_complain("cannot start snapshots: %s", err.msg);
+		goto out;
+	}
+	/* Restore before listening: nobody sees a half-loaded master. */
+	if (m.cfg.restore != NULL && (status = msnap_restore_startup(&m)) != 0)
+		goto out;
+	status = MC_EXIT_SOFTWARE;
 	ops.methods = master_methods;
 	ops.ctx = &m;
 	ops.on_close = master_on_close;
@@ -159,6 +235,7 @@ main(int argc, char **argv)
 	}
 	status = MC_EXIT_OK;
 out:
+	msnap_free(&m);
 	if (m.server != NULL)
 		mc_server_free(m.server);
 	if (m.http != NULL)
@@ -170,6 +247,7 @@ out:
 	if (sigint != NULL)
 		event_free(sigint);
 	mmetrics_free(&m.mx);
+	recon_free(&m.recon);
 	peers_free(&m.peers);
 	store_free(&m.store);
 	event_base_free(m.base);

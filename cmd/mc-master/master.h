@@ -13,7 +13,9 @@
 #include "mc/metrics.h"
 #include "mc/proto.h"
 #include "mmetrics.h"
+#include "msnap.h"
 #include "peers.h"
+#include "reconcile.h"
 #include "store.h"
 
 #define MASTER_VERSION "0.1.0"
@@ -27,6 +29,12 @@ struct master_cfg {
 	uint64_t lease_ttl;   /* ms */
 	uint64_t peer_ttl;    /* ms */
 	uint64_t put_timeout; /* ms */
+	const char *snapshot_dir;
+	uint64_t snapshot_interval; /* ms; 0: no periodic snapshots */
+	int snapshot_keep;
+	const char *restore;	    /* FILE, "latest" or NULL */
+	uint64_t reconcile_timeout; /* ms */
+	const char *master_id;
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
@@ -46,6 +54,9 @@ struct master {
 	struct store store;
 	struct peers peers;
 	struct mmetrics mx;
+	struct msnap snap;
+	struct recon recon;
+	char master_id[64];
 	uint64_t started_ms;
 };
 

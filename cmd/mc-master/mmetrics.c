@@ -28,6 +28,10 @@ const char *const method_names[M_COUNT] = {
 	[M_PEER_REGISTER] = "peer_register",
 	[M_PEER_HEARTBEAT] = "peer_heartbeat",
 	[M_PEER_UNREGISTER] = "peer_unregister",
+	[M_PEER_INVENTORY] = "peer_inventory",
+	[M_SNAPSHOT_SAVE] = "snapshot_save",
+	[M_SNAPSHOT_RESTORE] = "snapshot_restore",
+	[M_SNAPSHOT_STATUS] = "snapshot_status",
 };
 
 static void

@@ -64,8 +64,9 @@
  *   image; the master keeps serving) into --snapshot-dir, or to a
  *   temporary file when there is none and stream is set; answers when the
  *   file is complete. With stream the file's bytes follow as the bulk.
- *   Errors: unavailable (no --snapshot-dir and no stream), busy (one is
- *   being written), system (the child failed; msg says why).
+ *   A request that arrives while one is being written waits for it and
+ *   gets the same answer. Errors: unavailable (no --snapshot-dir and no
+ *   stream), system (the child failed; msg says why).
  * snapshot_restore {len, force?=false} + len raw bytes of a snapshot file
  *   -> {objects, peers, tenants}
  *   Loads the file into this master. Errors: exists (the master holds

@@ -1,0 +1,397 @@
+/*
+ * Ghost peers, peer inventories and the reconcile deadline.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "mc/wire.h"
+#include "master.h"
+#include "ops.h"
+#include "reconcile.h"
+
+/* Items in one peer_inventory call (peers send MC_INVENTORY_CHUNK). */
+#define INVENTORY_MAX (16 * MC_INVENTORY_CHUNK)
+
+struct inv_item {
+	const char *tenant, *key;
+	size_t tlen, klen;
+	int tier;
+	uint64_t size, version, checksum;
+};
+
+struct inv_count {
+	uint64_t kept, adopted, dropped, skipped;
+};
+
+void
+recon_free(struct recon *r)
+{
+	free(r->ghosts);
+	memset(r, 0, sizeof(*r));
+}
+
+struct ghost *
+recon_ghost(const struct recon *r, uint32_t id)
+{
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->ghosts[i].id == id)
+			return &r->ghosts[i];
+	return NULL;
+}
+
+void
+recon_install(struct master *m, struct ghost *v, uint32_t n)
+{
+	recon_free(&m->recon);
+	m->recon.ghosts = v;
+	m->recon.n = n;
+	if (n > 0)
+		m->recon.deadline = mc_add_sat(mc_now_ms(), m->cfg.reconcile_timeout);
+	for (uint32_t i = 0; i < n; i++) {
+		/* A peer already live at that address claims its ghost now. */
+		const struct peer *p = peers_find_addr(&m->peers, v[i].addr);
+		if (p != NULL)
+			v[i].new_id = p->id;
+	}
+}
+
+void
+recon_peer_registered(struct master *m, const struct peer *p)
+{
+	for (uint32_t i = 0; i < m->recon.n; i++) {
+		struct ghost *g = &m->recon.ghosts[i];
+		if (strcmp(g->addr, p->addr) != 0)
+			continue;
+		g->new_id = p->id;
+		mc_info("peer %u (%s) takes over snapshot peer %u; waiting for its inventory",
+			p->id, p->addr, g->id);
+	}
+}
+
+static void
+ghost_del(struct recon *r, struct ghost *g)
+{
+	*g = r->ghosts[--r->n];
+	if (r->n == 0) {
+		free(r->ghosts);
+		r->ghosts = NULL;
+		r->deadline = 0;
+	}
+}
+
+/*
+ * Drop the replicas still carrying a ghost id (only that ghost's when
+ * g is non-NULL, else every replica on a peer that is not registered);
+ * objects left without a replica are erased.
+ */
+static void
+drop_unconfirmed(struct master *m, const struct ghost *g, size_t *reps, size_t *erased)
+{
+	size_t cur = 0;
+	struct mobj *o;
+
+	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+		bool hit = false;
+
+		for (unsigned i = o->nrep; i-- > 0;) {
+			uint32_t peer = obj_reps(o)[i].peer;
+			if (g != NULL ? peer != g->id : peers_find(&m->peers, peer) != NULL)
+				continue;
+			/* Nobody holds it for sure, so nobody to notify. */
+			store_rep_del(o, i);
+			(*reps)++;
+			hit = true;
+		}
+		if (hit && ops_settle(m, o, &cur))
+			(*erased)++;
+	}
+}
+
+void
+recon_sweep(struct master *m)
+{
+	size_t reps = 0, erased = 0;
+
+	if (m->recon.deadline == 0 || mc_now_ms() < m->recon.deadline)
+		return;
+	drop_unconfirmed(m, NULL, &reps, &erased);
+	mc_info("reconcile timeout: %zu unconfirmed replicas dropped, %zu objects erased", reps,
+		erased);
+	free(m->recon.ghosts);
+	memset(&m->recon, 0, sizeof(m->recon));
+}
+
+/* Names end up in logs and metric labels: printable ASCII, no spaces. */
+static bool
+valid_name(const char *s, size_t len)
+{
+	if (len == 0 || len > MC_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return false;
+	return true;
+}
+
+static int
+item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
+{
+	const char *tier;
+	size_t len;
+
+	if (e->type != MSGPACK_OBJECT_MAP)
+		return mc_err_set(err, MC_ERR_INVALID, "item is not a map");
+	if (mc_map_str(e, "tenant", &it->tenant, &it->tlen, err) != 1 ||
+	    !valid_name(it->tenant, it->tlen))
+		return mc_err_set(err, MC_ERR_INVALID, "item needs a valid 'tenant'");
+	if (mc_map_str(e, "key", &it->key, &it->klen, err) != 1 || it->klen == 0 ||
+	    it->klen > MC_KEY_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "item needs a 'key' of 1..%d bytes",
+				  MC_KEY_MAX);
+	it->tier = TIER_DRAM;
+	if (mc_map_str(e, "tier", &tier, &len, err) == 1 && (it->tier = tier_parse(tier, len)) < 0)
+		return mc_err_set(err, MC_ERR_INVALID, "item has an unknown tier");
+	if (mc_map_u64(e, "size", &it->size, err) != 1 ||
+	    mc_map_u64(e, "version", &it->version, err) != 1 ||
+	    mc_map_u64(e, "checksum", &it->checksum, err) != 1)
+		return mc_err_set(err, MC_ERR_INVALID, "item needs size, version and checksum");
+	if (it->version == 0)
+		return mc_err_set(err, MC_ERR_INVALID, "item version 0");
+	return 0;
+}
+
+/* Index of o's replica that this peer holds (directly or as a ghost), or -1. */
+static int
+find_rep(const struct master *m, const struct mobj *o, const struct peer *p)
+{
+	const struct mrep *v = obj_creps(o);
+
+	for (unsigned i = 0; i < o->nrep; i++) {
+		if (v[i].peer == p->id)
+			return (int)i;
+		const struct ghost *g = recon_ghost(&m->recon, v[i].peer);
+		if (g != NULL && g->new_id == p->id)
+			return (int)i;
+	}
+	return -1;
+}
+
+static bool
+has_live_rep(const struct master *m, const struct mobj *o)
+{
+	const struct mrep *v = obj_creps(o);
+
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (peers_find(&m->peers, v[i].peer) != NULL)
+			return true;
+	return false;
+}
+
+/* A COMPLETE replica of the object's version on p; -1 when out of room. */
+static int
+add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
+{
+	struct mrep *r = ops_rep_new(m, o, p->id, tier, o->version, o->size);
+
+	if (r == NULL)
+		return -1;
+	r->state = REP_COMPLETE;
+	return 0;
+}
+
+/* Move a replica onto p (from its ghost, or from another tier of p). */
+static void
+confirm(struct master *m, struct mobj *o, struct mrep *r, struct peer *p, int tier)
+{
+	struct peer *was = peers_find(&m->peers, r->peer);
+
+	if (was != NULL) {
+		struct peer_tier *t = &was->tiers[r->tier];
+		t->used = t->used > o->size ? t->used - o->size : 0;
+	}
+	r->peer = p->id;
+	r->tier = (uint8_t)tier;
+	p->tiers[tier].used += o->size;
+}
+
+static void
+adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
+	  const struct inv_item *it, struct inv_count *n)
+{
+	struct mc_err err;
+	uint64_t now = mc_now_ms();
+	struct mobj *o =
+		store_create(&m->store, hash, tenant, it->key, it->klen, it->size, NULL, 0, &err);
+
+	if (o == NULL) {
+		n->skipped++;
+		return;
+	}
+	o->version = it->version;
+	o->checksum = it->checksum;
+	o->type = 0; /* MC_DEFAULT_TYPE is interned first */
+	o->created = now;
+	o->last_access = now;
+	if (add_complete(m, o, p, it->tier) != 0) {
+		store_destroy(&m->store, o);
+		n->skipped++;
+		return;
+	}
+	/* Versions never go backwards, whoever handed this one out. */
+	if (m->store.version_seq < it->version)
+		m->store.version_seq = it->version;
+	n->adopted++;
+}
+
+static void
+inventory_item(struct master *m, struct peer *p, const struct inv_item *it, struct inv_count *n)
+{
+	struct mc_err err;
+	int64_t tenant = store_tenant_intern(&m->store, it->tenant, it->tlen, &err);
+	uint64_t hash;
+	struct mobj *o;
+	int i;
+
+	if (tenant < 0) {
+		n->skipped++;
+		return;
+	}
+	hash = store_key_hash((uint32_t)tenant, it->key, it->klen);
+	o = store_find(&m->store, hash, (uint32_t)tenant, it->key, it->klen);
+	if (o == NULL) {
+		adopt_new(m, p, (uint32_t)tenant, hash, it, n);
+		return;
+	}
+	/* A write in flight owns the object's replicas until it settles. */
+	if (o->writing) {
+		n->skipped++;
+		return;
+	}
+	i = find_rep(m, o, p);
+	if (it->version == o->version && it->size == o->size && it->checksum == o->checksum) {
+		if (i >= 0)
+			confirm(m, o, &obj_reps(o)[i], p, it->tier);
+		else if (add_complete(m, o, p, it->tier) != 0) {
+			n->skipped++;
+			return;
+		}
+		n->kept++;
+		return;
+	}
+	if (it->version > o->version && !has_live_rep(m, o)) {
+		/*
+		 * Rewritten after the snapshot, and nothing confirmed the old
+		 * version yet: the newer copy wins. Unconfirmed copies of the
+		 * old version are forgotten; a peer holding the new one
+		 * confirms it when it reports.
+		 */
+		while (o->nrep > 0)
+			ops_rep_remove(m, o, o->nrep - 1, false);
+		store_resize(&m->store, o, it->size);
+		o->version = it->version;
+		o->checksum = it->checksum;
+		if (add_complete(m, o, p, it->tier) != 0) {
+			ops_obj_erase(m, o, false, NULL);
+			n->skipped++;
+			return;
+		}
+		if (m->store.version_seq < it->version)
+			m->store.version_seq = it->version;
+		n->adopted++;
+		return;
+	}
+	/* A copy that disagrees: forget it here and have the peer free it. */
+	peers_queue_drop(&m->peers, p, o->tenant, o->key, o->key_len, it->version);
+	n->dropped++;
+	if (i >= 0) {
+		ops_rep_remove(m, o, (unsigned)i, false);
+		ops_settle(m, o, NULL);
+	}
+}
+
+/* The peer reported everything: what it did not confirm is not there. */
+static void
+inventory_done(struct master *m, const struct peer *p)
+{
+	for (uint32_t k = 0; k < m->recon.n;) {
+		struct ghost *g = &m->recon.ghosts[k];
+		size_t reps = 0, erased = 0;
+
+		if (g->new_id != p->id) {
+			k++;
+			continue;
+		}
+		drop_unconfirmed(m, g, &reps, &erased);
+		mc_info("peer %u (%s) reconciled: %zu unreported replicas dropped, "
+			"%zu objects erased",
+			p->id, p->addr, reps, erased);
+		ghost_del(&m->recon, g);
+		if (m->recon.n == 0)
+			mc_info("reconciliation complete");
+	}
+}
+
+void
+h_peer_inventory(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	struct inv_count n = { 0, 0, 0, 0 };
+	struct mc_err err;
+	uint64_t id;
+	bool done = false;
+	struct peer *p;
+	const msgpack_object_array *items;
+
+	mmetrics_request(&m->mx, M_PEER_INVENTORY);
+	if (mc_map_u64(req->params, "peer_id", &id, &err) != 1 ||
+	    mc_map_bool(req->params, "done", &done, &err) < 0) {
+		mc_err_set(&err, MC_ERR_INVALID, "peer_inventory needs 'peer_id' and bool 'done'");
+		goto fail;
+	}
+	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
+	if (p == NULL) {
+		mc_err_set(&err, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
+			   (unsigned long long)id);
+		goto fail;
+	}
+	items = mc_map_array(req->params, "items");
+	if (items == NULL && mc_map_get(req->params, "items") != NULL) {
+		mc_err_set(&err, MC_ERR_INVALID, "field 'items' must be an array");
+		goto fail;
+	}
+	if (items != NULL && items->size > INVENTORY_MAX) {
+		mc_err_set(&err, MC_ERR_TOO_LARGE, "%u items in one call, limit %d", items->size,
+			   INVENTORY_MAX);
+		goto fail;
+	}
+	for (uint32_t j = 0; items != NULL && j < items->size; j++) {
+		struct inv_item it;
+
+		if (item_parse(&items->ptr[j], &it, &err) != 0) {
+			n.skipped++;
+			continue;
+		}
+		inventory_item(m, p, &it, &n);
+	}
+	if (n.skipped > 0)
+		mc_warn("peer %u (%s) inventory: %llu items skipped (last: %s)", p->id, p->addr,
+			(unsigned long long)n.skipped, err.msg);
+	if (done)
+		inventory_done(m, p);
+	if (n.adopted + n.dropped > 0 || done)
+		mc_info("peer %u (%s) inventory: %llu kept, %llu adopted, %llu dropped%s", p->id,
+			p->addr, (unsigned long long)n.kept, (unsigned long long)n.adopted,
+			(unsigned long long)n.dropped, done ? " (done)" : "");
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_u64(pk, "kept", n.kept);
+	mc_pack_kv_u64(pk, "adopted", n.adopted);
+	mc_pack_kv_u64(pk, "dropped", n.dropped);
+	mc_reply_end(req);
+	return;
+fail:
+	mmetrics_failure(&m->mx, M_PEER_INVENTORY);
+	mc_reply_mc_err(req, &err);
+}
