@@ -8,6 +8,15 @@
  * A lost link is retried with exponential backoff, 100 ms doubling to
  * 5 s, and each backoff step logs at most one failure, so a master that
  * stays down costs a handful of lines, not one per attempt.
+ *
+ * After every registration the peer reports its inventory, so that a
+ * master that restarted (from a snapshot, or from nothing) learns which
+ * copies exist. The report is a walk over the index sent one chunk at a
+ * time, the next only once the master answered the previous: a peer
+ * holding millions of objects never queues them all on the link, and
+ * the index lock is held for one slice at a time, never while sending.
+ * A registration, a lost link or shutdown abandons a report in progress;
+ * a new one starts after the next registration.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,6 +28,7 @@
 #include <unistd.h>
 
 #include "mc/log.h"
+#include "mc/proto.h"
 #include "mc/wire.h"
 
 #include "peer.h"
@@ -28,6 +38,13 @@
 #define CONNECT_TIMEOUT_MS 3000
 #define REGISTER_TIMEOUT_MS 5000
 #define DEFAULT_HEARTBEAT_MS 1000u
+#define INVENTORY_TIMEOUT_MS 30000
+/*
+ * Key bytes in one inventory chunk at most: with keys of up to 4 KiB, a
+ * full chunk of MC_INVENTORY_CHUNK items could near 5 MiB of msgpack,
+ * which is more than one message should make the master buffer.
+ */
+#define INVENTORY_NAME_BYTES (1u << 20)
 
 enum ctl_state {
 	CTL_IDLE,	 /* waiting for the retry timer */
@@ -53,6 +70,14 @@ struct control {
 	unsigned backoff_ms;
 	unsigned logged_backoff; /* the backoff step whose failure was logged */
 	bool hb_inflight;
+	/* the inventory report in progress (inv_walk != NULL) */
+	struct pindex_walk *inv_walk;
+	struct pobj **inv_items; /* MC_INVENTORY_CHUNK slots */
+	size_t inv_n;		 /* items of the chunk being packed */
+	bool inv_last;
+	uint64_t inv_gen; /* bumped when a report starts or stops */
+	uint64_t inv_sent, inv_kept, inv_adopted, inv_dropped;
+	bool inv_refusal_logged;
 	/* shutdown */
 	void (*done)(void *arg);
 	void *done_arg;
@@ -64,6 +89,8 @@ static const struct mc_method control_methods[] = {
 };
 
 static void start_register(struct control *ctl);
+static void inventory_start(struct control *ctl);
+static void inventory_abort(struct control *ctl);
 
 static struct timeval
 ms_tv(uint64_t ms)
@@ -212,6 +239,7 @@ on_close(struct mc_conn *c, void *ctx)
 	ctl->conn = NULL;
 	ctl->hb_inflight = false;
 	evtimer_del(ctl->hb_ev);
+	inventory_abort(ctl);
 	if (ctl->state == CTL_STOPPED)
 		return;
 	schedule_retry(ctl, "connection closed");
@@ -297,12 +325,14 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 	ctl->state = CTL_REGISTERED;
 	ctl->backoff_ms = BACKOFF_MIN_MS;
 	ctl->logged_backoff = 0;
+	ctl->p->st.registrations++;
 	mc_info("registered with master %s as peer %llu (heartbeat every %llu ms)",
 		ctl->master.text, (unsigned long long)ctl->peer_id,
 		(unsigned long long)ctl->heartbeat_ms);
 	mc_ready_fd_write(ctl->p->ready_fd, ctl->p->bound);
 	ctl->p->ready_fd = -1;
 	schedule_heartbeat(ctl);
+	inventory_start(ctl);
 }
 
 static void
@@ -336,6 +366,7 @@ on_heartbeat(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *
 		mc_warn("master %s does not know peer %llu; registering again", ctl->master.text,
 			(unsigned long long)ctl->peer_id);
 		evtimer_del(ctl->hb_ev);
+		inventory_abort(ctl);
 		start_register(ctl);
 		return;
 	}
@@ -369,6 +400,162 @@ heartbeat_tick(evutil_socket_t unused, short what, void *arg)
 	ctl->hb_inflight = true;
 }
 
+/* ---- the inventory report ---- */
+
+/*
+ * An answer must reach the report it belongs to: a report abandoned on a
+ * link that stays open (re-registration) still has its call in flight.
+ */
+struct inv_ticket {
+	struct control *ctl;
+	uint64_t gen;
+};
+
+static void inventory_send(struct control *ctl);
+
+static void
+inventory_abort(struct control *ctl)
+{
+	ctl->inv_gen++;
+	if (!ctl->inv_walk)
+		return;
+	pindex_walk_end(ctl->inv_walk);
+	ctl->inv_walk = NULL;
+}
+
+static void
+inventory_start(struct control *ctl)
+{
+	struct mc_err err;
+
+	inventory_abort(ctl);
+	ctl->inv_walk = pindex_walk_begin(&ctl->p->index, &err);
+	if (!ctl->inv_walk) {
+		mc_warn("cannot report the inventory to master %s: %s", ctl->master.text, err.msg);
+		return;
+	}
+	ctl->inv_sent = ctl->inv_kept = ctl->inv_adopted = ctl->inv_dropped = 0;
+	inventory_send(ctl);
+}
+
+static void
+pack_inventory(msgpack_packer *pk, void *arg)
+{
+	struct control *ctl = arg;
+	size_t i;
+
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	mc_pack_key(pk, "items");
+	msgpack_pack_array(pk, (uint32_t)ctl->inv_n);
+	for (i = 0; i < ctl->inv_n; i++) {
+		const struct pobj *o = ctl->inv_items[i];
+
+		msgpack_pack_map(pk, 6);
+		mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
+		mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
+		mc_pack_kv_str(pk, "tier", PEER_TIER_DRAM);
+		mc_pack_kv_u64(pk, "size", o->size);
+		mc_pack_kv_u64(pk, "version", o->version);
+		mc_pack_kv_u64(pk, "checksum", o->checksum);
+	}
+	mc_pack_kv_bool(pk, "done", ctl->inv_last);
+}
+
+static void
+inventory_refused(struct control *ctl, const struct mc_err *err)
+{
+	/*
+	 * A master that does not reconcile (an older one answers "unknown
+	 * method") is not asked again until the next registration, and
+	 * said so once: it serves the objects it knows either way.
+	 */
+	if (!ctl->inv_refusal_logged)
+		mc_info("master %s did not take the inventory (%s); not reporting it",
+			ctl->master.text, err->msg);
+	else
+		mc_debug("master %s did not take the inventory (%s)", ctl->master.text, err->msg);
+	ctl->inv_refusal_logged = true;
+	inventory_abort(ctl);
+}
+
+static void
+on_inventory(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *cerr, void *arg)
+{
+	struct inv_ticket *t = arg;
+	struct control *ctl = t->ctl;
+	uint64_t gen = t->gen, kept = 0, adopted = 0, dropped = 0;
+	struct mc_err err;
+
+	free(t);
+	if (c != ctl->conn || gen != ctl->inv_gen || !ctl->inv_walk)
+		return;
+	if (!resp) {
+		/* A closing link is handled by on_close; a silent master is dropped. */
+		if (mc_conn_is_open(c))
+			drop_link(ctl, cerr ? cerr->msg : "no answer to peer_inventory");
+		return;
+	}
+	if (mc_msg_error(resp, &err) < 0) {
+		inventory_refused(ctl, &err);
+		return;
+	}
+	/* Counts are informative: a malformed one is taken as 0, not fatal. */
+	if (mc_map_u64(resp->body, "kept", &kept, &err) < 0)
+		kept = 0;
+	if (mc_map_u64(resp->body, "adopted", &adopted, &err) < 0)
+		adopted = 0;
+	if (mc_map_u64(resp->body, "dropped", &dropped, &err) < 0)
+		dropped = 0;
+	ctl->inv_kept += kept;
+	ctl->inv_adopted += adopted;
+	ctl->inv_dropped += dropped;
+	if (!ctl->inv_last) {
+		inventory_send(ctl);
+		return;
+	}
+	ctl->p->st.inventory_reports++;
+	mc_info("reported %llu objects to the master (kept %llu, adopted %llu, dropped %llu)",
+		(unsigned long long)ctl->inv_sent, (unsigned long long)ctl->inv_kept,
+		(unsigned long long)ctl->inv_adopted, (unsigned long long)ctl->inv_dropped);
+	inventory_abort(ctl);
+}
+
+/* Take the next slice of the walk and send it as one peer_inventory call. */
+static void
+inventory_send(struct control *ctl)
+{
+	struct inv_ticket *t;
+	int r;
+
+	ctl->inv_n = pindex_walk_next(ctl->inv_walk, ctl->inv_items, MC_INVENTORY_CHUNK,
+				      INVENTORY_NAME_BYTES);
+	ctl->inv_last = pindex_walk_over(ctl->inv_walk);
+	t = malloc(sizeof(*t));
+	if (!t) {
+		pindex_release_many(&ctl->p->index, ctl->inv_items, ctl->inv_n);
+		ctl->inv_n = 0;
+		mc_warn("cannot report the inventory to master %s: out of memory",
+			ctl->master.text);
+		inventory_abort(ctl);
+		return;
+	}
+	t->ctl = ctl;
+	t->gen = ctl->inv_gen;
+	r = mc_conn_call(ctl->conn, "peer_inventory", pack_inventory, ctl, INVENTORY_TIMEOUT_MS,
+			 on_inventory, t);
+	/* The call holds packed bytes now; the entries may go. */
+	pindex_release_many(&ctl->p->index, ctl->inv_items, ctl->inv_n);
+	if (r < 0) {
+		free(t);
+		ctl->inv_n = 0;
+		drop_link(ctl, "cannot send peer_inventory");
+		return;
+	}
+	ctl->inv_sent += ctl->inv_n;
+	ctl->inv_n = 0;
+}
+
 struct control *
 control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 {
@@ -387,6 +574,11 @@ control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 	ctl->ops.methods = control_methods;
 	ctl->ops.ctx = p;
 	ctl->ops.on_close = on_close;
+	ctl->inv_items = calloc(MC_INVENTORY_CHUNK, sizeof(*ctl->inv_items));
+	if (!ctl->inv_items) {
+		mc_err_errno(err, "cannot allocate the master link");
+		goto fail;
+	}
 	ctl->retry_ev = evtimer_new(p->base, try_connect, ctl);
 	ctl->hb_ev = evtimer_new(p->base, heartbeat_tick, ctl);
 	if (!ctl->retry_ev || !ctl->hb_ev) {
@@ -462,6 +654,7 @@ control_shutdown(struct control *ctl, int timeout_ms, void (*done)(void *arg), v
 	ctl->done_arg = arg;
 	evtimer_del(ctl->retry_ev);
 	evtimer_del(ctl->hb_ev);
+	inventory_abort(ctl);
 	if (ctl->connect_ev) {
 		event_free(ctl->connect_ev);
 		ctl->connect_ev = NULL;
@@ -496,6 +689,9 @@ control_free(struct control *ctl)
 		ctl->conn = NULL;
 		mc_conn_close(c, false);
 	}
+	/* Before the index goes: the walk's markers sit on its list. */
+	inventory_abort(ctl);
+	free(ctl->inv_items);
 	if (ctl->connect_ev)
 		event_free(ctl->connect_ev);
 	if (ctl->fd >= 0)

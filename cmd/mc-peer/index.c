@@ -39,12 +39,48 @@ pobj_eq(const void *entry, const void *key)
 	       memcmp(o->name + o->tenant_len, l->key, l->klen) == 0;
 }
 
+/* ---- the list of linked entries; lock held ---- */
+
+static void
+list_add_before(struct pobj *at, struct pobj *o)
+{
+	o->prev = at->prev;
+	o->next = at;
+	at->prev->next = o;
+	at->prev = o;
+}
+
+static void
+list_del(struct pobj *o)
+{
+	o->prev->next = o->next;
+	o->next->prev = o->prev;
+	o->prev = o->next = NULL;
+}
+
+static struct pobj *
+marker_new(void)
+{
+	struct pobj *m = calloc(1, sizeof(*m));
+
+	if (m)
+		m->marker = true;
+	return m;
+}
+
 int
 pindex_init(struct pindex *ix, struct arena *a, struct mc_err *err)
 {
 	memset(ix, 0, sizeof(*ix));
-	if (pthread_mutex_init(&ix->mu, NULL) != 0)
+	ix->head = marker_new();
+	if (!ix->head)
+		return mc_err_errno(err, "cannot allocate the placement index");
+	ix->head->prev = ix->head->next = ix->head;
+	if (pthread_mutex_init(&ix->mu, NULL) != 0) {
+		free(ix->head);
+		ix->head = NULL;
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot initialise index lock");
+	}
 	mc_htab_init(&ix->tab);
 	ix->arena = a;
 	return 0;
@@ -69,6 +105,8 @@ pindex_destroy(struct pindex *ix)
 		pobj_free(ix, o);
 	}
 	mc_htab_free(&ix->tab);
+	free(ix->head);
+	ix->head = NULL;
 	pthread_mutex_destroy(&ix->mu);
 }
 
@@ -108,6 +146,7 @@ unlink_locked(struct pindex *ix, struct pobj *o)
 
 	if (mc_htab_remove(&ix->tab, o->hash, pobj_eq, &l) != o)
 		MC_BUG("index entry missing from its table");
+	list_del(o);
 	o->linked = false;
 	ix->objects--;
 	ix->bytes -= o->size;
@@ -141,6 +180,7 @@ pindex_publish(struct pindex *ix, struct pobj *o, struct mc_err *err)
 		pthread_mutex_unlock(&ix->mu);
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot insert into the placement index");
 	}
+	list_add_before(ix->head, o);
 	o->linked = true;
 	ix->objects++;
 	ix->bytes += o->size;
@@ -222,5 +262,123 @@ pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes)
 	pthread_mutex_lock(&ix->mu);
 	*objects = ix->objects;
 	*bytes = ix->bytes;
+	pthread_mutex_unlock(&ix->mu);
+}
+
+/* ---- walks ---- */
+
+/*
+ * A walk is two markers on the list: `at` just before the next entry to
+ * visit, and `end` placed at the tail when the walk began, so that what
+ * is linked later (behind end) is never visited and a busy peer cannot
+ * keep a walk going forever.
+ */
+struct pindex_walk {
+	struct pindex *ix;
+	struct pobj *at;
+	struct pobj *end;
+	bool over;
+};
+
+struct pindex_walk *
+pindex_walk_begin(struct pindex *ix, struct mc_err *err)
+{
+	struct pindex_walk *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		mc_err_errno(err, "cannot allocate an index walk");
+		return NULL;
+	}
+	w->ix = ix;
+	w->at = marker_new();
+	w->end = marker_new();
+	if (!w->at || !w->end) {
+		mc_err_errno(err, "cannot allocate an index walk");
+		goto fail;
+	}
+	pthread_mutex_lock(&ix->mu);
+	list_add_before(ix->head->next, w->at);
+	list_add_before(ix->head, w->end);
+	pthread_mutex_unlock(&ix->mu);
+	return w;
+fail:
+	free(w->at);
+	free(w->end);
+	free(w);
+	return NULL;
+}
+
+size_t
+pindex_walk_next(struct pindex_walk *w, struct pobj **out, size_t max, size_t max_name_bytes)
+{
+	struct pindex *ix = w->ix;
+	struct pobj *o;
+	size_t n = 0, names = 0;
+
+	if (w->over)
+		return 0;
+	pthread_mutex_lock(&ix->mu);
+	while (n < max && names < max_name_bytes) {
+		o = w->at->next;
+		if (o == w->end) {
+			w->over = true;
+			break;
+		}
+		/* Step over o, whatever it is, by moving our marker behind it. */
+		list_del(w->at);
+		list_add_before(o->next, w->at);
+		if (o->marker)
+			continue;
+		o->refs++;
+		out[n++] = o;
+		names += (size_t)o->tenant_len + o->key_len;
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return n;
+}
+
+bool
+pindex_walk_over(struct pindex_walk *w)
+{
+	struct pindex *ix = w->ix;
+	struct pobj *o;
+
+	if (w->over)
+		return true;
+	/* Over when only markers stand between us and our end. */
+	pthread_mutex_lock(&ix->mu);
+	for (o = w->at->next; o != w->end && o->marker; o = o->next)
+		;
+	w->over = o == w->end;
+	pthread_mutex_unlock(&ix->mu);
+	return w->over;
+}
+
+void
+pindex_walk_end(struct pindex_walk *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->ix->mu);
+	list_del(w->at);
+	list_del(w->end);
+	pthread_mutex_unlock(&w->ix->mu);
+	free(w->at);
+	free(w->end);
+	free(w);
+}
+
+void
+pindex_release_many(struct pindex *ix, struct pobj **objs, size_t n)
+{
+	size_t i;
+
+	pthread_mutex_lock(&ix->mu);
+	for (i = 0; i < n; i++) {
+		if (objs[i]->refs == 0)
+			MC_BUG("index entry released once too often");
+		if (--objs[i]->refs == 0)
+			pobj_free(ix, objs[i]);
+	}
 	pthread_mutex_unlock(&ix->mu);
 }

@@ -7,6 +7,12 @@
  * reference while linked) and by each reader holding it; dropping or
  * replacing a copy unlinks it at once, and its arena space goes back
  * only when the last reference does.
+ *
+ * Besides the hash table, linked entries sit on one list in the order
+ * they were linked, so that a walk (the inventory sent to the master)
+ * can take them in slices, letting go of the lock between slices,
+ * without missing an entry that stayed linked the whole time: a hash
+ * table reorders its slots when it grows or deletes, a list does not.
  */
 #ifndef MC_PEER_INDEX_H
 #define MC_PEER_INDEX_H
@@ -27,6 +33,8 @@ struct pindex;
 
 struct pobj {
 	struct pindex *ix; /* so a release callback needs only the entry */
+	/* On the index's list while linked (walk markers sit on it too). */
+	struct pobj *prev, *next;
 	uint64_t hash;
 	uint64_t version;
 	uint64_t size;
@@ -36,6 +44,7 @@ struct pobj {
 	uint32_t refs;
 	uint8_t tier;
 	bool linked;
+	bool marker; /* a walk's place holder, not an object */
 	uint16_t tenant_len;
 	uint16_t key_len;
 	char name[]; /* tenant bytes then key bytes, not NUL-terminated */
@@ -44,6 +53,8 @@ struct pobj {
 struct pindex {
 	pthread_mutex_t mu;
 	struct mc_htab tab;
+	/* Circular list of linked entries, oldest first, around a marker. */
+	struct pobj *head;
 	struct arena *arena;
 	uint64_t objects;
 	uint64_t bytes; /* object bytes held (exact, not page-rounded) */
@@ -86,5 +97,26 @@ int pindex_drop(struct pindex *ix, const char *tenant, size_t tlen, const char *
 		bool has_version, uint64_t max_version);
 
 void pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes);
+
+/*
+ * A walk over the entries linked when it began. Entries linked later
+ * are not visited; an entry unlinked before the walk reaches it is not
+ * either. Any number of walks may run at once.
+ */
+struct pindex_walk;
+
+struct pindex_walk *pindex_walk_begin(struct pindex *ix, struct mc_err *err);
+/*
+ * The next slice: up to max entries, each with a reference the caller
+ * gives back with pindex_release_many, stopping early once the names
+ * taken reach max_name_bytes. Returns how many; 0 means the walk is over.
+ */
+size_t pindex_walk_next(struct pindex_walk *w, struct pobj **out, size_t max,
+			size_t max_name_bytes);
+/* Whether pindex_walk_next has nothing more to give. */
+bool pindex_walk_over(struct pindex_walk *w);
+void pindex_walk_end(struct pindex_walk *w);
+/* pindex_release for n entries under one lock. */
+void pindex_release_many(struct pindex *ix, struct pobj **objs, size_t n);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * mc-peer: the storage daemon. Holds object bytes in one DRAM arena,
  * serves the data plane (write/read/drop) on --listen, and keeps a link
- * to the master (register, heartbeat, drop notifications).
+ * to the master (register, heartbeat, inventory, drop notifications).
  */
 #include <errno.h>
 #include <signal.h>
@@ -122,7 +122,7 @@ static const struct mc_opt_spec spec = {
 struct peer_metrics {
 	struct mc_metrics *reg;
 	struct mc_metric *used, *capacity, *objects, *reads, *writes, *misses, *bytes_in,
-		*bytes_out, *malformed;
+		*bytes_out, *malformed, *registrations, *inventory_reports;
 };
 
 static void
@@ -145,6 +145,8 @@ collect(struct mc_metrics *m, void *arg)
 	mc_metric_set(pm->bytes_in, (double)p->st.bytes_in);
 	mc_metric_set(pm->bytes_out, (double)p->st.bytes_out);
 	mc_metric_set(pm->malformed, (double)cs.malformed);
+	mc_metric_set(pm->registrations, (double)p->st.registrations);
+	mc_metric_set(pm->inventory_reports, (double)p->st.inventory_reports);
 }
 
 static struct peer_metrics *
@@ -175,8 +177,14 @@ metrics_new(struct peer *p)
 				      NULL, NULL);
 	pm->malformed = mc_metric_get(r, "mc_peer_malformed_messages_total", MC_COUNTER,
 				      "connections closed for a malformed message", NULL, NULL);
+	pm->registrations = mc_metric_get(r, "mc_peer_registrations_total", MC_COUNTER,
+					  "registrations the master accepted", NULL, NULL);
+	pm->inventory_reports =
+		mc_metric_get(r, "mc_peer_inventory_reports_total", MC_COUNTER,
+			      "whole inventories reported to the master", NULL, NULL);
 	if (!pm->used || !pm->capacity || !pm->objects || !pm->reads || !pm->writes ||
-	    !pm->misses || !pm->bytes_in || !pm->bytes_out || !pm->malformed)
+	    !pm->misses || !pm->bytes_in || !pm->bytes_out || !pm->malformed ||
+	    !pm->registrations || !pm->inventory_reports)
 		goto fail;
 	mc_metrics_on_collect(r, collect, p);
 	return pm;
