@@ -345,3 +345,46 @@ mc_roundtrip() {
 	mc-cli get "$key" >"$dst"
 	cmp "$src" "$dst"
 }
+
+# ---- restarts and snapshot files (tests/cli/snapshot.bats) ----
+
+# mc_live_peer_count_is N: exactly N peers are listed alive (a restored
+# master may also know peers from its snapshot that have not come back).
+mc_live_peer_count_is() {
+	local out n
+	out="$(mc_peers_json)" || return 1
+	n="$(jq -s '[.[] | select(.alive == true)] | length' <<<"$out")"
+	[ "$n" -eq "$1" ]
+}
+
+# mc_key_gone KEY [CLI ARGS...]: the master answers that KEY does not
+# exist (exit 1), as opposed to failing to answer at all.
+mc_key_gone() {
+	local key="$1" st=0
+	shift
+	mc-cli "$@" stat "$key" >/dev/null 2>&1 || st=$?
+	[ "$st" -eq 1 ]
+}
+
+# mc_flip_byte FILE OFFSET: invert every bit of the byte at OFFSET in place.
+mc_flip_byte() {
+	local file="$1" off="$2" b
+	b="$(od -An -tu1 -j "$off" -N1 "$file" | tr -d ' ')"
+	[ -n "$b" ] || return 1
+	printf '%b' "\\0$(printf '%03o' $((b ^ 255)))" |
+		dd of="$file" bs=1 seek="$off" count=1 conv=notrunc status=none
+}
+
+# mc_snap_files DIR: the snapshot files in DIR, newest first.
+mc_snap_files() {
+	local f
+	for f in "$1"/mc-snapshot-*.mcs; do
+		[ -e "$f" ] && echo "$f"
+	done | sed 's/.*mc-snapshot-\([0-9]*\)\.mcs$/\1 &/' | sort -rn | cut -d' ' -f2-
+}
+
+mc_snap_count_is() {
+	local n
+	n="$(mc_snap_files "$1" | grep -c .)" || true
+	[ "$n" -eq "$2" ]
+}
