@@ -135,8 +135,8 @@ run: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@test -x tests/bench/run || { echo "bench: tests/bench/run is missing" >&2; exit 1; }
 	tests/bench/run
+	tests/bench/snapshot
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 

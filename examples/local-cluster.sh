@@ -80,7 +80,8 @@ http_flag() {
 }
 
 mapfile -t h <<<"$(http_flag 0)"
-start master "$bin/mc-master" --listen "$master_listen" ${h[0]:+"${h[@]}"}
+start master "$bin/mc-master" --listen "$master_listen" --snapshot-dir "$dir/snapshots" \
+	${h[0]:+"${h[@]}"}
 master=$(cat "$dir/master.addr")
 mapfile -t h <<<"$(http_flag 1)"
 start peer1 "$bin/mc-peer" --master "$master" --listen 127.0.0.1:0 --dram "$dram" \
@@ -90,7 +91,11 @@ start peer2 "$bin/mc-peer" --master "$master" --listen 127.0.0.1:0 --dram "$dram
 	${h[0]:+"${h[@]}"}
 
 cli=$bin/mc-cli
-[ "$master" = 127.0.0.1:7300 ] || cli="$cli -m $master"
+snap=$bin/mc-snapshot
+if [ "$master" != 127.0.0.1:7300 ]; then
+	cli="$cli -m $master"
+	snap="$snap -m $master"
+fi
 cat <<EOF
 
 mc is running:
@@ -112,6 +117,8 @@ Try, in another terminal:
   $cli stat big
   $cli ls
   $cli rm greeting --force     # the get above leased it for 10 s
+  $snap save          # into $dir/snapshots
+  $snap ls $dir/snapshots
 
 Press Ctrl-C to stop all three.
 EOF
