@@ -45,11 +45,8 @@ begin(struct mc_req *req, enum method k)
 	return m;
 }
 
-static void fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
+void
+handler_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
 {
 	struct master *m = req->ctx;
 	char msg[MC_ERR_MSG_MAX];
@@ -65,7 +62,7 @@ fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
 static void
 fail_err(struct mc_req *req, enum method k, const struct mc_err *err)
 {
-	fail(req, k, err->code, "%s", err->msg);
+	handler_fail(req, k, err->code, "%s", err->msg);
 }
 
 static const struct client *
@@ -152,14 +149,9 @@ opt_name(const msgpack_object *params, const char *field, const char **s, size_t
 	if (*len == 0 || *len > MC_NAME_MAX)
 		return mc_err_set(err, MC_ERR_INVALID, "%s length %zu out of range 1..%d", field,
 				  *len, MC_NAME_MAX);
-	/*
-	 * Names end up in logs, listings and metric labels: printable ASCII
-	 * without spaces only, so a client cannot smuggle control bytes in.
-	 */
-	for (size_t i = 0; i < *len; i++)
-		if ((*s)[i] <= ' ' || (*s)[i] > '~')
-			return mc_err_set(err, MC_ERR_INVALID,
-					  "%s must be printable ASCII without spaces", field);
+	if (!store_name_ok(*s, *len))
+		return mc_err_set(err, MC_ERR_INVALID, "%s must be printable ASCII without spaces",
+				  field);
 	return 1;
 }
 
@@ -336,7 +328,7 @@ h_hello(struct mc_req *req)
 	int rc;
 
 	if (cl == NULL) {
-		fail(req, M_HELLO, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, M_HELLO, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	rc = opt_name(req->params, "tenant", &s, &len, &err);
@@ -434,11 +426,11 @@ h_put_start(struct mc_req *req)
 	h = store_key_hash(cl->tenant, a.key, a.klen);
 	o = store_find(&m->store, h, cl->tenant, a.key, a.klen);
 	if (o != NULL && !a.upsert) {
-		fail(req, M_PUT_START, MC_ERR_EXISTS, "key exists");
+		handler_fail(req, M_PUT_START, MC_ERR_EXISTS, "key exists");
 		return;
 	}
 	if (o != NULL && o->writing) {
-		fail(req, M_PUT_START, MC_ERR_BUSY, "key is being written");
+		handler_fail(req, M_PUT_START, MC_ERR_BUSY, "key is being written");
 		return;
 	}
 	version = m->store.version_seq + 1;
@@ -531,19 +523,19 @@ write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids
 	}
 	o = lookup(m, cl->tenant, key, len);
 	if (o == NULL) {
-		fail(req, k, MC_ERR_NOT_FOUND, "key not found");
+		handler_fail(req, k, MC_ERR_NOT_FOUND, "key not found");
 		return NULL;
 	}
 	p = store_pending_get(&m->store, o);
 	if (p == NULL || p->version != version) {
-		fail(req, k, MC_ERR_VERSION, "no write of version %llu in progress",
-		     (unsigned long long)version);
+		handler_fail(req, k, MC_ERR_VERSION, "no write of version %llu in progress",
+			     (unsigned long long)version);
 		return NULL;
 	}
 	*ids = mc_map_array(req->params, "replica_ids");
 	if (*ids == NULL && mc_map_get(req->params, "replica_ids") != NULL &&
 	    mc_map_get(req->params, "replica_ids")->type != MSGPACK_OBJECT_NIL) {
-		fail(req, k, MC_ERR_INVALID, "field 'replica_ids' must be an array");
+		handler_fail(req, k, MC_ERR_INVALID, "field 'replica_ids' must be an array");
 		return NULL;
 	}
 	for (uint32_t j = 0; *ids != NULL && j < (*ids)->size; j++) {
@@ -552,14 +544,15 @@ write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids
 		bool found = false;
 
 		if (id->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-			fail(req, k, MC_ERR_INVALID, "replica_ids must be unsigned integers");
+			handler_fail(req, k, MC_ERR_INVALID,
+				     "replica_ids must be unsigned integers");
 			return NULL;
 		}
 		for (unsigned i = 0; i < o->nrep && !found; i++)
 			found = v[i].id == id->via.u64 && v[i].version == version;
 		if (!found) {
-			fail(req, k, MC_ERR_NOT_FOUND, "no replica %llu of version %llu",
-			     (unsigned long long)id->via.u64, (unsigned long long)version);
+			handler_fail(req, k, MC_ERR_NOT_FOUND, "no replica %llu of version %llu",
+				     (unsigned long long)id->via.u64, (unsigned long long)version);
 			return NULL;
 		}
 	}
@@ -635,7 +628,7 @@ h_get_replica_list(struct mc_req *req)
 	}
 	o = lookup(m, cl->tenant, key, len);
 	if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
-		fail(req, M_GET_REPLICA_LIST, MC_ERR_NOT_FOUND, "key not found");
+		handler_fail(req, M_GET_REPLICA_LIST, MC_ERR_NOT_FOUND, "key not found");
 		goto out;
 	}
 	touch(m, o, mc_now_ms());
@@ -874,7 +867,7 @@ h_remove_prefix(struct mc_req *req)
 	}
 	struct mobj **v = collect_prefix(m, tenant, prefix, plen, false, &n);
 	if (v == NULL) {
-		fail(req, M_REMOVE_PREFIX, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, M_REMOVE_PREFIX, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -934,7 +927,7 @@ h_list(struct mc_req *req)
 		limit = LIST_MAX;
 	struct mobj **v = collect_prefix(m, tenant, prefix, plen, true, &n);
 	if (v == NULL) {
-		fail(req, M_LIST, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, M_LIST, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	qsort(v, n, sizeof(*v), obj_keycmp);
@@ -997,7 +990,7 @@ h_stat(struct mc_req *req)
 	}
 	o = lookup(m, cl->tenant, key, len);
 	if (o == NULL) {
-		fail(req, M_STAT, MC_ERR_NOT_FOUND, "key not found");
+		handler_fail(req, M_STAT, MC_ERR_NOT_FOUND, "key not found");
 		return;
 	}
 	const struct group *g = store_group_get(&m->store, o->group);
@@ -1156,7 +1149,7 @@ h_peer_register(struct mc_req *req)
 
 	memset(&tmp, 0, sizeof(tmp));
 	if (cl == NULL) {
-		fail(req, M_PEER_REGISTER, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, M_PEER_REGISTER, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	rc = mc_map_strcpy(req->params, "addr", tmp.addr, sizeof(tmp.addr), &err);
@@ -1224,8 +1217,8 @@ need_peer(struct mc_req *req, enum method k)
 	}
 	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
 	if (p == NULL)
-		fail(req, k, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
-		     (unsigned long long)id);
+		handler_fail(req, k, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
+			     (unsigned long long)id);
 	return p;
 }
 

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "mc/log.h"
 #include "mc/snapshot.h"
 #include "mc/wire.h"
+#include "handlers.h"
 #include "master.h"
 #include "msnap.h"
 #include "ops.h"
@@ -69,23 +69,6 @@ struct restore_job {
 	bool force;
 };
 
-static void snap_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-snap_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
-{
-	struct master *m = req->ctx;
-	char msg[MC_ERR_MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	mmetrics_failure(&m->mx, k);
-	mc_reply_err(req, code, "%s", msg);
-}
-
 static const char *
 sp_mode_name(int mode)
 {
@@ -97,18 +80,6 @@ sp_mode_name(int mode)
 	default:
 		return "disabled";
 	}
-}
-
-/* Names end up in logs and metric labels: printable ASCII, no spaces. */
-static bool
-valid_name(const char *s, size_t len)
-{
-	if (len == 0 || len > MC_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] <= ' ' || s[i] > '~')
-			return false;
-	return true;
 }
 
 /* ---- writing (runs in the child) ---- */
@@ -384,8 +355,8 @@ reply_saved(struct master *m, struct snap_waiter *w, int fd, uint64_t size)
 		mp = malloc(sizeof(*mp));
 		if (mp == NULL || fd < 0 || size == 0) {
 			free(mp);
-			snap_fail(w->req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM,
-				  "cannot read back the snapshot '%s'", sn->path);
+			handler_fail(w->req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM,
+				     "cannot read back the snapshot '%s'", sn->path);
 			return;
 		}
 		mp->len = (size_t)size;
@@ -394,8 +365,8 @@ reply_saved(struct master *m, struct snap_waiter *w, int fd, uint64_t size)
 			char why[128];
 			mc_lower_reason(why, sizeof(why), strerror(errno));
 			free(mp);
-			snap_fail(w->req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "cannot map '%s': %s",
-				  sn->path, why);
+			handler_fail(w->req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "cannot map '%s': %s",
+				     sn->path, why);
 			return;
 		}
 	}
@@ -458,8 +429,8 @@ finish_fail(struct master *m, const char *why)
 	mc_warn("snapshot %s failed: %s", sn->path, why);
 	unlink(sn->tmp);
 	for (size_t i = 0; i < sn->nwait; i++)
-		snap_fail(sn->waiters[i].req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "snapshot failed: %s",
-			  why);
+		handler_fail(sn->waiters[i].req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM,
+			     "snapshot failed: %s", why);
 	sn->nwait = 0;
 }
 
@@ -629,7 +600,7 @@ rec_name(const msgpack_object *rec, const char *field, const char **s, size_t *l
 		return 0;
 	if (mc_map_str(rec, field, s, len, err) != 1)
 		return -1;
-	if (!valid_name(*s, *len))
+	if (!store_name_ok(*s, *len))
 		return mc_err_set(err, MC_ERR_PROTO, "bad %s name", field);
 	return 1;
 }
@@ -1091,19 +1062,19 @@ h_snapshot_save(struct mc_req *req)
 
 	mmetrics_request(&m->mx, M_SNAPSHOT_SAVE);
 	if (mc_map_bool(req->params, "stream", &stream, &err) < 0) {
-		snap_fail(req, M_SNAPSHOT_SAVE, err.code, "%s", err.msg);
+		handler_fail(req, M_SNAPSHOT_SAVE, err.code, "%s", err.msg);
 		return;
 	}
 	if (m->cfg.snapshot_dir == NULL && !stream) {
-		snap_fail(req, M_SNAPSHOT_SAVE, MC_ERR_UNAVAILABLE,
-			  "no --snapshot-dir on this master: stream the snapshot instead");
+		handler_fail(req, M_SNAPSHOT_SAVE, MC_ERR_UNAVAILABLE,
+			     "no --snapshot-dir on this master: stream the snapshot instead");
 		return;
 	}
 	if (sn->nwait == sn->wcap) {
 		size_t cap = sn->wcap ? 2 * sn->wcap : 4;
 		struct snap_waiter *v = realloc(sn->waiters, cap * sizeof(*v));
 		if (v == NULL) {
-			snap_fail(req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "out of memory");
+			handler_fail(req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "out of memory");
 			return;
 		}
 		sn->waiters = v;
@@ -1113,12 +1084,13 @@ h_snapshot_save(struct mc_req *req)
 	if (sn->pid == 0 && snap_start(m, &err) != 0) {
 		mc_metric_inc(sn->m_failures);
 		mc_warn("cannot start a snapshot: %s", err.msg);
-		snap_fail(req, M_SNAPSHOT_SAVE, err.code, "cannot start a snapshot: %s", err.msg);
+		handler_fail(req, M_SNAPSHOT_SAVE, err.code, "cannot start a snapshot: %s",
+			     err.msg);
 		return;
 	}
 	d = mc_req_defer(req);
 	if (d == NULL) {
-		snap_fail(req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	sn->waiters[sn->nwait].req = d;
@@ -1155,9 +1127,9 @@ restore_done(struct mc_req *req, bool ok, void *arg)
 	j->map = NULL;
 	if (!j->force && m->store.objects.count > 0) {
 		restore_job_free(j);
-		snap_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_EXISTS,
-			  "the master holds %zu objects; use force to replace them",
-			  m->store.objects.count);
+		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_EXISTS,
+			     "the master holds %zu objects; use force to replace them",
+			     m->store.objects.count);
 		return;
 	}
 	if (lseek(j->fd, 0, SEEK_SET) != 0 || load_fd(m, j->fd, &out, &err) != 0) {
@@ -1166,7 +1138,7 @@ restore_done(struct mc_req *req, bool ok, void *arg)
 		mc_warn("snapshot_restore from %s failed: %s", mc_conn_peer_name(req->conn),
 			err.msg);
 		restore_job_free(j);
-		snap_fail(req, M_SNAPSHOT_RESTORE, err.code, "%s", err.msg);
+		handler_fail(req, M_SNAPSHOT_RESTORE, err.code, "%s", err.msg);
 		return;
 	}
 	restore_job_free(j);
@@ -1193,24 +1165,24 @@ h_snapshot_restore(struct mc_req *req)
 	if (mc_map_u64(req->params, "len", &len, &err) != 1 ||
 	    mc_map_bool(req->params, "force", &force, &err) < 0 || !req->has_bulk ||
 	    req->bulk_len != len || len == 0) {
-		snap_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_INVALID,
-			  "snapshot_restore needs 'len' and that many bytes of a snapshot");
+		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_INVALID,
+			     "snapshot_restore needs 'len' and that many bytes of a snapshot");
 		return;
 	}
 	if (len > RESTORE_MAX_BULK) {
-		snap_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_TOO_LARGE,
-			  "snapshot of %llu bytes, limit %llu", (unsigned long long)len,
-			  (unsigned long long)RESTORE_MAX_BULK);
+		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_TOO_LARGE,
+			     "snapshot of %llu bytes, limit %llu", (unsigned long long)len,
+			     (unsigned long long)RESTORE_MAX_BULK);
 		return;
 	}
 	if (m->snap.restoring) {
-		snap_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_BUSY, "a restore is in progress");
+		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_BUSY, "a restore is in progress");
 		return;
 	}
 	if (!force && m->store.objects.count > 0) {
-		snap_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_EXISTS,
-			  "the master holds %zu objects; use force to replace them",
-			  m->store.objects.count);
+		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_EXISTS,
+			     "the master holds %zu objects; use force to replace them",
+			     m->store.objects.count);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
@@ -1234,7 +1206,7 @@ h_snapshot_restore(struct mc_req *req)
 		goto oom;
 	if (mc_req_recv_bulk(d, j->map, restore_done, j) != 0) {
 		restore_job_free(j);
-		snap_fail(d, M_SNAPSHOT_RESTORE, MC_ERR_INTERNAL, "cannot receive the snapshot");
+		handler_fail(d, M_SNAPSHOT_RESTORE, MC_ERR_INTERNAL, "cannot receive the snapshot");
 		return;
 	}
 	m->snap.restoring = true;
@@ -1242,12 +1214,12 @@ h_snapshot_restore(struct mc_req *req)
 sys:
 	mc_err_errno(&err, "cannot make room for the snapshot");
 	restore_job_free(j);
-	snap_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_SYSTEM, "%s", err.msg);
+	handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_SYSTEM, "%s", err.msg);
 	return;
 oom:
 	if (j != NULL)
 		restore_job_free(j);
-	snap_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_SYSTEM, "out of memory");
+	handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_SYSTEM, "out of memory");
 }
 
 void

@@ -123,18 +123,6 @@ recon_sweep(struct master *m)
 	memset(&m->recon, 0, sizeof(m->recon));
 }
 
-/* Names end up in logs and metric labels: printable ASCII, no spaces. */
-static bool
-valid_name(const char *s, size_t len)
-{
-	if (len == 0 || len > MC_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] <= ' ' || s[i] > '~')
-			return false;
-	return true;
-}
-
 static int
 item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 {
@@ -144,7 +132,7 @@ item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 	if (e->type != MSGPACK_OBJECT_MAP)
 		return mc_err_set(err, MC_ERR_INVALID, "item is not a map");
 	if (mc_map_str(e, "tenant", &it->tenant, &it->tlen, err) != 1 ||
-	    !valid_name(it->tenant, it->tlen))
+	    !store_name_ok(it->tenant, it->tlen))
 		return mc_err_set(err, MC_ERR_INVALID, "item needs a valid 'tenant'");
 	if (mc_map_str(e, "key", &it->key, &it->klen, err) != 1 || it->klen == 0 ||
 	    it->klen > MC_KEY_MAX)

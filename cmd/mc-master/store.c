@@ -117,6 +117,17 @@ store_free(struct store *s)
 	memset(s, 0, sizeof(*s));
 }
 
+bool
+store_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > MC_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return false;
+	return true;
+}
+
 int64_t
 store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err)
 {

@@ -135,6 +135,12 @@ const char *tier_name(int tier);
 int tier_parse(const char *s, size_t len);
 
 /* Intern by name; the id, or -1 (err filled) when full or out of memory. */
+/*
+ * Whether a tenant, type or group name is acceptable: 1..MC_NAME_MAX bytes
+ * of printable ASCII without spaces (names end up in logs, listings and
+ * metric labels, so a client cannot smuggle control bytes in).
+ */
+bool store_name_ok(const char *s, size_t len);
 int64_t store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
 int64_t store_type_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
 const char *store_type_name(const struct store *s, uint32_t id);
