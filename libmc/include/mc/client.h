@@ -45,7 +45,17 @@ struct mc_put_opts {
 	const char *group; /* NULL: none */
 	bool hard_pin;
 	bool upsert; /* replace an existing key with a new version */
+	/*
+	 * Soft pin write action: MC_SOFT_PIN_PRESERVE (the default, 0),
+	 * _ENABLE (with soft_pin_ttl_ms when has_soft_pin_ttl, else the
+	 * master's default TTL) or _DISABLE.
+	 */
+	int soft_pin;
+	bool has_soft_pin_ttl;
+	uint64_t soft_pin_ttl_ms;
 };
+
+enum mc_soft_pin_action { MC_SOFT_PIN_PRESERVE, MC_SOFT_PIN_ENABLE, MC_SOFT_PIN_DISABLE };
 
 int mc_put(struct mc_client *c, const char *key, const void *buf, size_t len,
 	   const struct mc_put_opts *opts, struct mc_err *err);

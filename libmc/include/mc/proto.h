@@ -24,6 +24,11 @@
  *   that exists, without upsert), no_space, invalid, busy (key being written).
  *   With upsert=true on an existing key: a new version; same size keeps the
  *   same peers, another size places anew; old replicas are dropped at end.
+ *   Soft pin (a write action, committed when the write first makes the
+ *   object readable): soft_pin?="preserve"|"enable"|"disable",
+ *   soft_pin_ttl_ms? (only with "enable"; without it the master's
+ *   --default-soft-pin-ttl; above --max-soft-pin-ttl is invalid; 0 means
+ *   ordinary cache). Errors: invalid for any other combination.
  * put_end {key, version, replica_ids?: [uint]}   -> {}
  *   Marks the named (default: all) PROCESSING replicas of that version COMPLETE.
  * put_revoke {key, version, replica_ids?: [uint]} -> {}
@@ -55,6 +60,20 @@
  *       uptime_ms, version}
  * peers {} -> {peers: [{peer_id, addr, host, domain, alive, evict_mode,
  *       tiers: [{tier, capacity, used}], last_heartbeat}]}
+ *
+ * ---- master, soft pins (mc-softpin) ----
+ *
+ * softpin_show {key} -> {state: "disabled"|"pending"|"active", deadline,
+ *       remaining_ms, pending_action?, pending_ttl_ms?}
+ *   deadline and remaining_ms are 0 unless active. Reads nothing else and
+ *   changes nothing (no lease, no access time).
+ * softpin_list {due_within_ms?, limit?=1000} -> {items: [{tenant, key,
+ *       deadline}], more: bool}   active pins by deadline, from the index
+ *   (all tenants: an admin call); due_within_ms bounds the deadline.
+ * softpin_stats {} -> {active, heap, live, rebuilds, cleanup_runs, expired,
+ *       default_ttl_ms, max_ttl_ms}
+ * softpin_expire {} -> {expired: uint, items: [{tenant, key, deadline}]}
+ *   Runs one cleanup cycle now (the same one the background runs).
  *
  * ---- master, snapshots (mc-snapshot) ----
  *
