@@ -69,7 +69,7 @@ struct param {
 /* A params map built field by field; packed by pack_params. */
 struct params {
 	size_t n;
-	struct param p[10];
+	struct param p[12];
 };
 
 static struct param *
@@ -1120,6 +1120,14 @@ put_params(struct params *ps, const struct put_key *k, const struct mc_put_opts 
 	p_bool(ps, "hard_pin", o->hard_pin);
 	p_u64(ps, "checksum", k->checksum);
 	p_bool(ps, "upsert", o->upsert);
+	/* Preserve is the master's default: an absent field says it. */
+	if (o->soft_pin == MC_SOFT_PIN_ENABLE) {
+		p_str(ps, "soft_pin", "enable");
+		if (o->has_soft_pin_ttl)
+			p_u64(ps, "soft_pin_ttl_ms", o->soft_pin_ttl_ms);
+	} else if (o->soft_pin == MC_SOFT_PIN_DISABLE) {
+		p_str(ps, "soft_pin", "disable");
+	}
 }
 
 static int

@@ -22,6 +22,9 @@ static struct {
 	const char *group;
 	bool hard_pin;
 	bool upsert;
+	int soft_pin;
+	bool has_soft_pin_ttl;
+	uint64_t soft_pin_ttl_ms;
 } put_o;
 
 static struct {
@@ -51,6 +54,38 @@ set_replicas(const char *v, void *target, char *why)
 	return 0;
 }
 
+/* --soft-pin preserve|enable[:TTL]|disable */
+static int
+set_soft_pin(const char *v, void *target, char *why)
+{
+	struct mc_err err = { 0 };
+	uint64_t ttl;
+
+	(void)target;
+	if (strcmp(v, "preserve") == 0 || strcmp(v, "disable") == 0) {
+		put_o.soft_pin = v[0] == 'p' ? MC_SOFT_PIN_PRESERVE : MC_SOFT_PIN_DISABLE;
+		put_o.has_soft_pin_ttl = false;
+		return 0;
+	}
+	if (strcmp(v, "enable") == 0) {
+		put_o.soft_pin = MC_SOFT_PIN_ENABLE;
+		put_o.has_soft_pin_ttl = false;
+		return 0;
+	}
+	if (strncmp(v, "enable:", 7) == 0) {
+		if (mc_parse_duration_ms(v + 7, &ttl, &err) < 0) {
+			snprintf(why, 200, "bad ttl: %.180s", err.msg);
+			return -1;
+		}
+		put_o.soft_pin = MC_SOFT_PIN_ENABLE;
+		put_o.has_soft_pin_ttl = true;
+		put_o.soft_pin_ttl_ms = ttl;
+		return 0;
+	}
+	snprintf(why, 200, "must be preserve, enable, enable:TTL or disable");
+	return -1;
+}
+
 const struct mc_opt cli_put_opts[] = {
 	{ "replicas", 0, "N", NULL, "copies on distinct peers (default 1)", set_replicas,
 	  &put_o.replicas },
@@ -61,6 +96,9 @@ const struct mc_opt cli_put_opts[] = {
 	{ "hard-pin", 0, NULL, NULL, "never evict this object", mc_set_flag, &put_o.hard_pin },
 	{ "upsert", 0, NULL, NULL, "replace an existing key with a new version", mc_set_flag,
 	  &put_o.upsert },
+	{ "soft-pin", 0, "ACTION", NULL,
+	  "soft pin write action: preserve (default), enable[:TTL] or disable", set_soft_pin,
+	  NULL },
 	{ 0 },
 };
 
@@ -190,6 +228,9 @@ cli_put(int argc, char **argv)
 	o.group = put_o.group;
 	o.hard_pin = put_o.hard_pin;
 	o.upsert = put_o.upsert;
+	o.soft_pin = put_o.soft_pin;
+	o.has_soft_pin_ttl = put_o.has_soft_pin_ttl;
+	o.soft_pin_ttl_ms = put_o.soft_pin_ttl_ms;
 	if (mc_put(cli_client(), key, buf, len, &o, &err) < 0)
 		cli_fail(&err, "put", key);
 	free(buf);

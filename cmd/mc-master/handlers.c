@@ -358,6 +358,8 @@ struct put_args {
 	size_t klen, tlen, glen;
 	uint64_t size, replicas, checksum;
 	bool hard_pin, upsert;
+	uint8_t sp_action;
+	uint64_t sp_ttl;
 };
 
 static int
@@ -418,7 +420,8 @@ h_put_start(struct mc_req *req)
 	int64_t type;
 	uint64_t h, version;
 
-	if (put_args_parse(req->params, &a, &err) != 0)
+	if (put_args_parse(req->params, &a, &err) != 0 ||
+	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0)
 		goto fail;
 	if ((type = store_type_intern(&m->store, a.type, a.tlen, &err)) < 0)
 		goto fail;
@@ -476,6 +479,8 @@ h_put_start(struct mc_req *req)
 	p->checksum = a.checksum;
 	p->type = (uint32_t)type;
 	p->started = now;
+	p->sp_action = a.sp_action;
+	p->sp_ttl = a.sp_ttl;
 	if (place(m, o, &pl, version, a.size, &err) != 0) {
 		bool upsert = p->upsert;
 		store_pending_del(&m->store, o);
@@ -961,19 +966,6 @@ h_list(struct mc_req *req)
 	free(v);
 }
 
-static const char *
-soft_pin_name(int mode)
-{
-	switch (mode) {
-	case SP_PENDING:
-		return "pending";
-	case SP_ACTIVE:
-		return "active";
-	default:
-		return "disabled";
-	}
-}
-
 static void
 h_stat(struct mc_req *req)
 {
@@ -1009,8 +1001,10 @@ h_stat(struct mc_req *req)
 	mc_pack_kv_u64(pk, "last_access", o->last_access);
 	mc_pack_kv_u64(pk, "access_count", o->access_count);
 	mc_pack_kv_u64(pk, "lease_deadline", o->lease_deadline);
-	mc_pack_kv_str(pk, "soft_pin", soft_pin_name(o->sp_mode));
-	mc_pack_kv_u64(pk, "soft_pin_deadline", o->sp_deadline);
+	/* What eviction would see now; reading it changes nothing. */
+	uint64_t now = mc_now_ms();
+	mc_pack_kv_str(pk, "soft_pin", softpin_state_name(m, o, now));
+	mc_pack_kv_u64(pk, "soft_pin_deadline", softpin_protects(o, now) ? o->sp_deadline : 0);
 	mc_pack_kv_bool(pk, "writing", o->writing);
 	mc_pack_key(pk, "replicas");
 	msgpack_pack_array(pk, o->nrep);
@@ -1286,6 +1280,10 @@ master_on_close(struct mc_conn *c, void *ctx)
 const struct mc_method master_methods[] = {
 	{ "hello", h_hello },
 	{ "put_start", h_put_start },
+	{ "softpin_show", h_softpin_show },
+	{ "softpin_list", h_softpin_list },
+	{ "softpin_stats", h_softpin_stats },
+	{ "softpin_expire", h_softpin_expire },
 	{ "put_end", h_put_end },
 	{ "put_revoke", h_put_revoke },
 	{ "get_replica_list", h_get_replica_list },

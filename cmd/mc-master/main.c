@@ -13,6 +13,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/parse.h"
 #include "handlers.h"
 #include "master.h"
 #include "ops.h"
@@ -74,6 +75,8 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 	ops_sweep(m);
 	msnap_poll(m);
 	recon_sweep(m);
+	/* Soft-pin expiry rides the same timer: only due entries cost anything. */
+	softpin_cleanup(m, mc_now_ms());
 }
 
 static void
@@ -104,6 +107,8 @@ main(int argc, char **argv)
 	m.cfg.put_timeout = 60000;
 	m.cfg.snapshot_keep = 3;
 	m.cfg.reconcile_timeout = 30000;
+	m.cfg.default_soft_pin_ttl = 30 * 60 * 1000;
+	m.cfg.max_soft_pin_ttl = 24 * 60 * 60 * 1000;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -133,6 +138,15 @@ main(int argc, char **argv)
 		  set_positive_duration, &m.cfg.reconcile_timeout },
 		{ "master-id", 0, "STR", NULL, "name written into snapshots (default random)",
 		  set_master_id, &m.cfg.master_id },
+		{ "default-soft-pin-ttl", 0, "DURATION", NULL,
+		  "soft pin TTL of an enable without one (default 30m)", mc_set_duration,
+		  &m.cfg.default_soft_pin_ttl },
+		{ "max-soft-pin-ttl", 0, "DURATION", NULL,
+		  "longest soft pin TTL a write may ask for (default 24h)", mc_set_duration,
+		  &m.cfg.max_soft_pin_ttl },
+		{ "allow-evict-soft-pinned", 0, NULL, NULL,
+		  "let eviction take active soft pins in its second pass", mc_set_flag,
+		  &m.cfg.allow_evict_soft_pinned },
 		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE", mc_set_str,
 		  &m.cfg.config },
 		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
@@ -168,6 +182,13 @@ main(int argc, char **argv)
 		mc_complain("invalid --snapshot-interval: needs --snapshot-dir");
 		return MC_EXIT_USAGE;
 	}
+	if (m.cfg.default_soft_pin_ttl > m.cfg.max_soft_pin_ttl) {
+		char d[32], x[32];
+		mc_complain("invalid --default-soft-pin-ttl '%s': above --max-soft-pin-ttl '%s'",
+			    mc_fmt_duration_ms(m.cfg.default_soft_pin_ttl, d, sizeof(d)),
+			    mc_fmt_duration_ms(m.cfg.max_soft_pin_ttl, x, sizeof(x)));
+		return MC_EXIT_USAGE;
+	}
 	if (m.cfg.master_id != NULL)
 		snprintf(m.master_id, sizeof(m.master_id), "%s", m.cfg.master_id);
 	else
@@ -180,6 +201,10 @@ main(int argc, char **argv)
 		return MC_EXIT_SOFTWARE;
 	}
 	if (store_init(&m.store, &err) != 0 || peers_init(&m.peers, m.base, &m.store, &err) != 0) {
+		mc_complain("cannot start: %s", err.msg);
+		goto out;
+	}
+	if (softpin_init(&m, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
@@ -249,6 +274,7 @@ out:
 	mmetrics_free(&m.mx);
 	recon_free(&m.recon);
 	peers_free(&m.peers);
+	softpin_free(&m);
 	store_free(&m.store);
 	event_base_free(m.base);
 	return status;

@@ -7,6 +7,7 @@
 #define MASTER_MASTER_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mc/conn.h"
@@ -16,6 +17,7 @@
 #include "msnap.h"
 #include "peers.h"
 #include "reconcile.h"
+#include "softpin.h"
 #include "store.h"
 
 #define MASTER_VERSION "0.1.0"
@@ -35,6 +37,9 @@ struct master_cfg {
 	const char *restore;	    /* FILE, "latest" or NULL */
 	uint64_t reconcile_timeout; /* ms */
 	const char *master_id;
+	uint64_t default_soft_pin_ttl; /* ms */
+	uint64_t max_soft_pin_ttl;     /* ms */
+	bool allow_evict_soft_pinned;  /* for eviction's second pass */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
@@ -56,6 +61,7 @@ struct master {
 	struct mmetrics mx;
 	struct msnap snap;
 	struct recon recon;
+	struct softpin sp;
 	char master_id[64];
 	uint64_t started_ms;
 };

@@ -32,6 +32,10 @@ const char *const method_names[M_COUNT] = {
 	[M_SNAPSHOT_SAVE] = "snapshot_save",
 	[M_SNAPSHOT_RESTORE] = "snapshot_restore",
 	[M_SNAPSHOT_STATUS] = "snapshot_status",
+	[M_SOFTPIN_SHOW] = "softpin_show",
+	[M_SOFTPIN_LIST] = "softpin_list",
+	[M_SOFTPIN_STATS] = "softpin_stats",
+	[M_SOFTPIN_EXPIRE] = "softpin_expire",
 };
 
 static void
@@ -78,6 +82,7 @@ collect(struct mc_metrics *r, void *arg)
 		mc_metric_set(mal, (double)cs.malformed);
 	struct mallinfo2 mi = mallinfo2();
 	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
+	softpin_collect(m, r);
 }
 
 int

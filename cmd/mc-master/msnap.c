@@ -919,6 +919,11 @@ install(struct master *m, struct loader *L)
 	if (next_peer > m->peers.next_id && next_peer <= UINT32_MAX)
 		m->peers.next_id = (uint32_t)next_peer;
 	recount_usage(m);
+	/*
+	 * The index named objects of the store just freed: derive it anew
+	 * from the pins that survived (expired ones were already dropped).
+	 */
+	softpin_rebuild(m);
 	recon_install(m, L->ghosts, L->nghost);
 	L->ghosts = NULL;
 	L->nghost = 0;
@@ -979,6 +984,12 @@ fail:
 	store_free(&L.s);
 	free(L.ghosts);
 	free(L.map);
+	/*
+	 * Nothing of the rejected file may linger in the index before the
+	 * next candidate: re-derive it from the store we kept (empty at
+	 * start-up, so this is a clear).
+	 */
+	softpin_rebuild(m);
 	return -1;
 }
 

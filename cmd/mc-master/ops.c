@@ -41,6 +41,25 @@ ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64
 	return r;
 }
 
+/*
+ * Whether the peer of r also holds an older replica of o that stays. A
+ * drop frees every copy up to its version, so dropping r would take
+ * that older, still readable copy with it (a revoked upsert on the same
+ * peers). The peer keeps one copy per key: if r's bytes did replace the
+ * older ones, reads of the older version fail cleanly on the version
+ * check, and the inventory after the next registration drops the rest.
+ */
+static bool
+older_on_peer(const struct mobj *o, const struct mrep *r)
+{
+	const struct mrep *v = obj_creps(o);
+
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (&v[i] != r && v[i].peer == r->peer && v[i].version < r->version)
+			return true;
+	return false;
+}
+
 void
 ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
 {
@@ -52,7 +71,7 @@ ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
 		uint64_t size = ops_rep_size(m, o, r);
 
 		t->used = t->used > size ? t->used - size : 0;
-		if (notify)
+		if (notify && !older_on_peer(o, r))
 			peers_queue_drop(&m->peers, peer, o->tenant, o->key, o->key_len,
 					 r->version);
 	}
@@ -62,8 +81,19 @@ ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
 void
 ops_obj_erase(struct master *m, struct mobj *o, bool notify, size_t *cursor)
 {
-	while (o->nrep > 0)
-		ops_rep_remove(m, o, o->nrep - 1, notify);
+	/*
+	 * Oldest first: with nothing older left on its peer, each removal
+	 * sends its drop (see older_on_peer), so no newer copy is left behind.
+	 */
+	while (o->nrep > 0) {
+		const struct mrep *v = obj_creps(o);
+		unsigned oldest = 0;
+
+		for (unsigned i = 1; i < o->nrep; i++)
+			if (v[i].version < v[oldest].version)
+				oldest = i;
+		ops_rep_remove(m, o, oldest, notify);
+	}
 	if (cursor != NULL) {
 		/* Inside a walk only the cursor may unlink, or the walk skips entries. */
 		mc_htab_remove_at(&m->store.objects, cursor);
@@ -81,6 +111,11 @@ ops_commit(struct master *m, struct mobj *o)
 	if (p == NULL || p->committed)
 		return;
 	p->committed = true;
+	/*
+	 * The write's first readable replica: the only moment its soft-pin
+	 * action takes effect (later ends find p->committed set).
+	 */
+	softpin_commit(m, o, p, mc_now_ms());
 	if (p->upsert) {
 		/* Older copies go first, while o->size still describes them. */
 		for (unsigned i = o->nrep; i-- > 0;)

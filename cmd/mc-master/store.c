@@ -360,6 +360,8 @@ fail:
 void
 store_destroy_unlinked(struct store *s, struct mobj *o)
 {
+	if (s->on_destroy != NULL)
+		s->on_destroy(s->on_destroy_ctx, o);
 	if (o->writing)
 		store_pending_del(s, o);
 	group_remove(s, o);

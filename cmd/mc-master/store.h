@@ -92,6 +92,12 @@ struct pending {
 	uint32_t type;
 	bool upsert;	/* the object had a committed version before */
 	bool committed; /* a replica of this version became COMPLETE */
+	/*
+	 * Soft pin intent (Pending): applied when this write first makes the
+	 * object readable. Its eligible replicas are those of this version.
+	 */
+	uint8_t sp_action; /* enum sp_action */
+	uint64_t sp_ttl;   /* ms, for enable */
 };
 
 struct tenant {
@@ -125,6 +131,9 @@ struct store {
 	uint64_t bytes; /* sum of object sizes */
 	uint64_t version_seq;
 	uint32_t replica_seq;
+	/* Told before an object is freed (the soft-pin index forgets it). */
+	void (*on_destroy)(void *ctx, struct mobj *o);
+	void *on_destroy_ctx;
 };
 
 int store_init(struct store *s, struct mc_err *err);
