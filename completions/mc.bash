@@ -91,17 +91,17 @@ complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['get --output']=FILE ['rm --prefix']=STR )
-	local -A copts=( ['put']='--replicas --type --group --hard-pin --upsert' ['get']='--output' ['rm']='--prefix --force' )
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR )
+	local -A copts=( ['put']='--replicas --type --group --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' )
 	_mc_complete '--master --tenant --json --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt' kinds copts
 }
 complete -F _mc_cli mc-cli
 
 _mc_master()
 {
-	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
+	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--default-soft-pin-ttl']=DURATION ['--max-soft-pin-ttl']=DURATION ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --reconcile-timeout --master-id --config --max-conns --log-level --help --version --list-options' '' kinds copts
+	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --reconcile-timeout --master-id --default-soft-pin-ttl --max-soft-pin-ttl --allow-evict-soft-pinned --config --max-conns --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_master mc-master
 
@@ -120,3 +120,11 @@ _mc_snapshot()
 	_mc_complete '--master --timeout --output --force --keep --json --verbose --help --version --list-options' 'save restore verify inspect ls prune' kinds copts
 }
 complete -F _mc_snapshot mc-snapshot
+
+_mc_softpin()
+{
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['--due-within']=DURATION ['--limit']=N )
+	local -A copts=( )
+	_mc_complete '--master --tenant --json --timeout --due-within --limit --help --version --list-options' 'show ls stats expire' kinds copts
+}
+complete -F _mc_softpin mc-softpin
