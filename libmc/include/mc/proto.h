@@ -72,8 +72,10 @@
  *   (all tenants: an admin call); due_within_ms bounds the deadline.
  * softpin_stats {} -> {active, heap, live, rebuilds, cleanup_runs, expired,
  *       default_ttl_ms, max_ttl_ms}
- * softpin_expire {} -> {expired: uint, items: [{tenant, key, deadline}]}
- *   Runs one cleanup cycle now (the same one the background runs).
+ * softpin_expire {} -> {expired: uint, cycle_ns: uint, items: [{tenant, key,
+ *       deadline}]}
+ *   Runs one cleanup cycle now (the same one the background runs);
+ *   cycle_ns is what the cycle itself took inside the master.
  *
  * ---- master, snapshots (mc-snapshot) ----
  *
