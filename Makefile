@@ -137,6 +137,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	tests/bench/run
 	tests/bench/snapshot
+	tests/bench/softpin
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 

@@ -388,3 +388,58 @@ mc_snap_count_is() {
 	n="$(mc_snap_files "$1" | grep -c .)" || true
 	[ "$n" -eq "$2" ]
 }
+
+# ---- soft pins (tests/cli/softpin.bats) ----
+
+# sp_rpc METHOD FIELDS...: one master call through mc-rpc (one JSON line).
+sp_rpc() {
+	mc-rpc "$MC_MASTER" "$@"
+}
+
+# sp_show KEY: softpin_show of KEY (one JSON object).
+sp_show() {
+	sp_rpc softpin_show key="$1"
+}
+
+# sp_field KEY FIELD: one field of softpin_show KEY.
+sp_field() {
+	local out
+	out="$(sp_show "$1")" || return 1
+	jq -r ".$2" <<<"$out"
+}
+
+sp_state() {
+	sp_field "$1" state
+}
+
+sp_deadline() {
+	sp_field "$1" deadline
+}
+
+# sp_state_is KEY STATE (for wait_until).
+sp_state_is() {
+	[ "$(sp_state "$1")" = "$2" ]
+}
+
+# sp_stat FIELD: one field of softpin_stats.
+sp_stat() {
+	local out
+	out="$(sp_rpc softpin_stats)" || return 1
+	jq -r ".$1" <<<"$out"
+}
+
+# sp_put KEY SIZE [PUT ARGS...]: mc-cli put of SIZE zero bytes from stdin.
+sp_put() {
+	local key="$1" size="$2"
+	shift 2
+	head -c "$size" /dev/zero | mc-cli put "$key" "$@"
+}
+
+# sp_start KEY SIZE REPLICAS [FIELDS...]: a bare put_start (its replicas
+# stay PROCESSING); prints its result. Add upsert:=true, soft_pin=...,
+# soft_pin_ttl_ms:=N as needed.
+sp_start() {
+	local key="$1" size="$2" n="$3"
+	shift 3
+	sp_rpc put_start key="$key" size:="$size" replicas:="$n" checksum:=1 "$@"
+}
