@@ -2,10 +2,9 @@
  * mc-softpin: look at and drive the master's soft pins: one key's state,
  * the active deadlines in order, the index and gauge, a cleanup cycle.
  *
- * main parses the options up to the command, then the command's own
- * arguments with the same table again (so `mc-softpin ls --json`
- * works), checks that each command-only option went with its command,
- * and dispatches to commands.c.
+ * main hands the command line to mc_tool_parse (so `mc-softpin ls
+ * --json` works), checks that each command-only option went with its
+ * command, and dispatches to commands.c.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/tool.h"
 #include "softpin.h"
 
 struct spctl sp = {
@@ -46,15 +46,7 @@ static const struct mc_opt opts[] = {
 	{ 0 },
 };
 
-struct sp_cmd {
-	const char *name;
-	const char *args; /* for the usage line */
-	const char *help;
-	unsigned min_args, max_args;
-	int (*run)(int argc, char **argv);
-};
-
-static const struct sp_cmd cmds[] = {
+static const struct mc_tool_cmd cmds[] = {
 	{ "show", "KEY", "show KEY's soft-pin state, deadline and remaining time", 1, 1, cmd_show },
 	{ "ls", "[--due-within DURATION] [--limit N]",
 	  "list active pins by deadline, soonest first (all tenants)", 0, 0, cmd_ls },
@@ -64,102 +56,25 @@ static const struct sp_cmd cmds[] = {
 	{ 0 },
 };
 
-#define NCMDS (sizeof(cmds) / sizeof(cmds[0]) - 1)
-
-static const struct sp_cmd *
-find_cmd(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < NCMDS; i++)
-		if (strcmp(cmds[i].name, name) == 0)
-			return &cmds[i];
-	return NULL;
-}
-
-static void usage_fail(const struct sp_cmd *cmd, const char *msg) __attribute__((noreturn));
-
-static void
-usage_fail(const struct sp_cmd *cmd, const char *msg)
-{
-	mc_complain("%s: %s", cmd->name, msg);
-	fprintf(stderr, "usage: mc-softpin [-m ADDR] [-t TENANT] [--json] %s%s%s\n", cmd->name,
-		*cmd->args ? " " : "", cmd->args);
-	exit(MC_EXIT_USAGE);
-}
-
-/* An option that only one command takes, given to another. */
-static void
-check_option(const struct sp_cmd *cmd, bool given, const char *opt, const char *owner)
-{
-	char msg[128];
-
-	if (given && strcmp(cmd->name, owner) != 0) {
-		snprintf(msg, sizeof(msg), "option '%s' belongs to '%s'", opt, owner);
-		usage_fail(cmd, msg);
-	}
-}
+static const struct mc_tool tool = {
+	.prog = "mc-softpin",
+	.globals = "[-m ADDR] [-t TENANT] [--json]",
+	.summary = "show, list and expire soft pins on an mc master",
+	.version = "0.1.0",
+	.opts = opts,
+	.cmds = cmds,
+};
 
 int
 main(int argc, char **argv)
 {
-	struct mc_cmd list[NCMDS + 1];
-	struct mc_opt again[sizeof(opts) / sizeof(opts[0])];
-	struct mc_opt_spec spec = { 0 };
-	const struct sp_cmd *cmd;
-	unsigned npos;
-	size_t i;
-	int first, rest;
+	const struct mc_tool_cmd *cmd;
 
 	mc_log_init("mc-softpin", 0);
-	memset(list, 0, sizeof(list));
-	for (i = 0; i < NCMDS; i++) {
-		list[i].name = cmds[i].name;
-		list[i].help = cmds[i].help;
-	}
-	spec.usage = "mc-softpin [-m ADDR] [-t TENANT] [--json] COMMAND [ARGS] [OPTIONS]";
-	spec.summary = "show, list and expire soft pins on an mc master";
-	spec.opts = opts;
-	spec.cmds = list;
-	spec.version = "0.1.0";
-	first = mc_opt_parse(&spec, argc, argv);
-	if (first >= argc) {
-		mc_complain("missing command");
-		fprintf(stderr, "try 'mc-softpin --help'\n");
-		return MC_EXIT_USAGE;
-	}
-	cmd = find_cmd(argv[first]);
-	if (cmd == NULL) {
-		mc_complain("unknown command '%s'", argv[first]);
-		fprintf(stderr, "try 'mc-softpin --help'\n");
-		return MC_EXIT_USAGE;
-	}
-
-	/*
-	 * The command's own arguments, with the same options again. The
-	 * environment was applied once already; applying it again would
-	 * let MC_MASTER beat a -m given before the command.
-	 */
-	memcpy(again, opts, sizeof(opts));
-	for (i = 0; again[i].name != NULL; i++)
-		again[i].env = NULL;
-	spec.opts = again;
-	spec.cmds = NULL;
-	rest = mc_opt_parse(&spec, argc - first, argv + first);
-	argv += first + rest;
-	npos = (unsigned)(argc - first - rest);
-
-	if (npos < cmd->min_args)
-		usage_fail(cmd, "missing KEY");
-	if (npos > cmd->max_args) {
-		char msg[160];
-
-		snprintf(msg, sizeof(msg), "unexpected argument '%.100s'", argv[cmd->max_args]);
-		usage_fail(cmd, msg);
-	}
-	check_option(cmd, sp.has_due_within, "--due-within", "ls");
-	check_option(cmd, sp.limit != 0, "--limit", "ls");
+	cmd = mc_tool_parse(&tool, &argc, &argv);
+	mc_tool_only_for(&tool, cmd, sp.has_due_within, "--due-within", "ls");
+	mc_tool_only_for(&tool, cmd, sp.limit != 0, "--limit", "ls");
 	if (sp.timeout_ms > INT_MAX)
 		sp.timeout_ms = INT_MAX;
-	return cmd->run((int)npos, argv);
+	return cmd->run(argc, argv);
 }
