@@ -1,0 +1,1374 @@
+/*
+ * The candidate view and its two stream forms.
+ *
+ * Memory: the records are one flat array, every key lives in one arena
+ * and every distinct name (tenant, type, group, peer, tier, domain) is
+ * stored once and referred to by a 32-bit id. The name index maps a
+ * name to its id; its entries are the ids themselves cast to pointers
+ * (ids start at 1 in the index, so no entry is ever NULL), which keeps
+ * interning free of per-name bookkeeping beyond the copy of the string.
+ *
+ * Id 0 is the empty name, present from mc_cand_view_init() on. Because
+ * init cannot fail, a fresh view points its name arrays at static
+ * one-element arrays and only allocates when the first real name is
+ * interned (names_cap == 0 tells the two cases apart).
+ *
+ * Streams: both readers turn every field into one neutral value (struct
+ * fval) judged by one set of rules, so msgpack and JSON lines accept and
+ * refuse exactly the same things. Reading costs no malloc per record:
+ * input comes in blocks into one buffer, msgpack records are unpacked
+ * into one zone cleared between records, JSON strings are unescaped into
+ * one scratch buffer, and the view's arrays grow by doubling.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "mc/candidates.h"
+#include "mc/checksum.h"
+#include "mc/hash.h"
+#include "mc/json.h"
+#include "mc/proto.h"
+#include "mc/wire.h"
+
+#define NAME_SEED 0x6d632d63616e6473ULL /* "mc-cands" */
+
+static char empty_name[1];
+static char *empty_names[1] = { empty_name };
+static uint32_t empty_name_lens[1];
+
+void
+mc_cand_view_init(struct mc_cand_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->names = empty_names;
+	v->name_lens = empty_name_lens;
+	v->nnames = 1;
+}
+
+void
+mc_cand_view_free(struct mc_cand_view *v)
+{
+	free(v->c);
+	free(v->keys);
+	if (v->names_cap != 0) {
+		for (uint32_t i = 1; i < v->nnames; i++)
+			free(v->names[i]);
+		free(v->names);
+		free(v->name_lens);
+	}
+	if (v->name_index != NULL) {
+		mc_htab_free(v->name_index);
+		free(v->name_index);
+	}
+	/* leave a valid empty view behind, so a second free is harmless */
+	mc_cand_view_init(v);
+}
+
+struct name_key {
+	const struct mc_cand_view *v;
+	const char *s;
+	size_t len;
+};
+
+static bool
+name_eq(const void *entry, const void *key)
+{
+	const struct name_key *k = key;
+	uint32_t id = (uint32_t)(uintptr_t)entry;
+
+	return k->v->name_lens[id] == k->len && memcmp(k->v->names[id], k->s, k->len) == 0;
+}
+
+/* Make room for one more name; the first call leaves the static arrays. */
+static int
+names_grow(struct mc_cand_view *v, struct mc_err *err)
+{
+	uint32_t ncap;
+	char **names;
+	uint32_t *lens;
+
+	if (v->nnames < v->names_cap)
+		return 0;
+	if (v->names_cap >= UINT32_MAX / 2)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many distinct names");
+	ncap = v->names_cap == 0 ? 16 : v->names_cap * 2;
+	if (v->names_cap == 0) {
+		names = malloc(ncap * sizeof(*names));
+		lens = malloc(ncap * sizeof(*lens));
+		if (names == NULL || lens == NULL) {
+			free(names);
+			free(lens);
+			return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for names");
+		}
+		names[0] = empty_name;
+		lens[0] = 0;
+		v->names = names;
+		v->name_lens = lens;
+		v->names_cap = ncap;
+		return 0;
+	}
+	/* grow one array at a time: each realloc keeps the view consistent */
+	names = realloc(v->names, ncap * sizeof(*names));
+	if (names == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for names");
+	v->names = names;
+	lens = realloc(v->name_lens, ncap * sizeof(*lens));
+	if (lens == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for names");
+	v->name_lens = lens;
+	v->names_cap = ncap;
+	return 0;
+}
+
+int64_t
+mc_cand_name(struct mc_cand_view *v, const char *s, size_t len, struct mc_err *err)
+{
+	struct mc_htab *h = v->name_index;
+	struct name_key k = { v, s, len };
+	uint64_t hash;
+	void *found;
+	char *copy;
+
+	if (len == 0)
+		return MC_CAND_NO_NAME;
+	if (len > MC_NAME_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "name of %zu bytes is over %d", len,
+				  MC_NAME_MAX);
+	hash = mc_hash64(s, len, NAME_SEED);
+	if (h != NULL) {
+		found = mc_htab_find(h, hash, name_eq, &k);
+		if (found != NULL)
+			return (int64_t)(uintptr_t)found;
+	} else {
+		h = malloc(sizeof(*h));
+		if (h == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for names");
+		mc_htab_init(h);
+		v->name_index = h;
+	}
+	/* a NUL inside would make mc_cand_name_str() silently cut the name */
+	if (memchr(s, '\0', len) != NULL)
+		return mc_err_set(err, MC_ERR_INVALID, "name contains a NUL byte");
+	if (names_grow(v, err) < 0)
+		return -1;
+	copy = malloc(len + 1);
+	if (copy == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for names");
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	if (mc_htab_insert(h, hash, (void *)(uintptr_t)v->nnames) < 0) {
+		free(copy);
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for names");
+	}
+	v->names[v->nnames] = copy;
+	v->name_lens[v->nnames] = (uint32_t)len;
+	return v->nnames++;
+}
+
+static int
+grow_records(struct mc_cand_view *v, struct mc_err *err)
+{
+	size_t ncap = v->cap == 0 ? 1024 : v->cap * 2;
+	struct mc_cand *c;
+
+	if (ncap > SIZE_MAX / sizeof(*c))
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many candidates");
+	c = realloc(v->c, ncap * sizeof(*c));
+	if (c == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for %zu candidates", ncap);
+	v->c = c;
+	v->cap = ncap;
+	return 0;
+}
+
+static int
+grow_keys(struct mc_cand_view *v, uint64_t need, struct mc_err *err)
+{
+	uint64_t ncap = v->keys_cap == 0 ? 65536 : v->keys_cap;
+	char *keys;
+
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return mc_err_set(err, MC_ERR_TOO_LARGE, "key arena too large");
+		ncap *= 2;
+	}
+	keys = realloc(v->keys, (size_t)ncap);
+	if (keys == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for keys");
+	v->keys = keys;
+	v->keys_cap = ncap;
+	return 0;
+}
+
+int
+mc_cand_add(struct mc_cand_view *v, const struct mc_cand *c, const char *key, size_t key_len,
+	    struct mc_err *err)
+{
+	/*
+	 * c or key may point into this very view (copying a candidate), and
+	 * growing moves the arrays: take the record by value and the key by
+	 * offset before anything is reallocated.
+	 */
+	struct mc_cand rec = *c;
+	bool key_inside = v->keys != NULL && key >= v->keys && key < v->keys + v->keys_len;
+	uint64_t key_at = key_inside ? (uint64_t)(key - v->keys) : 0;
+
+	if (key_len == 0 || key_len > MC_KEY_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "key of %zu bytes is not 1..%d", key_len,
+				  MC_KEY_MAX);
+	if (rec.tenant >= v->nnames || rec.type >= v->nnames || rec.group >= v->nnames ||
+	    rec.peer >= v->nnames || rec.tier >= v->nnames || rec.domain >= v->nnames)
+		return mc_err_set(err, MC_ERR_INVALID, "candidate names an unknown name id");
+	if (v->n == v->cap && grow_records(v, err) < 0)
+		return -1;
+	if (v->keys_len + key_len > v->keys_cap && grow_keys(v, v->keys_len + key_len, err) < 0)
+		return -1;
+	if (key_inside)
+		key = v->keys + key_at;
+	memcpy(v->keys + v->keys_len, key, key_len);
+	rec.key_off = v->keys_len;
+	rec.key_len = (uint32_t)key_len;
+	v->c[v->n++] = rec;
+	v->keys_len += key_len;
+	return 0;
+}
+
+/* ---- writing ---- */
+
+/*
+ * The packer's output goes through a block buffer so that a record of
+ * thirty small fields costs one fwrite() per block, not thirty calls.
+ */
+struct outbuf {
+	FILE *f;
+	size_t len;
+	bool failed;
+	char buf[1 << 16];
+};
+
+static void
+outbuf_flush(struct outbuf *o)
+{
+	if (o->len != 0 && !o->failed && fwrite(o->buf, 1, o->len, o->f) != o->len)
+		o->failed = true;
+	o->len = 0;
+}
+
+static int
+outbuf_write(void *data, const char *buf, size_t len)
+{
+	struct outbuf *o = data;
+
+	if (o->failed)
+		return -1;
+	if (len > sizeof(o->buf) - o->len) {
+		outbuf_flush(o);
+		if (len > sizeof(o->buf)) {
+			if (!o->failed && fwrite(buf, 1, len, o->f) != len)
+				o->failed = true;
+			return o->failed ? -1 : 0;
+		}
+	}
+	memcpy(o->buf + o->len, buf, len);
+	o->len += len;
+	return 0;
+}
+
+/* A record the writer can put out: name ids in range, cost representable. */
+static int
+check_record(const struct mc_cand_view *v, size_t i, struct mc_err *err)
+{
+	const struct mc_cand *c = &v->c[i];
+
+	if (c->tenant >= v->nnames || c->type >= v->nnames || c->group >= v->nnames ||
+	    c->peer >= v->nnames || c->tier >= v->nnames || c->domain >= v->nnames)
+		return mc_err_set(err, MC_ERR_INTERNAL, "candidate %zu names an unknown name id",
+				  i + 1);
+	if (c->key_len == 0 || c->key_off + c->key_len > v->keys_len)
+		return mc_err_set(err, MC_ERR_INTERNAL, "candidate %zu has no key in the arena",
+				  i + 1);
+	/* negative (even -inf) means none; NaN and +inf have no JSON form */
+	if (isnan(c->cost) || (c->cost > 0 && isinf(c->cost)))
+		return mc_err_set(err, MC_ERR_INVALID, "candidate %zu has a non-finite cost",
+				  i + 1);
+	return 0;
+}
+
+static void
+pack_name(msgpack_packer *pk, const struct mc_cand_view *v, const char *k, uint32_t id)
+{
+	mc_pack_kv_strn(pk, k, v->names[id], v->name_lens[id]);
+}
+
+static int
+write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
+{
+	struct outbuf *o;
+	msgpack_packer pk;
+
+	o = malloc(sizeof(*o));
+	if (o == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "cannot write candidates: out of memory");
+	o->f = f;
+	o->len = 0;
+	o->failed = false;
+	msgpack_packer_init(&pk, o, outbuf_write);
+	msgpack_pack_map(&pk, 4);
+	mc_pack_kv_str(&pk, "format", MC_CAND_FORMAT);
+	mc_pack_kv_u64(&pk, "version", MC_CAND_VERSION);
+	mc_pack_kv_u64(&pk, "created", v->created);
+	mc_pack_kv_u64(&pk, "count", v->n);
+	for (size_t i = 0; i < v->n && !o->failed; i++) {
+		const struct mc_cand *c = &v->c[i];
+		bool has_cost = c->cost >= 0;
+
+		if (check_record(v, i, err) < 0) {
+			free(o);
+			return -1;
+		}
+		msgpack_pack_map(&pk, 12 + (c->group != MC_CAND_NO_NAME) +
+					      (c->domain != MC_CAND_NO_NAME) + has_cost);
+		mc_pack_kv_strn(&pk, "key", v->keys + c->key_off, c->key_len);
+		mc_pack_kv_u64(&pk, "version", c->version);
+		pack_name(&pk, v, "tenant", c->tenant);
+		pack_name(&pk, v, "type", c->type);
+		if (c->group != MC_CAND_NO_NAME)
+			pack_name(&pk, v, "group", c->group);
+		pack_name(&pk, v, "peer", c->peer);
+		pack_name(&pk, v, "tier", c->tier);
+		if (c->domain != MC_CAND_NO_NAME)
+			pack_name(&pk, v, "domain", c->domain);
+		mc_pack_kv_u64(&pk, "bytes", c->bytes);
+		mc_pack_kv_u64(&pk, "created", c->created);
+		mc_pack_kv_u64(&pk, "last_access", c->last_access);
+		mc_pack_kv_u64(&pk, "access_count", c->access_count);
+		mc_pack_kv_u64(&pk, "lease_expiry", c->lease_expiry);
+		mc_pack_kv_u64(&pk, "soft_pin_deadline", c->soft_pin_deadline);
+		if (has_cost)
+			mc_pack_kv_double(&pk, "cost", c->cost);
+	}
+	outbuf_flush(o);
+	if (o->failed) {
+		free(o);
+		return mc_err_errno(err, "cannot write candidates");
+	}
+	free(o);
+	return 0;
+}
+
+static void
+json_name(FILE *f, const struct mc_cand_view *v, const char *k, uint32_t id)
+{
+	fprintf(f, ",\"%s\":", k);
+	mc_json_write_str(f, v->names[id], v->name_lens[id]);
+}
+
+static void
+json_u64(FILE *f, const char *k, uint64_t n)
+{
+	fprintf(f, ",\"%s\":%" PRIu64, k, n);
+}
+
+static int
+write_json(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
+{
+	int rc = 0;
+
+	/* one lock for the whole stream instead of one per call */
+	flockfile(f);
+	fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64 ",\"count\":%zu}\n",
+		MC_CAND_FORMAT, MC_CAND_VERSION, v->created, v->n);
+	for (size_t i = 0; i < v->n && !ferror(f); i++) {
+		const struct mc_cand *c = &v->c[i];
+
+		if (check_record(v, i, err) < 0) {
+			rc = -1;
+			break;
+		}
+		fputs("{\"key\":", f);
+		mc_json_write_str(f, v->keys + c->key_off, c->key_len);
+		json_u64(f, "version", c->version);
+		json_name(f, v, "tenant", c->tenant);
+		json_name(f, v, "type", c->type);
+		if (c->group != MC_CAND_NO_NAME)
+			json_name(f, v, "group", c->group);
+		json_name(f, v, "peer", c->peer);
+		json_name(f, v, "tier", c->tier);
+		if (c->domain != MC_CAND_NO_NAME)
+			json_name(f, v, "domain", c->domain);
+		json_u64(f, "bytes", c->bytes);
+		json_u64(f, "created", c->created);
+		json_u64(f, "last_access", c->last_access);
+		json_u64(f, "access_count", c->access_count);
+		json_u64(f, "lease_expiry", c->lease_expiry);
+		json_u64(f, "soft_pin_deadline", c->soft_pin_deadline);
+		/* %.17g gives back the same double when read */
+		if (c->cost >= 0)
+			fprintf(f, ",\"cost\":%.17g", c->cost);
+		fputs("}\n", f);
+	}
+	funlockfile(f);
+	if (rc < 0)
+		return -1;
+	if (ferror(f))
+		return mc_err_errno(err, "cannot write candidates");
+	return 0;
+}
+
+int
+mc_cand_write(FILE *f, const struct mc_cand_view *v, bool json, struct mc_err *err)
+{
+	int rc = json ? write_json(f, v, err) : write_msgpack(f, v, err);
+
+	if (rc < 0)
+		return -1;
+	/* push the stream to a pipe's reader now, and learn of late errors */
+	if (fflush(f) != 0)
+		return mc_err_errno(err, "cannot write candidates");
+	return 0;
+}
+
+/* ---- reading ---- */
+
+#define MAX_RECORD (1u << 20) /* a record (msgpack) or a line (JSON) */
+#define READ_BLOCK (1u << 18)
+
+/*
+ * A field value as either format presents it, so that one set of rules
+ * decides what each field accepts and both readers say the same things.
+ */
+enum fv_kind { FV_NIL, FV_BOOL, FV_UINT, FV_NEG, FV_BIG, FV_FLOAT, FV_STR, FV_BIN, FV_OTHER };
+
+struct fval {
+	int kind;
+	uint64_t u;
+	double d;
+	const char *s; /* FV_STR/FV_BIN: not NUL-terminated */
+	size_t len;
+};
+
+static const char *const kind_names[] = {
+	[FV_NIL] = "null",
+	[FV_BOOL] = "a boolean",
+	[FV_UINT] = "an unsigned integer",
+	[FV_NEG] = "a negative integer",
+	[FV_BIG] = "an integer out of range",
+	[FV_FLOAT] = "a float",
+	[FV_STR] = "a string",
+	[FV_BIN] = "binary data",
+	[FV_OTHER] = "a nested value",
+};
+
+enum field {
+	F_KEY,
+	F_VERSION,
+	F_TENANT,
+	F_TYPE,
+	F_GROUP,
+	F_PEER,
+	F_TIER,
+	F_DOMAIN,
+	F_BYTES,
+	F_CREATED,
+	F_LAST_ACCESS,
+	F_ACCESS_COUNT,
+	F_LEASE_EXPIRY,
+	F_SOFT_PIN_DEADLINE,
+	F_COST,
+	F_COUNT
+};
+
+static const char *const field_names[F_COUNT] = {
+	[F_KEY] = "key",
+	[F_VERSION] = "version",
+	[F_TENANT] = "tenant",
+	[F_TYPE] = "type",
+	[F_GROUP] = "group",
+	[F_PEER] = "peer",
+	[F_TIER] = "tier",
+	[F_DOMAIN] = "domain",
+	[F_BYTES] = "bytes",
+	[F_CREATED] = "created",
+	[F_LAST_ACCESS] = "last_access",
+	[F_ACCESS_COUNT] = "access_count",
+	[F_LEASE_EXPIRY] = "lease_expiry",
+	[F_SOFT_PIN_DEADLINE] = "soft_pin_deadline",
+	[F_COST] = "cost",
+};
+
+#define OPTIONAL_FIELDS ((1u << F_GROUP) | (1u << F_DOMAIN) | (1u << F_COST))
+#define REQUIRED_FIELDS (((1u << F_COUNT) - 1) & ~OPTIONAL_FIELDS)
+
+/* Header fields, kept as values until the whole header is seen. */
+enum { H_FORMAT, H_VERSION, H_CREATED, H_COUNT, H_NFIELDS };
+static const char *const header_names[H_NFIELDS] = { "format", "version", "created", "count" };
+
+struct reader {
+	FILE *f;
+	struct mc_cand_view *v;
+	bool json;
+	bool in_header;
+	uint64_t done;	 /* records read so far */
+	uint64_t lineno; /* JSON: the line being read */
+	char *buf;	 /* unread input is buf[pos..len) */
+	size_t pos, len, cap;
+	bool eof;
+	/* the record being read; key points into buf or scratch */
+	struct mc_cand c;
+	const char *key;
+	size_t key_len;
+	uint32_t seen; /* bit per enum field */
+	/*
+	 * The id each name field had in the previous record: consecutive
+	 * records mostly share tenant, type, peer and tier, and comparing
+	 * with the last one is cheaper than hashing.
+	 */
+	uint32_t last_id[F_COUNT];
+	struct fval hdr[H_NFIELDS];
+	bool hdr_seen[H_NFIELDS];
+	bool have_count;
+	uint64_t count;
+	char *scratch; /* JSON: unescaped strings of the current line */
+	size_t scratch_cap;
+	msgpack_zone *zone;
+};
+
+typedef int (*field_fn)(struct reader *r, const char *name, size_t len, const struct fval *fv,
+			struct mc_err *err);
+
+/* Fail with the position prefixed: "header: ", "record N: " or "line N: ". */
+static int __attribute__((format(printf, 3, 4)))
+fail(struct reader *r, struct mc_err *err, const char *fmt, ...)
+{
+	char msg[MC_ERR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r->json)
+		return mc_err_set(err, MC_ERR_PROTO, "line %" PRIu64 ": %s", r->lineno, msg);
+	if (r->in_header)
+		return mc_err_set(err, MC_ERR_PROTO, "header: %s", msg);
+	return mc_err_set(err, MC_ERR_PROTO, "record %" PRIu64 ": %s", r->done + 1, msg);
+}
+
+static int
+field_id(const char *s, size_t len)
+{
+	int id;
+
+	/* one candidate name per length, except where two share a length */
+	switch (len) {
+	case 3:
+		id = F_KEY;
+		break;
+	case 4:
+		id = s[0] == 't' ? (s[1] == 'y' ? F_TYPE : F_TIER) : s[0] == 'p' ? F_PEER : F_COST;
+		break;
+	case 5:
+		id = s[0] == 'b' ? F_BYTES : F_GROUP;
+		break;
+	case 6:
+		id = s[0] == 't' ? F_TENANT : F_DOMAIN;
+		break;
+	case 7:
+		id = s[0] == 'v' ? F_VERSION : F_CREATED;
+		break;
+	case 11:
+		id = F_LAST_ACCESS;
+		break;
+	case 12:
+		id = s[0] == 'a' ? F_ACCESS_COUNT : F_LEASE_EXPIRY;
+		break;
+	case 17:
+		id = F_SOFT_PIN_DEADLINE;
+		break;
+	default:
+		return -1;
+	}
+	return memcmp(s, field_names[id], len) == 0 ? id : -1;
+}
+
+static int
+bad_type(struct reader *r, int id, const char *want, const struct fval *fv, struct mc_err *err)
+{
+	return fail(r, err, "field '%s': expected %s, got %s", field_names[id], want,
+		    kind_names[fv->kind]);
+}
+
+static int
+set_name(struct reader *r, int id, const struct fval *fv, uint32_t *out, struct mc_err *err)
+{
+	struct mc_cand_view *v = r->v;
+	uint32_t last = r->last_id[id];
+	struct mc_err e;
+	int64_t n;
+
+	if (fv->kind != FV_STR)
+		return bad_type(r, id, "a string", fv, err);
+	if (fv->len == 0) {
+		if (id == F_GROUP || id == F_DOMAIN) {
+			*out = MC_CAND_NO_NAME;
+			return 0;
+		}
+		return fail(r, err, "field '%s': empty", field_names[id]);
+	}
+	if (v->name_lens[last] == fv->len && memcmp(v->names[last], fv->s, fv->len) == 0) {
+		*out = last;
+		return 0;
+	}
+	n = mc_cand_name(v, fv->s, fv->len, &e);
+	if (n < 0) {
+		if (e.code == MC_ERR_NO_SPACE)
+			return mc_err_set(err, e.code, "%s", e.msg);
+		return fail(r, err, "field '%s': %s", field_names[id], e.msg);
+	}
+	*out = r->last_id[id] = (uint32_t)n;
+	return 0;
+}
+
+static uint32_t *
+name_slot(struct mc_cand *c, int id)
+{
+	switch (id) {
+	case F_TENANT:
+		return &c->tenant;
+	case F_TYPE:
+		return &c->type;
+	case F_GROUP:
+		return &c->group;
+	case F_PEER:
+		return &c->peer;
+	case F_TIER:
+		return &c->tier;
+	default:
+		return &c->domain;
+	}
+}
+
+static int
+record_field(struct reader *r, const char *name, size_t len, const struct fval *fv,
+	     struct mc_err *err)
+{
+	uint64_t *num = NULL;
+	int id = field_id(name, len);
+
+	if (id < 0)
+		return 0; /* a field from a newer writer */
+	if (fv->kind == FV_NIL && ((1u << id) & OPTIONAL_FIELDS)) {
+		/* null is how a producer may spell "absent" */
+		if (id == F_COST)
+			r->c.cost = -1;
+		else if (id == F_GROUP)
+			r->c.group = MC_CAND_NO_NAME;
+		else
+			r->c.domain = MC_CAND_NO_NAME;
+		r->seen |= 1u << id;
+		return 0;
+	}
+	switch (id) {
+	case F_KEY:
+		if (fv->kind != FV_STR && fv->kind != FV_BIN)
+			return bad_type(r, id, "a string", fv, err);
+		if (fv->len == 0)
+			return fail(r, err, "field 'key': empty");
+		if (fv->len > MC_KEY_MAX)
+			return fail(r, err, "field 'key': %zu bytes, over the limit of %d", fv->len,
+				    MC_KEY_MAX);
+		r->key = fv->s;
+		r->key_len = fv->len;
+		break;
+	case F_TENANT:
+	case F_TYPE:
+	case F_GROUP:
+	case F_PEER:
+	case F_TIER:
+	case F_DOMAIN:
+		if (set_name(r, id, fv, name_slot(&r->c, id), err) < 0)
+			return -1;
+		break;
+	case F_COST:
+		if (fv->kind == FV_UINT)
+			r->c.cost = (double)fv->u;
+		else if (fv->kind == FV_FLOAT)
+			r->c.cost = fv->d;
+		else
+			return bad_type(r, id, "a number", fv, err);
+		if (!isfinite(r->c.cost) || r->c.cost < 0)
+			return fail(r, err, "field 'cost': %g is not a finite number >= 0",
+				    r->c.cost);
+		break;
+	case F_VERSION:
+		num = &r->c.version;
+		break;
+	case F_BYTES:
+		num = &r->c.bytes;
+		break;
+	case F_CREATED:
+		num = &r->c.created;
+		break;
+	case F_LAST_ACCESS:
+		num = &r->c.last_access;
+		break;
+	case F_ACCESS_COUNT:
+		num = &r->c.access_count;
+		break;
+	case F_LEASE_EXPIRY:
+		num = &r->c.lease_expiry;
+		break;
+	case F_SOFT_PIN_DEADLINE:
+		num = &r->c.soft_pin_deadline;
+		break;
+	default:
+		break;
+	}
+	if (num != NULL) {
+		if (fv->kind != FV_UINT)
+			return bad_type(r, id, "an unsigned integer", fv, err);
+		*num = fv->u;
+	}
+	r->seen |= 1u << id;
+	return 0;
+}
+
+static void
+record_begin(struct reader *r)
+{
+	memset(&r->c, 0, sizeof(r->c));
+	r->c.cost = -1;
+	r->key = NULL;
+	r->key_len = 0;
+	r->seen = 0;
+}
+
+static int
+record_end(struct reader *r, struct mc_err *err)
+{
+	uint32_t missing = REQUIRED_FIELDS & ~r->seen;
+	struct mc_err e;
+
+	if (missing != 0)
+		return fail(r, err, "field '%s': missing", field_names[__builtin_ctz(missing)]);
+	if (r->have_count && r->done >= r->count)
+		return fail(r, err, "one record more than the header's count %" PRIu64, r->count);
+	if (mc_cand_add(r->v, &r->c, r->key, r->key_len, &e) < 0) {
+		if (e.code == MC_ERR_NO_SPACE || e.code == MC_ERR_TOO_LARGE)
+			return mc_err_set(err, e.code, "%s", e.msg);
+		return fail(r, err, "%s", e.msg);
+	}
+	r->done++;
+	return 0;
+}
+
+static int
+header_field(struct reader *r, const char *name, size_t len, const struct fval *fv,
+	     struct mc_err *err)
+{
+	(void)err;
+	for (int i = 0; i < H_NFIELDS; i++) {
+		if (strlen(header_names[i]) == len && memcmp(header_names[i], name, len) == 0) {
+			r->hdr[i] = *fv;
+			r->hdr_seen[i] = true;
+		}
+	}
+	return 0;
+}
+
+/* Judge the header once all of it is in: the format first, then the rest. */
+static int
+header_end(struct reader *r, struct mc_err *err)
+{
+	const struct fval *h = r->hdr;
+
+	if (!r->hdr_seen[H_FORMAT] || h[H_FORMAT].kind != FV_STR ||
+	    h[H_FORMAT].len != strlen(MC_CAND_FORMAT) ||
+	    memcmp(h[H_FORMAT].s, MC_CAND_FORMAT, h[H_FORMAT].len) != 0)
+		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
+	for (int i = H_VERSION; i < H_NFIELDS; i++) {
+		if (!r->hdr_seen[i] || h[i].kind == FV_NIL) {
+			if (i == H_COUNT)
+				continue;
+			return fail(r, err, "field '%s': missing", header_names[i]);
+		}
+		if (h[i].kind != FV_UINT)
+			return fail(r, err, "field '%s': expected an unsigned integer, got %s",
+				    header_names[i], kind_names[h[i].kind]);
+	}
+	if (h[H_VERSION].u != MC_CAND_VERSION)
+		return mc_err_set(err, MC_ERR_PROTO, "unsupported %s version %" PRIu64,
+				  MC_CAND_FORMAT, h[H_VERSION].u);
+	r->v->created = h[H_CREATED].u;
+	if (r->hdr_seen[H_COUNT] && h[H_COUNT].kind == FV_UINT) {
+		r->have_count = true;
+		r->count = h[H_COUNT].u;
+	}
+	r->in_header = false;
+	return 0;
+}
+
+/* The stream ended cleanly between records: was that all of it? */
+static int
+stream_end(struct reader *r, struct mc_err *err)
+{
+	if (r->in_header)
+		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: empty input",
+				  MC_CAND_FORMAT);
+	if (r->have_count && r->done < r->count)
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "record %" PRIu64 ": missing, the stream ends after %" PRIu64
+				  " of %" PRIu64 " records",
+				  r->done + 1, r->done, r->count);
+	return 0;
+}
+
+/*
+ * Read more input after the unread part, moving it to the front first.
+ * 1 when bytes came, 0 at the end of the input, -1 on a read error.
+ */
+static int
+fill(struct reader *r, struct mc_err *err)
+{
+	size_t n;
+
+	if (r->pos > 0) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->len -= r->pos;
+		r->pos = 0;
+	}
+	if (r->len == r->cap) {
+		/* a record or line never needs more than MAX_RECORD + 1 */
+		size_t ncap = r->cap * 2;
+		char *nb;
+
+		if (ncap > 2 * MAX_RECORD)
+			return mc_err_set(err, MC_ERR_INTERNAL, "candidate reader buffer overrun");
+		nb = realloc(r->buf, ncap);
+		if (nb == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "cannot read candidates: out of memory");
+		r->buf = nb;
+		r->cap = ncap;
+	}
+	n = fread(r->buf + r->len, 1, r->cap - r->len, r->f);
+	r->len += n;
+	if (n > 0)
+		return 1;
+	if (ferror(r->f))
+		return mc_err_errno(err, "cannot read candidates");
+	r->eof = true;
+	return 0;
+}
+
+static void
+obj_to_fval(const msgpack_object *o, struct fval *fv)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL:
+		fv->kind = FV_NIL;
+		break;
+	case MSGPACK_OBJECT_BOOLEAN:
+		fv->kind = FV_BOOL;
+		break;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		fv->kind = FV_UINT;
+		fv->u = o->via.u64;
+		break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		fv->kind = FV_NEG;
+		break;
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		fv->kind = FV_FLOAT;
+		fv->d = o->via.f64;
+		break;
+	case MSGPACK_OBJECT_STR:
+		fv->kind = FV_STR;
+		fv->s = o->via.str.ptr;
+		fv->len = o->via.str.size;
+		break;
+	case MSGPACK_OBJECT_BIN:
+		fv->kind = FV_BIN;
+		fv->s = o->via.bin.ptr;
+		fv->len = o->via.bin.size;
+		break;
+	default:
+		fv->kind = FV_OTHER;
+		break;
+	}
+}
+
+/* Decode one checked msgpack record of ml bytes at buf[pos]. */
+static int
+msgpack_record(struct reader *r, size_t ml, struct mc_err *err)
+{
+	msgpack_object o;
+	size_t off = 0;
+	field_fn fn = r->in_header ? header_field : record_field;
+
+	/* the zone keeps its first chunk, so a record costs no malloc */
+	msgpack_zone_clear(r->zone);
+	if (msgpack_unpack(r->buf + r->pos, ml, &off, r->zone, &o) != MSGPACK_UNPACK_SUCCESS ||
+	    off != ml) {
+		if (r->in_header)
+			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
+		return fail(r, err, "cannot decode the record");
+	}
+	if (o.type != MSGPACK_OBJECT_MAP) {
+		if (r->in_header)
+			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
+		return fail(r, err, "not a map");
+	}
+	if (!r->in_header)
+		record_begin(r);
+	for (uint32_t i = 0; i < o.via.map.size; i++) {
+		const msgpack_object_kv *kv = &o.via.map.ptr[i];
+		struct fval fv;
+
+		if (kv->key.type != MSGPACK_OBJECT_STR)
+			continue;
+		obj_to_fval(&kv->val, &fv);
+		if (fn(r, kv->key.via.str.ptr, kv->key.via.str.size, &fv, err) < 0)
+			return -1;
+	}
+	return r->in_header ? header_end(r, err) : record_end(r, err);
+}
+
+static int
+read_msgpack(struct reader *r, struct mc_err *err)
+{
+	for (;;) {
+		const char *why = NULL;
+		size_t ml = 0;
+		int vd;
+
+		vd = mc_wire_check(r->buf + r->pos, r->len - r->pos, MAX_RECORD, &ml, &why);
+		if (vd == MC_WIRE_BAD) {
+			if (r->in_header)
+				return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: %s",
+						  MC_CAND_FORMAT, why);
+			return fail(r, err, "malformed: %s", why);
+		}
+		if (vd == MC_WIRE_WHOLE) {
+			if (msgpack_record(r, ml, err) < 0)
+				return -1;
+			r->pos += ml;
+			continue;
+		}
+		if (r->eof) {
+			if (r->pos == r->len)
+				return stream_end(r, err);
+			if (r->in_header)
+				return mc_err_set(err, MC_ERR_PROTO, "truncated header");
+			return fail(r, err, "truncated after %zu bytes", r->len - r->pos);
+		}
+		if (fill(r, err) < 0)
+			return -1;
+	}
+}
+
+/*
+ * JSON lines: a strict reader for what the writer produces, one object
+ * per line whose values are strings, numbers, booleans or null. Strings
+ * are unescaped into r->scratch, which holds at least a line's length:
+ * unescaping never lengthens a string, so all of a line's strings fit.
+ * \u0080..\u00ff stand for single bytes, the inverse of
+ * mc_json_write_str() on bytes that are not UTF-8 (binary keys).
+ */
+struct jcur {
+	const char *p, *start, *end;
+	char *out; /* next free byte in scratch */
+};
+
+static int
+jfail(struct reader *r, const struct jcur *j, struct mc_err *err, const char *what)
+{
+	return fail(r, err, "%s at column %td", what, j->p - j->start + 1);
+}
+
+static void
+jws(struct jcur *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n'))
+		j->p++;
+}
+
+static int
+hex4(const char *p, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (uint32_t)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static char *
+put_utf8(char *o, uint32_t cp)
+{
+	if (cp < 0x800) {
+		*o++ = (char)(0xc0 | cp >> 6);
+	} else if (cp < 0x10000) {
+		*o++ = (char)(0xe0 | cp >> 12);
+		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+	} else {
+		*o++ = (char)(0xf0 | cp >> 18);
+		*o++ = (char)(0x80 | (cp >> 12 & 0x3f));
+		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+	}
+	*o++ = (char)(0x80 | (cp & 0x3f));
+	return o;
+}
+
+/* A string at j->p (on its opening quote) into scratch. */
+static int
+jstring(struct reader *r, struct jcur *j, const char **s, size_t *len, struct mc_err *err)
+{
+	char *o = j->out;
+
+	j->p++;
+	*s = o;
+	for (;;) {
+		unsigned char c;
+
+		if (j->p >= j->end)
+			return jfail(r, j, err, "unterminated string");
+		c = (unsigned char)*j->p;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return jfail(r, j, err, "control character in string");
+		if (c != '\\') {
+			*o++ = (char)c;
+			j->p++;
+			continue;
+		}
+		if (j->end - j->p < 2)
+			return jfail(r, j, err, "unterminated string");
+		switch (j->p[1]) {
+		case '"':
+		case '\\':
+		case '/':
+			*o++ = j->p[1];
+			break;
+		case 'b':
+			*o++ = '\b';
+			break;
+		case 'f':
+			*o++ = '\f';
+			break;
+		case 'n':
+			*o++ = '\n';
+			break;
+		case 'r':
+			*o++ = '\r';
+			break;
+		case 't':
+			*o++ = '\t';
+			break;
+		case 'u': {
+			uint32_t cp, lo;
+
+			if (j->end - j->p < 6 || hex4(j->p + 2, &cp) < 0)
+				return jfail(r, j, err, "bad \\u escape");
+			if (cp >= 0xdc00 && cp <= 0xdfff)
+				return jfail(r, j, err, "lone low surrogate");
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (j->end - j->p < 12 || j->p[6] != '\\' || j->p[7] != 'u' ||
+				    hex4(j->p + 8, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
+					return jfail(r, j, err, "lone high surrogate");
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				j->p += 6;
+			}
+			if (cp < 0x100)
+				*o++ = (char)cp;
+			else
+				o = put_utf8(o, cp);
+			j->p += 4;
+			break;
+		}
+		default:
+			return jfail(r, j, err, "bad escape in string");
+		}
+		j->p += 2;
+	}
+	j->p++;
+	*len = (size_t)(o - *s);
+	j->out = o;
+	return 0;
+}
+
+static int
+jnumber(struct reader *r, struct jcur *j, struct fval *fv, struct mc_err *err)
+{
+	const char *s = j->p;
+	bool neg = false, integral = true;
+	uint64_t u = 0;
+	bool big = false;
+	char tmp[64];
+
+	if (j->p < j->end && *j->p == '-') {
+		neg = true;
+		j->p++;
+	}
+	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+		return jfail(r, j, err, "bad number");
+	if (*j->p == '0' && j->end - j->p > 1 && j->p[1] >= '0' && j->p[1] <= '9')
+		return jfail(r, j, err, "number with a leading zero");
+	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+		unsigned d = (unsigned)(*j->p - '0');
+
+		if (u > (UINT64_MAX - d) / 10)
+			big = true;
+		u = u * 10 + d;
+		j->p++;
+	}
+	if (j->p < j->end && *j->p == '.') {
+		integral = false;
+		j->p++;
+		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+			return jfail(r, j, err, "bad number");
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+		integral = false;
+		j->p++;
+		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
+			j->p++;
+		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+			return jfail(r, j, err, "bad number");
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	if (integral && !neg) {
+		fv->kind = big ? FV_BIG : FV_UINT;
+		fv->u = u;
+		return 0;
+	}
+	if (integral && !big) {
+		fv->kind = FV_NEG;
+		return 0;
+	}
+	/* strtod needs a terminated copy; a sane float is well under 64 */
+	if ((size_t)(j->p - s) >= sizeof(tmp))
+		return jfail(r, j, err, "number too long");
+	memcpy(tmp, s, (size_t)(j->p - s));
+	tmp[j->p - s] = '\0';
+	fv->kind = FV_FLOAT;
+	fv->d = strtod(tmp, NULL);
+	return 0;
+}
+
+static bool
+jword(struct jcur *j, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static int
+jvalue(struct reader *r, struct jcur *j, struct fval *fv, struct mc_err *err)
+{
+	if (j->p >= j->end)
+		return jfail(r, j, err, "missing value");
+	switch (*j->p) {
+	case '"':
+		fv->kind = FV_STR;
+		return jstring(r, j, &fv->s, &fv->len, err);
+	case 'n':
+		fv->kind = FV_NIL;
+		return jword(j, "null") ? 0 : jfail(r, j, err, "bad literal");
+	case 't':
+		fv->kind = FV_BOOL;
+		return jword(j, "true") ? 0 : jfail(r, j, err, "bad literal");
+	case 'f':
+		fv->kind = FV_BOOL;
+		return jword(j, "false") ? 0 : jfail(r, j, err, "bad literal");
+	case '{':
+	case '[':
+		return jfail(r, j, err, "nested objects and arrays are not supported");
+	default:
+		return jnumber(r, j, fv, err);
+	}
+}
+
+/* One object spanning the whole line [s, end), each member handed to fn. */
+static int
+jobject(struct reader *r, const char *s, const char *end, field_fn fn, struct mc_err *err)
+{
+	struct jcur j = { s, s, end, r->scratch };
+
+	jws(&j);
+	if (j.p >= j.end || *j.p != '{')
+		return jfail(r, &j, err, "expected an object");
+	j.p++;
+	jws(&j);
+	if (j.p < j.end && *j.p == '}') {
+		j.p++;
+	} else {
+		for (;;) {
+			const char *name;
+			size_t nlen;
+			struct fval fv;
+
+			jws(&j);
+			if (j.p >= j.end || *j.p != '"')
+				return jfail(r, &j, err, "expected a field name");
+			if (jstring(r, &j, &name, &nlen, err) < 0)
+				return -1;
+			jws(&j);
+			if (j.p >= j.end || *j.p != ':')
+				return jfail(r, &j, err, "expected ':'");
+			j.p++;
+			jws(&j);
+			if (jvalue(r, &j, &fv, err) < 0)
+				return -1;
+			if (fn(r, name, nlen, &fv, err) < 0)
+				return -1;
+			jws(&j);
+			if (j.p < j.end && *j.p == ',') {
+				j.p++;
+				continue;
+			}
+			if (j.p < j.end && *j.p == '}') {
+				j.p++;
+				break;
+			}
+			return jfail(r, &j, err, "expected ',' or '}'");
+		}
+	}
+	jws(&j);
+	if (j.p != j.end)
+		return jfail(r, &j, err, "trailing characters after the object");
+	return 0;
+}
+
+static int
+json_line(struct reader *r, const char *s, size_t len, struct mc_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			break;
+	}
+	if (i == len)
+		return 0; /* blank lines carry nothing */
+	if (r->scratch_cap < len) {
+		size_t ncap = r->scratch_cap == 0 ? 4096 : r->scratch_cap;
+		char *ns;
+
+		while (ncap < len)
+			ncap *= 2;
+		ns = realloc(r->scratch, ncap);
+		if (ns == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "cannot read candidates: out of memory");
+		r->scratch = ns;
+		r->scratch_cap = ncap;
+	}
+	if (r->in_header) {
+		struct mc_err e;
+
+		if (jobject(r, s, s + len, header_field, &e) < 0)
+			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
+		return header_end(r, err);
+	}
+	record_begin(r);
+	if (jobject(r, s, s + len, record_field, err) < 0)
+		return -1;
+	return record_end(r, err);
+}
+
+static int
+read_json(struct reader *r, struct mc_err *err)
+{
+	for (;;) {
+		const char *s = r->buf + r->pos;
+		size_t avail = r->len - r->pos, len;
+		const char *nl = memchr(s, '\n', avail);
+
+		if (nl == NULL) {
+			if (avail > MAX_RECORD) {
+				r->lineno++;
+				return fail(r, err, "longer than %u bytes", MAX_RECORD);
+			}
+			if (!r->eof) {
+				if (fill(r, err) < 0)
+					return -1;
+				continue;
+			}
+			if (avail == 0)
+				return stream_end(r, err);
+			len = avail; /* a last line without its newline */
+		} else {
+			len = (size_t)(nl - s);
+			if (len > MAX_RECORD) {
+				r->lineno++;
+				return fail(r, err, "longer than %u bytes", MAX_RECORD);
+			}
+		}
+		r->lineno++;
+		if (json_line(r, s, len, err) < 0)
+			return -1;
+		r->pos += nl != NULL ? len + 1 : len;
+	}
+}
+
+int
+mc_cand_read(FILE *f, struct mc_cand_view *v, bool json, struct mc_err *err)
+{
+	struct reader *r;
+	int rc = -1;
+
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "cannot read candidates: out of memory");
+	r->f = f;
+	r->v = v;
+	r->json = json;
+	r->in_header = true;
+	r->buf = malloc(READ_BLOCK);
+	if (r->buf == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "cannot read candidates: out of memory");
+		goto out;
+	}
+	r->cap = READ_BLOCK;
+	if (!json) {
+		r->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+		if (r->zone == NULL) {
+			mc_err_set(err, MC_ERR_NO_SPACE, "cannot read candidates: out of memory");
+			goto out;
+		}
+	}
+	rc = json ? read_json(r, err) : read_msgpack(r, err);
+out:
+	if (r->zone != NULL)
+		msgpack_zone_free(r->zone);
+	free(r->scratch);
+	free(r->buf);
+	free(r);
+	return rc;
+}
