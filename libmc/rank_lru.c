@@ -1,0 +1,20 @@
+/*
+ * lru: the copy read longest ago goes first. It suits data whose reuse is
+ * recent-biased, such as KV blocks of live conversations: a prefix that has
+ * not been read for a while is unlikely to be read again soon.
+ */
+#include "mc/ranker.h"
+
+static double
+score(const struct mc_cand_view *v, const struct mc_cand *c, const struct mc_ranker_params *p)
+{
+	(void)v;
+	(void)p;
+	return (double)c->last_access;
+}
+
+const struct mc_ranker mc_rank_lru = {
+	.name = "lru",
+	.help = "least recently accessed first",
+	.score = score,
+};

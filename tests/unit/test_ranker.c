@@ -1,0 +1,445 @@
+/*
+ * Unit tests for the rankers (libmc/ranker.c, libmc/rank_*.c). The views
+ * are built by hand: a ranker reads only the records, so these tests pin
+ * the orders without depending on the view's interning or streams.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+#include "mc/ranker.h"
+#include "tap.h"
+
+#define NOW 1000000000000ULL /* planning time, ms */
+#define MIN (60 * 1000ULL)
+
+static struct mc_cand cands[8];
+static struct mc_cand_view view;
+
+/* A view of n blank candidates: no cost hint, 1000 bytes, type 0. */
+static void
+view_reset(size_t n)
+{
+	size_t i;
+
+	memset(cands, 0, sizeof(cands));
+	for (i = 0; i < n; i++) {
+		cands[i].cost = -1;
+		cands[i].bytes = 1000;
+	}
+	memset(&view, 0, sizeof(view));
+	view.c = cands;
+	view.n = view.cap = n;
+}
+
+/* Rank every candidate of the view by name; the order as "2,0,1". */
+static const char *
+order(const char *name, const struct mc_ranker_params *p)
+{
+	static char buf[64];
+	uint32_t idx[8];
+	size_t i, len = 0;
+
+	for (i = 0; i < view.n; i++)
+		idx[i] = (uint32_t)i;
+	if (mc_rank(mc_ranker_find(name), &view, idx, view.n, p) != 0)
+		return "error";
+	buf[0] = '\0';
+	for (i = 0; i < view.n; i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%u", i ? "," : "",
+					(unsigned)idx[i]);
+	return buf;
+}
+
+static void
+test_table(void)
+{
+	static const char *const names[] = { "lease", "lru", "fifo", "lfu", "hyperbolic", "cost" };
+	size_t i, n;
+	int ok = 1;
+
+	for (n = 0; mc_rankers[n]; n++)
+		;
+	TAP_OK(n == 6, "table: lists exactly six rankers (got %zu)", n);
+	for (i = 0; i < 6; i++) {
+		const struct mc_ranker *r = mc_ranker_find(names[i]);
+
+		TAP_OK(r && strcmp(r->name, names[i]) == 0 && r->help && r->score,
+		       "find: '%s' names a ranker with help and a score", names[i]);
+		if (i >= n || mc_rankers[i] != r)
+			ok = 0;
+	}
+	TAP_OK(ok, "table: the six in the documented order");
+	TAP_OK(mc_ranker_find("random") == NULL, "find: an unknown name is NULL");
+	TAP_OK(mc_ranker_find("") == NULL && mc_ranker_find("LRU") == NULL,
+	       "find: empty and wrongly cased names are NULL");
+}
+
+static void
+test_simple_orders(void)
+{
+	struct mc_ranker_params p = { .now = NOW };
+
+	view_reset(4);
+	cands[0].lease_expiry = NOW - 10;
+	cands[1].lease_expiry = NOW - 40;
+	cands[2].lease_expiry = NOW + 5;
+	cands[3].lease_expiry = NOW - 20;
+	TAP_OK(strcmp(order("lease", &p), "1,3,0,2") == 0, "lease: oldest expiry first (got %s)",
+	       order("lease", &p));
+
+	view_reset(4);
+	cands[0].last_access = NOW - 1;
+	cands[1].last_access = NOW - 3 * MIN;
+	cands[2].last_access = NOW - 2 * MIN;
+	cands[3].last_access = NOW;
+	TAP_OK(strcmp(order("lru", &p), "1,2,0,3") == 0, "lru: least recently read first (got %s)",
+	       order("lru", &p));
+
+	view_reset(4);
+	cands[0].created = NOW - 5;
+	cands[1].created = NOW - 1;
+	cands[2].created = NOW - 9;
+	cands[3].created = NOW - 7;
+	cands[2].last_access = NOW; /* reads do not matter to fifo */
+	cands[2].access_count = 100;
+	TAP_OK(strcmp(order("fifo", &p), "2,3,0,1") == 0,
+	       "fifo: oldest created first, reads ignored (got %s)", order("fifo", &p));
+
+	view_reset(3);
+	cands[0].access_count = 5;
+	cands[1].access_count = 1;
+	cands[2].access_count = 9;
+	for (size_t i = 0; i < 3; i++)
+		cands[i].last_access = NOW;
+	TAP_OK(strcmp(order("lfu", &p), "1,0,2") == 0,
+	       "lfu: fewest reads first at equal age (got %s)", order("lfu", &p));
+
+	/* 10 reads in 10 s, 10 reads in 100 s, 50 reads in 1000 s */
+	view_reset(3);
+	cands[0].created = NOW - 10000;
+	cands[0].access_count = 10;
+	cands[1].created = NOW - 100000;
+	cands[1].access_count = 10;
+	cands[2].created = NOW - 1000000;
+	cands[2].access_count = 50;
+	TAP_OK(strcmp(order("hyperbolic", &p), "2,1,0") == 0,
+	       "hyperbolic: fewest reads per time in cache first (got %s)",
+	       order("hyperbolic", &p));
+
+	/* hints: cheap and big, expensive and small, cheap but read often */
+	view_reset(3);
+	cands[0].cost = 100;
+	cands[0].bytes = 10000;
+	cands[1].cost = 100;
+	cands[1].bytes = 10;
+	cands[2].cost = 100;
+	cands[2].bytes = 10000;
+	cands[2].access_count = 4;
+	TAP_OK(strcmp(order("cost", &p), "0,2,1") == 0,
+	       "cost: cost x (reads + 1) / bytes, lowest first (got %s)", order("cost", &p));
+}
+
+static void
+test_ties(void)
+{
+	struct mc_ranker_params p = { .now = NOW };
+	uint32_t idx[5] = { 4, 2, 0, 3, 1 };
+	size_t i;
+	int ok = 1;
+
+	view_reset(5);
+	for (i = 0; i < 6; i++) {
+		const char *got = order(mc_rankers[i]->name, &p);
+
+		TAP_OK(strcmp(got, "0,1,2,3,4") == 0, "%s: equal scores keep index order (got %s)",
+		       mc_rankers[i]->name, got);
+	}
+	/* ties by the candidate's index, not by its position in idx */
+	cands[3].lease_expiry = 1;
+	if (mc_rank(mc_ranker_find("lease"), &view, idx, 5, &p) != 0)
+		ok = 0;
+	TAP_OK(ok && idx[0] == 0 && idx[1] == 1 && idx[2] == 2 && idx[3] == 4 && idx[4] == 3,
+	       "ties: broken by candidate index whatever the input order");
+}
+
+static void
+test_subset(void)
+{
+	struct mc_ranker_params p = { .now = NOW };
+	uint32_t idx[2] = { 3, 1 };
+
+	/* a scope ranks only its own candidates; the others are untouched */
+	view_reset(4);
+	cands[0].created = 1;
+	cands[1].created = 40;
+	cands[2].created = 2;
+	cands[3].created = 30;
+	TAP_OK(mc_rank(mc_ranker_find("fifo"), &view, idx, 2, &p) == 0 && idx[0] == 3 &&
+		       idx[1] == 1,
+	       "subset: only the given indices are ordered");
+	TAP_OK(mc_rank(mc_ranker_find("fifo"), &view, idx, 0, &p) == 0,
+	       "subset: an empty scope ranks fine");
+}
+
+static void
+test_lfu_decay(void)
+{
+	struct mc_ranker_params p = { .now = NOW };
+
+	/* old: 100 reads, the last 10 half-lives ago; fresh: 2 reads just now */
+	view_reset(2);
+	cands[0].access_count = 2;
+	cands[0].last_access = NOW;
+	cands[1].access_count = 100;
+	cands[1].last_access = NOW - 100 * MIN;
+	TAP_OK(strcmp(order("lfu", &p), "1,0") == 0,
+	       "lfu: a frequently read copy idle for 10 half-lives goes before a fresh one");
+
+	cands[1].last_access = NOW - 50 * MIN;
+	TAP_OK(strcmp(order("lfu", &p), "0,1") == 0,
+	       "lfu: after 5 half-lives the frequently read copy still stays");
+
+	p.lfu_half_life_ms = 5 * MIN;
+	TAP_OK(strcmp(order("lfu", &p), "1,0") == 0,
+	       "lfu: params->lfu_half_life_ms replaces the 10 minute default");
+
+	/* 100 x 2^-10 ~ 0.098 against 2 x 2^0 */
+	p.lfu_half_life_ms = 0;
+	cands[1].last_access = NOW - 100 * MIN;
+	TAP_OK(mc_ranker_find("lfu")->score(&view, &cands[1], &p) > 0.09 &&
+		       mc_ranker_find("lfu")->score(&view, &cands[1], &p) < 0.1,
+	       "lfu: the count halves with each half-life");
+}
+
+static void
+test_cost_defaults(void)
+{
+	/* type 1 "hidden": 1e6 per copy; type 2 "kv": by bytes; type 3 none */
+	static const double type_cost[] = { -1, 1e6, -1, -1 };
+	struct mc_ranker_params p = {
+		.now = NOW, .type_cost = type_cost, .ntype_cost = 4, .cost_per_byte = 2
+	};
+	const struct mc_ranker *r = mc_ranker_find("cost");
+
+	view_reset(3);
+	cands[0].type = 1; /* no hint: the type's default */
+	cands[1].type = 1;
+	cands[1].cost = 10; /* a hint wins over the default */
+	cands[2].type = 2;
+	TAP_OK(r->score(&view, &cands[0], &p) == 1e6 * 1 / 1000,
+	       "cost: a candidate without a hint takes its type's default");
+	TAP_OK(r->score(&view, &cands[1], &p) == 10.0 / 1000,
+	       "cost: the candidate's own hint wins over the type default");
+	TAP_OK(r->score(&view, &cands[2], &p) == 2, "cost: no type default: bytes x cost_per_byte");
+	TAP_OK(strcmp(order("cost", &p), "1,2,0") == 0,
+	       "cost: the hidden state with the high default goes last (got %s)",
+	       order("cost", &p));
+
+	p.cost_per_byte = 0;
+	TAP_OK(r->score(&view, &cands[2], &p) == 1, "cost: no default and no per-byte cost: bytes");
+	p.type_cost = NULL;
+	TAP_OK(r->score(&view, &cands[0], &p) == 1, "cost: no type table: bytes");
+	cands[0].type = 7; /* beyond the table */
+	p.type_cost = type_cost;
+	TAP_OK(r->score(&view, &cands[0], &p) == 1, "cost: a type id past the table: bytes");
+	cands[0].cost = 0;
+	TAP_OK(r->score(&view, &cands[0], &p) == 0, "cost: a zero hint is a hint, not absent");
+}
+
+static void
+test_guards(void)
+{
+	struct mc_ranker_params p = { .now = NOW };
+	size_t i, j;
+	int ok = 1;
+
+	/* reads and creations stamped after now, zero bytes, zero counts */
+	view_reset(4);
+	cands[0].created = NOW + 5000;
+	cands[0].last_access = NOW + 5000;
+	cands[0].access_count = 3;
+	cands[0].bytes = 0;
+	cands[1].bytes = 0;
+	cands[1].cost = 1e300;
+	cands[2].created = NOW;
+	cands[3].created = 0;
+	cands[3].last_access = 0;
+	cands[3].access_count = UINT64_MAX;
+	for (i = 0; mc_rankers[i]; i++)
+		for (j = 0; j < 4; j++) {
+			double s = mc_rankers[i]->score(&view, &cands[j], &p);
+
+			if (s != s || s < 0)
+				ok = 0;
+		}
+	TAP_OK(ok, "guards: no ranker scores NaN or below zero on skewed or empty input");
+	TAP_OK(mc_ranker_find("lfu")->score(&view, &cands[0], &p) == 3,
+	       "lfu: a read stamped after now is a fresh read (age 0)");
+	TAP_OK(mc_ranker_find("hyperbolic")->score(&view, &cands[0], &p) == 3,
+	       "hyperbolic: created after now counts as 1 ms in cache");
+}
+
+/* xorshift, so runs are reproducible */
+static uint64_t rng_state = 88172645463325252ULL;
+
+static uint64_t
+rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* A ranker the table does not hold: scores from the candidate's version. */
+static double
+signed_score(const struct mc_cand_view *v, const struct mc_cand *c,
+	     const struct mc_ranker_params *p)
+{
+	static const double scores[] = { 3, -0.0, -7.5, 0.0, -1e300, 2, NAN, -2 };
+
+	(void)v;
+	(void)p;
+	return scores[c->version % 8];
+}
+
+static void
+test_sort_paths(void)
+{
+	const struct mc_ranker signed_ranker = { "signed", "test", signed_score };
+	struct mc_ranker_params p = { .now = NOW };
+	const size_t n = 5000; /* above the comparison-sort cutoff */
+	struct mc_cand_view v;
+	uint32_t *idx;
+	size_t i, k;
+	int ok;
+
+	memset(&v, 0, sizeof(v));
+	v.c = calloc(n, sizeof(*v.c));
+	idx = malloc(n * sizeof(*idx));
+	if (!v.c || !idx) {
+		TAP_OK(0, "sort: allocate candidates");
+		goto out;
+	}
+	v.n = v.cap = n;
+	for (i = 0; i < n; i++) {
+		v.c[i].lease_expiry = NOW + (rng() % 3) * 1000;
+		v.c[i].version = i;
+	}
+	/* two passes: indices ascending (no index passes) and shuffled */
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < n; i++)
+			idx[i] = (uint32_t)i;
+		for (i = n - 1; k && i > 0; i--) {
+			size_t j = rng() % (i + 1);
+			uint32_t t = idx[i];
+
+			idx[i] = idx[j];
+			idx[j] = t;
+		}
+		ok = mc_rank(mc_ranker_find("lease"), &v, idx, n, &p) == 0;
+		for (i = 1; ok && i < n; i++) {
+			uint64_t a = v.c[idx[i - 1]].lease_expiry, b = v.c[idx[i]].lease_expiry;
+
+			if (a > b || (a == b && idx[i - 1] >= idx[i]))
+				ok = 0;
+		}
+		TAP_OK(ok, "sort: 5000 candidates with 3 scores tie by index (%s input)",
+		       k ? "shuffled" : "ascending");
+	}
+
+	/* negative scores, -0 equal to 0, NaN last; both sort paths agree */
+	for (k = 0; k < 2; k++) {
+		size_t m = k ? n : 16;
+		/* by version % 8: -1e300, -7.5, -2, {-0, 0}, 2, 3, NaN */
+		static const int rank_of[] = { 5, 3, 1, 3, 0, 4, 6, 2 };
+
+		for (i = 0; i < m; i++)
+			idx[i] = (uint32_t)(m - 1 - i);
+		ok = mc_rank(&signed_ranker, &v, idx, m, &p) == 0;
+		for (i = 1; ok && i < m; i++) {
+			int a = rank_of[idx[i - 1] % 8], b = rank_of[idx[i] % 8];
+
+			if (a > b || (a == b && idx[i - 1] >= idx[i]))
+				ok = 0;
+		}
+		TAP_OK(ok, "sort: negative scores first, -0 ties 0, NaN last (%zu candidates)", m);
+	}
+out:
+	free(v.c);
+	free(idx);
+}
+
+static void
+test_speed(void)
+{
+	const size_t n = 1000000;
+	struct mc_ranker_params p = { .now = NOW };
+	struct mc_cand_view v;
+	uint32_t *idx;
+	size_t i, k;
+	int ok = 1;
+
+	memset(&v, 0, sizeof(v));
+	v.c = calloc(n, sizeof(*v.c));
+	idx = malloc(n * sizeof(*idx));
+	if (!v.c || !idx) {
+		TAP_OK(0, "speed: allocate 1M candidates");
+		goto out;
+	}
+	v.n = v.cap = n;
+	for (i = 0; i < n; i++) {
+		v.c[i].bytes = 1 + rng() % (1 << 20);
+		v.c[i].created = NOW - rng() % (24 * 60 * MIN);
+		v.c[i].last_access = v.c[i].created + rng() % (NOW - v.c[i].created + 1);
+		v.c[i].lease_expiry = v.c[i].last_access + 5000;
+		v.c[i].access_count = rng() % 1000;
+		v.c[i].cost = (rng() & 1) ? -1 : (double)(rng() % 100000);
+	}
+	for (k = 0; mc_rankers[k]; k++) {
+		const struct mc_ranker *r = mc_rankers[k];
+		uint64_t t0;
+		double ms;
+
+		for (i = 0; i < n; i++)
+			idx[i] = (uint32_t)(n - 1 - i);
+		t0 = mc_mono_ns();
+		if (mc_rank(r, &v, idx, n, &p) != 0) {
+			ok = 0;
+			continue;
+		}
+		ms = (double)(mc_mono_ns() - t0) / 1e6;
+		printf("# speed: %s ranks 1M candidates in %.1f ms\n", r->name, ms);
+		for (i = 1; i < n; i++) {
+			double a = r->score(&v, &v.c[idx[i - 1]], &p);
+			double b = r->score(&v, &v.c[idx[i]], &p);
+
+			if (a > b || (a == b && idx[i - 1] >= idx[i])) {
+				ok = 0;
+				break;
+			}
+		}
+	}
+	TAP_OK(ok, "speed: 1M candidates come out in (score, index) order for every ranker");
+out:
+	free(v.c);
+	free(idx);
+}
+
+int
+main(void)
+{
+	test_table();
+	test_simple_orders();
+	test_ties();
+	test_subset();
+	test_lfu_decay();
+	test_cost_defaults();
+	test_guards();
+	test_sort_paths();
+	test_speed();
+	return tap_done();
+}
