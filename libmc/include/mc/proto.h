@@ -61,6 +61,14 @@
  * peers {} -> {peers: [{peer_id, addr, host, domain, alive, evict_mode,
  *       tiers: [{tier, capacity, used}], last_heartbeat}]}
  *
+ * ---- master, eviction (mc-evict-plan, mc-cli candidates) ----
+ *
+ * candidates {peer_id?, tier?, tenant?} -> {count, len} + len raw bytes
+ *   The candidate view (man/mc-candidates.5, msgpack stream form) of
+ *   every evictable copy: one record per COMPLETE replica of the current
+ *   version, hard-pinned objects left out, filtered by peer, tier and
+ *   tenant name when given (all tenants otherwise: an admin call).
+ *
  * ---- master, soft pins (mc-softpin) ----
  *
  * softpin_show {key} -> {state: "disabled"|"pending"|"active", deadline,
