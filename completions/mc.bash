@@ -91,9 +91,9 @@ complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR )
-	local -A copts=( ['put']='--replicas --type --group --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' )
-	_mc_complete '--master --tenant --json --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt' kinds copts
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR )
+	local -A copts=( ['put']='--replicas --type --group --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' )
+	_mc_complete '--master --tenant --json --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates' kinds copts
 }
 complete -F _mc_cli mc-cli
 

@@ -47,6 +47,8 @@ static const struct cli_cmd cmds[] = {
 	{ "corrupt", "PEER_ADDR KEY [OFFSET]",
 	  "flip one byte of a peer's copy (peers run with --fault-inject)", cli_none_opts, 2, 3,
 	  cli_corrupt },
+	{ "candidates", "", "write the candidate view of evictable copies (eviction stage 1)",
+	  cli_candidates_opts, 0, 0, cli_candidates },
 	{ 0 },
 };
 

@@ -12,6 +12,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
+#include "candidates.h"
 #include "handlers.h"
 #include "master.h"
 #include "ops.h"
@@ -1284,6 +1285,7 @@ const struct mc_method master_methods[] = {
 	{ "softpin_list", h_softpin_list },
 	{ "softpin_stats", h_softpin_stats },
 	{ "softpin_expire", h_softpin_expire },
+	{ "candidates", h_candidates },
 	{ "put_end", h_put_end },
 	{ "put_revoke", h_put_revoke },
 	{ "get_replica_list", h_get_replica_list },

@@ -36,6 +36,7 @@ const char *const method_names[M_COUNT] = {
 	[M_SOFTPIN_LIST] = "softpin_list",
 	[M_SOFTPIN_STATS] = "softpin_stats",
 	[M_SOFTPIN_EXPIRE] = "softpin_expire",
+	[M_CANDIDATES] = "candidates",
 };
 
 static void

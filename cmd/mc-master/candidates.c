@@ -1,0 +1,328 @@
+/*
+ * Building the candidate view from the store, and the `candidates` call
+ * that ships it as a bulk in the stream form of man/mc-candidates.5.
+ *
+ * The walk visits every object once. Names are interned into the view
+ * once per distinct tenant, type, group, peer and tier, and each object
+ * then only looks its ids up in small per-call caches, so the cost per
+ * copy is one record and one key copy. Live peers that pass the filter
+ * are resolved before the walk: a replica on any other peer is skipped
+ * by a scan of a few tens of entries.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+#include "mc/wire.h"
+#include "candidates.h"
+#include "handlers.h"
+#include "master.h"
+
+/* A live peer as the view names it. */
+struct cpeer {
+	uint32_t id;
+	uint32_t name;	 /* its address (or peer-ID when too long for a name) */
+	uint32_t domain; /* MC_CAND_NO_NAME when it has none */
+};
+
+/* Name ids of one build; 0 in a cache slot means "not interned yet". */
+struct build {
+	struct master *m;
+	struct mc_cand_view *v;
+	struct cpeer *peers;
+	uint32_t npeers;
+	uint32_t *tenant_ids, *type_ids, *group_ids;
+	uint32_t ntenants, ntypes, ngroups;
+	uint32_t tier_ids[TIER_COUNT];
+};
+
+/* Intern s, remembering the id in *slot (0 while unknown). */
+static int
+cached_name(struct build *b, uint32_t *slot, const char *s, size_t len, struct mc_err *err)
+{
+	int64_t id;
+
+	if (*slot != 0 || len == 0)
+		return 0;
+	id = mc_cand_name(b->v, s, len, err);
+	if (id < 0)
+		return -1;
+	*slot = (uint32_t)id;
+	return 0;
+}
+
+static int
+add_peers(struct build *b, const struct cand_filter *f, uint64_t now, struct mc_err *err)
+{
+	const struct peers *ps = &b->m->peers;
+	char fallback[32];
+
+	b->peers = calloc(ps->n != 0 ? ps->n : 1, sizeof(*b->peers));
+	if (b->peers == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+	for (uint32_t i = 0; i < ps->n; i++) {
+		const struct peer *p = ps->v[i];
+		struct cpeer *cp = &b->peers[b->npeers];
+		const char *name = p->addr;
+		size_t len = strlen(p->addr);
+
+		if (!peer_alive(p, now, b->m->cfg.peer_ttl) || (f->by_peer && p->id != f->peer))
+			continue;
+		/*
+		 * A plan names the peer by address so that people can read
+		 * it; an address longer than any name (a deep unix socket
+		 * path) falls back to the id, which is still unique.
+		 */
+		if (len == 0 || len > MC_NAME_MAX) {
+			snprintf(fallback, sizeof(fallback), "peer-%u", p->id);
+			name = fallback;
+			len = strlen(fallback);
+		}
+		cp->id = p->id;
+		cp->name = 0;
+		cp->domain = MC_CAND_NO_NAME;
+		if (cached_name(b, &cp->name, name, len, err) < 0 ||
+		    cached_name(b, &cp->domain, p->domain, strnlen(p->domain, MC_NAME_MAX), err) <
+			    0)
+			return -1;
+		b->npeers++;
+	}
+	return 0;
+}
+
+static const struct cpeer *
+find_peer(const struct build *b, uint32_t id)
+{
+	for (uint32_t i = 0; i < b->npeers; i++)
+		if (b->peers[i].id == id)
+			return &b->peers[i];
+	return NULL;
+}
+
+/* The group's name id, or MC_CAND_NO_NAME for none (or a stale id). */
+static int
+group_id(struct build *b, uint32_t gid, uint32_t *out, struct mc_err *err)
+{
+	const struct group *g;
+
+	*out = MC_CAND_NO_NAME;
+	if (gid == NO_GROUP || gid >= b->ngroups)
+		return 0;
+	g = store_group_get(&b->m->store, gid);
+	if (g == NULL)
+		return 0;
+	if (cached_name(b, &b->group_ids[gid], g->name, g->name_len, err) < 0)
+		return -1;
+	*out = b->group_ids[gid];
+	return 0;
+}
+
+/* Append the evictable copies of o. */
+static int
+add_object(struct build *b, const struct cand_filter *f, const struct mobj *o, uint64_t now,
+	   struct mc_err *err)
+{
+	const struct store *s = &b->m->store;
+	const struct mrep *r = obj_creps(o);
+	struct mc_cand c;
+	bool named = false;
+
+	for (unsigned i = 0; i < o->nrep; i++) {
+		const struct cpeer *cp;
+
+		if (r[i].state != REP_COMPLETE || r[i].version != o->version)
+			continue;
+		if (f->by_tier && r[i].tier != f->tier)
+			continue;
+		if (r[i].tier >= TIER_COUNT || (cp = find_peer(b, r[i].peer)) == NULL)
+			continue;
+		/* Object-wide fields, once for the first copy that qualifies. */
+		if (!named) {
+			const char *tn, *ty;
+
+			if (o->tenant >= b->ntenants || o->type >= b->ntypes)
+				return mc_err_set(err, MC_ERR_INTERNAL,
+						  "object names an unknown tenant or type");
+			tn = s->tenants[o->tenant].name;
+			ty = store_type_name(s, o->type);
+			memset(&c, 0, sizeof(c));
+			if (cached_name(b, &b->tenant_ids[o->tenant], tn, strlen(tn), err) < 0 ||
+			    cached_name(b, &b->type_ids[o->type], ty, strlen(ty), err) < 0 ||
+			    group_id(b, o->group, &c.group, err) < 0)
+				return -1;
+			c.tenant = b->tenant_ids[o->tenant];
+			c.type = b->type_ids[o->type];
+			c.version = o->version;
+			c.bytes = o->size;
+			c.created = o->created;
+			c.last_access = o->last_access;
+			c.access_count = o->access_count;
+			c.lease_expiry = o->lease_deadline;
+			c.soft_pin_deadline = softpin_protects(o, now) ? o->sp_deadline : 0;
+			c.cost = -1;
+			named = true;
+		}
+		const char *tier = tier_name(r[i].tier);
+		if (cached_name(b, &b->tier_ids[r[i].tier], tier, strlen(tier), err) < 0)
+			return -1;
+		c.peer = cp->name;
+		c.domain = cp->domain;
+		c.tier = b->tier_ids[r[i].tier];
+		if (mc_cand_add(b->v, &c, o->key, o->key_len, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+candidates_build(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
+		 struct mc_err *err)
+{
+	const struct store *s = &m->store;
+	struct build b = { 0 };
+	uint64_t now = mc_now_ms();
+	size_t cur = 0;
+	struct mobj *o;
+	int rc = -1;
+
+	b.m = m;
+	b.v = v;
+	v->created = now;
+	b.ntenants = s->ntenants;
+	b.ntypes = s->ntypes;
+	b.ngroups = s->ngroup_ids;
+	b.tenant_ids = calloc(b.ntenants + 1, sizeof(*b.tenant_ids));
+	b.type_ids = calloc(b.ntypes + 1, sizeof(*b.type_ids));
+	b.group_ids = calloc(b.ngroups + 1, sizeof(*b.group_ids));
+	if (b.tenant_ids == NULL || b.type_ids == NULL || b.group_ids == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+		goto out;
+	}
+	if (add_peers(&b, f, now, err) < 0)
+		goto out;
+	/* No live peer passes the filter: nothing can qualify. */
+	if (b.npeers == 0) {
+		rc = 0;
+		goto out;
+	}
+	while ((o = mc_htab_next(&s->objects, &cur)) != NULL) {
+		if (o->hard_pin || (f->by_tenant && o->tenant != f->tenant))
+			continue;
+		if (add_object(&b, f, o, now, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(b.peers);
+	free(b.tenant_ids);
+	free(b.type_ids);
+	free(b.group_ids);
+	return rc;
+}
+
+/* ---- the call ---- */
+
+static int
+tenant_by_name(const struct store *s, const char *name, size_t len)
+{
+	for (uint32_t i = 0; i < s->ntenants; i++)
+		if (strlen(s->tenants[i].name) == len && memcmp(s->tenants[i].name, name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * The request's filter. *none is set when it names a tenant the master
+ * does not know: an empty view, not an error, since a tenant exists
+ * only once it has written something.
+ */
+static int
+read_filter(const struct master *m, const msgpack_object *params, struct cand_filter *f, bool *none,
+	    struct mc_err *err)
+{
+	uint64_t peer;
+	const char *s;
+	size_t len;
+	int rc;
+
+	if ((rc = mc_map_u64(params, "peer_id", &peer, err)) < 0)
+		return -1;
+	if (rc > 0) {
+		if (peer > UINT32_MAX)
+			*none = true;
+		f->by_peer = true;
+		f->peer = (uint32_t)peer;
+	}
+	if ((rc = mc_map_str(params, "tier", &s, &len, err)) < 0)
+		return -1;
+	if (rc > 0) {
+		f->by_tier = true;
+		f->tier = tier_parse(s, len);
+		if (f->tier < 0)
+			return mc_err_set(err, MC_ERR_INVALID, "unknown tier '%.*s'",
+					  (int)(len > 32 ? 32 : len), s);
+	}
+	if ((rc = mc_map_str(params, "tenant", &s, &len, err)) < 0)
+		return -1;
+	if (rc > 0) {
+		int t = tenant_by_name(&m->store, s, len);
+
+		f->by_tenant = true;
+		if (t < 0)
+			*none = true;
+		else
+			f->tenant = (uint32_t)t;
+	}
+	return 0;
+}
+
+void
+h_candidates(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	struct cand_filter f = { 0 };
+	struct mc_cand_view v;
+	struct mc_err err = { 0 };
+	bool none = false;
+	char *buf = NULL;
+	size_t len = 0, count;
+	FILE *out;
+
+	mmetrics_request(&m->mx, M_CANDIDATES);
+	if (read_filter(m, req->params, &f, &none, &err) < 0) {
+		handler_fail(req, M_CANDIDATES, err.code, "%s", err.msg);
+		return;
+	}
+	mc_cand_view_init(&v);
+	v.created = mc_now_ms();
+	if (!none && candidates_build(m, &f, &v, &err) < 0)
+		goto fail;
+	out = open_memstream(&buf, &len);
+	if (out == NULL) {
+		mc_err_errno(&err, "cannot buffer candidates");
+		goto fail;
+	}
+	if (mc_cand_write(out, &v, false, &err) < 0) {
+		fclose(out);
+		free(buf);
+		goto fail;
+	}
+	if (fclose(out) != 0) {
+		mc_err_errno(&err, "cannot buffer candidates");
+		free(buf);
+		goto fail;
+	}
+	count = v.n;
+	mc_cand_view_free(&v);
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 2);
+	mc_pack_kv_u64(pk, "count", count);
+	mc_pack_kv_u64(pk, "len", len);
+	/* The stream goes out from buf itself, freed once written. */
+	mc_reply_end_bulk(req, buf, len, free, buf);
+	return;
+fail:
+	mc_cand_view_free(&v);
+	handler_fail(req, M_CANDIDATES, err.code, "cannot build candidates: %s", err.msg);
+}

@@ -1,0 +1,42 @@
+/*
+ * The master's candidate view: one light record per evictable copy (the
+ * first stage of eviction, mc/candidates.h), built from the store for
+ * the `candidates` call and for the master's own eviction rounds.
+ *
+ * A copy is evictable when it is a COMPLETE replica of its object's
+ * current version on a live peer, and the object is not hard-pinned.
+ * Soft pins and leases do not exclude a copy: they are attributes the
+ * policy sees and the executor revalidates.
+ */
+#ifndef MASTER_CANDIDATES_H
+#define MASTER_CANDIDATES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mc/candidates.h"
+#include "mc/conn.h"
+#include "mc/err.h"
+
+struct master;
+
+/* Which copies to include; a zeroed filter includes every one. */
+struct cand_filter {
+	bool by_peer, by_tier, by_tenant;
+	uint32_t peer;	 /* a peer id */
+	int tier;	 /* enum tier */
+	uint32_t tenant; /* a tenant id */
+};
+
+/*
+ * Fill v (initialised by the caller, left empty) with the copies that
+ * pass f, as of now (mc_now_ms()). -1 with err when out of memory; v
+ * then holds a partial view the caller frees.
+ */
+int candidates_build(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
+		     struct mc_err *err);
+
+/* candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream. */
+void h_candidates(struct mc_req *req);
+
+#endif
