@@ -14,7 +14,9 @@
  *           lowerbound, policy?}, then per stage
  *           {t: "stage", id, scope, kind: "evict"|"fallback", target,
  *            lowerbound, cond_scope?, cond_lowerbound?,
- *            victims: [{tenant, key, version, peer, tier, bytes}]}
+ *            victims: [{tenant, key, version, peer, tier, bytes}]},
+ *           a long victim list continuing in records {t: "victims", id,
+ *           victims} that directly follow their stage
  *   report: header {format: "mc-report", version: 1, created}, then per
  *           stage {t: "stage", id, scope, kind, ran: bool, planned_bytes,
  *            planned_objects, evicted_bytes, evicted_objects,

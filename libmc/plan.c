@@ -1,0 +1,1511 @@
+/*
+ * Eviction plans and execution reports: building them and their stream
+ * forms (man/mc-plan.5, man/mc-report.5).
+ *
+ * A stage record carries its victims as a nested array, so one stage of
+ * a large plan would outgrow what a reader may safely take in one record
+ * (the wire pre-pass caps bytes and elements). The writer therefore puts
+ * a stage's victims out in chunks: the stage record carries the first
+ * chunk and each further chunk is a record {t: "victims", id, victims}
+ * that continues the stage just before it. Readers glue them back.
+ *
+ * Reading follows the candidate reader's pattern: input comes in blocks
+ * into one buffer, every msgpack record passes mc_wire_check() before it
+ * is unpacked into one zone cleared between records. A JSON line is
+ * parsed into the same msgpack_object tree (in the same zone), so one
+ * decoder judges both forms and they accept and refuse the same things.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "mc/json.h"
+#include "mc/plan.h"
+#include "mc/proto.h"
+#include "mc/wire.h"
+
+#define MAX_RECORD (4u << 20) /* a record (msgpack) or a line (JSON) */
+#define READ_BLOCK (1u << 18)
+/*
+ * Chunk limits: a victim is at most ~27 KiB as JSON (a 4 KiB key fully
+ * escaped plus three names), so a chunk cut at 256 KiB of estimate stays
+ * far below MAX_RECORD, and 4096 victims far below MC_WIRE_MAX_ELEMS.
+ */
+#define CHUNK_VICTIMS 4096
+#define CHUNK_BYTES (256u << 10)
+#define JSON_MAX_DEPTH 8
+
+static const char *const reason_names[MC_FAIL_REASON_COUNT] = {
+	[MC_FAIL_GONE] = "gone",
+	[MC_FAIL_VERSION] = "version changed",
+	[MC_FAIL_LEASED] = "lease renewed",
+	[MC_FAIL_PINNED] = "pinned",
+	[MC_FAIL_GROUP_LEASED] = "group member leased",
+	[MC_FAIL_BUSY] = "replica busy",
+	[MC_FAIL_EVICTED] = "already evicted",
+};
+
+static const char *const kind_names[] = {
+	[MC_STAGE_EVICT] = "evict",
+	[MC_STAGE_FALLBACK] = "fallback",
+};
+
+const char *
+mc_fail_reason_name(int reason)
+{
+	if (reason < 0 || reason >= MC_FAIL_REASON_COUNT)
+		return "unknown";
+	return reason_names[reason];
+}
+
+int
+mc_fail_reason_from_name(const char *s, size_t len)
+{
+	for (int i = 0; i < MC_FAIL_REASON_COUNT; i++) {
+		if (strlen(reason_names[i]) == len && memcmp(reason_names[i], s, len) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static const char *
+kind_name(int kind)
+{
+	return kind == MC_STAGE_FALLBACK ? kind_names[MC_STAGE_FALLBACK]
+					 : kind_names[MC_STAGE_EVICT];
+}
+
+/* ---- building plans ---- */
+
+void
+mc_plan_init(struct mc_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	mc_cand_view_init(&p->view);
+}
+
+void
+mc_plan_free(struct mc_plan *p)
+{
+	for (size_t i = 0; i < p->nstages; i++)
+		free(p->stages[i].victims);
+	free(p->stages);
+	mc_cand_view_free(&p->view);
+	mc_plan_init(p);
+}
+
+struct mc_stage *
+mc_plan_add_stage(struct mc_plan *p, int kind, const char *scope, uint64_t target,
+		  uint64_t lowerbound, struct mc_err *err)
+{
+	size_t len = strlen(scope);
+	struct mc_stage *s;
+
+	if (kind != MC_STAGE_EVICT && kind != MC_STAGE_FALLBACK) {
+		mc_err_set(err, MC_ERR_INVALID, "unknown stage kind %d", kind);
+		return NULL;
+	}
+	if (len >= MC_SCOPE_MAX) {
+		mc_err_set(err, MC_ERR_INVALID, "scope of %zu bytes is over %d", len,
+			   MC_SCOPE_MAX - 1);
+		return NULL;
+	}
+	if (p->nstages == p->cap) {
+		size_t ncap = p->cap == 0 ? 8 : p->cap * 2;
+
+		if (ncap > UINT32_MAX) {
+			mc_err_set(err, MC_ERR_TOO_LARGE, "too many stages");
+			return NULL;
+		}
+		s = realloc(p->stages, ncap * sizeof(*s));
+		if (s == NULL) {
+			mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for stages");
+			return NULL;
+		}
+		p->stages = s;
+		p->cap = ncap;
+	}
+	s = &p->stages[p->nstages];
+	memset(s, 0, sizeof(*s));
+	/* ids count from 1 in plan order; a planner may renumber */
+	s->id = (uint32_t)(p->nstages + 1);
+	s->kind = kind;
+	memcpy(s->scope, scope, len + 1);
+	s->target = target;
+	s->lowerbound = lowerbound;
+	p->nstages++;
+	return s;
+}
+
+int
+mc_stage_add_victim(struct mc_stage *s, uint32_t i, struct mc_err *err)
+{
+	if (s->nvictims == s->cap) {
+		size_t ncap = s->cap == 0 ? 64 : s->cap * 2;
+		uint32_t *v;
+
+		if (ncap > SIZE_MAX / sizeof(*v))
+			return mc_err_set(err, MC_ERR_TOO_LARGE, "too many victims");
+		v = realloc(s->victims, ncap * sizeof(*v));
+		if (v == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for victims");
+		s->victims = v;
+		s->cap = ncap;
+	}
+	s->victims[s->nvictims++] = i;
+	return 0;
+}
+
+/* ---- building reports ---- */
+
+void
+mc_report_init(struct mc_report *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void
+mc_report_free(struct mc_report *r)
+{
+	for (size_t i = 0; i < r->nstages; i++)
+		free(r->stages[i].failures);
+	free(r->stages);
+	mc_report_init(r);
+}
+
+struct mc_stage_report *
+mc_report_add_stage(struct mc_report *r, const struct mc_stage *s, struct mc_err *err)
+{
+	struct mc_stage_report *sr;
+
+	if (r->nstages == r->cap) {
+		size_t ncap = r->cap == 0 ? 8 : r->cap * 2;
+
+		sr = realloc(r->stages, ncap * sizeof(*sr));
+		if (sr == NULL) {
+			mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for report stages");
+			return NULL;
+		}
+		r->stages = sr;
+		r->cap = ncap;
+	}
+	sr = &r->stages[r->nstages++];
+	memset(sr, 0, sizeof(*sr));
+	sr->id = s->id;
+	sr->kind = s->kind;
+	memcpy(sr->scope, s->scope, sizeof(sr->scope));
+	sr->scope[MC_SCOPE_MAX - 1] = '\0';
+	/* the executor fills the bytes: only it knows what the victims weigh */
+	sr->planned_objects = s->nvictims;
+	return sr;
+}
+
+int
+mc_stage_report_fail(struct mc_stage_report *sr, uint32_t victim, int reason, struct mc_err *err)
+{
+	if (reason < 0 || reason >= MC_FAIL_REASON_COUNT)
+		return mc_err_set(err, MC_ERR_INVALID, "unknown failure reason %d", reason);
+	if (sr->nfailures == sr->cap) {
+		size_t ncap = sr->cap == 0 ? 16 : sr->cap * 2;
+		struct mc_stage_failure *f;
+
+		if (ncap > SIZE_MAX / sizeof(*f))
+			return mc_err_set(err, MC_ERR_TOO_LARGE, "too many failures");
+		f = realloc(sr->failures, ncap * sizeof(*f));
+		if (f == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for failures");
+		sr->failures = f;
+		sr->cap = ncap;
+	}
+	sr->failures[sr->nfailures].victim = victim;
+	sr->failures[sr->nfailures].reason = reason;
+	sr->nfailures++;
+	return 0;
+}
+
+/* ---- writing ---- */
+
+/* Packer output in blocks: one fwrite() per 64 KiB, not one per field. */
+struct outbuf {
+	FILE *f;
+	size_t len;
+	bool failed;
+	char buf[1 << 16];
+};
+
+static void
+outbuf_flush(struct outbuf *o)
+{
+	if (o->len != 0 && !o->failed && fwrite(o->buf, 1, o->len, o->f) != o->len)
+		o->failed = true;
+	o->len = 0;
+}
+
+static int
+outbuf_write(void *data, const char *buf, size_t len)
+{
+	struct outbuf *o = data;
+
+	if (o->failed)
+		return -1;
+	if (len > sizeof(o->buf) - o->len) {
+		outbuf_flush(o);
+		if (len > sizeof(o->buf)) {
+			if (!o->failed && fwrite(buf, 1, len, o->f) != len)
+				o->failed = true;
+			return o->failed ? -1 : 0;
+		}
+	}
+	memcpy(o->buf + o->len, buf, len);
+	o->len += len;
+	return 0;
+}
+
+static struct outbuf *
+outbuf_new(FILE *f, msgpack_packer *pk, struct mc_err *err)
+{
+	struct outbuf *o = malloc(sizeof(*o));
+
+	if (o == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the output buffer");
+		return NULL;
+	}
+	o->f = f;
+	o->len = 0;
+	o->failed = false;
+	msgpack_packer_init(pk, o, outbuf_write);
+	return o;
+}
+
+/* Flush and free o; -1 with err if anything failed to go out. */
+static int
+outbuf_done(struct outbuf *o, const char *what, struct mc_err *err)
+{
+	bool failed;
+
+	outbuf_flush(o);
+	failed = o->failed;
+	free(o);
+	if (failed)
+		return mc_err_errno(err, "cannot write %s", what);
+	return 0;
+}
+
+/* A view record the writers can name: in range, names known, key there. */
+static int
+check_victim(const struct mc_cand_view *v, uint32_t i, struct mc_err *err)
+{
+	const struct mc_cand *c;
+
+	if (i >= v->n)
+		return mc_err_set(err, MC_ERR_INTERNAL, "victim %" PRIu32 " is not in the view", i);
+	c = &v->c[i];
+	if (c->tenant >= v->nnames || c->peer >= v->nnames || c->tier >= v->nnames ||
+	    c->key_len == 0 || c->key_off + c->key_len > v->keys_len)
+		return mc_err_set(err, MC_ERR_INTERNAL, "victim %" PRIu32 " is not a whole record",
+				  i);
+	return 0;
+}
+
+/* Where the chunk of s's victims starting at from ends (see the top). */
+static size_t
+chunk_end(const struct mc_cand_view *v, const struct mc_stage *s, size_t from)
+{
+	size_t i = from, est = 0;
+
+	while (i < s->nvictims && i - from < CHUNK_VICTIMS) {
+		const struct mc_cand *c = &v->c[s->victims[i]];
+
+		est += 96 + 6 * ((size_t)c->key_len + v->name_lens[c->tenant] +
+				 v->name_lens[c->peer] + v->name_lens[c->tier]);
+		if (est > CHUNK_BYTES && i > from)
+			break;
+		i++;
+	}
+	return i;
+}
+
+static int
+check_stage(const struct mc_plan *p, const struct mc_stage *s, struct mc_err *err)
+{
+	if (s->kind != MC_STAGE_EVICT && s->kind != MC_STAGE_FALLBACK)
+		return mc_err_set(err, MC_ERR_INTERNAL, "stage %" PRIu32 " has unknown kind %d",
+				  s->id, s->kind);
+	if (memchr(s->scope, '\0', MC_SCOPE_MAX) == NULL ||
+	    memchr(s->cond_scope, '\0', MC_SCOPE_MAX) == NULL)
+		return mc_err_set(err, MC_ERR_INTERNAL,
+				  "stage %" PRIu32 " has an unterminated scope", s->id);
+	for (size_t i = 0; i < s->nvictims; i++) {
+		if (check_victim(&p->view, s->victims[i], err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void
+pack_name(msgpack_packer *pk, const struct mc_cand_view *v, const char *k, uint32_t id)
+{
+	mc_pack_kv_strn(pk, k, v->names[id], v->name_lens[id]);
+}
+
+static void
+pack_victims(msgpack_packer *pk, const struct mc_cand_view *v, const struct mc_stage *s,
+	     size_t from, size_t to)
+{
+	mc_pack_key(pk, "victims");
+	msgpack_pack_array(pk, to - from);
+	for (size_t i = from; i < to; i++) {
+		const struct mc_cand *c = &v->c[s->victims[i]];
+
+		msgpack_pack_map(pk, 6);
+		pack_name(pk, v, "tenant", c->tenant);
+		mc_pack_kv_strn(pk, "key", mc_cand_key(v, c), c->key_len);
+		mc_pack_kv_u64(pk, "version", c->version);
+		pack_name(pk, v, "peer", c->peer);
+		pack_name(pk, v, "tier", c->tier);
+		mc_pack_kv_u64(pk, "bytes", c->bytes);
+	}
+}
+
+static void
+pack_stage(msgpack_packer *pk, const struct mc_plan *p, const struct mc_stage *s)
+{
+	bool fb = s->kind == MC_STAGE_FALLBACK;
+	size_t from = 0, to = chunk_end(&p->view, s, 0);
+
+	msgpack_pack_map(pk, fb ? 9 : 7);
+	mc_pack_kv_str(pk, "t", "stage");
+	mc_pack_kv_u64(pk, "id", s->id);
+	mc_pack_kv_str(pk, "scope", s->scope);
+	mc_pack_kv_str(pk, "kind", kind_name(s->kind));
+	mc_pack_kv_u64(pk, "target", s->target);
+	mc_pack_kv_u64(pk, "lowerbound", s->lowerbound);
+	if (fb) {
+		mc_pack_kv_str(pk, "cond_scope", s->cond_scope);
+		mc_pack_kv_u64(pk, "cond_lowerbound", s->cond_lowerbound);
+	}
+	pack_victims(pk, &p->view, s, from, to);
+	while (to < s->nvictims) {
+		from = to;
+		to = chunk_end(&p->view, s, from);
+		msgpack_pack_map(pk, 3);
+		mc_pack_kv_str(pk, "t", "victims");
+		mc_pack_kv_u64(pk, "id", s->id);
+		pack_victims(pk, &p->view, s, from, to);
+	}
+}
+
+static void
+json_name(FILE *f, const struct mc_cand_view *v, const char *k, uint32_t id)
+{
+	fprintf(f, ",\"%s\":", k);
+	mc_json_write_str(f, v->names[id], v->name_lens[id]);
+}
+
+static void
+json_victims(FILE *f, const struct mc_cand_view *v, const struct mc_stage *s, size_t from,
+	     size_t to)
+{
+	fputs(",\"victims\":[", f);
+	for (size_t i = from; i < to; i++) {
+		const struct mc_cand *c = &v->c[s->victims[i]];
+
+		fputs(i == from ? "{\"tenant\":" : ",{\"tenant\":", f);
+		mc_json_write_str(f, v->names[c->tenant], v->name_lens[c->tenant]);
+		fputs(",\"key\":", f);
+		mc_json_write_str(f, mc_cand_key(v, c), c->key_len);
+		fprintf(f, ",\"version\":%" PRIu64, c->version);
+		json_name(f, v, "peer", c->peer);
+		json_name(f, v, "tier", c->tier);
+		fprintf(f, ",\"bytes\":%" PRIu64 "}", c->bytes);
+	}
+	fputs("]}\n", f);
+}
+
+static void
+json_stage(FILE *f, const struct mc_plan *p, const struct mc_stage *s)
+{
+	size_t from = 0, to = chunk_end(&p->view, s, 0);
+
+	fprintf(f, "{\"t\":\"stage\",\"id\":%" PRIu32 ",\"scope\":", s->id);
+	mc_json_write_str(f, s->scope, strlen(s->scope));
+	fprintf(f, ",\"kind\":\"%s\",\"target\":%" PRIu64 ",\"lowerbound\":%" PRIu64,
+		kind_name(s->kind), s->target, s->lowerbound);
+	if (s->kind == MC_STAGE_FALLBACK) {
+		fputs(",\"cond_scope\":", f);
+		mc_json_write_str(f, s->cond_scope, strlen(s->cond_scope));
+		fprintf(f, ",\"cond_lowerbound\":%" PRIu64, s->cond_lowerbound);
+	}
+	json_victims(f, &p->view, s, from, to);
+	while (to < s->nvictims) {
+		from = to;
+		to = chunk_end(&p->view, s, from);
+		fprintf(f, "{\"t\":\"victims\",\"id\":%" PRIu32, s->id);
+		json_victims(f, &p->view, s, from, to);
+	}
+}
+
+int
+mc_plan_write(FILE *f, const struct mc_plan *p, bool json, struct mc_err *err)
+{
+	size_t plen = strnlen(p->policy, sizeof(p->policy));
+	struct outbuf *o;
+	msgpack_packer pk;
+
+	if (plen == sizeof(p->policy))
+		return mc_err_set(err, MC_ERR_INTERNAL, "plan policy label is unterminated");
+	/* check everything first, so a bad plan writes nothing at all */
+	for (size_t i = 0; i < p->nstages; i++) {
+		if (check_stage(p, &p->stages[i], err) < 0)
+			return -1;
+	}
+	if (json) {
+		int failed;
+
+		flockfile(f);
+		fprintf(f,
+			"{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64
+			",\"target\":%" PRIu64 ",\"lowerbound\":%" PRIu64,
+			MC_PLAN_FORMAT, MC_PLAN_VERSION, p->created, p->target, p->lowerbound);
+		if (plen != 0) {
+			fputs(",\"policy\":", f);
+			mc_json_write_str(f, p->policy, plen);
+		}
+		fputs("}\n", f);
+		for (size_t i = 0; i < p->nstages && !ferror(f); i++)
+			json_stage(f, p, &p->stages[i]);
+		failed = ferror(f) || fflush(f) != 0;
+		funlockfile(f);
+		if (failed)
+			return mc_err_errno(err, "cannot write the plan");
+		return 0;
+	}
+	o = outbuf_new(f, &pk, err);
+	if (o == NULL)
+		return -1;
+	msgpack_pack_map(&pk, plen != 0 ? 6 : 5);
+	mc_pack_kv_str(&pk, "format", MC_PLAN_FORMAT);
+	mc_pack_kv_u64(&pk, "version", MC_PLAN_VERSION);
+	mc_pack_kv_u64(&pk, "created", p->created);
+	mc_pack_kv_u64(&pk, "target", p->target);
+	mc_pack_kv_u64(&pk, "lowerbound", p->lowerbound);
+	if (plen != 0)
+		mc_pack_kv_strn(&pk, "policy", p->policy, plen);
+	for (size_t i = 0; i < p->nstages && !o->failed; i++)
+		pack_stage(&pk, p, &p->stages[i]);
+	return outbuf_done(o, "the plan", err);
+}
+
+static int
+check_report(const struct mc_report *r, const struct mc_plan *p, struct mc_err *err)
+{
+	for (size_t i = 0; i < r->nstages; i++) {
+		const struct mc_stage_report *sr = &r->stages[i];
+
+		if (memchr(sr->scope, '\0', MC_SCOPE_MAX) == NULL)
+			return mc_err_set(err, MC_ERR_INTERNAL,
+					  "report stage %" PRIu32 " has an unterminated scope",
+					  sr->id);
+		for (size_t j = 0; j < sr->nfailures; j++) {
+			const struct mc_stage_failure *fl = &sr->failures[j];
+
+			if (fl->reason < 0 || fl->reason >= MC_FAIL_REASON_COUNT)
+				return mc_err_set(err, MC_ERR_INTERNAL,
+						  "report stage %" PRIu32 " has unknown reason %d",
+						  sr->id, fl->reason);
+			if (p == NULL)
+				return mc_err_set(err, MC_ERR_INTERNAL,
+						  "report with failures needs the plan");
+			if (check_victim(&p->view, fl->victim, err) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+json_report_stage(FILE *f, const struct mc_stage_report *sr, const struct mc_plan *p)
+{
+	fprintf(f, "{\"t\":\"stage\",\"id\":%" PRIu32 ",\"scope\":", sr->id);
+	mc_json_write_str(f, sr->scope, strlen(sr->scope));
+	fprintf(f,
+		",\"kind\":\"%s\",\"ran\":%s,\"planned_bytes\":%" PRIu64
+		",\"planned_objects\":%" PRIu64 ",\"evicted_bytes\":%" PRIu64
+		",\"evicted_objects\":%" PRIu64 ",\"failures\":[",
+		kind_name(sr->kind), sr->ran ? "true" : "false", sr->planned_bytes,
+		sr->planned_objects, sr->evicted_bytes, sr->evicted_objects);
+	for (size_t j = 0; j < sr->nfailures; j++) {
+		const struct mc_cand_view *v = &p->view;
+		const struct mc_cand *c = &v->c[sr->failures[j].victim];
+
+		fputs(j == 0 ? "{\"tenant\":" : ",{\"tenant\":", f);
+		mc_json_write_str(f, v->names[c->tenant], v->name_lens[c->tenant]);
+		fputs(",\"key\":", f);
+		mc_json_write_str(f, mc_cand_key(v, c), c->key_len);
+		fprintf(f, ",\"reason\":\"%s\"}", reason_names[sr->failures[j].reason]);
+	}
+	fputs("]}\n", f);
+}
+
+static void
+pack_report_stage(msgpack_packer *pk, const struct mc_stage_report *sr, const struct mc_plan *p)
+{
+	msgpack_pack_map(pk, 10);
+	mc_pack_kv_str(pk, "t", "stage");
+	mc_pack_kv_u64(pk, "id", sr->id);
+	mc_pack_kv_str(pk, "scope", sr->scope);
+	mc_pack_kv_str(pk, "kind", kind_name(sr->kind));
+	mc_pack_kv_bool(pk, "ran", sr->ran);
+	mc_pack_kv_u64(pk, "planned_bytes", sr->planned_bytes);
+	mc_pack_kv_u64(pk, "planned_objects", sr->planned_objects);
+	mc_pack_kv_u64(pk, "evicted_bytes", sr->evicted_bytes);
+	mc_pack_kv_u64(pk, "evicted_objects", sr->evicted_objects);
+	mc_pack_key(pk, "failures");
+	msgpack_pack_array(pk, sr->nfailures);
+	for (size_t j = 0; j < sr->nfailures; j++) {
+		const struct mc_cand_view *v = &p->view;
+		const struct mc_cand *c = &v->c[sr->failures[j].victim];
+
+		msgpack_pack_map(pk, 3);
+		pack_name(pk, v, "tenant", c->tenant);
+		mc_pack_kv_strn(pk, "key", mc_cand_key(v, c), c->key_len);
+		mc_pack_kv_str(pk, "reason", reason_names[sr->failures[j].reason]);
+	}
+}
+
+int
+mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, bool json,
+		struct mc_err *err)
+{
+	struct outbuf *o;
+	msgpack_packer pk;
+
+	if (check_report(r, p, err) < 0)
+		return -1;
+	if (json) {
+		int failed;
+
+		flockfile(f);
+		fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64 "}\n",
+			MC_REPORT_FORMAT, MC_PLAN_VERSION, r->created);
+		for (size_t i = 0; i < r->nstages && !ferror(f); i++)
+			json_report_stage(f, &r->stages[i], p);
+		failed = ferror(f) || fflush(f) != 0;
+		funlockfile(f);
+		if (failed)
+			return mc_err_errno(err, "cannot write the report");
+		return 0;
+	}
+	o = outbuf_new(f, &pk, err);
+	if (o == NULL)
+		return -1;
+	msgpack_pack_map(&pk, 3);
+	mc_pack_kv_str(&pk, "format", MC_REPORT_FORMAT);
+	mc_pack_kv_u64(&pk, "version", MC_PLAN_VERSION);
+	mc_pack_kv_u64(&pk, "created", r->created);
+	for (size_t i = 0; i < r->nstages && !o->failed; i++)
+		pack_report_stage(&pk, &r->stages[i], p);
+	return outbuf_done(o, "the report", err);
+}
+
+/* ---- reading ---- */
+
+struct reader {
+	FILE *f;
+	struct mc_plan *p;
+	bool json;
+	bool in_header;
+	uint64_t done;	 /* records read after the header */
+	uint64_t lineno; /* JSON: the line being read */
+	char *buf;	 /* unread input is buf[pos..len) */
+	size_t pos, len, cap;
+	bool eof;
+	msgpack_zone *zone;
+	/* JSON: unescaped strings of the current line, and the parse stack */
+	char *scratch;
+	size_t scratch_cap;
+	msgpack_object *stk;
+	size_t nstk, stk_cap;
+};
+
+/*
+ * Fail with the position prefixed: "header: ", "record N: " or
+ * "line N: ", and "victim M: " (counted from 1 in its record) when vi > 0.
+ */
+static int __attribute__((format(printf, 4, 5)))
+vfail(struct reader *r, struct mc_err *err, size_t vi, const char *fmt, ...)
+{
+	char msg[MC_ERR_MSG_MAX], at[48] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (vi > 0)
+		snprintf(at, sizeof(at), "victim %zu: ", vi);
+	if (r->json)
+		return mc_err_set(err, MC_ERR_PROTO, "line %" PRIu64 ": %s%s", r->lineno, at, msg);
+	if (r->in_header)
+		return mc_err_set(err, MC_ERR_PROTO, "header: %s%s", at, msg);
+	return mc_err_set(err, MC_ERR_PROTO, "record %" PRIu64 ": %s%s", r->done + 1, at, msg);
+}
+
+static const char *
+obj_kind(const msgpack_object *o)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL:
+		return "null";
+	case MSGPACK_OBJECT_BOOLEAN:
+		return "a boolean";
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		return "an unsigned integer";
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		return "a negative integer";
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		return "a float";
+	case MSGPACK_OBJECT_STR:
+		return "a string";
+	case MSGPACK_OBJECT_BIN:
+		return "binary data";
+	case MSGPACK_OBJECT_ARRAY:
+		return "an array";
+	case MSGPACK_OBJECT_MAP:
+		return "an object";
+	default:
+		return "an extension";
+	}
+}
+
+/* A field of map m, or NULL when absent; nil counts as absent. */
+static const msgpack_object *
+field(const msgpack_object *m, const char *k)
+{
+	size_t n = strlen(k);
+
+	for (uint32_t i = 0; i < m->via.map.size; i++) {
+		const msgpack_object_kv *kv = &m->via.map.ptr[i];
+
+		if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == n &&
+		    memcmp(kv->key.via.str.ptr, k, n) == 0)
+			return kv->val.type == MSGPACK_OBJECT_NIL ? NULL : &kv->val;
+	}
+	return NULL;
+}
+
+static int
+get_u64(struct reader *r, const msgpack_object *m, const char *k, size_t vi, uint64_t *out,
+	struct mc_err *err)
+{
+	const msgpack_object *o = field(m, k);
+
+	if (o == NULL)
+		return vfail(r, err, vi, "field '%s': missing", k);
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return vfail(r, err, vi, "field '%s': expected an unsigned integer, got %s", k,
+			     obj_kind(o));
+	*out = o->via.u64;
+	return 0;
+}
+
+/* A string field of at most max bytes without NUL, copied into buf. */
+static int
+get_cstr(struct reader *r, const msgpack_object *m, const char *k, char *buf, size_t max,
+	 struct mc_err *err)
+{
+	const msgpack_object *o = field(m, k);
+
+	if (o == NULL)
+		return vfail(r, err, 0, "field '%s': missing", k);
+	if (o->type != MSGPACK_OBJECT_STR)
+		return vfail(r, err, 0, "field '%s': expected a string, got %s", k, obj_kind(o));
+	if (o->via.str.size >= max)
+		return vfail(r, err, 0, "field '%s': %" PRIu32 " bytes, over the limit of %zu", k,
+			     o->via.str.size, max - 1);
+	if (memchr(o->via.str.ptr, '\0', o->via.str.size) != NULL)
+		return vfail(r, err, 0, "field '%s': contains a NUL byte", k);
+	memcpy(buf, o->via.str.ptr, o->via.str.size);
+	buf[o->via.str.size] = '\0';
+	return 0;
+}
+
+static int
+get_name(struct reader *r, const msgpack_object *m, const char *k, size_t vi, uint32_t *out,
+	 struct mc_err *err)
+{
+	const msgpack_object *o = field(m, k);
+	struct mc_err e;
+	int64_t id;
+
+	if (o == NULL)
+		return vfail(r, err, vi, "field '%s': missing", k);
+	if (o->type != MSGPACK_OBJECT_STR)
+		return vfail(r, err, vi, "field '%s': expected a string, got %s", k, obj_kind(o));
+	if (o->via.str.size == 0)
+		return vfail(r, err, vi, "field '%s': empty", k);
+	id = mc_cand_name(&r->p->view, o->via.str.ptr, o->via.str.size, &e);
+	if (id < 0) {
+		if (e.code == MC_ERR_NO_SPACE || e.code == MC_ERR_TOO_LARGE)
+			return mc_err_set(err, e.code, "%s", e.msg);
+		return vfail(r, err, vi, "field '%s': %s", k, e.msg);
+	}
+	*out = (uint32_t)id;
+	return 0;
+}
+
+static int
+read_header(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	const msgpack_object *fmt = o->type == MSGPACK_OBJECT_MAP ? field(o, "format") : NULL;
+	struct mc_plan *p = r->p;
+	uint64_t version;
+
+	if (fmt == NULL || fmt->type != MSGPACK_OBJECT_STR ||
+	    fmt->via.str.size != strlen(MC_PLAN_FORMAT) ||
+	    memcmp(fmt->via.str.ptr, MC_PLAN_FORMAT, fmt->via.str.size) != 0)
+		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_PLAN_FORMAT);
+	if (get_u64(r, o, "version", 0, &version, err) < 0)
+		return -1;
+	if (version != MC_PLAN_VERSION)
+		return mc_err_set(err, MC_ERR_PROTO, "unsupported %s version %" PRIu64,
+				  MC_PLAN_FORMAT, version);
+	if (get_u64(r, o, "created", 0, &p->created, err) < 0 ||
+	    get_u64(r, o, "target", 0, &p->target, err) < 0 ||
+	    get_u64(r, o, "lowerbound", 0, &p->lowerbound, err) < 0)
+		return -1;
+	p->policy[0] = '\0';
+	if (field(o, "policy") != NULL &&
+	    get_cstr(r, o, "policy", p->policy, sizeof(p->policy), err) < 0)
+		return -1;
+	r->in_header = false;
+	return 0;
+}
+
+static int
+read_victim(struct reader *r, const msgpack_object *o, size_t vi, struct mc_stage *s,
+	    struct mc_err *err)
+{
+	struct mc_cand_view *v = &r->p->view;
+	const msgpack_object *k;
+	struct mc_cand c;
+	struct mc_err e;
+
+	if (o->type != MSGPACK_OBJECT_MAP)
+		return vfail(r, err, vi, "expected an object, got %s", obj_kind(o));
+	memset(&c, 0, sizeof(c));
+	c.cost = -1;
+	k = field(o, "key");
+	if (k == NULL)
+		return vfail(r, err, vi, "field 'key': missing");
+	if (k->type != MSGPACK_OBJECT_STR && k->type != MSGPACK_OBJECT_BIN)
+		return vfail(r, err, vi, "field 'key': expected a string, got %s", obj_kind(k));
+	/* str and bin share their layout in msgpack_object */
+	if (k->via.str.size == 0 || k->via.str.size > MC_KEY_MAX)
+		return vfail(r, err, vi, "field 'key': %" PRIu32 " bytes, not 1..%d",
+			     k->via.str.size, MC_KEY_MAX);
+	if (get_name(r, o, "tenant", vi, &c.tenant, err) < 0 ||
+	    get_u64(r, o, "version", vi, &c.version, err) < 0 ||
+	    get_name(r, o, "peer", vi, &c.peer, err) < 0 ||
+	    get_name(r, o, "tier", vi, &c.tier, err) < 0 ||
+	    get_u64(r, o, "bytes", vi, &c.bytes, err) < 0)
+		return -1;
+	if (v->n >= UINT32_MAX)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many victims");
+	if (mc_cand_add(v, &c, k->via.str.ptr, k->via.str.size, &e) < 0) {
+		if (e.code == MC_ERR_NO_SPACE || e.code == MC_ERR_TOO_LARGE)
+			return mc_err_set(err, e.code, "%s", e.msg);
+		return vfail(r, err, vi, "%s", e.msg);
+	}
+	return mc_stage_add_victim(s, (uint32_t)(v->n - 1), err);
+}
+
+static int
+read_victims(struct reader *r, const msgpack_object *o, struct mc_stage *s, struct mc_err *err)
+{
+	const msgpack_object *a = field(o, "victims");
+
+	if (a == NULL)
+		return vfail(r, err, 0, "field 'victims': missing");
+	if (a->type != MSGPACK_OBJECT_ARRAY)
+		return vfail(r, err, 0, "field 'victims': expected an array, got %s", obj_kind(a));
+	for (uint32_t i = 0; i < a->via.array.size; i++) {
+		if (read_victim(r, &a->via.array.ptr[i], (size_t)i + 1, s, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+read_stage(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	struct mc_plan *p = r->p;
+	const msgpack_object *kind;
+	char scope[MC_SCOPE_MAX];
+	uint64_t id, target, lowerbound;
+	struct mc_stage *s;
+	struct mc_err e;
+	int k;
+
+	if (get_u64(r, o, "id", 0, &id, err) < 0)
+		return -1;
+	if (id > UINT32_MAX)
+		return vfail(r, err, 0, "field 'id': %" PRIu64 " is over %" PRIu32, id, UINT32_MAX);
+	if (get_cstr(r, o, "scope", scope, sizeof(scope), err) < 0)
+		return -1;
+	kind = field(o, "kind");
+	if (kind == NULL)
+		return vfail(r, err, 0, "field 'kind': missing");
+	if (kind->type != MSGPACK_OBJECT_STR)
+		return vfail(r, err, 0, "field 'kind': expected a string, got %s", obj_kind(kind));
+	if (mc_obj_streq(kind, "evict")) {
+		k = MC_STAGE_EVICT;
+	} else if (mc_obj_streq(kind, "fallback")) {
+		k = MC_STAGE_FALLBACK;
+	} else {
+		int n = kind->via.str.size > 32 ? 32 : (int)kind->via.str.size;
+
+		return vfail(r, err, 0, "field 'kind': unknown stage kind '%.*s'", n,
+			     kind->via.str.ptr);
+	}
+	if (get_u64(r, o, "target", 0, &target, err) < 0 ||
+	    get_u64(r, o, "lowerbound", 0, &lowerbound, err) < 0)
+		return -1;
+	if (k == MC_STAGE_EVICT) {
+		if (field(o, "cond_scope") != NULL)
+			return vfail(r, err, 0,
+				     "field 'cond_scope': only fallback stages have one");
+		if (field(o, "cond_lowerbound") != NULL)
+			return vfail(r, err, 0,
+				     "field 'cond_lowerbound': only fallback stages have one");
+	}
+	s = mc_plan_add_stage(p, k, scope, target, lowerbound, &e);
+	if (s == NULL)
+		return mc_err_set(err, e.code, "%s", e.msg);
+	s->id = (uint32_t)id;
+	if (k == MC_STAGE_FALLBACK &&
+	    (get_cstr(r, o, "cond_scope", s->cond_scope, sizeof(s->cond_scope), err) < 0 ||
+	     get_u64(r, o, "cond_lowerbound", 0, &s->cond_lowerbound, err) < 0))
+		return -1;
+	return read_victims(r, o, s, err);
+}
+
+/* {t: "victims", id, victims}: more victims for the stage just before. */
+static int
+read_more_victims(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	struct mc_plan *p = r->p;
+	uint64_t id;
+
+	if (get_u64(r, o, "id", 0, &id, err) < 0)
+		return -1;
+	if (p->nstages == 0 || p->stages[p->nstages - 1].id != id)
+		return vfail(r, err, 0, "victims of stage %" PRIu64 " do not follow that stage",
+			     id);
+	return read_victims(r, o, &p->stages[p->nstages - 1], err);
+}
+
+/* One decoded record, from either form. */
+static int
+read_object(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	const msgpack_object *t;
+	int rc;
+
+	if (r->in_header)
+		return read_header(r, o, err);
+	if (o->type != MSGPACK_OBJECT_MAP)
+		return vfail(r, err, 0, "not a map");
+	t = field(o, "t");
+	if (t == NULL)
+		return vfail(r, err, 0, "field 't': missing");
+	if (t->type != MSGPACK_OBJECT_STR)
+		return vfail(r, err, 0, "field 't': expected a string, got %s", obj_kind(t));
+	if (mc_obj_streq(t, "stage"))
+		rc = read_stage(r, o, err);
+	else if (mc_obj_streq(t, "victims"))
+		rc = read_more_victims(r, o, err);
+	else
+		rc = 0; /* a record kind from a newer writer */
+	if (rc == 0)
+		r->done++;
+	return rc;
+}
+
+static int
+stream_end(struct reader *r, struct mc_err *err)
+{
+	if (r->in_header)
+		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: empty input",
+				  MC_PLAN_FORMAT);
+	return 0;
+}
+
+/* More input after the unread part: 1 bytes came, 0 end of input, -1 error. */
+static int
+fill(struct reader *r, struct mc_err *err)
+{
+	size_t n;
+
+	if (r->pos > 0) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->len -= r->pos;
+		r->pos = 0;
+	}
+	if (r->len == r->cap) {
+		/* a record or line never needs more than MAX_RECORD + 1 */
+		size_t ncap = r->cap * 2;
+		char *nb;
+
+		if (ncap > 2 * MAX_RECORD)
+			return mc_err_set(err, MC_ERR_INTERNAL, "plan reader buffer overrun");
+		nb = realloc(r->buf, ncap);
+		if (nb == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "cannot read the plan: out of memory");
+		r->buf = nb;
+		r->cap = ncap;
+	}
+	n = fread(r->buf + r->len, 1, r->cap - r->len, r->f);
+	r->len += n;
+	if (n > 0)
+		return 1;
+	if (ferror(r->f))
+		return mc_err_errno(err, "cannot read the plan");
+	r->eof = true;
+	return 0;
+}
+
+static int
+read_msgpack(struct reader *r, struct mc_err *err)
+{
+	for (;;) {
+		const char *why = NULL;
+		size_t ml = 0, off = 0;
+		msgpack_object o;
+		int vd;
+
+		vd = mc_wire_check(r->buf + r->pos, r->len - r->pos, MAX_RECORD, &ml, &why);
+		if (vd == MC_WIRE_BAD) {
+			if (r->in_header)
+				return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: %s",
+						  MC_PLAN_FORMAT, why);
+			return vfail(r, err, 0, "malformed: %s", why);
+		}
+		if (vd == MC_WIRE_MORE) {
+			if (r->eof) {
+				if (r->pos == r->len)
+					return stream_end(r, err);
+				if (r->in_header)
+					return mc_err_set(err, MC_ERR_PROTO, "truncated header");
+				return vfail(r, err, 0, "truncated after %zu bytes",
+					     r->len - r->pos);
+			}
+			if (fill(r, err) < 0)
+				return -1;
+			continue;
+		}
+		/* the zone keeps its first chunk, so most records cost no malloc */
+		msgpack_zone_clear(r->zone);
+		if (msgpack_unpack(r->buf + r->pos, ml, &off, r->zone, &o) !=
+			    MSGPACK_UNPACK_SUCCESS ||
+		    off != ml) {
+			if (r->in_header)
+				return mc_err_set(err, MC_ERR_PROTO, "not an %s stream",
+						  MC_PLAN_FORMAT);
+			return vfail(r, err, 0, "cannot decode the record");
+		}
+		if (read_object(r, &o, err) < 0)
+			return -1;
+		r->pos += ml;
+	}
+}
+
+/*
+ * JSON lines: each line is parsed into a msgpack_object tree in the zone,
+ * then judged by read_object() like a msgpack record. Strings are
+ * unescaped into r->scratch, which holds at least a line's length
+ * (unescaping never lengthens). \u0000..\u00ff stand for single bytes,
+ * the inverse of mc_json_write_str() on bytes that are not UTF-8.
+ * Container elements collect on r->stk and move into the zone when the
+ * container closes, since their count is only known then.
+ */
+struct jcur {
+	const char *p, *start, *end;
+	char *out;
+};
+
+static int
+jfail(struct reader *r, const struct jcur *j, struct mc_err *err, const char *what)
+{
+	return vfail(r, err, 0, "%s at column %td", what, j->p - j->start + 1);
+}
+
+static void
+jws(struct jcur *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
+		j->p++;
+}
+
+static int
+hex4(const char *p, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (uint32_t)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static char *
+put_utf8(char *o, uint32_t cp)
+{
+	if (cp < 0x800) {
+		*o++ = (char)(0xc0 | cp >> 6);
+	} else if (cp < 0x10000) {
+		*o++ = (char)(0xe0 | cp >> 12);
+		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+	} else {
+		*o++ = (char)(0xf0 | cp >> 18);
+		*o++ = (char)(0x80 | (cp >> 12 & 0x3f));
+		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+	}
+	*o++ = (char)(0x80 | (cp & 0x3f));
+	return o;
+}
+
+/* A string at j->p (on its opening quote) into scratch, as a STR object. */
+static int
+jstring(struct reader *r, struct jcur *j, msgpack_object *out, struct mc_err *err)
+{
+	char *o = j->out, *s = j->out;
+
+	j->p++;
+	for (;;) {
+		unsigned char c;
+		uint32_t cp, lo;
+
+		if (j->p >= j->end)
+			return jfail(r, j, err, "unterminated string");
+		c = (unsigned char)*j->p;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return jfail(r, j, err, "control character in string");
+		if (c != '\\') {
+			*o++ = (char)c;
+			j->p++;
+			continue;
+		}
+		if (j->end - j->p < 2)
+			return jfail(r, j, err, "unterminated string");
+		switch (j->p[1]) {
+		case '"':
+		case '\\':
+		case '/':
+			*o++ = j->p[1];
+			break;
+		case 'b':
+			*o++ = '\b';
+			break;
+		case 'f':
+			*o++ = '\f';
+			break;
+		case 'n':
+			*o++ = '\n';
+			break;
+		case 'r':
+			*o++ = '\r';
+			break;
+		case 't':
+			*o++ = '\t';
+			break;
+		case 'u':
+			if (j->end - j->p < 6 || hex4(j->p + 2, &cp) < 0)
+				return jfail(r, j, err, "bad \\u escape");
+			if (cp >= 0xdc00 && cp <= 0xdfff)
+				return jfail(r, j, err, "lone low surrogate");
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (j->end - j->p < 12 || j->p[6] != '\\' || j->p[7] != 'u' ||
+				    hex4(j->p + 8, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
+					return jfail(r, j, err, "lone high surrogate");
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				j->p += 6;
+			}
+			if (cp < 0x100)
+				*o++ = (char)cp;
+			else
+				o = put_utf8(o, cp);
+			j->p += 4;
+			break;
+		default:
+			return jfail(r, j, err, "bad escape in string");
+		}
+		j->p += 2;
+	}
+	j->p++;
+	out->type = MSGPACK_OBJECT_STR;
+	out->via.str.ptr = s;
+	out->via.str.size = (uint32_t)(o - s);
+	j->out = o;
+	return 0;
+}
+
+static int
+jnumber(struct reader *r, struct jcur *j, msgpack_object *out, struct mc_err *err)
+{
+	const char *s = j->p;
+	bool neg = false, integral = true, big = false;
+	uint64_t u = 0;
+	char tmp[64];
+
+	if (j->p < j->end && *j->p == '-') {
+		neg = true;
+		j->p++;
+	}
+	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+		return jfail(r, j, err, "bad number");
+	if (*j->p == '0' && j->end - j->p > 1 && j->p[1] >= '0' && j->p[1] <= '9')
+		return jfail(r, j, err, "number with a leading zero");
+	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+		unsigned d = (unsigned)(*j->p - '0');
+
+		if (u > (UINT64_MAX - d) / 10)
+			big = true;
+		u = u * 10 + d;
+		j->p++;
+	}
+	if (j->p < j->end && *j->p == '.') {
+		integral = false;
+		j->p++;
+		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+			return jfail(r, j, err, "bad number");
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+		integral = false;
+		j->p++;
+		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
+			j->p++;
+		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+			return jfail(r, j, err, "bad number");
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	if (integral && big)
+		return jfail(r, j, err, "integer out of range");
+	if (integral && !neg) {
+		out->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+		out->via.u64 = u;
+		return 0;
+	}
+	if (integral && u <= (uint64_t)INT64_MAX + 1) {
+		out->type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+		out->via.i64 = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+		return 0;
+	}
+	if (integral)
+		return jfail(r, j, err, "integer out of range");
+	/* strtod needs a terminated copy; a sane float is well under 64 */
+	if ((size_t)(j->p - s) >= sizeof(tmp))
+		return jfail(r, j, err, "number too long");
+	memcpy(tmp, s, (size_t)(j->p - s));
+	tmp[j->p - s] = '\0';
+	out->type = MSGPACK_OBJECT_FLOAT64;
+	out->via.f64 = strtod(tmp, NULL);
+	return 0;
+}
+
+static bool
+jword(struct jcur *j, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static int
+jpush(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	if (r->nstk == r->stk_cap) {
+		size_t ncap = r->stk_cap == 0 ? 256 : r->stk_cap * 2;
+		msgpack_object *ns = realloc(r->stk, ncap * sizeof(*ns));
+
+		if (ns == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "cannot read the plan: out of memory");
+		r->stk = ns;
+		r->stk_cap = ncap;
+	}
+	r->stk[r->nstk++] = *o;
+	return 0;
+}
+
+static int jvalue(struct reader *r, struct jcur *j, msgpack_object *out, int depth,
+		  struct mc_err *err);
+
+static int
+jarray(struct reader *r, struct jcur *j, msgpack_object *out, int depth, struct mc_err *err)
+{
+	size_t base = r->nstk, n;
+	msgpack_object *a = NULL;
+
+	j->p++;
+	jws(j);
+	if (j->p < j->end && *j->p == ']') {
+		j->p++;
+	} else {
+		for (;;) {
+			msgpack_object v;
+
+			jws(j);
+			if (jvalue(r, j, &v, depth + 1, err) < 0 || jpush(r, &v, err) < 0)
+				return -1;
+			jws(j);
+			if (j->p < j->end && *j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (j->p < j->end && *j->p == ']') {
+				j->p++;
+				break;
+			}
+			return jfail(r, j, err, "expected ',' or ']'");
+		}
+	}
+	n = r->nstk - base;
+	if (n > 0) {
+		a = msgpack_zone_malloc(r->zone, n * sizeof(*a));
+		if (a == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "cannot read the plan: out of memory");
+		memcpy(a, r->stk + base, n * sizeof(*a));
+	}
+	r->nstk = base;
+	out->type = MSGPACK_OBJECT_ARRAY;
+	out->via.array.size = (uint32_t)n;
+	out->via.array.ptr = a;
+	return 0;
+}
+
+static int
+jobject(struct reader *r, struct jcur *j, msgpack_object *out, int depth, struct mc_err *err)
+{
+	size_t base = r->nstk, n;
+	msgpack_object_kv *kv = NULL;
+
+	j->p++;
+	jws(j);
+	if (j->p < j->end && *j->p == '}') {
+		j->p++;
+	} else {
+		for (;;) {
+			msgpack_object k, v;
+
+			jws(j);
+			if (j->p >= j->end || *j->p != '"')
+				return jfail(r, j, err, "expected a field name");
+			if (jstring(r, j, &k, err) < 0)
+				return -1;
+			jws(j);
+			if (j->p >= j->end || *j->p != ':')
+				return jfail(r, j, err, "expected ':'");
+			j->p++;
+			jws(j);
+			if (jvalue(r, j, &v, depth + 1, err) < 0 || jpush(r, &k, err) < 0 ||
+			    jpush(r, &v, err) < 0)
+				return -1;
+			jws(j);
+			if (j->p < j->end && *j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (j->p < j->end && *j->p == '}') {
+				j->p++;
+				break;
+			}
+			return jfail(r, j, err, "expected ',' or '}'");
+		}
+	}
+	n = (r->nstk - base) / 2;
+	if (n > 0) {
+		kv = msgpack_zone_malloc(r->zone, n * sizeof(*kv));
+		if (kv == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "cannot read the plan: out of memory");
+		for (size_t i = 0; i < n; i++) {
+			kv[i].key = r->stk[base + 2 * i];
+			kv[i].val = r->stk[base + 2 * i + 1];
+		}
+	}
+	r->nstk = base;
+	out->type = MSGPACK_OBJECT_MAP;
+	out->via.map.size = (uint32_t)n;
+	out->via.map.ptr = kv;
+	return 0;
+}
+
+static int
+jvalue(struct reader *r, struct jcur *j, msgpack_object *out, int depth, struct mc_err *err)
+{
+	if (j->p >= j->end)
+		return jfail(r, j, err, "missing value");
+	switch (*j->p) {
+	case '"':
+		return jstring(r, j, out, err);
+	case '{':
+	case '[':
+		if (depth >= JSON_MAX_DEPTH)
+			return jfail(r, j, err, "nested too deep");
+		if (*j->p == '{')
+			return jobject(r, j, out, depth, err);
+		return jarray(r, j, out, depth, err);
+	case 'n':
+		out->type = MSGPACK_OBJECT_NIL;
+		return jword(j, "null") ? 0 : jfail(r, j, err, "bad literal");
+	case 't':
+		out->type = MSGPACK_OBJECT_BOOLEAN;
+		out->via.boolean = true;
+		return jword(j, "true") ? 0 : jfail(r, j, err, "bad literal");
+	case 'f':
+		out->type = MSGPACK_OBJECT_BOOLEAN;
+		out->via.boolean = false;
+		return jword(j, "false") ? 0 : jfail(r, j, err, "bad literal");
+	default:
+		return jnumber(r, j, out, err);
+	}
+}
+
+static int
+json_line(struct reader *r, const char *s, size_t len, struct mc_err *err)
+{
+	struct jcur j = { s, s, s + len, NULL };
+	msgpack_object o;
+
+	jws(&j);
+	if (j.p == j.end)
+		return 0; /* blank lines carry nothing */
+	if (r->scratch_cap < len) {
+		size_t ncap = r->scratch_cap == 0 ? 4096 : r->scratch_cap;
+		char *ns;
+
+		while (ncap < len)
+			ncap *= 2;
+		ns = realloc(r->scratch, ncap);
+		if (ns == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "cannot read the plan: out of memory");
+		r->scratch = ns;
+		r->scratch_cap = ncap;
+	}
+	j.out = r->scratch;
+	msgpack_zone_clear(r->zone);
+	r->nstk = 0;
+	if (*j.p != '{') {
+		if (r->in_header)
+			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_PLAN_FORMAT);
+		return jfail(r, &j, err, "expected an object");
+	}
+	if (r->in_header) {
+		struct mc_err e;
+
+		if (jobject(r, &j, &o, 1, &e) < 0)
+			return mc_err_set(err, e.code == MC_ERR_NO_SPACE ? e.code : MC_ERR_PROTO,
+					  "not an %s stream", MC_PLAN_FORMAT);
+	} else if (jobject(r, &j, &o, 1, err) < 0) {
+		return -1;
+	}
+	jws(&j);
+	if (j.p != j.end) {
+		if (r->in_header)
+			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_PLAN_FORMAT);
+		return jfail(r, &j, err, "trailing characters after the object");
+	}
+	return read_object(r, &o, err);
+}
+
+static int
+read_json(struct reader *r, struct mc_err *err)
+{
+	for (;;) {
+		const char *s = r->buf + r->pos;
+		size_t avail = r->len - r->pos, len;
+		const char *nl = memchr(s, '\n', avail);
+
+		if (nl == NULL) {
+			if (avail > MAX_RECORD) {
+				r->lineno++;
+				return vfail(r, err, 0, "longer than %u bytes", MAX_RECORD);
+			}
+			if (!r->eof) {
+				if (fill(r, err) < 0)
+					return -1;
+				continue;
+			}
+			if (avail == 0)
+				return stream_end(r, err);
+			len = avail; /* a last line without its newline */
+		} else {
+			len = (size_t)(nl - s);
+			if (len > MAX_RECORD) {
+				r->lineno++;
+				return vfail(r, err, 0, "longer than %u bytes", MAX_RECORD);
+			}
+		}
+		r->lineno++;
+		if (json_line(r, s, len, err) < 0)
+			return -1;
+		r->pos += nl != NULL ? len + 1 : len;
+	}
+}
+
+int
+mc_plan_read(FILE *f, struct mc_plan *p, bool json, struct mc_err *err)
+{
+	struct reader *r;
+	int rc = -1;
+
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "cannot read the plan: out of memory");
+	r->f = f;
+	r->p = p;
+	r->json = json;
+	r->in_header = true;
+	r->buf = malloc(READ_BLOCK);
+	r->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	if (r->buf == NULL || r->zone == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "cannot read the plan: out of memory");
+		goto out;
+	}
+	r->cap = READ_BLOCK;
+	rc = json ? read_json(r, err) : read_msgpack(r, err);
+out:
+	if (r->zone != NULL)
+		msgpack_zone_free(r->zone);
+	free(r->stk);
+	free(r->scratch);
+	free(r->buf);
+	free(r);
+	return rc;
+}
