@@ -13,12 +13,12 @@
  * one-element arrays and only allocates when the first real name is
  * interned (names_cap == 0 tells the two cases apart).
  *
- * Streams: both readers turn every field into one neutral value (struct
- * fval) judged by one set of rules, so msgpack and JSON lines accept and
- * refuse exactly the same things. Reading costs no malloc per record:
- * input comes in blocks into one buffer, msgpack records are unpacked
- * into one zone cleared between records, JSON strings are unescaped into
- * one scratch buffer, and the view's arrays grow by doubling.
+ * Streams: the record stream reader (mc/recstream.h) hands over every
+ * record, msgpack or a JSON line, as the same msgpack_object tree; each
+ * field becomes one neutral value (struct fval) judged by one set of
+ * rules, so both forms accept and refuse exactly the same things.
+ * Reading costs no malloc per record: the reader reuses its buffers and
+ * zone, and the view's arrays grow by doubling.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -33,6 +33,7 @@
 #include "mc/hash.h"
 #include "mc/json.h"
 #include "mc/proto.h"
+#include "mc/recstream.h"
 #include "mc/wire.h"
 
 #define NAME_SEED 0x6d632d63616e6473ULL /* "mc-cands" */
@@ -240,45 +241,6 @@ mc_cand_add(struct mc_cand_view *v, const struct mc_cand *c, const char *key, si
 
 /* ---- writing ---- */
 
-/*
- * The packer's output goes through a block buffer so that a record of
- * thirty small fields costs one fwrite() per block, not thirty calls.
- */
-struct outbuf {
-	FILE *f;
-	size_t len;
-	bool failed;
-	char buf[1 << 16];
-};
-
-static void
-outbuf_flush(struct outbuf *o)
-{
-	if (o->len != 0 && !o->failed && fwrite(o->buf, 1, o->len, o->f) != o->len)
-		o->failed = true;
-	o->len = 0;
-}
-
-static int
-outbuf_write(void *data, const char *buf, size_t len)
-{
-	struct outbuf *o = data;
-
-	if (o->failed)
-		return -1;
-	if (len > sizeof(o->buf) - o->len) {
-		outbuf_flush(o);
-		if (len > sizeof(o->buf)) {
-			if (!o->failed && fwrite(buf, 1, len, o->f) != len)
-				o->failed = true;
-			return o->failed ? -1 : 0;
-		}
-	}
-	memcpy(o->buf + o->len, buf, len);
-	o->len += len;
-	return 0;
-}
-
 /* A record the writer can put out: name ids in range, cost representable. */
 static int
 check_record(const struct mc_cand_view *v, size_t i, struct mc_err *err)
@@ -308,27 +270,23 @@ pack_name(msgpack_packer *pk, const struct mc_cand_view *v, const char *k, uint3
 static int
 write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 {
-	struct outbuf *o;
+	struct mc_rs_out *o;
 	msgpack_packer pk;
 
-	o = malloc(sizeof(*o));
+	o = mc_rs_out_new(f, &pk, err);
 	if (o == NULL)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "cannot write candidates: out of memory");
-	o->f = f;
-	o->len = 0;
-	o->failed = false;
-	msgpack_packer_init(&pk, o, outbuf_write);
+		return -1;
 	msgpack_pack_map(&pk, 4);
 	mc_pack_kv_str(&pk, "format", MC_CAND_FORMAT);
 	mc_pack_kv_u64(&pk, "version", MC_CAND_VERSION);
 	mc_pack_kv_u64(&pk, "created", v->created);
 	mc_pack_kv_u64(&pk, "count", v->n);
-	for (size_t i = 0; i < v->n && !o->failed; i++) {
+	for (size_t i = 0; i < v->n && !mc_rs_out_failed(o); i++) {
 		const struct mc_cand *c = &v->c[i];
 		bool has_cost = c->cost >= 0;
 
 		if (check_record(v, i, err) < 0) {
-			free(o);
+			mc_rs_out_abort(o);
 			return -1;
 		}
 		msgpack_pack_map(&pk, 12 + (c->group != MC_CAND_NO_NAME) +
@@ -352,13 +310,7 @@ write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 		if (has_cost)
 			mc_pack_kv_double(&pk, "cost", c->cost);
 	}
-	outbuf_flush(o);
-	if (o->failed) {
-		free(o);
-		return mc_err_errno(err, "cannot write candidates");
-	}
-	free(o);
-	return 0;
+	return mc_rs_out_done(o, "candidates", err);
 }
 
 static void
@@ -436,13 +388,12 @@ mc_cand_write(FILE *f, const struct mc_cand_view *v, bool json, struct mc_err *e
 /* ---- reading ---- */
 
 #define MAX_RECORD (1u << 20) /* a record (msgpack) or a line (JSON) */
-#define READ_BLOCK (1u << 18)
 
 /*
  * A field value as either format presents it, so that one set of rules
  * decides what each field accepts and both readers say the same things.
  */
-enum fv_kind { FV_NIL, FV_BOOL, FV_UINT, FV_NEG, FV_BIG, FV_FLOAT, FV_STR, FV_BIN, FV_OTHER };
+enum fv_kind { FV_NIL, FV_BOOL, FV_UINT, FV_NEG, FV_FLOAT, FV_STR, FV_BIN, FV_OTHER };
 
 struct fval {
 	int kind;
@@ -457,7 +408,6 @@ static const char *const kind_names[] = {
 	[FV_BOOL] = "a boolean",
 	[FV_UINT] = "an unsigned integer",
 	[FV_NEG] = "a negative integer",
-	[FV_BIG] = "an integer out of range",
 	[FV_FLOAT] = "a float",
 	[FV_STR] = "a string",
 	[FV_BIN] = "binary data",
@@ -509,16 +459,11 @@ enum { H_FORMAT, H_VERSION, H_CREATED, H_COUNT, H_NFIELDS };
 static const char *const header_names[H_NFIELDS] = { "format", "version", "created", "count" };
 
 struct reader {
-	FILE *f;
+	struct mc_rs *rs; /* framing, JSON parsing, positions in errors */
 	struct mc_cand_view *v;
-	bool json;
 	bool in_header;
-	uint64_t done;	 /* records read so far */
-	uint64_t lineno; /* JSON: the line being read */
-	char *buf;	 /* unread input is buf[pos..len) */
-	size_t pos, len, cap;
-	bool eof;
-	/* the record being read; key points into buf or scratch */
+	uint64_t done; /* records read so far */
+	/* the record being read; key points into the reader's record */
 	struct mc_cand c;
 	const char *key;
 	size_t key_len;
@@ -533,9 +478,6 @@ struct reader {
 	bool hdr_seen[H_NFIELDS];
 	bool have_count;
 	uint64_t count;
-	char *scratch; /* JSON: unescaped strings of the current line */
-	size_t scratch_cap;
-	msgpack_zone *zone;
 };
 
 typedef int (*field_fn)(struct reader *r, const char *name, size_t len, const struct fval *fv,
@@ -551,11 +493,7 @@ fail(struct reader *r, struct mc_err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (r->json)
-		return mc_err_set(err, MC_ERR_PROTO, "line %" PRIu64 ": %s", r->lineno, msg);
-	if (r->in_header)
-		return mc_err_set(err, MC_ERR_PROTO, "header: %s", msg);
-	return mc_err_set(err, MC_ERR_PROTO, "record %" PRIu64 ": %s", r->done + 1, msg);
+	return mc_rs_fail(r->rs, err, "%s", msg);
 }
 
 static int
@@ -816,52 +754,11 @@ header_end(struct reader *r, struct mc_err *err)
 static int
 stream_end(struct reader *r, struct mc_err *err)
 {
-	if (r->in_header)
-		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: empty input",
-				  MC_CAND_FORMAT);
 	if (r->have_count && r->done < r->count)
 		return mc_err_set(err, MC_ERR_PROTO,
 				  "record %" PRIu64 ": missing, the stream ends after %" PRIu64
 				  " of %" PRIu64 " records",
 				  r->done + 1, r->done, r->count);
-	return 0;
-}
-
-/*
- * Read more input after the unread part, moving it to the front first.
- * 1 when bytes came, 0 at the end of the input, -1 on a read error.
- */
-static int
-fill(struct reader *r, struct mc_err *err)
-{
-	size_t n;
-
-	if (r->pos > 0) {
-		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-		r->len -= r->pos;
-		r->pos = 0;
-	}
-	if (r->len == r->cap) {
-		/* a record or line never needs more than MAX_RECORD + 1 */
-		size_t ncap = r->cap * 2;
-		char *nb;
-
-		if (ncap > 2 * MAX_RECORD)
-			return mc_err_set(err, MC_ERR_INTERNAL, "candidate reader buffer overrun");
-		nb = realloc(r->buf, ncap);
-		if (nb == NULL)
-			return mc_err_set(err, MC_ERR_NO_SPACE,
-					  "cannot read candidates: out of memory");
-		r->buf = nb;
-		r->cap = ncap;
-	}
-	n = fread(r->buf + r->len, 1, r->cap - r->len, r->f);
-	r->len += n;
-	if (n > 0)
-		return 1;
-	if (ferror(r->f))
-		return mc_err_errno(err, "cannot read candidates");
-	r->eof = true;
 	return 0;
 }
 
@@ -903,31 +800,21 @@ obj_to_fval(const msgpack_object *o, struct fval *fv)
 	}
 }
 
-/* Decode one checked msgpack record of ml bytes at buf[pos]. */
+/* Judge one record, from either form, by the field rules above. */
 static int
-msgpack_record(struct reader *r, size_t ml, struct mc_err *err)
+judge(struct reader *r, const msgpack_object *o, struct mc_err *err)
 {
-	msgpack_object o;
-	size_t off = 0;
 	field_fn fn = r->in_header ? header_field : record_field;
 
-	/* the zone keeps its first chunk, so a record costs no malloc */
-	msgpack_zone_clear(r->zone);
-	if (msgpack_unpack(r->buf + r->pos, ml, &off, r->zone, &o) != MSGPACK_UNPACK_SUCCESS ||
-	    off != ml) {
-		if (r->in_header)
-			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
-		return fail(r, err, "cannot decode the record");
-	}
-	if (o.type != MSGPACK_OBJECT_MAP) {
+	if (o->type != MSGPACK_OBJECT_MAP) {
 		if (r->in_header)
 			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
 		return fail(r, err, "not a map");
 	}
 	if (!r->in_header)
 		record_begin(r);
-	for (uint32_t i = 0; i < o.via.map.size; i++) {
-		const msgpack_object_kv *kv = &o.via.map.ptr[i];
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		const msgpack_object_kv *kv = &o->via.map.ptr[i];
 		struct fval fv;
 
 		if (kv->key.type != MSGPACK_OBJECT_STR)
@@ -939,436 +826,37 @@ msgpack_record(struct reader *r, size_t ml, struct mc_err *err)
 	return r->in_header ? header_end(r, err) : record_end(r, err);
 }
 
-static int
-read_msgpack(struct reader *r, struct mc_err *err)
-{
-	for (;;) {
-		const char *why = NULL;
-		size_t ml = 0;
-		int vd;
-
-		vd = mc_wire_check(r->buf + r->pos, r->len - r->pos, MAX_RECORD, &ml, &why);
-		if (vd == MC_WIRE_BAD) {
-			if (r->in_header)
-				return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: %s",
-						  MC_CAND_FORMAT, why);
-			return fail(r, err, "malformed: %s", why);
-		}
-		if (vd == MC_WIRE_WHOLE) {
-			if (msgpack_record(r, ml, err) < 0)
-				return -1;
-			r->pos += ml;
-			continue;
-		}
-		if (r->eof) {
-			if (r->pos == r->len)
-				return stream_end(r, err);
-			if (r->in_header)
-				return mc_err_set(err, MC_ERR_PROTO, "truncated header");
-			return fail(r, err, "truncated after %zu bytes", r->len - r->pos);
-		}
-		if (fill(r, err) < 0)
-			return -1;
-	}
-}
-
 /*
- * JSON lines: a strict reader for what the writer produces, one object
- * per line whose values are strings, numbers, booleans or null. Strings
- * are unescaped into r->scratch, which holds at least a line's length:
- * unescaping never lengthens a string, so all of a line's strings fit.
- * \u0080..\u00ff stand for single bytes, the inverse of
- * mc_json_write_str() on bytes that are not UTF-8 (binary keys).
+ * JSON lines are read flat (MC_RS_FLAT): the writer never nests, and a
+ * nested value in a line is refused rather than silently skipped.
  */
-struct jcur {
-	const char *p, *start, *end;
-	char *out; /* next free byte in scratch */
-};
-
-static int
-jfail(struct reader *r, const struct jcur *j, struct mc_err *err, const char *what)
-{
-	return fail(r, err, "%s at column %td", what, j->p - j->start + 1);
-}
-
-static void
-jws(struct jcur *j)
-{
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n'))
-		j->p++;
-}
-
-static int
-hex4(const char *p, uint32_t *out)
-{
-	uint32_t v = 0;
-
-	for (int i = 0; i < 4; i++) {
-		char c = p[i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= (uint32_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v |= (uint32_t)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			v |= (uint32_t)(c - 'A' + 10);
-		else
-			return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-static char *
-put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x800) {
-		*o++ = (char)(0xc0 | cp >> 6);
-	} else if (cp < 0x10000) {
-		*o++ = (char)(0xe0 | cp >> 12);
-		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
-	} else {
-		*o++ = (char)(0xf0 | cp >> 18);
-		*o++ = (char)(0x80 | (cp >> 12 & 0x3f));
-		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
-	}
-	*o++ = (char)(0x80 | (cp & 0x3f));
-	return o;
-}
-
-/* A string at j->p (on its opening quote) into scratch. */
-static int
-jstring(struct reader *r, struct jcur *j, const char **s, size_t *len, struct mc_err *err)
-{
-	char *o = j->out;
-
-	j->p++;
-	*s = o;
-	for (;;) {
-		unsigned char c;
-
-		if (j->p >= j->end)
-			return jfail(r, j, err, "unterminated string");
-		c = (unsigned char)*j->p;
-		if (c == '"')
-			break;
-		if (c < 0x20)
-			return jfail(r, j, err, "control character in string");
-		if (c != '\\') {
-			*o++ = (char)c;
-			j->p++;
-			continue;
-		}
-		if (j->end - j->p < 2)
-			return jfail(r, j, err, "unterminated string");
-		switch (j->p[1]) {
-		case '"':
-		case '\\':
-		case '/':
-			*o++ = j->p[1];
-			break;
-		case 'b':
-			*o++ = '\b';
-			break;
-		case 'f':
-			*o++ = '\f';
-			break;
-		case 'n':
-			*o++ = '\n';
-			break;
-		case 'r':
-			*o++ = '\r';
-			break;
-		case 't':
-			*o++ = '\t';
-			break;
-		case 'u': {
-			uint32_t cp, lo;
-
-			if (j->end - j->p < 6 || hex4(j->p + 2, &cp) < 0)
-				return jfail(r, j, err, "bad \\u escape");
-			if (cp >= 0xdc00 && cp <= 0xdfff)
-				return jfail(r, j, err, "lone low surrogate");
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (j->end - j->p < 12 || j->p[6] != '\\' || j->p[7] != 'u' ||
-				    hex4(j->p + 8, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
-					return jfail(r, j, err, "lone high surrogate");
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				j->p += 6;
-			}
-			if (cp < 0x100)
-				*o++ = (char)cp;
-			else
-				o = put_utf8(o, cp);
-			j->p += 4;
-			break;
-		}
-		default:
-			return jfail(r, j, err, "bad escape in string");
-		}
-		j->p += 2;
-	}
-	j->p++;
-	*len = (size_t)(o - *s);
-	j->out = o;
-	return 0;
-}
-
-static int
-jnumber(struct reader *r, struct jcur *j, struct fval *fv, struct mc_err *err)
-{
-	const char *s = j->p;
-	bool neg = false, integral = true;
-	uint64_t u = 0;
-	bool big = false;
-	char tmp[64];
-
-	if (j->p < j->end && *j->p == '-') {
-		neg = true;
-		j->p++;
-	}
-	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-		return jfail(r, j, err, "bad number");
-	if (*j->p == '0' && j->end - j->p > 1 && j->p[1] >= '0' && j->p[1] <= '9')
-		return jfail(r, j, err, "number with a leading zero");
-	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-		unsigned d = (unsigned)(*j->p - '0');
-
-		if (u > (UINT64_MAX - d) / 10)
-			big = true;
-		u = u * 10 + d;
-		j->p++;
-	}
-	if (j->p < j->end && *j->p == '.') {
-		integral = false;
-		j->p++;
-		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-			return jfail(r, j, err, "bad number");
-		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-			j->p++;
-	}
-	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
-		integral = false;
-		j->p++;
-		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
-			j->p++;
-		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-			return jfail(r, j, err, "bad number");
-		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-			j->p++;
-	}
-	if (integral && !neg) {
-		fv->kind = big ? FV_BIG : FV_UINT;
-		fv->u = u;
-		return 0;
-	}
-	if (integral && !big) {
-		fv->kind = FV_NEG;
-		return 0;
-	}
-	/* strtod needs a terminated copy; a sane float is well under 64 */
-	if ((size_t)(j->p - s) >= sizeof(tmp))
-		return jfail(r, j, err, "number too long");
-	memcpy(tmp, s, (size_t)(j->p - s));
-	tmp[j->p - s] = '\0';
-	fv->kind = FV_FLOAT;
-	fv->d = strtod(tmp, NULL);
-	return 0;
-}
-
-static bool
-jword(struct jcur *j, const char *w)
-{
-	size_t n = strlen(w);
-
-	if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0)
-		return false;
-	j->p += n;
-	return true;
-}
-
-static int
-jvalue(struct reader *r, struct jcur *j, struct fval *fv, struct mc_err *err)
-{
-	if (j->p >= j->end)
-		return jfail(r, j, err, "missing value");
-	switch (*j->p) {
-	case '"':
-		fv->kind = FV_STR;
-		return jstring(r, j, &fv->s, &fv->len, err);
-	case 'n':
-		fv->kind = FV_NIL;
-		return jword(j, "null") ? 0 : jfail(r, j, err, "bad literal");
-	case 't':
-		fv->kind = FV_BOOL;
-		return jword(j, "true") ? 0 : jfail(r, j, err, "bad literal");
-	case 'f':
-		fv->kind = FV_BOOL;
-		return jword(j, "false") ? 0 : jfail(r, j, err, "bad literal");
-	case '{':
-	case '[':
-		return jfail(r, j, err, "nested objects and arrays are not supported");
-	default:
-		return jnumber(r, j, fv, err);
-	}
-}
-
-/* One object spanning the whole line [s, end), each member handed to fn. */
-static int
-jobject(struct reader *r, const char *s, const char *end, field_fn fn, struct mc_err *err)
-{
-	struct jcur j = { s, s, end, r->scratch };
-
-	jws(&j);
-	if (j.p >= j.end || *j.p != '{')
-		return jfail(r, &j, err, "expected an object");
-	j.p++;
-	jws(&j);
-	if (j.p < j.end && *j.p == '}') {
-		j.p++;
-	} else {
-		for (;;) {
-			const char *name;
-			size_t nlen;
-			struct fval fv;
-
-			jws(&j);
-			if (j.p >= j.end || *j.p != '"')
-				return jfail(r, &j, err, "expected a field name");
-			if (jstring(r, &j, &name, &nlen, err) < 0)
-				return -1;
-			jws(&j);
-			if (j.p >= j.end || *j.p != ':')
-				return jfail(r, &j, err, "expected ':'");
-			j.p++;
-			jws(&j);
-			if (jvalue(r, &j, &fv, err) < 0)
-				return -1;
-			if (fn(r, name, nlen, &fv, err) < 0)
-				return -1;
-			jws(&j);
-			if (j.p < j.end && *j.p == ',') {
-				j.p++;
-				continue;
-			}
-			if (j.p < j.end && *j.p == '}') {
-				j.p++;
-				break;
-			}
-			return jfail(r, &j, err, "expected ',' or '}'");
-		}
-	}
-	jws(&j);
-	if (j.p != j.end)
-		return jfail(r, &j, err, "trailing characters after the object");
-	return 0;
-}
-
-static int
-json_line(struct reader *r, const char *s, size_t len, struct mc_err *err)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
-			break;
-	}
-	if (i == len)
-		return 0; /* blank lines carry nothing */
-	if (r->scratch_cap < len) {
-		size_t ncap = r->scratch_cap == 0 ? 4096 : r->scratch_cap;
-		char *ns;
-
-		while (ncap < len)
-			ncap *= 2;
-		ns = realloc(r->scratch, ncap);
-		if (ns == NULL)
-			return mc_err_set(err, MC_ERR_NO_SPACE,
-					  "cannot read candidates: out of memory");
-		r->scratch = ns;
-		r->scratch_cap = ncap;
-	}
-	if (r->in_header) {
-		struct mc_err e;
-
-		if (jobject(r, s, s + len, header_field, &e) < 0)
-			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
-		return header_end(r, err);
-	}
-	record_begin(r);
-	if (jobject(r, s, s + len, record_field, err) < 0)
-		return -1;
-	return record_end(r, err);
-}
-
-static int
-read_json(struct reader *r, struct mc_err *err)
-{
-	for (;;) {
-		const char *s = r->buf + r->pos;
-		size_t avail = r->len - r->pos, len;
-		const char *nl = memchr(s, '\n', avail);
-
-		if (nl == NULL) {
-			if (avail > MAX_RECORD) {
-				r->lineno++;
-				return fail(r, err, "longer than %u bytes", MAX_RECORD);
-			}
-			if (!r->eof) {
-				if (fill(r, err) < 0)
-					return -1;
-				continue;
-			}
-			if (avail == 0)
-				return stream_end(r, err);
-			len = avail; /* a last line without its newline */
-		} else {
-			len = (size_t)(nl - s);
-			if (len > MAX_RECORD) {
-				r->lineno++;
-				return fail(r, err, "longer than %u bytes", MAX_RECORD);
-			}
-		}
-		r->lineno++;
-		if (json_line(r, s, len, err) < 0)
-			return -1;
-		r->pos += nl != NULL ? len + 1 : len;
-	}
-}
-
 int
 mc_cand_read(FILE *f, struct mc_cand_view *v, bool json, struct mc_err *err)
 {
 	struct reader *r;
-	int rc = -1;
+	const msgpack_object *o;
+	int rc;
 
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "cannot read candidates: out of memory");
-	r->f = f;
 	r->v = v;
-	r->json = json;
 	r->in_header = true;
-	r->buf = malloc(READ_BLOCK);
-	if (r->buf == NULL) {
-		mc_err_set(err, MC_ERR_NO_SPACE, "cannot read candidates: out of memory");
-		goto out;
+	r->rs = mc_rs_open(f, json, MC_CAND_FORMAT, "candidates", MAX_RECORD, json ? MC_RS_FLAT : 0,
+			   err);
+	if (r->rs == NULL) {
+		free(r);
+		return -1;
 	}
-	r->cap = READ_BLOCK;
-	if (!json) {
-		r->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
-		if (r->zone == NULL) {
-			mc_err_set(err, MC_ERR_NO_SPACE, "cannot read candidates: out of memory");
-			goto out;
+	while ((rc = mc_rs_next(r->rs, &o, err)) == 1) {
+		if (judge(r, o, err) < 0) {
+			rc = -1;
+			break;
 		}
 	}
-	rc = json ? read_json(r, err) : read_msgpack(r, err);
-out:
-	if (r->zone != NULL)
-		msgpack_zone_free(r->zone);
-	free(r->scratch);
-	free(r->buf);
+	if (rc == 0)
+		rc = stream_end(r, err);
+	mc_rs_close(r->rs);
 	free(r);
 	return rc;
 }

@@ -9,11 +9,10 @@
  * chunk and each further chunk is a record {t: "victims", id, victims}
  * that continues the stage just before it. Readers glue them back.
  *
- * Reading follows the candidate reader's pattern: input comes in blocks
- * into one buffer, every msgpack record passes mc_wire_check() before it
- * is unpacked into one zone cleared between records. A JSON line is
- * parsed into the same msgpack_object tree (in the same zone), so one
- * decoder judges both forms and they accept and refuse the same things.
+ * Reading goes through the record stream reader (mc/recstream.h): every
+ * msgpack record is checked and unpacked into one reused zone, and a JSON
+ * line is parsed into the same msgpack_object tree, so one decoder judges
+ * both forms and they accept and refuse the same things.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -25,10 +24,10 @@
 #include "mc/json.h"
 #include "mc/plan.h"
 #include "mc/proto.h"
+#include "mc/recstream.h"
 #include "mc/wire.h"
 
 #define MAX_RECORD (4u << 20) /* a record (msgpack) or a line (JSON) */
-#define READ_BLOCK (1u << 18)
 /*
  * Chunk limits: a victim is at most ~27 KiB as JSON (a 4 KiB key fully
  * escaped plus three names), so a chunk cut at 256 KiB of estimate stays
@@ -36,7 +35,6 @@
  */
 #define CHUNK_VICTIMS 4096
 #define CHUNK_BYTES (256u << 10)
-#define JSON_MAX_DEPTH 8
 
 static const char *const reason_names[MC_FAIL_REASON_COUNT] = {
 	[MC_FAIL_GONE] = "gone",
@@ -228,72 +226,6 @@ mc_stage_report_fail(struct mc_stage_report *sr, uint32_t victim, int reason, st
 
 /* ---- writing ---- */
 
-/* Packer output in blocks: one fwrite() per 64 KiB, not one per field. */
-struct outbuf {
-	FILE *f;
-	size_t len;
-	bool failed;
-	char buf[1 << 16];
-};
-
-static void
-outbuf_flush(struct outbuf *o)
-{
-	if (o->len != 0 && !o->failed && fwrite(o->buf, 1, o->len, o->f) != o->len)
-		o->failed = true;
-	o->len = 0;
-}
-
-static int
-outbuf_write(void *data, const char *buf, size_t len)
-{
-	struct outbuf *o = data;
-
-	if (o->failed)
-		return -1;
-	if (len > sizeof(o->buf) - o->len) {
-		outbuf_flush(o);
-		if (len > sizeof(o->buf)) {
-			if (!o->failed && fwrite(buf, 1, len, o->f) != len)
-				o->failed = true;
-			return o->failed ? -1 : 0;
-		}
-	}
-	memcpy(o->buf + o->len, buf, len);
-	o->len += len;
-	return 0;
-}
-
-static struct outbuf *
-outbuf_new(FILE *f, msgpack_packer *pk, struct mc_err *err)
-{
-	struct outbuf *o = malloc(sizeof(*o));
-
-	if (o == NULL) {
-		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the output buffer");
-		return NULL;
-	}
-	o->f = f;
-	o->len = 0;
-	o->failed = false;
-	msgpack_packer_init(pk, o, outbuf_write);
-	return o;
-}
-
-/* Flush and free o; -1 with err if anything failed to go out. */
-static int
-outbuf_done(struct outbuf *o, const char *what, struct mc_err *err)
-{
-	bool failed;
-
-	outbuf_flush(o);
-	failed = o->failed;
-	free(o);
-	if (failed)
-		return mc_err_errno(err, "cannot write %s", what);
-	return 0;
-}
-
 /* A view record the writers can name: in range, names known, key there. */
 static int
 check_victim(const struct mc_cand_view *v, uint32_t i, struct mc_err *err)
@@ -452,7 +384,7 @@ int
 mc_plan_write(FILE *f, const struct mc_plan *p, bool json, struct mc_err *err)
 {
 	size_t plen = strnlen(p->policy, sizeof(p->policy));
-	struct outbuf *o;
+	struct mc_rs_out *o;
 	msgpack_packer pk;
 
 	if (plen == sizeof(p->policy))
@@ -483,7 +415,7 @@ mc_plan_write(FILE *f, const struct mc_plan *p, bool json, struct mc_err *err)
 			return mc_err_errno(err, "cannot write the plan");
 		return 0;
 	}
-	o = outbuf_new(f, &pk, err);
+	o = mc_rs_out_new(f, &pk, err);
 	if (o == NULL)
 		return -1;
 	msgpack_pack_map(&pk, plen != 0 ? 6 : 5);
@@ -494,9 +426,9 @@ mc_plan_write(FILE *f, const struct mc_plan *p, bool json, struct mc_err *err)
 	mc_pack_kv_u64(&pk, "lowerbound", p->lowerbound);
 	if (plen != 0)
 		mc_pack_kv_strn(&pk, "policy", p->policy, plen);
-	for (size_t i = 0; i < p->nstages && !o->failed; i++)
+	for (size_t i = 0; i < p->nstages && !mc_rs_out_failed(o); i++)
 		pack_stage(&pk, p, &p->stages[i]);
-	return outbuf_done(o, "the plan", err);
+	return mc_rs_out_done(o, "the plan", err);
 }
 
 static int
@@ -580,7 +512,7 @@ int
 mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, bool json,
 		struct mc_err *err)
 {
-	struct outbuf *o;
+	struct mc_rs_out *o;
 	msgpack_packer pk;
 
 	if (check_report(r, p, err) < 0)
@@ -599,42 +531,30 @@ mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, boo
 			return mc_err_errno(err, "cannot write the report");
 		return 0;
 	}
-	o = outbuf_new(f, &pk, err);
+	o = mc_rs_out_new(f, &pk, err);
 	if (o == NULL)
 		return -1;
 	msgpack_pack_map(&pk, 3);
 	mc_pack_kv_str(&pk, "format", MC_REPORT_FORMAT);
 	mc_pack_kv_u64(&pk, "version", MC_PLAN_VERSION);
 	mc_pack_kv_u64(&pk, "created", r->created);
-	for (size_t i = 0; i < r->nstages && !o->failed; i++)
+	for (size_t i = 0; i < r->nstages && !mc_rs_out_failed(o); i++)
 		pack_report_stage(&pk, &r->stages[i], p);
-	return outbuf_done(o, "the report", err);
+	return mc_rs_out_done(o, "the report", err);
 }
 
 /* ---- reading ---- */
 
+/*
+ * The record framing, JSON parsing and positions in errors come from the
+ * record stream reader; this file only judges the records.
+ */
 struct reader {
-	FILE *f;
+	struct mc_rs *rs;
 	struct mc_plan *p;
-	bool json;
-	bool in_header;
-	uint64_t done;	 /* records read after the header */
-	uint64_t lineno; /* JSON: the line being read */
-	char *buf;	 /* unread input is buf[pos..len) */
-	size_t pos, len, cap;
-	bool eof;
-	msgpack_zone *zone;
-	/* JSON: unescaped strings of the current line, and the parse stack */
-	char *scratch;
-	size_t scratch_cap;
-	msgpack_object *stk;
-	size_t nstk, stk_cap;
 };
 
-/*
- * Fail with the position prefixed: "header: ", "record N: " or
- * "line N: ", and "victim M: " (counted from 1 in its record) when vi > 0.
- */
+/* Fail at the current record, naming victim vi (from 1) when vi > 0. */
 static int __attribute__((format(printf, 4, 5)))
 vfail(struct reader *r, struct mc_err *err, size_t vi, const char *fmt, ...)
 {
@@ -646,11 +566,7 @@ vfail(struct reader *r, struct mc_err *err, size_t vi, const char *fmt, ...)
 	va_end(ap);
 	if (vi > 0)
 		snprintf(at, sizeof(at), "victim %zu: ", vi);
-	if (r->json)
-		return mc_err_set(err, MC_ERR_PROTO, "line %" PRIu64 ": %s%s", r->lineno, at, msg);
-	if (r->in_header)
-		return mc_err_set(err, MC_ERR_PROTO, "header: %s%s", at, msg);
-	return mc_err_set(err, MC_ERR_PROTO, "record %" PRIu64 ": %s%s", r->done + 1, at, msg);
+	return mc_rs_fail(r->rs, err, "%s%s", at, msg);
 }
 
 static const char *
@@ -781,7 +697,6 @@ read_header(struct reader *r, const msgpack_object *o, struct mc_err *err)
 	if (field(o, "policy") != NULL &&
 	    get_cstr(r, o, "policy", p->policy, sizeof(p->policy), err) < 0)
 		return -1;
-	r->in_header = false;
 	return 0;
 }
 
@@ -913,9 +828,8 @@ static int
 read_object(struct reader *r, const msgpack_object *o, struct mc_err *err)
 {
 	const msgpack_object *t;
-	int rc;
 
-	if (r->in_header)
+	if (mc_rs_in_header(r->rs))
 		return read_header(r, o, err);
 	if (o->type != MSGPACK_OBJECT_MAP)
 		return vfail(r, err, 0, "not a map");
@@ -925,587 +839,28 @@ read_object(struct reader *r, const msgpack_object *o, struct mc_err *err)
 	if (t->type != MSGPACK_OBJECT_STR)
 		return vfail(r, err, 0, "field 't': expected a string, got %s", obj_kind(t));
 	if (mc_obj_streq(t, "stage"))
-		rc = read_stage(r, o, err);
-	else if (mc_obj_streq(t, "victims"))
-		rc = read_more_victims(r, o, err);
-	else
-		rc = 0; /* a record kind from a newer writer */
-	if (rc == 0)
-		r->done++;
-	return rc;
-}
-
-static int
-stream_end(struct reader *r, struct mc_err *err)
-{
-	if (r->in_header)
-		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: empty input",
-				  MC_PLAN_FORMAT);
-	return 0;
-}
-
-/* More input after the unread part: 1 bytes came, 0 end of input, -1 error. */
-static int
-fill(struct reader *r, struct mc_err *err)
-{
-	size_t n;
-
-	if (r->pos > 0) {
-		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
-		r->len -= r->pos;
-		r->pos = 0;
-	}
-	if (r->len == r->cap) {
-		/* a record or line never needs more than MAX_RECORD + 1 */
-		size_t ncap = r->cap * 2;
-		char *nb;
-
-		if (ncap > 2 * MAX_RECORD)
-			return mc_err_set(err, MC_ERR_INTERNAL, "plan reader buffer overrun");
-		nb = realloc(r->buf, ncap);
-		if (nb == NULL)
-			return mc_err_set(err, MC_ERR_NO_SPACE,
-					  "cannot read the plan: out of memory");
-		r->buf = nb;
-		r->cap = ncap;
-	}
-	n = fread(r->buf + r->len, 1, r->cap - r->len, r->f);
-	r->len += n;
-	if (n > 0)
-		return 1;
-	if (ferror(r->f))
-		return mc_err_errno(err, "cannot read the plan");
-	r->eof = true;
-	return 0;
-}
-
-static int
-read_msgpack(struct reader *r, struct mc_err *err)
-{
-	for (;;) {
-		const char *why = NULL;
-		size_t ml = 0, off = 0;
-		msgpack_object o;
-		int vd;
-
-		vd = mc_wire_check(r->buf + r->pos, r->len - r->pos, MAX_RECORD, &ml, &why);
-		if (vd == MC_WIRE_BAD) {
-			if (r->in_header)
-				return mc_err_set(err, MC_ERR_PROTO, "not an %s stream: %s",
-						  MC_PLAN_FORMAT, why);
-			return vfail(r, err, 0, "malformed: %s", why);
-		}
-		if (vd == MC_WIRE_MORE) {
-			if (r->eof) {
-				if (r->pos == r->len)
-					return stream_end(r, err);
-				if (r->in_header)
-					return mc_err_set(err, MC_ERR_PROTO, "truncated header");
-				return vfail(r, err, 0, "truncated after %zu bytes",
-					     r->len - r->pos);
-			}
-			if (fill(r, err) < 0)
-				return -1;
-			continue;
-		}
-		/* the zone keeps its first chunk, so most records cost no malloc */
-		msgpack_zone_clear(r->zone);
-		if (msgpack_unpack(r->buf + r->pos, ml, &off, r->zone, &o) !=
-			    MSGPACK_UNPACK_SUCCESS ||
-		    off != ml) {
-			if (r->in_header)
-				return mc_err_set(err, MC_ERR_PROTO, "not an %s stream",
-						  MC_PLAN_FORMAT);
-			return vfail(r, err, 0, "cannot decode the record");
-		}
-		if (read_object(r, &o, err) < 0)
-			return -1;
-		r->pos += ml;
-	}
-}
-
-/*
- * JSON lines: each line is parsed into a msgpack_object tree in the zone,
- * then judged by read_object() like a msgpack record. Strings are
- * unescaped into r->scratch, which holds at least a line's length
- * (unescaping never lengthens). \u0000..\u00ff stand for single bytes,
- * the inverse of mc_json_write_str() on bytes that are not UTF-8.
- * Container elements collect on r->stk and move into the zone when the
- * container closes, since their count is only known then.
- */
-struct jcur {
-	const char *p, *start, *end;
-	char *out;
-};
-
-static int
-jfail(struct reader *r, const struct jcur *j, struct mc_err *err, const char *what)
-{
-	return vfail(r, err, 0, "%s at column %td", what, j->p - j->start + 1);
-}
-
-static void
-jws(struct jcur *j)
-{
-	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
-		j->p++;
-}
-
-static int
-hex4(const char *p, uint32_t *out)
-{
-	uint32_t v = 0;
-
-	for (int i = 0; i < 4; i++) {
-		char c = p[i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= (uint32_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v |= (uint32_t)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			v |= (uint32_t)(c - 'A' + 10);
-		else
-			return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-static char *
-put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x800) {
-		*o++ = (char)(0xc0 | cp >> 6);
-	} else if (cp < 0x10000) {
-		*o++ = (char)(0xe0 | cp >> 12);
-		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
-	} else {
-		*o++ = (char)(0xf0 | cp >> 18);
-		*o++ = (char)(0x80 | (cp >> 12 & 0x3f));
-		*o++ = (char)(0x80 | (cp >> 6 & 0x3f));
-	}
-	*o++ = (char)(0x80 | (cp & 0x3f));
-	return o;
-}
-
-/* A string at j->p (on its opening quote) into scratch, as a STR object. */
-static int
-jstring(struct reader *r, struct jcur *j, msgpack_object *out, struct mc_err *err)
-{
-	char *o = j->out, *s = j->out;
-
-	j->p++;
-	for (;;) {
-		unsigned char c;
-		uint32_t cp, lo;
-
-		if (j->p >= j->end)
-			return jfail(r, j, err, "unterminated string");
-		c = (unsigned char)*j->p;
-		if (c == '"')
-			break;
-		if (c < 0x20)
-			return jfail(r, j, err, "control character in string");
-		if (c != '\\') {
-			*o++ = (char)c;
-			j->p++;
-			continue;
-		}
-		if (j->end - j->p < 2)
-			return jfail(r, j, err, "unterminated string");
-		switch (j->p[1]) {
-		case '"':
-		case '\\':
-		case '/':
-			*o++ = j->p[1];
-			break;
-		case 'b':
-			*o++ = '\b';
-			break;
-		case 'f':
-			*o++ = '\f';
-			break;
-		case 'n':
-			*o++ = '\n';
-			break;
-		case 'r':
-			*o++ = '\r';
-			break;
-		case 't':
-			*o++ = '\t';
-			break;
-		case 'u':
-			if (j->end - j->p < 6 || hex4(j->p + 2, &cp) < 0)
-				return jfail(r, j, err, "bad \\u escape");
-			if (cp >= 0xdc00 && cp <= 0xdfff)
-				return jfail(r, j, err, "lone low surrogate");
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (j->end - j->p < 12 || j->p[6] != '\\' || j->p[7] != 'u' ||
-				    hex4(j->p + 8, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
-					return jfail(r, j, err, "lone high surrogate");
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				j->p += 6;
-			}
-			if (cp < 0x100)
-				*o++ = (char)cp;
-			else
-				o = put_utf8(o, cp);
-			j->p += 4;
-			break;
-		default:
-			return jfail(r, j, err, "bad escape in string");
-		}
-		j->p += 2;
-	}
-	j->p++;
-	out->type = MSGPACK_OBJECT_STR;
-	out->via.str.ptr = s;
-	out->via.str.size = (uint32_t)(o - s);
-	j->out = o;
-	return 0;
-}
-
-static int
-jnumber(struct reader *r, struct jcur *j, msgpack_object *out, struct mc_err *err)
-{
-	const char *s = j->p;
-	bool neg = false, integral = true, big = false;
-	uint64_t u = 0;
-	char tmp[64];
-
-	if (j->p < j->end && *j->p == '-') {
-		neg = true;
-		j->p++;
-	}
-	if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-		return jfail(r, j, err, "bad number");
-	if (*j->p == '0' && j->end - j->p > 1 && j->p[1] >= '0' && j->p[1] <= '9')
-		return jfail(r, j, err, "number with a leading zero");
-	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-		unsigned d = (unsigned)(*j->p - '0');
-
-		if (u > (UINT64_MAX - d) / 10)
-			big = true;
-		u = u * 10 + d;
-		j->p++;
-	}
-	if (j->p < j->end && *j->p == '.') {
-		integral = false;
-		j->p++;
-		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-			return jfail(r, j, err, "bad number");
-		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-			j->p++;
-	}
-	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
-		integral = false;
-		j->p++;
-		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
-			j->p++;
-		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
-			return jfail(r, j, err, "bad number");
-		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
-			j->p++;
-	}
-	if (integral && big)
-		return jfail(r, j, err, "integer out of range");
-	if (integral && !neg) {
-		out->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
-		out->via.u64 = u;
-		return 0;
-	}
-	if (integral && u <= (uint64_t)INT64_MAX + 1) {
-		out->type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
-		out->via.i64 = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
-		return 0;
-	}
-	if (integral)
-		return jfail(r, j, err, "integer out of range");
-	/* strtod needs a terminated copy; a sane float is well under 64 */
-	if ((size_t)(j->p - s) >= sizeof(tmp))
-		return jfail(r, j, err, "number too long");
-	memcpy(tmp, s, (size_t)(j->p - s));
-	tmp[j->p - s] = '\0';
-	out->type = MSGPACK_OBJECT_FLOAT64;
-	out->via.f64 = strtod(tmp, NULL);
-	return 0;
-}
-
-static bool
-jword(struct jcur *j, const char *w)
-{
-	size_t n = strlen(w);
-
-	if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0)
-		return false;
-	j->p += n;
-	return true;
-}
-
-static int
-jpush(struct reader *r, const msgpack_object *o, struct mc_err *err)
-{
-	if (r->nstk == r->stk_cap) {
-		size_t ncap = r->stk_cap == 0 ? 256 : r->stk_cap * 2;
-		msgpack_object *ns = realloc(r->stk, ncap * sizeof(*ns));
-
-		if (ns == NULL)
-			return mc_err_set(err, MC_ERR_NO_SPACE,
-					  "cannot read the plan: out of memory");
-		r->stk = ns;
-		r->stk_cap = ncap;
-	}
-	r->stk[r->nstk++] = *o;
-	return 0;
-}
-
-static int jvalue(struct reader *r, struct jcur *j, msgpack_object *out, int depth,
-		  struct mc_err *err);
-
-static int
-jarray(struct reader *r, struct jcur *j, msgpack_object *out, int depth, struct mc_err *err)
-{
-	size_t base = r->nstk, n;
-	msgpack_object *a = NULL;
-
-	j->p++;
-	jws(j);
-	if (j->p < j->end && *j->p == ']') {
-		j->p++;
-	} else {
-		for (;;) {
-			msgpack_object v;
-
-			jws(j);
-			if (jvalue(r, j, &v, depth + 1, err) < 0 || jpush(r, &v, err) < 0)
-				return -1;
-			jws(j);
-			if (j->p < j->end && *j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (j->p < j->end && *j->p == ']') {
-				j->p++;
-				break;
-			}
-			return jfail(r, j, err, "expected ',' or ']'");
-		}
-	}
-	n = r->nstk - base;
-	if (n > 0) {
-		a = msgpack_zone_malloc(r->zone, n * sizeof(*a));
-		if (a == NULL)
-			return mc_err_set(err, MC_ERR_NO_SPACE,
-					  "cannot read the plan: out of memory");
-		memcpy(a, r->stk + base, n * sizeof(*a));
-	}
-	r->nstk = base;
-	out->type = MSGPACK_OBJECT_ARRAY;
-	out->via.array.size = (uint32_t)n;
-	out->via.array.ptr = a;
-	return 0;
-}
-
-static int
-jobject(struct reader *r, struct jcur *j, msgpack_object *out, int depth, struct mc_err *err)
-{
-	size_t base = r->nstk, n;
-	msgpack_object_kv *kv = NULL;
-
-	j->p++;
-	jws(j);
-	if (j->p < j->end && *j->p == '}') {
-		j->p++;
-	} else {
-		for (;;) {
-			msgpack_object k, v;
-
-			jws(j);
-			if (j->p >= j->end || *j->p != '"')
-				return jfail(r, j, err, "expected a field name");
-			if (jstring(r, j, &k, err) < 0)
-				return -1;
-			jws(j);
-			if (j->p >= j->end || *j->p != ':')
-				return jfail(r, j, err, "expected ':'");
-			j->p++;
-			jws(j);
-			if (jvalue(r, j, &v, depth + 1, err) < 0 || jpush(r, &k, err) < 0 ||
-			    jpush(r, &v, err) < 0)
-				return -1;
-			jws(j);
-			if (j->p < j->end && *j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (j->p < j->end && *j->p == '}') {
-				j->p++;
-				break;
-			}
-			return jfail(r, j, err, "expected ',' or '}'");
-		}
-	}
-	n = (r->nstk - base) / 2;
-	if (n > 0) {
-		kv = msgpack_zone_malloc(r->zone, n * sizeof(*kv));
-		if (kv == NULL)
-			return mc_err_set(err, MC_ERR_NO_SPACE,
-					  "cannot read the plan: out of memory");
-		for (size_t i = 0; i < n; i++) {
-			kv[i].key = r->stk[base + 2 * i];
-			kv[i].val = r->stk[base + 2 * i + 1];
-		}
-	}
-	r->nstk = base;
-	out->type = MSGPACK_OBJECT_MAP;
-	out->via.map.size = (uint32_t)n;
-	out->via.map.ptr = kv;
-	return 0;
-}
-
-static int
-jvalue(struct reader *r, struct jcur *j, msgpack_object *out, int depth, struct mc_err *err)
-{
-	if (j->p >= j->end)
-		return jfail(r, j, err, "missing value");
-	switch (*j->p) {
-	case '"':
-		return jstring(r, j, out, err);
-	case '{':
-	case '[':
-		if (depth >= JSON_MAX_DEPTH)
-			return jfail(r, j, err, "nested too deep");
-		if (*j->p == '{')
-			return jobject(r, j, out, depth, err);
-		return jarray(r, j, out, depth, err);
-	case 'n':
-		out->type = MSGPACK_OBJECT_NIL;
-		return jword(j, "null") ? 0 : jfail(r, j, err, "bad literal");
-	case 't':
-		out->type = MSGPACK_OBJECT_BOOLEAN;
-		out->via.boolean = true;
-		return jword(j, "true") ? 0 : jfail(r, j, err, "bad literal");
-	case 'f':
-		out->type = MSGPACK_OBJECT_BOOLEAN;
-		out->via.boolean = false;
-		return jword(j, "false") ? 0 : jfail(r, j, err, "bad literal");
-	default:
-		return jnumber(r, j, out, err);
-	}
-}
-
-static int
-json_line(struct reader *r, const char *s, size_t len, struct mc_err *err)
-{
-	struct jcur j = { s, s, s + len, NULL };
-	msgpack_object o;
-
-	jws(&j);
-	if (j.p == j.end)
-		return 0; /* blank lines carry nothing */
-	if (r->scratch_cap < len) {
-		size_t ncap = r->scratch_cap == 0 ? 4096 : r->scratch_cap;
-		char *ns;
-
-		while (ncap < len)
-			ncap *= 2;
-		ns = realloc(r->scratch, ncap);
-		if (ns == NULL)
-			return mc_err_set(err, MC_ERR_NO_SPACE,
-					  "cannot read the plan: out of memory");
-		r->scratch = ns;
-		r->scratch_cap = ncap;
-	}
-	j.out = r->scratch;
-	msgpack_zone_clear(r->zone);
-	r->nstk = 0;
-	if (*j.p != '{') {
-		if (r->in_header)
-			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_PLAN_FORMAT);
-		return jfail(r, &j, err, "expected an object");
-	}
-	if (r->in_header) {
-		struct mc_err e;
-
-		if (jobject(r, &j, &o, 1, &e) < 0)
-			return mc_err_set(err, e.code == MC_ERR_NO_SPACE ? e.code : MC_ERR_PROTO,
-					  "not an %s stream", MC_PLAN_FORMAT);
-	} else if (jobject(r, &j, &o, 1, err) < 0) {
-		return -1;
-	}
-	jws(&j);
-	if (j.p != j.end) {
-		if (r->in_header)
-			return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_PLAN_FORMAT);
-		return jfail(r, &j, err, "trailing characters after the object");
-	}
-	return read_object(r, &o, err);
-}
-
-static int
-read_json(struct reader *r, struct mc_err *err)
-{
-	for (;;) {
-		const char *s = r->buf + r->pos;
-		size_t avail = r->len - r->pos, len;
-		const char *nl = memchr(s, '\n', avail);
-
-		if (nl == NULL) {
-			if (avail > MAX_RECORD) {
-				r->lineno++;
-				return vfail(r, err, 0, "longer than %u bytes", MAX_RECORD);
-			}
-			if (!r->eof) {
-				if (fill(r, err) < 0)
-					return -1;
-				continue;
-			}
-			if (avail == 0)
-				return stream_end(r, err);
-			len = avail; /* a last line without its newline */
-		} else {
-			len = (size_t)(nl - s);
-			if (len > MAX_RECORD) {
-				r->lineno++;
-				return vfail(r, err, 0, "longer than %u bytes", MAX_RECORD);
-			}
-		}
-		r->lineno++;
-		if (json_line(r, s, len, err) < 0)
-			return -1;
-		r->pos += nl != NULL ? len + 1 : len;
-	}
+		return read_stage(r, o, err);
+	if (mc_obj_streq(t, "victims"))
+		return read_more_victims(r, o, err);
+	return 0; /* a record kind from a newer writer */
 }
 
 int
 mc_plan_read(FILE *f, struct mc_plan *p, bool json, struct mc_err *err)
 {
-	struct reader *r;
-	int rc = -1;
+	struct reader r = { NULL, p };
+	const msgpack_object *o;
+	int rc;
 
-	r = calloc(1, sizeof(*r));
-	if (r == NULL)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "cannot read the plan: out of memory");
-	r->f = f;
-	r->p = p;
-	r->json = json;
-	r->in_header = true;
-	r->buf = malloc(READ_BLOCK);
-	r->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
-	if (r->buf == NULL || r->zone == NULL) {
-		mc_err_set(err, MC_ERR_NO_SPACE, "cannot read the plan: out of memory");
-		goto out;
+	r.rs = mc_rs_open(f, json, MC_PLAN_FORMAT, "the plan", MAX_RECORD, 0, err);
+	if (r.rs == NULL)
+		return -1;
+	while ((rc = mc_rs_next(r.rs, &o, err)) == 1) {
+		if (read_object(&r, o, err) < 0) {
+			rc = -1;
+			break;
+		}
 	}
-	r->cap = READ_BLOCK;
-	rc = json ? read_json(r, err) : read_msgpack(r, err);
-out:
-	if (r->zone != NULL)
-		msgpack_zone_free(r->zone);
-	free(r->stk);
-	free(r->scratch);
-	free(r->buf);
-	free(r);
+	mc_rs_close(r.rs);
 	return rc;
 }
