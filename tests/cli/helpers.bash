@@ -443,3 +443,33 @@ sp_start() {
 	shift 3
 	sp_rpc put_start key="$key" size:="$size" replicas:="$n" checksum:=1 "$@"
 }
+
+# mc_metrics_url NAME: the /metrics URL daemon NAME logged (it runs --http).
+mc_metrics_url() {
+	grep -o 'http://[0-9.]*:[0-9]*/metrics' "$MC_DIR/$1.log" | head -n 1
+}
+
+# mc_http_get URL: the body of a plain HTTP GET over /dev/tcp (no client needed).
+mc_http_get() {
+	local hostport="${1#http://}"
+	hostport="${hostport%%/*}"
+	exec 7<>"/dev/tcp/${hostport%:*}/${hostport##*:}" || return 1
+	printf 'GET /%s HTTP/1.0\r\nHost: %s\r\n\r\n' "${1#http://*/}" "$hostport" >&7
+	# headers end at the first empty line
+	tr -d '\r' <&7 | sed '1,/^$/d'
+	exec 7<&-
+}
+
+# mc_scrape NAME: daemon NAME's /metrics body.
+mc_scrape() {
+	local url
+	url="$(mc_metrics_url "$1")"
+	[ -n "$url" ] || return 1
+	mc_http_get "$url"
+}
+
+# mc_metric NAME SERIES: the value of one series ("mc_objects",
+# 'mc_tenant_bytes{tenant="a"}') on daemon NAME, or nothing.
+mc_metric() {
+	mc_scrape "$1" | awk -v s="$2" '$1 == s { print $2; exit }'
+}

@@ -16,42 +16,15 @@ teardown_file() {
 	mc_stop_everything
 }
 
-# metrics_url NAME: the URL the daemon logged for its metrics.
-metrics_url() {
-	grep -o 'http://[0-9.]*:[0-9]*/metrics' "$MC_DIR/$1.log" | head -n 1
-}
-
-# scrape NAME: GET /metrics over /dev/tcp; the body only.
-scrape() {
-	local url hostport host port
-	url="$(metrics_url "$1")"
-	[ -n "$url" ] || return 1
-	hostport="${url#http://}"
-	hostport="${hostport%%/*}"
-	host="${hostport%:*}"
-	port="${hostport##*:}"
-	exec 7<>"/dev/tcp/$host/$port" || return 1
-	printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$hostport" >&7
-	# headers end at the first empty line
-	tr -d '\r' <&7 | sed '1,/^$/d'
-	exec 7<&-
-}
-
-# metric NAME SERIES: the value of one series ("mc_objects",
-# 'mc_tenant_bytes{tenant="a"}'), or nothing.
-metric() {
-	scrape "$1" | awk -v s="$2" '$1 == s { print $2; exit }'
-}
-
 metric_at_least() {
 	local v
-	v="$(metric "$1" "$2")"
+	v="$(mc_metric "$1" "$2")"
 	[ -n "$v" ] && awk -v v="$v" -v n="$3" 'BEGIN { exit !(v + 0 >= n + 0) }'
 }
 
 @test "metrics: the master announces its /metrics address and serves Prometheus text" {
-	metrics_url master
-	run -0 scrape master
+	mc_metrics_url master
+	run -0 mc_scrape master
 	assert_line --regexp '^# TYPE mc_objects gauge$'
 	assert_line --regexp '^mc_objects [0-9]+'
 	assert_line --regexp '^mc_peers [0-9]+'
@@ -60,51 +33,51 @@ metric_at_least() {
 
 @test "metrics: the master counts objects, bytes and per-tenant bytes after puts" {
 	local o0
-	o0="$(metric master mc_objects)"
+	o0="$(mc_metric master mc_objects)"
 	head -c 1000 /dev/urandom | mc-cli -t met-a put m1
 	head -c 500 /dev/urandom | mc-cli -t met-a put m2
-	[ "$(metric master mc_objects)" -eq $((o0 + 2)) ]
-	[ "$(metric master 'mc_tenant_bytes{tenant="met-a"}')" -eq 1500 ]
-	[ "$(metric master 'mc_tenant_objects{tenant="met-a"}')" -eq 2 ]
+	[ "$(mc_metric master mc_objects)" -eq $((o0 + 2)) ]
+	[ "$(mc_metric master 'mc_tenant_bytes{tenant="met-a"}')" -eq 1500 ]
+	[ "$(mc_metric master 'mc_tenant_objects{tenant="met-a"}')" -eq 2 ]
 	metric_at_least master mc_bytes 1500
-	[ "$(metric master mc_peers)" -eq 1 ]
-	[ "$(metric master mc_peers_alive)" -eq 1 ]
+	[ "$(mc_metric master mc_peers)" -eq 1 ]
+	[ "$(mc_metric master mc_peers_alive)" -eq 1 ]
 }
 
 @test "metrics: the master counts requests and failures per method" {
 	local r0 f0
 	echo x | mc-cli put req-1
-	r0="$(metric master 'mc_requests_total{method="get_replica_list"}')"
-	f0="$(metric master 'mc_request_failures_total{method="get_replica_list"}')"
+	r0="$(mc_metric master 'mc_requests_total{method="get_replica_list"}')"
+	f0="$(mc_metric master 'mc_request_failures_total{method="get_replica_list"}')"
 	mc-cli get req-1 >/dev/null
 	run -1 mc-cli get req-absent
-	[ "$(metric master 'mc_requests_total{method="get_replica_list"}')" -eq $((${r0:-0} + 2)) ]
-	[ "$(metric master 'mc_request_failures_total{method="get_replica_list"}')" -eq $((${f0:-0} + 1)) ]
+	[ "$(mc_metric master 'mc_requests_total{method="get_replica_list"}')" -eq $((${r0:-0} + 2)) ]
+	[ "$(mc_metric master 'mc_request_failures_total{method="get_replica_list"}')" -eq $((${f0:-0} + 1)) ]
 	metric_at_least master 'mc_requests_total{method="put_start"}' 1
 }
 
 @test "metrics: the get_replica_list latency histogram counts every lookup" {
 	echo x | mc-cli put hist-1
 	local c0
-	c0="$(metric master mc_get_replica_list_seconds_count)"
+	c0="$(mc_metric master mc_get_replica_list_seconds_count)"
 	mc-cli get hist-1 >/dev/null
 	mc-cli get hist-1 >/dev/null
-	[ "$(metric master mc_get_replica_list_seconds_count)" -eq $((${c0:-0} + 2)) ]
-	run -0 scrape master
+	[ "$(mc_metric master mc_get_replica_list_seconds_count)" -eq $((${c0:-0} + 2)) ]
+	run -0 mc_scrape master
 	assert_line --regexp '^mc_get_replica_list_seconds_bucket\{le="\+Inf"\} [0-9]+'
 	assert_line --regexp '^mc_get_replica_list_seconds_sum [0-9.e+-]+'
 }
 
 @test "metrics: malformed messages to the master are counted" {
 	local m0
-	m0="$(metric master mc_malformed_messages_total)"
+	m0="$(mc_metric master mc_malformed_messages_total)"
 	mc-garbage --isolation --probe stats "$MC_MASTER"
 	metric_at_least master mc_malformed_messages_total $((${m0:-0} + 2))
 }
 
 @test "metrics: the peer reports its dram capacity and usage" {
-	metrics_url p1
-	[ "$(metric p1 'mc_peer_tier_bytes_capacity{tier="dram"}')" -eq $((32 << 20)) ]
+	mc_metrics_url p1
+	[ "$(mc_metric p1 'mc_peer_tier_bytes_capacity{tier="dram"}')" -eq $((32 << 20)) ]
 	head -c 100000 /dev/urandom | mc-cli put pu-1
 	metric_at_least p1 'mc_peer_tier_bytes_used{tier="dram"}' 100000
 	metric_at_least p1 mc_peer_objects 1
@@ -112,25 +85,25 @@ metric_at_least() {
 
 @test "metrics: the peer counts reads, writes, misses and bytes in and out" {
 	local w0 r0 bi0 bo0
-	w0="$(metric p1 mc_peer_writes_total)"
-	r0="$(metric p1 mc_peer_reads_total)"
-	bi0="$(metric p1 mc_peer_bytes_in_total)"
-	bo0="$(metric p1 mc_peer_bytes_out_total)"
+	w0="$(mc_metric p1 mc_peer_writes_total)"
+	r0="$(mc_metric p1 mc_peer_reads_total)"
+	bi0="$(mc_metric p1 mc_peer_bytes_in_total)"
+	bo0="$(mc_metric p1 mc_peer_bytes_out_total)"
 	head -c 4096 /dev/urandom | mc-cli put pc-1
 	mc-cli get pc-1 >/dev/null
-	[ "$(metric p1 mc_peer_writes_total)" -eq $((w0 + 1)) ]
-	[ "$(metric p1 mc_peer_reads_total)" -eq $((r0 + 1)) ]
-	[ "$(metric p1 mc_peer_bytes_in_total)" -eq $((bi0 + 4096)) ]
-	[ "$(metric p1 mc_peer_bytes_out_total)" -eq $((bo0 + 4096)) ]
+	[ "$(mc_metric p1 mc_peer_writes_total)" -eq $((w0 + 1)) ]
+	[ "$(mc_metric p1 mc_peer_reads_total)" -eq $((r0 + 1)) ]
+	[ "$(mc_metric p1 mc_peer_bytes_in_total)" -eq $((bi0 + 4096)) ]
+	[ "$(mc_metric p1 mc_peer_bytes_out_total)" -eq $((bo0 + 4096)) ]
 	local m0
-	m0="$(metric p1 mc_peer_read_misses_total)"
+	m0="$(mc_metric p1 mc_peer_read_misses_total)"
 	mc-rpc "$(mc_addr p1)" read tenant=default key=pc-absent || true
-	[ "$(metric p1 mc_peer_read_misses_total)" -eq $((m0 + 1)) ]
+	[ "$(mc_metric p1 mc_peer_read_misses_total)" -eq $((m0 + 1)) ]
 }
 
 @test "metrics: malformed messages to the peer are counted" {
 	local m0
-	m0="$(metric p1 mc_peer_malformed_messages_total)"
+	m0="$(mc_metric p1 mc_peer_malformed_messages_total)"
 	mc-garbage --isolation --probe peer_stats "$(mc_addr p1)"
 	metric_at_least p1 mc_peer_malformed_messages_total $((${m0:-0} + 2))
 }

@@ -121,16 +121,6 @@ stats_core() {
 	jq -S -c '{objects, bytes, peers, tenants: (.tenants | sort_by(.tenant))}' <<<"$out"
 }
 
-# http_get URL: the body of a plain HTTP GET over /dev/tcp.
-http_get() {
-	local hostport="${1#http://}"
-	hostport="${hostport%%/*}"
-	exec 7<>"/dev/tcp/${hostport%:*}/${hostport##*:}" || return 1
-	printf 'GET /%s HTTP/1.0\r\nHost: %s\r\n\r\n' "${1#http://*/}" "$hostport" >&7
-	tr -d '\r' <&7 | sed '1,/^$/d'
-	exec 7<&-
-}
-
 # ---- round trip ----
 
 @test "snapshot: 10k objects of mixed tenants, types, groups and pins read back byte-exact after kill -9 and --restore latest" {
@@ -326,7 +316,7 @@ http_get() {
 	local url body
 	url="$(grep -o 'http://[0-9.]*:[0-9]*/metrics' "$MC_DIR/master.log" | head -n 1)"
 	[ -n "$url" ]
-	body="$(http_get "$url")"
+	body="$(mc_http_get "$url")"
 	metric_is() {
 		awk -v s="$1" -v v="$2" '$1 == s { found = 1; ok = ($2 + 0 == v + 0) }
 			END { exit !(found && ok) }' <<<"$body"

@@ -57,36 +57,15 @@ expire_spares() {
 	! jq -e --arg k "$1" 'any(.items[]; .key == $k)' <<<"$out" >/dev/null
 }
 
-# metrics_url / scrape / metric: the master's /metrics (it runs --http).
-metrics_url() {
-	grep -o 'http://[0-9.]*:[0-9]*/metrics' "$MC_DIR/$1.log" | head -n 1
-}
-
-scrape() {
-	local url hostport
-	url="$(metrics_url "$1")"
-	[ -n "$url" ] || return 1
-	hostport="${url#http://}"
-	hostport="${hostport%%/*}"
-	exec 7<>"/dev/tcp/${hostport%:*}/${hostport##*:}" || return 1
-	printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$hostport" >&7
-	tr -d '\r' <&7 | sed '1,/^$/d'
-	exec 7<&-
-}
-
-metric() {
-	scrape "$1" | awk -v s="$2" '$1 == s { print $2; exit }'
-}
-
 # active_is N: the gauge, both in softpin_stats and on /metrics.
 active_is() {
 	[ "$(sp_stat active)" = "$1" ] || {
 		echo "# softpin_stats.active is $(sp_stat active), want $1" >&2
 		return 1
 	}
-	if [ -n "$(metrics_url master)" ]; then
-		[ "$(metric master mc_softpin_active)" = "$1" ] || {
-			echo "# mc_softpin_active is $(metric master mc_softpin_active), want $1" >&2
+	if [ -n "$(mc_metrics_url master)" ]; then
+		[ "$(mc_metric master mc_softpin_active)" = "$1" ] || {
+			echo "# mc_softpin_active is $(mc_metric master mc_softpin_active), want $1" >&2
 			return 1
 		}
 	fi
@@ -565,7 +544,7 @@ start_second() {
 	local name
 	for name in mc_softpin_heap_entries mc_softpin_live mc_softpin_cleanup_runs_total \
 		mc_softpin_expired_total mc_softpin_rebuilds_total; do
-		[ -n "$(metric master "$name")" ] || {
+		[ -n "$(mc_metric master "$name")" ] || {
 			echo "# /metrics has no $name" >&2
 			return 1
 		}
