@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "mc/err.h"
+#include "mc/parse.h"
 #include "mc/json.h"
 #include "mc/rpcc.h"
 #include "mc/wire.h"
@@ -37,18 +38,6 @@ struct fields {
 	bool has_bulk;
 	uint64_t bulk_len; /* packed as "len" when has_bulk */
 };
-
-static int
-parse_u64(const char *v, uint64_t *out)
-{
-	char *end;
-
-	if (*v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	*out = strtoull(v, &end, 10);
-	return errno != 0 || *end != '\0' ? -1 : 0;
-}
 
 /* Check every FIELD before connecting, so a typo is a usage error. */
 static int
@@ -69,7 +58,7 @@ check_fields(const struct fields *f)
 		if (eq[-1] != ':')
 			continue;
 		if (strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0 &&
-		    strcmp(eq + 1, "null") != 0 && parse_u64(eq + 1, &u) < 0) {
+		    strcmp(eq + 1, "null") != 0 && mc_parse_u64(eq + 1, &u, NULL) < 0) {
 			fprintf(stderr,
 				"%s: invalid field '%s': not an unsigned integer, true, false "
 				"or null\n",
@@ -105,7 +94,7 @@ pack_fields(msgpack_packer *pk, void *arg)
 			msgpack_pack_false(pk);
 		else if (strcmp(v, "null") == 0)
 			msgpack_pack_nil(pk);
-		else if (parse_u64(v, &u) == 0)
+		else if (mc_parse_u64(v, &u, NULL) == 0)
 			msgpack_pack_uint64(pk, u);
 	}
 }
@@ -287,7 +276,7 @@ main(int argc, char **argv)
 			tenant = argv[i + 1];
 			i += 2;
 		} else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
-			if (parse_u64(argv[i + 1], &timeout_ms) < 0 || timeout_ms == 0 ||
+			if (mc_parse_u64(argv[i + 1], &timeout_ms, NULL) < 0 || timeout_ms == 0 ||
 			    timeout_ms > 600000) {
 				fprintf(stderr, "%s: invalid --timeout-ms '%s': not in 1..600000\n",
 					PROG, argv[i + 1]);

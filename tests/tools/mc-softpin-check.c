@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "mc/err.h"
+#include "mc/parse.h"
 #include "mc/rpcc.h"
 #include "mc/wire.h"
 
@@ -150,18 +151,6 @@ pack_keys(msgpack_packer *pk, void *arg)
 		mc_pack_cstr(pk, a->keys[i]);
 }
 
-static int
-parse_u64(const char *v, uint64_t *out)
-{
-	char *end;
-
-	if (*v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	*out = strtoull(v, &end, 10);
-	return errno != 0 || *end != '\0' ? -1 : 0;
-}
-
 static uint64_t
 now_us(void)
 {
@@ -220,12 +209,13 @@ cmd_pin(struct mc_rpcc *r, char **argv, int argc)
 	struct mc_err err;
 	struct mc_msg resp;
 
-	if ((argc != 5 && argc != 6 && argc != 8) || parse_u64(argv[1], &first) < 0 ||
-	    parse_u64(argv[2], &count) < 0 || parse_u64(argv[3], &key_len) < 0 ||
+	if ((argc != 5 && argc != 6 && argc != 8) || mc_parse_u64(argv[1], &first, NULL) < 0 ||
+	    mc_parse_u64(argv[2], &count, NULL) < 0 || mc_parse_u64(argv[3], &key_len, NULL) < 0 ||
 	    (!disable &&
-	     (strncmp(argv[4], "enable:", 7) != 0 || parse_u64(argv[4] + 7, &ttl) < 0)) ||
-	    (argc >= 6 && (parse_u64(argv[5], &step) < 0 || step == 0)) ||
-	    (argc == 8 && (parse_u64(argv[6], &due) < 0 || parse_u64(argv[7], &due_ttl) < 0))) {
+	     (strncmp(argv[4], "enable:", 7) != 0 || mc_parse_u64(argv[4] + 7, &ttl, NULL) < 0)) ||
+	    (argc >= 6 && (mc_parse_u64(argv[5], &step, NULL) < 0 || step == 0)) ||
+	    (argc == 8 && (mc_parse_u64(argv[6], &due, NULL) < 0 ||
+			   mc_parse_u64(argv[7], &due_ttl, NULL) < 0))) {
 		fprintf(stderr,
 			"%s: pin PREFIX FIRST COUNT KEY_LEN enable:TTL_MS|disable "
 			"[STEP [DUE DUE_TTL_MS]]\n",
@@ -282,7 +272,8 @@ cmd_reenable(struct mc_rpcc *r, char **argv, int argc)
 	struct mc_err err;
 	struct mc_msg resp;
 
-	if (argc != 3 || parse_u64(argv[1], &count) < 0 || parse_u64(argv[2], &ttl) < 0) {
+	if (argc != 3 || mc_parse_u64(argv[1], &count, NULL) < 0 ||
+	    mc_parse_u64(argv[2], &ttl, NULL) < 0) {
 		fprintf(stderr, "%s: reenable KEY COUNT TTL_MS\n", PROG);
 		return MC_EXIT_USAGE;
 	}
@@ -315,12 +306,12 @@ cmd_end(struct mc_rpcc *r, const char *method, char **argv, int argc)
 	struct mc_err err;
 	struct mc_msg resp;
 
-	if (argc < 3 || argc - 2 > MAX_IDS || parse_u64(argv[1], &a.version) < 0) {
+	if (argc < 3 || argc - 2 > MAX_IDS || mc_parse_u64(argv[1], &a.version, NULL) < 0) {
 		fprintf(stderr, "%s: %s KEY VERSION ID...\n", PROG, method);
 		return MC_EXIT_USAGE;
 	}
 	for (int i = 2; i < argc; i++) {
-		if (parse_u64(argv[i], &ids[a.n_ids++]) < 0) {
+		if (mc_parse_u64(argv[i], &ids[a.n_ids++], NULL) < 0) {
 			fprintf(stderr, "%s: invalid replica id '%s'\n", PROG, argv[i]);
 			return MC_EXIT_USAGE;
 		}
@@ -365,7 +356,7 @@ advance_clock(const char *path, uint64_t ms)
 		return -1;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
-	if (parse_u64(buf, &now) < 0)
+	if (mc_parse_u64(buf, &now, NULL) < 0)
 		return -1;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	FILE *f = fopen(tmp, "w");
@@ -392,7 +383,7 @@ cmd_expire(struct mc_rpcc *r, char **argv, int argc)
 	struct mc_err err;
 	struct mc_msg resp;
 
-	if (argc != 2 || parse_u64(argv[1], &adv) < 0) {
+	if (argc != 2 || mc_parse_u64(argv[1], &adv, NULL) < 0) {
 		fprintf(stderr, "%s: expire CLOCK_FILE ADVANCE_MS\n", PROG);
 		return MC_EXIT_USAGE;
 	}
@@ -464,7 +455,7 @@ cmd_scan(struct mc_rpcc *r, char **argv, int argc)
 	uint64_t rounds;
 	struct list_args a;
 
-	if (argc != 2 || parse_u64(argv[1], &rounds) < 0 || rounds == 0 || rounds > 1000) {
+	if (argc != 2 || mc_parse_u64(argv[1], &rounds, NULL) < 0 || rounds == 0 || rounds > 1000) {
 		fprintf(stderr, "%s: scan PREFIX ROUNDS (1..1000)\n", PROG);
 		return MC_EXIT_USAGE;
 	}
@@ -478,7 +469,8 @@ cmd_rtt(struct mc_rpcc *r, char **argv, int argc)
 {
 	uint64_t rounds;
 
-	if (argc != 1 || parse_u64(argv[0], &rounds) < 0 || rounds == 0 || rounds > 100000) {
+	if (argc != 1 || mc_parse_u64(argv[0], &rounds, NULL) < 0 || rounds == 0 ||
+	    rounds > 100000) {
 		fprintf(stderr, "%s: rtt ROUNDS (1..100000)\n", PROG);
 		return MC_EXIT_USAGE;
 	}
