@@ -416,19 +416,28 @@ take_buffered(struct mc_rpcc *r, char *dest, uint64_t len)
 	return k;
 }
 
+/* The connection is up and the answer announced at least len more bulk bytes. */
+static int
+bulk_ready(struct mc_rpcc *r, uint64_t len, const char *verb, struct mc_err *err)
+{
+	if (check_alive(r, err) < 0)
+		return -1;
+	if (len > r->bulk_pending)
+		return mc_err_set(err, MC_ERR_INTERNAL,
+				  "%s %llu bulk bytes from %s, only %llu announced", verb,
+				  (unsigned long long)len, r->addr,
+				  (unsigned long long)r->bulk_pending);
+	return 0;
+}
+
 int
 mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err)
 {
 	char *p = dest;
 	size_t k;
 
-	if (check_alive(r, err) < 0)
+	if (bulk_ready(r, len, "reading", err) < 0)
 		return -1;
-	if (len > r->bulk_pending)
-		return mc_err_set(err, MC_ERR_INTERNAL,
-				  "reading %llu bulk bytes from %s, only %llu announced",
-				  (unsigned long long)len, r->addr,
-				  (unsigned long long)r->bulk_pending);
 	k = take_buffered(r, p, len);
 	p += k;
 	len -= k;
@@ -453,13 +462,8 @@ mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *er
 int
 mc_rpcc_skip_bulk(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 {
-	if (check_alive(r, err) < 0)
+	if (bulk_ready(r, len, "skipping", err) < 0)
 		return -1;
-	if (len > r->bulk_pending)
-		return mc_err_set(err, MC_ERR_INTERNAL,
-				  "skipping %llu bulk bytes from %s, only %llu announced",
-				  (unsigned long long)len, r->addr,
-				  (unsigned long long)r->bulk_pending);
 	len -= take_buffered(r, NULL, len);
 	while (len > 0) {
 		/* the input buffer is empty now: use it as the bin */
