@@ -147,6 +147,32 @@ valid_name(const char *s, bool colon)
 	return true;
 }
 
+/*
+ * A series' label names: one, or several joined by commas ("kind,trigger"),
+ * none reserved ("__" prefixes; "le", the histogram's own).
+ */
+static bool
+valid_labels(const char *label, int type)
+{
+	char one[64];
+
+	for (;;) {
+		const char *end = strchr(label, ',');
+		size_t len = end != NULL ? (size_t)(end - label) : strlen(label);
+
+		if (len == 0 || len >= sizeof(one))
+			return false;
+		memcpy(one, label, len);
+		one[len] = '\0';
+		if (!valid_name(one, false) || strncmp(one, "__", 2) == 0 ||
+		    (type == MC_HISTOGRAM && strcmp(one, "le") == 0))
+			return false;
+		if (end == NULL)
+			return true;
+		label = end + 1;
+	}
+}
+
 struct mc_metrics *
 mc_metrics_new(void)
 {
@@ -245,9 +271,7 @@ mc_metric_get(struct mc_metrics *m, const char *name, int type, const char *help
 		return NULL;
 	if (!valid_name(name, true) || type < MC_COUNTER || type > MC_HISTOGRAM)
 		return &m->sink;
-	/* "le" is the histogram's own label */
-	if (label != NULL && (!valid_name(label, false) || strncmp(label, "__", 2) == 0 ||
-			      (type == MC_HISTOGRAM && strcmp(label, "le") == 0)))
+	if (label != NULL && !valid_labels(label, type))
 		return &m->sink;
 	h = series_hash(&k);
 	s = mc_htab_find(&m->series, h, series_eq, &k);
@@ -451,6 +475,35 @@ sb_u64(struct sbuf *b, uint64_t v)
 	sb_str(b, buf);
 }
 
+/*
+ * label="value", or for a series with several labels (label "a,b", value
+ * "x,y") a="x",b="y": the value splits at commas only while label names
+ * remain, so the last value may hold commas.
+ */
+static void
+sb_labels(struct sbuf *b, const char *label, const char *value)
+{
+	for (;;) {
+		const char *lend = strchr(label, ',');
+		const char *vend = lend != NULL ? strchr(value, ',') : NULL;
+		size_t llen = lend != NULL ? (size_t)(lend - label) : strlen(label);
+
+		sb_add(b, label, llen);
+		sb_str(b, "=\"");
+		if (vend == NULL) {
+			sb_escaped(b, value, true);
+			sb_str(b, "\"");
+			return;
+		}
+		char part[256];
+		snprintf(part, sizeof(part), "%.*s", (int)(vend - value), value);
+		sb_escaped(b, part, true);
+		sb_str(b, "\",");
+		label = lend + 1;
+		value = vend + 1;
+	}
+}
+
 /* name{label="value",le="x"} with whatever parts are present. */
 static void
 sb_series_name(struct sbuf *b, const struct mc_metric *s, const char *suffix, const char *le)
@@ -463,10 +516,7 @@ sb_series_name(struct sbuf *b, const struct mc_metric *s, const char *suffix, co
 	}
 	sb_str(b, "{");
 	if (s->label != NULL) {
-		sb_str(b, s->label);
-		sb_str(b, "=\"");
-		sb_escaped(b, s->value, true);
-		sb_str(b, "\"");
+		sb_labels(b, s->label, s->value);
 		if (le != NULL)
 			sb_str(b, ",");
 	}

@@ -77,6 +77,31 @@ test_gauge(void)
 	mc_metrics_free(m);
 }
 
+static void
+test_two_labels(void)
+{
+	struct mc_metrics *m = mc_metrics_new();
+	struct mc_metric *a;
+
+	a = mc_metric_get(m, "mc_evicted_total", MC_COUNTER, "Evicted.", "kind,trigger",
+			  "fallback,quota");
+	mc_metric_inc(a);
+	TAP_OK(mc_metric_get(m, "mc_evicted_total", MC_COUNTER, "Evicted.", "kind,trigger",
+			     "evict,quota") != a,
+	       "two labels: another value pair is another series");
+	a = mc_metric_get(m, "mc_odd_total", MC_COUNTER, "Odd.", "a", "x,\"y");
+	TAP_OK(renders_as(m, "# HELP mc_evicted_total Evicted.\n"
+			     "# TYPE mc_evicted_total counter\n"
+			     "mc_evicted_total{kind=\"fallback\",trigger=\"quota\"} 1\n"
+			     "mc_evicted_total{kind=\"evict\",trigger=\"quota\"} 0\n"
+			     "# HELP mc_odd_total Odd.\n"
+			     "# TYPE mc_odd_total counter\n"
+			     "mc_odd_total{a=\"x,\\\"y\"} 0\n"),
+	       "render: label \"a,b\" with value \"x,y\" gives a=\"x\",b=\"y\"; one label keeps "
+	       "its commas");
+	mc_metrics_free(m);
+}
+
 static const char histogram_text[] = "# HELP mc_get_seconds Latency of get.\n"
 				     "# TYPE mc_get_seconds histogram\n"
 				     "mc_get_seconds_bucket{le=\"0.00005\"} 0\n"
@@ -344,6 +369,7 @@ main(void)
 {
 	test_counter();
 	test_gauge();
+	test_two_labels();
 	test_histogram();
 	test_escaping();
 	test_sink();

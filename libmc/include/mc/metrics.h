@@ -30,7 +30,7 @@ void mc_metrics_free(struct mc_metrics *m);
 
 /*
  * Get or create the series name{label="value"} (label may be NULL for no
- * label). Histograms use the default latency buckets in seconds
+ * label; "a,b" with value "x,y" gives two labels, a="x",b="y"). Histograms use the default latency buckets in seconds
  * (50us .. 10s). The returned pointer stays valid until mc_metrics_free.
  */
 struct mc_metric *mc_metric_get(struct mc_metrics *m, const char *name, int type, const char *help,
