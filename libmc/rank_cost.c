@@ -6,7 +6,8 @@
  * hidden state and a byte of KV would be worth the same.
  *
  * The cost is the candidate's own hint when present, else its type's
- * default from the policy, else bytes x cost_per_byte, else its bytes
+ * default from the policy (fixed, or per byte when the policy says
+ * "bytes"), else bytes x cost_per_byte, else its bytes
  * (so with no cost information at all the order is by reads alone).
  */
 #include "mc/ranker.h"
@@ -17,8 +18,11 @@ cand_cost(const struct mc_cand *c, const struct mc_ranker_params *p)
 	/* the comparisons are written so that a NaN hint counts as absent */
 	if (c->cost >= 0)
 		return c->cost;
-	if (p->type_cost && c->type < p->ntype_cost && p->type_cost[c->type] >= 0)
+	if (p->type_cost && c->type < p->ntype_cost && p->type_cost[c->type] >= 0) {
+		if (p->type_cost_by_bytes && p->type_cost_by_bytes[c->type])
+			return (double)c->bytes * p->type_cost[c->type];
 		return p->type_cost[c->type];
+	}
 	if (p->cost_per_byte > 0)
 		return (double)c->bytes * p->cost_per_byte;
 	return (double)c->bytes;

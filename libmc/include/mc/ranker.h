@@ -18,6 +18,7 @@
 #ifndef MC_RANKER_H
 #define MC_RANKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,7 +30,13 @@ struct mc_ranker_params {
 	/* default recompute cost per type name id (index), < 0 for none */
 	const double *type_cost;
 	size_t ntype_cost;
-	/* when a type's default is "by bytes": cost = bytes x cost_per_byte */
+	/*
+	 * Per type name id, like type_cost, or NULL: when set for a type,
+	 * its type_cost is per byte (cost = bytes x type_cost), so each type
+	 * may have its own "by bytes" factor.
+	 */
+	const bool *type_cost_by_bytes;
+	/* types with no default of their own: cost = bytes x cost_per_byte */
 	double cost_per_byte;
 };
 
