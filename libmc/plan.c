@@ -308,7 +308,7 @@ pack_stage(msgpack_packer *pk, const struct mc_plan *p, const struct mc_stage *s
 	bool fb = s->kind == MC_STAGE_FALLBACK;
 	size_t from = 0, to = chunk_end(&p->view, s, 0);
 
-	msgpack_pack_map(pk, fb ? 9 : 7);
+	msgpack_pack_map(pk, 7 + (fb ? 2 : 0) + (s->soft_pinned ? 1 : 0));
 	mc_pack_kv_str(pk, "t", "stage");
 	mc_pack_kv_u64(pk, "id", s->id);
 	mc_pack_kv_str(pk, "scope", s->scope);
@@ -319,6 +319,9 @@ pack_stage(msgpack_packer *pk, const struct mc_plan *p, const struct mc_stage *s
 		mc_pack_kv_str(pk, "cond_scope", s->cond_scope);
 		mc_pack_kv_u64(pk, "cond_lowerbound", s->cond_lowerbound);
 	}
+	/* written only when set, so plans without a second pass read as before */
+	if (s->soft_pinned)
+		mc_pack_kv_bool(pk, "soft_pinned", true);
 	pack_victims(pk, &p->view, s, from, to);
 	while (to < s->nvictims) {
 		from = to;
@@ -371,6 +374,8 @@ json_stage(FILE *f, const struct mc_plan *p, const struct mc_stage *s)
 		mc_json_write_str(f, s->cond_scope, strlen(s->cond_scope));
 		fprintf(f, ",\"cond_lowerbound\":%" PRIu64, s->cond_lowerbound);
 	}
+	if (s->soft_pinned)
+		fputs(",\"soft_pinned\":true", f);
 	json_victims(f, &p->view, s, from, to);
 	while (to < s->nvictims) {
 		from = to;
@@ -547,14 +552,20 @@ mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, boo
 
 /*
  * The record framing, JSON parsing and positions in errors come from the
- * record stream reader; this file only judges the records.
+ * record stream reader; this file only judges the records. One reader
+ * serves both formats: p is set for a plan, rep for a report, and view
+ * is where the names and keys go (the plan's view, or the report's
+ * name table).
  */
 struct reader {
 	struct mc_rs *rs;
 	struct mc_plan *p;
+	struct mc_report *rep;
+	struct mc_cand_view *view;
+	const char *item; /* what the entries of a record's array are: "victim" */
 };
 
-/* Fail at the current record, naming victim vi (from 1) when vi > 0. */
+/* Fail at the current record, naming its item vi (from 1) when vi > 0. */
 static int __attribute__((format(printf, 4, 5)))
 vfail(struct reader *r, struct mc_err *err, size_t vi, const char *fmt, ...)
 {
@@ -565,7 +576,7 @@ vfail(struct reader *r, struct mc_err *err, size_t vi, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (vi > 0)
-		snprintf(at, sizeof(at), "victim %zu: ", vi);
+		snprintf(at, sizeof(at), "%s %zu: ", r->item, vi);
 	return mc_rs_fail(r->rs, err, "%s%s", at, msg);
 }
 
@@ -663,7 +674,7 @@ get_name(struct reader *r, const msgpack_object *m, const char *k, size_t vi, ui
 		return vfail(r, err, vi, "field '%s': expected a string, got %s", k, obj_kind(o));
 	if (o->via.str.size == 0)
 		return vfail(r, err, vi, "field '%s': empty", k);
-	id = mc_cand_name(&r->p->view, o->via.str.ptr, o->via.str.size, &e);
+	id = mc_cand_name(r->view, o->via.str.ptr, o->via.str.size, &e);
 	if (id < 0) {
 		if (e.code == MC_ERR_NO_SPACE || e.code == MC_ERR_TOO_LARGE)
 			return mc_err_set(err, e.code, "%s", e.msg);
@@ -673,22 +684,82 @@ get_name(struct reader *r, const msgpack_object *m, const char *k, size_t vi, ui
 	return 0;
 }
 
+/* An optional boolean field: absent (or nil) is false. */
 static int
-read_header(struct reader *r, const msgpack_object *o, struct mc_err *err)
+get_flag(struct reader *r, const msgpack_object *m, const char *k, bool *out, struct mc_err *err)
+{
+	const msgpack_object *o = field(m, k);
+
+	*out = false;
+	if (o == NULL)
+		return 0;
+	if (o->type != MSGPACK_OBJECT_BOOLEAN)
+		return vfail(r, err, 0, "field '%s': expected a boolean, got %s", k, obj_kind(o));
+	*out = o->via.boolean;
+	return 0;
+}
+
+/* The stage kind of record o: "evict" or "fallback". */
+static int
+get_kind(struct reader *r, const msgpack_object *o, int *out, struct mc_err *err)
+{
+	const msgpack_object *kind = field(o, "kind");
+	int n;
+
+	if (kind == NULL)
+		return vfail(r, err, 0, "field 'kind': missing");
+	if (kind->type != MSGPACK_OBJECT_STR)
+		return vfail(r, err, 0, "field 'kind': expected a string, got %s", obj_kind(kind));
+	if (mc_obj_streq(kind, "evict")) {
+		*out = MC_STAGE_EVICT;
+		return 0;
+	}
+	if (mc_obj_streq(kind, "fallback")) {
+		*out = MC_STAGE_FALLBACK;
+		return 0;
+	}
+	n = kind->via.str.size > 32 ? 32 : (int)kind->via.str.size;
+	return vfail(r, err, 0, "field 'kind': unknown stage kind '%.*s'", n, kind->via.str.ptr);
+}
+
+/* A stage's id: an unsigned integer that fits 32 bits. */
+static int
+get_stage_id(struct reader *r, const msgpack_object *o, uint32_t *out, struct mc_err *err)
+{
+	uint64_t id = 0;
+
+	if (get_u64(r, o, "id", 0, &id, err) < 0)
+		return -1;
+	if (id > UINT32_MAX)
+		return vfail(r, err, 0, "field 'id': %" PRIu64 " is over %" PRIu32, id, UINT32_MAX);
+	*out = (uint32_t)id;
+	return 0;
+}
+
+/* The format and version fields every header starts with. */
+static int
+check_format(struct reader *r, const msgpack_object *o, const char *format, struct mc_err *err)
 {
 	const msgpack_object *fmt = o->type == MSGPACK_OBJECT_MAP ? field(o, "format") : NULL;
-	struct mc_plan *p = r->p;
 	uint64_t version;
 
-	if (fmt == NULL || fmt->type != MSGPACK_OBJECT_STR ||
-	    fmt->via.str.size != strlen(MC_PLAN_FORMAT) ||
-	    memcmp(fmt->via.str.ptr, MC_PLAN_FORMAT, fmt->via.str.size) != 0)
-		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_PLAN_FORMAT);
+	if (fmt == NULL || fmt->type != MSGPACK_OBJECT_STR || !mc_obj_streq(fmt, format))
+		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", format);
 	if (get_u64(r, o, "version", 0, &version, err) < 0)
 		return -1;
 	if (version != MC_PLAN_VERSION)
-		return mc_err_set(err, MC_ERR_PROTO, "unsupported %s version %" PRIu64,
-				  MC_PLAN_FORMAT, version);
+		return mc_err_set(err, MC_ERR_PROTO, "unsupported %s version %" PRIu64, format,
+				  version);
+	return 0;
+}
+
+static int
+read_header(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	struct mc_plan *p = r->p;
+
+	if (check_format(r, o, MC_PLAN_FORMAT, err) < 0)
+		return -1;
 	if (get_u64(r, o, "created", 0, &p->created, err) < 0 ||
 	    get_u64(r, o, "target", 0, &p->target, err) < 0 ||
 	    get_u64(r, o, "lowerbound", 0, &p->lowerbound, err) < 0)
@@ -700,42 +771,68 @@ read_header(struct reader *r, const msgpack_object *o, struct mc_err *err)
 	return 0;
 }
 
+/* The key of item vi: a str or bin of 1..MC_KEY_MAX bytes; NULL on error. */
+static const msgpack_object *
+get_key(struct reader *r, const msgpack_object *o, size_t vi, struct mc_err *err)
+{
+	const msgpack_object *k = field(o, "key");
+
+	if (k == NULL) {
+		vfail(r, err, vi, "field 'key': missing");
+		return NULL;
+	}
+	if (k->type != MSGPACK_OBJECT_STR && k->type != MSGPACK_OBJECT_BIN) {
+		vfail(r, err, vi, "field 'key': expected a string, got %s", obj_kind(k));
+		return NULL;
+	}
+	/* str and bin share their layout in msgpack_object */
+	if (k->via.str.size == 0 || k->via.str.size > MC_KEY_MAX) {
+		vfail(r, err, vi, "field 'key': %" PRIu32 " bytes, not 1..%d", k->via.str.size,
+		      MC_KEY_MAX);
+		return NULL;
+	}
+	return k;
+}
+
+/* Append c with key k to r->view; a bad record names item vi. */
+static int
+add_record(struct reader *r, const struct mc_cand *c, const msgpack_object *k, size_t vi,
+	   struct mc_err *err)
+{
+	struct mc_err e;
+
+	if (r->view->n >= UINT32_MAX)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many %ss", r->item);
+	if (mc_cand_add(r->view, c, k->via.str.ptr, k->via.str.size, &e) < 0) {
+		if (e.code == MC_ERR_NO_SPACE || e.code == MC_ERR_TOO_LARGE)
+			return mc_err_set(err, e.code, "%s", e.msg);
+		return vfail(r, err, vi, "%s", e.msg);
+	}
+	return 0;
+}
+
 static int
 read_victim(struct reader *r, const msgpack_object *o, size_t vi, struct mc_stage *s,
 	    struct mc_err *err)
 {
-	struct mc_cand_view *v = &r->p->view;
 	const msgpack_object *k;
 	struct mc_cand c;
-	struct mc_err e;
 
 	if (o->type != MSGPACK_OBJECT_MAP)
 		return vfail(r, err, vi, "expected an object, got %s", obj_kind(o));
 	memset(&c, 0, sizeof(c));
 	c.cost = -1;
-	k = field(o, "key");
-	if (k == NULL)
-		return vfail(r, err, vi, "field 'key': missing");
-	if (k->type != MSGPACK_OBJECT_STR && k->type != MSGPACK_OBJECT_BIN)
-		return vfail(r, err, vi, "field 'key': expected a string, got %s", obj_kind(k));
-	/* str and bin share their layout in msgpack_object */
-	if (k->via.str.size == 0 || k->via.str.size > MC_KEY_MAX)
-		return vfail(r, err, vi, "field 'key': %" PRIu32 " bytes, not 1..%d",
-			     k->via.str.size, MC_KEY_MAX);
+	if ((k = get_key(r, o, vi, err)) == NULL)
+		return -1;
 	if (get_name(r, o, "tenant", vi, &c.tenant, err) < 0 ||
 	    get_u64(r, o, "version", vi, &c.version, err) < 0 ||
 	    get_name(r, o, "peer", vi, &c.peer, err) < 0 ||
 	    get_name(r, o, "tier", vi, &c.tier, err) < 0 ||
 	    get_u64(r, o, "bytes", vi, &c.bytes, err) < 0)
 		return -1;
-	if (v->n >= UINT32_MAX)
-		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many victims");
-	if (mc_cand_add(v, &c, k->via.str.ptr, k->via.str.size, &e) < 0) {
-		if (e.code == MC_ERR_NO_SPACE || e.code == MC_ERR_TOO_LARGE)
-			return mc_err_set(err, e.code, "%s", e.msg);
-		return vfail(r, err, vi, "%s", e.msg);
-	}
-	return mc_stage_add_victim(s, (uint32_t)(v->n - 1), err);
+	if (add_record(r, &c, k, vi, err) < 0)
+		return -1;
+	return mc_stage_add_victim(s, (uint32_t)(r->view->n - 1), err);
 }
 
 static int
@@ -758,36 +855,20 @@ static int
 read_stage(struct reader *r, const msgpack_object *o, struct mc_err *err)
 {
 	struct mc_plan *p = r->p;
-	const msgpack_object *kind;
 	char scope[MC_SCOPE_MAX];
-	uint64_t id, target, lowerbound;
+	uint64_t target, lowerbound;
 	struct mc_stage *s;
 	struct mc_err e;
+	uint32_t id;
+	bool soft_pinned;
 	int k;
 
-	if (get_u64(r, o, "id", 0, &id, err) < 0)
+	if (get_stage_id(r, o, &id, err) < 0 ||
+	    get_cstr(r, o, "scope", scope, sizeof(scope), err) < 0 || get_kind(r, o, &k, err) < 0)
 		return -1;
-	if (id > UINT32_MAX)
-		return vfail(r, err, 0, "field 'id': %" PRIu64 " is over %" PRIu32, id, UINT32_MAX);
-	if (get_cstr(r, o, "scope", scope, sizeof(scope), err) < 0)
-		return -1;
-	kind = field(o, "kind");
-	if (kind == NULL)
-		return vfail(r, err, 0, "field 'kind': missing");
-	if (kind->type != MSGPACK_OBJECT_STR)
-		return vfail(r, err, 0, "field 'kind': expected a string, got %s", obj_kind(kind));
-	if (mc_obj_streq(kind, "evict")) {
-		k = MC_STAGE_EVICT;
-	} else if (mc_obj_streq(kind, "fallback")) {
-		k = MC_STAGE_FALLBACK;
-	} else {
-		int n = kind->via.str.size > 32 ? 32 : (int)kind->via.str.size;
-
-		return vfail(r, err, 0, "field 'kind': unknown stage kind '%.*s'", n,
-			     kind->via.str.ptr);
-	}
 	if (get_u64(r, o, "target", 0, &target, err) < 0 ||
-	    get_u64(r, o, "lowerbound", 0, &lowerbound, err) < 0)
+	    get_u64(r, o, "lowerbound", 0, &lowerbound, err) < 0 ||
+	    get_flag(r, o, "soft_pinned", &soft_pinned, err) < 0)
 		return -1;
 	if (k == MC_STAGE_EVICT) {
 		if (field(o, "cond_scope") != NULL)
@@ -800,7 +881,8 @@ read_stage(struct reader *r, const msgpack_object *o, struct mc_err *err)
 	s = mc_plan_add_stage(p, k, scope, target, lowerbound, &e);
 	if (s == NULL)
 		return mc_err_set(err, e.code, "%s", e.msg);
-	s->id = (uint32_t)id;
+	s->id = id;
+	s->soft_pinned = soft_pinned;
 	if (k == MC_STAGE_FALLBACK &&
 	    (get_cstr(r, o, "cond_scope", s->cond_scope, sizeof(s->cond_scope), err) < 0 ||
 	     get_u64(r, o, "cond_lowerbound", 0, &s->cond_lowerbound, err) < 0))
@@ -823,21 +905,41 @@ read_more_victims(struct reader *r, const msgpack_object *o, struct mc_err *err)
 	return read_victims(r, o, &p->stages[p->nstages - 1], err);
 }
 
-/* One decoded record, from either form. */
+/*
+ * The record kind t of a record after the header: -1 when the record is
+ * not a map or t is missing or not a string.
+ */
+static const msgpack_object *
+record_kind(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	const msgpack_object *t;
+
+	if (o->type != MSGPACK_OBJECT_MAP) {
+		vfail(r, err, 0, "not a map");
+		return NULL;
+	}
+	t = field(o, "t");
+	if (t == NULL) {
+		vfail(r, err, 0, "field 't': missing");
+		return NULL;
+	}
+	if (t->type != MSGPACK_OBJECT_STR) {
+		vfail(r, err, 0, "field 't': expected a string, got %s", obj_kind(t));
+		return NULL;
+	}
+	return t;
+}
+
+/* One decoded record of a plan, from either form. */
 static int
-read_object(struct reader *r, const msgpack_object *o, struct mc_err *err)
+read_plan_object(struct reader *r, const msgpack_object *o, struct mc_err *err)
 {
 	const msgpack_object *t;
 
 	if (mc_rs_in_header(r->rs))
 		return read_header(r, o, err);
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return vfail(r, err, 0, "not a map");
-	t = field(o, "t");
-	if (t == NULL)
-		return vfail(r, err, 0, "field 't': missing");
-	if (t->type != MSGPACK_OBJECT_STR)
-		return vfail(r, err, 0, "field 't': expected a string, got %s", obj_kind(t));
+	if ((t = record_kind(r, o, err)) == NULL)
+		return -1;
 	if (mc_obj_streq(t, "stage"))
 		return read_stage(r, o, err);
 	if (mc_obj_streq(t, "victims"))
@@ -845,22 +947,142 @@ read_object(struct reader *r, const msgpack_object *o, struct mc_err *err)
 	return 0; /* a record kind from a newer writer */
 }
 
-int
-mc_plan_read(FILE *f, struct mc_plan *p, bool json, struct mc_err *err)
+typedef int (*judge_fn)(struct reader *r, const msgpack_object *o, struct mc_err *err);
+
+/* Feed every record of f to judge, stopping at the first it refuses. */
+static int
+read_stream(FILE *f, bool json, const char *format, const char *what, struct reader *r,
+	    judge_fn judge, struct mc_err *err)
 {
-	struct reader r = { NULL, p };
 	const msgpack_object *o;
 	int rc;
 
-	r.rs = mc_rs_open(f, json, MC_PLAN_FORMAT, "the plan", MAX_RECORD, 0, err);
-	if (r.rs == NULL)
+	r->rs = mc_rs_open(f, json, format, what, MAX_RECORD, 0, err);
+	if (r->rs == NULL)
 		return -1;
-	while ((rc = mc_rs_next(r.rs, &o, err)) == 1) {
-		if (read_object(&r, o, err) < 0) {
+	while ((rc = mc_rs_next(r->rs, &o, err)) == 1) {
+		if (judge(r, o, err) < 0) {
 			rc = -1;
 			break;
 		}
 	}
-	mc_rs_close(r.rs);
+	mc_rs_close(r->rs);
+	r->rs = NULL;
 	return rc;
+}
+
+int
+mc_plan_read(FILE *f, struct mc_plan *p, bool json, struct mc_err *err)
+{
+	struct reader r = { .p = p, .view = &p->view, .item = "victim" };
+
+	return read_stream(f, json, MC_PLAN_FORMAT, "the plan", &r, read_plan_object, err);
+}
+
+/* ---- reading reports ---- */
+
+static int
+read_report_header(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	if (check_format(r, o, MC_REPORT_FORMAT, err) < 0)
+		return -1;
+	return get_u64(r, o, "created", 0, &r->rep->created, err);
+}
+
+/* {tenant, key, reason}: the tenant and key become a record of r->view. */
+static int
+read_failure(struct reader *r, const msgpack_object *o, size_t fi, struct mc_stage_report *sr,
+	     struct mc_err *err)
+{
+	const msgpack_object *k, *why;
+	struct mc_cand c;
+	int reason;
+
+	if (o->type != MSGPACK_OBJECT_MAP)
+		return vfail(r, err, fi, "expected an object, got %s", obj_kind(o));
+	/* peer and tier stay the empty name: a report does not carry them */
+	memset(&c, 0, sizeof(c));
+	c.cost = -1;
+	if ((k = get_key(r, o, fi, err)) == NULL ||
+	    get_name(r, o, "tenant", fi, &c.tenant, err) < 0)
+		return -1;
+	why = field(o, "reason");
+	if (why == NULL)
+		return vfail(r, err, fi, "field 'reason': missing");
+	if (why->type != MSGPACK_OBJECT_STR)
+		return vfail(r, err, fi, "field 'reason': expected a string, got %s",
+			     obj_kind(why));
+	reason = mc_fail_reason_from_name(why->via.str.ptr, why->via.str.size);
+	if (reason < 0) {
+		int n = why->via.str.size > 32 ? 32 : (int)why->via.str.size;
+
+		return vfail(r, err, fi, "field 'reason': unknown reason '%.*s'", n,
+			     why->via.str.ptr);
+	}
+	if (add_record(r, &c, k, fi, err) < 0)
+		return -1;
+	return mc_stage_report_fail(sr, (uint32_t)(r->view->n - 1), reason, err);
+}
+
+static int
+read_report_stage(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	const msgpack_object *ran, *a;
+	struct mc_stage_report *sr;
+	struct mc_stage s;
+	struct mc_err e;
+
+	memset(&s, 0, sizeof(s));
+	if (get_stage_id(r, o, &s.id, err) < 0 ||
+	    get_cstr(r, o, "scope", s.scope, sizeof(s.scope), err) < 0 ||
+	    get_kind(r, o, &s.kind, err) < 0)
+		return -1;
+	ran = field(o, "ran");
+	if (ran == NULL)
+		return vfail(r, err, 0, "field 'ran': missing");
+	if (ran->type != MSGPACK_OBJECT_BOOLEAN)
+		return vfail(r, err, 0, "field 'ran': expected a boolean, got %s", obj_kind(ran));
+	sr = mc_report_add_stage(r->rep, &s, &e);
+	if (sr == NULL)
+		return mc_err_set(err, e.code, "%s", e.msg);
+	sr->ran = ran->via.boolean;
+	if (get_u64(r, o, "planned_bytes", 0, &sr->planned_bytes, err) < 0 ||
+	    get_u64(r, o, "planned_objects", 0, &sr->planned_objects, err) < 0 ||
+	    get_u64(r, o, "evicted_bytes", 0, &sr->evicted_bytes, err) < 0 ||
+	    get_u64(r, o, "evicted_objects", 0, &sr->evicted_objects, err) < 0)
+		return -1;
+	a = field(o, "failures");
+	if (a == NULL)
+		return vfail(r, err, 0, "field 'failures': missing");
+	if (a->type != MSGPACK_OBJECT_ARRAY)
+		return vfail(r, err, 0, "field 'failures': expected an array, got %s", obj_kind(a));
+	for (uint32_t i = 0; i < a->via.array.size; i++) {
+		if (read_failure(r, &a->via.array.ptr[i], (size_t)i + 1, sr, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+read_report_object(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	const msgpack_object *t;
+
+	if (mc_rs_in_header(r->rs))
+		return read_report_header(r, o, err);
+	if ((t = record_kind(r, o, err)) == NULL)
+		return -1;
+	if (mc_obj_streq(t, "stage"))
+		return read_report_stage(r, o, err);
+	return 0; /* a record kind from a newer writer */
+}
+
+int
+mc_report_read(FILE *f, struct mc_report *r, struct mc_cand_view *names, bool json,
+	       struct mc_err *err)
+{
+	struct reader rd = { .rep = r, .view = names, .item = "failure" };
+
+	mc_report_init(r);
+	return read_stream(f, json, MC_REPORT_FORMAT, "the report", &rd, read_report_object, err);
 }

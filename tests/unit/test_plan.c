@@ -1,6 +1,7 @@
 /*
- * Plans and reports: building them, both stream forms of a plan in a
- * round trip, every way a plan stream can be bad, and report output.
+ * Plans and reports: building them, both stream forms of a plan and of
+ * a report in a round trip, every way a plan or report stream can be
+ * bad, and the soft_pinned flag of a stage.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,8 +37,9 @@ name(struct mc_cand_view *v, const char *s)
 
 /*
  * A plan of three stages over NVICTIMS candidates: an evict stage taking
- * most of them, a fallback serving tenant=bob, and an empty evict stage.
- * Some keys are binary or long, so chunking and escapes get exercised.
+ * most of them, a fallback serving tenant=bob, and an empty evict stage
+ * marked as the soft-pinned second pass. Some keys are binary or long,
+ * so chunking and escapes get exercised.
  */
 static int
 build_plan(struct mc_plan *p, struct mc_err *err)
@@ -59,6 +61,7 @@ build_plan(struct mc_plan *p, struct mc_err *err)
 	s3 = mc_plan_add_stage(p, MC_STAGE_EVICT, "", 0, 0, err);
 	if (s3 == NULL)
 		return -1;
+	s3->soft_pinned = true;
 	for (uint32_t i = 0; i < NVICTIMS; i++) {
 		struct mc_cand c;
 		char key[MC_KEY_MAX];
@@ -115,7 +118,7 @@ same_plan(const struct mc_plan *a, const struct mc_plan *b)
 
 		if (x->id != y->id || x->kind != y->kind || strcmp(x->scope, y->scope) != 0 ||
 		    x->target != y->target || x->lowerbound != y->lowerbound ||
-		    x->nvictims != y->nvictims)
+		    x->soft_pinned != y->soft_pinned || x->nvictims != y->nvictims)
 			return false;
 		if (x->kind == MC_STAGE_FALLBACK && (strcmp(x->cond_scope, y->cond_scope) != 0 ||
 						     x->cond_lowerbound != y->cond_lowerbound))
@@ -514,6 +517,452 @@ test_report(const struct mc_plan *p)
 	TAP_OK(r.nstages == 0, "report: a second free is harmless");
 }
 
+/* ---- the soft_pinned flag ---- */
+
+static void
+test_soft_pinned(void)
+{
+	struct mc_plan p, q;
+	struct mc_err err;
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *f;
+	int rc;
+
+	mc_plan_init(&p);
+	mc_plan_add_stage(&p, MC_STAGE_EVICT, "tenant=a", 10, 5, &err);
+	mc_plan_add_stage(&p, MC_STAGE_FALLBACK, "tenant=a", 10, 5, &err)->soft_pinned = true;
+	f = open_memstream(&out, &outlen);
+	rc = mc_plan_write(f, &p, true, &err);
+	fclose(f);
+	TAP_OK(rc == 0 && strstr(out, ",\"cond_lowerbound\":0,\"soft_pinned\":true,") != NULL,
+	       "soft_pinned JSON: a stage with the flag says soft_pinned: true");
+	TAP_OK(strstr(out, "soft_pinned") != NULL &&
+		       strstr(strstr(out, "soft_pinned") + 1, "soft_pinned") == NULL,
+	       "soft_pinned JSON: written only for the stage that has it");
+	free(out);
+	for (int json = 0; json <= 1; json++) {
+		out = NULL;
+		f = open_memstream(&out, &outlen);
+		mc_plan_write(f, &p, json, &err);
+		fclose(f);
+		f = fmemopen(out, outlen, "r");
+		mc_plan_init(&q);
+		rc = mc_plan_read(f, &q, json, &err);
+		fclose(f);
+		TAP_OK(rc == 0 && q.nstages == 2 && !q.stages[0].soft_pinned &&
+			       q.stages[1].soft_pinned,
+		       "soft_pinned %s: the flag round-trips, absent reads as false",
+		       json ? "JSON" : "msgpack");
+		mc_plan_free(&q);
+		free(out);
+	}
+	mc_plan_free(&p);
+}
+
+static void
+json_flag_case(const char *text, bool want_ok, bool want_flag, const char *want_err,
+	       const char *what)
+{
+	struct mc_plan q;
+	struct mc_err err;
+	int rc = read_text(text, true, &q, &err);
+
+	if (want_ok)
+		TAP_OK(rc == 0 && q.nstages == 1 && q.stages[0].soft_pinned == want_flag,
+		       "soft_pinned JSON: %s (%s)", what, rc == 0 ? "" : err.msg);
+	else
+		TAP_OK(rc < 0 && strstr(err.msg, want_err) != NULL,
+		       "soft_pinned JSON: %s fails with '%s' (got '%s')", what, want_err,
+		       rc < 0 ? err.msg : "ok");
+	mc_plan_free(&q);
+}
+
+static void
+test_soft_pinned_read(void)
+{
+	json_flag_case(HDR EVICT "\"soft_pinned\":false,\"victims\":[]}\n", true, false, NULL,
+		       "an explicit false reads as false");
+	json_flag_case(HDR EVICT "\"soft_pinned\":null,\"victims\":[]}\n", true, false, NULL,
+		       "null reads as absent");
+	json_flag_case(HDR EVICT "\"soft_pinned\":true,\"victims\":[" VIC "]}\n", true, true, NULL,
+		       "true on an evict stage reads as true");
+	json_flag_case(HDR EVICT "\"soft_pinned\":1,\"victims\":[]}\n", false, false,
+		       "line 2: field 'soft_pinned': expected a boolean, got an unsigned integer",
+		       "a number");
+	json_flag_case(HDR EVICT "\"soft_pinned\":\"yes\",\"victims\":[]}\n", false, false,
+		       "line 2: field 'soft_pinned': expected a boolean, got a string", "a string");
+}
+
+/* ---- reading reports ---- */
+
+/*
+ * A report over plan p: stage 1 ran with NFAILS failures cycling through
+ * every reason (some of them binary keys), stage 2 a fallback that did
+ * not run, stage 3 ran clean.
+ */
+#define NFAILS 3000
+
+static int
+build_report(struct mc_report *r, const struct mc_plan *p, struct mc_err *err)
+{
+	struct mc_stage_report *sr;
+
+	mc_report_init(r);
+	r->created = 1764424801000ULL;
+	sr = mc_report_add_stage(r, &p->stages[0], err);
+	if (sr == NULL)
+		return -1;
+	sr->ran = true;
+	sr->planned_bytes = 36000000;
+	sr->evicted_bytes = 1ULL << 40;
+	sr->evicted_objects = 4000;
+	for (uint32_t i = 0; i < NFAILS; i++) {
+		if (mc_stage_report_fail(sr, p->stages[0].victims[i],
+					 (int)(i % MC_FAIL_REASON_COUNT), err) < 0)
+			return -1;
+	}
+	sr = mc_report_add_stage(r, &p->stages[1], err);
+	if (sr == NULL)
+		return -1;
+	sr->planned_bytes = 4100000;
+	if (mc_report_add_stage(r, &p->stages[2], err) == NULL)
+		return -1;
+	r->stages[2].ran = true;
+	return 0;
+}
+
+static char *
+report_bytes(const struct mc_report *r, const struct mc_plan *p, bool json, size_t *len)
+{
+	struct mc_err err;
+	char *out = NULL;
+	FILE *f = open_memstream(&out, len);
+
+	if (mc_report_write(f, r, p, json, &err) < 0) {
+		fprintf(stderr, "cannot write the report: %s\n", err.msg);
+		exit(1);
+	}
+	fclose(f);
+	return out;
+}
+
+static bool
+same_failures(const struct mc_plan *p, const struct mc_stage_report *x,
+	      const struct mc_cand_view *names, const struct mc_stage_report *y)
+{
+	if (x->nfailures != y->nfailures)
+		return false;
+	for (size_t j = 0; j < x->nfailures; j++) {
+		const struct mc_cand *a = &p->view.c[x->failures[j].victim];
+		const struct mc_cand *b;
+
+		if (y->failures[j].victim >= names->n ||
+		    x->failures[j].reason != y->failures[j].reason)
+			return false;
+		b = &names->c[y->failures[j].victim];
+		if (a->key_len != b->key_len ||
+		    memcmp(mc_cand_key(&p->view, a), mc_cand_key(names, b), a->key_len) != 0 ||
+		    strcmp(mc_cand_name_str(&p->view, a->tenant),
+			   mc_cand_name_str(names, b->tenant)) != 0)
+			return false;
+	}
+	return true;
+}
+
+static bool
+same_report(const struct mc_report *a, const struct mc_plan *p, const struct mc_report *b,
+	    const struct mc_cand_view *names)
+{
+	if (a->created != b->created || a->nstages != b->nstages)
+		return false;
+	for (size_t i = 0; i < a->nstages; i++) {
+		const struct mc_stage_report *x = &a->stages[i], *y = &b->stages[i];
+
+		if (x->id != y->id || x->kind != y->kind || strcmp(x->scope, y->scope) != 0 ||
+		    x->ran != y->ran || x->planned_bytes != y->planned_bytes ||
+		    x->planned_objects != y->planned_objects ||
+		    x->evicted_bytes != y->evicted_bytes ||
+		    x->evicted_objects != y->evicted_objects || !same_failures(p, x, names, y))
+			return false;
+	}
+	return true;
+}
+
+static void
+test_report_round_trip(const struct mc_plan *p, bool json)
+{
+	const char *form = json ? "JSON lines" : "msgpack";
+	struct mc_report r, q;
+	struct mc_plan names; /* its view is the string table of the report read */
+	struct mc_err err;
+	char *first, *second;
+	size_t len1, len2;
+	FILE *f;
+	int rc;
+
+	if (build_report(&r, p, &err) < 0) {
+		fprintf(stderr, "cannot build the report: %s\n", err.msg);
+		exit(1);
+	}
+	first = report_bytes(&r, p, json, &len1);
+	mc_plan_init(&names);
+	/* q starts as garbage: the reader initialises it */
+	memset(&q, 0xa5, sizeof(q));
+	f = fmemopen(first, len1, "r");
+	rc = mc_report_read(f, &q, &names.view, json, &err);
+	fclose(f);
+	TAP_OK(rc == 0, "report %s: the written report reads back (%s)", form,
+	       rc == 0 ? "" : err.msg);
+	TAP_OK(rc == 0 && same_report(&r, p, &q, &names.view),
+	       "report %s: stages, counts, ran and every failure survive the round trip", form);
+	TAP_OK(names.view.n == NFAILS, "report %s: one name-table record per failure, in order",
+	       form);
+	second = report_bytes(&q, &names, json, &len2);
+	TAP_OK(len1 == len2 && memcmp(first, second, len1) == 0,
+	       "report %s: writing what was read gives the same bytes", form);
+	free(first);
+	free(second);
+	mc_report_free(&q);
+	mc_plan_free(&names);
+	mc_report_free(&r);
+}
+
+static int
+report_text(const char *text, size_t len, bool json, struct mc_report *q,
+	    struct mc_cand_view *names, struct mc_err *err)
+{
+	FILE *f = tmpfile();
+	int rc;
+
+	fwrite(text, 1, len, f);
+	rewind(f);
+	mc_cand_view_init(names);
+	rc = mc_report_read(f, q, names, json, err);
+	fclose(f);
+	return rc;
+}
+
+#define RHDR "{\"format\":\"mc-report\",\"version\":1,\"created\":5}\n"
+#define RSTAGE "{\"t\":\"stage\",\"id\":1,\"scope\":\"tenant=a\",\"kind\":\"evict\","
+#define RCOUNTS                                                                         \
+	"\"ran\":true,\"planned_bytes\":30,\"planned_objects\":3,\"evicted_bytes\":10," \
+	"\"evicted_objects\":1,"
+#define FAIL1 "{\"tenant\":\"a\",\"key\":\"k1\",\"reason\":\"lease renewed\"}"
+
+static void
+report_json_bad(const char *text, const char *want, const char *what)
+{
+	struct mc_cand_view names;
+	struct mc_report q;
+	struct mc_err err;
+	int rc = report_text(text, strlen(text), true, &q, &names, &err);
+
+	TAP_OK(rc < 0 && err.code == MC_ERR_PROTO && strstr(err.msg, want) != NULL,
+	       "report JSON: %s fails with '%s' (got '%s')", what, want, rc < 0 ? err.msg : "ok");
+	mc_report_free(&q);
+	mc_cand_view_free(&names);
+}
+
+static void
+test_report_bad_json(void)
+{
+	struct mc_cand_view names;
+	struct mc_report q;
+	struct mc_err err;
+	char text[2048], scope[MC_SCOPE_MAX + 1], tenant[MC_NAME_MAX + 2];
+	int rc;
+
+	snprintf(text, sizeof(text), "%s",
+		 RHDR "\n" RSTAGE RCOUNTS "\"failures\":[" FAIL1 ",{\"tenant\":\"b\",\"key\":"
+		      "\"k\\u00ff\",\"reason\":\"gone\",\"extra\":[1]}]}\n"
+		      "{\"t\":\"note\"}\n{\"t\":\"victims\",\"id\":1,\"victims\":[]}\n");
+	rc = report_text(text, strlen(text), true, &q, &names, &err);
+	TAP_OK(rc == 0 && q.created == 5 && q.nstages == 1 && q.stages[0].ran &&
+		       q.stages[0].nfailures == 2 && names.n == 2 &&
+		       q.stages[0].failures[1].victim == 1 &&
+		       q.stages[0].failures[1].reason == MC_FAIL_GONE && names.c[1].key_len == 2 &&
+		       (unsigned char)names.keys[names.c[1].key_off + 1] == 0xff,
+	       "report JSON: a minimal report reads; blank lines, unknown fields and record "
+	       "kinds are skipped (%s)",
+	       rc == 0 ? "" : err.msg);
+	mc_report_free(&q);
+	mc_cand_view_free(&names);
+
+	report_json_bad("", "not an mc-report stream", "empty input");
+	report_json_bad(HDR, "not an mc-report stream", "a plan header");
+	report_json_bad("{\"format\":\"mc-report\",\"version\":2,\"created\":5}\n",
+			"unsupported mc-report version 2", "version 2");
+	report_json_bad("{\"format\":\"mc-report\",\"version\":1}\n",
+			"line 1: field 'created': missing", "a header without created");
+	report_json_bad(RHDR "[1]\n", "line 2: expected an object", "a record that is an array");
+	report_json_bad(RHDR "{\"id\":1}\n", "line 2: field 't': missing", "a record without t");
+	report_json_bad(RHDR RSTAGE "\"planned_bytes\":30,\"planned_objects\":3,"
+				    "\"evicted_bytes\":10,\"evicted_objects\":1,\"failures\":[]}\n",
+			"line 2: field 'ran': missing", "a stage without ran");
+	report_json_bad(RHDR RSTAGE "\"ran\":1,\"planned_bytes\":30,\"planned_objects\":3,"
+				    "\"evicted_bytes\":10,\"evicted_objects\":1,\"failures\":[]}\n",
+			"line 2: field 'ran': expected a boolean, got an unsigned integer",
+			"ran as a number");
+	report_json_bad(RHDR RSTAGE "\"ran\":true,\"planned_bytes\":30,\"planned_objects\":3,"
+				    "\"evicted_objects\":1,\"failures\":[]}\n",
+			"line 2: field 'evicted_bytes': missing", "a stage without evicted_bytes");
+	report_json_bad(RHDR RSTAGE "\"ran\":true,\"planned_bytes\":-30,\"planned_objects\":3,"
+				    "\"evicted_bytes\":1,\"evicted_objects\":1,\"failures\":[]}\n",
+			"line 2: field 'planned_bytes': expected an unsigned integer, got a "
+			"negative integer",
+			"negative planned bytes");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[]}\n" RSTAGE RCOUNTS "\"x\":1}\n",
+			"line 3: field 'failures': missing", "a stage without failures");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":{}}\n",
+			"line 2: field 'failures': expected an array, got an object",
+			"failures as an object");
+	report_json_bad(RHDR "{\"t\":\"stage\",\"id\":1,\"scope\":\"\",\"kind\":\"purge\"," RCOUNTS
+			     "\"failures\":[]}\n",
+			"line 2: field 'kind': unknown stage kind 'purge'", "an unknown kind");
+	report_json_bad(RHDR "{\"t\":\"stage\",\"id\":4294967296,\"scope\":\"\",\"kind\":"
+			     "\"evict\"," RCOUNTS "\"failures\":[]}\n",
+			"line 2: field 'id': 4294967296 is over 4294967295", "an id over 32 bits");
+	report_json_bad(RHDR "{\"t\":\"stage\",\"id\":1,\"kind\":\"evict\"," RCOUNTS
+			     "\"failures\":[]}\n",
+			"line 2: field 'scope': missing", "a stage without scope");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[" FAIL1 ",\"k2\"]}\n",
+			"line 2: failure 2: expected an object, got a string",
+			"a failure that is a string");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[" FAIL1 ",{\"tenant\":\"a\","
+					    "\"reason\":\"gone\"}]}\n",
+			"line 2: failure 2: field 'key': missing", "a failure without a key");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[{\"tenant\":\"a\",\"key\":\"\","
+					    "\"reason\":\"gone\"}]}\n",
+			"line 2: failure 1: field 'key': 0 bytes", "an empty key");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[{\"key\":\"k\","
+					    "\"reason\":\"gone\"}]}\n",
+			"line 2: failure 1: field 'tenant': missing", "a failure without a tenant");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[{\"tenant\":\"\",\"key\":\"k\","
+					    "\"reason\":\"gone\"}]}\n",
+			"line 2: failure 1: field 'tenant': empty", "an empty tenant");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[{\"tenant\":\"a\",\"key\":\"k\"}]}\n",
+			"line 2: failure 1: field 'reason': missing", "a failure without a reason");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[{\"tenant\":\"a\",\"key\":\"k\","
+					    "\"reason\":7}]}\n",
+			"line 2: failure 1: field 'reason': expected a string, got an unsigned",
+			"a numeric reason");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[{\"tenant\":\"a\",\"key\":\"k\","
+					    "\"reason\":\"bored\"}]}\n",
+			"line 2: failure 1: field 'reason': unknown reason 'bored'",
+			"an unknown reason");
+	memset(tenant, 't', MC_NAME_MAX + 1);
+	tenant[MC_NAME_MAX + 1] = '\0';
+	snprintf(text, sizeof(text),
+		 RHDR RSTAGE RCOUNTS "\"failures\":[{\"tenant\":\"%s\",\"key\":\"k\","
+				     "\"reason\":\"gone\"}]}\n",
+		 tenant);
+	report_json_bad(text, "line 2: failure 1: field 'tenant': name of 129 bytes",
+			"a tenant over the name limit");
+	memset(scope, 's', MC_SCOPE_MAX);
+	scope[MC_SCOPE_MAX] = '\0';
+	snprintf(text, sizeof(text),
+		 RHDR "{\"t\":\"stage\",\"id\":1,\"scope\":\"%s\",\"kind\":\"evict\"}\n", scope);
+	report_json_bad(text, "line 2: field 'scope': 512 bytes, over the limit of 511",
+			"a scope of MC_SCOPE_MAX bytes");
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[]\n", "line 2: expected ',' or '}'",
+			"a cut line");
+}
+
+static void
+pack_report_header(msgpack_packer *pk, const char *format)
+{
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_str(pk, "format", format);
+	mc_pack_kv_u64(pk, "version", 1);
+	mc_pack_kv_u64(pk, "created", 9);
+}
+
+/* A stage with nfail failures, the last one's reason bad_reason when given. */
+static void
+pack_report_stage(msgpack_packer *pk, int nfail, bool bin_key, const char *bad_reason)
+{
+	msgpack_pack_map(pk, 10);
+	mc_pack_kv_str(pk, "t", "stage");
+	mc_pack_kv_u64(pk, "id", 3);
+	mc_pack_kv_str(pk, "scope", "");
+	mc_pack_kv_str(pk, "kind", "fallback");
+	mc_pack_kv_bool(pk, "ran", true);
+	mc_pack_kv_u64(pk, "planned_bytes", 1);
+	mc_pack_kv_u64(pk, "planned_objects", 1);
+	mc_pack_kv_u64(pk, "evicted_bytes", 0);
+	mc_pack_kv_u64(pk, "evicted_objects", 0);
+	mc_pack_key(pk, "failures");
+	msgpack_pack_array(pk, (size_t)nfail);
+	for (int i = 0; i < nfail; i++) {
+		msgpack_pack_map(pk, 3);
+		mc_pack_kv_str(pk, "tenant", "a");
+		mc_pack_key(pk, "key");
+		if (bin_key) {
+			msgpack_pack_bin(pk, 2);
+			msgpack_pack_bin_body(pk, "\x00\x01", 2);
+		} else {
+			mc_pack_strn(pk, "k", 1);
+		}
+		mc_pack_kv_str(pk, "reason",
+			       bad_reason != NULL && i == nfail - 1 ? bad_reason : "pinned");
+	}
+}
+
+static void
+report_mp_check(const msgpack_sbuffer *sb, size_t len, const char *want, const char *what)
+{
+	struct mc_cand_view names;
+	struct mc_report q;
+	struct mc_err err;
+	int rc = report_text(sb->data, len, false, &q, &names, &err);
+
+	if (want == NULL)
+		TAP_OK(rc == 0, "report msgpack: %s reads (%s)", what, rc == 0 ? "" : err.msg);
+	else
+		TAP_OK(rc < 0 && strstr(err.msg, want) != NULL,
+		       "report msgpack: %s fails with '%s' (got '%s')", what, want,
+		       rc < 0 ? err.msg : "ok");
+	mc_report_free(&q);
+	mc_cand_view_free(&names);
+}
+
+static void
+test_report_bad_msgpack(void)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	size_t good;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	pack_header(&pk, "mc-plan", 1);
+	report_mp_check(&sb, sb.size, "not an mc-report stream", "a plan's header");
+	msgpack_sbuffer_clear(&sb);
+	pack_report_header(&pk, "mc-report");
+	pack_report_stage(&pk, 2, false, NULL);
+	pack_report_stage(&pk, 1, true, NULL);
+	good = sb.size;
+	report_mp_check(&sb, good, NULL, "two stages, one with a binary key");
+	report_mp_check(&sb, good - 2, "record 2: truncated after", "a cut last record");
+	pack_report_stage(&pk, 3, false, "tired");
+	report_mp_check(&sb, sb.size, "record 3: failure 3: field 'reason': unknown reason 'tired'",
+			"an unknown reason in the third failure");
+	msgpack_sbuffer_clear(&sb);
+	pack_report_header(&pk, "mc-report");
+	msgpack_pack_array(&pk, 0);
+	report_mp_check(&sb, sb.size, "record 1: not a map", "an array record");
+	msgpack_sbuffer_clear(&sb);
+	pack_report_header(&pk, "mc-report");
+	msgpack_sbuffer_write(&sb, "\xdd\x7f\xff\xff\xff", 5);
+	report_mp_check(&sb, sb.size, "record 1: malformed: ",
+			"an array claiming 2^31 elements is refused unread");
+	msgpack_sbuffer_clear(&sb);
+	msgpack_sbuffer_write(&sb, "\xc1", 1);
+	report_mp_check(&sb, sb.size, "not an mc-report stream", "a byte that is never msgpack");
+	msgpack_sbuffer_destroy(&sb);
+}
+
 int
 main(void)
 {
@@ -532,6 +981,12 @@ main(void)
 	test_build();
 	test_reasons();
 	test_report(&p);
+	test_soft_pinned();
+	test_soft_pinned_read();
+	test_report_round_trip(&p, false);
+	test_report_round_trip(&p, true);
+	test_report_bad_json();
+	test_report_bad_msgpack();
 	mc_plan_free(&p);
 	return tap_done();
 }

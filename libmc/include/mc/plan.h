@@ -13,7 +13,7 @@
  *   plan:   header {format: "mc-plan", version: 1, created, target,
  *           lowerbound, policy?}, then per stage
  *           {t: "stage", id, scope, kind: "evict"|"fallback", target,
- *            lowerbound, cond_scope?, cond_lowerbound?,
+ *            lowerbound, cond_scope?, cond_lowerbound?, soft_pinned?,
  *            victims: [{tenant, key, version, peer, tier, bytes}]},
  *           a long victim list continuing in records {t: "victims", id,
  *           victims} that directly follow their stage
@@ -63,6 +63,11 @@ struct mc_stage {
 	uint64_t target, lowerbound;
 	char cond_scope[MC_SCOPE_MAX]; /* fallback: the scope whose lowerbound it serves */
 	uint64_t cond_lowerbound;
+	/*
+	 * The second pass: its victims are active soft pins, evicted only
+	 * when the executor allows it (mc-master --allow-evict-soft-pinned).
+	 */
+	bool soft_pinned;
 	uint32_t *victims; /* indices into the plan's view */
 	size_t nvictims, cap;
 };
@@ -118,5 +123,13 @@ int mc_stage_report_fail(struct mc_stage_report *sr, uint32_t victim, int reason
 /* Written with the plan's view for the victims' names. */
 int mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, bool json,
 		    struct mc_err *err);
+/*
+ * Read a report stream (msgpack, or JSON lines when json) into r
+ * (initialised here); the failed victims' tenants and keys go into
+ * names, whose candidates are the failures in order (failure.victim
+ * indexes names). -1 with err naming the record on bad input.
+ */
+int mc_report_read(FILE *f, struct mc_report *r, struct mc_cand_view *names, bool json,
+		   struct mc_err *err);
 
 #endif
