@@ -1,0 +1,73 @@
+/*
+ * mc-evict-plan: the pure planning filter of the eviction pipeline
+ *   mc-cli candidates | mc-evict-plan -p POLICY --target 2GiB | mc-cli evict --plan -
+ * A candidate view (man/mc-candidates.5) in, a plan (man/mc-plan.5) out,
+ * made by the same libmc planner the master links: no sockets, no clock.
+ *
+ * main declares the options and checks how they go together; run.c does
+ * the reading, planning and writing.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mc/err.h"
+#include "mc/log.h"
+#include "mc/opt.h"
+#include "evictplan.h"
+
+struct evictplan ep;
+
+static const struct mc_opt opts[] = {
+	{ "policy", 'p', "FILE", NULL, "the eviction policy (default: global `evict lease`)",
+	  mc_set_str, &ep.policy },
+	{ "target", 0, "SIZE", NULL, "bytes to free, or a percentage of the view's bytes (\"20%\")",
+	  amount_set, &ep.target },
+	{ "lowerbound", 0, "SIZE", NULL,
+	  "bytes that must go at the least, or a percentage of the target (default: the policy's)",
+	  amount_set, &ep.lowerbound },
+	{ "soft-pinned-pass", 0, NULL, NULL,
+	  "add the second pass over soft-pinned candidates whose lease expired", mc_set_flag,
+	  &ep.soft_pinned_pass },
+	{ "json", 0, NULL, NULL, "write the plan as JSON lines instead of msgpack", mc_set_flag,
+	  &ep.json },
+	{ "explain", 0, NULL, NULL, "print the scope tree for people instead of the plan",
+	  mc_set_flag, &ep.explain },
+	{ "check", 0, NULL, NULL, "only load the policy and report whether it is good", mc_set_flag,
+	  &ep.check },
+	{ "input", 'i', "FILE", NULL, "read the candidate view from FILE (default: stdin)",
+	  mc_set_str, &ep.input },
+	{ 0 },
+};
+
+static const struct mc_opt_spec spec = {
+	.usage = "mc-evict-plan [-p POLICY] --target SIZE|PCT [--lowerbound SIZE|PCT] "
+		 "[--soft-pinned-pass] [--json | --explain] [-i FILE]\n"
+		 "       mc-evict-plan [-p POLICY] --check",
+	.summary = "plan an eviction: a candidate view on stdin, a plan on stdout",
+	.opts = opts,
+	.version = "0.1.0",
+};
+
+int
+main(int argc, char **argv)
+{
+	int idx;
+
+	mc_log_init("mc-evict-plan", 0);
+	/*
+	 * A filter dies quietly when its reader goes away, as cat does; the
+	 * master ignores SIGPIPE and its children would inherit that.
+	 */
+	signal(SIGPIPE, SIG_DFL);
+	idx = mc_opt_parse(&spec, argc, argv);
+	if (idx < argc)
+		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[idx]);
+	if (ep.check)
+		return evictplan_check();
+	if (ep.target.text == NULL)
+		mc_die(MC_EXIT_USAGE, "missing --target SIZE|PCT (the bytes to free)");
+	if (ep.json && ep.explain)
+		mc_die(MC_EXIT_USAGE, "invalid --json: --explain prints text, not a plan");
+	return evictplan_run();
+}
