@@ -27,9 +27,12 @@ struct cpeer {
 };
 
 /* Name ids of one build; 0 in a cache slot means "not interned yet". */
-struct build {
+struct cand_build {
 	struct master *m;
 	struct mc_cand_view *v;
+	struct cand_filter f;
+	uint64_t now;
+	size_t cursor; /* the walk's place in the object table */
 	struct cpeer *peers;
 	uint32_t npeers;
 	uint32_t *tenant_ids, *type_ids, *group_ids;
@@ -39,7 +42,7 @@ struct build {
 
 /* Intern s, remembering the id in *slot (0 while unknown). */
 static int
-cached_name(struct build *b, uint32_t *slot, const char *s, size_t len, struct mc_err *err)
+cached_name(struct cand_build *b, uint32_t *slot, const char *s, size_t len, struct mc_err *err)
 {
 	int64_t id;
 
@@ -53,7 +56,7 @@ cached_name(struct build *b, uint32_t *slot, const char *s, size_t len, struct m
 }
 
 static int
-add_peers(struct build *b, const struct cand_filter *f, uint64_t now, struct mc_err *err)
+add_peers(struct cand_build *b, const struct cand_filter *f, uint64_t now, struct mc_err *err)
 {
 	const struct peers *ps = &b->m->peers;
 	char fallback[32];
@@ -92,7 +95,7 @@ add_peers(struct build *b, const struct cand_filter *f, uint64_t now, struct mc_
 }
 
 static const struct cpeer *
-find_peer(const struct build *b, uint32_t id)
+find_peer(const struct cand_build *b, uint32_t id)
 {
 	for (uint32_t i = 0; i < b->npeers; i++)
 		if (b->peers[i].id == id)
@@ -102,7 +105,7 @@ find_peer(const struct build *b, uint32_t id)
 
 /* The group's name id, or MC_CAND_NO_NAME for none (or a stale id). */
 static int
-group_id(struct build *b, uint32_t gid, uint32_t *out, struct mc_err *err)
+group_id(struct cand_build *b, uint32_t gid, uint32_t *out, struct mc_err *err)
 {
 	const struct group *g;
 
@@ -112,6 +115,11 @@ group_id(struct build *b, uint32_t gid, uint32_t *out, struct mc_err *err)
 	g = store_group_get(&b->m->store, gid);
 	if (g == NULL)
 		return 0;
+	/* A freed group id may come back under another name between slices. */
+	if (b->group_ids[gid] != 0 &&
+	    (b->v->name_lens[b->group_ids[gid]] != g->name_len ||
+	     memcmp(b->v->names[b->group_ids[gid]], g->name, g->name_len) != 0))
+		b->group_ids[gid] = 0;
 	if (cached_name(b, &b->group_ids[gid], g->name, g->name_len, err) < 0)
 		return -1;
 	*out = b->group_ids[gid];
@@ -120,7 +128,7 @@ group_id(struct build *b, uint32_t gid, uint32_t *out, struct mc_err *err)
 
 /* Append the evictable copies of o. */
 static int
-add_object(struct build *b, const struct cand_filter *f, const struct mobj *o, uint64_t now,
+add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj *o, uint64_t now,
 	   struct mc_err *err)
 {
 	const struct store *s = &b->m->store;
@@ -175,49 +183,95 @@ add_object(struct build *b, const struct cand_filter *f, const struct mobj *o, u
 	return 0;
 }
 
+/*
+ * Grow a name-id cache to n entries (the store interned more names since
+ * the build began); new slots start as "not interned yet".
+ */
+static int
+grow_cache(uint32_t **ids, uint32_t *have, uint32_t n, struct mc_err *err)
+{
+	uint32_t *p;
+
+	if (n <= *have)
+		return 0;
+	p = realloc(*ids, ((size_t)n + 1) * sizeof(**ids));
+	if (p == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+	memset(p + *have, 0, ((size_t)n + 1 - *have) * sizeof(*p));
+	*ids = p;
+	*have = n;
+	return 0;
+}
+
+struct cand_build *
+candidates_begin(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
+		 struct mc_err *err)
+{
+	struct cand_build *b = calloc(1, sizeof(*b));
+
+	if (b == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+		return NULL;
+	}
+	b->m = m;
+	b->v = v;
+	b->f = *f;
+	b->now = mc_now_ms();
+	v->created = b->now;
+	if (add_peers(b, f, b->now, err) < 0) {
+		candidates_end(b);
+		return NULL;
+	}
+	return b;
+}
+
+int
+candidates_step(struct cand_build *b, size_t max, struct mc_err *err)
+{
+	const struct store *s = &b->m->store;
+	struct mobj *o;
+
+	/* No live peer passes the filter: nothing can qualify. */
+	if (b->npeers == 0)
+		return 0;
+	if (grow_cache(&b->tenant_ids, &b->ntenants, s->ntenants, err) < 0 ||
+	    grow_cache(&b->type_ids, &b->ntypes, s->ntypes, err) < 0 ||
+	    grow_cache(&b->group_ids, &b->ngroups, s->ngroup_ids, err) < 0)
+		return -1;
+	for (size_t i = 0; i < max; i++) {
+		if ((o = mc_htab_next(&s->objects, &b->cursor)) == NULL)
+			return 0;
+		if (o->hard_pin || (b->f.by_tenant && o->tenant != b->f.tenant))
+			continue;
+		if (add_object(b, &b->f, o, b->now, err) < 0)
+			return -1;
+	}
+	return 1;
+}
+
+void
+candidates_end(struct cand_build *b)
+{
+	if (b == NULL)
+		return;
+	free(b->peers);
+	free(b->tenant_ids);
+	free(b->type_ids);
+	free(b->group_ids);
+	free(b);
+}
+
 int
 candidates_build(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
 		 struct mc_err *err)
 {
-	const struct store *s = &m->store;
-	struct build b = { 0 };
-	uint64_t now = mc_now_ms();
-	size_t cur = 0;
-	struct mobj *o;
-	int rc = -1;
+	struct cand_build *b = candidates_begin(m, f, v, err);
+	int rc;
 
-	b.m = m;
-	b.v = v;
-	v->created = now;
-	b.ntenants = s->ntenants;
-	b.ntypes = s->ntypes;
-	b.ngroups = s->ngroup_ids;
-	b.tenant_ids = calloc(b.ntenants + 1, sizeof(*b.tenant_ids));
-	b.type_ids = calloc(b.ntypes + 1, sizeof(*b.type_ids));
-	b.group_ids = calloc(b.ngroups + 1, sizeof(*b.group_ids));
-	if (b.tenant_ids == NULL || b.type_ids == NULL || b.group_ids == NULL) {
-		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
-		goto out;
-	}
-	if (add_peers(&b, f, now, err) < 0)
-		goto out;
-	/* No live peer passes the filter: nothing can qualify. */
-	if (b.npeers == 0) {
-		rc = 0;
-		goto out;
-	}
-	while ((o = mc_htab_next(&s->objects, &cur)) != NULL) {
-		if (o->hard_pin || (f->by_tenant && o->tenant != f->tenant))
-			continue;
-		if (add_object(&b, f, o, now, err) < 0)
-			goto out;
-	}
-	rc = 0;
-out:
-	free(b.peers);
-	free(b.tenant_ids);
-	free(b.type_ids);
-	free(b.group_ids);
+	if (b == NULL)
+		return -1;
+	rc = candidates_step(b, SIZE_MAX, err);
+	candidates_end(b);
 	return rc;
 }
 

@@ -36,6 +36,20 @@ struct cand_filter {
 int candidates_build(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
 		     struct mc_err *err);
 
+/*
+ * The same walk in slices, for the master's own rounds, so that a big
+ * store never holds the event loop for long: begin, then step until it
+ * returns 0 (done; 1: more to visit, -1: err), then end. Between steps
+ * the store may change: objects added or moved by a resize of the table
+ * may be missed or seen twice, which a view may afford (every victim is
+ * revalidated when the plan runs).
+ */
+struct cand_build;
+struct cand_build *candidates_begin(struct master *m, const struct cand_filter *f,
+				    struct mc_cand_view *v, struct mc_err *err);
+int candidates_step(struct cand_build *b, size_t max_objects, struct mc_err *err);
+void candidates_end(struct cand_build *b);
+
 /* candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream. */
 void h_candidates(struct mc_req *req);
 

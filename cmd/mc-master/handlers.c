@@ -13,6 +13,7 @@
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "candidates.h"
+#include "evict.h"
 #include "handlers.h"
 #include "master.h"
 #include "ops.h"
@@ -437,6 +438,13 @@ h_put_start(struct mc_req *req)
 		handler_fail(req, M_PUT_START, MC_ERR_BUSY, "key is being written");
 		return;
 	}
+	/* Over its quota, a tenant makes room among its own copies first. */
+	if (evict_quota_check(m, cl->tenant,
+			      o == NULL		 ? a.size
+			      : a.size > o->size ? a.size - o->size
+						 : 0,
+			      &err) != 0)
+		goto fail;
 	version = m->store.version_seq + 1;
 	if (o != NULL) {
 		/* Upsert of the same size rewrites in place on the same peers. */
@@ -1042,10 +1050,12 @@ h_stats(struct mc_req *req)
 	mc_pack_key(pk, "tenants");
 	msgpack_pack_array(pk, s->ntenants);
 	for (uint32_t i = 0; i < s->ntenants; i++) {
-		msgpack_pack_map(pk, 3);
+		msgpack_pack_map(pk, 3 + (s->tenants[i].quota != 0));
 		mc_pack_kv_str(pk, "tenant", s->tenants[i].name);
 		mc_pack_kv_u64(pk, "objects", s->tenants[i].objects);
 		mc_pack_kv_u64(pk, "bytes", s->tenants[i].bytes);
+		if (s->tenants[i].quota != 0)
+			mc_pack_kv_u64(pk, "quota", s->tenants[i].quota);
 	}
 	mc_pack_kv_u64(pk, "uptime_ms", (mc_mono_ns() / 1000000) - m->started_ms);
 	mc_pack_kv_str(pk, "version", MASTER_VERSION);
@@ -1286,6 +1296,8 @@ const struct mc_method master_methods[] = {
 	{ "softpin_stats", h_softpin_stats },
 	{ "softpin_expire", h_softpin_expire },
 	{ "candidates", h_candidates },
+	{ "evict_plan", h_evict_plan },
+	{ "evict_run", h_evict_run },
 	{ "put_end", h_put_end },
 	{ "put_revoke", h_put_revoke },
 	{ "get_replica_list", h_get_replica_list },

@@ -3,6 +3,7 @@
  * the work is in store.c, peers.c, placement.c, ops.c and handlers.c.
  */
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "mc/opt.h"
 #include "mc/parse.h"
 #include "handlers.h"
+#include "evict.h"
 #include "master.h"
 #include "ops.h"
 
@@ -75,8 +77,21 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 	ops_sweep(m);
 	msnap_poll(m);
 	recon_sweep(m);
+	evict_check_watermarks(m);
 	/* Soft-pin expiry rides the same timer: only due entries cost anything. */
 	softpin_cleanup(m, mc_now_ms());
+}
+
+static void
+hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct master *m = arg;
+	struct mc_err err;
+
+	(void)sig;
+	(void)what;
+	if (evict_reload(m, &err) != 0)
+		mc_warn("SIGHUP: kept the old eviction policy and quotas: %s", err.msg);
 }
 
 static void
@@ -97,7 +112,7 @@ main(int argc, char **argv)
 	struct mc_conn_ops ops = { 0 };
 	struct mc_addr addr, bound;
 	struct mc_err err;
-	struct event *sigterm = NULL, *sigint = NULL;
+	struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
 	int status = MC_EXIT_SOFTWARE;
 
 	m.cfg.listen = MC_DEFAULT_MASTER;
@@ -109,6 +124,12 @@ main(int argc, char **argv)
 	m.cfg.reconcile_timeout = 30000;
 	m.cfg.default_soft_pin_ttl = 30 * 60 * 1000;
 	m.cfg.max_soft_pin_ttl = 24 * 60 * 60 * 1000;
+	m.cfg.evict_high = 0.9;
+	m.cfg.evict_low = 0.7;
+	m.cfg.evict_lowerbound = -1; /* the policy's */
+	m.cfg.evict_planner_timeout = 10000;
+	m.cfg.evict_slice = 256;
+	m.cfg.evict_interval = 1000;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -147,6 +168,33 @@ main(int argc, char **argv)
 		{ "allow-evict-soft-pinned", 0, NULL, NULL,
 		  "let eviction take active soft pins in its second pass", mc_set_flag,
 		  &m.cfg.allow_evict_soft_pinned },
+		{ "evict-policy", 0, "FILE", NULL,
+		  "eviction policy (mc-policy(5); default: evict lease), reloaded on SIGHUP",
+		  mc_set_str, &m.cfg.evict_policy },
+		{ "evict-high-watermark", 0, "FRACTION", NULL,
+		  "start a round when a peer tier is this full (default 0.9)", mc_set_double,
+		  &m.cfg.evict_high },
+		{ "evict-low-watermark", 0, "FRACTION", NULL,
+		  "a round frees down to this fill (default 0.7)", mc_set_double,
+		  &m.cfg.evict_low },
+		{ "evict-lowerbound", 0, "FRACTION", NULL,
+		  "automatic rounds' lowerbound, a fraction of the target (default: the policy's)",
+		  mc_set_double, &m.cfg.evict_lowerbound },
+		{ "evict-planner", 0, "CMD", NULL,
+		  "plan with this command (view on stdin, plan on stdout), e.g. mc-evict-plan -p P",
+		  mc_set_str, &m.cfg.evict_planner },
+		{ "evict-planner-timeout", 0, "DURATION", NULL,
+		  "give up on --evict-planner after this long (default 10s)", mc_set_duration,
+		  &m.cfg.evict_planner_timeout },
+		{ "evict-slice", 0, "N", NULL,
+		  "victims executed per slice between requests (default 256)", mc_set_positive_int,
+		  &m.cfg.evict_slice },
+		{ "evict-interval", 0, "DURATION", NULL,
+		  "least time between automatic rounds for one cause (default 1s)", mc_set_duration,
+		  &m.cfg.evict_interval },
+		{ "quota-file", 0, "FILE", NULL,
+		  "per-tenant quotas, \"TENANT SIZE\" a line, reloaded on SIGHUP", mc_set_str,
+		  &m.cfg.quota_file },
 		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE", mc_set_str,
 		  &m.cfg.config },
 		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
@@ -163,6 +211,13 @@ main(int argc, char **argv)
 	};
 
 	mc_log_init("mc-master", 1);
+	/*
+	 * Big arrays (an eviction round's view, its plan) grow by doubling.
+	 * Kept out of the heap they grow by mremap instead of by copying
+	 * tens of megabytes inside one slice of the event loop; a fixed
+	 * threshold also stops glibc from raising it to 32 MiB on its own.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	signal(SIGPIPE, SIG_IGN);
 	int idx = mc_opt_parse(&spec, argc, argv);
 	if (idx < argc) {
@@ -189,6 +244,16 @@ main(int argc, char **argv)
 			    mc_fmt_duration_ms(m.cfg.max_soft_pin_ttl, x, sizeof(x)));
 		return MC_EXIT_USAGE;
 	}
+	if (!(m.cfg.evict_low > 0 && m.cfg.evict_low < m.cfg.evict_high && m.cfg.evict_high <= 1)) {
+		mc_complain("invalid --evict-low-watermark/--evict-high-watermark: need 0 < low < "
+			    "high <= 1");
+		return MC_EXIT_USAGE;
+	}
+	if (m.cfg.evict_lowerbound != -1 &&
+	    !(m.cfg.evict_lowerbound >= 0 && m.cfg.evict_lowerbound <= 1)) {
+		mc_complain("invalid --evict-lowerbound: need a fraction from 0 to 1");
+		return MC_EXIT_USAGE;
+	}
 	if (m.cfg.master_id != NULL)
 		snprintf(m.master_id, sizeof(m.master_id), "%s", m.cfg.master_id);
 	else
@@ -210,6 +275,11 @@ main(int argc, char **argv)
 	}
 	if (mmetrics_init(&m) != 0) {
 		mc_complain("cannot start: out of memory for metrics");
+		goto out;
+	}
+	if (evict_init(&m, &err) != 0) {
+		mc_complain("cannot start eviction: %s", err.msg);
+		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
 		goto out;
 	}
 	if (msnap_init(&m, &err) != 0) {
@@ -243,10 +313,11 @@ main(int argc, char **argv)
 	m.sweep_ev = event_new(m.base, -1, EV_PERSIST, sweep_cb, &m);
 	sigterm = evsignal_new(m.base, SIGTERM, stop_cb, &m);
 	sigint = evsignal_new(m.base, SIGINT, stop_cb, &m);
+	sighup = evsignal_new(m.base, SIGHUP, hup_cb, &m);
 	struct timeval tv = { 0, SWEEP_MS * 1000 };
-	if (m.sweep_ev == NULL || sigterm == NULL || sigint == NULL ||
+	if (m.sweep_ev == NULL || sigterm == NULL || sigint == NULL || sighup == NULL ||
 	    event_add(m.sweep_ev, &tv) != 0 || event_add(sigterm, NULL) != 0 ||
-	    event_add(sigint, NULL) != 0) {
+	    event_add(sigint, NULL) != 0 || event_add(sighup, NULL) != 0) {
 		mc_complain("cannot set up timers and signals");
 		goto out;
 	}
@@ -271,6 +342,9 @@ out:
 		event_free(sigterm);
 	if (sigint != NULL)
 		event_free(sigint);
+	if (sighup != NULL)
+		event_free(sighup);
+	evict_free(&m);
 	mmetrics_free(&m.mx);
 	recon_free(&m.recon);
 	peers_free(&m.peers);

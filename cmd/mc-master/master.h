@@ -37,9 +37,17 @@ struct master_cfg {
 	const char *restore;	    /* FILE, "latest" or NULL */
 	uint64_t reconcile_timeout; /* ms */
 	const char *master_id;
-	uint64_t default_soft_pin_ttl; /* ms */
-	uint64_t max_soft_pin_ttl;     /* ms */
-	bool allow_evict_soft_pinned;  /* for eviction's second pass */
+	uint64_t default_soft_pin_ttl;	/* ms */
+	uint64_t max_soft_pin_ttl;	/* ms */
+	bool allow_evict_soft_pinned;	/* for eviction's second pass */
+	const char *evict_policy;	/* policy file; NULL: `evict lease` */
+	const char *evict_planner;	/* external planner command, or NULL */
+	uint64_t evict_planner_timeout; /* ms */
+	const char *quota_file;
+	double evict_high, evict_low; /* watermarks, fractions of a tier's capacity */
+	double evict_lowerbound;      /* automatic rounds' lowerbound fraction; < 0: the policy's */
+	int evict_slice;	      /* victims per slice of execution */
+	uint64_t evict_interval;      /* ms between automatic rounds for one cause */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
@@ -62,6 +70,7 @@ struct master {
 	struct msnap snap;
 	struct recon recon;
 	struct softpin sp;
+	struct evictor *ev;
 	char master_id[64];
 	uint64_t started_ms;
 };

@@ -6,6 +6,7 @@
 
 #include "mc/clock.h"
 #include "mc/conn.h"
+#include "evict.h"
 #include "master.h"
 #include "mmetrics.h"
 
@@ -37,6 +38,8 @@ const char *const method_names[M_COUNT] = {
 	[M_SOFTPIN_STATS] = "softpin_stats",
 	[M_SOFTPIN_EXPIRE] = "softpin_expire",
 	[M_CANDIDATES] = "candidates",
+	[M_EVICT_PLAN] = "evict_plan",
+	[M_EVICT_RUN] = "evict_run",
 };
 
 static void
@@ -84,6 +87,7 @@ collect(struct mc_metrics *r, void *arg)
 	struct mallinfo2 mi = mallinfo2();
 	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
 	softpin_collect(m, r);
+	evict_collect(m, r);
 }
 
 int

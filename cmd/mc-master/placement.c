@@ -4,20 +4,12 @@
 #include <string.h>
 
 #include "mc/clock.h"
+#include "evict.h"
 #include "master.h"
 #include "placement.h"
 
 /* Tiers a new copy may land on, best first. */
 static const int place_order[] = { TIER_DRAM, TIER_CXL, TIER_SSD };
-
-bool
-evict_for_space(struct master *m, uint64_t size, unsigned replicas)
-{
-	(void)m;
-	(void)size;
-	(void)replicas;
-	return false;
-}
 
 /*
  * The tier a copy of size bytes would use on peer, or -1; *free_out is
@@ -111,8 +103,8 @@ placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placem
 				  MC_REPLICAS_MAX);
 	if (pick_once(m, size, replicas, out) == 0)
 		return 0;
-	if (evict_for_space(m, size, replicas) && pick_once(m, size, replicas, out) == 0)
-		return 0;
+	/* Nothing evicts inline on a put: a round is queued, and this put fails. */
+	evict_no_space(m, size * replicas);
 	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peers",
 			  (unsigned long long)size, replicas);
 }

@@ -25,11 +25,4 @@ struct placement {
 int placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placement *out,
 		   struct mc_err *err);
 
-/*
- * Hook for the eviction issue: try to make room for `replicas` copies of
- * `size` bytes. True when placement is worth retrying. For now nothing
- * is evicted and it returns false.
- */
-bool evict_for_space(struct master *m, uint64_t size, unsigned replicas);
-
 #endif

@@ -68,6 +68,23 @@
  *   every evictable copy: one record per COMPLETE replica of the current
  *   version, hard-pinned objects left out, filtered by peer, tier and
  *   tenant name when given (all tenants otherwise: an admin call).
+ * evict_plan {len} + len raw bytes (a plan, man/mc-plan.5, msgpack)
+ *   -> {len, evicted_bytes, evicted_objects} + len raw bytes (the report,
+ *   man/mc-report.5, msgpack)
+ *   Executes the plan as the master's own rounds do: stage by stage, each
+ *   victim found again and revalidated, fallbacks run against actual
+ *   bytes, in slices between other requests. Answered when it is done.
+ *   Plans and rounds run one at a time, in arrival order; with 64
+ *   waiting, another is refused as busy.
+ * evict_run {target, lowerbound?, tenant?, peer_id?, tier?, dry_run?=false}
+ *   -> {len, kind: "plan"|"report", evicted_bytes, evicted_objects}
+ *      + len raw bytes
+ *   A round of the master's own: builds the view (filtered as for
+ *   candidates), plans with its policy (--evict-policy, or the
+ *   --evict-planner command) for target bytes (lowerbound: bytes, default
+ *   the policy's root lowerbound, as mc-evict-plan takes it), then executes it and
+ *   answers the report; with dry_run it answers the plan and executes
+ *   nothing.
  *
  * ---- master, soft pins (mc-softpin) ----
  *

@@ -1,0 +1,1773 @@
+/*
+ * Eviction jobs: trigger -> view -> plan -> revalidated execution (see
+ * evict.h). Everything here runs on the event loop except the planning,
+ * which a worker thread does over data only the job owns (the view, a
+ * reference to the policy, the plan bytes), then wakes the loop through
+ * a pipe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "mc/parse.h"
+#include "mc/planner.h"
+#include "mc/policy.h"
+#include "mc/wire.h"
+#include "candidates.h"
+#include "evict.h"
+#include "handlers.h"
+#include "master.h"
+#include "ops.h"
+
+extern char **environ;
+
+/* Queued jobs at most; a request beyond it is refused as busy. */
+#define JOBS_MAX 64
+/* A slice yields after this long even when victims remain. */
+#define SLICE_NS 500000ull
+/* Objects the view build visits between clock checks. */
+#define BUILD_CHUNK 512
+/* The largest plan evict_plan takes, and an external planner may write. */
+#define PLAN_MAX_BYTES (1ull << 30)
+/* Automatic rounds for the same peer tier or tenant remembered for --evict-interval. */
+#define RECENT_MAX 64
+/* How much nicer than the loop the worker threads run. */
+#define WORKER_NICE 10
+
+static const char *const trigger_names[TRIG_COUNT] = {
+	[TRIG_WATERMARK] = "watermark", [TRIG_NO_SPACE] = "no_space", [TRIG_QUOTA] = "quota",
+	[TRIG_MANUAL] = "manual",	[TRIG_PLAN] = "plan",
+};
+
+/* Which pass a victim came from, for the metrics. */
+enum pass_kind { PASS_EVICT, PASS_FALLBACK, PASS_SOFT_PINNED, PASS_COUNT };
+static const char *const pass_names[PASS_COUNT] = { "evict", "fallback", "soft_pinned" };
+
+/* A policy shared by the loop and planning threads; freed with its last user. */
+struct policy_ref {
+	int refs; /* changed on the loop only */
+	struct mc_policy p;
+};
+
+struct quota {
+	char *tenant;
+	uint64_t bytes;
+};
+
+enum phase { PH_QUEUED, PH_BUILD, PH_PLAN, PH_EXEC };
+
+struct job {
+	struct job *next;
+	struct master *m;
+	int trigger;
+	int phase;
+	struct cand_filter filter;
+	bool empty; /* the filter names nothing that exists: plan nothing */
+	uint64_t target, lowerbound;
+	bool dry_run;
+	struct mc_req *req; /* deferred request to answer, or NULL */
+	enum method method;
+	uint64_t key; /* dedup of automatic rounds: trigger, peer, tier, tenant */
+	/* evict_plan: the plan's bytes, parsed by the worker */
+	char *plan_bytes;
+	size_t plan_len;
+	/* build and plan */
+	struct cand_build *build;
+	struct mc_cand_view view;
+	struct policy_ref *policy;
+	const char *planner_cmd;
+	uint64_t planner_timeout_ms;
+	bool soft_pinned_pass;
+	pthread_t thread;
+	bool thread_started;
+	int wake_fd; /* the thread writes a byte here when done */
+	struct mc_plan plan;
+	bool have_plan;
+	int plan_rc;
+	struct mc_err plan_err;
+	bool planner_failed; /* the external planner failed; the built-in one planned */
+	uint64_t *planned;   /* per stage: its victims' bytes, summed by the thread */
+	char *answer_buf;    /* a dry run's plan stream, encoded by the thread */
+	size_t answer_len;
+	char planner_why[MC_ERR_MSG_MAX];
+	/* execute */
+	struct mc_report report;
+	size_t stage, victim;
+	bool stage_open;
+	int64_t *tenant_of, *peer_of; /* per plan name id: -2 unresolved, -1 unknown */
+	int8_t *tier_of;
+	struct mc_htab done; /* identities of copies this job evicted */
+	uint64_t evicted_bytes, evicted_objects, fallbacks;
+	uint64_t t0, t_plan, t_exec; /* mc_mono_ns() */
+};
+
+struct recent {
+	uint64_t key;
+	uint64_t at; /* mc_now_ms() */
+};
+
+struct evictor {
+	struct policy_ref *policy;
+	struct quota *quotas;
+	size_t nquotas;
+	uint64_t *quota_of; /* per tenant id; UINT64_MAX: not looked up */
+	uint32_t nquota_of;
+	struct job *running;
+	struct job *head, *tail;
+	size_t queued;
+	struct recent recent[RECENT_MAX];
+	unsigned nrecent;
+	struct event *step_ev;
+	struct event *woke_ev;
+	int wake[2];
+	/* metrics */
+	struct mc_metric *rounds[TRIG_COUNT];
+	struct mc_metric *bytes[PASS_COUNT][TRIG_COUNT];
+	struct mc_metric *objects[PASS_COUNT][TRIG_COUNT];
+	struct mc_metric *failures[MC_FAIL_REASON_COUNT];
+	struct mc_metric *fallbacks[MC_POLICY_MAX_DEPTH + 1];
+	struct mc_metric *planner_fallbacks;
+	struct mc_metric *build_seconds, *plan_seconds, *exec_seconds;
+	struct mc_metric *slice_seconds;
+};
+
+static struct evictor *
+evictor_of(struct master *m)
+{
+	return m->ev;
+}
+
+static void job_next(struct master *m);
+
+/* ---- policy and quotas ---- */
+
+static void
+policy_put(struct policy_ref *r)
+{
+	if (r != NULL && --r->refs == 0) {
+		mc_policy_free(&r->p);
+		free(r);
+	}
+}
+
+static struct policy_ref *
+policy_load(const char *path, struct mc_err *err)
+{
+	struct policy_ref *r = calloc(1, sizeof(*r));
+
+	if (r == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the policy");
+		return NULL;
+	}
+	r->refs = 1;
+	if (path == NULL) {
+		mc_policy_default(&r->p);
+		return r;
+	}
+	if (mc_policy_load(path, &r->p, err) != 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void
+quotas_free(struct quota *q, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(q[i].tenant);
+	free(q);
+}
+
+/*
+ * The quota file: one "TENANT SIZE" a line, '#' comments, blank lines
+ * ignored. Errors name the file and line.
+ */
+static int
+quotas_load(const char *path, struct quota **out, size_t *nout, struct mc_err *err)
+{
+	FILE *f = fopen(path, "r");
+	struct quota *q = NULL;
+	size_t n = 0, cap = 0, lineno = 0, llen = 0;
+	char *line = NULL;
+	ssize_t got;
+
+	*out = NULL;
+	*nout = 0;
+	if (f == NULL)
+		return mc_err_errno(err, "cannot open quota file %s", path);
+	while ((got = getline(&line, &llen, f)) >= 0) {
+		char *hash = memchr(line, '#', (size_t)got);
+		char name[MC_NAME_MAX + 2], size[64], extra[2];
+		uint64_t bytes;
+		int k;
+
+		lineno++;
+		if (hash != NULL)
+			*hash = '\0';
+		k = sscanf(line, "%129s %63s %1s", name, size, extra);
+		if (k <= 0)
+			continue;
+		if (k != 2) {
+			mc_err_set(err, MC_ERR_INVALID, "%s: line %zu: expected 'TENANT SIZE'",
+				   path, lineno);
+			goto fail;
+		}
+		if (!store_name_ok(name, strlen(name))) {
+			mc_err_set(err, MC_ERR_INVALID, "%s: line %zu: bad tenant name '%.64s'",
+				   path, lineno, name);
+			goto fail;
+		}
+		if (mc_parse_size(size, &bytes, err) != 0 || bytes == 0) {
+			mc_err_set(err, MC_ERR_INVALID, "%s: line %zu: bad size '%s'", path, lineno,
+				   size);
+			goto fail;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(q[i].tenant, name) == 0) {
+				mc_err_set(err, MC_ERR_INVALID, "%s: line %zu: tenant '%s' again",
+					   path, lineno, name);
+				goto fail;
+			}
+		if (n == cap) {
+			size_t ncap = cap == 0 ? 8 : cap * 2;
+			struct quota *nq = realloc(q, ncap * sizeof(*nq));
+
+			if (nq == NULL)
+				goto oom;
+			q = nq;
+			cap = ncap;
+		}
+		if ((q[n].tenant = strdup(name)) == NULL)
+			goto oom;
+		q[n++].bytes = bytes;
+	}
+	if (ferror(f)) {
+		mc_err_errno(err, "cannot read quota file %s", path);
+		goto fail;
+	}
+	fclose(f);
+	free(line);
+	*out = q;
+	*nout = n;
+	return 0;
+oom:
+	mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for quotas");
+fail:
+	fclose(f);
+	free(line);
+	quotas_free(q, n);
+	return -1;
+}
+
+/* Tenant t's quota in bytes, 0 for none; mirrored into the tenant for stat and snapshots. */
+static uint64_t
+quota_of(struct master *m, uint32_t t)
+{
+	struct evictor *e = evictor_of(m);
+	struct store *s = &m->store;
+
+	if (e->nquotas == 0 || t >= s->ntenants)
+		return 0;
+	if (t >= e->nquota_of) {
+		uint32_t n = s->ntenants;
+		uint64_t *p = realloc(e->quota_of, n * sizeof(*p));
+
+		if (p == NULL)
+			return 0;
+		for (uint32_t i = e->nquota_of; i < n; i++)
+			p[i] = UINT64_MAX;
+		e->quota_of = p;
+		e->nquota_of = n;
+	}
+	if (e->quota_of[t] == UINT64_MAX) {
+		e->quota_of[t] = 0;
+		for (size_t i = 0; i < e->nquotas; i++)
+			if (strcmp(e->quotas[i].tenant, s->tenants[t].name) == 0)
+				e->quota_of[t] = e->quotas[i].bytes;
+		s->tenants[t].quota = e->quota_of[t];
+	}
+	return e->quota_of[t];
+}
+
+static int
+load_config(struct master *m, struct policy_ref **pol, struct quota **q, size_t *nq,
+	    struct mc_err *err)
+{
+	*q = NULL;
+	*nq = 0;
+	*pol = policy_load(m->cfg.evict_policy, err);
+	if (*pol == NULL)
+		return -1;
+	if (m->cfg.quota_file != NULL && quotas_load(m->cfg.quota_file, q, nq, err) != 0) {
+		policy_put(*pol);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+install_config(struct master *m, struct policy_ref *pol, struct quota *q, size_t nq)
+{
+	struct evictor *e = evictor_of(m);
+
+	policy_put(e->policy);
+	e->policy = pol;
+	quotas_free(e->quotas, e->nquotas);
+	e->quotas = q;
+	e->nquotas = nq;
+	free(e->quota_of);
+	e->quota_of = NULL;
+	e->nquota_of = 0;
+	for (uint32_t t = 0; t < m->store.ntenants; t++)
+		m->store.tenants[t].quota = 0;
+	for (uint32_t t = 0; t < m->store.ntenants; t++)
+		quota_of(m, t);
+}
+
+int
+evict_reload(struct master *m, struct mc_err *err)
+{
+	struct policy_ref *pol;
+	struct quota *q;
+	size_t nq;
+
+	if (load_config(m, &pol, &q, &nq, err) != 0)
+		return -1;
+	install_config(m, pol, q, nq);
+	mc_info("eviction policy '%s' loaded, %zu tenant quotas", pol->p.name, nq);
+	return 0;
+}
+
+/* ---- the job queue ---- */
+
+static uint64_t
+job_key(int trigger, uint32_t peer, int tier, uint32_t tenant)
+{
+	return ((uint64_t)trigger << 60) ^ ((uint64_t)peer << 32) ^ ((uint64_t)tier << 28) ^ tenant;
+}
+
+/* Whether an automatic round for key is queued, running, or ran within --evict-interval. */
+static bool
+auto_round_due(struct master *m, uint64_t key)
+{
+	struct evictor *e = evictor_of(m);
+	uint64_t now = mc_now_ms();
+
+	if (e->running != NULL && e->running->key == key)
+		return false;
+	for (const struct job *j = e->head; j != NULL; j = j->next)
+		if (j->key == key)
+			return false;
+	for (unsigned i = 0; i < e->nrecent; i++)
+		if (e->recent[i].key == key && now < e->recent[i].at + m->cfg.evict_interval)
+			return false;
+	return true;
+}
+
+static void
+remember_round(struct master *m, uint64_t key)
+{
+	struct evictor *e = evictor_of(m);
+	uint64_t now = mc_now_ms();
+	unsigned slot = 0;
+
+	for (unsigned i = 0; i < e->nrecent; i++) {
+		if (e->recent[i].key == key) {
+			e->recent[i].at = now;
+			return;
+		}
+		if (e->recent[i].at < e->recent[slot].at)
+			slot = i;
+	}
+	if (e->nrecent < RECENT_MAX)
+		slot = e->nrecent++;
+	e->recent[slot].key = key;
+	e->recent[slot].at = now;
+}
+
+static struct job *
+job_new(struct master *m, int trigger)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->m = m;
+	j->trigger = trigger;
+	j->lowerbound = MC_PLAN_DEFAULT_LOWERBOUND;
+	j->planner_cmd = m->cfg.evict_planner;
+	j->planner_timeout_ms = m->cfg.evict_planner_timeout;
+	j->soft_pinned_pass = m->cfg.allow_evict_soft_pinned;
+	j->key = UINT64_MAX;
+	mc_cand_view_init(&j->view);
+	mc_plan_init(&j->plan);
+	mc_report_init(&j->report);
+	mc_htab_init(&j->done);
+	return j;
+}
+
+static void
+job_free(struct job *j)
+{
+	if (j == NULL)
+		return;
+	candidates_end(j->build);
+	mc_cand_view_free(&j->view);
+	mc_plan_free(&j->plan);
+	mc_report_free(&j->report);
+	mc_htab_free(&j->done);
+	policy_put(j->policy);
+	free(j->plan_bytes);
+	free(j->answer_buf);
+	free(j->planned);
+	free(j->tenant_of);
+	free(j->peer_of);
+	free(j->tier_of);
+	free(j);
+}
+
+static int
+job_queue(struct master *m, struct job *j)
+{
+	struct evictor *e = evictor_of(m);
+
+	if (e->queued >= JOBS_MAX)
+		return -1;
+	if (e->tail != NULL)
+		e->tail->next = j;
+	else
+		e->head = j;
+	e->tail = j;
+	e->queued++;
+	if (e->running == NULL)
+		job_next(m);
+	return 0;
+}
+
+static void
+schedule_step(struct master *m)
+{
+	/* A zero timeout, not event_active: requests waiting on sockets go first. */
+	struct timeval now = { 0, 0 };
+
+	evtimer_add(evictor_of(m)->step_ev, &now);
+}
+
+/* ---- planning (worker thread) ---- */
+
+/*
+ * Worker threads run niced, so on a busy machine the event loop, which
+ * answers reads, gets the CPU first (an external planner inherits it).
+ */
+static void
+yield_to_loop(void)
+{
+	setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
+}
+
+/*
+ * Write the view to the planner (*to_fd, closed and set to -1 once all
+ * is written) while reading its plan from `from` until EOF, by deadline.
+ */
+struct pump {
+	const char *out;
+	size_t out_len, out_off;
+	char *in;
+	size_t in_len, in_cap;
+};
+
+static int
+pump_child(int *to_fd, int from, struct pump *p, uint64_t deadline_ns, struct mc_err *err)
+{
+	int to = *to_fd;
+
+	while (from >= 0) {
+		struct pollfd fds[2] = { { from, POLLIN, 0 }, { to, POLLOUT, 0 } };
+		uint64_t now = mc_mono_ns();
+		int nfds = to >= 0 ? 2 : 1;
+		int r;
+
+		if (now >= deadline_ns)
+			return mc_err_set(err, MC_ERR_TIMEOUT, "timed out");
+		r = poll(fds, (nfds_t)nfds, (int)((deadline_ns - now) / 1000000 + 1));
+		if (r < 0 && errno != EINTR)
+			return mc_err_errno(err, "poll");
+		if (r <= 0)
+			continue;
+		if (to >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t w = write(to, p->out + p->out_off, p->out_len - p->out_off);
+
+			if (w < 0 && errno != EAGAIN && errno != EINTR)
+				return mc_err_errno(err, "cannot write the view to the planner");
+			if (w > 0)
+				p->out_off += (size_t)w;
+			if (p->out_off == p->out_len) {
+				close(to);
+				to = *to_fd = -1;
+			}
+		}
+		if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
+			ssize_t got;
+
+			if (p->in_len == p->in_cap) {
+				size_t ncap = p->in_cap == 0 ? 65536 : p->in_cap * 2;
+				char *n;
+
+				if (ncap > PLAN_MAX_BYTES)
+					return mc_err_set(err, MC_ERR_TOO_LARGE,
+							  "plan over %llu bytes",
+							  (unsigned long long)PLAN_MAX_BYTES);
+				if ((n = realloc(p->in, ncap)) == NULL)
+					return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory");
+				p->in = n;
+				p->in_cap = ncap;
+			}
+			got = read(from, p->in + p->in_len, p->in_cap - p->in_len);
+			if (got < 0 && errno != EAGAIN && errno != EINTR)
+				return mc_err_errno(err, "cannot read the plan");
+			if (got == 0)
+				from = -1;
+			if (got > 0)
+				p->in_len += (size_t)got;
+		}
+	}
+	if (to >= 0)
+		return mc_err_set(err, MC_ERR_PROTO, "the planner exited before reading the view");
+	return 0;
+}
+
+/* Wait for pid until deadline, killing it then; its exit status, or -1. */
+static int
+reap(pid_t pid, uint64_t deadline_ns)
+{
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (mc_mono_ns() >= deadline_ns) {
+			kill(-pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			return -1;
+		}
+		usleep(2000);
+	}
+}
+
+/*
+ * The external planner: `sh -c 'CMD "$@"' sh --target N --lowerbound M
+ * [--soft-pinned-pass]`, the view on its stdin, the plan read from its
+ * stdout, all within the timeout.
+ */
+static int
+run_planner(struct job *j, struct mc_err *err)
+{
+	uint64_t deadline = mc_mono_ns() + j->planner_timeout_ms * 1000000ull;
+	char script[4096], target[32], lower[32];
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct pump p = { 0 };
+	char *view = NULL;
+	size_t view_len = 0;
+	pid_t pid = -1;
+	FILE *f;
+	int rc = -1, st;
+
+	f = open_memstream(&view, &view_len);
+	if (f == NULL)
+		return mc_err_errno(err, "cannot buffer the view");
+	if (mc_cand_write(f, &j->view, false, err) != 0) {
+		fclose(f);
+		free(view);
+		return -1;
+	}
+	if (fclose(f) != 0) {
+		free(view);
+		return mc_err_errno(err, "cannot buffer the view");
+	}
+	snprintf(script, sizeof(script), "%s \"$@\"", j->planner_cmd);
+	snprintf(target, sizeof(target), "%llu", (unsigned long long)j->target);
+	snprintf(lower, sizeof(lower), "%llu", (unsigned long long)j->lowerbound);
+	char *argv[] = { "sh",
+			 "-c",
+			 script,
+			 "sh",
+			 "--target",
+			 target,
+			 j->lowerbound != MC_PLAN_DEFAULT_LOWERBOUND ? "--lowerbound" : NULL,
+			 lower,
+			 j->soft_pinned_pass ? "--soft-pinned-pass" : NULL,
+			 NULL };
+	if (argv[6] == NULL) {
+		argv[6] = argv[8];
+		argv[7] = NULL;
+	}
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+		mc_err_errno(err, "cannot make pipes for the planner");
+		goto out;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	/* Its own process group, so a timeout kills whatever it started too. */
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&attr, 0);
+	st = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (st != 0) {
+		errno = st;
+		mc_err_errno(err, "cannot start the planner");
+		pid = -1;
+		goto out;
+	}
+	close(in[0]);
+	close(out[1]);
+	in[0] = out[1] = -1;
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	p.out = view;
+	p.out_len = view_len;
+	rc = pump_child(&in[1], out[0], &p, deadline, err);
+	st = reap(pid, rc == 0 ? deadline : 0);
+	pid = -1;
+	if (rc == 0 && st != 0) {
+		rc = mc_err_set(err, MC_ERR_PROTO, "the planner exited with status %d", st);
+	} else if (rc == 0) {
+		FILE *pf = fmemopen(p.in, p.in_len, "r");
+
+		if (pf == NULL || p.in_len == 0) {
+			rc = mc_err_set(err, MC_ERR_PROTO, "the planner wrote no plan");
+		} else {
+			rc = mc_plan_read(pf, &j->plan, false, err);
+			j->have_plan = rc == 0;
+		}
+		if (pf != NULL)
+			fclose(pf);
+	}
+out:
+	if (pid > 0)
+		reap(pid, 0);
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+	}
+	free(view);
+	free(p.in);
+	return rc;
+}
+
+static int encode(const struct job *j, bool plan, char **buf, size_t *len, struct mc_err *err);
+
+/* Each stage's planned bytes, off the loop: a reserve may list millions of victims. */
+static int
+sum_planned(struct job *j, struct mc_err *err)
+{
+	j->planned = calloc(j->plan.nstages + 1, sizeof(*j->planned));
+	if (j->planned == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the plan");
+	for (size_t i = 0; i < j->plan.nstages; i++) {
+		const struct mc_stage *s = &j->plan.stages[i];
+
+		for (size_t k = 0; k < s->nvictims; k++)
+			j->planned[i] += j->plan.view.c[s->victims[k]].bytes;
+	}
+	return 0;
+}
+
+static void *
+plan_thread(void *arg)
+{
+	struct job *j = arg;
+	char c = 1;
+
+	yield_to_loop();
+	if (j->plan_bytes != NULL) {
+		FILE *f = fmemopen(j->plan_bytes, j->plan_len, "r");
+
+		if (f == NULL) {
+			j->plan_rc = mc_err_errno(&j->plan_err, "cannot read the plan");
+		} else {
+			j->plan_rc = mc_plan_read(f, &j->plan, false, &j->plan_err);
+			fclose(f);
+		}
+		j->have_plan = j->plan_rc == 0;
+	} else {
+		struct mc_plan_params pp = {
+			.target = j->target,
+			.lowerbound = j->lowerbound,
+			.soft_pinned_pass = j->soft_pinned_pass,
+		};
+
+		j->plan_rc = -1;
+		if (j->planner_cmd != NULL) {
+			struct mc_err perr = { 0 };
+
+			j->plan_rc = run_planner(j, &perr);
+			if (j->plan_rc != 0) {
+				mc_plan_free(&j->plan);
+				mc_plan_init(&j->plan);
+				j->have_plan = false;
+				j->planner_failed = true;
+				snprintf(j->planner_why, sizeof(j->planner_why), "%s", perr.msg);
+			}
+		}
+		if (j->plan_rc != 0) {
+			j->plan_rc = mc_planner_run(&j->policy->p, &j->view, &pp, &j->plan, NULL,
+						    &j->plan_err);
+			j->have_plan = j->plan_rc == 0;
+		}
+	}
+	if (j->have_plan && sum_planned(j, &j->plan_err) != 0) {
+		j->plan_rc = -1;
+		j->have_plan = false;
+	}
+	if (j->have_plan && j->dry_run &&
+	    encode(j, true, &j->answer_buf, &j->answer_len, &j->plan_err) != 0) {
+		j->plan_rc = -1;
+		j->have_plan = false;
+	}
+	while (write(j->wake_fd, &c, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+/* ---- answering ---- */
+
+/* A plan or report in its msgpack stream form, for a reply. */
+static int
+encode(const struct job *j, bool plan, char **buf, size_t *len, struct mc_err *err)
+{
+	FILE *f = open_memstream(buf, len);
+	int rc;
+
+	if (f == NULL)
+		return mc_err_errno(err, "cannot buffer the answer");
+	rc = plan ? mc_plan_write(f, &j->plan, false, err)
+		  : mc_report_write(f, &j->report, &j->plan, false, err);
+	if (fclose(f) != 0 && rc == 0)
+		rc = mc_err_errno(err, "cannot buffer the answer");
+	if (rc != 0) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return rc;
+}
+
+static void
+answer(struct master *m, struct job *j)
+{
+	struct mc_err err = { 0 };
+	char *buf = NULL;
+	size_t len = 0;
+	msgpack_packer *pk;
+	bool plan = j->dry_run;
+
+	(void)m;
+	if (j->req == NULL)
+		return;
+	if (j->answer_buf != NULL) {
+		buf = j->answer_buf;
+		len = j->answer_len;
+		j->answer_buf = NULL;
+	} else if (encode(j, plan, &buf, &len, &err) != 0) {
+		handler_fail(j->req, j->method, err.code, "%s", err.msg);
+		j->req = NULL;
+		return;
+	}
+	pk = mc_reply_ok_begin(j->req);
+	msgpack_pack_map(pk, j->method == M_EVICT_RUN ? 4 : 3);
+	mc_pack_kv_u64(pk, "len", len);
+	if (j->method == M_EVICT_RUN)
+		mc_pack_kv_str(pk, "kind", plan ? "plan" : "report");
+	mc_pack_kv_u64(pk, "evicted_bytes", j->evicted_bytes);
+	mc_pack_kv_u64(pk, "evicted_objects", j->evicted_objects);
+	mc_reply_end_bulk(j->req, buf, len, free, buf);
+	j->req = NULL;
+}
+
+static void
+job_fail(struct master *m, struct job *j, const struct mc_err *err)
+{
+	mc_warn("eviction round (%s) failed: %s", trigger_names[j->trigger], err->msg);
+	if (j->req != NULL)
+		handler_fail(j->req, j->method, err->code, "%s", err->msg);
+	j->req = NULL;
+	(void)m;
+}
+
+/*
+ * Give back the pages of a big array before it is freed. munmap holds
+ * the address-space lock for writing, which stalls every page fault of
+ * the event loop meanwhile; MADV_DONTNEED takes it only for reading, a
+ * few megabytes at a time, and leaves munmap next to nothing to do.
+ */
+static void
+drop_pages(void *p, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)p + len) & ~(page - 1);
+	const uintptr_t step = 4u << 20;
+
+	for (; p != NULL && from + step <= to; from += step)
+		madvise((void *)from, step, MADV_DONTNEED);
+	if (p != NULL && from < to)
+		madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
+static void
+drop_view_pages(struct mc_cand_view *v)
+{
+	drop_pages(v->c, v->cap * sizeof(*v->c));
+	drop_pages(v->keys, v->keys_cap);
+}
+
+static void *
+free_thread(void *arg)
+{
+	struct job *j = arg;
+
+	yield_to_loop();
+	drop_view_pages(&j->view);
+	drop_view_pages(&j->plan.view);
+	drop_pages(j->done.slots, j->done.cap * sizeof(*j->done.slots));
+	for (size_t i = 0; i < j->plan.nstages; i++)
+		drop_pages(j->plan.stages[i].victims,
+			   j->plan.stages[i].cap * sizeof(*j->plan.stages[i].victims));
+	job_free(j);
+	return NULL;
+}
+
+/*
+ * Free a finished job. A round's view and plan can be hundreds of
+ * megabytes, and handing that many pages back to the kernel takes
+ * milliseconds, so a thread does it when one can be had.
+ */
+static void
+job_dispose(struct job *j)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	bool started = false;
+
+	policy_put(j->policy); /* the count belongs to the loop */
+	j->policy = NULL;
+	if (pthread_attr_init(&attr) == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		started = pthread_create(&t, &attr, free_thread, j) == 0;
+		pthread_attr_destroy(&attr);
+	}
+	if (!started)
+		job_free(j);
+}
+
+static void
+job_finish(struct master *m, struct job *j)
+{
+	struct evictor *e = evictor_of(m);
+	uint64_t end = mc_mono_ns();
+
+	if (j->phase == PH_EXEC) {
+		mc_metric_observe(e->exec_seconds, (double)(end - j->t_exec) / 1e9);
+		mc_info("eviction round (%s): evicted %llu copies, %llu bytes in %.1f ms, "
+			"%llu fallbacks run",
+			trigger_names[j->trigger], (unsigned long long)j->evicted_objects,
+			(unsigned long long)j->evicted_bytes, (double)(end - j->t0) / 1e6,
+			(unsigned long long)j->fallbacks);
+	}
+	answer(m, j);
+	if (j->key != UINT64_MAX)
+		remember_round(m, j->key);
+	e->running = NULL;
+	job_dispose(j);
+	job_next(m);
+}
+
+/* ---- executing ---- */
+
+static uint64_t
+copy_identity(uint32_t tenant, const char *key, size_t len, uint32_t peer, int tier)
+{
+	return store_key_hash(tenant, key, len) ^ ((uint64_t)peer * 0x9e3779b97f4a7c15ull) ^
+	       ((uint64_t)(tier + 1) << 56);
+}
+
+static bool
+any_eq(const void *entry, const void *key)
+{
+	(void)entry;
+	(void)key;
+	return true;
+}
+
+static int64_t
+resolve_tenant(struct master *m, const char *name)
+{
+	for (uint32_t t = 0; t < m->store.ntenants; t++)
+		if (strcmp(m->store.tenants[t].name, name) == 0)
+			return t;
+	return -1;
+}
+
+/* A peer as views name it: its address, or "peer-ID". */
+static int64_t
+resolve_peer(struct master *m, const char *name)
+{
+	const struct peer *p;
+	char *end;
+
+	if (strncmp(name, "peer-", 5) == 0) {
+		unsigned long id = strtoul(name + 5, &end, 10);
+
+		if (*end == '\0' && end != name + 5 && (p = peers_find(&m->peers, id)) != NULL)
+			return p->id;
+	}
+	p = peers_find_addr(&m->peers, name);
+	return p != NULL ? (int64_t)p->id : -1;
+}
+
+static int
+exec_begin(struct master *m, struct job *j, struct mc_err *err)
+{
+	uint32_t n = j->plan.view.nnames;
+
+	j->tenant_of = malloc(((size_t)n + 1) * sizeof(*j->tenant_of));
+	j->peer_of = malloc(((size_t)n + 1) * sizeof(*j->peer_of));
+	j->tier_of = malloc((size_t)n + 1);
+	if (j->tenant_of == NULL || j->peer_of == NULL || j->tier_of == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the plan");
+	for (uint32_t i = 0; i <= n; i++) {
+		j->tenant_of[i] = -2;
+		j->peer_of[i] = -2;
+		j->tier_of[i] = -2;
+	}
+	(void)m;
+	j->report.created = j->plan.created;
+	/* Sized once for every victim, so recording them never rehashes mid-slice. */
+	size_t total = 0;
+	for (size_t i = 0; i < j->plan.nstages; i++)
+		total += j->plan.stages[i].nvictims;
+	if (mc_htab_reserve(&j->done, total < (1u << 24) ? total : (1u << 24)) != 0)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the plan");
+	j->phase = PH_EXEC;
+	j->t_exec = mc_mono_ns();
+	return 0;
+}
+
+/* Resolve a plan name id through a per-job cache. */
+static int64_t
+cached(int64_t *cache, uint32_t id, struct master *m, const struct job *j,
+       int64_t (*resolve)(struct master *, const char *))
+{
+	if (cache[id] == -2)
+		cache[id] = resolve(m, mc_cand_name_str(&j->plan.view, id));
+	return cache[id];
+}
+
+static bool
+soft_pin_blocks(const struct master *m, const struct mc_stage *s, const struct mobj *o,
+		uint64_t now)
+{
+	return softpin_protects(o, now) && !(s->soft_pinned && m->cfg.allow_evict_soft_pinned);
+}
+
+static bool
+object_busy(const struct mobj *o)
+{
+	const struct mrep *r = obj_creps(o);
+
+	if (o->writing)
+		return true;
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (r[i].state != REP_COMPLETE)
+			return true;
+	return false;
+}
+
+/* Why a member of a group keeps the whole group, or -1 when none does. */
+static int
+group_blocks(const struct master *m, const struct mc_stage *s, const struct group *g, uint64_t now)
+{
+	for (uint32_t i = 0; i < g->n; i++) {
+		const struct mobj *o = g->members[i];
+
+		if (o->lease_deadline > now)
+			return MC_FAIL_GROUP_LEASED;
+		if (o->hard_pin || soft_pin_blocks(m, s, o, now))
+			return MC_FAIL_PINNED;
+		if (object_busy(o))
+			return MC_FAIL_BUSY;
+	}
+	return -1;
+}
+
+static uint64_t
+object_bytes(const struct master *m, const struct mobj *o)
+{
+	const struct mrep *r = obj_creps(o);
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < o->nrep; i++)
+		sum += ops_rep_size(m, o, &r[i]);
+	return sum;
+}
+
+/*
+ * Evict one victim: the copy it names, or for a member of a group every
+ * copy of every member. Returns -1 with *reason when it must stay.
+ */
+static int
+evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t vi,
+	     uint64_t *bytes, uint64_t *copies, int *reason)
+{
+	const struct mc_cand *c = &j->plan.view.c[vi];
+	const char *key = mc_cand_key(&j->plan.view, c);
+	uint64_t now = mc_now_ms();
+	int64_t tenant = cached(j->tenant_of, c->tenant, m, j, resolve_tenant);
+	int64_t peer = cached(j->peer_of, c->peer, m, j, resolve_peer);
+	int tier = j->tier_of[c->tier];
+	struct mobj *o;
+	uint64_t id;
+	unsigned i;
+
+	if (tier == -2) {
+		const char *tn = mc_cand_name_str(&j->plan.view, c->tier);
+
+		tier = tier_parse(tn, strlen(tn));
+		j->tier_of[c->tier] = (int8_t)tier;
+	}
+	*reason = MC_FAIL_GONE;
+	if (tenant < 0 || peer < 0 || tier < 0)
+		return -1;
+	id = copy_identity((uint32_t)tenant, key, c->key_len, (uint32_t)peer, tier);
+	o = store_find(&m->store, store_key_hash((uint32_t)tenant, key, c->key_len),
+		       (uint32_t)tenant, key, c->key_len);
+	if (o == NULL) {
+		if (mc_htab_find(&j->done, id, any_eq, NULL) != NULL)
+			*reason = MC_FAIL_EVICTED;
+		return -1;
+	}
+	if (o->version != c->version) {
+		*reason = MC_FAIL_VERSION;
+		return -1;
+	}
+	for (i = 0; i < o->nrep; i++) {
+		const struct mrep *r = &obj_creps(o)[i];
+
+		if (r->peer == (uint32_t)peer && r->tier == tier && r->version == o->version)
+			break;
+	}
+	if (i == o->nrep) {
+		if (mc_htab_find(&j->done, id, any_eq, NULL) != NULL)
+			*reason = MC_FAIL_EVICTED;
+		return -1;
+	}
+	if (o->hard_pin || soft_pin_blocks(m, s, o, now)) {
+		*reason = MC_FAIL_PINNED;
+		return -1;
+	}
+	if (o->lease_deadline > now) {
+		*reason = MC_FAIL_LEASED;
+		return -1;
+	}
+	if (object_busy(o)) {
+		*reason = MC_FAIL_BUSY;
+		return -1;
+	}
+	if (o->group != NO_GROUP) {
+		struct group *g = store_group_get(&m->store, o->group);
+
+		if (g != NULL) {
+			int why = group_blocks(m, s, g, now);
+
+			if (why >= 0) {
+				*reason = why;
+				return -1;
+			}
+			/* All or none: the whole group goes, every copy of every member. */
+			*bytes = *copies = 0;
+			while (g->n > 0) {
+				struct mobj *mo = g->members[g->n - 1];
+				bool last = g->n == 1;
+
+				*bytes += object_bytes(m, mo);
+				*copies += mo->nrep;
+				ops_obj_erase(m, mo, true, NULL);
+				if (last)
+					break; /* the group went with its last member */
+			}
+			mc_htab_insert(&j->done, id, j);
+			return 0;
+		}
+	}
+	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
+	*copies = 1;
+	ops_rep_remove(m, o, i, true);
+	ops_settle(m, o, NULL);
+	mc_htab_insert(&j->done, id, j);
+	return 0;
+}
+
+/* Actual bytes evicted so far inside scope (by every stage within it). */
+static uint64_t
+scope_actual(const struct job *j, const char *scope)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < j->report.nstages; i++)
+		if (mc_scope_contains(scope, j->report.stages[i].scope))
+			sum += j->report.stages[i].evicted_bytes;
+	return sum;
+}
+
+static unsigned
+scope_depth(const char *scope)
+{
+	unsigned d = *scope != '\0';
+
+	for (; *scope != '\0'; scope++)
+		d += *scope == '/';
+	return d > MC_POLICY_MAX_DEPTH ? MC_POLICY_MAX_DEPTH : d;
+}
+
+static int
+pass_of(const struct mc_stage *s)
+{
+	if (s->soft_pinned)
+		return PASS_SOFT_PINNED;
+	return s->kind == MC_STAGE_FALLBACK ? PASS_FALLBACK : PASS_EVICT;
+}
+
+/* Whether stage s has nothing more to do: its condition met, its target reached, its list done. */
+static bool
+stage_over(const struct job *j, const struct mc_stage *s, const struct mc_stage_report *sr)
+{
+	if (j->victim >= s->nvictims)
+		return true;
+	if (s->kind == MC_STAGE_FALLBACK)
+		return scope_actual(j, s->cond_scope) >= s->cond_lowerbound;
+	return s->target > 0 && sr->evicted_bytes >= s->target;
+}
+
+/* One slice of execution; 1 when more remains. */
+static int
+exec_slice(struct master *m, struct job *j, struct mc_err *err)
+{
+	struct evictor *e = evictor_of(m);
+	uint64_t until = mc_mono_ns() + SLICE_NS;
+	int budget = m->cfg.evict_slice;
+
+	while (j->stage < j->plan.nstages) {
+		const struct mc_stage *s = &j->plan.stages[j->stage];
+		struct mc_stage_report *sr;
+		uint64_t bytes = 0, copies = 0;
+		int reason, pass = pass_of(s);
+
+		if (!j->stage_open) {
+			if (mc_report_add_stage(&j->report, s, err) == NULL)
+				return -1;
+			sr = &j->report.stages[j->report.nstages - 1];
+			sr->planned_bytes = j->planned[j->stage];
+			sr->ran = s->kind == MC_STAGE_EVICT;
+			j->stage_open = true;
+			j->victim = 0;
+		}
+		sr = &j->report.stages[j->report.nstages - 1];
+		if (stage_over(j, s, sr)) {
+			j->stage++;
+			j->stage_open = false;
+			continue;
+		}
+		if (budget-- <= 0 || ((budget & 31) == 0 && mc_mono_ns() >= until))
+			return 1;
+		if (!sr->ran) {
+			sr->ran = true;
+			j->fallbacks++;
+			mc_metric_inc(e->fallbacks[scope_depth(s->scope)]);
+		}
+		if (evict_victim(m, j, s, s->victims[j->victim], &bytes, &copies, &reason) == 0) {
+			sr->evicted_bytes += bytes;
+			sr->evicted_objects += copies;
+			j->evicted_bytes += bytes;
+			j->evicted_objects += copies;
+			mc_metric_add(e->bytes[pass][j->trigger], (double)bytes);
+			mc_metric_add(e->objects[pass][j->trigger], (double)copies);
+		} else {
+			mc_metric_inc(e->failures[reason]);
+			if (mc_stage_report_fail(sr, s->victims[j->victim], reason, err) != 0)
+				return -1;
+		}
+		j->victim++;
+	}
+	return 0;
+}
+
+/* ---- the job's steps ---- */
+
+static void
+start_plan(struct master *m, struct job *j)
+{
+	struct evictor *e = evictor_of(m);
+	struct mc_err err = { 0 };
+	int rc;
+
+	j->phase = PH_PLAN;
+	j->t_plan = mc_mono_ns();
+	j->wake_fd = e->wake[1];
+	rc = pthread_create(&j->thread, NULL, plan_thread, j);
+	if (rc != 0) {
+		errno = rc;
+		mc_err_errno(&err, "cannot start the planning thread");
+		job_fail(m, j, &err);
+		job_finish(m, j);
+		return;
+	}
+	j->thread_started = true;
+}
+
+static void
+build_slice(struct master *m, struct job *j)
+{
+	uint64_t until = mc_mono_ns() + SLICE_NS;
+	struct mc_err err = { 0 };
+	int rc;
+
+	do {
+		rc = candidates_step(j->build, BUILD_CHUNK, &err);
+	} while (rc == 1 && mc_mono_ns() < until);
+	if (rc == 1) {
+		schedule_step(m);
+		return;
+	}
+	candidates_end(j->build);
+	j->build = NULL;
+	if (rc < 0) {
+		job_fail(m, j, &err);
+		job_finish(m, j);
+		return;
+	}
+	mc_metric_observe(evictor_of(m)->build_seconds, (double)(mc_mono_ns() - j->t0) / 1e9);
+	start_plan(m, j);
+}
+
+static void step(struct master *m, struct job *j);
+
+/* One slice of the running job, timed: the longest is what reads waited. */
+static void
+step_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct master *m = arg;
+	struct job *j = evictor_of(m)->running;
+	uint64_t t0 = mc_mono_ns();
+
+	(void)fd;
+	(void)what;
+	if (j == NULL)
+		return;
+	step(m, j);
+	mc_metric_observe(evictor_of(m)->slice_seconds, (double)(mc_mono_ns() - t0) / 1e9);
+}
+
+static void
+step(struct master *m, struct job *j)
+{
+	struct mc_err err = { 0 };
+	int rc;
+
+	if (j->phase == PH_BUILD) {
+		build_slice(m, j);
+		return;
+	}
+	if (j->phase != PH_EXEC)
+		return;
+	rc = exec_slice(m, j, &err);
+	if (rc == 1) {
+		schedule_step(m);
+		return;
+	}
+	if (rc < 0)
+		job_fail(m, j, &err);
+	job_finish(m, j);
+}
+
+static void planned(struct master *m, struct job *j);
+
+/* The planning thread is done. */
+static void
+woke_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct master *m = arg;
+	struct evictor *e = evictor_of(m);
+	struct job *j = e->running;
+	uint64_t t0 = mc_mono_ns();
+	char buf[64];
+
+	(void)what;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	if (j == NULL || j->phase != PH_PLAN || !j->thread_started)
+		return;
+	planned(m, j);
+	mc_metric_observe(e->slice_seconds, (double)(mc_mono_ns() - t0) / 1e9);
+}
+
+static void
+planned(struct master *m, struct job *j)
+{
+	struct evictor *e = evictor_of(m);
+	struct mc_err err = { 0 };
+
+	pthread_join(j->thread, NULL);
+	j->thread_started = false;
+	mc_metric_observe(e->plan_seconds, (double)(mc_mono_ns() - j->t_plan) / 1e9);
+	if (j->planner_failed) {
+		mc_metric_inc(e->planner_fallbacks);
+		mc_warn("eviction planner '%s' failed (%s); planned with the built-in policy",
+			j->planner_cmd, j->planner_why);
+	}
+	if (j->plan_rc != 0) {
+		job_fail(m, j, &j->plan_err);
+		job_finish(m, j);
+		return;
+	}
+	if (j->dry_run) {
+		job_finish(m, j);
+		return;
+	}
+	if (exec_begin(m, j, &err) != 0) {
+		job_fail(m, j, &err);
+		job_finish(m, j);
+		return;
+	}
+	schedule_step(m);
+}
+
+static void
+job_start(struct master *m, struct job *j)
+{
+	struct evictor *e = evictor_of(m);
+	struct mc_err err = { 0 };
+
+	e->running = j;
+	j->t0 = mc_mono_ns();
+	mc_metric_inc(e->rounds[j->trigger]);
+	j->policy = e->policy;
+	j->policy->refs++;
+	if (j->plan_bytes != NULL || j->empty) {
+		start_plan(m, j);
+		return;
+	}
+	j->build = candidates_begin(m, &j->filter, &j->view, &err);
+	if (j->build == NULL) {
+		job_fail(m, j, &err);
+		job_finish(m, j);
+		return;
+	}
+	j->phase = PH_BUILD;
+	schedule_step(m);
+}
+
+static void
+job_next(struct master *m)
+{
+	struct evictor *e = evictor_of(m);
+	struct job *j = e->head;
+
+	if (e->running != NULL || j == NULL)
+		return;
+	e->head = j->next;
+	if (e->head == NULL)
+		e->tail = NULL;
+	e->queued--;
+	j->next = NULL;
+	job_start(m, j);
+}
+
+/* ---- triggers ---- */
+
+static void
+queue_auto(struct master *m, int trigger, const struct cand_filter *f, uint64_t key,
+	   uint64_t target)
+{
+	struct job *j;
+
+	if (target == 0 || !auto_round_due(m, key))
+		return;
+	j = job_new(m, trigger);
+	if (j == NULL)
+		return;
+	j->filter = *f;
+	j->key = key;
+	j->target = target;
+	if (m->cfg.evict_lowerbound >= 0)
+		j->lowerbound = (uint64_t)((double)target * m->cfg.evict_lowerbound);
+	if (job_queue(m, j) != 0)
+		job_free(j);
+}
+
+void
+evict_check_watermarks(struct master *m)
+{
+	uint64_t now = mc_now_ms();
+
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		const struct peer *p = m->peers.v[i];
+
+		if (!peer_alive(p, now, m->cfg.peer_ttl))
+			continue;
+		for (int t = 0; t < TIER_COUNT; t++) {
+			const struct peer_tier *pt = &p->tiers[t];
+			struct cand_filter f = { .by_peer = true, .by_tier = true };
+			double high = (double)pt->capacity * m->cfg.evict_high;
+			uint64_t low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
+
+			if (!pt->present || pt->capacity == 0 || (double)pt->used <= high)
+				continue;
+			f.peer = p->id;
+			f.tier = t;
+			queue_auto(m, TRIG_WATERMARK, &f, job_key(TRIG_WATERMARK, p->id, t, 0),
+				   pt->used - low);
+		}
+	}
+}
+
+void
+evict_no_space(struct master *m, uint64_t bytes)
+{
+	struct cand_filter f = { 0 };
+	uint64_t over = 0, now = mc_now_ms();
+
+	/* What the put needs, or the whole overage above the low watermark if more. */
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		const struct peer *p = m->peers.v[i];
+
+		if (!peer_alive(p, now, m->cfg.peer_ttl))
+			continue;
+		for (int t = 0; t < TIER_COUNT; t++) {
+			const struct peer_tier *pt = &p->tiers[t];
+			uint64_t low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
+
+			if (pt->present && pt->used > low)
+				over += pt->used - low;
+		}
+	}
+	queue_auto(m, TRIG_NO_SPACE, &f, job_key(TRIG_NO_SPACE, 0, 0, 0),
+		   over > bytes ? over : bytes);
+}
+
+int
+evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, struct mc_err *err)
+{
+	uint64_t quota = quota_of(m, tenant);
+	const struct tenant *t = &m->store.tenants[tenant];
+	struct cand_filter f = { .by_tenant = true, .tenant = tenant };
+	uint64_t low;
+
+	if (quota == 0 || add == 0 || t->bytes + add <= quota)
+		return 0;
+	low = (uint64_t)((double)quota * m->cfg.evict_low);
+	queue_auto(m, TRIG_QUOTA, &f, job_key(TRIG_QUOTA, 0, 0, tenant), t->bytes + add - low);
+	return mc_err_set(err, MC_ERR_QUOTA,
+			  "tenant '%s' over its quota: %llu + %llu bytes of %llu; eviction started",
+			  t->name, (unsigned long long)t->bytes, (unsigned long long)add,
+			  (unsigned long long)quota);
+}
+
+/* ---- the calls ---- */
+
+/* The plan's bytes are in (ok), or its connection went first. */
+static void
+plan_received(struct mc_req *req, bool ok, void *arg)
+{
+	struct job *j = arg;
+	struct master *m = j->m;
+
+	j->req = req;
+	if (!ok) {
+		j->req = NULL;
+		job_free(j);
+		return;
+	}
+	if (job_queue(m, j) != 0) {
+		handler_fail(req, M_EVICT_PLAN, MC_ERR_BUSY, "too many eviction rounds queued");
+		j->req = NULL;
+		job_free(j);
+	}
+}
+
+void
+h_evict_plan(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	struct mc_err err = { 0 };
+	uint64_t len = 0;
+	struct job *j;
+	struct mc_req *d;
+
+	mmetrics_request(&m->mx, M_EVICT_PLAN);
+	if (mc_map_u64(req->params, "len", &len, &err) != 1 || req->bulk_len != len || len == 0) {
+		handler_fail(req, M_EVICT_PLAN, MC_ERR_INVALID,
+			     "evict_plan needs 'len' and that many bytes of a plan");
+		return;
+	}
+	if (len > PLAN_MAX_BYTES) {
+		handler_fail(req, M_EVICT_PLAN, MC_ERR_TOO_LARGE, "plan of %llu bytes, limit %llu",
+			     (unsigned long long)len, (unsigned long long)PLAN_MAX_BYTES);
+		return;
+	}
+	if (evictor_of(m)->queued >= JOBS_MAX) {
+		handler_fail(req, M_EVICT_PLAN, MC_ERR_BUSY, "too many eviction rounds queued");
+		return;
+	}
+	j = job_new(m, TRIG_PLAN);
+	if (j == NULL || (j->plan_bytes = malloc(len)) == NULL)
+		goto oom;
+	j->plan_len = len;
+	j->method = M_EVICT_PLAN;
+	d = mc_req_defer(req);
+	if (d == NULL)
+		goto oom;
+	j->req = d;
+	if (mc_req_recv_bulk(d, j->plan_bytes, plan_received, j) != 0) {
+		j->req = NULL;
+		job_free(j);
+		handler_fail(d, M_EVICT_PLAN, MC_ERR_INTERNAL, "cannot receive the plan");
+	}
+	return;
+oom:
+	job_free(j);
+	handler_fail(req, M_EVICT_PLAN, MC_ERR_SYSTEM, "out of memory");
+}
+
+void
+h_evict_run(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	struct mc_err err = { 0 };
+	struct job *j = NULL;
+	const char *s;
+	size_t len;
+	uint64_t v;
+	int rc;
+
+	mmetrics_request(&m->mx, M_EVICT_RUN);
+	j = job_new(m, TRIG_MANUAL);
+	if (j == NULL) {
+		handler_fail(req, M_EVICT_RUN, MC_ERR_SYSTEM, "out of memory");
+		return;
+	}
+	j->method = M_EVICT_RUN;
+	if (mc_map_u64(req->params, "target", &j->target, &err) != 1 || j->target == 0) {
+		if (err.code == 0)
+			mc_err_set(&err, MC_ERR_INVALID, "evict_run needs a target above 0 bytes");
+		goto fail;
+	}
+	if ((rc = mc_map_u64(req->params, "lowerbound", &v, &err)) < 0)
+		goto fail;
+	if (rc > 0)
+		j->lowerbound = v;
+	if (mc_map_bool(req->params, "dry_run", &j->dry_run, &err) < 0)
+		goto fail;
+	if ((rc = mc_map_u64(req->params, "peer_id", &v, &err)) < 0)
+		goto fail;
+	if (rc > 0) {
+		j->filter.by_peer = true;
+		j->filter.peer = (uint32_t)v;
+		j->empty |= v > UINT32_MAX || peers_find(&m->peers, (uint32_t)v) == NULL;
+	}
+	if ((rc = mc_map_str(req->params, "tier", &s, &len, &err)) < 0)
+		goto fail;
+	if (rc > 0) {
+		j->filter.by_tier = true;
+		j->filter.tier = tier_parse(s, len);
+		if (j->filter.tier < 0) {
+			mc_err_set(&err, MC_ERR_INVALID, "unknown tier '%.*s'",
+				   (int)(len > 32 ? 32 : len), s);
+			goto fail;
+		}
+	}
+	if ((rc = mc_map_str(req->params, "tenant", &s, &len, &err)) < 0)
+		goto fail;
+	if (rc > 0) {
+		char name[MC_NAME_MAX + 1];
+		int64_t t;
+
+		snprintf(name, sizeof(name), "%.*s", (int)(len > MC_NAME_MAX ? MC_NAME_MAX : len),
+			 s);
+		t = resolve_tenant(m, name);
+		j->filter.by_tenant = true;
+		j->filter.tenant = t < 0 ? 0 : (uint32_t)t;
+		j->empty |= t < 0 || len > MC_NAME_MAX;
+	}
+	if (evictor_of(m)->queued >= JOBS_MAX) {
+		mc_err_set(&err, MC_ERR_BUSY, "too many eviction rounds queued");
+		goto fail;
+	}
+	j->req = mc_req_defer(req);
+	if (j->req == NULL) {
+		mc_err_set(&err, MC_ERR_SYSTEM, "out of memory");
+		goto fail;
+	}
+	job_queue(m, j);
+	return;
+fail:
+	job_free(j);
+	handler_fail(req, M_EVICT_RUN, err.code, "%s", err.msg);
+}
+
+/* ---- life cycle and metrics ---- */
+
+static int
+metrics_init(struct master *m)
+{
+	struct evictor *e = evictor_of(m);
+	struct mc_metrics *r = m->mx.reg;
+	char label[64];
+
+	for (int t = 0; t < TRIG_COUNT; t++) {
+		e->rounds[t] = mc_metric_get(r, "mc_evict_rounds_total", MC_COUNTER,
+					     "eviction rounds started, by trigger", "trigger",
+					     trigger_names[t]);
+		for (int p = 0; p < PASS_COUNT; p++) {
+			snprintf(label, sizeof(label), "%s,%s", pass_names[p], trigger_names[t]);
+			e->bytes[p][t] = mc_metric_get(r, "mc_evicted_bytes_total", MC_COUNTER,
+						       "bytes evicted, by stage kind and trigger",
+						       "kind,trigger", label);
+			e->objects[p][t] = mc_metric_get(
+				r, "mc_evicted_objects_total", MC_COUNTER,
+				"copies evicted, by stage kind and trigger", "kind,trigger", label);
+			if (e->bytes[p][t] == NULL || e->objects[p][t] == NULL)
+				return -1;
+		}
+		if (e->rounds[t] == NULL)
+			return -1;
+	}
+	for (int i = 0; i < MC_FAIL_REASON_COUNT; i++) {
+		e->failures[i] = mc_metric_get(r, "mc_evict_failures_total", MC_COUNTER,
+					       "planned victims kept at revalidation, by reason",
+					       "reason", mc_fail_reason_name(i));
+		if (e->failures[i] == NULL)
+			return -1;
+	}
+	for (int i = 0; i <= MC_POLICY_MAX_DEPTH; i++) {
+		snprintf(label, sizeof(label), "%d", i);
+		e->fallbacks[i] = mc_metric_get(r, "mc_evict_fallbacks_total", MC_COUNTER,
+						"fallback stages run, by scope depth (0: global)",
+						"level", label);
+		if (e->fallbacks[i] == NULL)
+			return -1;
+	}
+	e->planner_fallbacks = mc_metric_get(
+		r, "mc_evict_planner_failures_total", MC_COUNTER,
+		"external planner runs that failed (the built-in one planned)", NULL, NULL);
+	e->build_seconds = mc_metric_get(r, "mc_evict_view_seconds", MC_HISTOGRAM,
+					 "time to build a round's candidate view", NULL, NULL);
+	e->plan_seconds = mc_metric_get(r, "mc_evict_plan_seconds", MC_HISTOGRAM,
+					"time to plan a round", NULL, NULL);
+	e->exec_seconds = mc_metric_get(r, "mc_evict_exec_seconds", MC_HISTOGRAM,
+					"time to execute a plan", NULL, NULL);
+	e->slice_seconds =
+		mc_metric_get(r, "mc_evict_slice_seconds", MC_HISTOGRAM,
+			      "time the event loop spent in one slice of a round", NULL, NULL);
+	return e->planner_fallbacks != NULL && e->build_seconds != NULL &&
+			       e->plan_seconds != NULL && e->exec_seconds != NULL &&
+			       e->slice_seconds != NULL
+		       ? 0
+		       : -1;
+}
+
+void
+evict_collect(struct master *m, struct mc_metrics *r)
+{
+	struct evictor *e = evictor_of(m);
+
+	mc_metric_set(mc_metric_get(r, "mc_evict_queued", MC_GAUGE,
+				    "eviction rounds waiting, the running one included", NULL,
+				    NULL),
+		      (double)(e->queued + (e->running != NULL)));
+}
+
+int
+evict_init(struct master *m, struct mc_err *err)
+{
+	struct evictor *e = calloc(1, sizeof(*e));
+	struct policy_ref *pol;
+	struct quota *q;
+	size_t nq;
+
+	if (e == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction");
+	m->ev = e;
+	e->wake[0] = e->wake[1] = -1;
+	if (load_config(m, &pol, &q, &nq, err) != 0)
+		return -1;
+	install_config(m, pol, q, nq);
+	if (pipe2(e->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+		return mc_err_errno(err, "cannot make the eviction pipe");
+	e->step_ev = evtimer_new(m->base, step_cb, m);
+	e->woke_ev = event_new(m->base, e->wake[0], EV_READ | EV_PERSIST, woke_cb, m);
+	if (e->step_ev == NULL || e->woke_ev == NULL || event_add(e->woke_ev, NULL) != 0)
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot set up eviction events");
+	if (metrics_init(m) != 0)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction metrics");
+	return 0;
+}
+
+void
+evict_free(struct master *m)
+{
+	struct evictor *e = evictor_of(m);
+	struct job *j;
+
+	if (e == NULL)
+		return;
+	if (e->running != NULL) {
+		if (e->running->thread_started)
+			pthread_join(e->running->thread, NULL);
+		e->running->req = NULL;
+		job_free(e->running);
+		e->running = NULL;
+	}
+	while ((j = e->head) != NULL) {
+		e->head = j->next;
+		j->req = NULL;
+		job_free(j);
+	}
+	e->tail = NULL;
+	e->queued = 0;
+	if (e->step_ev != NULL)
+		event_free(e->step_ev);
+	if (e->woke_ev != NULL)
+		event_free(e->woke_ev);
+	for (int i = 0; i < 2; i++)
+		if (e->wake[i] >= 0)
+			close(e->wake[i]);
+	policy_put(e->policy);
+	quotas_free(e->quotas, e->nquotas);
+	free(e->quota_of);
+	free(e);
+	m->ev = NULL;
+}

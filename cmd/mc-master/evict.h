@@ -1,0 +1,68 @@
+/*
+ * Eviction in the master: the safe execution of plans (seed
+ * "hierarchical eviction"). The policy decides, in libmc's planner or an
+ * external planner process; this module owns the mutation.
+ *
+ * A job is one round: a trigger (a tier over --evict-high-watermark, a
+ * put that found no space, a put over its tenant's quota, or an admin's
+ * evict_run / evict_plan), then
+ *   build   the candidate view, in slices on the loop
+ *   plan    on a worker thread: the built-in planner, the external
+ *           --evict-planner command (with a timeout, falling back to the
+ *           built-in one), or parsing the plan evict_plan was given
+ *   execute stage by stage in slices on the loop: each victim found again
+ *           and revalidated (exists, same version, not hard pinned, lease
+ *           expired, soft pin not active unless the stage is the
+ *           soft-pinned second pass and --allow-evict-soft-pinned is set,
+ *           its group all-or-none, not busy), then its replica removed
+ *           and the peer told to drop the copy. A fallback stage runs only
+ *           while the actual evicted bytes of its scope are below its
+ *           condition; an evict stage stops at its target.
+ * Jobs run one at a time, in arrival order; a slice yields to the loop
+ * after --evict-slice victims or half a millisecond, whichever first.
+ */
+#ifndef MASTER_EVICT_H
+#define MASTER_EVICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mc/conn.h"
+#include "mc/err.h"
+#include "mc/metrics.h"
+
+struct master;
+struct evictor;
+
+enum evict_trigger {
+	TRIG_WATERMARK,
+	TRIG_NO_SPACE,
+	TRIG_QUOTA,
+	TRIG_MANUAL, /* evict_run */
+	TRIG_PLAN,   /* evict_plan */
+	TRIG_COUNT
+};
+
+/* Load the policy and quotas named by the configuration; -1 with err. */
+int evict_init(struct master *m, struct mc_err *err);
+void evict_free(struct master *m);
+/* SIGHUP: load the policy and quota files again; the old ones stay on error. */
+int evict_reload(struct master *m, struct mc_err *err);
+
+/* From the sweep: queue a round for every live peer tier above the high watermark. */
+void evict_check_watermarks(struct master *m);
+/* Placement found no room for bytes: queue a round (the put still fails). */
+void evict_no_space(struct master *m, uint64_t bytes);
+/*
+ * A put of add bytes (net of the version it replaces) by tenant: 0 when
+ * within its quota; else -1 with MC_ERR_QUOTA in err, and a round over
+ * that tenant's copies is queued.
+ */
+int evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, struct mc_err *err);
+
+void evict_collect(struct master *m, struct mc_metrics *r);
+
+void h_evict_plan(struct mc_req *req);
+void h_evict_run(struct mc_req *req);
+
+#endif
