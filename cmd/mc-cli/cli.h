@@ -54,7 +54,8 @@ int cli_peers(int argc, char **argv);
 int cli_corrupt(int argc, char **argv);
 
 /* evict.c: the eviction pipeline's ends. */
-extern const struct mc_opt cli_candidates_opts[];
+extern const struct mc_opt cli_candidates_opts[], cli_evict_opts[];
 int cli_candidates(int argc, char **argv);
+int cli_evict(int argc, char **argv);
 
 #endif

@@ -49,6 +49,9 @@ static const struct cli_cmd cmds[] = {
 	  cli_corrupt },
 	{ "candidates", "", "write the candidate view of evictable copies (eviction stage 1)",
 	  cli_candidates_opts, 0, 0, cli_candidates },
+	{ "evict", "--plan FILE|--target SIZE",
+	  "execute a plan, or have the master run an eviction round (eviction stage 3)",
+	  cli_evict_opts, 0, 0, cli_evict },
 	{ 0 },
 };
 
