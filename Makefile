@@ -138,6 +138,7 @@ bench: deps
 	tests/bench/run
 	tests/bench/snapshot
 	tests/bench/softpin
+	tests/bench/evict
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 
