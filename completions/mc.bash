@@ -91,17 +91,25 @@ complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR )
-	local -A copts=( ['put']='--replicas --type --group --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' )
-	_mc_complete '--master --tenant --json --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates' kinds copts
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR )
+	local -A copts=( ['put']='--replicas --type --group --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' )
+	_mc_complete '--master --tenant --json --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict' kinds copts
 }
 complete -F _mc_cli mc-cli
 
+_mc_evict_plan()
+{
+	local -A kinds=( ['--policy']=FILE ['--target']=SIZE ['--lowerbound']=SIZE ['--input']=FILE )
+	local -A copts=( )
+	_mc_complete '--policy --target --lowerbound --soft-pinned-pass --json --explain --check --input --help --version --list-options' '' kinds copts
+}
+complete -F _mc_evict_plan mc-evict-plan
+
 _mc_master()
 {
-	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--default-soft-pin-ttl']=DURATION ['--max-soft-pin-ttl']=DURATION ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
+	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--default-soft-pin-ttl']=DURATION ['--max-soft-pin-ttl']=DURATION ['--evict-policy']=FILE ['--evict-high-watermark']=FRACTION ['--evict-low-watermark']=FRACTION ['--evict-lowerbound']=FRACTION ['--evict-planner']=CMD ['--evict-planner-timeout']=DURATION ['--evict-slice']=N ['--evict-interval']=DURATION ['--quota-file']=FILE ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --reconcile-timeout --master-id --default-soft-pin-ttl --max-soft-pin-ttl --allow-evict-soft-pinned --config --max-conns --log-level --help --version --list-options' '' kinds copts
+	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --reconcile-timeout --master-id --default-soft-pin-ttl --max-soft-pin-ttl --allow-evict-soft-pinned --evict-policy --evict-high-watermark --evict-low-watermark --evict-lowerbound --evict-planner --evict-planner-timeout --evict-slice --evict-interval --quota-file --config --max-conns --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_master mc-master
 
