@@ -9,6 +9,10 @@
  * default from the policy (fixed, or per byte when the policy says
  * "bytes"), else bytes x cost_per_byte, else its bytes
  * (so with no cost information at all the order is by reads alone).
+ *
+ * Aged: the reads count for less the longer ago the last one was, halved
+ * every half-life (lfu's), as GDSF's rising inflation value lets a copy
+ * that was valuable long ago fall behind one that is valuable now.
  */
 #include "mc/ranker.h"
 
@@ -34,11 +38,11 @@ score(const struct mc_cand_view *v, const struct mc_cand *c, const struct mc_ran
 	double bytes = c->bytes ? (double)c->bytes : 1;
 
 	(void)v;
-	return cand_cost(c, p) * ((double)c->access_count + 1) / bytes;
+	return cand_cost(c, p) * ((double)c->access_count + 1) * mc_rank_decay(c, p) / bytes;
 }
 
 const struct mc_ranker mc_rank_cost = {
 	.name = "cost",
-	.help = "GDSF: recompute cost x (accesses + 1) / bytes, lowest first",
+	.help = "GDSF: recompute cost x aged (accesses + 1) / bytes, lowest first",
 	.score = score,
 };

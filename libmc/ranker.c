@@ -19,6 +19,19 @@ const struct mc_ranker *const mc_rankers[] = {
 	&mc_rank_hyperbolic, &mc_rank_cost, NULL,
 };
 
+/* The default half-life: long enough to span a burst of conversations. */
+#define HALF_LIFE_MS (10 * 60 * 1000)
+
+double
+mc_rank_decay(const struct mc_cand *c, const struct mc_ranker_params *p)
+{
+	uint64_t half_life = p->lfu_half_life_ms ? p->lfu_half_life_ms : HALF_LIFE_MS;
+	/* a read stamped after the planning time (clock skew) is a fresh read */
+	uint64_t age = p->now > c->last_access ? p->now - c->last_access : 0;
+
+	return exp2(-((double)age / (double)half_life));
+}
+
 const struct mc_ranker *
 mc_ranker_find(const char *name)
 {

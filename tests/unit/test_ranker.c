@@ -18,7 +18,7 @@
 static struct mc_cand cands[8];
 static struct mc_cand_view view;
 
-/* A view of n blank candidates: no cost hint, 1000 bytes, type 0. */
+/* A view of n blank candidates: no cost hint, 1000 bytes, type 0, read just now. */
 static void
 view_reset(size_t n)
 {
@@ -28,6 +28,7 @@ view_reset(size_t n)
 	for (i = 0; i < n; i++) {
 		cands[i].cost = -1;
 		cands[i].bytes = 1000;
+		cands[i].last_access = NOW;
 	}
 	memset(&view, 0, sizeof(view));
 	view.c = cands;
@@ -140,6 +141,20 @@ test_simple_orders(void)
 	cands[2].access_count = 4;
 	TAP_OK(strcmp(order("cost", &p), "0,2,1") == 0,
 	       "cost: cost x (reads + 1) / bytes, lowest first (got %s)", order("cost", &p));
+
+	/* aged: the same worth, but copy 0's reads ended two half-lives ago */
+	view_reset(2);
+	for (int k = 0; k < 2; k++) {
+		cands[k].cost = 100;
+		cands[k].access_count = 8;
+	}
+	cands[0].last_access = NOW - 2 * 600000;
+	cands[1].last_access = NOW - 1000;
+	TAP_OK(strcmp(order("cost", &p), "0,1") == 0,
+	       "cost: reads age, the copy read long ago goes first (got %s)", order("cost", &p));
+	cands[0].access_count = 40; /* 41 / 4 > 9: still worth more after ageing */
+	TAP_OK(strcmp(order("cost", &p), "1,0") == 0,
+	       "cost: ageing halves per half-life, it does not erase (got %s)", order("cost", &p));
 }
 
 static void

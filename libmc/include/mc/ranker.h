@@ -11,9 +11,10 @@
  *   lfu         fewest accesses first, the count decayed by age with
  *               half-life params->lfu_half_life_ms
  *   hyperbolic  fewest hits per time in cache (access_count / age)
- *   cost        GDSF-style: cost x frequency / bytes, lowest first; a
- *               candidate without a cost hint takes its type's default
- *               from params (or bytes when none)
+ *   cost        GDSF-style: cost x frequency / bytes, lowest first, the
+ *               frequency aged like lfu's count; a candidate without a
+ *               cost hint takes its type's default from params (or
+ *               bytes when none)
  */
 #ifndef MC_RANKER_H
 #define MC_RANKER_H
@@ -26,7 +27,7 @@
 
 struct mc_ranker_params {
 	uint64_t now;		   /* planning time, ms */
-	uint64_t lfu_half_life_ms; /* 0: 10 minutes */
+	uint64_t lfu_half_life_ms; /* lfu and cost ageing; 0: 10 minutes */
 	/* default recompute cost per type name id (index), < 0 for none */
 	const double *type_cost;
 	size_t ntype_cost;
@@ -46,6 +47,12 @@ struct mc_ranker {
 	double (*score)(const struct mc_cand_view *v, const struct mc_cand *c,
 			const struct mc_ranker_params *p);
 };
+
+/*
+ * Ageing shared by the frequency rankers: 2^-(age / half-life), age the
+ * time since the candidate's last access (0 when that is in the future).
+ */
+double mc_rank_decay(const struct mc_cand *c, const struct mc_ranker_params *p);
 
 /* NULL-terminated table of every ranker. */
 extern const struct mc_ranker *const mc_rankers[];
