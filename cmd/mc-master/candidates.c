@@ -1,6 +1,7 @@
 /*
  * Building the candidate view from the store, and the `candidates` call
- * that ships it as a bulk in the stream form of man/mc-candidates.5.
+ * that ships it as a bulk in the stream form of man/mc-candidates.5 (the
+ * call is an export job of evict.c: built in slices, encoded off the loop).
  *
  * The walk visits every object once. Names are interned into the view
  * once per distinct tenant, type, group, peer and tier, and each object
@@ -16,6 +17,7 @@
 #include "mc/clock.h"
 #include "mc/wire.h"
 #include "candidates.h"
+#include "evict.h"
 #include "handlers.h"
 #include "master.h"
 
@@ -261,20 +263,6 @@ candidates_end(struct cand_build *b)
 	free(b);
 }
 
-int
-candidates_build(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
-		 struct mc_err *err)
-{
-	struct cand_build *b = candidates_begin(m, f, v, err);
-	int rc;
-
-	if (b == NULL)
-		return -1;
-	rc = candidates_step(b, SIZE_MAX, err);
-	candidates_end(b);
-	return rc;
-}
-
 /* ---- the call ---- */
 
 static int
@@ -336,47 +324,12 @@ h_candidates(struct mc_req *req)
 {
 	struct master *m = req->ctx;
 	struct cand_filter f = { 0 };
-	struct mc_cand_view v;
 	struct mc_err err = { 0 };
 	bool none = false;
-	char *buf = NULL;
-	size_t len = 0, count;
-	FILE *out;
 
 	mmetrics_request(&m->mx, M_CANDIDATES);
-	if (read_filter(m, req->params, &f, &none, &err) < 0) {
+	/* Built in slices and encoded off the loop, as an eviction round's view is. */
+	if (read_filter(m, req->params, &f, &none, &err) < 0 ||
+	    evict_export_view(m, req, &f, none, &err) < 0)
 		handler_fail(req, M_CANDIDATES, err.code, "%s", err.msg);
-		return;
-	}
-	mc_cand_view_init(&v);
-	v.created = mc_now_ms();
-	if (!none && candidates_build(m, &f, &v, &err) < 0)
-		goto fail;
-	out = open_memstream(&buf, &len);
-	if (out == NULL) {
-		mc_err_errno(&err, "cannot buffer candidates");
-		goto fail;
-	}
-	if (mc_cand_write(out, &v, false, &err) < 0) {
-		fclose(out);
-		free(buf);
-		goto fail;
-	}
-	if (fclose(out) != 0) {
-		mc_err_errno(&err, "cannot buffer candidates");
-		free(buf);
-		goto fail;
-	}
-	count = v.n;
-	mc_cand_view_free(&v);
-	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 2);
-	mc_pack_kv_u64(pk, "count", count);
-	mc_pack_kv_u64(pk, "len", len);
-	/* The stream goes out from buf itself, freed once written. */
-	mc_reply_end_bulk(req, buf, len, free, buf);
-	return;
-fail:
-	mc_cand_view_free(&v);
-	handler_fail(req, M_CANDIDATES, err.code, "cannot build candidates: %s", err.msg);
 }

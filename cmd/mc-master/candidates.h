@@ -30,15 +30,8 @@ struct cand_filter {
 
 /*
  * Fill v (initialised by the caller, left empty) with the copies that
- * pass f, as of now (mc_now_ms()). -1 with err when out of memory; v
- * then holds a partial view the caller frees.
- */
-int candidates_build(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
-		     struct mc_err *err);
-
-/*
- * The same walk in slices, for the master's own rounds, so that a big
- * store never holds the event loop for long: begin, then step until it
+ * pass f, as of the begin (mc_now_ms()), in slices, so that a big store
+ * never holds the event loop for long: begin, then step until it
  * returns 0 (done; 1: more to visit, -1: err), then end. Between steps
  * the store may change: objects added or moved by a resize of the table
  * may be missed or seen twice, which a view may afford (every victim is

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,9 @@ struct quota {
 
 enum phase { PH_QUEUED, PH_BUILD, PH_PLAN, PH_EXEC };
 
+struct blob;
+static void blob_free(struct blob *b);
+
 struct job {
 	struct job *next;
 	struct master *m;
@@ -77,6 +81,7 @@ struct job {
 	bool empty; /* the filter names nothing that exists: plan nothing */
 	uint64_t target, lowerbound;
 	bool dry_run;
+	bool export_view;   /* a `candidates` call: build and answer the view, no round */
 	struct mc_req *req; /* deferred request to answer, or NULL */
 	enum method method;
 	uint64_t key; /* dedup of automatic rounds: trigger, peer, tier, tenant */
@@ -99,8 +104,7 @@ struct job {
 	struct mc_err plan_err;
 	bool planner_failed; /* the external planner failed; the built-in one planned */
 	uint64_t *planned;   /* per stage: its victims' bytes, summed by the thread */
-	char *answer_buf;    /* a dry run's plan stream, encoded by the thread */
-	size_t answer_len;
+	struct blob *answer; /* encoded off the loop: a view or a dry run's plan */
 	char planner_why[MC_ERR_MSG_MAX];
 	/* execute */
 	struct mc_report report;
@@ -431,7 +435,7 @@ job_free(struct job *j)
 	mc_htab_free(&j->done);
 	policy_put(j->policy);
 	free(j->plan_bytes);
-	free(j->answer_buf);
+	blob_free(j->answer);
 	free(j->planned);
 	free(j->tenant_of);
 	free(j->peer_of);
@@ -476,6 +480,100 @@ static void
 yield_to_loop(void)
 {
 	setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
+}
+
+/*
+ * Give back the pages of a big array before it is freed. munmap holds
+ * the address-space lock for writing, which stalls every page fault of
+ * the event loop meanwhile; MADV_DONTNEED takes it only for reading, a
+ * few megabytes at a time, and leaves munmap next to nothing to do.
+ */
+static void
+drop_pages(void *p, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)p + len) & ~(page - 1);
+	const uintptr_t step = 4u << 20;
+
+	for (; p != NULL && from + step <= to; from += step)
+		madvise((void *)from, step, MADV_DONTNEED);
+	if (p != NULL && from < to)
+		madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
+/*
+ * An answer stream (a view of a million copies is hundreds of MB) kept
+ * in an anonymous file and sent from a mapping of it. Growing a heap
+ * buffer that size would copy it and unmap the old one, and an unmap
+ * holds the address-space lock that the event loop's page faults wait on.
+ */
+struct blob {
+	int fd;
+	void *map;
+	size_t len;
+};
+
+static void
+blob_free(struct blob *b)
+{
+	if (b == NULL)
+		return;
+	if (b->map != NULL) {
+		drop_pages(b->map, b->len);
+		munmap(b->map, b->len);
+	}
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+}
+
+/* Write with fn into a new blob; NULL with err. */
+static struct blob *
+blob_write(int (*fn)(FILE *, const struct job *, struct mc_err *), const struct job *j,
+	   struct mc_err *err)
+{
+	struct blob *b = calloc(1, sizeof(*b));
+	struct stat st;
+	FILE *f = NULL;
+	int wfd;
+
+	if (b == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory");
+		return NULL;
+	}
+	b->fd = memfd_create("mc-answer", MFD_CLOEXEC);
+	if (b->fd < 0 || (wfd = dup(b->fd)) < 0) {
+		mc_err_errno(err, "cannot make room for the answer");
+		goto fail;
+	}
+	if ((f = fdopen(wfd, "w")) == NULL) {
+		close(wfd);
+		mc_err_errno(err, "cannot make room for the answer");
+		goto fail;
+	}
+	setvbuf(f, NULL, _IOFBF, 1u << 20);
+	if (fn(f, j, err) != 0) {
+		fclose(f);
+		goto fail;
+	}
+	if (fclose(f) != 0 || fstat(b->fd, &st) != 0) {
+		mc_err_errno(err, "cannot write the answer");
+		goto fail;
+	}
+	b->len = (size_t)st.st_size;
+	if (b->len > 0) {
+		b->map = mmap(NULL, b->len, PROT_READ, MAP_SHARED, b->fd, 0);
+		if (b->map == MAP_FAILED) {
+			b->map = NULL;
+			mc_err_errno(err, "cannot map the answer");
+			goto fail;
+		}
+	}
+	return b;
+fail:
+	blob_free(b);
+	return NULL;
 }
 
 /*
@@ -679,7 +777,24 @@ out:
 	return rc;
 }
 
-static int encode(const struct job *j, bool plan, char **buf, size_t *len, struct mc_err *err);
+/* A `candidates` answer: the view in its msgpack stream form. */
+static int
+write_view(FILE *f, const struct job *j, struct mc_err *err)
+{
+	return mc_cand_write(f, &j->view, false, err);
+}
+
+static int
+write_plan(FILE *f, const struct job *j, struct mc_err *err)
+{
+	return mc_plan_write(f, &j->plan, false, err);
+}
+
+static int
+write_report(FILE *f, const struct job *j, struct mc_err *err)
+{
+	return mc_report_write(f, &j->report, &j->plan, false, err);
+}
 
 /* Each stage's planned bytes, off the loop: a reserve may list millions of victims. */
 static int
@@ -704,7 +819,10 @@ plan_thread(void *arg)
 	char c = 1;
 
 	yield_to_loop();
-	if (j->plan_bytes != NULL) {
+	if (j->export_view) {
+		j->answer = blob_write(write_view, j, &j->plan_err);
+		j->plan_rc = j->answer != NULL ? 0 : -1;
+	} else if (j->plan_bytes != NULL) {
 		FILE *f = fmemopen(j->plan_bytes, j->plan_len, "r");
 
 		if (f == NULL) {
@@ -745,7 +863,7 @@ plan_thread(void *arg)
 		j->have_plan = false;
 	}
 	if (j->have_plan && j->dry_run &&
-	    encode(j, true, &j->answer_buf, &j->answer_len, &j->plan_err) != 0) {
+	    (j->answer = blob_write(write_plan, j, &j->plan_err)) == NULL) {
 		j->plan_rc = -1;
 		j->have_plan = false;
 	}
@@ -754,95 +872,54 @@ plan_thread(void *arg)
 	return NULL;
 }
 
-/* ---- answering ---- */
-
-/* A plan or report in its msgpack stream form, for a reply. */
-static int
-encode(const struct job *j, bool plan, char **buf, size_t *len, struct mc_err *err)
-{
-	FILE *f = open_memstream(buf, len);
-	int rc;
-
-	if (f == NULL)
-		return mc_err_errno(err, "cannot buffer the answer");
-	rc = plan ? mc_plan_write(f, &j->plan, false, err)
-		  : mc_report_write(f, &j->report, &j->plan, false, err);
-	if (fclose(f) != 0 && rc == 0)
-		rc = mc_err_errno(err, "cannot buffer the answer");
-	if (rc != 0) {
-		free(*buf);
-		*buf = NULL;
-	}
-	return rc;
-}
-
-static void
-answer(struct master *m, struct job *j)
-{
-	struct mc_err err = { 0 };
-	char *buf = NULL;
-	size_t len = 0;
-	msgpack_packer *pk;
-	bool plan = j->dry_run;
-
-	(void)m;
-	if (j->req == NULL)
-		return;
-	if (j->answer_buf != NULL) {
-		buf = j->answer_buf;
-		len = j->answer_len;
-		j->answer_buf = NULL;
-	} else if (encode(j, plan, &buf, &len, &err) != 0) {
-		handler_fail(j->req, j->method, err.code, "%s", err.msg);
-		j->req = NULL;
-		return;
-	}
-	pk = mc_reply_ok_begin(j->req);
-	msgpack_pack_map(pk, j->method == M_EVICT_RUN ? 4 : 3);
-	mc_pack_kv_u64(pk, "len", len);
-	if (j->method == M_EVICT_RUN)
-		mc_pack_kv_str(pk, "kind", plan ? "plan" : "report");
-	mc_pack_kv_u64(pk, "evicted_bytes", j->evicted_bytes);
-	mc_pack_kv_u64(pk, "evicted_objects", j->evicted_objects);
-	mc_reply_end_bulk(j->req, buf, len, free, buf);
-	j->req = NULL;
-}
-
-static void
-job_fail(struct master *m, struct job *j, const struct mc_err *err)
-{
-	mc_warn("eviction round (%s) failed: %s", trigger_names[j->trigger], err->msg);
-	if (j->req != NULL)
-		handler_fail(j->req, j->method, err->code, "%s", err->msg);
-	j->req = NULL;
-	(void)m;
-}
-
-/*
- * Give back the pages of a big array before it is freed. munmap holds
- * the address-space lock for writing, which stalls every page fault of
- * the event loop meanwhile; MADV_DONTNEED takes it only for reading, a
- * few megabytes at a time, and leaves munmap next to nothing to do.
- */
-static void
-drop_pages(void *p, size_t len)
-{
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1);
-	uintptr_t to = ((uintptr_t)p + len) & ~(page - 1);
-	const uintptr_t step = 4u << 20;
-
-	for (; p != NULL && from + step <= to; from += step)
-		madvise((void *)from, step, MADV_DONTNEED);
-	if (p != NULL && from < to)
-		madvise((void *)from, to - from, MADV_DONTNEED);
-}
+/* ---- freeing off the loop ---- */
 
 static void
 drop_view_pages(struct mc_cand_view *v)
 {
 	drop_pages(v->c, v->cap * sizeof(*v->c));
 	drop_pages(v->keys, v->keys_cap);
+}
+
+/* Run fn(arg) on a detached worker thread; false when none could be started. */
+static bool
+in_background(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	bool started = false;
+
+	if (pthread_attr_init(&attr) == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		started = pthread_create(&t, &attr, fn, arg) == 0;
+		pthread_attr_destroy(&attr);
+	}
+	return started;
+}
+
+static void *
+blob_free_thread(void *arg)
+{
+	yield_to_loop();
+	blob_free(arg);
+	return NULL;
+}
+
+/* The release of a sent blob: off the loop when it is big. */
+static void
+blob_release(void *arg)
+{
+	struct blob *b = arg;
+
+	if (b->len < (1u << 20) || !in_background(blob_free_thread, b))
+		blob_free(b);
+}
+
+/* Send b as req's bulk (the result map packed); b is freed once sent. */
+static void
+reply_blob(struct mc_req *req, struct blob *b)
+{
+	mc_reply_end_bulk(req, b->map, b->len, blob_release, b);
 }
 
 static void *
@@ -869,19 +946,58 @@ free_thread(void *arg)
 static void
 job_dispose(struct job *j)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	bool started = false;
-
 	policy_put(j->policy); /* the count belongs to the loop */
 	j->policy = NULL;
-	if (pthread_attr_init(&attr) == 0) {
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		started = pthread_create(&t, &attr, free_thread, j) == 0;
-		pthread_attr_destroy(&attr);
-	}
-	if (!started)
+	if (!in_background(free_thread, j))
 		job_free(j);
+}
+
+/* ---- answering ---- */
+
+static void
+answer(struct master *m, struct job *j)
+{
+	struct mc_err err = { 0 };
+	struct blob *b = j->answer;
+	msgpack_packer *pk;
+
+	(void)m;
+	if (j->req == NULL)
+		return;
+	j->answer = NULL;
+	if (b == NULL && (b = blob_write(write_report, j, &err)) == NULL) {
+		handler_fail(j->req, j->method, err.code, "%s", err.msg);
+		j->req = NULL;
+		return;
+	}
+	pk = mc_reply_ok_begin(j->req);
+	if (j->export_view) {
+		msgpack_pack_map(pk, 2);
+		mc_pack_kv_u64(pk, "count", j->view.n);
+		mc_pack_kv_u64(pk, "len", b->len);
+	} else {
+		msgpack_pack_map(pk, j->method == M_EVICT_RUN ? 4 : 3);
+		mc_pack_kv_u64(pk, "len", b->len);
+		if (j->method == M_EVICT_RUN)
+			mc_pack_kv_str(pk, "kind", j->dry_run ? "plan" : "report");
+		mc_pack_kv_u64(pk, "evicted_bytes", j->evicted_bytes);
+		mc_pack_kv_u64(pk, "evicted_objects", j->evicted_objects);
+	}
+	reply_blob(j->req, b);
+	j->req = NULL;
+}
+
+static void
+job_fail(struct master *m, struct job *j, const struct mc_err *err)
+{
+	if (j->export_view)
+		mc_warn("candidates failed: %s", err->msg);
+	else
+		mc_warn("eviction round (%s) failed: %s", trigger_names[j->trigger], err->msg);
+	if (j->req != NULL)
+		handler_fail(j->req, j->method, err->code, "%s", err->msg);
+	j->req = NULL;
+	(void)m;
 }
 
 static void
@@ -1353,7 +1469,7 @@ planned(struct master *m, struct job *j)
 		job_finish(m, j);
 		return;
 	}
-	if (j->dry_run) {
+	if (j->dry_run || j->export_view) {
 		job_finish(m, j);
 		return;
 	}
@@ -1373,10 +1489,12 @@ job_start(struct master *m, struct job *j)
 
 	e->running = j;
 	j->t0 = mc_mono_ns();
-	mc_metric_inc(e->rounds[j->trigger]);
+	if (!j->export_view)
+		mc_metric_inc(e->rounds[j->trigger]);
 	j->policy = e->policy;
 	j->policy->refs++;
 	if (j->plan_bytes != NULL || j->empty) {
+		j->view.created = mc_now_ms();
 		start_plan(m, j);
 		return;
 	}
@@ -1636,6 +1754,30 @@ h_evict_run(struct mc_req *req)
 fail:
 	job_free(j);
 	handler_fail(req, M_EVICT_RUN, err.code, "%s", err.msg);
+}
+
+int
+evict_export_view(struct master *m, struct mc_req *req, const struct cand_filter *f, bool empty,
+		  struct mc_err *err)
+{
+	struct job *j;
+
+	if (evictor_of(m)->queued >= JOBS_MAX)
+		return mc_err_set(err, MC_ERR_BUSY, "too many eviction rounds queued");
+	j = job_new(m, TRIG_MANUAL);
+	if (j == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	j->export_view = true;
+	j->filter = *f;
+	j->empty = empty;
+	j->method = M_CANDIDATES;
+	j->req = mc_req_defer(req);
+	if (j->req == NULL) {
+		job_free(j);
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	}
+	job_queue(m, j);
+	return 0;
 }
 
 /* ---- life cycle and metrics ---- */

@@ -60,6 +60,16 @@ void evict_no_space(struct master *m, uint64_t bytes);
  */
 int evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, struct mc_err *err);
 
+/*
+ * The `candidates` call: the view built in slices like a round's and
+ * encoded off the loop, then req answered; it waits its turn among the
+ * rounds. -1 with err when it cannot be queued (req then still owned by
+ * the caller).
+ */
+struct cand_filter;
+int evict_export_view(struct master *m, struct mc_req *req, const struct cand_filter *f, bool empty,
+		      struct mc_err *err);
+
 void evict_collect(struct master *m, struct mc_metrics *r);
 
 void h_evict_plan(struct mc_req *req);
