@@ -255,6 +255,9 @@ plan_for() {
 			     tier: $st.replicas[0].tier, bytes: $st.size}]} + $extra'
 }
 
+# A fallback stage whose condition is unmet: fallback relaxes scopes, not safety.
+FALLBACK='{"kind":"fallback","cond_scope":"","cond_lowerbound":4096}'
+
 # evict_one_fails TENANT KEY REASON [STAGE FIELDS]
 evict_one_fails() {
 	plan_for "$1" "$2" "${4:-}" >"$BATS_TEST_TMPDIR/one.jsonl"
@@ -271,8 +274,10 @@ evict_one_fails() {
 	echo x | mc-cli put leased
 	echo x | mc-cli put upserted
 	evict_one_fails default pinned pinned
+	evict_one_fails default pinned pinned "$FALLBACK"
 	mc-cli get leased >/dev/null
 	evict_one_fails default leased "lease renewed"
+	evict_one_fails default leased "lease renewed" "$FALLBACK"
 	plan_for default upserted >"$BATS_TEST_TMPDIR/old.jsonl"
 	echo y | mc-cli put upserted --upsert
 	run mc-cli --json evict --plan "$BATS_TEST_TMPDIR/old.jsonl"
@@ -295,7 +300,7 @@ evict_one_fails() {
 	echo x | mc-cli put soft --soft-pin enable:1h
 	evict_one_fails default soft pinned
 	# a fallback stage does not relax it either
-	evict_one_fails default soft pinned '{"kind":"fallback","cond_scope":"","cond_lowerbound":4096}'
+	evict_one_fails default soft pinned "$FALLBACK"
 	# the soft-pinned pass without --allow-evict-soft-pinned: still held
 	evict_one_fails default soft pinned '{"kind":"fallback","cond_scope":"","cond_lowerbound":4096,"soft_pinned":true}'
 	mc_stop_all
@@ -324,6 +329,7 @@ evict_one_fails() {
 	echo 3 | mc-cli put g3 --group grp
 	evict_one_fails default g1 "lease renewed"
 	evict_one_fails default g3 "group member leased"
+	evict_one_fails default g3 "group member leased" "$FALLBACK"
 	present default g2
 	mc_stop_all
 	mc_use_dir "$BATS_TEST_TMPDIR/free"
@@ -354,6 +360,11 @@ evict_one_fails() {
 	mc-rpc "$MC_MASTER" put_start key=inflight size:=2 checksum:=1 upsert:=true >/dev/null
 	run mc-cli --json evict --plan "$BATS_TEST_TMPDIR/busy.jsonl"
 	assert_success
+	[ "$(jq -r 'select(.t == "stage") | .failures[0].reason' <<<"$output")" = "replica busy" ]
+	present default inflight
+	jq -c --argjson f "$FALLBACK" 'if .t == "stage" then . + $f else . end' \
+		"$BATS_TEST_TMPDIR/busy.jsonl" >"$BATS_TEST_TMPDIR/busy-fb.jsonl"
+	run mc-cli --json evict --plan "$BATS_TEST_TMPDIR/busy-fb.jsonl"
 	[ "$(jq -r 'select(.t == "stage") | .failures[0].reason' <<<"$output")" = "replica busy" ]
 	present default inflight
 }
