@@ -142,6 +142,21 @@ copy_out(struct mc_rpcc *r, uint64_t len, const char *doing, const char *what)
 		mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, cli_strerror(errno));
 }
 
+/* Make room for `need` more bytes after `have` in *buf, doubling; exits when out of memory. */
+static void
+make_room(char **buf, size_t *cap, size_t have, size_t need, const char *doing)
+{
+	char *nb;
+
+	if (*cap - have >= need)
+		return;
+	*cap = *cap == 0 ? CHUNK : *cap * 2;
+	nb = realloc(*buf, *cap);
+	if (nb == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "cannot %s: out of memory", doing);
+	*buf = nb;
+}
+
 /*
  * Read the whole bulk into memory (*have bytes, at least one). The
  * buffer grows with the bytes that actually arrived, never to the
@@ -151,20 +166,14 @@ static char *
 read_all_bulk(struct mc_rpcc *r, uint64_t len, const char *doing, const char *what, size_t *have)
 {
 	struct mc_err err = { 0 };
-	char *buf = NULL, *nb;
+	char *buf = NULL;
 	size_t cap = 0;
 
 	*have = 0;
 	while (*have < len) {
 		size_t k = len - *have < CHUNK ? (size_t)(len - *have) : CHUNK;
 
-		if (cap - *have < k) {
-			cap = cap == 0 ? CHUNK : cap * 2;
-			nb = realloc(buf, cap);
-			if (nb == NULL)
-				mc_die(MC_EXIT_SOFTWARE, "cannot %s: out of memory", doing);
-			buf = nb;
-		}
+		make_room(&buf, &cap, *have, k, doing);
 		if (mc_rpcc_read_bulk(r, buf + *have, k, &err) < 0)
 			call_fail(doing, &err);
 		*have += k;
@@ -330,20 +339,14 @@ static char *
 slurp(const char *path, const char *name, size_t *len)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	char *buf = NULL, *nb;
+	char *buf = NULL;
 	size_t cap = 0, n;
 
 	if (f == NULL)
 		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, cli_strerror(errno));
 	*len = 0;
 	for (;;) {
-		if (cap - *len < CHUNK) {
-			cap = cap == 0 ? CHUNK : cap * 2;
-			nb = realloc(buf, cap);
-			if (nb == NULL)
-				mc_die(MC_EXIT_SOFTWARE, "cannot read %s: out of memory", name);
-			buf = nb;
-		}
+		make_room(&buf, &cap, *len, CHUNK, "read the plan");
 		n = fread(buf + *len, 1, cap - *len, f);
 		*len += n;
 		if (n == 0)

@@ -1546,8 +1546,19 @@ queue_auto(struct master *m, int trigger, const struct cand_filter *f, uint64_t 
 		job_free(j);
 }
 
-void
-evict_check_watermarks(struct master *m)
+/* Bytes of a peer tier above its low watermark, 0 when below. */
+static uint64_t
+above_low(const struct master *m, const struct peer_tier *pt)
+{
+	uint64_t low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
+
+	return pt->present && pt->used > low ? pt->used - low : 0;
+}
+
+/* Call fn for every tier of every live peer. */
+static void
+each_live_tier(struct master *m, void (*fn)(struct master *, const struct peer *, int, void *),
+	       void *arg)
 {
 	uint64_t now = mc_now_ms();
 
@@ -1556,42 +1567,45 @@ evict_check_watermarks(struct master *m)
 
 		if (!peer_alive(p, now, m->cfg.peer_ttl))
 			continue;
-		for (int t = 0; t < TIER_COUNT; t++) {
-			const struct peer_tier *pt = &p->tiers[t];
-			struct cand_filter f = { .by_peer = true, .by_tier = true };
-			double high = (double)pt->capacity * m->cfg.evict_high;
-			uint64_t low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
-
-			if (!pt->present || pt->capacity == 0 || (double)pt->used <= high)
-				continue;
-			f.peer = p->id;
-			f.tier = t;
-			queue_auto(m, TRIG_WATERMARK, &f, job_key(TRIG_WATERMARK, p->id, t, 0),
-				   pt->used - low);
-		}
+		for (int t = 0; t < TIER_COUNT; t++)
+			if (p->tiers[t].present)
+				fn(m, p, t, arg);
 	}
+}
+
+/* A round for one peer tier above its high watermark: down to the low one. */
+static void
+check_watermark(struct master *m, const struct peer *p, int t, void *arg)
+{
+	const struct peer_tier *pt = &p->tiers[t];
+	struct cand_filter f = { .by_peer = true, .peer = p->id, .by_tier = true, .tier = t };
+
+	(void)arg;
+	if (pt->capacity == 0 || (double)pt->used <= (double)pt->capacity * m->cfg.evict_high)
+		return;
+	queue_auto(m, TRIG_WATERMARK, &f, job_key(TRIG_WATERMARK, p->id, t, 0), above_low(m, pt));
+}
+
+void
+evict_check_watermarks(struct master *m)
+{
+	each_live_tier(m, check_watermark, NULL);
+}
+
+static void
+sum_above_low(struct master *m, const struct peer *p, int t, void *arg)
+{
+	*(uint64_t *)arg += above_low(m, &p->tiers[t]);
 }
 
 void
 evict_no_space(struct master *m, uint64_t bytes)
 {
 	struct cand_filter f = { 0 };
-	uint64_t over = 0, now = mc_now_ms();
+	uint64_t over = 0;
 
 	/* What the put needs, or the whole overage above the low watermark if more. */
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
-
-		if (!peer_alive(p, now, m->cfg.peer_ttl))
-			continue;
-		for (int t = 0; t < TIER_COUNT; t++) {
-			const struct peer_tier *pt = &p->tiers[t];
-			uint64_t low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
-
-			if (pt->present && pt->used > low)
-				over += pt->used - low;
-		}
-	}
+	each_live_tier(m, sum_above_low, &over);
 	queue_auto(m, TRIG_NO_SPACE, &f, job_key(TRIG_NO_SPACE, 0, 0, 0),
 		   over > bytes ? over : bytes);
 }

@@ -15,6 +15,7 @@
 #include "mc/candidates.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
+#include "cand_util.h"
 #include "tap.h"
 
 static const char *tenants[] = { "alice", "bob", "carol" };
@@ -22,19 +23,6 @@ static const char *types[] = { "kv", "hidden", "general" };
 static const char *peers[] = { "peer-1", "peer-2", "peer-3", "peer-4" };
 static const char *tiers[] = { "dram", "ssd" };
 static const char *domains[] = { "rack-a", "rack-b" };
-
-static uint32_t
-name(struct mc_cand_view *v, const char *s)
-{
-	struct mc_err err;
-	int64_t id = mc_cand_name(v, s, strlen(s), &err);
-
-	if (id < 0) {
-		fprintf(stderr, "cannot intern '%s': %s\n", s, err.msg);
-		exit(1);
-	}
-	return (uint32_t)id;
-}
 
 /*
  * Candidate i of a synthetic view. Every 3rd has no group, every 5th no

@@ -13,6 +13,7 @@
 #include "mc/plan.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
+#include "cand_util.h"
 #include "tap.h"
 
 #define NVICTIMS 10000
@@ -21,19 +22,6 @@
 static const char *tenants[] = { "alice", "bob", "carol" };
 static const char *peers[] = { "peer-1", "peer-2", "peer-3" };
 static const char *tiers[] = { "dram", "ssd" };
-
-static uint32_t
-name(struct mc_cand_view *v, const char *s)
-{
-	struct mc_err err;
-	int64_t id = mc_cand_name(v, s, strlen(s), &err);
-
-	if (id < 0) {
-		fprintf(stderr, "cannot intern '%s': %s\n", s, err.msg);
-		exit(1);
-	}
-	return (uint32_t)id;
-}
 
 /*
  * A plan of three stages over NVICTIMS candidates: an evict stage taking

@@ -12,25 +12,13 @@
 #include <string.h>
 
 #include "mc/planner.h"
+#include "cand_util.h"
 #include "tap.h"
 
 #define NOW 1000000000000ULL /* planning time, ms */
 #define KIB 1024ULL
 
 /* ---- building views, policies and plans ---- */
-
-static uint32_t
-name(struct mc_cand_view *v, const char *s)
-{
-	struct mc_err err;
-	int64_t id = mc_cand_name(v, s, strlen(s), &err);
-
-	if (id < 0) {
-		fprintf(stderr, "cannot intern '%s': %s\n", s, err.msg);
-		exit(1);
-	}
-	return (uint32_t)id;
-}
 
 /* What a test says about one candidate; zeros are "expired", "none". */
 struct spec {
