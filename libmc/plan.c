@@ -242,22 +242,56 @@ check_victim(const struct mc_cand_view *v, uint32_t i, struct mc_err *err)
 	return 0;
 }
 
-/* Where the chunk of s's victims starting at from ends (see the top). */
+/* The view record of entry i of a stage's victims or of a report stage's failures. */
+typedef uint32_t (*entry_fn)(const void *list, size_t i);
+
+static uint32_t
+victim_at(const void *list, size_t i)
+{
+	return ((const struct mc_stage *)list)->victims[i];
+}
+
+static uint32_t
+failure_at(const void *list, size_t i)
+{
+	return ((const struct mc_stage_report *)list)->failures[i].victim;
+}
+
+/* Where the chunk of n entries of list starting at from ends (see the top). */
 static size_t
-chunk_end(const struct mc_cand_view *v, const struct mc_stage *s, size_t from)
+chunk_end_of(const struct mc_cand_view *v, entry_fn at, const void *list, size_t n, size_t from)
 {
 	size_t i = from, est = 0;
 
-	while (i < s->nvictims && i - from < CHUNK_VICTIMS) {
-		const struct mc_cand *c = &v->c[s->victims[i]];
+	while (i < n && i - from < CHUNK_VICTIMS) {
+		const struct mc_cand *c = &v->c[at(list, i)];
 
-		est += 96 + 6 * ((size_t)c->key_len + v->name_lens[c->tenant] +
-				 v->name_lens[c->peer] + v->name_lens[c->tier]);
+		/*
+		 * Only what the entry writes counts: a failure names tenant
+		 * and key, so a report read back (whose name table has no
+		 * peers) cuts its chunks where the original did.
+		 */
+		est += 96 + 6 * ((size_t)c->key_len + v->name_lens[c->tenant]);
+		if (at == victim_at)
+			est += 6 * ((size_t)v->name_lens[c->peer] + v->name_lens[c->tier]);
 		if (est > CHUNK_BYTES && i > from)
 			break;
 		i++;
 	}
 	return i;
+}
+
+static size_t
+chunk_end(const struct mc_cand_view *v, const struct mc_stage *s, size_t from)
+{
+	return chunk_end_of(v, victim_at, s, s->nvictims, from);
+}
+
+static size_t
+failures_end(const struct mc_plan *p, const struct mc_stage_report *sr, size_t from)
+{
+	return p == NULL ? sr->nfailures
+			 : chunk_end_of(&p->view, failure_at, sr, sr->nfailures, from);
 }
 
 static int
@@ -464,21 +498,15 @@ check_report(const struct mc_report *r, const struct mc_plan *p, struct mc_err *
 }
 
 static void
-json_report_stage(FILE *f, const struct mc_stage_report *sr, const struct mc_plan *p)
+json_failures(FILE *f, const struct mc_stage_report *sr, const struct mc_plan *p, size_t from,
+	      size_t to)
 {
-	fprintf(f, "{\"t\":\"stage\",\"id\":%" PRIu32 ",\"scope\":", sr->id);
-	mc_json_write_str(f, sr->scope, strlen(sr->scope));
-	fprintf(f,
-		",\"kind\":\"%s\",\"ran\":%s,\"planned_bytes\":%" PRIu64
-		",\"planned_objects\":%" PRIu64 ",\"evicted_bytes\":%" PRIu64
-		",\"evicted_objects\":%" PRIu64 ",\"failures\":[",
-		kind_name(sr->kind), sr->ran ? "true" : "false", sr->planned_bytes,
-		sr->planned_objects, sr->evicted_bytes, sr->evicted_objects);
-	for (size_t j = 0; j < sr->nfailures; j++) {
+	fputs(",\"failures\":[", f);
+	for (size_t j = from; j < to; j++) {
 		const struct mc_cand_view *v = &p->view;
 		const struct mc_cand *c = &v->c[sr->failures[j].victim];
 
-		fputs(j == 0 ? "{\"tenant\":" : ",{\"tenant\":", f);
+		fputs(j == from ? "{\"tenant\":" : ",{\"tenant\":", f);
 		mc_json_write_str(f, v->names[c->tenant], v->name_lens[c->tenant]);
 		fputs(",\"key\":", f);
 		mc_json_write_str(f, mc_cand_key(v, c), c->key_len);
@@ -488,8 +516,49 @@ json_report_stage(FILE *f, const struct mc_stage_report *sr, const struct mc_pla
 }
 
 static void
+json_report_stage(FILE *f, const struct mc_stage_report *sr, const struct mc_plan *p)
+{
+	size_t from = 0, to = failures_end(p, sr, 0);
+
+	fprintf(f, "{\"t\":\"stage\",\"id\":%" PRIu32 ",\"scope\":", sr->id);
+	mc_json_write_str(f, sr->scope, strlen(sr->scope));
+	fprintf(f,
+		",\"kind\":\"%s\",\"ran\":%s,\"planned_bytes\":%" PRIu64
+		",\"planned_objects\":%" PRIu64 ",\"evicted_bytes\":%" PRIu64
+		",\"evicted_objects\":%" PRIu64,
+		kind_name(sr->kind), sr->ran ? "true" : "false", sr->planned_bytes,
+		sr->planned_objects, sr->evicted_bytes, sr->evicted_objects);
+	json_failures(f, sr, p, from, to);
+	while (to < sr->nfailures) {
+		from = to;
+		to = failures_end(p, sr, from);
+		fprintf(f, "{\"t\":\"failures\",\"id\":%" PRIu32, sr->id);
+		json_failures(f, sr, p, from, to);
+	}
+}
+
+static void
+pack_failures(msgpack_packer *pk, const struct mc_stage_report *sr, const struct mc_plan *p,
+	      size_t from, size_t to)
+{
+	mc_pack_key(pk, "failures");
+	msgpack_pack_array(pk, to - from);
+	for (size_t j = from; j < to; j++) {
+		const struct mc_cand_view *v = &p->view;
+		const struct mc_cand *c = &v->c[sr->failures[j].victim];
+
+		msgpack_pack_map(pk, 3);
+		pack_name(pk, v, "tenant", c->tenant);
+		mc_pack_kv_strn(pk, "key", mc_cand_key(v, c), c->key_len);
+		mc_pack_kv_str(pk, "reason", reason_names[sr->failures[j].reason]);
+	}
+}
+
+static void
 pack_report_stage(msgpack_packer *pk, const struct mc_stage_report *sr, const struct mc_plan *p)
 {
+	size_t from = 0, to = failures_end(p, sr, 0);
+
 	msgpack_pack_map(pk, 10);
 	mc_pack_kv_str(pk, "t", "stage");
 	mc_pack_kv_u64(pk, "id", sr->id);
@@ -500,16 +569,14 @@ pack_report_stage(msgpack_packer *pk, const struct mc_stage_report *sr, const st
 	mc_pack_kv_u64(pk, "planned_objects", sr->planned_objects);
 	mc_pack_kv_u64(pk, "evicted_bytes", sr->evicted_bytes);
 	mc_pack_kv_u64(pk, "evicted_objects", sr->evicted_objects);
-	mc_pack_key(pk, "failures");
-	msgpack_pack_array(pk, sr->nfailures);
-	for (size_t j = 0; j < sr->nfailures; j++) {
-		const struct mc_cand_view *v = &p->view;
-		const struct mc_cand *c = &v->c[sr->failures[j].victim];
-
+	pack_failures(pk, sr, p, from, to);
+	while (to < sr->nfailures) {
+		from = to;
+		to = failures_end(p, sr, from);
 		msgpack_pack_map(pk, 3);
-		pack_name(pk, v, "tenant", c->tenant);
-		mc_pack_kv_strn(pk, "key", mc_cand_key(v, c), c->key_len);
-		mc_pack_kv_str(pk, "reason", reason_names[sr->failures[j].reason]);
+		mc_pack_kv_str(pk, "t", "failures");
+		mc_pack_kv_u64(pk, "id", sr->id);
+		pack_failures(pk, sr, p, from, to);
 	}
 }
 
@@ -1024,10 +1091,28 @@ read_failure(struct reader *r, const msgpack_object *o, size_t fi, struct mc_sta
 	return mc_stage_report_fail(sr, (uint32_t)(r->view->n - 1), reason, err);
 }
 
+/* The failures array of o, appended to sr. */
+static int
+read_failures(struct reader *r, const msgpack_object *o, struct mc_stage_report *sr,
+	      struct mc_err *err)
+{
+	const msgpack_object *a = field(o, "failures");
+
+	if (a == NULL)
+		return vfail(r, err, 0, "field 'failures': missing");
+	if (a->type != MSGPACK_OBJECT_ARRAY)
+		return vfail(r, err, 0, "field 'failures': expected an array, got %s", obj_kind(a));
+	for (uint32_t i = 0; i < a->via.array.size; i++) {
+		if (read_failure(r, &a->via.array.ptr[i], sr->nfailures + 1, sr, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 read_report_stage(struct reader *r, const msgpack_object *o, struct mc_err *err)
 {
-	const msgpack_object *ran, *a;
+	const msgpack_object *ran;
 	struct mc_stage_report *sr;
 	struct mc_stage s;
 	struct mc_err e;
@@ -1051,16 +1136,22 @@ read_report_stage(struct reader *r, const msgpack_object *o, struct mc_err *err)
 	    get_u64(r, o, "evicted_bytes", 0, &sr->evicted_bytes, err) < 0 ||
 	    get_u64(r, o, "evicted_objects", 0, &sr->evicted_objects, err) < 0)
 		return -1;
-	a = field(o, "failures");
-	if (a == NULL)
-		return vfail(r, err, 0, "field 'failures': missing");
-	if (a->type != MSGPACK_OBJECT_ARRAY)
-		return vfail(r, err, 0, "field 'failures': expected an array, got %s", obj_kind(a));
-	for (uint32_t i = 0; i < a->via.array.size; i++) {
-		if (read_failure(r, &a->via.array.ptr[i], (size_t)i + 1, sr, err) < 0)
-			return -1;
-	}
-	return 0;
+	return read_failures(r, o, sr, err);
+}
+
+/* {t: "failures", id, failures}: more failures for the stage just before. */
+static int
+read_more_failures(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	struct mc_report *rep = r->rep;
+	uint32_t id;
+
+	if (get_stage_id(r, o, &id, err) < 0)
+		return -1;
+	if (rep->nstages == 0 || rep->stages[rep->nstages - 1].id != id)
+		return vfail(r, err, 0, "failures of stage %" PRIu32 " do not follow that stage",
+			     id);
+	return read_failures(r, o, &rep->stages[rep->nstages - 1], err);
 }
 
 static int
@@ -1074,6 +1165,8 @@ read_report_object(struct reader *r, const msgpack_object *o, struct mc_err *err
 		return -1;
 	if (mc_obj_streq(t, "stage"))
 		return read_report_stage(r, o, err);
+	if (mc_obj_streq(t, "failures"))
+		return read_more_failures(r, o, err);
 	return 0; /* a record kind from a newer writer */
 }
 

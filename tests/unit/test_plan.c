@@ -706,6 +706,9 @@ test_report_round_trip(const struct mc_plan *p, bool json)
 	       "report %s: stages, counts, ran and every failure survive the round trip", form);
 	TAP_OK(names.view.n == NFAILS, "report %s: one name-table record per failure, in order",
 	       form);
+	if (json)
+		TAP_OK(strstr(first, "{\"t\":\"failures\",\"id\":1,") != NULL,
+		       "report %s: a long failure list continues in failures records", form);
 	second = report_bytes(&q, &names, json, &len2);
 	TAP_OK(len1 == len2 && memcmp(first, second, len1) == 0,
 	       "report %s: writing what was read gives the same bytes", form);
@@ -777,6 +780,11 @@ test_report_bad_json(void)
 	mc_report_free(&q);
 	mc_cand_view_free(&names);
 
+	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[]}\n"
+					    "{\"t\":\"failures\",\"id\":2,\"failures\":[" FAIL1
+					    "]}\n",
+			"line 3: failures of stage 2 do not follow that stage",
+			"failures continuing another stage");
 	report_json_bad("", "not an mc-report stream", "empty input");
 	report_json_bad(HDR, "not an mc-report stream", "a plan header");
 	report_json_bad("{\"format\":\"mc-report\",\"version\":2,\"created\":5}\n",

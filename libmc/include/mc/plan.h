@@ -20,7 +20,9 @@
  *   report: header {format: "mc-report", version: 1, created}, then per
  *           stage {t: "stage", id, scope, kind, ran: bool, planned_bytes,
  *            planned_objects, evicted_bytes, evicted_objects,
- *            failures: [{tenant, key, reason}]}
+ *            failures: [{tenant, key, reason}]}, a long failure list
+ *           continuing in records {t: "failures", id, failures} that
+ *           directly follow their stage
  * Victims reuse the candidate view's name table and key arena, so a plan
  * read from a stream owns an mc_cand_view for its strings.
  */
@@ -49,7 +51,7 @@ enum mc_fail_reason {
 	MC_FAIL_LEASED,	      /* its read lease was renewed */
 	MC_FAIL_PINNED,	      /* hard pin, or an active soft pin without the second pass */
 	MC_FAIL_GROUP_LEASED, /* another member of its group is leased */
-	MC_FAIL_BUSY,	      /* the copy is in a copy or demotion */
+	MC_FAIL_BUSY,	      /* the copy or its object is being written, copied or demoted */
 	MC_FAIL_EVICTED,      /* already evicted by an earlier stage */
 	MC_FAIL_REASON_COUNT
 };
