@@ -13,6 +13,8 @@
 #   MC_RUN_DRAM    DRAM of each peer (default 256MiB)
 #   MC_RUN_HTTP    a base port: metrics on BASE (master), BASE+1, BASE+2
 #                  (default: no metrics endpoints)
+#   MC_RUN_POLICY  the master's eviction policy (default:
+#                  policies/tenant-type.policy beside this script)
 #   MC_BIN         where the programs are (default: ../bin)
 set -euo pipefail
 
@@ -24,8 +26,13 @@ bin=$(cd "${MC_BIN:-$here/../bin}" 2>/dev/null && pwd) || {
 master_listen=${MC_RUN_MASTER:-127.0.0.1:7300}
 dram=${MC_RUN_DRAM:-256MiB}
 http=${MC_RUN_HTTP:-}
+policy=${MC_RUN_POLICY:-$here/policies/tenant-type.policy}
+if [ ! -r "$policy" ]; then
+	echo "local-cluster: cannot read the eviction policy $policy" >&2
+	exit 1
+fi
 
-for p in mc-master mc-peer mc-cli; do
+for p in mc-master mc-peer mc-cli mc-evict-plan; do
 	if [ ! -x "$bin/$p" ]; then
 		echo "local-cluster: $bin/$p is missing (run make first)" >&2
 		exit 69
@@ -81,7 +88,7 @@ http_flag() {
 
 mapfile -t h <<<"$(http_flag 0)"
 start master "$bin/mc-master" --listen "$master_listen" --snapshot-dir "$dir/snapshots" \
-	${h[0]:+"${h[@]}"}
+	--evict-policy "$policy" ${h[0]:+"${h[@]}"}
 master=$(cat "$dir/master.addr")
 mapfile -t h <<<"$(http_flag 1)"
 start peer1 "$bin/mc-peer" --master "$master" --listen 127.0.0.1:0 --dram "$dram" \
@@ -119,6 +126,8 @@ Try, in another terminal:
   $cli rm greeting --force     # the get above leased it for 10 s
   $snap save          # into $dir/snapshots
   $snap ls $dir/snapshots
+  $cli candidates | $bin/mc-evict-plan -p $policy --target 10% --explain
+  $cli evict --target 64KiB --dry-run   # the master's own plan, nothing evicted
 
 Press Ctrl-C to stop all three.
 EOF
