@@ -7,17 +7,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mc/clock.h"
@@ -28,11 +21,11 @@
 #include "mc/wire.h"
 #include "candidates.h"
 #include "evict.h"
+#include "extplan.h"
 #include "handlers.h"
 #include "master.h"
+#include "offloop.h"
 #include "ops.h"
-
-extern char **environ;
 
 /* Queued jobs at most; a request beyond it is refused as busy. */
 #define JOBS_MAX 64
@@ -40,12 +33,10 @@ extern char **environ;
 #define SLICE_NS 500000ull
 /* Objects the view build visits between clock checks. */
 #define BUILD_CHUNK 512
-/* The largest plan evict_plan takes, and an external planner may write. */
+/* The largest plan evict_plan takes. */
 #define PLAN_MAX_BYTES (1ull << 30)
 /* Automatic rounds for the same peer tier or tenant remembered for --evict-interval. */
 #define RECENT_MAX 64
-/* How much nicer than the loop the worker threads run. */
-#define WORKER_NICE 10
 
 static const char *const trigger_names[TRIG_COUNT] = {
 	[TRIG_WATERMARK] = "watermark", [TRIG_NO_SPACE] = "no_space", [TRIG_QUOTA] = "quota",
@@ -68,9 +59,6 @@ struct quota {
 };
 
 enum phase { PH_QUEUED, PH_BUILD, PH_PLAN, PH_EXEC };
-
-struct blob;
-static void blob_free(struct blob *b);
 
 struct job {
 	struct job *next;
@@ -472,327 +460,28 @@ schedule_step(struct master *m)
 
 /* ---- planning (worker thread) ---- */
 
-/*
- * Worker threads run niced, so on a busy machine the event loop, which
- * answers reads, gets the CPU first (an external planner inherits it).
- */
-static void
-yield_to_loop(void)
-{
-	setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
-}
-
-/*
- * Give back the pages of a big array before it is freed. munmap holds
- * the address-space lock for writing, which stalls every page fault of
- * the event loop meanwhile; MADV_DONTNEED takes it only for reading, a
- * few megabytes at a time, and leaves munmap next to nothing to do.
- */
-static void
-drop_pages(void *p, size_t len)
-{
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1);
-	uintptr_t to = ((uintptr_t)p + len) & ~(page - 1);
-	const uintptr_t step = 4u << 20;
-
-	for (; p != NULL && from + step <= to; from += step)
-		madvise((void *)from, step, MADV_DONTNEED);
-	if (p != NULL && from < to)
-		madvise((void *)from, to - from, MADV_DONTNEED);
-}
-
-/*
- * An answer stream (a view of a million copies is hundreds of MB) kept
- * in an anonymous file and sent from a mapping of it. Growing a heap
- * buffer that size would copy it and unmap the old one, and an unmap
- * holds the address-space lock that the event loop's page faults wait on.
- */
-struct blob {
-	int fd;
-	void *map;
-	size_t len;
-};
-
-static void
-blob_free(struct blob *b)
-{
-	if (b == NULL)
-		return;
-	if (b->map != NULL) {
-		drop_pages(b->map, b->len);
-		munmap(b->map, b->len);
-	}
-	if (b->fd >= 0)
-		close(b->fd);
-	free(b);
-}
-
-/* Write with fn into a new blob; NULL with err. */
-static struct blob *
-blob_write(int (*fn)(FILE *, const struct job *, struct mc_err *), const struct job *j,
-	   struct mc_err *err)
-{
-	struct blob *b = calloc(1, sizeof(*b));
-	struct stat st;
-	FILE *f = NULL;
-	int wfd;
-
-	if (b == NULL) {
-		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory");
-		return NULL;
-	}
-	b->fd = memfd_create("mc-answer", MFD_CLOEXEC);
-	if (b->fd < 0 || (wfd = dup(b->fd)) < 0) {
-		mc_err_errno(err, "cannot make room for the answer");
-		goto fail;
-	}
-	if ((f = fdopen(wfd, "w")) == NULL) {
-		close(wfd);
-		mc_err_errno(err, "cannot make room for the answer");
-		goto fail;
-	}
-	setvbuf(f, NULL, _IOFBF, 1u << 20);
-	if (fn(f, j, err) != 0) {
-		fclose(f);
-		goto fail;
-	}
-	if (fclose(f) != 0 || fstat(b->fd, &st) != 0) {
-		mc_err_errno(err, "cannot write the answer");
-		goto fail;
-	}
-	b->len = (size_t)st.st_size;
-	if (b->len > 0) {
-		b->map = mmap(NULL, b->len, PROT_READ, MAP_SHARED, b->fd, 0);
-		if (b->map == MAP_FAILED) {
-			b->map = NULL;
-			mc_err_errno(err, "cannot map the answer");
-			goto fail;
-		}
-	}
-	return b;
-fail:
-	blob_free(b);
-	return NULL;
-}
-
-/*
- * Write the view to the planner (*to_fd, closed and set to -1 once all
- * is written) while reading its plan from `from` until EOF, by deadline.
- */
-struct pump {
-	const char *out;
-	size_t out_len, out_off;
-	char *in;
-	size_t in_len, in_cap;
-};
-
-static int
-pump_child(int *to_fd, int from, struct pump *p, uint64_t deadline_ns, struct mc_err *err)
-{
-	int to = *to_fd;
-
-	while (from >= 0) {
-		struct pollfd fds[2] = { { from, POLLIN, 0 }, { to, POLLOUT, 0 } };
-		uint64_t now = mc_mono_ns();
-		int nfds = to >= 0 ? 2 : 1;
-		int r;
-
-		if (now >= deadline_ns)
-			return mc_err_set(err, MC_ERR_TIMEOUT, "timed out");
-		r = poll(fds, (nfds_t)nfds, (int)((deadline_ns - now) / 1000000 + 1));
-		if (r < 0 && errno != EINTR)
-			return mc_err_errno(err, "poll");
-		if (r <= 0)
-			continue;
-		if (to >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t w = write(to, p->out + p->out_off, p->out_len - p->out_off);
-
-			if (w < 0 && errno != EAGAIN && errno != EINTR)
-				return mc_err_errno(err, "cannot write the view to the planner");
-			if (w > 0)
-				p->out_off += (size_t)w;
-			if (p->out_off == p->out_len) {
-				close(to);
-				to = *to_fd = -1;
-			}
-		}
-		if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
-			ssize_t got;
-
-			if (p->in_len == p->in_cap) {
-				size_t ncap = p->in_cap == 0 ? 65536 : p->in_cap * 2;
-				char *n;
-
-				if (ncap > PLAN_MAX_BYTES)
-					return mc_err_set(err, MC_ERR_TOO_LARGE,
-							  "plan over %llu bytes",
-							  (unsigned long long)PLAN_MAX_BYTES);
-				if ((n = realloc(p->in, ncap)) == NULL)
-					return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory");
-				p->in = n;
-				p->in_cap = ncap;
-			}
-			got = read(from, p->in + p->in_len, p->in_cap - p->in_len);
-			if (got < 0 && errno != EAGAIN && errno != EINTR)
-				return mc_err_errno(err, "cannot read the plan");
-			if (got == 0)
-				from = -1;
-			if (got > 0)
-				p->in_len += (size_t)got;
-		}
-	}
-	if (to >= 0)
-		return mc_err_set(err, MC_ERR_PROTO, "the planner exited before reading the view");
-	return 0;
-}
-
-/* Wait for pid until deadline, killing it then; its exit status, or -1. */
-static int
-reap(pid_t pid, uint64_t deadline_ns)
-{
-	int st;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (mc_mono_ns() >= deadline_ns) {
-			kill(-pid, SIGKILL);
-			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-				;
-			return -1;
-		}
-		usleep(2000);
-	}
-}
-
-/*
- * The external planner: `sh -c 'CMD "$@"' sh --target N --lowerbound M
- * [--soft-pinned-pass]`, the view on its stdin, the plan read from its
- * stdout, all within the timeout.
- */
-static int
-run_planner(struct job *j, struct mc_err *err)
-{
-	uint64_t deadline = mc_mono_ns() + j->planner_timeout_ms * 1000000ull;
-	char script[4096], target[32], lower[32];
-	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	struct pump p = { 0 };
-	char *view = NULL;
-	size_t view_len = 0;
-	pid_t pid = -1;
-	FILE *f;
-	int rc = -1, st;
-
-	f = open_memstream(&view, &view_len);
-	if (f == NULL)
-		return mc_err_errno(err, "cannot buffer the view");
-	if (mc_cand_write(f, &j->view, false, err) != 0) {
-		fclose(f);
-		free(view);
-		return -1;
-	}
-	if (fclose(f) != 0) {
-		free(view);
-		return mc_err_errno(err, "cannot buffer the view");
-	}
-	snprintf(script, sizeof(script), "%s \"$@\"", j->planner_cmd);
-	snprintf(target, sizeof(target), "%llu", (unsigned long long)j->target);
-	snprintf(lower, sizeof(lower), "%llu", (unsigned long long)j->lowerbound);
-	char *argv[] = { "sh",
-			 "-c",
-			 script,
-			 "sh",
-			 "--target",
-			 target,
-			 j->lowerbound != MC_PLAN_DEFAULT_LOWERBOUND ? "--lowerbound" : NULL,
-			 lower,
-			 j->soft_pinned_pass ? "--soft-pinned-pass" : NULL,
-			 NULL };
-	if (argv[6] == NULL) {
-		argv[6] = argv[8];
-		argv[7] = NULL;
-	}
-	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-		mc_err_errno(err, "cannot make pipes for the planner");
-		goto out;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	/* Its own process group, so a timeout kills whatever it started too. */
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&attr, 0);
-	st = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	if (st != 0) {
-		errno = st;
-		mc_err_errno(err, "cannot start the planner");
-		pid = -1;
-		goto out;
-	}
-	close(in[0]);
-	close(out[1]);
-	in[0] = out[1] = -1;
-	fcntl(in[1], F_SETFL, O_NONBLOCK);
-	p.out = view;
-	p.out_len = view_len;
-	rc = pump_child(&in[1], out[0], &p, deadline, err);
-	st = reap(pid, rc == 0 ? deadline : 0);
-	pid = -1;
-	if (rc == 0 && st != 0) {
-		rc = mc_err_set(err, MC_ERR_PROTO, "the planner exited with status %d", st);
-	} else if (rc == 0) {
-		FILE *pf = fmemopen(p.in, p.in_len, "r");
-
-		if (pf == NULL || p.in_len == 0) {
-			rc = mc_err_set(err, MC_ERR_PROTO, "the planner wrote no plan");
-		} else {
-			rc = mc_plan_read(pf, &j->plan, false, err);
-			j->have_plan = rc == 0;
-		}
-		if (pf != NULL)
-			fclose(pf);
-	}
-out:
-	if (pid > 0)
-		reap(pid, 0);
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (out[i] >= 0)
-			close(out[i]);
-	}
-	free(view);
-	free(p.in);
-	return rc;
-}
-
 /* A `candidates` answer: the view in its msgpack stream form. */
 static int
-write_view(FILE *f, const struct job *j, struct mc_err *err)
+write_view(FILE *f, const void *arg, struct mc_err *err)
 {
+	const struct job *j = arg;
+
 	return mc_cand_write(f, &j->view, false, err);
 }
 
 static int
-write_plan(FILE *f, const struct job *j, struct mc_err *err)
+write_plan(FILE *f, const void *arg, struct mc_err *err)
 {
+	const struct job *j = arg;
+
 	return mc_plan_write(f, &j->plan, false, err);
 }
 
 static int
-write_report(FILE *f, const struct job *j, struct mc_err *err)
+write_report(FILE *f, const void *arg, struct mc_err *err)
 {
+	const struct job *j = arg;
+
 	return mc_report_write(f, &j->report, &j->plan, false, err);
 }
 
@@ -818,7 +507,7 @@ plan_thread(void *arg)
 	struct job *j = arg;
 	char c = 1;
 
-	yield_to_loop();
+	offloop_nice();
 	if (j->export_view) {
 		j->answer = blob_write(write_view, j, &j->plan_err);
 		j->plan_rc = j->answer != NULL ? 0 : -1;
@@ -841,13 +530,18 @@ plan_thread(void *arg)
 
 		j->plan_rc = -1;
 		if (j->planner_cmd != NULL) {
+			struct extplan x = {
+				.cmd = j->planner_cmd,
+				.target = j->target,
+				.lowerbound = j->lowerbound,
+				.soft_pinned_pass = j->soft_pinned_pass,
+				.timeout_ms = j->planner_timeout_ms,
+			};
 			struct mc_err perr = { 0 };
 
-			j->plan_rc = run_planner(j, &perr);
+			j->plan_rc = extplan_run(&x, &j->view, &j->plan, &perr);
+			j->have_plan = j->plan_rc == 0;
 			if (j->plan_rc != 0) {
-				mc_plan_free(&j->plan);
-				mc_plan_init(&j->plan);
-				j->have_plan = false;
 				j->planner_failed = true;
 				snprintf(j->planner_why, sizeof(j->planner_why), "%s", perr.msg);
 			}
@@ -877,49 +571,8 @@ plan_thread(void *arg)
 static void
 drop_view_pages(struct mc_cand_view *v)
 {
-	drop_pages(v->c, v->cap * sizeof(*v->c));
-	drop_pages(v->keys, v->keys_cap);
-}
-
-/* Run fn(arg) on a detached worker thread; false when none could be started. */
-static bool
-in_background(void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t attr;
-	pthread_t t;
-	bool started = false;
-
-	if (pthread_attr_init(&attr) == 0) {
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		started = pthread_create(&t, &attr, fn, arg) == 0;
-		pthread_attr_destroy(&attr);
-	}
-	return started;
-}
-
-static void *
-blob_free_thread(void *arg)
-{
-	yield_to_loop();
-	blob_free(arg);
-	return NULL;
-}
-
-/* The release of a sent blob: off the loop when it is big. */
-static void
-blob_release(void *arg)
-{
-	struct blob *b = arg;
-
-	if (b->len < (1u << 20) || !in_background(blob_free_thread, b))
-		blob_free(b);
-}
-
-/* Send b as req's bulk (the result map packed); b is freed once sent. */
-static void
-reply_blob(struct mc_req *req, struct blob *b)
-{
-	mc_reply_end_bulk(req, b->map, b->len, blob_release, b);
+	offloop_drop_pages(v->c, v->cap * sizeof(*v->c));
+	offloop_drop_pages(v->keys, v->keys_cap);
 }
 
 static void *
@@ -927,13 +580,13 @@ free_thread(void *arg)
 {
 	struct job *j = arg;
 
-	yield_to_loop();
+	offloop_nice();
 	drop_view_pages(&j->view);
 	drop_view_pages(&j->plan.view);
-	drop_pages(j->done.slots, j->done.cap * sizeof(*j->done.slots));
+	offloop_drop_pages(j->done.slots, j->done.cap * sizeof(*j->done.slots));
 	for (size_t i = 0; i < j->plan.nstages; i++)
-		drop_pages(j->plan.stages[i].victims,
-			   j->plan.stages[i].cap * sizeof(*j->plan.stages[i].victims));
+		offloop_drop_pages(j->plan.stages[i].victims,
+				   j->plan.stages[i].cap * sizeof(*j->plan.stages[i].victims));
 	job_free(j);
 	return NULL;
 }
@@ -948,7 +601,7 @@ job_dispose(struct job *j)
 {
 	policy_put(j->policy); /* the count belongs to the loop */
 	j->policy = NULL;
-	if (!in_background(free_thread, j))
+	if (!offloop_run(free_thread, j))
 		job_free(j);
 }
 
@@ -983,7 +636,7 @@ answer(struct master *m, struct job *j)
 		mc_pack_kv_u64(pk, "evicted_bytes", j->evicted_bytes);
 		mc_pack_kv_u64(pk, "evicted_objects", j->evicted_objects);
 	}
-	reply_blob(j->req, b);
+	blob_reply(j->req, b);
 	j->req = NULL;
 }
 
