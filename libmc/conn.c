@@ -68,6 +68,13 @@
  */
 #define TCP_SNDBUF (256 << 10)
 #define ACCEPT_BURST 64
+/*
+ * Bytes one flush writes before it yields to the event loop: a reader
+ * fast enough never to fill the socket would otherwise keep a writer of
+ * a 200 MB reply (a candidate view) in one callback for 100+ ms while
+ * every other connection waits.
+ */
+#define FLUSH_BUDGET (4u << 20)
 #define EMFILE_BACKOFF_MS 100
 #define REPLY_KEEP (1u << 20) /* keep a reply buffer this big across requests */
 
@@ -412,6 +419,7 @@ static int
 conn_flush(struct mc_conn *c)
 {
 	struct iovec iov[IOV_MAX];
+	size_t written = 0;
 
 	while (c->oh != NULL && !c->closed) {
 		struct msghdr mh;
@@ -451,6 +459,12 @@ conn_flush(struct mc_conn *c)
 		}
 		STAT_ADD(bytes_out, w);
 		out_consume(c, (size_t)w);
+		written += (size_t)w;
+		if (written >= FLUSH_BUDGET && c->oh != NULL && !c->closed) {
+			/* the rest when the loop comes back to this socket */
+			wev_set(c, true);
+			return 0;
+		}
 	}
 	if (c->closed)
 		return -1;
