@@ -84,15 +84,9 @@ same_victim(const struct mc_plan *a, uint32_t ia, const struct mc_plan *b, uint3
 {
 	const struct mc_cand *x = &a->view.c[ia], *y = &b->view.c[ib];
 
-	return x->version == y->version && x->bytes == y->bytes && x->key_len == y->key_len &&
-	       memcmp(mc_cand_key(&a->view, x), mc_cand_key(&b->view, y), x->key_len) == 0 &&
-	       strcmp(mc_cand_name_str(&a->view, x->tenant),
-		      mc_cand_name_str(&b->view, y->tenant)) == 0 &&
-	       strcmp(mc_cand_name_str(&a->view, x->peer), mc_cand_name_str(&b->view, y->peer)) ==
-		       0 &&
-	       strcmp(mc_cand_name_str(&a->view, x->tier), mc_cand_name_str(&b->view, y->tier)) ==
-		       0 &&
-	       y->cost < 0 && y->created == 0 && y->access_count == 0;
+	return x->version == y->version && x->bytes == y->bytes &&
+	       same_copy(&a->view, ia, &b->view, ib) && y->cost < 0 && y->created == 0 &&
+	       y->access_count == 0;
 }
 
 static bool

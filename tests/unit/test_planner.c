@@ -650,16 +650,7 @@ static const char *mixed_policy = "cost hidden 5000\n"
 static bool
 same_victim(const struct mc_plan *a, uint32_t i, const struct mc_plan *b, uint32_t j)
 {
-	const struct mc_cand *x = &a->view.c[i], *y = &b->view.c[j];
-
-	return x->key_len == y->key_len &&
-	       memcmp(mc_cand_key(&a->view, x), mc_cand_key(&b->view, y), x->key_len) == 0 &&
-	       strcmp(mc_cand_name_str(&a->view, x->tenant),
-		      mc_cand_name_str(&b->view, y->tenant)) == 0 &&
-	       strcmp(mc_cand_name_str(&a->view, x->peer), mc_cand_name_str(&b->view, y->peer)) ==
-		       0 &&
-	       strcmp(mc_cand_name_str(&a->view, x->tier), mc_cand_name_str(&b->view, y->tier)) ==
-		       0;
+	return same_copy(&a->view, i, &b->view, j);
 }
 
 static bool
