@@ -1251,12 +1251,26 @@ sum_above_low(struct master *m, const struct peer *p, int t, void *arg)
 	*(uint64_t *)arg += above_low(m, &p->tiers[t]);
 }
 
+static void
+max_capacity(struct master *m, const struct peer *p, int t, void *arg)
+{
+	uint64_t *max = arg;
+
+	(void)m;
+	if (p->tiers[t].capacity > *max)
+		*max = p->tiers[t].capacity;
+}
+
 void
-evict_no_space(struct master *m, uint64_t bytes)
+evict_no_space(struct master *m, uint64_t size, unsigned replicas)
 {
 	struct cand_filter f = { 0 };
-	uint64_t over = 0;
+	uint64_t over = 0, largest = 0, bytes = size * replicas;
 
+	/* A copy no tier could hold even empty: evicting would only lose the cache. */
+	each_live_tier(m, max_capacity, &largest);
+	if (size > largest)
+		return;
 	/* What the put needs, or the whole overage above the low watermark if more. */
 	each_live_tier(m, sum_above_low, &over);
 	queue_auto(m, TRIG_NO_SPACE, &f, job_key(TRIG_NO_SPACE, 0, 0, 0),
@@ -1273,6 +1287,11 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, struct mc_err
 
 	if (quota == 0 || add == 0 || t->bytes + add <= quota)
 		return 0;
+	/* It would not fit in an empty tenant: evicting would only lose the cache. */
+	if (add > quota)
+		return mc_err_set(err, MC_ERR_QUOTA,
+				  "%llu bytes are more than tenant '%s''s whole quota of %llu",
+				  (unsigned long long)add, t->name, (unsigned long long)quota);
 	low = (uint64_t)((double)quota * m->cfg.evict_low);
 	queue_auto(m, TRIG_QUOTA, &f, job_key(TRIG_QUOTA, 0, 0, tenant), t->bytes + add - low);
 	return mc_err_set(err, MC_ERR_QUOTA,

@@ -51,8 +51,11 @@ int evict_reload(struct master *m, struct mc_err *err);
 
 /* From the sweep: queue a round for every live peer tier above the high watermark. */
 void evict_check_watermarks(struct master *m);
-/* Placement found no room for bytes: queue a round (the put still fails). */
-void evict_no_space(struct master *m, uint64_t bytes);
+/*
+ * Placement found no room for replicas copies of size bytes: queue a
+ * round (the put still fails), unless no live tier could hold the copy.
+ */
+void evict_no_space(struct master *m, uint64_t size, unsigned replicas);
 /*
  * A put of add bytes (net of the version it replaces) by tenant: 0 when
  * within its quota; else -1 with MC_ERR_QUOTA in err, and a round over

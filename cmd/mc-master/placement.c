@@ -104,7 +104,7 @@ placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placem
 	if (pick_once(m, size, replicas, out) == 0)
 		return 0;
 	/* Nothing evicts inline on a put: a round is queued, and this put fails. */
-	evict_no_space(m, size * replicas);
+	evict_no_space(m, size, replicas);
 	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peers",
 			  (unsigned long long)size, replicas);
 }

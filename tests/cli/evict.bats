@@ -395,6 +395,15 @@ evict_one_fails() {
 	wait_until 10 mc-cli -t A put big "$BATS_TEST_TMPDIR/big"
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -ge 1 ]
 	[ "$(count_present A n/ 10)" -le 7 ]
+	# a copy larger than any peer starts no round: it would only lose the cache
+	local rounds
+	rounds="$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')"
+	head -c $((50 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	advance_clock 5000
+	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
+	assert_failure
+	assert_output --partial "no space"
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq "$rounds" ]
 }
 
 @test "a put over its tenant's quota evicts inside that tenant" {
@@ -412,6 +421,16 @@ evict_one_fails() {
 	[ "$(count_present A q/ 10)" -le 5 ]
 	# stat shows the quota
 	mc-cli -t A --json stat | jq -e '.. | objects | select(.quota? == 40960)' >/dev/null
+	# an object larger than the whole quota is refused without a round
+	local rounds
+	rounds="$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')"
+	head -c $((11 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	advance_clock 5000
+	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
+	assert_failure
+	assert_output --partial "more than tenant 'A''s whole quota"
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')" -eq "$rounds" ]
+	[ "$(count_present A q/ 10)" -ge 1 ]
 }
 
 @test "an external planner plans the rounds; a failing or slow one falls back to the built-in" {
