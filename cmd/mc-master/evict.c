@@ -608,13 +608,12 @@ job_dispose(struct job *j)
 /* ---- answering ---- */
 
 static void
-answer(struct master *m, struct job *j)
+answer(struct job *j)
 {
 	struct mc_err err = { 0 };
 	struct blob *b = j->answer;
 	msgpack_packer *pk;
 
-	(void)m;
 	if (j->req == NULL)
 		return;
 	j->answer = NULL;
@@ -641,7 +640,7 @@ answer(struct master *m, struct job *j)
 }
 
 static void
-job_fail(struct master *m, struct job *j, const struct mc_err *err)
+job_fail(struct job *j, const struct mc_err *err)
 {
 	if (j->export_view)
 		mc_warn("candidates failed: %s", err->msg);
@@ -650,7 +649,6 @@ job_fail(struct master *m, struct job *j, const struct mc_err *err)
 	if (j->req != NULL)
 		handler_fail(j->req, j->method, err->code, "%s", err->msg);
 	j->req = NULL;
-	(void)m;
 }
 
 static void
@@ -667,7 +665,7 @@ job_finish(struct master *m, struct job *j)
 			(unsigned long long)j->evicted_bytes, (double)(end - j->t0) / 1e6,
 			(unsigned long long)j->fallbacks);
 	}
-	answer(m, j);
+	answer(j);
 	if (j->key != UINT64_MAX)
 		remember_round(m, j->key);
 	e->running = NULL;
@@ -719,7 +717,7 @@ resolve_peer(struct master *m, const char *name)
 }
 
 static int
-exec_begin(struct master *m, struct job *j, struct mc_err *err)
+exec_begin(struct job *j, struct mc_err *err)
 {
 	uint32_t n = j->plan.view.nnames;
 
@@ -733,7 +731,6 @@ exec_begin(struct master *m, struct job *j, struct mc_err *err)
 		j->peer_of[i] = -2;
 		j->tier_of[i] = -2;
 	}
-	(void)m;
 	j->report.created = j->plan.created;
 	/* Sized once for every victim, so recording them never rehashes mid-slice. */
 	size_t total = 0;
@@ -1010,7 +1007,7 @@ start_plan(struct master *m, struct job *j)
 	if (rc != 0) {
 		errno = rc;
 		mc_err_errno(&err, "cannot start the planning thread");
-		job_fail(m, j, &err);
+		job_fail(j, &err);
 		job_finish(m, j);
 		return;
 	}
@@ -1034,7 +1031,7 @@ build_slice(struct master *m, struct job *j)
 	candidates_end(j->build);
 	j->build = NULL;
 	if (rc < 0) {
-		job_fail(m, j, &err);
+		job_fail(j, &err);
 		job_finish(m, j);
 		return;
 	}
@@ -1078,7 +1075,7 @@ step(struct master *m, struct job *j)
 		return;
 	}
 	if (rc < 0)
-		job_fail(m, j, &err);
+		job_fail(j, &err);
 	job_finish(m, j);
 }
 
@@ -1118,7 +1115,7 @@ planned(struct master *m, struct job *j)
 			j->planner_cmd, j->planner_why);
 	}
 	if (j->plan_rc != 0) {
-		job_fail(m, j, &j->plan_err);
+		job_fail(j, &j->plan_err);
 		job_finish(m, j);
 		return;
 	}
@@ -1126,8 +1123,8 @@ planned(struct master *m, struct job *j)
 		job_finish(m, j);
 		return;
 	}
-	if (exec_begin(m, j, &err) != 0) {
-		job_fail(m, j, &err);
+	if (exec_begin(j, &err) != 0) {
+		job_fail(j, &err);
 		job_finish(m, j);
 		return;
 	}
@@ -1153,7 +1150,7 @@ job_start(struct master *m, struct job *j)
 	}
 	j->build = candidates_begin(m, &j->filter, &j->view, &err);
 	if (j->build == NULL) {
-		job_fail(m, j, &err);
+		job_fail(j, &err);
 		job_finish(m, j);
 		return;
 	}
