@@ -25,7 +25,8 @@ extern char **environ;
 
 /*
  * Write the view to the planner (*to_fd, closed and set to -1 once all
- * is written) while reading its plan from `from` until EOF, by deadline.
+ * is written or the planner stops reading) while reading its plan from
+ * `from` until EOF, by deadline. p->out_off tells how much it took.
  */
 struct pump {
 	const char *out;
@@ -55,11 +56,14 @@ pump_child(int *to_fd, int from, struct pump *p, uint64_t deadline_ns, struct mc
 		if (to >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t w = write(to, p->out + p->out_off, p->out_len - p->out_off);
 
-			if (w < 0 && errno != EAGAIN && errno != EINTR)
-				return mc_err_errno(err, "cannot write the view to the planner");
 			if (w > 0)
 				p->out_off += (size_t)w;
-			if (p->out_off == p->out_len) {
+			/*
+			 * Done, or the planner stopped reading (EPIPE): either way
+			 * read on to its end; its exit status says what happened.
+			 */
+			if (p->out_off == p->out_len ||
+			    (w < 0 && errno != EAGAIN && errno != EINTR)) {
 				close(to);
 				to = *to_fd = -1;
 			}
@@ -89,8 +93,6 @@ pump_child(int *to_fd, int from, struct pump *p, uint64_t deadline_ns, struct mc
 				p->in_len += (size_t)got;
 		}
 	}
-	if (to >= 0)
-		return mc_err_set(err, MC_ERR_PROTO, "the planner exited before reading the view");
 	return 0;
 }
 
@@ -195,6 +197,8 @@ extplan_run(const struct extplan *x, const struct mc_cand_view *view, struct mc_
 	pid = -1;
 	if (rc == 0 && st != 0) {
 		rc = mc_err_set(err, MC_ERR_PROTO, "the planner exited with status %d", st);
+	} else if (rc == 0 && p.out_off < p.out_len) {
+		rc = mc_err_set(err, MC_ERR_PROTO, "the planner exited before reading the view");
 	} else if (rc == 0) {
 		FILE *pf = fmemopen(p.in, p.in_len, "r");
 
