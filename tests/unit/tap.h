@@ -6,9 +6,22 @@
 #ifndef MC_TAP_H
 #define MC_TAP_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 static int tap_n, tap_failed;
+
+/* xorshift64, so runs are reproducible; a test may set the state first. */
+static uint64_t tap_rng_state = 88172645463325252ULL;
+
+static inline uint64_t
+tap_rng(void)
+{
+	tap_rng_state ^= tap_rng_state << 13;
+	tap_rng_state ^= tap_rng_state >> 7;
+	tap_rng_state ^= tap_rng_state << 17;
+	return tap_rng_state;
+}
 
 #define TAP_OK(cond, ...)                                                               \
 	do {                                                                            \

@@ -5,18 +5,6 @@
 #include "mc/deadline.h"
 #include "tap.h"
 
-/* xorshift, so runs are reproducible */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 static size_t
 heap_size(const struct mc_deadline_index *d)
 {
@@ -166,10 +154,10 @@ test_rebuild_large(void)
 	int bad = 0;
 
 	for (i = 0; i < LIVE; i++)
-		if (mc_deadline_set(d, i, rng() % 1000000) < 0)
+		if (mc_deadline_set(d, i, tap_rng() % 1000000) < 0)
 			bad++;
 	for (i = 0; i < UPDATES; i++) {
-		if (mc_deadline_set(d, rng() % LIVE, 1000000 + rng() % 1000000) < 0)
+		if (mc_deadline_set(d, tap_rng() % LIVE, 1000000 + tap_rng() % 1000000) < 0)
 			bad++;
 		h = heap_size(d);
 		if (h > max_heap)
@@ -310,10 +298,10 @@ test_differential(void)
 		return;
 	}
 	for (i = 0; i < OPS; i++) {
-		uint64_t op = rng() % 100, x = rng() % REF_IDS, got;
+		uint64_t op = tap_rng() % 100, x = tap_rng() % REF_IDS, got;
 
 		if (op < 50) {
-			dl = now + rng() % 5000;
+			dl = now + tap_rng() % 5000;
 			mc_deadline_set(d, x, dl);
 			if (ref[x] == 0)
 				live++;
@@ -329,7 +317,7 @@ test_differential(void)
 			if (has != (ref[x] != 0) || (has && got + 1 != ref[x]))
 				mismatches++;
 		} else if (op < 95) {
-			now += rng() % 200;
+			now += tap_rng() % 200;
 			/* everything due comes out, in order, and matches */
 			dl = 0;
 			while (mc_deadline_pop_due(d, now, &id, &got)) {
@@ -417,6 +405,7 @@ test_visit_wide(void)
 int
 main(void)
 {
+	tap_rng_state = 0x9e3779b97f4a7c15ULL; /* the sequence these tests were written on */
 	test_order();
 	test_update_remove();
 	test_reregistered();

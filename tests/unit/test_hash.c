@@ -25,18 +25,6 @@ key_hash(uint64_t key)
 	return mc_hash64(&key, sizeof(key), 42);
 }
 
-/* xorshift, so runs are reproducible */
-static uint64_t rng_state = 88172645463325252ULL;
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 static void
 test_million(void)
 {
@@ -181,9 +169,9 @@ test_iterate_wrap(void)
 		mc_htab_init(&h);
 		mc_htab_reserve(&h, M); /* 16 slots */
 		for (i = 0; i < M; i++) {
-			uint64_t home = 16 - 1 - rng() % 6;
+			uint64_t home = 16 - 1 - tap_rng() % 6;
 
-			items[i].key = (rng() << 4) | home;
+			items[i].key = (tap_rng() << 4) | home;
 			items[i].present = true;
 			/* the key is its own hash so the home slot is chosen */
 			mc_htab_insert(&h, items[i].key, &items[i]);

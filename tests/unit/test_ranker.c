@@ -297,18 +297,6 @@ test_guards(void)
 	       "hyperbolic: created after now counts as 1 ms in cache");
 }
 
-/* xorshift, so runs are reproducible */
-static uint64_t rng_state = 88172645463325252ULL;
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
 /* A ranker the table does not hold: scores from the candidate's version. */
 static double
 signed_score(const struct mc_cand_view *v, const struct mc_cand *c,
@@ -341,7 +329,7 @@ test_sort_paths(void)
 	}
 	v.n = v.cap = n;
 	for (i = 0; i < n; i++) {
-		v.c[i].lease_expiry = NOW + (rng() % 3) * 1000;
+		v.c[i].lease_expiry = NOW + (tap_rng() % 3) * 1000;
 		v.c[i].version = i;
 	}
 	/* two passes: indices ascending (no index passes) and shuffled */
@@ -349,7 +337,7 @@ test_sort_paths(void)
 		for (i = 0; i < n; i++)
 			idx[i] = (uint32_t)i;
 		for (i = n - 1; k && i > 0; i--) {
-			size_t j = rng() % (i + 1);
+			size_t j = tap_rng() % (i + 1);
 			uint32_t t = idx[i];
 
 			idx[i] = idx[j];
@@ -407,12 +395,12 @@ test_speed(void)
 	}
 	v.n = v.cap = n;
 	for (i = 0; i < n; i++) {
-		v.c[i].bytes = 1 + rng() % (1 << 20);
-		v.c[i].created = NOW - rng() % (24 * 60 * MIN);
-		v.c[i].last_access = v.c[i].created + rng() % (NOW - v.c[i].created + 1);
+		v.c[i].bytes = 1 + tap_rng() % (1 << 20);
+		v.c[i].created = NOW - tap_rng() % (24 * 60 * MIN);
+		v.c[i].last_access = v.c[i].created + tap_rng() % (NOW - v.c[i].created + 1);
 		v.c[i].lease_expiry = v.c[i].last_access + 5000;
-		v.c[i].access_count = rng() % 1000;
-		v.c[i].cost = (rng() & 1) ? -1 : (double)(rng() % 100000);
+		v.c[i].access_count = tap_rng() % 1000;
+		v.c[i].cost = (tap_rng() & 1) ? -1 : (double)(tap_rng() % 100000);
 	}
 	for (k = 0; mc_rankers[k]; k++) {
 		const struct mc_ranker *r = mc_rankers[k];
