@@ -430,20 +430,18 @@ bulk_ready(struct mc_rpcc *r, uint64_t len, const char *verb, struct mc_err *err
 	return 0;
 }
 
-int
-mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err)
+/*
+ * Receive the len bulk bytes left after the buffered ones: into dest, or
+ * with dest NULL into the (by then empty) input buffer as a bin.
+ */
+static int
+recv_bulk(struct mc_rpcc *r, char *dest, uint64_t len, struct mc_err *err)
 {
-	char *p = dest;
-	size_t k;
-
-	if (bulk_ready(r, len, "reading", err) < 0)
-		return -1;
-	k = take_buffered(r, p, len);
-	p += k;
-	len -= k;
 	while (len > 0) {
-		size_t want = len > SSIZE_MAX ? SSIZE_MAX : (size_t)len;
-		ssize_t n = recv(r->fd, p, want, MSG_WAITALL);
+		size_t cap = dest != NULL ? SSIZE_MAX : r->in_cap;
+		size_t want = len > cap ? cap : (size_t)len;
+		ssize_t n = recv(r->fd, dest != NULL ? dest : r->in, want,
+				 dest != NULL ? MSG_WAITALL : 0);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -452,7 +450,8 @@ mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *er
 		}
 		if (n == 0)
 			return io_fail(r, err, "cannot read from", 0);
-		p += n;
+		if (dest != NULL)
+			dest += n;
 		len -= (uint64_t)n;
 		r->bulk_pending -= (uint64_t)n;
 	}
@@ -460,27 +459,22 @@ mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *er
 }
 
 int
+mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err)
+{
+	size_t k;
+
+	if (bulk_ready(r, len, "reading", err) < 0)
+		return -1;
+	k = take_buffered(r, dest, len);
+	return recv_bulk(r, (char *)dest + k, len - k, err);
+}
+
+int
 mc_rpcc_skip_bulk(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 {
 	if (bulk_ready(r, len, "skipping", err) < 0)
 		return -1;
-	len -= take_buffered(r, NULL, len);
-	while (len > 0) {
-		/* the input buffer is empty now: use it as the bin */
-		size_t want = len > r->in_cap ? r->in_cap : (size_t)len;
-		ssize_t n = recv(r->fd, r->in, want, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return io_fail(r, err, "cannot read from", errno);
-		}
-		if (n == 0)
-			return io_fail(r, err, "cannot read from", 0);
-		len -= (uint64_t)n;
-		r->bulk_pending -= (uint64_t)n;
-	}
-	return 0;
+	return recv_bulk(r, NULL, len - take_buffered(r, NULL, len), err);
 }
 
 int
