@@ -127,8 +127,9 @@ schedule_retry(struct control *ctl, const char *why)
 		ctl->backoff_ms = BACKOFF_MAX_MS;
 }
 
+/* Forget a connect in progress: its event and its socket. */
 static void
-connect_failed(struct control *ctl, const char *why)
+drop_connect(struct control *ctl)
 {
 	if (ctl->connect_ev) {
 		event_free(ctl->connect_ev);
@@ -138,6 +139,12 @@ connect_failed(struct control *ctl, const char *why)
 		close(ctl->fd);
 		ctl->fd = -1;
 	}
+}
+
+static void
+connect_failed(struct control *ctl, const char *why)
+{
+	drop_connect(ctl);
 	schedule_retry(ctl, why);
 }
 
@@ -655,14 +662,7 @@ control_shutdown(struct control *ctl, int timeout_ms, void (*done)(void *arg), v
 	evtimer_del(ctl->retry_ev);
 	evtimer_del(ctl->hb_ev);
 	inventory_abort(ctl);
-	if (ctl->connect_ev) {
-		event_free(ctl->connect_ev);
-		ctl->connect_ev = NULL;
-	}
-	if (ctl->fd >= 0) {
-		close(ctl->fd);
-		ctl->fd = -1;
-	}
+	drop_connect(ctl);
 	if (!registered) {
 		finish_shutdown(ctl);
 		return;
