@@ -265,23 +265,9 @@ candidates_end(struct cand_build *b)
 
 /* ---- the call ---- */
 
-static int
-tenant_by_name(const struct store *s, const char *name, size_t len)
-{
-	for (uint32_t i = 0; i < s->ntenants; i++)
-		if (strlen(s->tenants[i].name) == len && memcmp(s->tenants[i].name, name, len) == 0)
-			return (int)i;
-	return -1;
-}
-
-/*
- * The request's filter. *none is set when it names a tenant the master
- * does not know: an empty view, not an error, since a tenant exists
- * only once it has written something.
- */
-static int
-read_filter(const struct master *m, const msgpack_object *params, struct cand_filter *f, bool *none,
-	    struct mc_err *err)
+int
+candidates_filter_parse(const struct master *m, const msgpack_object *params, struct cand_filter *f,
+			bool *none, struct mc_err *err)
 {
 	uint64_t peer;
 	const char *s;
@@ -308,7 +294,7 @@ read_filter(const struct master *m, const msgpack_object *params, struct cand_fi
 	if ((rc = mc_map_str(params, "tenant", &s, &len, err)) < 0)
 		return -1;
 	if (rc > 0) {
-		int t = tenant_by_name(&m->store, s, len);
+		int64_t t = store_tenant_find(&m->store, s, len);
 
 		f->by_tenant = true;
 		if (t < 0)
@@ -329,7 +315,7 @@ h_candidates(struct mc_req *req)
 
 	mmetrics_request(&m->mx, M_CANDIDATES);
 	/* Built in slices and encoded off the loop, as an eviction round's view is. */
-	if (read_filter(m, req->params, &f, &none, &err) < 0 ||
+	if (candidates_filter_parse(m, req->params, &f, &none, &err) < 0 ||
 	    evict_export_view(m, req, &f, none, &err) < 0)
 		handler_fail(req, M_CANDIDATES, err.code, "%s", err.msg);
 }

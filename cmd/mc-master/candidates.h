@@ -29,6 +29,15 @@ struct cand_filter {
 };
 
 /*
+ * A request's filter fields {peer_id?, tier?, tenant?}. *none is set when
+ * they name a tenant the master does not know (or an impossible peer id):
+ * an empty view, not an error, since a tenant exists only once it has
+ * written something. -1 with err on a bad field or an unknown tier.
+ */
+int candidates_filter_parse(const struct master *m, const msgpack_object *params,
+			    struct cand_filter *f, bool *none, struct mc_err *err);
+
+/*
  * Fill v (initialised by the caller, left empty) with the copies that
  * pass f, as of the begin (mc_now_ms()), in slices, so that a big store
  * never holds the event loop for long: begin, then step until it

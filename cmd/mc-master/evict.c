@@ -693,10 +693,7 @@ any_eq(const void *entry, const void *key)
 static int64_t
 resolve_tenant(struct master *m, const char *name)
 {
-	for (uint32_t t = 0; t < m->store.ntenants; t++)
-		if (strcmp(m->store.tenants[t].name, name) == 0)
-			return t;
-	return -1;
+	return store_tenant_find(&m->store, name, strlen(name));
 }
 
 /* A peer as views name it: its address, or "peer-ID". */
@@ -1369,8 +1366,6 @@ h_evict_run(struct mc_req *req)
 	struct master *m = req->ctx;
 	struct mc_err err = { 0 };
 	struct job *j = NULL;
-	const char *s;
-	size_t len;
 	uint64_t v;
 	int rc;
 
@@ -1392,37 +1387,9 @@ h_evict_run(struct mc_req *req)
 		j->lowerbound = v;
 	if (mc_map_bool(req->params, "dry_run", &j->dry_run, &err) < 0)
 		goto fail;
-	if ((rc = mc_map_u64(req->params, "peer_id", &v, &err)) < 0)
+	/* The same filter as candidates: a round sees the view that call would. */
+	if (candidates_filter_parse(m, req->params, &j->filter, &j->empty, &err) < 0)
 		goto fail;
-	if (rc > 0) {
-		j->filter.by_peer = true;
-		j->filter.peer = (uint32_t)v;
-		j->empty |= v > UINT32_MAX || peers_find(&m->peers, (uint32_t)v) == NULL;
-	}
-	if ((rc = mc_map_str(req->params, "tier", &s, &len, &err)) < 0)
-		goto fail;
-	if (rc > 0) {
-		j->filter.by_tier = true;
-		j->filter.tier = tier_parse(s, len);
-		if (j->filter.tier < 0) {
-			mc_err_set(&err, MC_ERR_INVALID, "unknown tier '%.*s'",
-				   (int)(len > 32 ? 32 : len), s);
-			goto fail;
-		}
-	}
-	if ((rc = mc_map_str(req->params, "tenant", &s, &len, &err)) < 0)
-		goto fail;
-	if (rc > 0) {
-		char name[MC_NAME_MAX + 1];
-		int64_t t;
-
-		snprintf(name, sizeof(name), "%.*s", (int)(len > MC_NAME_MAX ? MC_NAME_MAX : len),
-			 s);
-		t = resolve_tenant(m, name);
-		j->filter.by_tenant = true;
-		j->filter.tenant = t < 0 ? 0 : (uint32_t)t;
-		j->empty |= t < 0 || len > MC_NAME_MAX;
-	}
 	if (evictor_of(m)->queued >= JOBS_MAX) {
 		mc_err_set(&err, MC_ERR_BUSY, "too many eviction rounds queued");
 		goto fail;

@@ -129,12 +129,22 @@ store_name_ok(const char *s, size_t len)
 }
 
 int64_t
-store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err)
+store_tenant_find(const struct store *s, const char *name, size_t len)
 {
-	/* Tenants are few and interned once per connection: a scan is enough. */
 	for (uint32_t i = 0; i < s->ntenants; i++)
 		if (strlen(s->tenants[i].name) == len && memcmp(s->tenants[i].name, name, len) == 0)
 			return i;
+	return -1;
+}
+
+int64_t
+store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err)
+{
+	/* Tenants are few and interned once per connection: a scan is enough. */
+	int64_t found = store_tenant_find(s, name, len);
+
+	if (found >= 0)
+		return found;
 	if (s->ntenants >= TENANTS_MAX)
 		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many tenants (%u)", TENANTS_MAX);
 	struct tenant *t = realloc(s->tenants, (s->ntenants + 1) * sizeof(*t));

@@ -150,6 +150,8 @@ int tier_parse(const char *s, size_t len);
  * metric labels, so a client cannot smuggle control bytes in).
  */
 bool store_name_ok(const char *s, size_t len);
+/* A tenant's id by name, or -1 when there is none (a lookup: interns nothing). */
+int64_t store_tenant_find(const struct store *s, const char *name, size_t len);
 int64_t store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
 int64_t store_type_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
 const char *store_type_name(const struct store *s, uint32_t id);
