@@ -81,6 +81,30 @@ scale_decimal(const struct decimal *d, uint64_t mult, uint64_t *out, struct mc_e
 	return 0;
 }
 
+int
+mc_parse_percent(const char *s, uint64_t *micro, struct mc_err *err)
+{
+	struct decimal d;
+	struct mc_err e;
+
+	if (parse_decimal(s, &d, &e) < 0) {
+		/* only digits that overflow make it here with nothing but digits */
+		if (*s != '\0' && strspn(s, "0123456789.") == strlen(s) - 1 &&
+		    s[strlen(s) - 1] == '%')
+			return mc_err_set(err, MC_ERR_INVALID, "a percentage is at most 100%%");
+		return mc_err_set(err, MC_ERR_INVALID, "not a percentage");
+	}
+	if (d.end[0] != '%' || d.end[1] != '\0')
+		return mc_err_set(err, MC_ERR_INVALID, "not a percentage");
+	if (d.whole > 100)
+		return mc_err_set(err, MC_ERR_INVALID, "a percentage is at most 100%%");
+	if (d.frac_len > 6)
+		return mc_err_set(err, MC_ERR_INVALID, "at most 6 decimals in a percentage");
+	if (scale_decimal(&d, MC_PERCENT_MICRO, micro, err) < 0 || *micro > MC_PERCENT_WHOLE)
+		return mc_err_set(err, MC_ERR_INVALID, "a percentage is at most 100%%");
+	return 0;
+}
+
 static uint64_t
 size_unit(const char *u)
 {

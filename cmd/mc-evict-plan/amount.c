@@ -15,53 +15,6 @@
 #include "evictplan.h"
 
 #define WHY_MAX 200
-#define PCT_DECIMALS 6
-#define MICRO_PER_PCT 1000000u
-/* 100%, in millionths of a percent: the fraction's denominator. */
-#define MICRO_WHOLE (100u * MICRO_PER_PCT)
-
-/* "12.5" -> 12500000; -1 with why on anything but digits[.digits]. */
-static int
-parse_pct_micro(const char *s, size_t len, uint64_t *out, char *why)
-{
-	uint64_t whole = 0, frac = 0;
-	size_t i = 0, decimals = 0;
-	bool digits = false;
-
-	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
-		whole = whole * 10 + (uint64_t)(s[i] - '0');
-		digits = true;
-		if (whole > 100)
-			break;
-	}
-	if (i < len && s[i] == '.') {
-		for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
-			digits = true;
-			if (++decimals > PCT_DECIMALS) {
-				snprintf(why, WHY_MAX, "at most %d decimals in a percentage",
-					 PCT_DECIMALS);
-				return -1;
-			}
-			frac = frac * 10 + (uint64_t)(s[i] - '0');
-		}
-	}
-	if (whole > 100) {
-		snprintf(why, WHY_MAX, "a percentage is at most 100%%");
-		return -1;
-	}
-	if (!digits || i != len) {
-		snprintf(why, WHY_MAX, "not a percentage");
-		return -1;
-	}
-	for (; decimals < PCT_DECIMALS; decimals++)
-		frac *= 10;
-	*out = whole * MICRO_PER_PCT + frac;
-	if (*out > MICRO_WHOLE) {
-		snprintf(why, WHY_MAX, "a percentage is at most 100%%");
-		return -1;
-	}
-	return 0;
-}
 
 int
 amount_set(const char *v, void *target, char *why)
@@ -71,8 +24,10 @@ amount_set(const char *v, void *target, char *why)
 	size_t len = strlen(v);
 
 	if (len > 0 && v[len - 1] == '%') {
-		if (parse_pct_micro(v, len - 1, &a->pct_micro, why) < 0)
+		if (mc_parse_percent(v, &a->pct_micro, &err) < 0) {
+			snprintf(why, WHY_MAX, "%.*s", WHY_MAX - 1, err.msg);
 			return -1;
+		}
 		a->is_pct = true;
 		a->bytes = 0;
 	} else {
@@ -95,13 +50,13 @@ amount_bytes(const struct amount *a, uint64_t whole)
 	if (!a->is_pct)
 		return a->bytes;
 	/*
-	 * whole * pct / MICRO_WHOLE without overflow: q * pct <= whole
-	 * because pct <= MICRO_WHOLE, and r * pct < 10^16. Rounded up, so a
+	 * whole * pct / MC_PERCENT_WHOLE without overflow: q * pct <= whole
+	 * because pct <= MC_PERCENT_WHOLE, and r * pct < 10^16. Rounded up, so a
 	 * percentage never asks for less than it says.
 	 */
-	q = whole / MICRO_WHOLE;
-	r = whole % MICRO_WHOLE;
-	return q * a->pct_micro + (r * a->pct_micro + MICRO_WHOLE - 1) / MICRO_WHOLE;
+	q = whole / MC_PERCENT_WHOLE;
+	r = whole % MC_PERCENT_WHOLE;
+	return q * a->pct_micro + (r * a->pct_micro + MC_PERCENT_WHOLE - 1) / MC_PERCENT_WHOLE;
 }
 
 uint64_t

@@ -132,6 +132,25 @@ test_numbers(void)
 	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
 		if (mc_parse_bool(no[i], &b, &err) != 0 || b)
 			ok = 0;
+	TAP_OK(mc_parse_percent("12.5%", &u, &err) == 0 && u == 12500000 &&
+		       mc_parse_percent("100%", &u, &err) == 0 && u == MC_PERCENT_WHOLE &&
+		       mc_parse_percent("0.000001%", &u, &err) == 0 && u == 1 &&
+		       mc_parse_percent("20.%", &u, &err) == 0 && u == 20000000,
+	       "percent: exact millionths of a percent");
+	TAP_OK(mc_parse_percent("100.000001%", &u, &err) == -1 &&
+		       strstr(err.msg, "at most 100%") != NULL &&
+		       mc_parse_percent("99999999999999999999999%", &u, &err) == -1 &&
+		       strstr(err.msg, "at most 100%") != NULL,
+	       "percent: above 100, or overflowing, is refused as such");
+	TAP_OK(mc_parse_percent("1.2345678%", &u, &err) == -1 &&
+		       strstr(err.msg, "6 decimals") != NULL,
+	       "percent: more than 6 decimals is refused");
+	TAP_OK(mc_parse_percent("", &u, &err) == -1 && mc_parse_percent("-5%", &u, &err) == -1 &&
+		       mc_parse_percent("5%x", &u, &err) == -1 &&
+		       mc_parse_percent(".%", &u, &err) == -1 &&
+		       mc_parse_percent("12", &u, &err) == -1 &&
+		       strstr(err.msg, "not a percentage") != NULL,
+	       "percent: empty, negative, junk, a bare point and no %% sign are not percentages");
 	TAP_OK(ok, "bool: true/false yes/no on/off 1/0 in any case");
 	TAP_OK(mc_parse_bool("maybe", &b, &err) == -1 && strstr(err.msg, "not a boolean") != NULL &&
 		       mc_parse_bool("", &b, &err) == -1,

@@ -19,6 +19,14 @@ int mc_parse_duration_ms(const char *s, uint64_t *out, struct mc_err *err);
 int mc_parse_u64(const char *s, uint64_t *out, struct mc_err *err);
 int mc_parse_double(const char *s, double *out, struct mc_err *err);
 int mc_parse_bool(const char *s, bool *out, struct mc_err *err);
+/*
+ * A percentage, read as an exact decimal in millionths of a percent:
+ * "12.5%" -> 12500000. At most 6 decimals and at most 100, so the result
+ * is at most MC_PERCENT_WHOLE.
+ */
+#define MC_PERCENT_MICRO 1000000u
+#define MC_PERCENT_WHOLE (100u * MC_PERCENT_MICRO)
+int mc_parse_percent(const char *s, uint64_t *micro, struct mc_err *err);
 /* Render for people: 1536 -> "1.5KiB", 1500 -> "1.5s". buf of 32 is enough. */
 char *mc_fmt_size(uint64_t bytes, char *buf, size_t cap);
 char *mc_fmt_duration_ms(uint64_t ms, char *buf, size_t cap);
