@@ -18,7 +18,7 @@
 #include "mc/wire.h"
 #include "candidates.h"
 #include "evict.h"
-#include "handlers.h"
+#include "request.h"
 #include "master.h"
 
 /* A live peer as the view names it. */
@@ -58,7 +58,7 @@ cached_name(struct cand_build *b, uint32_t *slot, const char *s, size_t len, str
 }
 
 static int
-add_peers(struct cand_build *b, const struct cand_filter *f, uint64_t now, struct mc_err *err)
+add_peers(struct cand_build *b, const struct cand_filter *f, struct mc_err *err)
 {
 	const struct peers *ps = &b->m->peers;
 	char fallback[32];
@@ -72,7 +72,7 @@ add_peers(struct cand_build *b, const struct cand_filter *f, uint64_t now, struc
 		const char *name = p->addr;
 		size_t len = strlen(p->addr);
 
-		if (!peer_alive(p, now, b->m->cfg.peer_ttl) || (f->by_peer && p->id != f->peer))
+		if (!peer_alive(p, b->m->cfg.peer_ttl) || (f->by_peer && p->id != f->peer))
 			continue;
 		/*
 		 * A plan names the peer by address so that people can read
@@ -220,7 +220,7 @@ candidates_begin(struct master *m, const struct cand_filter *f, struct mc_cand_v
 	b->f = *f;
 	b->now = mc_now_ms();
 	v->created = b->now;
-	if (add_peers(b, f, b->now, err) < 0) {
+	if (add_peers(b, f, err) < 0) {
 		candidates_end(b);
 		return NULL;
 	}

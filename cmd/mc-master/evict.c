@@ -22,7 +22,7 @@
 #include "candidates.h"
 #include "evict.h"
 #include "extplan.h"
-#include "handlers.h"
+#include "request.h"
 #include "master.h"
 #include "offloop.h"
 #include "ops.h"
@@ -1207,12 +1207,10 @@ static void
 each_live_tier(struct master *m, void (*fn)(struct master *, const struct peer *, int, void *),
 	       void *arg)
 {
-	uint64_t now = mc_now_ms();
-
 	for (uint32_t i = 0; i < m->peers.n; i++) {
 		const struct peer *p = m->peers.v[i];
 
-		if (!peer_alive(p, now, m->cfg.peer_ttl))
+		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
 		for (int t = 0; t < TIER_COUNT; t++)
 			if (p->tiers[t].present)

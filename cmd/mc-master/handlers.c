@@ -17,7 +17,9 @@
 #include "handlers.h"
 #include "master.h"
 #include "ops.h"
+#include "peerlink.h"
 #include "placement.h"
+#include "request.h"
 
 /* Keys per batch call: keeps one reply well under a client's max message. */
 #define BATCH_MAX 10000
@@ -25,11 +27,6 @@
 #define LIST_MAX 10000
 /* Key bytes in one list reply, for the same reason. */
 #define LIST_KEY_BYTES (8u << 20)
-/* Heartbeat period suggested to peers. */
-#define HEARTBEAT_MS 1000
-
-/* A connection that never said hello speaks for the default tenant. */
-static const struct client default_client;
 
 /* A readable replica with what the caller needs to rank it. */
 struct cand {
@@ -45,48 +42,6 @@ begin(struct mc_req *req, enum method k)
 
 	mmetrics_request(&m->mx, k);
 	return m;
-}
-
-void
-handler_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
-{
-	struct master *m = req->ctx;
-	char msg[MC_ERR_MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	mmetrics_failure(&m->mx, k);
-	mc_reply_err(req, code, "%s", msg);
-}
-
-static void
-fail_err(struct mc_req *req, enum method k, const struct mc_err *err)
-{
-	handler_fail(req, k, err->code, "%s", err->msg);
-}
-
-static const struct client *
-client_of(const struct mc_req *req)
-{
-	const struct client *c = mc_conn_data(req->conn);
-
-	return c != NULL ? c : &default_client;
-}
-
-static struct client *
-client_get(struct mc_req *req)
-{
-	struct client *c = mc_conn_data(req->conn);
-
-	if (c != NULL)
-		return c;
-	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return NULL;
-	mc_conn_set_data(req->conn, c, free);
-	return c;
 }
 
 /* A str or bin object as bytes; -1 for anything else. */
@@ -125,18 +80,6 @@ need_key(const msgpack_object *params, const char **key, size_t *len, struct mc_
 	if (rc == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "missing field 'key'");
 	return check_key(*len, err);
-}
-
-static int
-need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err)
-{
-	int rc = mc_map_u64(params, name, out, err);
-
-	if (rc < 0)
-		return -1;
-	if (rc == 0)
-		return mc_err_set(err, MC_ERR_INVALID, "missing field '%s'", name);
-	return 0;
 }
 
 /* Optional name field: 0 absent, 1 present and valid, -1 invalid. */
@@ -322,7 +265,7 @@ static void
 h_hello(struct mc_req *req)
 {
 	struct master *m = begin(req, M_HELLO);
-	struct client *cl = client_get(req);
+	struct client *cl = req_client_get(req);
 	struct mc_err err;
 	const char *s;
 	size_t len;
@@ -350,7 +293,7 @@ h_hello(struct mc_req *req)
 	mc_reply_end(req);
 	return;
 bad:
-	fail_err(req, M_HELLO, &err);
+	req_fail_err(req, M_HELLO, &err);
 }
 
 /* ---- writes ---- */
@@ -372,7 +315,7 @@ put_args_parse(const msgpack_object *params, struct put_args *a, struct mc_err *
 	a->type = MC_DEFAULT_TYPE;
 	a->tlen = strlen(MC_DEFAULT_TYPE);
 	if (need_key(params, &a->key, &a->klen, err) != 0 ||
-	    need_u64(params, "size", &a->size, err) != 0 ||
+	    req_need_u64(params, "size", &a->size, err) != 0 ||
 	    mc_map_u64(params, "replicas", &a->replicas, err) < 0 ||
 	    mc_map_u64(params, "checksum", &a->checksum, err) < 0 ||
 	    mc_map_bool(params, "hard_pin", &a->hard_pin, err) < 0 ||
@@ -412,7 +355,7 @@ static void
 h_put_start(struct mc_req *req)
 {
 	struct master *m = begin(req, M_PUT_START);
-	const struct client *cl = client_of(req);
+	const struct client *cl = req_client(req);
 	uint64_t now = mc_now_ms();
 	struct put_args a;
 	struct placement pl;
@@ -511,7 +454,7 @@ h_put_start(struct mc_req *req)
 	mc_reply_end(req);
 	return;
 fail:
-	fail_err(req, M_PUT_START, &err);
+	req_fail_err(req, M_PUT_START, &err);
 }
 
 /*
@@ -522,7 +465,7 @@ static struct mobj *
 write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids)
 {
 	struct master *m = req->ctx;
-	const struct client *cl = client_of(req);
+	const struct client *cl = req_client(req);
 	struct mc_err err;
 	const char *key;
 	size_t len;
@@ -531,8 +474,8 @@ write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids
 	const struct pending *p;
 
 	if (need_key(req->params, &key, &len, &err) != 0 ||
-	    need_u64(req->params, "version", &version, &err) != 0) {
-		fail_err(req, k, &err);
+	    req_need_u64(req->params, "version", &version, &err) != 0) {
+		req_fail_err(req, k, &err);
 		return NULL;
 	}
 	o = lookup(m, cl->tenant, key, len);
@@ -628,7 +571,7 @@ h_get_replica_list(struct mc_req *req)
 {
 	uint64_t t0 = mc_mono_ns();
 	struct master *m = begin(req, M_GET_REPLICA_LIST);
-	const struct client *cl = client_of(req);
+	const struct client *cl = req_client(req);
 	struct cand c[2 * MC_REPLICAS_MAX];
 	struct mc_err err;
 	const char *key;
@@ -637,7 +580,7 @@ h_get_replica_list(struct mc_req *req)
 	unsigned n;
 
 	if (need_key(req->params, &key, &len, &err) != 0) {
-		fail_err(req, M_GET_REPLICA_LIST, &err);
+		req_fail_err(req, M_GET_REPLICA_LIST, &err);
 		goto out;
 	}
 	o = lookup(m, cl->tenant, key, len);
@@ -657,14 +600,14 @@ h_batch_get_replica_list(struct mc_req *req)
 {
 	uint64_t t0 = mc_mono_ns();
 	struct master *m = begin(req, M_BATCH_GET_REPLICA_LIST);
-	const struct client *cl = client_of(req);
+	const struct client *cl = req_client(req);
 	struct cand c[2 * MC_REPLICAS_MAX];
 	uint64_t now = mc_now_ms(), hashes[PREFETCH_AHEAD];
 	struct mc_err err;
 	const msgpack_object_array *keys = need_keys(req->params, &err);
 
 	if (keys == NULL) {
-		fail_err(req, M_BATCH_GET_REPLICA_LIST, &err);
+		req_fail_err(req, M_BATCH_GET_REPLICA_LIST, &err);
 		goto out;
 	}
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -714,10 +657,10 @@ h_exist(struct mc_req *req)
 	size_t len;
 
 	if (need_key(req->params, &key, &len, &err) != 0) {
-		fail_err(req, M_EXIST, &err);
+		req_fail_err(req, M_EXIST, &err);
 		return;
 	}
-	struct mobj *o = lookup(m, client_of(req)->tenant, key, len);
+	struct mobj *o = lookup(m, req_client(req)->tenant, key, len);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);
 	mc_pack_kv_bool(pk, "exists", o != NULL && has_complete(o));
@@ -728,12 +671,12 @@ static void
 h_batch_exist(struct mc_req *req)
 {
 	struct master *m = begin(req, M_BATCH_EXIST);
-	uint32_t tenant = client_of(req)->tenant;
+	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
 	const msgpack_object_array *keys = need_keys(req->params, &err);
 
 	if (keys == NULL) {
-		fail_err(req, M_BATCH_EXIST, &err);
+		req_fail_err(req, M_BATCH_EXIST, &err);
 		return;
 	}
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -785,8 +728,8 @@ h_remove(struct mc_req *req)
 
 	if (need_key(req->params, &key, &len, &err) != 0 ||
 	    mc_map_bool(req->params, "force", &force, &err) < 0 ||
-	    remove_one(m, client_of(req)->tenant, key, len, force, &err) != 0) {
-		fail_err(req, M_REMOVE, &err);
+	    remove_one(m, req_client(req)->tenant, key, len, force, &err) != 0) {
+		req_fail_err(req, M_REMOVE, &err);
 		return;
 	}
 	mc_reply_ok_empty(req);
@@ -796,13 +739,13 @@ static void
 h_batch_remove(struct mc_req *req)
 {
 	struct master *m = begin(req, M_BATCH_REMOVE);
-	uint32_t tenant = client_of(req)->tenant;
+	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
 	bool force = false;
 	const msgpack_object_array *keys = need_keys(req->params, &err);
 
 	if (keys == NULL || mc_map_bool(req->params, "force", &force, &err) < 0) {
-		fail_err(req, M_BATCH_REMOVE, &err);
+		req_fail_err(req, M_BATCH_REMOVE, &err);
 		return;
 	}
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -865,7 +808,7 @@ static void
 h_remove_prefix(struct mc_req *req)
 {
 	struct master *m = begin(req, M_REMOVE_PREFIX);
-	uint32_t tenant = client_of(req)->tenant;
+	uint32_t tenant = req_client(req)->tenant;
 	uint64_t now = mc_now_ms(), removed = 0, skipped = 0;
 	struct mc_err err;
 	const char *prefix;
@@ -876,7 +819,7 @@ h_remove_prefix(struct mc_req *req)
 	if (rc == 0)
 		mc_err_set(&err, MC_ERR_INVALID, "missing field 'prefix'");
 	if (rc <= 0 || mc_map_bool(req->params, "force", &force, &err) < 0) {
-		fail_err(req, M_REMOVE_PREFIX, &err);
+		req_fail_err(req, M_REMOVE_PREFIX, &err);
 		return;
 	}
 	struct mobj **v = collect_prefix(m, tenant, prefix, plen, false, &n);
@@ -925,7 +868,7 @@ static void
 h_list(struct mc_req *req)
 {
 	struct master *m = begin(req, M_LIST);
-	uint32_t tenant = client_of(req)->tenant;
+	uint32_t tenant = req_client(req)->tenant;
 	const char *prefix = "", *after = NULL;
 	size_t plen = 0, alen = 0, n, first = 0, out, bytes = 0;
 	uint64_t limit = LIST_DEFAULT;
@@ -934,7 +877,7 @@ h_list(struct mc_req *req)
 	if (mc_map_str(req->params, "prefix", &prefix, &plen, &err) < 0 ||
 	    mc_map_str(req->params, "after", &after, &alen, &err) < 0 ||
 	    mc_map_u64(req->params, "limit", &limit, &err) < 0) {
-		fail_err(req, M_LIST, &err);
+		req_fail_err(req, M_LIST, &err);
 		return;
 	}
 	if (limit > LIST_MAX)
@@ -979,14 +922,14 @@ static void
 h_stat(struct mc_req *req)
 {
 	struct master *m = begin(req, M_STAT);
-	const struct client *cl = client_of(req);
+	const struct client *cl = req_client(req);
 	struct mc_err err;
 	const char *key;
 	size_t len;
 	struct mobj *o;
 
 	if (need_key(req->params, &key, &len, &err) != 0) {
-		fail_err(req, M_STAT, &err);
+		req_fail_err(req, M_STAT, &err);
 		return;
 	}
 	o = lookup(m, cl->tenant, key, len);
@@ -1085,7 +1028,6 @@ static void
 h_peers(struct mc_req *req)
 {
 	struct master *m = begin(req, M_PEERS);
-	uint64_t now = mc_now_ms();
 
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);
@@ -1093,199 +1035,22 @@ h_peers(struct mc_req *req)
 	msgpack_pack_array(pk, m->peers.n);
 	for (uint32_t i = 0; i < m->peers.n; i++) {
 		const struct peer *p = m->peers.v[i];
-		msgpack_pack_map(pk, 9);
+		uint64_t mono = mc_mono_ms();
+
+		msgpack_pack_map(pk, 10);
 		mc_pack_kv_u64(pk, "peer_id", p->id);
 		mc_pack_kv_str(pk, "addr", p->addr);
 		mc_pack_kv_str(pk, "host", p->host);
 		mc_pack_kv_str(pk, "domain", p->domain);
-		mc_pack_kv_bool(pk, "alive", peer_alive(p, now, m->cfg.peer_ttl));
+		mc_pack_kv_bool(pk, "alive", peer_alive(p, m->cfg.peer_ttl));
 		mc_pack_kv_bool(pk, "connected", p->conn != NULL);
 		mc_pack_kv_str(pk, "evict_mode", p->evict_mode);
 		mc_pack_key(pk, "tiers");
 		pack_tiers(pk, p);
 		mc_pack_kv_u64(pk, "last_heartbeat", p->last_heartbeat);
+		mc_pack_kv_u64(pk, "silent_ms", mono > p->heard ? mono - p->heard : 0);
 	}
 	mc_reply_end(req);
-}
-
-/* ---- peer-facing ---- */
-
-/* Read tiers [{tier, capacity, used}] into a peer; -1 with err on bad input. */
-static int
-read_tiers(const msgpack_object *params, struct peer *p, bool required, struct mc_err *err)
-{
-	const msgpack_object_array *a = mc_map_array(params, "tiers");
-
-	if (a == NULL)
-		return required ? mc_err_set(err, MC_ERR_INVALID, "missing array field 'tiers'")
-				: 0;
-	for (uint32_t j = 0; j < a->size; j++) {
-		const msgpack_object *e = &a->ptr[j];
-		const char *name;
-		size_t len;
-		uint64_t cap = 0, used = 0;
-		int t;
-
-		if (e->type != MSGPACK_OBJECT_MAP || mc_map_str(e, "tier", &name, &len, err) != 1)
-			return mc_err_set(err, MC_ERR_INVALID, "tiers[%u] needs a 'tier' name", j);
-		if ((t = tier_parse(name, len)) < 0)
-			return mc_err_set(err, MC_ERR_INVALID, "tiers[%u]: unknown tier '%.*s'", j,
-					  (int)(len > 32 ? 32 : len), name);
-		if (mc_map_u64(e, "capacity", &cap, err) < 0 ||
-		    mc_map_u64(e, "used", &used, err) < 0)
-			return -1;
-		p->tiers[t].present = true;
-		p->tiers[t].capacity = cap;
-		p->tiers[t].reported = used;
-	}
-	return 0;
-}
-
-static void
-h_peer_register(struct mc_req *req)
-{
-	struct master *m = begin(req, M_PEER_REGISTER);
-	struct client *cl = client_get(req);
-	struct peer tmp, *p, *old;
-	struct mc_err err;
-	const char *mode;
-	size_t mlen;
-	int rc;
-
-	memset(&tmp, 0, sizeof(tmp));
-	if (cl == NULL) {
-		handler_fail(req, M_PEER_REGISTER, MC_ERR_SYSTEM, "out of memory");
-		return;
-	}
-	rc = mc_map_strcpy(req->params, "addr", tmp.addr, sizeof(tmp.addr), &err);
-	if (rc == 0 || (rc > 0 && tmp.addr[0] == '\0'))
-		rc = mc_err_set(&err, MC_ERR_INVALID, "missing field 'addr'");
-	if (rc < 0 || mc_map_strcpy(req->params, "host", tmp.host, sizeof(tmp.host), &err) < 0 ||
-	    mc_map_strcpy(req->params, "domain", tmp.domain, sizeof(tmp.domain), &err) < 0 ||
-	    read_tiers(req->params, &tmp, true, &err) != 0)
-		goto fail;
-	rc = mc_map_str(req->params, "evict_mode", &mode, &mlen, &err);
-	if (rc < 0)
-		goto fail;
-	if (rc == 0) {
-		mode = "local";
-		mlen = 5;
-	}
-	if (mlen == 0 || mlen >= EVICT_MODE_MAX) {
-		mc_err_set(&err, MC_ERR_INVALID, "evict_mode length %zu out of range", mlen);
-		goto fail;
-	}
-	memcpy(tmp.evict_mode, mode, mlen);
-	/* Without a host name each peer counts as a host of its own. */
-	if (tmp.host[0] == '\0')
-		snprintf(tmp.host, sizeof(tmp.host), "%.*s", MC_NAME_MAX, tmp.addr);
-	old = peers_find_addr(&m->peers, tmp.addr);
-	if (old != NULL)
-		ops_peer_remove(m, old, "replaced by a new registration");
-	p = peers_add(&m->peers, &err);
-	if (p == NULL)
-		goto fail;
-	uint32_t id = p->id;
-	*p = tmp;
-	p->id = id;
-	p->registered = p->last_heartbeat = mc_now_ms();
-	p->conn = req->conn;
-	if (peer_prepack(p) != 0)
-		mc_warn("peer %u: out of memory for its packed entry; packing per read", id);
-	cl->peer_id = id;
-	mc_info("peer %u registered: %s host %s domain %s dram %llu ssd %llu", id, p->addr, p->host,
-		p->domain[0] ? p->domain : "-", (unsigned long long)p->tiers[TIER_DRAM].capacity,
-		(unsigned long long)p->tiers[TIER_SSD].capacity);
-	recon_peer_registered(m, p);
-	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 3);
-	mc_pack_kv_u64(pk, "peer_id", id);
-	mc_pack_kv_u64(pk, "heartbeat_ms", HEARTBEAT_MS);
-	mc_pack_kv_u64(pk, "peer_ttl_ms", m->cfg.peer_ttl);
-	mc_reply_end(req);
-	return;
-fail:
-	fail_err(req, M_PEER_REGISTER, &err);
-}
-
-static struct peer *
-need_peer(struct mc_req *req, enum method k)
-{
-	struct master *m = req->ctx;
-	struct mc_err err;
-	uint64_t id;
-	struct peer *p;
-
-	if (need_u64(req->params, "peer_id", &id, &err) != 0) {
-		fail_err(req, k, &err);
-		return NULL;
-	}
-	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
-	if (p == NULL)
-		handler_fail(req, k, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
-			     (unsigned long long)id);
-	return p;
-}
-
-static void
-h_peer_heartbeat(struct mc_req *req)
-{
-	struct peer *p;
-	struct peer tmp;
-	struct mc_err err;
-
-	begin(req, M_PEER_HEARTBEAT);
-	p = need_peer(req, M_PEER_HEARTBEAT);
-
-	if (p == NULL)
-		return;
-	/* Parse into a copy so a bad message changes nothing. */
-	tmp = *p;
-	if (read_tiers(req->params, &tmp, false, &err) != 0) {
-		fail_err(req, M_PEER_HEARTBEAT, &err);
-		return;
-	}
-	memcpy(p->tiers, tmp.tiers, sizeof(p->tiers));
-	p->last_heartbeat = mc_now_ms();
-	if (p->conn != req->conn) {
-		/* The peer came back on a new connection: drops go there now. */
-		struct client *cl = client_get(req);
-		if (cl != NULL) {
-			cl->peer_id = p->id;
-			p->conn = req->conn;
-			mc_info("peer %u (%s) reconnected", p->id, p->addr);
-		}
-	}
-	mc_reply_ok_empty(req);
-}
-
-static void
-h_peer_unregister(struct mc_req *req)
-{
-	struct master *m = begin(req, M_PEER_UNREGISTER);
-	struct peer *p = need_peer(req, M_PEER_UNREGISTER);
-
-	if (p == NULL)
-		return;
-	ops_peer_remove(m, p, "unregistered");
-	mc_reply_ok_empty(req);
-}
-
-void
-master_on_close(struct mc_conn *c, void *ctx)
-{
-	struct master *m = ctx;
-	const struct client *cl = mc_conn_data(c);
-	struct peer *p;
-
-	if (cl == NULL || cl->peer_id == 0)
-		return;
-	p = peers_find(&m->peers, cl->peer_id);
-	/* Not removed: the peer may reconnect; it expires by --peer-ttl. */
-	if (p != NULL && p->conn == c) {
-		p->conn = NULL;
-		mc_info("peer %u (%s) control connection closed", p->id, p->addr);
-	}
 }
 
 const struct mc_method master_methods[] = {

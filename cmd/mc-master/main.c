@@ -16,6 +16,7 @@
 #include "mc/opt.h"
 #include "mc/parse.h"
 #include "handlers.h"
+#include "peerlink.h"
 #include "evict.h"
 #include "master.h"
 #include "ops.h"

@@ -57,7 +57,6 @@ collect(struct mc_metrics *r, void *arg)
 {
 	struct master *m = arg;
 	const struct store *s = &m->store;
-	uint64_t now = mc_now_ms();
 	unsigned alive = 0;
 	struct mc_conn_stats cs;
 	struct mc_metric *mal;
@@ -72,7 +71,7 @@ collect(struct mc_metrics *r, void *arg)
 		      (double)t->objects);
 	}
 	for (uint32_t i = 0; i < m->peers.n; i++)
-		if (peer_alive(m->peers.v[i], now, m->cfg.peer_ttl))
+		if (peer_alive(m->peers.v[i], m->cfg.peer_ttl))
 			alive++;
 	gauge(r, "mc_peers", "Registered peers.", NULL, NULL, m->peers.n);
 	gauge(r, "mc_peers_alive", "Peers whose heartbeat is within --peer-ttl.", NULL, NULL,

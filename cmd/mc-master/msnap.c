@@ -17,7 +17,7 @@
 #include "mc/log.h"
 #include "mc/snapshot.h"
 #include "mc/wire.h"
-#include "handlers.h"
+#include "request.h"
 #include "master.h"
 #include "msnap.h"
 #include "ops.h"

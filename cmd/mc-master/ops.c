@@ -219,7 +219,7 @@ ops_sweep(struct master *m)
 
 	for (uint32_t i = 0; i < m->peers.n;) {
 		struct peer *peer = m->peers.v[i];
-		if (!peer_alive(peer, now, m->cfg.peer_ttl)) {
+		if (!peer_alive(peer, m->cfg.peer_ttl)) {
 			ops_peer_remove(m, peer, "expired");
 			continue; /* the array shifted down */
 		}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "peers.h"
@@ -170,9 +171,11 @@ peer_prepack(struct peer *peer)
 }
 
 bool
-peer_alive(const struct peer *peer, uint64_t now, uint64_t ttl)
+peer_alive(const struct peer *peer, uint64_t ttl)
 {
-	return now <= peer->last_heartbeat || now - peer->last_heartbeat <= ttl;
+	uint64_t now = mc_mono_ms();
+
+	return now <= peer->heard || now - peer->heard <= ttl;
 }
 
 void

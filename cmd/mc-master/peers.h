@@ -43,7 +43,8 @@ struct peer {
 	char domain[MC_NAME_MAX + 1];
 	char evict_mode[EVICT_MODE_MAX];
 	struct peer_tier tiers[TIER_COUNT];
-	uint64_t last_heartbeat;
+	uint64_t last_heartbeat; /* mc_now_ms(), for people */
+	uint64_t heard;		 /* mc_mono_ms() of the last registration or heartbeat */
 	uint64_t registered;
 	struct mc_conn *conn; /* control connection, NULL while disconnected */
 	/*
@@ -81,7 +82,8 @@ void peers_del(struct peers *p, struct peer *peer);
 /* Build peer->packed from its fields; -1 when out of memory. */
 int peer_prepack(struct peer *peer);
 
-bool peer_alive(const struct peer *peer, uint64_t now, uint64_t ttl);
+/* Heard from within ttl ms (by the monotonic clock: a fake clock cannot kill a peer). */
+bool peer_alive(const struct peer *peer, uint64_t ttl);
 
 /* Queue a drop of (tenant, key) up to version for the peer; best effort. */
 void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,

@@ -38,7 +38,6 @@ peer_fit(const struct peer *peer, uint64_t size, uint64_t *free_out, int *rank)
 static int
 pick_once(struct master *m, uint64_t size, unsigned want, struct placement *out)
 {
-	uint64_t now = mc_now_ms();
 	const struct peers *ps = &m->peers;
 
 	out->n = 0;
@@ -54,7 +53,7 @@ pick_once(struct master *m, uint64_t size, unsigned want, struct placement *out)
 			uint64_t room;
 			int tier, rank;
 
-			if (!peer_alive(p, now, m->cfg.peer_ttl))
+			if (!peer_alive(p, m->cfg.peer_ttl))
 				continue;
 			for (unsigned k = 0; k < out->n; k++) {
 				const struct peer *q = peers_find(ps, out->peer[k]);

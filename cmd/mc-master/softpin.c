@@ -8,7 +8,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
-#include "handlers.h"
+#include "request.h"
 #include "master.h"
 #include "softpin.h"
 

@@ -22,6 +22,12 @@ uint64_t mc_now_ms(void);
 void mc_clock_use_env(void);
 /* Monotonic nanoseconds for measuring latency; never faked. */
 uint64_t mc_mono_ns(void);
+/* The same in milliseconds: connection and peer timeouts. */
+static inline uint64_t
+mc_mono_ms(void)
+{
+	return mc_mono_ns() / 1000000u;
+}
 /* Unit tests: force a value (non-zero) or return to the normal clock (0). */
 void mc_clock_set_fake(uint64_t ms);
 

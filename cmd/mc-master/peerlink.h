@@ -1,0 +1,18 @@
+/*
+ * The master's side of a peer's control link: peer_register,
+ * peer_heartbeat and peer_unregister, and the close hook that detaches
+ * a peer from a connection that went away (the peer may come back on
+ * another one).
+ */
+#ifndef MASTER_PEERLINK_H
+#define MASTER_PEERLINK_H
+
+#include "mc/conn.h"
+
+void h_peer_register(struct mc_req *req);
+void h_peer_heartbeat(struct mc_req *req);
+void h_peer_unregister(struct mc_req *req);
+
+void master_on_close(struct mc_conn *c, void *ctx);
+
+#endif

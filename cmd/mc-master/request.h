@@ -1,0 +1,31 @@
+/*
+ * Helpers every request handler of the master shares: failing a request
+ * (counted per method), the client a connection speaks for, and the
+ * field checks that several modules need. A leaf: it calls into no
+ * feature module, so any of them may use it.
+ */
+#ifndef MASTER_REQUEST_H
+#define MASTER_REQUEST_H
+
+#include <stdint.h>
+
+#include "mc/conn.h"
+#include "mc/err.h"
+#include "master.h"
+#include "mmetrics.h"
+
+/* Count a failure of method k and answer req with the error. */
+void handler_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The same with an mc_err's code and message. */
+void req_fail_err(struct mc_req *req, enum method k, const struct mc_err *err);
+
+/* What the connection said in hello (a default client when it said nothing). */
+const struct client *req_client(const struct mc_req *req);
+/* The connection's client record, made on first use; NULL when out of memory. */
+struct client *req_client_get(struct mc_req *req);
+
+/* A required unsigned field: 0, or -1 with err when missing or not a u64. */
+int req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err);
+
+#endif
