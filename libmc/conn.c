@@ -127,6 +127,7 @@ struct mc_conn {
 	/* the request being handled, and its bulk */
 	struct mc_req cur;
 	struct mc_req *cur_deferred;
+	struct mc_req *held; /* deferred request the connection waits on (mc_req_hold) */
 	bool bulk_claimable;
 	int bulk_mode;
 	char *bulk_dest;
@@ -651,6 +652,22 @@ mc_conn_outq_bytes(const struct mc_conn *c)
 
 /* ---- replies ---- */
 
+/* The held request was answered: read again, starting with what is buffered. */
+static void
+unhold(struct mc_conn *c)
+{
+	c->held = NULL;
+	if (c->closed || c->closing)
+		return;
+	if (event_add(c->rev, NULL) != 0) {
+		mc_warn("closing %s: cannot watch it for input again", c->name);
+		conn_shutdown(c);
+		return;
+	}
+	/* Whole messages may wait in the buffer: on_read parses them. */
+	event_active(c->rev, EV_READ, 0);
+}
+
 static bool
 req_is_deferred(const struct mc_req *req)
 {
@@ -718,6 +735,8 @@ reply_finish(struct mc_req *req, const void *bulk, size_t blen, void (*release)(
 		}
 		if (c->cur_deferred == req)
 			c->cur_deferred = NULL;
+		if (c->held == req)
+			unhold(c);
 		msgpack_sbuffer_destroy(&req->reply);
 		free(req);
 		conn_unref(c); /* the deferred request's */
@@ -805,6 +824,18 @@ mc_req_defer(struct mc_req *req)
 	c->cur_deferred = d;
 	conn_ref(c);
 	return d;
+}
+
+int
+mc_req_hold(struct mc_req *req)
+{
+	struct mc_conn *c = req->conn;
+
+	if (!req_is_deferred(req) || req->replied || c->held != NULL || c->closed)
+		return -1;
+	c->held = req;
+	event_del(c->rev);
+	return 0;
 }
 
 /* ---- input: bulk payloads ---- */
@@ -1026,7 +1057,8 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 static void
 conn_parse(struct mc_conn *c)
 {
-	while (!c->closed && !c->closing && c->bulk_mode == BULK_NONE && c->in_start < c->in_end) {
+	while (!c->closed && !c->closing && c->held == NULL && c->bulk_mode == BULK_NONE &&
+	       c->in_start < c->in_end) {
 		const char *why = "unknown";
 		struct mc_msg m;
 		struct mc_err e;
@@ -1140,6 +1172,9 @@ on_read(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* A held connection reads nothing: its input waits in the socket. */
+	if (c->held != NULL)
+		return;
 	conn_ref(c);
 	c->in_read = true;
 	conn_read(c);

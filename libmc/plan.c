@@ -580,6 +580,36 @@ pack_report_stage(msgpack_packer *pk, const struct mc_stage_report *sr, const st
 	}
 }
 
+/* The header's "round" field. */
+static void
+json_round(FILE *f, const struct mc_round *rd)
+{
+	fputs(",\"round\":{\"trigger\":", f);
+	mc_json_write_str(f, rd->trigger, strlen(rd->trigger));
+	fputs(",\"scope\":", f);
+	mc_json_write_str(f, rd->scope, strlen(rd->scope));
+	fprintf(f,
+		",\"queued_at\":%" PRIu64 ",\"started_at\":%" PRIu64 ",\"usage_at_start\":%" PRIu64
+		",\"low\":%" PRIu64 ",\"waiting\":%" PRIu64 ",\"target\":%" PRIu64 "}",
+		rd->queued_at, rd->started_at, rd->usage_at_start, rd->low, rd->waiting,
+		rd->target);
+}
+
+static void
+pack_round(msgpack_packer *pk, const struct mc_round *rd)
+{
+	mc_pack_key(pk, "round");
+	msgpack_pack_map(pk, 8);
+	mc_pack_kv_str(pk, "trigger", rd->trigger);
+	mc_pack_kv_str(pk, "scope", rd->scope);
+	mc_pack_kv_u64(pk, "queued_at", rd->queued_at);
+	mc_pack_kv_u64(pk, "started_at", rd->started_at);
+	mc_pack_kv_u64(pk, "usage_at_start", rd->usage_at_start);
+	mc_pack_kv_u64(pk, "low", rd->low);
+	mc_pack_kv_u64(pk, "waiting", rd->waiting);
+	mc_pack_kv_u64(pk, "target", rd->target);
+}
+
 int
 mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, bool json,
 		struct mc_err *err)
@@ -593,8 +623,11 @@ mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, boo
 		int failed;
 
 		flockfile(f);
-		fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64 "}\n",
+		fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64,
 			MC_REPORT_FORMAT, MC_PLAN_VERSION, r->created);
+		if (r->has_round)
+			json_round(f, &r->round);
+		fputs("}\n", f);
 		for (size_t i = 0; i < r->nstages && !ferror(f); i++)
 			json_report_stage(f, &r->stages[i], p);
 		failed = ferror(f) || fflush(f) != 0;
@@ -606,10 +639,12 @@ mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, boo
 	o = mc_rs_out_new(f, &pk, err);
 	if (o == NULL)
 		return -1;
-	msgpack_pack_map(&pk, 3);
+	msgpack_pack_map(&pk, 3 + r->has_round);
 	mc_pack_kv_str(&pk, "format", MC_REPORT_FORMAT);
 	mc_pack_kv_u64(&pk, "version", MC_PLAN_VERSION);
 	mc_pack_kv_u64(&pk, "created", r->created);
+	if (r->has_round)
+		pack_round(&pk, &r->round);
 	for (size_t i = 0; i < r->nstages && !mc_rs_out_failed(o); i++)
 		pack_report_stage(&pk, &r->stages[i], p);
 	return mc_rs_out_done(o, "the report", err);
@@ -1048,12 +1083,37 @@ mc_plan_read(FILE *f, struct mc_plan *p, bool json, struct mc_err *err)
 
 /* ---- reading reports ---- */
 
+/* The header's optional "round" map (a report of an evict_plan has none). */
+static int
+read_round(struct reader *r, const msgpack_object *o, struct mc_err *err)
+{
+	const msgpack_object *m = field(o, "round");
+	struct mc_round *rd = &r->rep->round;
+
+	if (m == NULL)
+		return 0;
+	if (m->type != MSGPACK_OBJECT_MAP)
+		return vfail(r, err, 0, "field 'round': expected a map, got %s", obj_kind(m));
+	if (get_cstr(r, m, "trigger", rd->trigger, sizeof(rd->trigger), err) < 0 ||
+	    get_cstr(r, m, "scope", rd->scope, sizeof(rd->scope), err) < 0 ||
+	    get_u64(r, m, "queued_at", 0, &rd->queued_at, err) < 0 ||
+	    get_u64(r, m, "started_at", 0, &rd->started_at, err) < 0 ||
+	    get_u64(r, m, "usage_at_start", 0, &rd->usage_at_start, err) < 0 ||
+	    get_u64(r, m, "low", 0, &rd->low, err) < 0 ||
+	    get_u64(r, m, "waiting", 0, &rd->waiting, err) < 0 ||
+	    get_u64(r, m, "target", 0, &rd->target, err) < 0)
+		return -1;
+	r->rep->has_round = true;
+	return 0;
+}
+
 static int
 read_report_header(struct reader *r, const msgpack_object *o, struct mc_err *err)
 {
-	if (check_format(r, o, MC_REPORT_FORMAT, err) < 0)
+	if (check_format(r, o, MC_REPORT_FORMAT, err) < 0 ||
+	    get_u64(r, o, "created", 0, &r->rep->created, err) < 0)
 		return -1;
-	return get_u64(r, o, "created", 0, &r->rep->created, err);
+	return read_round(r, o, err);
 }
 
 /* {tenant, key, reason}: the tenant and key become a record of r->view. */

@@ -207,6 +207,26 @@ mc_rpcc_send(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *
 	return id;
 }
 
+int
+mc_rpcc_notify(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
+	       struct mc_err *err)
+{
+	if (check_alive(r, err) < 0)
+		return -1;
+	mc_pack_notify(&r->pk, method);
+	if (params_fn != NULL)
+		params_fn(&r->pk, arg);
+	else
+		msgpack_pack_map(&r->pk, 0);
+	return 0;
+}
+
+bool
+mc_rpcc_queued(const struct mc_rpcc *r)
+{
+	return r->out.size > 0;
+}
+
 /*
  * Write iov[0..n) completely, advancing through partial writes. A bulk
  * may exceed what one iovec entry can describe (SSIZE_MAX); the callers

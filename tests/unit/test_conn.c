@@ -49,6 +49,7 @@ static atomic_int g_releases;	/* release callbacks run */
 static atomic_int g_double_rel; /* a token released twice */
 static atomic_int g_closed_cb;	/* on_close callbacks */
 static atomic_int g_slow_done;	/* deferred replies sent (or dropped) */
+static atomic_int g_notes;	/* "note" notifications handled */
 static int g_tokens[NTOKENS];
 
 static struct mc_req *g_never[64];
@@ -180,6 +181,37 @@ h_slow(struct mc_req *req)
 	evtimer_add(s->ev, &tv);
 }
 
+/* Like slow, but the connection is held: nothing after it runs before the reply. */
+static void
+h_held(struct mc_req *req)
+{
+	struct timeval tv = { 0, 50 * 1000 };
+	struct slow *s = calloc(1, sizeof(*s));
+
+	if (s == NULL) {
+		mc_reply_err(req, MC_ERR_INTERNAL, "oom");
+		return;
+	}
+	s->req = mc_req_defer(req);
+	if (s->req == NULL || mc_req_hold(s->req) != 0 || mc_req_hold(s->req) == 0) {
+		/* a second hold is refused; a failed first one shows as no reply */
+		if (s->req != NULL)
+			mc_reply_err(s->req, MC_ERR_INTERNAL, "hold");
+		free(s);
+		return;
+	}
+	s->ev = evtimer_new(g_base, slow_fire, s);
+	evtimer_add(s->ev, &tv);
+}
+
+static void
+h_note(struct mc_req *req)
+{
+	atomic_fetch_add(&g_notes, 1);
+	if (!req->notify)
+		mc_reply_ok_empty(req);
+}
+
 static void
 h_close_me(struct mc_req *req)
 {
@@ -247,8 +279,9 @@ h_never(struct mc_req *req)
 }
 
 static const struct mc_method methods_a[] = {
-	{ "echo", h_echo },	    { "put", h_put },	  { "get", h_get }, { "slow", h_slow },
-	{ "close_me", h_close_me }, { "relay", h_relay }, { NULL, NULL },
+	{ "echo", h_echo }, { "put", h_put },		{ "get", h_get },
+	{ "slow", h_slow }, { "close_me", h_close_me }, { "relay", h_relay },
+	{ "held", h_held }, { "note", h_note },		{ NULL, NULL },
 };
 
 static const struct mc_method methods_b[] = {
@@ -840,6 +873,48 @@ test_emfile(const char *addr)
 	mc_rpcc_close(r);
 }
 
+/*
+ * A held request keeps the replies in request order: an echo pipelined
+ * behind it is answered after it (rpcc refuses an answer out of order),
+ * and a notification queued before it leaves with it.
+ */
+static void
+test_hold(const char *addr)
+{
+	struct mc_rpcc *r;
+	struct mc_msg m;
+	struct mc_err e;
+	bool held = false;
+	uint64_t got = 0, t0;
+	int ok;
+
+	r = mc_rpcc_connect(addr, 2000, &e);
+	if (r == NULL) {
+		TAP_OK(0, "connect for the hold test: %s", e.msg);
+		return;
+	}
+	TAP_OK(mc_rpcc_notify(r, "note", NULL, NULL, &e) == 0 && mc_rpcc_queued(r),
+	       "a notification is queued, not sent");
+	t0 = now_ms();
+	ok = mc_rpcc_send(r, "held", NULL, NULL, NULL, 0, &e) > 0 &&
+	     mc_rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)42, NULL, 0, &e) > 0 &&
+	     mc_rpcc_flush(r, &e) == 0 && mc_rpcc_recv(r, &m, &e) == 0;
+	if (ok) {
+		ok = mc_map_bool(m.body, "slow", &held, NULL) == 1 && held;
+		mc_msg_release(&m);
+	}
+	TAP_OK(ok && now_ms() - t0 >= 40, "the held request is answered first, after its wait");
+	TAP_OK(atomic_load(&g_notes) == 1, "the notification was handled before it");
+	ok = mc_rpcc_recv(r, &m, &e) == 0;
+	if (ok) {
+		ok = mc_map_u64(m.body, "i", &got, NULL) == 1 && got == 42;
+		mc_msg_release(&m);
+	}
+	TAP_OK(ok, "the request pipelined behind it is answered next, in order");
+	TAP_OK(echo_ok(r, 43), "the connection reads again after the held reply");
+	mc_rpcc_close(r);
+}
+
 int
 main(void)
 {
@@ -886,6 +961,7 @@ main(void)
 	test_close_paths(g_addr_unix);
 	test_max_conns();
 	test_emfile(g_addr_tcp);
+	test_hold(g_addr_unix);
 
 	{
 		struct mc_rpcc *r = mc_rpcc_connect("unix:/tmp/mc-test-conn-nobody.sock", 500, &e);

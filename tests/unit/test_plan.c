@@ -592,6 +592,15 @@ build_report(struct mc_report *r, const struct mc_plan *p, struct mc_err *err)
 
 	mc_report_init(r);
 	r->created = 1764424801000ULL;
+	r->has_round = true;
+	snprintf(r->round.trigger, sizeof(r->round.trigger), "no_space");
+	snprintf(r->round.scope, sizeof(r->round.scope), "peer 3 dram");
+	r->round.queued_at = 1764424800000ULL;
+	r->round.started_at = 1764424800007ULL;
+	r->round.usage_at_start = 15000000;
+	r->round.low = 10500000;
+	r->round.waiting = 8192;
+	r->round.target = 15000000 - 10500000 + 8192;
 	sr = mc_report_add_stage(r, &p->stages[0], err);
 	if (sr == NULL)
 		return -1;
@@ -656,7 +665,15 @@ static bool
 same_report(const struct mc_report *a, const struct mc_plan *p, const struct mc_report *b,
 	    const struct mc_cand_view *names)
 {
-	if (a->created != b->created || a->nstages != b->nstages)
+	if (a->created != b->created || a->nstages != b->nstages || a->has_round != b->has_round)
+		return false;
+	if (a->has_round &&
+	    (strcmp(a->round.trigger, b->round.trigger) != 0 ||
+	     strcmp(a->round.scope, b->round.scope) != 0 ||
+	     a->round.queued_at != b->round.queued_at ||
+	     a->round.started_at != b->round.started_at ||
+	     a->round.usage_at_start != b->round.usage_at_start || a->round.low != b->round.low ||
+	     a->round.waiting != b->round.waiting || a->round.target != b->round.target))
 		return false;
 	for (size_t i = 0; i < a->nstages; i++) {
 		const struct mc_stage_report *x = &a->stages[i], *y = &b->stages[i];
@@ -697,7 +714,8 @@ test_report_round_trip(const struct mc_plan *p, bool json)
 	TAP_OK(rc == 0, "report %s: the written report reads back (%s)", form,
 	       rc == 0 ? "" : err.msg);
 	TAP_OK(rc == 0 && same_report(&r, p, &q, &names.view),
-	       "report %s: stages, counts, ran and every failure survive the round trip", form);
+	       "report %s: the round, stages, counts, ran and every failure survive the round trip",
+	       form);
 	TAP_OK(names.view.n == NFAILS, "report %s: one name-table record per failure, in order",
 	       form);
 	if (json)
@@ -771,9 +789,15 @@ test_report_bad_json(void)
 	       "report JSON: a minimal report reads; blank lines, unknown fields and record "
 	       "kinds are skipped (%s)",
 	       rc == 0 ? "" : err.msg);
+	TAP_OK(rc == 0 && !q.has_round, "report JSON: a header without a round reads as none");
 	mc_report_free(&q);
 	mc_cand_view_free(&names);
 
+	report_json_bad("{\"format\":\"mc-report\",\"version\":1,\"created\":5,\"round\":7}\n",
+			"line 1: field 'round': expected a map", "a round that is not a map");
+	report_json_bad("{\"format\":\"mc-report\",\"version\":1,\"created\":5,"
+			"\"round\":{\"trigger\":\"manual\",\"scope\":\"\"}}\n",
+			"line 1: field 'queued_at': missing", "a round without its times");
 	report_json_bad(RHDR RSTAGE RCOUNTS "\"failures\":[]}\n"
 					    "{\"t\":\"failures\",\"id\":2,\"failures\":[" FAIL1
 					    "]}\n",

@@ -103,6 +103,13 @@ int mc_req_recv_bulk(struct mc_req *req, void *dest, mc_bulk_done_fn done, void 
  * the connection closes first, the reply is dropped silently.
  */
 struct mc_req *mc_req_defer(struct mc_req *req);
+/*
+ * Hold the connection on a deferred request: it reads and dispatches
+ * nothing more until that request is answered, so the replies of a
+ * client that pipelines stay in request order while one of them waits.
+ * -1 when req is not deferred, already answered, or another is held.
+ */
+int mc_req_hold(struct mc_req *req);
 
 /* ---- connections ---- */
 

@@ -110,8 +110,25 @@ struct mc_stage_report {
 	size_t nfailures, cap;
 };
 
+/* Longest trigger or scope name of a round, NUL included. */
+#define MC_ROUND_NAME_MAX 64
+
+/*
+ * What an eviction round was for, as the master saw it when the round
+ * started: the target is what was over the scope's low mark, plus what
+ * the puts waiting on the round need (usage_at_start + waiting - low).
+ */
+struct mc_round {
+	char trigger[MC_ROUND_NAME_MAX]; /* watermark, no_space, quota, manual */
+	char scope[MC_ROUND_NAME_MAX];	 /* "peer 3 dram", "tenant a", "" for all */
+	uint64_t queued_at, started_at;	 /* ms since the epoch */
+	uint64_t usage_at_start, low, waiting, target;
+};
+
 struct mc_report {
 	uint64_t created;
+	bool has_round; /* round below is filled */
+	struct mc_round round;
 	struct mc_stage_report *stages;
 	size_t nstages, cap;
 };

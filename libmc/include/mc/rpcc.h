@@ -11,6 +11,7 @@
 #define MC_RPCC_H
 
 #include <msgpack.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,15 @@ int mc_rpcc_fd(const struct mc_rpcc *r);
  */
 int64_t mc_rpcc_send(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
 		     const void *bulk, uint64_t bulk_len, struct mc_err *err);
+/*
+ * Queue a notification [2, method, params]: no id, no answer. It leaves
+ * with the next flush, so a notification sent before a request costs no
+ * round trip of its own.
+ */
+int mc_rpcc_notify(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
+		   struct mc_err *err);
+/* Whether anything is queued and not yet written. */
+bool mc_rpcc_queued(const struct mc_rpcc *r);
 /* Write everything queued. */
 int mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err);
 
