@@ -41,7 +41,7 @@ C_FILES := $(wildcard libmc/*.c libmc/*.h $(HEADERS) cmd/*/*.c cmd/*/*.h \
 # make deps: what a fresh Debian 12 machine needs to build, test, bench, check.
 DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	libxxhash-dev libibverbs-dev bats bats-support bats-assert redis-server \
-	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq
+	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq zstd
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
 	check-man check-san install clean deps completions fuzz

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mc/checksum.h"
@@ -29,6 +30,8 @@
 #define EXIST_CHUNK 1024
 #define LIST_PAGE 1000
 #define DEFAULT_TIMEOUT_MS 30000
+/* Pause before a put refused for want of room asks again (once). */
+#define PUT_RETRY_NS (20 * 1000 * 1000)
 /* How much of a key goes into an error message. */
 #define KSHOW 80
 
@@ -442,6 +445,12 @@ mc_client_free(struct mc_client *c)
 
 	if (!c)
 		return;
+	/* Releases still queued go out now rather than wait for their TTL. */
+	if (c->master && mc_rpcc_queued(c->master)) {
+		struct mc_err e;
+
+		(void)mc_rpcc_flush(c->master, &e);
+	}
 	master_drop(c);
 	for (i = 0; i < PEER_CACHE; i++)
 		if (c->peers[i].r)
@@ -696,6 +705,7 @@ struct get_key {
 	void *buf;
 	size_t cap;
 	uint64_t version, size, checksum;
+	uint64_t lease_id; /* this reader's lease, released once the read is over */
 	unsigned nrep, next;
 	struct rep rep[MC_REPLICAS_MAX];
 	int state;
@@ -712,6 +722,9 @@ parse_list(const msgpack_object *body, struct get_key *k, struct mc_err *err)
 	    mc_map_u64(body, "checksum", &k->checksum, err) != 1)
 		return mc_err_set(err, MC_ERR_PROTO, "malformed replica list for '%.*s'", KSHOW,
 				  k->key);
+	/* An older master grants no lease ids: nothing to release. */
+	if (mc_map_u64(body, "lease_id", &k->lease_id, err) < 0)
+		k->lease_id = 0;
 	if (parse_replicas(body, k->rep, &k->nrep, err) < 0)
 		return -1;
 	if (k->size > SIZE_MAX)
@@ -889,6 +902,34 @@ read_keys(struct mc_client *c, struct get_key *ks, size_t n, struct mc_err *err)
 	return 0;
 }
 
+/*
+ * End the leases of keys whose read is over (the bytes are verified, or
+ * every replica failed). The release is a notification queued on the
+ * master connection: it leaves with the next request, so a get costs no
+ * extra round trip. If it is lost, the TTL ends the lease.
+ */
+static void
+release_leases(struct mc_client *c, const struct get_key *ks, size_t n)
+{
+	uint64_t ids[CHUNK_KEYS];
+	struct params ps = { 0 };
+	struct mc_err e;
+	size_t i, m = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ks[i].lease_id != 0)
+			ids[m++] = ks[i].lease_id;
+		if (m == CHUNK_KEYS || (i + 1 == n && m > 0)) {
+			if (!c->master)
+				return;
+			ps.n = 0;
+			p_u64s(&ps, "lease_ids", ids, m);
+			(void)mc_rpcc_notify(c->master, "release", pack_params, &ps, &e);
+			m = 0;
+		}
+	}
+}
+
 static int
 get_list(struct mc_client *c, struct get_key *k, struct mc_err *err)
 {
@@ -957,6 +998,7 @@ mc_get(struct mc_client *c, const char *key, void *buf, size_t cap, size_t *len,
 	k->cap = cap;
 	rc = get_finish(c, k, err);
 out:
+	release_leases(c, k, 1);
 	free(k);
 	return rc;
 }
@@ -986,6 +1028,7 @@ mc_get_alloc(struct mc_client *c, const char *key, void **buf, size_t *len, stru
 		free(k->buf);
 	}
 out:
+	release_leases(c, k, 1);
 	free(k);
 	return rc;
 }
@@ -1000,6 +1043,7 @@ batch_get_chunk(struct mc_client *c, size_t n, const char *const *keys, void *co
 	struct params ps = { 0 };
 	struct mc_msg m;
 	size_t i;
+	int rc;
 
 	memset(ks, 0, n * sizeof(*ks));
 	p_strs(&ps, "keys", keys, n);
@@ -1040,7 +1084,9 @@ batch_get_chunk(struct mc_client *c, size_t n, const char *const *keys, void *co
 		results[i] = MC_OK;
 	}
 	mc_msg_release(&m);
-	if (read_keys(c, ks, n, err) < 0)
+	rc = read_keys(c, ks, n, err);
+	release_leases(c, ks, n);
+	if (rc < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (results[i] == MC_OK && ks[i].state != ST_DONE)
@@ -1103,6 +1149,7 @@ struct put_key {
 	size_t len;
 	uint64_t checksum, version;
 	bool started;
+	bool skip; /* not in this round of put_starts */
 	int status;
 	unsigned nrep;
 	struct put_rep rep[MC_REPLICAS_MAX];
@@ -1212,17 +1259,32 @@ put_started(struct put_key *k, const struct mc_msg *m)
 			   k->key);
 }
 
-/* put_start for every key, pipelined; -1 when the master failed. */
+/* A key put_start refused for want of room, to be asked once more. */
+static bool
+retry_no_space(const struct put_key *k)
+{
+	return !k->started && k->err.code == MC_ERR_NO_SPACE;
+}
+
+/*
+ * put_start for every key (only those retry_no_space picks when retry),
+ * pipelined; -1 when the master failed.
+ */
 static int
 put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put_opts *o,
-	      struct mc_err *err)
+	      bool retry, struct mc_err *err)
 {
 	struct mc_rpcc *r;
 	struct mc_msg m;
 	struct mc_err e;
 	size_t i;
 
-	if (n == 1) {
+	for (i = 0; retry && i < n; i++)
+		if (retry_no_space(&ks[i]))
+			memset(&ks[i].err, 0, sizeof(ks[i].err));
+		else
+			ks[i].skip = true;
+	if (n == 1 && !ks[0].skip) {
 		/* a lone put may reconnect to a restarted master */
 		struct params ps = { 0 };
 
@@ -1245,6 +1307,8 @@ put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc
 	for (i = 0; i < n; i++) {
 		struct params ps = { 0 };
 
+		if (ks[i].skip)
+			continue;
 		put_params(&ps, &ks[i], o);
 		if (mc_rpcc_send(r, "put_start", pack_params, &ps, NULL, 0, err) < 0)
 			goto fail;
@@ -1252,6 +1316,8 @@ put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc
 	if (mc_rpcc_flush(r, err) < 0)
 		goto fail;
 	for (i = 0; i < n; i++) {
+		if (ks[i].skip)
+			continue;
 		if (mc_rpcc_recv(r, &m, err) < 0)
 			goto fail;
 		if (mc_msg_error(&m, &e) < 0)
@@ -1260,6 +1326,8 @@ put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc
 			put_started(&ks[i], &m);
 		mc_msg_release(&m);
 	}
+	for (i = 0; i < n; i++)
+		ks[i].skip = false;
 	return 0;
 fail:
 	/* keys started before the failure are discarded by the master's put timeout */
@@ -1364,8 +1432,22 @@ put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put
 		ks[i].checksum = mc_checksum(ks[i].len ? ks[i].buf : "", ks[i].len);
 		ks[i].status = MC_ERR_INTERNAL;
 	}
-	if (put_start_all(c, ks, n, o, err) < 0)
+	if (put_start_all(c, ks, n, o, false, err) < 0)
 		return -1;
+	/*
+	 * The master already waited (--put-wait) for eviction to make room;
+	 * a key it still refused is asked once more after a short pause, in
+	 * case the round that frees its room ended just after.
+	 */
+	for (i = 0; i < n && !retry_no_space(&ks[i]); i++)
+		;
+	if (i < n) {
+		struct timespec pause = { 0, PUT_RETRY_NS };
+
+		nanosleep(&pause, NULL);
+		if (put_start_all(c, ks, n, o, true, err) < 0)
+			return -1;
+	}
 	if (wave_init(&w, n * MC_REPLICAS_MAX, err) == 0) {
 		for (;;) {
 			wave_reset(&w);

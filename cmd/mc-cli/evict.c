@@ -529,6 +529,11 @@ print_report(const struct mc_report *r, const struct mc_cand_view *names)
 	uint64_t objects = 0, bytes = 0;
 	char a[32], b[32];
 
+	if (r->has_round)
+		printf("round %s%s%s  usage at start %s  target %s\n", r->round.trigger,
+		       r->round.scope[0] != '\0' ? " " : "", r->round.scope,
+		       mc_fmt_size(r->round.usage_at_start, a, sizeof(a)),
+		       mc_fmt_size(r->round.target, b, sizeof(b)));
 	for (size_t i = 0; i < r->nstages; i++) {
 		const struct mc_stage_report *sr = &r->stages[i];
 

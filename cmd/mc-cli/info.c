@@ -257,8 +257,8 @@ static void
 print_dram(const msgpack_object *peer)
 {
 	const msgpack_object_array *tiers = mc_map_array(peer, "tiers");
-	char used[32], cap[32];
-	uint64_t u = 0, c = 0;
+	char used[32], cap[32], rep[32];
+	uint64_t u = 0, c = 0, r = 0;
 	uint32_t i;
 
 	for (i = 0; tiers && i < tiers->size; i++) {
@@ -266,8 +266,13 @@ print_dram(const msgpack_object *peer)
 			continue;
 		mc_map_u64(&tiers->ptr[i], "used", &u, NULL);
 		mc_map_u64(&tiers->ptr[i], "capacity", &c, NULL);
-		printf("%s/%s", mc_fmt_size(u, used, sizeof(used)),
-		       mc_fmt_size(c, cap, sizeof(cap)));
+		/* the master's account first; the peer's own figure lags by a heartbeat */
+		if (mc_map_u64(&tiers->ptr[i], "reported", &r, NULL) == 1)
+			printf("%s/%s (peer: %s)", mc_fmt_size(u, used, sizeof(used)),
+			       mc_fmt_size(c, cap, sizeof(cap)), mc_fmt_size(r, rep, sizeof(rep)));
+		else
+			printf("%s/%s", mc_fmt_size(u, used, sizeof(used)),
+			       mc_fmt_size(c, cap, sizeof(cap)));
 		return;
 	}
 	printf("-");

@@ -35,8 +35,14 @@
 #define BUILD_CHUNK 512
 /* The largest plan evict_plan takes. */
 #define PLAN_MAX_BYTES (1ull << 30)
-/* Automatic rounds for the same peer tier or tenant remembered for --evict-interval. */
-#define RECENT_MAX 64
+/*
+ * A scope whose round freed nothing (everything leased or pinned, say)
+ * starts no other round for this long, so a stream of puts cannot keep
+ * the master building views that free nothing.
+ */
+#define STALL_MS 100
+/* Scopes remembered as stalled at once. */
+#define STALLED_MAX 64
 
 static const char *const trigger_names[TRIG_COUNT] = {
 	[TRIG_WATERMARK] = "watermark", [TRIG_NO_SPACE] = "no_space", [TRIG_QUOTA] = "quota",
@@ -60,6 +66,13 @@ struct quota {
 
 enum phase { PH_QUEUED, PH_BUILD, PH_PLAN, PH_EXEC };
 
+/*
+ * What an automatic round is for. A watermark scope is one (peer, tier):
+ * the watermark and no-space triggers share its round. A quota scope is
+ * one tenant. At most one round runs or waits per scope.
+ */
+enum scope_kind { SCOPE_NONE, SCOPE_TIER, SCOPE_TENANT };
+
 struct job {
 	struct job *next;
 	struct master *m;
@@ -72,7 +85,12 @@ struct job {
 	bool export_view;   /* a `candidates` call: build and answer the view, no round */
 	struct mc_req *req; /* deferred request to answer, or NULL */
 	enum method method;
-	uint64_t key; /* dedup of automatic rounds: trigger, peer, tier, tenant */
+	uint64_t seq;	  /* in queue order: evict_rounds_done compares against it */
+	int scope;	  /* enum scope_kind */
+	uint64_t key;	  /* the scope (UINT64_MAX: none, the job is no scope's round) */
+	uint64_t waiting; /* bytes the puts waiting on this round need */
+	struct mc_round round;
+	bool has_round; /* round filled: a round with a target ran */
 	/* evict_plan: the plan's bytes, parsed by the worker */
 	char *plan_bytes;
 	size_t plan_len;
@@ -105,9 +123,9 @@ struct job {
 	uint64_t t0, t_plan, t_exec; /* mc_mono_ns() */
 };
 
-struct recent {
+struct stalled {
 	uint64_t key;
-	uint64_t at; /* mc_now_ms() */
+	uint64_t until; /* mc_mono_ms() */
 };
 
 struct evictor {
@@ -119,8 +137,12 @@ struct evictor {
 	struct job *running;
 	struct job *head, *tail;
 	size_t queued;
-	struct recent recent[RECENT_MAX];
-	unsigned nrecent;
+	struct stalled stalled[STALLED_MAX];
+	unsigned nstalled;
+	uint64_t next_seq, done_seq;
+	/* Run from the loop after a round ended: the waiting puts try again. */
+	void (*rounds_ended)(struct master *m);
+	struct event *ended_ev;
 	struct event *step_ev;
 	struct event *woke_ev;
 	int wake[2];
@@ -142,6 +164,9 @@ evictor_of(struct master *m)
 }
 
 static void job_next(struct master *m);
+static bool scope_target(struct master *m, struct job *j);
+static void manual_round(struct master *m, struct job *j);
+static void ended_cb(evutil_socket_t fd, short what, void *arg);
 
 /* ---- policy and quotas ---- */
 
@@ -346,48 +371,43 @@ evict_reload(struct master *m, struct mc_err *err)
 /* ---- the job queue ---- */
 
 static uint64_t
-job_key(int trigger, uint32_t peer, int tier, uint32_t tenant)
+scope_key(int kind, uint32_t peer, int tier, uint32_t tenant)
 {
-	return ((uint64_t)trigger << 60) ^ ((uint64_t)peer << 32) ^ ((uint64_t)tier << 28) ^ tenant;
+	return ((uint64_t)kind << 60) ^ ((uint64_t)peer << 28) ^ ((uint64_t)tier << 24) ^ tenant;
 }
 
-/* Whether an automatic round for key is queued, running, or ran within --evict-interval. */
 static bool
-auto_round_due(struct master *m, uint64_t key)
+stalled(struct master *m, uint64_t key)
 {
 	struct evictor *e = evictor_of(m);
-	uint64_t now = mc_now_ms();
+	uint64_t now = mc_mono_ms();
 
-	if (e->running != NULL && e->running->key == key)
-		return false;
-	for (const struct job *j = e->head; j != NULL; j = j->next)
-		if (j->key == key)
-			return false;
-	for (unsigned i = 0; i < e->nrecent; i++)
-		if (e->recent[i].key == key && now < e->recent[i].at + m->cfg.evict_interval)
-			return false;
-	return true;
+	for (unsigned i = 0; i < e->nstalled; i++)
+		if (e->stalled[i].key == key && now < e->stalled[i].until)
+			return true;
+	return false;
 }
 
 static void
-remember_round(struct master *m, uint64_t key)
+stall(struct master *m, uint64_t key)
 {
 	struct evictor *e = evictor_of(m);
-	uint64_t now = mc_now_ms();
+	uint64_t now = mc_mono_ms();
 	unsigned slot = 0;
 
-	for (unsigned i = 0; i < e->nrecent; i++) {
-		if (e->recent[i].key == key) {
-			e->recent[i].at = now;
-			return;
+	for (unsigned i = 0; i < e->nstalled; i++) {
+		if (e->stalled[i].key == key || e->stalled[i].until <= now) {
+			slot = i;
+			goto set;
 		}
-		if (e->recent[i].at < e->recent[slot].at)
+		if (e->stalled[i].until < e->stalled[slot].until)
 			slot = i;
 	}
-	if (e->nrecent < RECENT_MAX)
-		slot = e->nrecent++;
-	e->recent[slot].key = key;
-	e->recent[slot].at = now;
+	if (e->nstalled < STALLED_MAX)
+		slot = e->nstalled++;
+set:
+	e->stalled[slot].key = key;
+	e->stalled[slot].until = now + STALL_MS;
 }
 
 static struct job *
@@ -404,6 +424,9 @@ job_new(struct master *m, int trigger)
 	j->planner_timeout_ms = m->cfg.evict_planner_timeout;
 	j->soft_pinned_pass = m->cfg.allow_evict_soft_pinned;
 	j->key = UINT64_MAX;
+	j->seq = ++evictor_of(m)->next_seq;
+	j->round.queued_at = mc_now_ms();
+	snprintf(j->round.trigger, sizeof(j->round.trigger), "%s", trigger_names[trigger]);
 	mc_cand_view_init(&j->view);
 	mc_plan_init(&j->plan);
 	mc_report_init(&j->report);
@@ -665,11 +688,15 @@ job_finish(struct master *m, struct job *j)
 			(unsigned long long)j->evicted_bytes, (double)(end - j->t0) / 1e6,
 			(unsigned long long)j->fallbacks);
 	}
+	/* A round of a scope that freed nothing: its scope rests a moment. */
+	if (j->key != UINT64_MAX && j->has_round && j->evicted_bytes == 0)
+		stall(m, j->key);
 	answer(j);
-	if (j->key != UINT64_MAX)
-		remember_round(m, j->key);
 	e->running = NULL;
+	e->done_seq = j->seq;
 	job_dispose(j);
+	/* From the loop, never from inside the caller that made this round end. */
+	event_active(e->ended_ev, EV_TIMEOUT, 0);
 	job_next(m);
 }
 
@@ -729,6 +756,8 @@ exec_begin(struct job *j, struct mc_err *err)
 		j->tier_of[i] = -2;
 	}
 	j->report.created = j->plan.created;
+	j->report.has_round = j->has_round;
+	j->report.round = j->round;
 	/* Sized once for every victim, so recording them never rehashes mid-slice. */
 	size_t total = 0;
 	for (size_t i = 0; i < j->plan.nstages; i++)
@@ -1136,6 +1165,24 @@ job_start(struct master *m, struct job *j)
 
 	e->running = j;
 	j->t0 = mc_mono_ns();
+	j->round.started_at = mc_now_ms();
+	if (j->scope != SCOPE_NONE && !scope_target(m, j)) {
+		/* Other rounds or removals made the room already. */
+		job_finish(m, j);
+		return;
+	}
+	if (j->scope == SCOPE_NONE && !j->export_view && j->plan_bytes == NULL)
+		manual_round(m, j);
+	if (j->has_round)
+		mc_debug("eviction round %llu (%s, %s): queued_at=%llu started_at=%llu "
+			 "usage_at_start=%llu low=%llu waiting=%llu target=%llu",
+			 (unsigned long long)j->seq, j->round.trigger,
+			 j->round.scope[0] != '\0' ? j->round.scope : "all",
+			 (unsigned long long)j->round.queued_at,
+			 (unsigned long long)j->round.started_at,
+			 (unsigned long long)j->round.usage_at_start,
+			 (unsigned long long)j->round.low, (unsigned long long)j->round.waiting,
+			 (unsigned long long)j->round.target);
 	if (!j->export_view)
 		mc_metric_inc(e->rounds[j->trigger]);
 	j->policy = e->policy;
@@ -1173,109 +1220,275 @@ job_next(struct master *m)
 
 /* ---- triggers ---- */
 
-static void
-queue_auto(struct master *m, int trigger, const struct cand_filter *f, uint64_t key,
-	   uint64_t target)
+/*
+ * Bytes on a peer tier that upserts in progress will free when they
+ * commit: the older copies they replace. A round that counted them
+ * would free that much below the low mark once the writes end.
+ */
+static uint64_t
+superseded(struct master *m, uint32_t peer, int tier)
 {
-	struct job *j;
+	struct pending *p;
+	size_t cur = 0;
+	uint64_t sum = 0;
 
-	if (target == 0 || !auto_round_due(m, key))
-		return;
+	while ((p = mc_htab_next(&m->store.pending, &cur)) != NULL) {
+		const struct mobj *o = p->o;
+		const struct mrep *v = obj_creps(o);
+
+		if (!p->upsert || p->committed)
+			continue;
+		for (unsigned i = 0; i < o->nrep; i++)
+			if (v[i].version != p->version && v[i].peer == peer && v[i].tier == tier)
+				sum += o->size;
+	}
+	return sum;
+}
+
+/* A peer tier's usage that stays, low mark and capacity; false when it is not live. */
+static bool
+tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *low, uint64_t *cap)
+{
+	const struct peer *p = peers_find(&m->peers, peer);
+	const struct peer_tier *pt;
+	uint64_t going;
+
+	if (p == NULL || !peer_alive(p, m->cfg.peer_ttl) || !p->tiers[tier].present)
+		return false;
+	pt = &p->tiers[tier];
+	going = superseded(m, peer, tier);
+	*used = pt->used > going ? pt->used - going : 0;
+	*cap = pt->capacity;
+	*low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
+	return true;
+}
+
+/*
+ * A scope's round, as it starts: the target is the usage above the low
+ * mark plus what the waiting puts need, so that once they are placed the
+ * scope sits at its low mark. False when there is nothing to do.
+ */
+static bool
+scope_target(struct master *m, struct job *j)
+{
+	struct mc_round *rd = &j->round;
+	uint64_t used = 0, low = 0, cap = 0;
+
+	if (j->scope == SCOPE_TIER) {
+		if (!tier_usage(m, j->filter.peer, j->filter.tier, &used, &low, &cap))
+			return false;
+		snprintf(rd->scope, sizeof(rd->scope), "peer %u %s", j->filter.peer,
+			 tier_name(j->filter.tier));
+	} else {
+		uint64_t quota = quota_of(m, j->filter.tenant);
+
+		if (quota == 0 || j->filter.tenant >= m->store.ntenants)
+			return false;
+		used = m->store.tenants[j->filter.tenant].bytes;
+		low = (uint64_t)((double)quota * m->cfg.evict_low);
+		snprintf(rd->scope, sizeof(rd->scope), "tenant %.50s",
+			 m->store.tenants[j->filter.tenant].name);
+	}
+	rd->usage_at_start = used;
+	rd->low = low;
+	rd->waiting = j->waiting;
+	if (mc_add_sat(used, j->waiting) <= low)
+		return false;
+	rd->target = mc_add_sat(used, j->waiting) - low;
+	j->target = rd->target;
+	if (m->cfg.evict_lowerbound >= 0)
+		j->lowerbound = (uint64_t)((double)j->target * m->cfg.evict_lowerbound);
+	j->has_round = true;
+	return true;
+}
+
+/* The record of an admin's round: its filter's usage and the target it gave. */
+static void
+manual_round(struct master *m, struct job *j)
+{
+	const struct cand_filter *f = &j->filter;
+	struct mc_round *rd = &j->round;
+	uint64_t used = 0;
+
+	if (f->by_tenant && f->tenant < m->store.ntenants) {
+		used = m->store.tenants[f->tenant].bytes;
+		snprintf(rd->scope, sizeof(rd->scope), "tenant %.50s",
+			 m->store.tenants[f->tenant].name);
+	} else {
+		for (uint32_t i = 0; i < m->peers.n; i++) {
+			const struct peer *p = m->peers.v[i];
+
+			if (f->by_peer && p->id != f->peer)
+				continue;
+			for (int t = 0; t < TIER_COUNT; t++)
+				if (p->tiers[t].present && (!f->by_tier || t == f->tier))
+					used += p->tiers[t].used;
+		}
+		if (f->by_peer)
+			snprintf(rd->scope, sizeof(rd->scope), "peer %u%s%s", f->peer,
+				 f->by_tier ? " " : "", f->by_tier ? tier_name(f->tier) : "");
+		else if (f->by_tier)
+			snprintf(rd->scope, sizeof(rd->scope), "tier %s", tier_name(f->tier));
+	}
+	rd->usage_at_start = used;
+	rd->target = j->target;
+	j->has_round = true;
+}
+
+/*
+ * The one round of a scope. A trigger joins the round queued for it
+ * (adding need, the bytes of a put that waits on it) or the one running
+ * (whose target is fixed: a put still short of room when it ends tries
+ * again and starts the next), or queues a new round. Returns the round's
+ * seq, or 0 when the scope is stalled or the queue is full.
+ */
+static uint64_t
+scope_round(struct master *m, int trigger, int kind, const struct cand_filter *f, uint64_t key,
+	    uint64_t need)
+{
+	struct evictor *e = evictor_of(m);
+	struct job *j;
+	uint64_t seq;
+
+	for (j = e->head; j != NULL; j = j->next)
+		if (j->key == key) {
+			j->waiting = mc_add_sat(j->waiting, need);
+			return j->seq;
+		}
+	if (e->running != NULL && e->running->key == key)
+		return e->running->seq;
+	if (stalled(m, key))
+		return 0;
 	j = job_new(m, trigger);
 	if (j == NULL)
-		return;
+		return 0;
+	j->scope = kind;
 	j->filter = *f;
 	j->key = key;
-	j->target = target;
-	if (m->cfg.evict_lowerbound >= 0)
-		j->lowerbound = (uint64_t)((double)target * m->cfg.evict_lowerbound);
-	if (job_queue(m, j) != 0)
+	j->waiting = need;
+	seq = j->seq;
+	/* Read before queueing: a round with nothing to do ends inside job_queue. */
+	if (job_queue(m, j) != 0) {
 		job_free(j);
-}
-
-/* Bytes of a peer tier above its low watermark, 0 when below. */
-static uint64_t
-above_low(const struct master *m, const struct peer_tier *pt)
-{
-	uint64_t low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
-
-	return pt->present && pt->used > low ? pt->used - low : 0;
-}
-
-/* Call fn for every tier of every live peer. */
-static void
-each_live_tier(struct master *m, void (*fn)(struct master *, const struct peer *, int, void *),
-	       void *arg)
-{
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
-
-		if (!peer_alive(p, m->cfg.peer_ttl))
-			continue;
-		for (int t = 0; t < TIER_COUNT; t++)
-			if (p->tiers[t].present)
-				fn(m, p, t, arg);
+		return 0;
 	}
+	return seq;
 }
 
-/* A round for one peer tier above its high watermark: down to the low one. */
-static void
-check_watermark(struct master *m, const struct peer *p, int t, void *arg)
+static uint64_t
+tier_round(struct master *m, int trigger, uint32_t peer, int tier, uint64_t need)
 {
-	const struct peer_tier *pt = &p->tiers[t];
-	struct cand_filter f = { .by_peer = true, .peer = p->id, .by_tier = true, .tier = t };
+	struct cand_filter f = { .by_peer = true, .peer = peer, .by_tier = true, .tier = tier };
 
-	(void)arg;
-	if (pt->capacity == 0 || (double)pt->used <= (double)pt->capacity * m->cfg.evict_high)
+	return scope_round(m, trigger, SCOPE_TIER, &f, scope_key(SCOPE_TIER, peer, tier, 0), need);
+}
+
+/* A peer tier over its high watermark starts its round (from now on it is watched). */
+static void
+check_tier(struct master *m, struct peer *p, int t)
+{
+	struct peer_tier *pt = &p->tiers[t];
+
+	if (!pt->present || pt->capacity == 0 ||
+	    (double)pt->used <= (double)pt->capacity * m->cfg.evict_high)
 		return;
-	queue_auto(m, TRIG_WATERMARK, &f, job_key(TRIG_WATERMARK, p->id, t, 0), above_low(m, pt));
+	if (!pt->reached_high) {
+		pt->reached_high = true;
+		pt->occupancy_min = (double)pt->used / (double)pt->capacity;
+	}
+	tier_round(m, TRIG_WATERMARK, p->id, t, 0);
+}
+
+void
+evict_tier_check(struct master *m, uint32_t peer, int tier)
+{
+	struct peer *p = peers_find(&m->peers, peer);
+
+	if (p != NULL && tier >= 0 && tier < TIER_COUNT)
+		check_tier(m, p, tier);
 }
 
 void
 evict_check_watermarks(struct master *m)
 {
-	each_live_tier(m, check_watermark, NULL);
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		struct peer *p = m->peers.v[i];
+
+		if (!peer_alive(p, m->cfg.peer_ttl))
+			continue;
+		for (int t = 0; t < TIER_COUNT; t++)
+			check_tier(m, p, t);
+	}
 }
 
-static void
-sum_above_low(struct master *m, const struct peer *p, int t, void *arg)
+/* A live peer that could take a copy of some size: its fastest tier that could, and its room. */
+struct no_space_cand {
+	uint32_t peer;
+	int tier;
+	uint64_t room;
+};
+
+/* Tiers a copy may land on, best first (as placement tries them). */
+static const int fit_order[] = { TIER_DRAM, TIER_CXL, TIER_SSD };
+
+uint64_t
+evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool *helps)
 {
-	*(uint64_t *)arg += above_low(m, &p->tiers[t]);
-}
+	struct no_space_cand c[PEERS_MAX];
+	unsigned n = 0, taken = 0;
+	uint64_t seq = 0;
 
-static void
-max_capacity(struct master *m, const struct peer *p, int t, void *arg)
-{
-	uint64_t *max = arg;
+	*helps = false;
+	for (uint32_t i = 0; i < m->peers.n && n < PEERS_MAX; i++) {
+		const struct peer *p = m->peers.v[i];
 
-	(void)m;
-	if (p->tiers[t].capacity > *max)
-		*max = p->tiers[t].capacity;
-}
+		if (!peer_alive(p, m->cfg.peer_ttl))
+			continue;
+		for (size_t k = 0; k < sizeof(fit_order) / sizeof(fit_order[0]); k++) {
+			const struct peer_tier *pt = &p->tiers[fit_order[k]];
 
-void
-evict_no_space(struct master *m, uint64_t size, unsigned replicas)
-{
-	struct cand_filter f = { 0 };
-	uint64_t over = 0, largest = 0, bytes = size * replicas;
+			/* A tier too small even empty: evicting there would only lose the cache. */
+			if (!pt->present || pt->capacity < size)
+				continue;
+			c[n].peer = p->id;
+			c[n].tier = fit_order[k];
+			c[n].room = pt->used < pt->capacity ? pt->capacity - pt->used : 0;
+			n++;
+			break;
+		}
+	}
+	if (n < replicas)
+		return 0;
+	*helps = true;
+	/* The peers with the most room need the least eviction: take those. */
+	while (taken < replicas) {
+		unsigned best = taken;
 
-	/* A copy no tier could hold even empty: evicting would only lose the cache. */
-	each_live_tier(m, max_capacity, &largest);
-	if (size > largest)
-		return;
-	/* What the put needs, or the whole overage above the low watermark if more. */
-	each_live_tier(m, sum_above_low, &over);
-	queue_auto(m, TRIG_NO_SPACE, &f, job_key(TRIG_NO_SPACE, 0, 0, 0),
-		   over > bytes ? over : bytes);
+		for (unsigned i = taken + 1; i < n; i++)
+			if (c[i].room > c[best].room)
+				best = i;
+		struct no_space_cand t = c[taken];
+		c[taken] = c[best];
+		c[best] = t;
+		if (c[taken].room < size) {
+			uint64_t s =
+				tier_round(m, TRIG_NO_SPACE, c[taken].peer, c[taken].tier, size);
+
+			if (s > seq)
+				seq = s;
+		}
+		taken++;
+	}
+	return seq;
 }
 
 int
-evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, struct mc_err *err)
+evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round, bool *helps,
+		  struct mc_err *err)
 {
 	uint64_t quota = quota_of(m, tenant);
 	const struct tenant *t = &m->store.tenants[tenant];
 	struct cand_filter f = { .by_tenant = true, .tenant = tenant };
-	uint64_t low;
 
 	if (quota == 0 || add == 0 || t->bytes + add <= quota)
 		return 0;
@@ -1284,12 +1497,61 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, struct mc_err
 		return mc_err_set(err, MC_ERR_QUOTA,
 				  "%llu bytes are more than tenant '%s''s whole quota of %llu",
 				  (unsigned long long)add, t->name, (unsigned long long)quota);
-	low = (uint64_t)((double)quota * m->cfg.evict_low);
-	queue_auto(m, TRIG_QUOTA, &f, job_key(TRIG_QUOTA, 0, 0, tenant), t->bytes + add - low);
+	*helps = true;
+	if (round != NULL)
+		*round = scope_round(m, TRIG_QUOTA, SCOPE_TENANT, &f,
+				     scope_key(SCOPE_TENANT, 0, 0, tenant), add);
 	return mc_err_set(err, MC_ERR_QUOTA,
 			  "tenant '%s' over its quota: %llu + %llu bytes of %llu; eviction started",
 			  t->name, (unsigned long long)t->bytes, (unsigned long long)add,
 			  (unsigned long long)quota);
+}
+
+uint64_t
+evict_rounds_done(struct master *m)
+{
+	return evictor_of(m)->done_seq;
+}
+
+void
+evict_on_rounds_ended(struct master *m, void (*fn)(struct master *m))
+{
+	evictor_of(m)->rounds_ended = fn;
+}
+
+/* The lowest fill each watched tier was left at by a round, once puts waiting on it are in. */
+static void
+note_occupancy(struct master *m)
+{
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		struct peer *p = m->peers.v[i];
+
+		for (int t = 0; t < TIER_COUNT; t++) {
+			struct peer_tier *pt = &p->tiers[t];
+			double occ;
+
+			if (!pt->present || !pt->reached_high || pt->capacity == 0)
+				continue;
+			occ = (double)pt->used / (double)pt->capacity;
+			if (occ < pt->occupancy_min)
+				pt->occupancy_min = occ;
+		}
+	}
+}
+
+static void
+ended_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct master *m = arg;
+	struct evictor *e = evictor_of(m);
+
+	(void)fd;
+	(void)what;
+	if (e->rounds_ended != NULL)
+		e->rounds_ended(m);
+	note_occupancy(m);
+	/* A tier a round left above its high watermark goes again at once. */
+	evict_check_watermarks(m);
 }
 
 /* ---- the calls ---- */
@@ -1498,6 +1760,26 @@ evict_collect(struct master *m, struct mc_metrics *r)
 				    "eviction rounds waiting, the running one included", NULL,
 				    NULL),
 		      (double)(e->queued + (e->running != NULL)));
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		const struct peer *p = m->peers.v[i];
+
+		for (int t = 0; t < TIER_COUNT; t++) {
+			const struct peer_tier *pt = &p->tiers[t];
+			char label[64];
+			struct mc_metric *s;
+
+			if (!pt->present || !pt->reached_high)
+				continue;
+			snprintf(label, sizeof(label), "%u,%s", p->id, tier_name(t));
+			s = mc_metric_get(
+				r, "mc_tier_occupancy_min", MC_GAUGE,
+				"lowest fill of a peer tier after a round, since it first "
+				"reached its high watermark",
+				"peer,tier", label);
+			if (s != NULL)
+				mc_metric_set(s, pt->occupancy_min);
+		}
+	}
 }
 
 int
@@ -1518,8 +1800,10 @@ evict_init(struct master *m, struct mc_err *err)
 	if (pipe2(e->wake, O_CLOEXEC | O_NONBLOCK) != 0)
 		return mc_err_errno(err, "cannot make the eviction pipe");
 	e->step_ev = evtimer_new(m->base, step_cb, m);
+	e->ended_ev = event_new(m->base, -1, 0, ended_cb, m);
 	e->woke_ev = event_new(m->base, e->wake[0], EV_READ | EV_PERSIST, woke_cb, m);
-	if (e->step_ev == NULL || e->woke_ev == NULL || event_add(e->woke_ev, NULL) != 0)
+	if (e->step_ev == NULL || e->woke_ev == NULL || e->ended_ev == NULL ||
+	    event_add(e->woke_ev, NULL) != 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot set up eviction events");
 	if (metrics_init(m) != 0)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction metrics");
@@ -1550,6 +1834,8 @@ evict_free(struct master *m)
 	e->queued = 0;
 	if (e->step_ev != NULL)
 		event_free(e->step_ev);
+	if (e->ended_ev != NULL)
+		event_free(e->ended_ev);
 	if (e->woke_ev != NULL)
 		event_free(e->woke_ev);
 	for (int i = 0; i < 2; i++)

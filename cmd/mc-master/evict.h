@@ -49,19 +49,40 @@ void evict_free(struct master *m);
 /* SIGHUP: load the policy and quota files again; the old ones stay on error. */
 int evict_reload(struct master *m, struct mc_err *err);
 
-/* From the sweep: queue a round for every live peer tier above the high watermark. */
-void evict_check_watermarks(struct master *m);
 /*
- * Placement found no room for replicas copies of size bytes: queue a
- * round (the put still fails), unless no live tier could hold the copy.
+ * Rounds are one per scope: a (peer, tier) for the watermark and no-space
+ * triggers, a tenant for its quota. A trigger joins the scope's queued or
+ * running round, or queues one; a round's target is computed when it
+ * starts: the usage above the scope's low mark plus what the puts waiting
+ * on it need. There is no minimum interval between rounds, except that a
+ * scope whose round freed nothing rests for a moment (STALL_MS).
  */
-void evict_no_space(struct master *m, uint64_t size, unsigned replicas);
+
+/* From the sweep, and after every round: a round for every live tier above its high watermark. */
+void evict_check_watermarks(struct master *m);
+/* A commit landed on a peer tier: its round starts now if the tier is over its high mark. */
+void evict_tier_check(struct master *m, uint32_t peer, int tier);
+/*
+ * Placement found no room for replicas copies of size bytes: join or
+ * start the rounds of the peer tiers that would take them. The seq of
+ * the latest round the put can wait for (0: none, the scopes are
+ * stalled); *helps is false when no round ever could (fewer live tiers
+ * than replicas could hold the copy even empty).
+ */
+uint64_t evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool *helps);
 /*
  * A put of add bytes (net of the version it replaces) by tenant: 0 when
- * within its quota; else -1 with MC_ERR_QUOTA in err, and a round over
- * that tenant's copies is queued.
+ * within its quota; else -1 with MC_ERR_QUOTA in err, *helps telling
+ * whether eviction could make room (not for a put larger than the whole
+ * quota), and when round is not NULL the tenant's round joined or
+ * queued, *round its seq (0: none, the scope is stalled).
  */
-int evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, struct mc_err *err);
+int evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round, bool *helps,
+		      struct mc_err *err);
+/* The seq of the last round that ended: a put waiting on seq s may try again once this is >= s. */
+uint64_t evict_rounds_done(struct master *m);
+/* fn runs on the loop after rounds end, before the watermarks are looked at again. */
+void evict_on_rounds_ended(struct master *m, void (*fn)(struct master *m));
 
 /*
  * The `candidates` call: the view built in slices like a round's and

@@ -19,6 +19,7 @@
 #include "ops.h"
 #include "peerlink.h"
 #include "placement.h"
+#include "put.h"
 #include "request.h"
 
 /* Keys per batch call: keeps one reply well under a client's max message. */
@@ -59,45 +60,6 @@ obj_bytes(const msgpack_object *o, const char **s, size_t *len)
 		return 0;
 	}
 	return -1;
-}
-
-static int
-check_key(size_t len, struct mc_err *err)
-{
-	if (len == 0 || len > MC_KEY_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "key length %zu out of range 1..%d", len,
-				  MC_KEY_MAX);
-	return 0;
-}
-
-static int
-need_key(const msgpack_object *params, const char **key, size_t *len, struct mc_err *err)
-{
-	int rc = mc_map_str(params, "key", key, len, err);
-
-	if (rc < 0)
-		return -1;
-	if (rc == 0)
-		return mc_err_set(err, MC_ERR_INVALID, "missing field 'key'");
-	return check_key(*len, err);
-}
-
-/* Optional name field: 0 absent, 1 present and valid, -1 invalid. */
-static int
-opt_name(const msgpack_object *params, const char *field, const char **s, size_t *len,
-	 struct mc_err *err)
-{
-	int rc = mc_map_str(params, field, s, len, err);
-
-	if (rc <= 0)
-		return rc;
-	if (*len == 0 || *len > MC_NAME_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "%s length %zu out of range 1..%d", field,
-				  *len, MC_NAME_MAX);
-	if (!store_name_ok(*s, *len))
-		return mc_err_set(err, MC_ERR_INVALID, "%s must be printable ASCII without spaces",
-				  field);
-	return 1;
 }
 
 /* The keys array of a batch call, or NULL with err. */
@@ -169,23 +131,6 @@ leased(const struct mobj *o, uint64_t now)
 	return o->lease_deadline > now;
 }
 
-static void
-pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r)
-{
-	msgpack_pack_map(pk, 6);
-	mc_pack_kv_u64(pk, "replica_id", r->id);
-	mc_pack_kv_u64(pk, "peer_id", r->peer);
-	if (p != NULL && p->packed[r->tier] != NULL) {
-		/* The peer's fixed fields, packed once at registration. */
-		pk->callback(pk->data, p->packed[r->tier], p->packed_len[r->tier]);
-		return;
-	}
-	mc_pack_kv_str(pk, "addr", p != NULL ? p->addr : "");
-	mc_pack_kv_str(pk, "tier", tier_name(r->tier));
-	mc_pack_kv_str(pk, "host", p != NULL ? p->host : "");
-	mc_pack_kv_str(pk, "domain", p != NULL ? p->domain : "");
-}
-
 /*
  * The readable replicas of o, best first for this client: same host,
  * then same domain, then dram before other tiers; stable otherwise.
@@ -225,40 +170,33 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 	return n;
 }
 
-/* A read: lease the object (and its whole group), count the access. */
-static void
-touch(struct master *m, struct mobj *o, uint64_t now)
+/* A read by a reader of tenant: its lease on the object (or group), and the access. */
+static uint64_t
+touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 {
-	uint64_t until = mc_add_sat(now, m->cfg.lease_ttl);
-	struct group *g = store_group_get(&m->store, o->group);
-
-	if (g != NULL) {
-		for (uint32_t i = 0; i < g->n; i++)
-			if (g->members[i]->lease_deadline < until)
-				g->members[i]->lease_deadline = until;
-	} else if (o->lease_deadline < until) {
-		o->lease_deadline = until;
-	}
 	o->last_access = now;
 	if (o->access_count != UINT32_MAX)
 		o->access_count++;
+	return lease_grant(m, o, tenant, now);
 }
 
 /* The fields of a get_replica_list answer, after "key" for batch items. */
 static void
-pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, const struct cand *c,
-	 unsigned n)
+pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint64_t lease_id,
+	 const struct cand *c, unsigned n)
 {
-	msgpack_pack_map(pk, 6);
+	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "size", o->size);
 	mc_pack_kv_u64(pk, "checksum", o->checksum);
 	mc_pack_kv_str(pk, "type", store_type_name(&m->store, o->type));
 	mc_pack_kv_u64(pk, "lease_ms", m->cfg.lease_ttl);
+	/* 0: no lease of this reader's own to release (the TTL protects) */
+	mc_pack_kv_u64(pk, "lease_id", lease_id);
 	mc_pack_key(pk, "replicas");
 	msgpack_pack_array(pk, n);
 	for (unsigned i = 0; i < n; i++)
-		pack_replica(pk, c[i].p, c[i].r);
+		req_pack_replica(pk, c[i].p, c[i].r);
 }
 
 static void
@@ -276,7 +214,7 @@ h_hello(struct mc_req *req)
 		handler_fail(req, M_HELLO, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
-	rc = opt_name(req->params, "tenant", &s, &len, &err);
+	rc = req_opt_name(req->params, "tenant", &s, &len, &err);
 	if (rc < 0)
 		goto bad;
 	if (rc > 0 && (tenant = store_tenant_intern(&m->store, s, len, &err)) < 0)
@@ -296,274 +234,6 @@ bad:
 	req_fail_err(req, M_HELLO, &err);
 }
 
-/* ---- writes ---- */
-
-struct put_args {
-	const char *key, *type, *group;
-	size_t klen, tlen, glen;
-	uint64_t size, replicas, checksum;
-	bool hard_pin, upsert;
-	uint8_t sp_action;
-	uint64_t sp_ttl;
-};
-
-static int
-put_args_parse(const msgpack_object *params, struct put_args *a, struct mc_err *err)
-{
-	memset(a, 0, sizeof(*a));
-	a->replicas = 1;
-	a->type = MC_DEFAULT_TYPE;
-	a->tlen = strlen(MC_DEFAULT_TYPE);
-	if (need_key(params, &a->key, &a->klen, err) != 0 ||
-	    req_need_u64(params, "size", &a->size, err) != 0 ||
-	    mc_map_u64(params, "replicas", &a->replicas, err) < 0 ||
-	    mc_map_u64(params, "checksum", &a->checksum, err) < 0 ||
-	    mc_map_bool(params, "hard_pin", &a->hard_pin, err) < 0 ||
-	    mc_map_bool(params, "upsert", &a->upsert, err) < 0 ||
-	    opt_name(params, "type", &a->type, &a->tlen, err) < 0 ||
-	    opt_name(params, "group", &a->group, &a->glen, err) < 0)
-		return -1;
-	if (a->replicas == 0 || a->replicas > MC_REPLICAS_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "replicas %llu out of range 1..%d",
-				  (unsigned long long)a->replicas, MC_REPLICAS_MAX);
-	return 0;
-}
-
-/* Undo the replicas of version added by a put_start that failed midway. */
-static void
-unplace(struct master *m, struct mobj *o, uint64_t version)
-{
-	for (unsigned i = o->nrep; i-- > 0;)
-		if (obj_reps(o)[i].version == version)
-			ops_rep_remove(m, o, i, false);
-}
-
-static int
-place(struct master *m, struct mobj *o, const struct placement *pl, uint64_t version, uint64_t size,
-      struct mc_err *err)
-{
-	for (unsigned i = 0; i < pl->n; i++) {
-		if (ops_rep_new(m, o, pl->peer[i], pl->tier[i], version, size) == NULL) {
-			unplace(m, o, version);
-			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
-		}
-	}
-	return 0;
-}
-
-static void
-h_put_start(struct mc_req *req)
-{
-	struct master *m = begin(req, M_PUT_START);
-	const struct client *cl = req_client(req);
-	uint64_t now = mc_now_ms();
-	struct put_args a;
-	struct placement pl;
-	struct pending *p;
-	struct mc_err err;
-	struct mobj *o;
-	int64_t type;
-	uint64_t h, version;
-
-	if (put_args_parse(req->params, &a, &err) != 0 ||
-	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0)
-		goto fail;
-	if ((type = store_type_intern(&m->store, a.type, a.tlen, &err)) < 0)
-		goto fail;
-	pl.n = 0;
-	h = store_key_hash(cl->tenant, a.key, a.klen);
-	o = store_find(&m->store, h, cl->tenant, a.key, a.klen);
-	if (o != NULL && !a.upsert) {
-		handler_fail(req, M_PUT_START, MC_ERR_EXISTS, "key exists");
-		return;
-	}
-	if (o != NULL && o->writing) {
-		handler_fail(req, M_PUT_START, MC_ERR_BUSY, "key is being written");
-		return;
-	}
-	/* Over its quota, a tenant makes room among its own copies first. */
-	if (evict_quota_check(m, cl->tenant,
-			      o == NULL		 ? a.size
-			      : a.size > o->size ? a.size - o->size
-						 : 0,
-			      &err) != 0)
-		goto fail;
-	version = m->store.version_seq + 1;
-	if (o != NULL) {
-		/* Upsert of the same size rewrites in place on the same peers. */
-		if (a.size == o->size) {
-			const struct mrep *v = obj_creps(o);
-			for (unsigned i = 0; i < o->nrep && pl.n < MC_REPLICAS_MAX; i++) {
-				if (v[i].state != REP_COMPLETE || v[i].version != o->version)
-					continue;
-				pl.peer[pl.n] = v[i].peer;
-				pl.tier[pl.n++] = v[i].tier;
-			}
-		}
-		if ((a.size != o->size || pl.n == 0) &&
-		    placement_pick(m, a.size, (unsigned)a.replicas, &pl, &err) != 0)
-			goto fail;
-		p = store_pending_new(&m->store, o, &err);
-		if (p == NULL)
-			goto fail;
-		p->upsert = true;
-	} else {
-		if (placement_pick(m, a.size, (unsigned)a.replicas, &pl, &err) != 0)
-			goto fail;
-		o = store_create(&m->store, h, cl->tenant, a.key, a.klen, a.size, a.group, a.glen,
-				 &err);
-		if (o == NULL)
-			goto fail;
-		o->version = version;
-		o->checksum = a.checksum;
-		o->type = (uint32_t)type;
-		o->hard_pin = a.hard_pin;
-		o->created = now;
-		o->last_access = now;
-		p = store_pending_new(&m->store, o, &err);
-		if (p == NULL) {
-			store_destroy(&m->store, o);
-			goto fail;
-		}
-	}
-	p->version = version;
-	p->size = a.size;
-	p->checksum = a.checksum;
-	p->type = (uint32_t)type;
-	p->started = now;
-	p->sp_action = a.sp_action;
-	p->sp_ttl = a.sp_ttl;
-	if (place(m, o, &pl, version, a.size, &err) != 0) {
-		bool upsert = p->upsert;
-		store_pending_del(&m->store, o);
-		if (!upsert)
-			store_destroy(&m->store, o);
-		goto fail;
-	}
-	m->store.version_seq = version;
-
-	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 2);
-	mc_pack_kv_u64(pk, "version", version);
-	mc_pack_key(pk, "replicas");
-	msgpack_pack_array(pk, pl.n);
-	const struct mrep *v = obj_creps(o);
-	for (unsigned i = 0; i < o->nrep; i++)
-		if (v[i].version == version)
-			pack_replica(pk, peers_find(&m->peers, v[i].peer), &v[i]);
-	mc_reply_end(req);
-	return;
-fail:
-	req_fail_err(req, M_PUT_START, &err);
-}
-
-/*
- * Shared by put_end and put_revoke: find the write in progress and check
- * that every named replica id belongs to it.
- */
-static struct mobj *
-write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids)
-{
-	struct master *m = req->ctx;
-	const struct client *cl = req_client(req);
-	struct mc_err err;
-	const char *key;
-	size_t len;
-	uint64_t version;
-	struct mobj *o;
-	const struct pending *p;
-
-	if (need_key(req->params, &key, &len, &err) != 0 ||
-	    req_need_u64(req->params, "version", &version, &err) != 0) {
-		req_fail_err(req, k, &err);
-		return NULL;
-	}
-	o = lookup(m, cl->tenant, key, len);
-	if (o == NULL) {
-		handler_fail(req, k, MC_ERR_NOT_FOUND, "key not found");
-		return NULL;
-	}
-	p = store_pending_get(&m->store, o);
-	if (p == NULL || p->version != version) {
-		handler_fail(req, k, MC_ERR_VERSION, "no write of version %llu in progress",
-			     (unsigned long long)version);
-		return NULL;
-	}
-	*ids = mc_map_array(req->params, "replica_ids");
-	if (*ids == NULL && mc_map_get(req->params, "replica_ids") != NULL &&
-	    mc_map_get(req->params, "replica_ids")->type != MSGPACK_OBJECT_NIL) {
-		handler_fail(req, k, MC_ERR_INVALID, "field 'replica_ids' must be an array");
-		return NULL;
-	}
-	for (uint32_t j = 0; *ids != NULL && j < (*ids)->size; j++) {
-		const msgpack_object *id = &(*ids)->ptr[j];
-		const struct mrep *v = obj_creps(o);
-		bool found = false;
-
-		if (id->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-			handler_fail(req, k, MC_ERR_INVALID,
-				     "replica_ids must be unsigned integers");
-			return NULL;
-		}
-		for (unsigned i = 0; i < o->nrep && !found; i++)
-			found = v[i].id == id->via.u64 && v[i].version == version;
-		if (!found) {
-			handler_fail(req, k, MC_ERR_NOT_FOUND, "no replica %llu of version %llu",
-				     (unsigned long long)id->via.u64, (unsigned long long)version);
-			return NULL;
-		}
-	}
-	return o;
-}
-
-static bool
-named(const msgpack_object_array *ids, uint32_t id)
-{
-	if (ids == NULL)
-		return true;
-	for (uint32_t j = 0; j < ids->size; j++)
-		if (ids->ptr[j].via.u64 == id)
-			return true;
-	return false;
-}
-
-static void
-h_put_end(struct mc_req *req)
-{
-	struct master *m = begin(req, M_PUT_END);
-	const msgpack_object_array *ids;
-	struct mobj *o = write_target(req, M_PUT_END, &ids);
-
-	if (o == NULL)
-		return;
-	uint64_t version = store_pending_get(&m->store, o)->version;
-	struct mrep *v = obj_reps(o);
-	for (unsigned i = 0; i < o->nrep; i++)
-		if (v[i].version == version && v[i].state == REP_PROCESSING && named(ids, v[i].id))
-			v[i].state = REP_COMPLETE;
-	ops_settle(m, o, NULL);
-	mc_reply_ok_empty(req);
-}
-
-static void
-h_put_revoke(struct mc_req *req)
-{
-	struct master *m = begin(req, M_PUT_REVOKE);
-	const msgpack_object_array *ids;
-	struct mobj *o = write_target(req, M_PUT_REVOKE, &ids);
-
-	if (o == NULL)
-		return;
-	uint64_t version = store_pending_get(&m->store, o)->version;
-	for (unsigned i = o->nrep; i-- > 0;) {
-		const struct mrep *r = &obj_reps(o)[i];
-		if (r->version == version && r->state == REP_PROCESSING && named(ids, r->id))
-			ops_rep_remove(m, o, i, true);
-	}
-	ops_settle(m, o, NULL);
-	mc_reply_ok_empty(req);
-}
-
 /* ---- reads ---- */
 
 static void
@@ -578,8 +248,9 @@ h_get_replica_list(struct mc_req *req)
 	size_t len;
 	struct mobj *o;
 	unsigned n;
+	uint64_t lease;
 
-	if (need_key(req->params, &key, &len, &err) != 0) {
+	if (req_need_key(req->params, &key, &len, &err) != 0) {
 		req_fail_err(req, M_GET_REPLICA_LIST, &err);
 		goto out;
 	}
@@ -588,8 +259,8 @@ h_get_replica_list(struct mc_req *req)
 		handler_fail(req, M_GET_REPLICA_LIST, MC_ERR_NOT_FOUND, "key not found");
 		goto out;
 	}
-	touch(m, o, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, o, c, n);
+	lease = touch(m, o, cl->tenant, mc_now_ms());
+	pack_grl(mc_reply_ok_begin(req), m, o, lease, c, n);
 	mc_reply_end(req);
 out:
 	mc_metric_observe(m->mx.grl_seconds, (double)(mc_mono_ns() - t0) / 1e9);
@@ -627,7 +298,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			hashes[j % PREFETCH_AHEAD] =
 				prefetch_key(m, cl->tenant, &keys->ptr[j + PREFETCH_AHEAD]);
 		/* Items answer the keys in order; a failed one is {error}. */
-		if (obj_bytes(&keys->ptr[j], &key, &len) != 0 || check_key(len, &err) != 0) {
+		if (obj_bytes(&keys->ptr[j], &key, &len) != 0 || req_check_key(len, &err) != 0) {
 			msgpack_pack_map(pk, 1);
 			mc_pack_key(pk, "error");
 			pack_err(pk, MC_ERR_INVALID, "key must be a string of 1..4096 bytes");
@@ -640,8 +311,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
 			continue;
 		}
-		touch(m, o, now);
-		pack_grl(pk, m, o, c, n);
+		pack_grl(pk, m, o, touch(m, o, cl->tenant, now), c, n);
 	}
 	mc_reply_end(req);
 out:
@@ -656,7 +326,7 @@ h_exist(struct mc_req *req)
 	const char *key;
 	size_t len;
 
-	if (need_key(req->params, &key, &len, &err) != 0) {
+	if (req_need_key(req->params, &key, &len, &err) != 0) {
 		req_fail_err(req, M_EXIST, &err);
 		return;
 	}
@@ -688,7 +358,7 @@ h_batch_exist(struct mc_req *req)
 		size_t len;
 		struct mobj *o = NULL;
 
-		if (obj_bytes(&keys->ptr[j], &key, &len) == 0 && check_key(len, &err) == 0)
+		if (obj_bytes(&keys->ptr[j], &key, &len) == 0 && req_check_key(len, &err) == 0)
 			o = lookup(m, tenant, key, len);
 		if (o != NULL && has_complete(o))
 			msgpack_pack_true(pk);
@@ -726,7 +396,7 @@ h_remove(struct mc_req *req)
 	size_t len;
 	bool force = false;
 
-	if (need_key(req->params, &key, &len, &err) != 0 ||
+	if (req_need_key(req->params, &key, &len, &err) != 0 ||
 	    mc_map_bool(req->params, "force", &force, &err) < 0 ||
 	    remove_one(m, req_client(req)->tenant, key, len, force, &err) != 0) {
 		req_fail_err(req, M_REMOVE, &err);
@@ -758,7 +428,7 @@ h_batch_remove(struct mc_req *req)
 
 		if (obj_bytes(&keys->ptr[j], &key, &len) != 0)
 			mc_err_set(&err, MC_ERR_INVALID, "key must be a string");
-		else if (check_key(len, &err) == 0 &&
+		else if (req_check_key(len, &err) == 0 &&
 			 remove_one(m, tenant, key, len, force, &err) == 0) {
 			msgpack_pack_nil(pk);
 			continue;
@@ -928,7 +598,7 @@ h_stat(struct mc_req *req)
 	size_t len;
 	struct mobj *o;
 
-	if (need_key(req->params, &key, &len, &err) != 0) {
+	if (req_need_key(req->params, &key, &len, &err) != 0) {
 		req_fail_err(req, M_STAT, &err);
 		return;
 	}
@@ -1019,8 +689,9 @@ pack_tiers(msgpack_packer *pk, const struct peer *p)
 		msgpack_pack_map(pk, 4);
 		mc_pack_kv_str(pk, "tier", tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", p->tiers[t].capacity);
-		mc_pack_kv_u64(pk, "used", p->tiers[t].reported);
-		mc_pack_kv_u64(pk, "reserved", p->tiers[t].used);
+		/* What the master accounts now (copies and reservations); the peer's last word beside it. */
+		mc_pack_kv_u64(pk, "used", p->tiers[t].used);
+		mc_pack_kv_u64(pk, "reported", p->tiers[t].reported);
 	}
 }
 
@@ -1066,6 +737,7 @@ const struct mc_method master_methods[] = {
 	{ "put_end", h_put_end },
 	{ "put_revoke", h_put_revoke },
 	{ "get_replica_list", h_get_replica_list },
+	{ "release", h_release },
 	{ "batch_get_replica_list", h_batch_get_replica_list },
 	{ "exist", h_exist },
 	{ "batch_exist", h_batch_exist },

@@ -81,6 +81,7 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 	evict_check_watermarks(m);
 	/* Soft-pin expiry rides the same timer: only due entries cost anything. */
 	softpin_cleanup(m, mc_now_ms());
+	lease_expire(m, mc_now_ms());
 }
 
 static void
@@ -130,7 +131,7 @@ main(int argc, char **argv)
 	m.cfg.evict_lowerbound = -1; /* the policy's */
 	m.cfg.evict_planner_timeout = 10000;
 	m.cfg.evict_slice = 256;
-	m.cfg.evict_interval = 1000;
+	m.cfg.put_wait = 50;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -142,6 +143,10 @@ main(int argc, char **argv)
 		  set_positive_duration, &m.cfg.lease_ttl },
 		{ "peer-ttl", 0, "DURATION", NULL, "drop a peer silent for this long (default 10s)",
 		  set_positive_duration, &m.cfg.peer_ttl },
+		{ "put-wait", 0, "DURATION", NULL,
+		  "a put finding no room waits this long for eviction (default 50ms; 0: fail at "
+		  "once)",
+		  mc_set_duration, &m.cfg.put_wait },
 		{ "put-timeout", 0, "DURATION", NULL,
 		  "discard writes unfinished after this long (default 60s)", set_positive_duration,
 		  &m.cfg.put_timeout },
@@ -190,9 +195,7 @@ main(int argc, char **argv)
 		{ "evict-slice", 0, "N", NULL,
 		  "victims executed per slice between requests (default 256)", mc_set_positive_int,
 		  &m.cfg.evict_slice },
-		{ "evict-interval", 0, "DURATION", NULL,
-		  "least time between automatic rounds for one cause (default 1s)", mc_set_duration,
-		  &m.cfg.evict_interval },
+
 		{ "quota-file", 0, "FILE", NULL,
 		  "per-tenant quotas, \"TENANT SIZE\" a line, reloaded on SIGHUP", mc_set_str,
 		  &m.cfg.quota_file },
@@ -270,10 +273,11 @@ main(int argc, char **argv)
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
-	if (softpin_init(&m, &err) != 0) {
+	if (softpin_init(&m, &err) != 0 || leases_init(&m.leases, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
+	ops_hook_store(&m);
 	if (mmetrics_init(&m) != 0) {
 		mc_complain("cannot start: out of memory for metrics");
 		goto out;
@@ -281,6 +285,10 @@ main(int argc, char **argv)
 	if (evict_init(&m, &err) != 0) {
 		mc_complain("cannot start eviction: %s", err.msg);
 		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
+		goto out;
+	}
+	if (put_init(&m, &err) != 0) {
+		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
 	if (msnap_init(&m, &err) != 0) {
@@ -337,6 +345,7 @@ out:
 		mc_server_free(m.server);
 	if (m.http != NULL)
 		mc_http_stop(m.http);
+	put_free(&m);
 	if (m.sweep_ev != NULL)
 		event_free(m.sweep_ev);
 	if (sigterm != NULL)
@@ -349,7 +358,10 @@ out:
 	mmetrics_free(&m.mx);
 	recon_free(&m.recon);
 	peers_free(&m.peers);
+	/* Objects freed from here on must not reach a freed index. */
+	m.store.on_destroy = NULL;
 	softpin_free(&m);
+	leases_free(&m.leases);
 	store_free(&m.store);
 	event_base_free(m.base);
 	return status;

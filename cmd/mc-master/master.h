@@ -13,9 +13,11 @@
 #include "mc/conn.h"
 #include "mc/metrics.h"
 #include "mc/proto.h"
+#include "lease.h"
 #include "mmetrics.h"
 #include "msnap.h"
 #include "peers.h"
+#include "put.h"
 #include "reconcile.h"
 #include "softpin.h"
 #include "store.h"
@@ -31,6 +33,7 @@ struct master_cfg {
 	uint64_t lease_ttl;   /* ms */
 	uint64_t peer_ttl;    /* ms */
 	uint64_t put_timeout; /* ms */
+	uint64_t put_wait;    /* ms a put may wait for eviction to make room; 0: none */
 	const char *snapshot_dir;
 	uint64_t snapshot_interval; /* ms; 0: no periodic snapshots */
 	int snapshot_keep;
@@ -47,7 +50,6 @@ struct master_cfg {
 	double evict_high, evict_low; /* watermarks, fractions of a tier's capacity */
 	double evict_lowerbound;      /* automatic rounds' lowerbound fraction; < 0: the policy's */
 	int evict_slice;	      /* victims per slice of execution */
-	uint64_t evict_interval;      /* ms between automatic rounds for one cause */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
@@ -70,6 +72,8 @@ struct master {
 	struct msnap snap;
 	struct recon recon;
 	struct softpin sp;
+	struct leases leases;
+	struct put_waits put_waits;
 	struct evictor *ev;
 	char master_id[64];
 	uint64_t started_ms;

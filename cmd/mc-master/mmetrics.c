@@ -2,6 +2,7 @@
  * Master metrics families and the collector that refreshes gauges.
  */
 #include <malloc.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "mc/clock.h"
@@ -40,6 +41,7 @@ const char *const method_names[M_COUNT] = {
 	[M_CANDIDATES] = "candidates",
 	[M_EVICT_PLAN] = "evict_plan",
 	[M_EVICT_RUN] = "evict_run",
+	[M_RELEASE] = "release",
 };
 
 static void
@@ -73,6 +75,26 @@ collect(struct mc_metrics *r, void *arg)
 	for (uint32_t i = 0; i < m->peers.n; i++)
 		if (peer_alive(m->peers.v[i], m->cfg.peer_ttl))
 			alive++;
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		const struct peer *p = m->peers.v[i];
+
+		for (int t = 0; t < TIER_COUNT; t++) {
+			const struct peer_tier *pt = &p->tiers[t];
+			char label[64];
+
+			if (!pt->present)
+				continue;
+			snprintf(label, sizeof(label), "%u,%s", p->id, tier_name(t));
+			gauge(r, "mc_peer_tier_used_bytes",
+			      "Bytes the master accounts on a peer tier (copies and reservations).",
+			      "peer,tier", label, (double)pt->used);
+			gauge(r, "mc_peer_tier_reported_bytes",
+			      "Bytes a peer tier said it holds in its last heartbeat.", "peer,tier",
+			      label, (double)pt->reported);
+			gauge(r, "mc_peer_tier_capacity_bytes", "Capacity of a peer tier.",
+			      "peer,tier", label, (double)pt->capacity);
+		}
+	}
 	gauge(r, "mc_peers", "Registered peers.", NULL, NULL, m->peers.n);
 	gauge(r, "mc_peers_alive", "Peers whose heartbeat is within --peer-ttl.", NULL, NULL,
 	      alive);
@@ -87,6 +109,8 @@ collect(struct mc_metrics *r, void *arg)
 	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
 	softpin_collect(m, r);
 	evict_collect(m, r);
+	lease_collect(m, r);
+	put_collect(m, r);
 }
 
 int

@@ -41,6 +41,7 @@ enum method {
 	M_CANDIDATES,
 	M_EVICT_PLAN,
 	M_EVICT_RUN,
+	M_RELEASE,
 	M_COUNT
 };
 

@@ -908,8 +908,11 @@ install(struct master *m, struct loader *L)
 		rseq = m->store.replica_seq;
 	/* Queued drops name tenants by id in the old store: send them first. */
 	peers_flush(&m->peers);
+	/* Leases point at objects of the store about to go; readers fall back on their TTL. */
+	leases_clear(&m->leases);
 	store_free(&m->store);
 	m->store = L->s;
+	ops_hook_store(m);
 	m->store.version_seq = vseq;
 	m->store.replica_seq = rseq > UINT32_MAX ? UINT32_MAX : (uint32_t)rseq;
 	/* New registrations must never reuse the id of a snapshot peer. */

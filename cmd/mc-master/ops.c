@@ -10,6 +10,23 @@
 /* Stale writes handled per sweep, so one sweep never stalls the loop long. */
 #define SWEEP_PENDING_MAX 4096
 
+/* Every index that names objects forgets one before it is freed. */
+static void
+object_gone(void *ctx, struct mobj *o)
+{
+	struct master *m = ctx;
+
+	softpin_forget(m, o);
+	lease_forget(m, o);
+}
+
+void
+ops_hook_store(struct master *m)
+{
+	m->store.on_destroy = object_gone;
+	m->store.on_destroy_ctx = m;
+}
+
 uint64_t
 ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
 {

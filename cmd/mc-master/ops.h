@@ -12,6 +12,11 @@
 
 #include "master.h"
 
+/*
+ * Have the store tell the soft-pin index and the leases about every
+ * object it frees; again whenever a restore installs a new store.
+ */
+void ops_hook_store(struct master *m);
 /* Bytes a replica holds: its own version's size. */
 uint64_t ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r);
 /* A new PROCESSING replica, counted on its peer; NULL when out of memory. */

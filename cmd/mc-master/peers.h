@@ -27,6 +27,8 @@ struct peer_tier {
 	uint64_t used;	   /* master side: sizes of replicas placed here */
 	uint64_t reported; /* what the peer said in its last heartbeat */
 	bool present;
+	bool reached_high;    /* has been above the high watermark */
+	double occupancy_min; /* lowest used/capacity after a round since then */
 };
 
 struct drop {

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "mc/clock.h"
-#include "evict.h"
 #include "master.h"
 #include "placement.h"
 
@@ -102,8 +101,6 @@ placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placem
 				  MC_REPLICAS_MAX);
 	if (pick_once(m, size, replicas, out) == 0)
 		return 0;
-	/* Nothing evicts inline on a put: a round is queued, and this put fails. */
-	evict_no_space(m, size, replicas);
 	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peers",
 			  (unsigned long long)size, replicas);
 }

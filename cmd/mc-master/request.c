@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mc/wire.h"
 #include "request.h"
@@ -63,4 +64,60 @@ req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, stru
 	if (rc == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "missing field '%s'", name);
 	return 0;
+}
+
+int
+req_check_key(size_t len, struct mc_err *err)
+{
+	if (len == 0 || len > MC_KEY_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "key length %zu out of range 1..%d", len,
+				  MC_KEY_MAX);
+	return 0;
+}
+
+int
+req_need_key(const msgpack_object *params, const char **key, size_t *len, struct mc_err *err)
+{
+	int rc = mc_map_str(params, "key", key, len, err);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0)
+		return mc_err_set(err, MC_ERR_INVALID, "missing field 'key'");
+	return req_check_key(*len, err);
+}
+
+/* Optional name field: 0 absent, 1 present and valid, -1 invalid. */
+int
+req_opt_name(const msgpack_object *params, const char *field, const char **s, size_t *len,
+	     struct mc_err *err)
+{
+	int rc = mc_map_str(params, field, s, len, err);
+
+	if (rc <= 0)
+		return rc;
+	if (*len == 0 || *len > MC_NAME_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "%s length %zu out of range 1..%d", field,
+				  *len, MC_NAME_MAX);
+	if (!store_name_ok(*s, *len))
+		return mc_err_set(err, MC_ERR_INVALID, "%s must be printable ASCII without spaces",
+				  field);
+	return 1;
+}
+
+void
+req_pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r)
+{
+	msgpack_pack_map(pk, 6);
+	mc_pack_kv_u64(pk, "replica_id", r->id);
+	mc_pack_kv_u64(pk, "peer_id", r->peer);
+	if (p != NULL && p->packed[r->tier] != NULL) {
+		/* The peer's fixed fields, packed once at registration. */
+		pk->callback(pk->data, p->packed[r->tier], p->packed_len[r->tier]);
+		return;
+	}
+	mc_pack_kv_str(pk, "addr", p != NULL ? p->addr : "");
+	mc_pack_kv_str(pk, "tier", tier_name(r->tier));
+	mc_pack_kv_str(pk, "host", p != NULL ? p->host : "");
+	mc_pack_kv_str(pk, "domain", p != NULL ? p->domain : "");
 }

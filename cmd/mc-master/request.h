@@ -28,4 +28,15 @@ struct client *req_client_get(struct mc_req *req);
 /* A required unsigned field: 0, or -1 with err when missing or not a u64. */
 int req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err);
 
+/* A key of 1..MC_KEY_MAX bytes: 0, or -1 with err. */
+int req_check_key(size_t len, struct mc_err *err);
+/* The required "key" field, its length checked. */
+int req_need_key(const msgpack_object *params, const char **key, size_t *len, struct mc_err *err);
+/* An optional name field (tenant, type, group): 0 absent, 1 present and valid, -1 invalid. */
+int req_opt_name(const msgpack_object *params, const char *field, const char **s, size_t *len,
+		 struct mc_err *err);
+
+/* One replica entry {replica_id, peer_id, addr, tier, host, domain}; p may be NULL. */
+void req_pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r);
+
 #endif

@@ -27,12 +27,6 @@ id_obj(uint64_t id)
 	return (struct mobj *)(uintptr_t)id;
 }
 
-static void
-destroy_hook(void *ctx, struct mobj *o)
-{
-	softpin_forget(ctx, o);
-}
-
 int
 softpin_init(struct master *m, struct mc_err *err)
 {
@@ -42,8 +36,6 @@ softpin_init(struct master *m, struct mc_err *err)
 	sp->idx = mc_deadline_new();
 	if (sp->idx == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
-	m->store.on_destroy = destroy_hook;
-	m->store.on_destroy_ctx = m;
 	return 0;
 }
 
@@ -173,8 +165,6 @@ softpin_rebuild(struct master *m)
 	size_t cur = 0;
 	struct mobj *o;
 
-	m->store.on_destroy = destroy_hook;
-	m->store.on_destroy_ctx = m;
 	mc_deadline_clear(m->sp.idx);
 	m->sp.active = 0;
 	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {

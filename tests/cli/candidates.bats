@@ -153,7 +153,7 @@ mp_record_count() {
 	local now
 	now="$(clock_now)"
 	key_records grp | jq_true '.lease_expiry == 0 and .access_count == 0'
-	mc-cli get grp >/dev/null
+	mc_hold_lease grp
 	run key_records grp
 	assert_success
 	jq_true --argjson n "$now" --argjson l $((now + LEASE_MS)) \

@@ -168,7 +168,7 @@ cluster() {
 	# one victim gets a lease first, so the report has a failure to show
 	local leased
 	leased="$(jq -r 'select(.t == "stage") | .victims[0].key' "$BATS_TEST_TMPDIR/round.plan")"
-	mc-cli get "$leased" >/dev/null
+	mc_hold_lease "$leased"
 	run mc-cli evict --plan "$BATS_TEST_TMPDIR/round.plan"
 	assert_success
 	assert_line --regexp '^stage 1 evict global  planned 3 obj [0-9.]+KiB  evicted 2 obj '
@@ -189,6 +189,20 @@ cluster() {
 	# show as dots)
 	[ "$(head -c 18 "$BATS_TEST_TMPDIR/raw.report" | LC_ALL=C tr -c 'a-z-' '.')" = \
 		"..format.mc-report" ]
+}
+
+@test "evict: a round's report says what the round was for" {
+	cluster
+	local now
+	now="$(clock_now)"
+	run mc-cli --json evict --target 100000 --tenant bob -t bob
+	assert_success
+	head -n 1 <<<"$output" | jq_true --argjson now "$now" '.round.trigger == "manual" and
+		.round.scope == "tenant bob" and .round.usage_at_start == 100000 and
+		.round.target == 100000 and .round.queued_at == $now and .round.started_at == $now'
+	run mc-cli evict --target 100000
+	assert_success
+	assert_line --regexp '^round manual  usage at start [0-9.]+KiB  target 97\.6[0-9]KiB$'
 }
 
 @test "evict: --peer by an address nobody has fails naming it" {

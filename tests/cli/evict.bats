@@ -70,13 +70,13 @@ report_stage() {
 # dram_used: what the master counts on the peers' DRAM, in bytes.
 dram_used() {
 	mc-cli --json peers | jq '[.. | objects | select(has("peer_id")) | .tiers[]? |
-		select(.tier == "dram") | .reserved] | add'
+		select(.tier == "dram") | .used] | add'
 }
 
 # peer_reports BYTES: the peer's own heartbeat says it holds BYTES of DRAM.
 peer_reports() {
 	[ "$(mc-cli --json peers | jq '[.. | objects | select(has("peer_id")) | .tiers[]? |
-		select(.tier == "dram") | .used] | add')" -eq "$1" ]
+		select(.tier == "dram") | .reported] | add')" -eq "$1" ]
 }
 
 evicted_down_to() {
@@ -145,7 +145,7 @@ fallback'
 	fill A a/ 12 --type kv
 	fill A h/ 6 --type hidden
 	fill B b/ 9 --type kv
-	mc-cli get "$(key a/ 3)" >/dev/null 2>&1 || true
+	mc_hold_lease "$(key a/ 3)" A 2>/dev/null || true
 	mc-cli --json evict --target $((10 * OBJ)) --lowerbound $((8 * OBJ)) --dry-run \
 		>"$BATS_TEST_TMPDIR/builtin.jsonl"
 	mc-cli candidates | mc-evict-plan -p "$pol" --target $((10 * OBJ)) \
@@ -197,7 +197,7 @@ fallback'
 	# between plan and execution, two kv victims get read (their lease renews)
 	for k in $(jq -r 'select(.t == "stage" and .id == 1) | .victims[0:2][] | .key' \
 		"$BATS_TEST_TMPDIR/plan.jsonl"); do
-		mc-cli -t A get "$k" >/dev/null
+		mc_hold_lease "$k" A
 	done
 	mc-cli --json evict --plan "$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/report.jsonl"
 	run report_stage "$BATS_TEST_TMPDIR/report.jsonl" 1
@@ -230,7 +230,7 @@ fallback'
 	# every kv victim of A fails: A falls short and covers it inside A
 	for k in $(jq -r 'select(.t == "stage" and .scope == "tenant=A/type=kv") | .victims[].key' \
 		"$BATS_TEST_TMPDIR/plan.jsonl"); do
-		mc-cli -t A get "$k" >/dev/null
+		mc_hold_lease "$k" A
 	done
 	mc-cli --json evict --plan "$BATS_TEST_TMPDIR/plan.jsonl" >"$BATS_TEST_TMPDIR/report.jsonl"
 	local ids
@@ -275,7 +275,7 @@ evict_one_fails() {
 	echo x | mc-cli put upserted
 	evict_one_fails default pinned pinned
 	evict_one_fails default pinned pinned "$FALLBACK"
-	mc-cli get leased >/dev/null
+	mc_hold_lease leased
 	evict_one_fails default leased "lease renewed"
 	evict_one_fails default leased "lease renewed" "$FALLBACK"
 	plan_for default upserted >"$BATS_TEST_TMPDIR/old.jsonl"
@@ -325,7 +325,7 @@ evict_one_fails() {
 	echo 1 | mc-cli put g1 --group grp
 	echo 2 | mc-cli put g2 --group grp --replicas 2
 	# a read leases every member; a member that joins later has no lease
-	mc-cli get g1 >/dev/null
+	mc_hold_lease g1
 	echo 3 | mc-cli put g3 --group grp
 	evict_one_fails default g1 "lease renewed"
 	evict_one_fails default g3 "group member leased"
@@ -375,62 +375,131 @@ evict_one_fails() {
 	mc_start_peers 1
 	# 60 of 100 pages: above 0.5, so the sweep starts a round down to 25
 	fill A w/ 60 --type kv
-	# a round that found the puts still in flight evicts nothing; the next
-	# may start once the (fake) clock passes --evict-interval
+	# the commit that took it over starts the round
 	wait_until 10 evicted_down_to $((25 * OBJ))
 	[ "$(count_present A w/ 60)" -eq $(($(dram_used) / OBJ)) ]
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="watermark"}')" -ge 1 ]
 	[ "$(mc_metric master 'mc_evicted_objects_total{kind="evict",trigger="watermark"}')" -ge 35 ]
 }
 
-@test "a put that finds no space starts a round; the put succeeds once it ran" {
+@test "a put into a full tier waits for its round and succeeds" {
 	MC_PEER_DRAM=40KiB
-	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5
+	# a high watermark of 1: no watermark round, only the put's own
+	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5 \
+		--log-level debug
 	mc_start_peers 1
 	fill A n/ 10 --type kv
+	# the master's own answer: placed once the round made room
+	run -0 mc-rpc --tenant A "$MC_MASTER" put_start key=big size:=$((3 * OBJ)) checksum:=1
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 1 ]
+	[ "$(mc_metric master 'mc_put_waits_total{outcome="placed"}')" -eq 1 ]
+	# down to the low mark with the waiting put placed: 40 + 12 - 20 KiB went
+	grep -q "eviction round 1 (no_space, peer 1 dram): .*usage_at_start=40960 low=20480 waiting=12288 target=32768" \
+		"$MC_DIR/master.log"
+	[ "$(count_present A n/ 10)" -eq 2 ]
+	# a copy larger than any peer waits for nothing and starts no round
+	head -c $((50 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
+	assert_failure
+	assert_output --partial "no space"
+	refute_output --partial "waited"
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 1 ]
+}
+
+@test "with --put-wait 0 a put into a full tier fails at once; its round still runs" {
+	MC_PEER_DRAM=40KiB
+	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5 \
+		--put-wait 0
+	mc_start_peers 1
+	fill A n/ 10 --type kv
+	# the master's own answer, without the client's one retry
+	run -1 mc-rpc --tenant A "$MC_MASTER" put_start key=big size:=$((3 * OBJ)) checksum:=1
+	assert_output --partial "no_space"
+	refute_output --partial "waited"
+	[ "$(mc_metric master 'mc_put_waits_total{outcome="placed"}')" -eq 0 ]
+	head -c $((3 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/big"
+	wait_until 10 mc-cli -t A put big "$BATS_TEST_TMPDIR/big"
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -ge 1 ]
+	[ "$(count_present A n/ 10)" -le 7 ]
+}
+
+@test "the client asks once more, after a pause, when a put is refused for no space" {
+	MC_PEER_DRAM=40KiB
+	mc_start_master --http 127.0.0.1:0
+	mc_start_peers 1
+	head -c $((50 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	local before
+	before="$(mc_metric master 'mc_requests_total{method="put_start"}')"
+	run mc-cli put huge "$BATS_TEST_TMPDIR/huge"
+	assert_failure
+	assert_output --partial "no space"
+	[ "$(mc_metric master 'mc_requests_total{method="put_start"}')" -eq $((before + 2)) ]
+}
+
+@test "a put that waits in vain fails after --put-wait, naming the wait" {
+	MC_PEER_DRAM=40KiB
+	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5 \
+		--put-wait 200ms --lease-ttl 1h
+	mc_start_peers 1
+	fill A n/ 10 --type kv
+	# every copy held by a reader: no round can free anything
+	local k
+	for ((k = 0; k < 10; k++)); do
+		mc_hold_lease "$(key n/ "$k")" A
+	done
 	head -c $((3 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/big"
 	run mc-cli -t A put big "$BATS_TEST_TMPDIR/big"
 	assert_failure
 	assert_output --partial "no space"
-	wait_until 10 mc-cli -t A put big "$BATS_TEST_TMPDIR/big"
-	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -ge 1 ]
-	[ "$(count_present A n/ 10)" -le 7 ]
-	# a copy larger than any peer starts no round: it would only lose the cache
-	local rounds
-	rounds="$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')"
-	head -c $((50 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
-	advance_clock 5000
-	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
-	assert_failure
-	assert_output --partial "no space"
-	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq "$rounds" ]
+	assert_output --partial "for eviction"
+	[ "$(mc_metric master 'mc_put_waits_total{outcome="failed"}')" -ge 1 ]
+	[ "$(count_present A n/ 10)" -eq 10 ]
 }
 
-@test "a put over its tenant's quota evicts inside that tenant" {
+@test "puts pipelined behind a waiting put are answered in order" {
+	MC_PEER_DRAM=40KiB
+	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5
+	mc_start_peers 1
+	fill A n/ 10 --type kv
+	# mc-fill pipelines its puts: the first waits, the rest queue behind it
+	fill A p/ 4 --type kv
+	[ "$(count_present A p/ 4)" -eq 4 ]
+	[ "$(mc_metric master 'mc_put_waits_total{outcome="placed"}')" -ge 1 ]
+}
+
+@test "a put over its tenant's quota waits for a round inside that tenant" {
 	printf 'A 40KiB # ten objects\n' >"$BATS_TEST_TMPDIR/quotas"
 	mc_start_master --http 127.0.0.1:0 --quota-file "$BATS_TEST_TMPDIR/quotas" \
 		--evict-low-watermark 0.5
 	mc_start_peers 1
 	fill A q/ 10 --type kv
 	fill B q/ 10 --type kv
+	mc-cli -t A put over <<<"x"
+	[ "$(count_present B q/ 10)" -eq 10 ]
+	[ "$(count_present A q/ 10)" -le 5 ]
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')" -eq 1 ]
+	# stat shows the quota
+	mc-cli -t A --json stat | jq -e '.. | objects | select(.quota? == 40960)' >/dev/null
+	# an object larger than the whole quota is refused at once, without a round
+	head -c $((11 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
+	assert_failure
+	assert_output --partial "more than tenant 'A''s whole quota"
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')" -eq 1 ]
+	[ "$(count_present A q/ 10)" -ge 1 ]
+}
+
+@test "with --put-wait 0 a put over quota fails at once and its round runs" {
+	printf 'A 40KiB # ten objects\n' >"$BATS_TEST_TMPDIR/quotas"
+	mc_start_master --http 127.0.0.1:0 --quota-file "$BATS_TEST_TMPDIR/quotas" \
+		--evict-low-watermark 0.5 --put-wait 0
+	mc_start_peers 1
+	fill A q/ 10 --type kv
 	run mc-cli -t A put over <<<"x"
 	assert_failure
 	assert_output --partial "over its quota"
 	wait_until 10 bash -c "mc-cli -t A put over <<<x"
-	[ "$(count_present B q/ 10)" -eq 10 ]
 	[ "$(count_present A q/ 10)" -le 5 ]
-	# stat shows the quota
-	mc-cli -t A --json stat | jq -e '.. | objects | select(.quota? == 40960)' >/dev/null
-	# an object larger than the whole quota is refused without a round
-	local rounds
-	rounds="$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')"
-	head -c $((11 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
-	advance_clock 5000
-	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
-	assert_failure
-	assert_output --partial "more than tenant 'A''s whole quota"
-	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')" -eq "$rounds" ]
-	[ "$(count_present A q/ 10)" -ge 1 ]
 }
 
 @test "an external planner plans the rounds; a failing or slow one falls back to the built-in" {
@@ -523,8 +592,8 @@ evict_one_fails() {
 	# a plan whose first kv victim gets read: the tenant fallback covers it
 	mc-cli candidates | mc-evict-plan -p "$pol" --target $((2 * OBJ)) --json \
 		>"$BATS_TEST_TMPDIR/plan.jsonl"
-	mc-cli -t A get "$(jq -r 'select(.t == "stage" and .id == 1) | .victims[0].key' \
-		"$BATS_TEST_TMPDIR/plan.jsonl")" >/dev/null
+	mc_hold_lease "$(jq -r 'select(.t == "stage" and .id == 1) | .victims[0].key' \
+		"$BATS_TEST_TMPDIR/plan.jsonl")" A
 	mc-cli evict --plan "$BATS_TEST_TMPDIR/plan.jsonl" >/dev/null
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="plan"}')" -eq 1 ]
 	mc_scrape master | grep -q '^mc_evict_failures_total{reason="lease renewed"} 1$'

@@ -328,6 +328,13 @@ mc_version() {
 	mc_stat_json "$1" | jq -r '.version'
 }
 
+# mc_hold_lease KEY [TENANT]: a reader takes a read lease on KEY and keeps
+# it until --lease-ttl (mc-cli get releases its own as soon as it has the
+# bytes); prints nothing.
+mc_hold_lease() {
+	mc-rpc --tenant "${2:-default}" "$MC_MASTER" get_replica_list key="$1" >/dev/null
+}
+
 # mc_random_file PATH BYTES
 mc_random_file() {
 	head -c "$2" /dev/urandom >"$1"

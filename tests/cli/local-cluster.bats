@@ -35,6 +35,8 @@ start_cluster() {
 	echo cold | mc-cli put cold
 	run mc-cli get greeting
 	assert_output hello
+	# a reader that keeps its lease on greeting
+	mc-rpc "$MC_MASTER" get_replica_list key=greeting >/dev/null
 	# the suggested eviction commands work against it
 	run bash -c "mc-cli candidates | mc-evict-plan -p '$MC_ROOT/examples/policies/tenant-type.policy' --target 10% --explain"
 	assert_success

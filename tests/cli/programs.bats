@@ -297,13 +297,13 @@ dram_used_at_least() {
 	mc_start_master --config "$MC_DIR/m.conf"
 	MC_PEER_DRAM=16MiB mc_start_peers 1
 	echo x | mc-cli put conf-1
-	mc-cli get conf-1 >/dev/null
+	mc_hold_lease conf-1
 	mc_stat_json conf-1 | jq_true --argjson d $(($(clock_now) + 3000)) '.lease_deadline == $d'
 	mc_stop_all
 	mc_start_master --config "$MC_DIR/m.conf" --lease-ttl 4s
 	MC_PEER_DRAM=16MiB mc_start_peers 1
 	echo x | mc-cli put conf-2
-	mc-cli get conf-2 >/dev/null
+	mc_hold_lease conf-2
 	mc_stat_json conf-2 | jq_true --argjson d $(($(clock_now) + 4000)) '.lease_deadline == $d'
 }
 

@@ -11,7 +11,11 @@
  * (adding "len"); -o writes a response's bulk to FILE (otherwise it is
  * skipped). The result map is printed as one JSON line. --stall FIFO
  * holds a response's bulk unread until a line arrives on FIFO, so a test
- * can act while the server is in the middle of sending it.
+ * can act while the server is in the middle of sending it. --notify sends
+ * METHOD as a notification (no answer), then makes one `hello` round trip
+ * on the same connection, so that once mc-rpc exits the server has
+ * handled the notification (a connection is served in order); it prints
+ * nothing.
  *
  * Exit status: 0 ok, 1 the call returned an error (printed as
  * "mc-rpc: METHOD: CODE: MSG"), 64 usage, 69 cannot connect or the
@@ -102,6 +106,10 @@ pack_fields(msgpack_packer *pk, void *arg)
 static void
 pack_hello(msgpack_packer *pk, void *arg)
 {
+	if (arg == NULL) {
+		msgpack_pack_map(pk, 0);
+		return;
+	}
 	msgpack_pack_map(pk, 1);
 	mc_pack_kv_str(pk, "tenant", arg);
 }
@@ -243,6 +251,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [--tenant T] [--timeout-ms N] [--bulk FILE] [-o FILE] [--stall FIFO]\n"
+		"              [--notify]\n"
 		"              ADDR METHOD\n"
 		"              [NAME=STR | NAME:=UINT|true|false|null]...\n",
 		PROG);
@@ -257,12 +266,16 @@ main(int argc, char **argv)
 	struct fields f;
 	struct mc_rpcc *r;
 	struct mc_err err;
+	bool notify = false;
 	int i = 1, rc;
 
 	while (i < argc && argv[i][0] == '-') {
 		if (strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
 			return MC_EXIT_OK;
+		} else if (strcmp(argv[i], "--notify") == 0) {
+			notify = true;
+			i++;
 		} else if (strcmp(argv[i], "--bulk") == 0 && i + 1 < argc) {
 			bulk_path = argv[i + 1];
 			i += 2;
@@ -312,8 +325,14 @@ main(int argc, char **argv)
 	rc = MC_EXIT_OK;
 	if (tenant != NULL)
 		rc = call(r, "hello", pack_hello, (void *)tenant, NULL, 0, NULL, false);
-	if (rc == MC_EXIT_OK)
+	if (rc == MC_EXIT_OK && notify) {
+		if (mc_rpcc_notify(r, argv[i + 1], pack_fields, &f, &err) < 0)
+			rc = transport_or_remote(argv[i + 1], &err);
+		else
+			rc = call(r, "hello", pack_hello, (void *)tenant, NULL, 0, NULL, false);
+	} else if (rc == MC_EXIT_OK) {
 		rc = call(r, argv[i + 1], pack_fields, &f, bulk, f.bulk_len, out, true);
+	}
 	mc_rpcc_close(r);
 	free(bulk);
 	return rc;

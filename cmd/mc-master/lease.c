@@ -1,0 +1,343 @@
+/*
+ * Read leases by holder (lease.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/checksum.h"
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "mc/wire.h"
+#include "lease.h"
+#include "master.h"
+#include "request.h"
+
+/* Ids in one release call at most (a batch get leases up to BATCH_MAX keys). */
+#define RELEASE_MAX 10000
+
+struct lease {
+	uint64_t id;
+	uint64_t deadline;
+	const void *subject;	     /* struct mobj *, or struct group * when group */
+	struct lease *older, *newer; /* every lease, by creation */
+	struct lease *prev, *next;   /* the subject's holders, by creation */
+	uint32_t tenant;
+	bool group;
+};
+
+/* The holders of one subject, oldest first. */
+struct holders {
+	const void *subject;
+	struct lease *first, *last;
+};
+
+static uint64_t
+id_hash(uint64_t id)
+{
+	return mc_hash64(&id, sizeof(id), 0x6c65617365ull);
+}
+
+static uint64_t
+ptr_hash(const void *p)
+{
+	uintptr_t v = (uintptr_t)p;
+
+	return mc_hash64(&v, sizeof(v), 0x686f6c64ull);
+}
+
+static bool
+lease_eq(const void *entry, const void *key)
+{
+	return ((const struct lease *)entry)->id == *(const uint64_t *)key;
+}
+
+static bool
+holders_eq(const void *entry, const void *key)
+{
+	return ((const struct holders *)entry)->subject == key;
+}
+
+int
+leases_init(struct leases *l, struct mc_err *err)
+{
+	(void)err;
+	memset(l, 0, sizeof(*l));
+	mc_htab_init(&l->by_id);
+	mc_htab_init(&l->subjects);
+	l->next_id = 1;
+	return 0;
+}
+
+void
+leases_clear(struct leases *l)
+{
+	struct lease *x, *next;
+	size_t cur = 0;
+	struct holders *h;
+
+	for (x = l->oldest; x != NULL; x = next) {
+		next = x->newer;
+		free(x);
+	}
+	while ((h = mc_htab_next(&l->subjects, &cur)) != NULL)
+		free(h);
+	mc_htab_free(&l->by_id);
+	mc_htab_free(&l->subjects);
+	mc_htab_init(&l->by_id);
+	mc_htab_init(&l->subjects);
+	l->oldest = l->newest = NULL;
+}
+
+void
+leases_free(struct leases *l)
+{
+	leases_clear(l);
+}
+
+/* A lease's subject is o's group when it has one. */
+static struct group *
+subject_group(struct master *m, const struct mobj *o)
+{
+	return store_group_get(&m->store, o->group);
+}
+
+static void
+set_deadline(const struct lease *x, uint64_t was, uint64_t now_latest)
+{
+	if (x->group) {
+		const struct group *g = x->subject;
+
+		for (uint32_t i = 0; i < g->n; i++)
+			if (g->members[i]->lease_deadline == was)
+				g->members[i]->lease_deadline = now_latest;
+	} else {
+		struct mobj *o = (struct mobj *)x->subject;
+
+		if (o->lease_deadline == was)
+			o->lease_deadline = now_latest;
+	}
+}
+
+/* Unlink x from both lists and the tables, and free it. */
+static void
+lease_drop(struct leases *l, struct lease *x, struct holders *h)
+{
+	if (x->older != NULL)
+		x->older->newer = x->newer;
+	else
+		l->oldest = x->newer;
+	if (x->newer != NULL)
+		x->newer->older = x->older;
+	else
+		l->newest = x->older;
+	if (x->prev != NULL)
+		x->prev->next = x->next;
+	else
+		h->first = x->next;
+	if (x->next != NULL)
+		x->next->prev = x->prev;
+	else
+		h->last = x->prev;
+	mc_htab_remove(&l->by_id, id_hash(x->id), lease_eq, &x->id);
+	if (h->first == NULL) {
+		mc_htab_remove(&l->subjects, ptr_hash(h->subject), holders_eq, h->subject);
+		free(h);
+	}
+	free(x);
+}
+
+static struct holders *
+holders_of(struct leases *l, const void *subject)
+{
+	return mc_htab_find(&l->subjects, ptr_hash(subject), holders_eq, subject);
+}
+
+uint64_t
+lease_grant(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
+{
+	struct leases *l = &m->leases;
+	uint64_t until = mc_add_sat(now, m->cfg.lease_ttl);
+	struct group *g = subject_group(m, o);
+	const void *subject = g != NULL ? (const void *)g : (const void *)o;
+	struct holders *h;
+	struct lease *x;
+
+	/* The protection itself, whether or not a holder can be tracked. */
+	if (g != NULL) {
+		for (uint32_t i = 0; i < g->n; i++)
+			if (g->members[i]->lease_deadline < until)
+				g->members[i]->lease_deadline = until;
+	} else if (o->lease_deadline < until) {
+		o->lease_deadline = until;
+	}
+	if (l->by_id.count >= LEASES_MAX || (x = calloc(1, sizeof(*x))) == NULL)
+		goto untracked;
+	h = holders_of(l, subject);
+	if (h == NULL) {
+		h = calloc(1, sizeof(*h));
+		if (h == NULL || mc_htab_insert(&l->subjects, ptr_hash(subject), h) != 0) {
+			free(h);
+			free(x);
+			goto untracked;
+		}
+		h->subject = subject;
+	}
+	x->id = l->next_id++;
+	x->deadline = until;
+	x->subject = subject;
+	x->tenant = tenant;
+	x->group = g != NULL;
+	if (mc_htab_insert(&l->by_id, id_hash(x->id), x) != 0) {
+		if (h->first == NULL) {
+			mc_htab_remove(&l->subjects, ptr_hash(subject), holders_eq, subject);
+			free(h);
+		}
+		free(x);
+		goto untracked;
+	}
+	x->older = l->newest;
+	if (l->newest != NULL)
+		l->newest->newer = x;
+	else
+		l->oldest = x;
+	l->newest = x;
+	x->prev = h->last;
+	if (h->last != NULL)
+		h->last->next = x;
+	else
+		h->first = x;
+	h->last = x;
+	l->granted++;
+	return x->id;
+untracked:
+	l->untracked++;
+	return 0;
+}
+
+bool
+lease_release(struct master *m, uint64_t id, uint32_t tenant)
+{
+	struct leases *l = &m->leases;
+	struct lease *x = mc_htab_find(&l->by_id, id_hash(id), lease_eq, &id);
+	struct holders *h;
+	uint64_t was, latest;
+
+	/* Another tenant's lease is no more this reader's to end than an unknown one. */
+	if (x == NULL || x->tenant != tenant)
+		return false;
+	h = holders_of(l, x->subject);
+	if (h == NULL)
+		MC_BUG("lease without holders");
+	was = x->deadline;
+	/* The latest deadline left is the newest remaining holder's. */
+	latest = h->last != x ? h->last->deadline : x->prev != NULL ? x->prev->deadline : 0;
+	if (latest < was)
+		set_deadline(x, was, latest);
+	lease_drop(l, x, h);
+	l->released++;
+	return true;
+}
+
+void
+lease_expire(struct master *m, uint64_t now)
+{
+	struct leases *l = &m->leases;
+
+	/* Expired leases already protect nothing: this only frees their memory. */
+	while (l->oldest != NULL && l->oldest->deadline <= now) {
+		struct lease *x = l->oldest;
+
+		lease_drop(l, x, holders_of(l, x->subject));
+		l->expired++;
+	}
+}
+
+static void
+forget_subject(struct leases *l, const void *subject)
+{
+	struct holders *h;
+
+	/* The last holder's drop frees h: the lookup then finds nothing. */
+	while ((h = holders_of(l, subject)) != NULL)
+		lease_drop(l, h->first, h);
+}
+
+void
+lease_forget(struct master *m, struct mobj *o)
+{
+	struct group *g = subject_group(m, o);
+
+	if (m->leases.subjects.count == 0)
+		return;
+	if (g == NULL)
+		forget_subject(&m->leases, o);
+	else if (g->n == 1 && g->members[0] == o)
+		forget_subject(&m->leases, g);
+}
+
+void
+h_release(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	uint32_t tenant = req_client(req)->tenant;
+	const msgpack_object_array *ids;
+	uint64_t released = 0, one;
+	struct mc_err err;
+	int rc;
+
+	mmetrics_request(&m->mx, M_RELEASE);
+	ids = mc_map_array(req->params, "lease_ids");
+	rc = mc_map_u64(req->params, "lease_id", &one, &err);
+	if (rc < 0 || (ids == NULL && rc == 0)) {
+		if (!req->notify)
+			handler_fail(req, M_RELEASE, MC_ERR_INVALID,
+				     "release needs 'lease_ids' (an array) or 'lease_id'");
+		else
+			mmetrics_failure(&m->mx, M_RELEASE);
+		return;
+	}
+	if (ids != NULL && ids->size > RELEASE_MAX) {
+		if (!req->notify)
+			handler_fail(req, M_RELEASE, MC_ERR_TOO_LARGE,
+				     "%u lease ids in one call, limit %d", ids->size, RELEASE_MAX);
+		else
+			mmetrics_failure(&m->mx, M_RELEASE);
+		return;
+	}
+	if (rc > 0)
+		released += lease_release(m, one, tenant);
+	for (uint32_t i = 0; ids != NULL && i < ids->size; i++)
+		if (ids->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			released += lease_release(m, ids->ptr[i].via.u64, tenant);
+	if (req->notify)
+		return;
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "released", released);
+	mc_reply_end(req);
+}
+
+static void
+counter(struct mc_metrics *r, const char *name, const char *help, uint64_t v)
+{
+	struct mc_metric *s = mc_metric_get(r, name, MC_COUNTER, help, NULL, NULL);
+
+	if (s != NULL)
+		mc_metric_set(s, (double)v);
+}
+
+void
+lease_collect(struct master *m, struct mc_metrics *r)
+{
+	const struct leases *l = &m->leases;
+	struct mc_metric *held =
+		mc_metric_get(r, "mc_leases", MC_GAUGE, "read leases held by readers", NULL, NULL);
+
+	if (held != NULL)
+		mc_metric_set(held, (double)l->by_id.count);
+	counter(r, "mc_leases_granted_total", "read leases granted with an id", l->granted);
+	counter(r, "mc_leases_released_total", "read leases their reader released", l->released);
+	counter(r, "mc_leases_expired_total", "read leases that ran to their TTL", l->expired);
+	counter(r, "mc_leases_untracked_total",
+		"reads protected by the TTL alone (no lease id: too many held)", l->untracked);
+}

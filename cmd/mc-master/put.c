@@ -1,0 +1,572 @@
+/*
+ * Writes: put_start (placement, reservation, the tenant's quota),
+ * put_end (the commit) and put_revoke; and the puts that wait for
+ * eviction to make room.
+ *
+ * A put that finds no room, or its tenant over quota, does not fail at
+ * once when eviction can help: it joins the round of each scope that
+ * must give up space (evict.h) and waits, up to --put-wait, being tried
+ * again after every round that ends. While it waits, its connection
+ * reads nothing else (mc_req_hold), so a client that pipelines gets its
+ * replies in order. Only when the wait is over, or no round can help,
+ * does it fail with NO_SPACE (or QUOTA). --put-wait 0 fails at once.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "mc/wire.h"
+#include "evict.h"
+#include "master.h"
+#include "ops.h"
+#include "placement.h"
+#include "put.h"
+#include "request.h"
+
+/* Puts waiting at most; beyond it a put that finds no room fails at once. */
+#define WAITERS_MAX 65536
+
+struct put_args {
+	const char *key, *type, *group;
+	size_t klen, tlen, glen;
+	uint64_t size, replicas, checksum;
+	bool hard_pin, upsert;
+	uint8_t sp_action;
+	uint64_t sp_ttl;
+};
+
+/* A put waiting for eviction; its strings live in buf. */
+struct put_wait {
+	struct put_wait *prev, *next;
+	struct master *m;
+	struct mc_req *req; /* deferred, its connection held */
+	uint32_t tenant;
+	struct put_args a;
+	uint64_t round;	   /* the latest round it waits for (0: none, try to start one) */
+	uint64_t since_ns; /* mc_mono_ns() when it began to wait */
+	struct event *timer;
+	char buf[];
+};
+
+static struct master *
+begin(struct mc_req *req, enum method k)
+{
+	struct master *m = req->ctx;
+
+	mmetrics_request(&m->mx, k);
+	return m;
+}
+
+static int
+put_args_parse(const msgpack_object *params, struct put_args *a, struct mc_err *err)
+{
+	memset(a, 0, sizeof(*a));
+	a->replicas = 1;
+	a->type = MC_DEFAULT_TYPE;
+	a->tlen = strlen(MC_DEFAULT_TYPE);
+	if (req_need_key(params, &a->key, &a->klen, err) != 0 ||
+	    req_need_u64(params, "size", &a->size, err) != 0 ||
+	    mc_map_u64(params, "replicas", &a->replicas, err) < 0 ||
+	    mc_map_u64(params, "checksum", &a->checksum, err) < 0 ||
+	    mc_map_bool(params, "hard_pin", &a->hard_pin, err) < 0 ||
+	    mc_map_bool(params, "upsert", &a->upsert, err) < 0 ||
+	    req_opt_name(params, "type", &a->type, &a->tlen, err) < 0 ||
+	    req_opt_name(params, "group", &a->group, &a->glen, err) < 0)
+		return -1;
+	if (a->replicas == 0 || a->replicas > MC_REPLICAS_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "replicas %llu out of range 1..%d",
+				  (unsigned long long)a->replicas, MC_REPLICAS_MAX);
+	return 0;
+}
+
+/* Undo the replicas of version added by a put_start that failed midway. */
+static void
+unplace(struct master *m, struct mobj *o, uint64_t version)
+{
+	for (unsigned i = o->nrep; i-- > 0;)
+		if (obj_reps(o)[i].version == version)
+			ops_rep_remove(m, o, i, false);
+}
+
+static int
+place(struct master *m, struct mobj *o, const struct placement *pl, uint64_t version, uint64_t size,
+      struct mc_err *err)
+{
+	for (unsigned i = 0; i < pl->n; i++) {
+		if (ops_rep_new(m, o, pl->peer[i], pl->tier[i], version, size) == NULL) {
+			unplace(m, o, version);
+			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* What eviction can do for a put that found no room. */
+struct room {
+	bool helps;	/* a round could make room */
+	uint64_t round; /* the latest round joined or started (0: none now) */
+};
+
+/*
+ * One attempt at a put_start for tenant: 0 when req was answered with
+ * the placement, else -1 with err, and *room says whether waiting may
+ * help. With trigger the attempt joins or starts the rounds that make
+ * room; a waiting put whose rounds are still pending passes false, so
+ * it is not counted in them twice.
+ */
+static int
+put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_req *req,
+	bool trigger, struct room *room, struct mc_err *err)
+{
+	uint64_t now = mc_now_ms();
+	struct placement pl;
+	struct pending *p;
+	struct mobj *o;
+	int64_t type;
+	uint64_t h, version, add;
+
+	room->helps = false;
+	room->round = 0;
+	if ((type = store_type_intern(&m->store, a->type, a->tlen, err)) < 0)
+		return -1;
+	pl.n = 0;
+	h = store_key_hash(tenant, a->key, a->klen);
+	o = store_find(&m->store, h, tenant, a->key, a->klen);
+	if (o != NULL && !a->upsert)
+		return mc_err_set(err, MC_ERR_EXISTS, "key exists");
+	if (o != NULL && o->writing)
+		return mc_err_set(err, MC_ERR_BUSY, "key is being written");
+	/* Over its quota, a tenant makes room among its own copies first. */
+	add = o == NULL ? a->size : a->size > o->size ? a->size - o->size : 0;
+	if (evict_quota_check(m, tenant, add, trigger ? &room->round : NULL, &room->helps, err) !=
+	    0)
+		return -1;
+	version = m->store.version_seq + 1;
+	if (o != NULL && a->size == o->size) {
+		/* Upsert of the same size rewrites in place on the same peers. */
+		const struct mrep *v = obj_creps(o);
+
+		for (unsigned i = 0; i < o->nrep && pl.n < MC_REPLICAS_MAX; i++) {
+			if (v[i].state != REP_COMPLETE || v[i].version != o->version)
+				continue;
+			pl.peer[pl.n] = v[i].peer;
+			pl.tier[pl.n++] = v[i].tier;
+		}
+	}
+	if (pl.n == 0 && placement_pick(m, a->size, (unsigned)a->replicas, &pl, err) != 0) {
+		/* Nothing evicts inline on a put: rounds make the room. */
+		if (err->code == MC_ERR_NO_SPACE) {
+			if (trigger)
+				room->round = evict_no_space(m, a->size, (unsigned)a->replicas,
+							     &room->helps);
+			else
+				room->helps = true;
+		}
+		return -1;
+	}
+	if (o != NULL) {
+		p = store_pending_new(&m->store, o, err);
+		if (p == NULL)
+			return -1;
+		p->upsert = true;
+	} else {
+		o = store_create(&m->store, h, tenant, a->key, a->klen, a->size, a->group, a->glen,
+				 err);
+		if (o == NULL)
+			return -1;
+		o->version = version;
+		o->checksum = a->checksum;
+		o->type = (uint32_t)type;
+		o->hard_pin = a->hard_pin;
+		o->created = now;
+		o->last_access = now;
+		p = store_pending_new(&m->store, o, err);
+		if (p == NULL) {
+			store_destroy(&m->store, o);
+			return -1;
+		}
+	}
+	p->version = version;
+	p->size = a->size;
+	p->checksum = a->checksum;
+	p->type = (uint32_t)type;
+	p->started = now;
+	p->sp_action = a->sp_action;
+	p->sp_ttl = a->sp_ttl;
+	if (place(m, o, &pl, version, a->size, err) != 0) {
+		bool upsert = p->upsert;
+
+		store_pending_del(&m->store, o);
+		if (!upsert)
+			store_destroy(&m->store, o);
+		return -1;
+	}
+	m->store.version_seq = version;
+
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 2);
+	mc_pack_kv_u64(pk, "version", version);
+	mc_pack_key(pk, "replicas");
+	msgpack_pack_array(pk, pl.n);
+	const struct mrep *v = obj_creps(o);
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (v[i].version == version)
+			req_pack_replica(pk, peers_find(&m->peers, v[i].peer), &v[i]);
+	mc_reply_end(req);
+	return 0;
+}
+
+/* ---- waiting ---- */
+
+static void
+waiter_free(struct master *m, struct put_wait *w)
+{
+	struct put_waits *ws = &m->put_waits;
+
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		ws->head = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	else
+		ws->tail = w->prev;
+	ws->n--;
+	if (w->timer != NULL)
+		event_free(w->timer);
+	free(w);
+}
+
+/* The wait is over: answer with err (the last attempt's failure). */
+static void
+waiter_fail(struct master *m, struct put_wait *w, const struct mc_err *err)
+{
+	double waited = (double)(mc_mono_ns() - w->since_ns) / 1e9;
+
+	m->put_waits.failed++;
+	mc_metric_observe(m->put_waits.seconds, waited);
+	if (err->code == MC_ERR_NO_SPACE || err->code == MC_ERR_QUOTA)
+		handler_fail(w->req, M_PUT_START, err->code, "%s (waited %.0f ms for eviction)",
+			     err->msg, waited * 1e3);
+	else
+		req_fail_err(w->req, M_PUT_START, err);
+	waiter_free(m, w);
+}
+
+/*
+ * Try a waiting put again. last: its --put-wait is over. Once the rounds
+ * it waited for ended it joins or starts the next ones; it keeps waiting
+ * while eviction could still make room.
+ */
+static void
+waiter_try(struct master *m, struct put_wait *w, bool last)
+{
+	bool trigger = w->round == 0 || evict_rounds_done(m) >= w->round;
+	struct mc_err err = { 0 };
+	struct room room;
+
+	if (!mc_conn_is_open(w->req->conn)) {
+		/* Its client went: nobody to place it for. */
+		mc_reply_err(w->req, MC_ERR_UNAVAILABLE, "connection closed");
+		waiter_free(m, w);
+		return;
+	}
+	if (put_try(m, w->tenant, &w->a, w->req, trigger && !last, &room, &err) == 0) {
+		m->put_waits.placed++;
+		mc_metric_observe(m->put_waits.seconds, (double)(mc_mono_ns() - w->since_ns) / 1e9);
+		waiter_free(m, w);
+		return;
+	}
+	if (last || !room.helps) {
+		waiter_fail(m, w, &err);
+		return;
+	}
+	if (trigger)
+		w->round = room.round;
+}
+
+static void
+waiter_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct put_wait *w = arg;
+
+	(void)fd;
+	(void)what;
+	waiter_try(w->m, w, true);
+}
+
+/* After a round: every waiting put tries again, oldest first. */
+static void
+rounds_ended(struct master *m)
+{
+	struct put_wait *w = m->put_waits.head, *next;
+	/* Puts that start waiting meanwhile wait for later rounds: stop at the current tail. */
+	struct put_wait *last = m->put_waits.tail;
+
+	while (w != NULL) {
+		next = w->next;
+		bool end = w == last;
+
+		waiter_try(m, w, false);
+		if (end)
+			break;
+		w = next;
+	}
+}
+
+/* Copy a's strings into w->buf; a's pointers then point there. */
+static void
+copy_args(struct put_wait *w, const struct put_args *a)
+{
+	char *p = w->buf;
+
+	w->a = *a;
+	memcpy(p, a->key, a->klen);
+	w->a.key = p;
+	p += a->klen;
+	memcpy(p, a->type, a->tlen);
+	w->a.type = p;
+	p += a->tlen;
+	if (a->group != NULL) {
+		memcpy(p, a->group, a->glen);
+		w->a.group = p;
+	}
+}
+
+/* Make req wait for its rounds; -1 when it cannot (it is then still the caller's). */
+static int
+wait_for_room(struct master *m, struct mc_req *req, uint32_t tenant, const struct put_args *a,
+	      const struct room *room)
+{
+	struct put_waits *ws = &m->put_waits;
+	struct timeval tv = { (time_t)(m->cfg.put_wait / 1000),
+			      (suseconds_t)(m->cfg.put_wait % 1000) * 1000 };
+	struct put_wait *w;
+
+	if (ws->n >= WAITERS_MAX)
+		return -1;
+	w = calloc(1, sizeof(*w) + a->klen + a->tlen + (a->group != NULL ? a->glen : 0));
+	if (w == NULL)
+		return -1;
+	w->m = m;
+	w->tenant = tenant;
+	w->round = room->round;
+	w->since_ns = mc_mono_ns();
+	copy_args(w, a);
+	w->timer = evtimer_new(m->base, waiter_timeout, w);
+	if (w->timer == NULL || evtimer_add(w->timer, &tv) != 0) {
+		if (w->timer != NULL)
+			event_free(w->timer);
+		free(w);
+		return -1;
+	}
+	w->req = mc_req_defer(req);
+	if (w->req == NULL || mc_req_hold(w->req) != 0) {
+		struct mc_req *d = w->req;
+
+		event_free(w->timer);
+		free(w);
+		if (d == NULL)
+			return -1;
+		/* Deferred but not held: the request is d's now, answered right away. */
+		handler_fail(d, M_PUT_START, MC_ERR_SYSTEM, "cannot wait for room");
+		return 0;
+	}
+	w->prev = ws->tail;
+	if (ws->tail != NULL)
+		ws->tail->next = w;
+	else
+		ws->head = w;
+	ws->tail = w;
+	ws->n++;
+	ws->waited++;
+	return 0;
+}
+
+void
+h_put_start(struct mc_req *req)
+{
+	struct master *m = begin(req, M_PUT_START);
+	uint32_t tenant = req_client(req)->tenant;
+	struct put_args a;
+	struct mc_err err;
+	struct room room;
+
+	if (put_args_parse(req->params, &a, &err) != 0 ||
+	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0)
+		goto fail;
+	if (put_try(m, tenant, &a, req, true, &room, &err) == 0)
+		return;
+	if (room.helps && m->cfg.put_wait > 0 && wait_for_room(m, req, tenant, &a, &room) == 0)
+		return;
+fail:
+	req_fail_err(req, M_PUT_START, &err);
+}
+
+int
+put_init(struct master *m, struct mc_err *err)
+{
+	struct put_waits *ws = &m->put_waits;
+
+	memset(ws, 0, sizeof(*ws));
+	ws->seconds = mc_metric_get(m->mx.reg, "mc_put_wait_seconds", MC_HISTOGRAM,
+				    "how long a put waited for eviction to make room", NULL, NULL);
+	if (ws->seconds == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for put metrics");
+	evict_on_rounds_ended(m, rounds_ended);
+	return 0;
+}
+
+void
+put_free(struct master *m)
+{
+	struct put_waits *ws = &m->put_waits;
+
+	while (ws->head != NULL) {
+		struct put_wait *w = ws->head;
+
+		/* The loop is gone: the connections are, too. */
+		mc_reply_err(w->req, MC_ERR_UNAVAILABLE, "master stopping");
+		waiter_free(m, w);
+	}
+}
+
+void
+put_collect(struct master *m, struct mc_metrics *r)
+{
+	const struct put_waits *ws = &m->put_waits;
+	struct mc_metric *s;
+
+	if ((s = mc_metric_get(r, "mc_put_waiting", MC_GAUGE,
+			       "puts waiting for eviction to make room", NULL, NULL)) != NULL)
+		mc_metric_set(s, (double)ws->n);
+	if ((s = mc_metric_get(r, "mc_put_waits_total", MC_COUNTER,
+			       "puts that waited for eviction, by outcome", "outcome", "placed")) !=
+	    NULL)
+		mc_metric_set(s, (double)ws->placed);
+	if ((s = mc_metric_get(r, "mc_put_waits_total", MC_COUNTER,
+			       "puts that waited for eviction, by outcome", "outcome", "failed")) !=
+	    NULL)
+		mc_metric_set(s, (double)ws->failed);
+}
+
+/*
+ * Shared by put_end and put_revoke: find the write in progress and check
+ * that every named replica id belongs to it.
+ */
+static struct mobj *
+write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids)
+{
+	struct master *m = req->ctx;
+	const struct client *cl = req_client(req);
+	struct mc_err err;
+	const char *key;
+	size_t len;
+	uint64_t version;
+	struct mobj *o;
+	const struct pending *p;
+
+	if (req_need_key(req->params, &key, &len, &err) != 0 ||
+	    req_need_u64(req->params, "version", &version, &err) != 0) {
+		req_fail_err(req, k, &err);
+		return NULL;
+	}
+	o = store_find(&m->store, store_key_hash(cl->tenant, key, len), cl->tenant, key, len);
+	if (o == NULL) {
+		handler_fail(req, k, MC_ERR_NOT_FOUND, "key not found");
+		return NULL;
+	}
+	p = store_pending_get(&m->store, o);
+	if (p == NULL || p->version != version) {
+		handler_fail(req, k, MC_ERR_VERSION, "no write of version %llu in progress",
+			     (unsigned long long)version);
+		return NULL;
+	}
+	*ids = mc_map_array(req->params, "replica_ids");
+	if (*ids == NULL && mc_map_get(req->params, "replica_ids") != NULL &&
+	    mc_map_get(req->params, "replica_ids")->type != MSGPACK_OBJECT_NIL) {
+		handler_fail(req, k, MC_ERR_INVALID, "field 'replica_ids' must be an array");
+		return NULL;
+	}
+	for (uint32_t j = 0; *ids != NULL && j < (*ids)->size; j++) {
+		const msgpack_object *id = &(*ids)->ptr[j];
+		const struct mrep *v = obj_creps(o);
+		bool found = false;
+
+		if (id->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+			handler_fail(req, k, MC_ERR_INVALID,
+				     "replica_ids must be unsigned integers");
+			return NULL;
+		}
+		for (unsigned i = 0; i < o->nrep && !found; i++)
+			found = v[i].id == id->via.u64 && v[i].version == version;
+		if (!found) {
+			handler_fail(req, k, MC_ERR_NOT_FOUND, "no replica %llu of version %llu",
+				     (unsigned long long)id->via.u64, (unsigned long long)version);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static bool
+named(const msgpack_object_array *ids, uint32_t id)
+{
+	if (ids == NULL)
+		return true;
+	for (uint32_t j = 0; j < ids->size; j++)
+		if (ids->ptr[j].via.u64 == id)
+			return true;
+	return false;
+}
+
+void
+h_put_end(struct mc_req *req)
+{
+	struct master *m = begin(req, M_PUT_END);
+	const msgpack_object_array *ids;
+	struct mobj *o = write_target(req, M_PUT_END, &ids);
+
+	if (o == NULL)
+		return;
+	uint64_t version = store_pending_get(&m->store, o)->version;
+	struct mrep *v = obj_reps(o);
+	struct placement done = { .n = 0 };
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (v[i].version == version && v[i].state == REP_PROCESSING &&
+		    named(ids, v[i].id)) {
+			v[i].state = REP_COMPLETE;
+			if (done.n < MC_REPLICAS_MAX) {
+				done.peer[done.n] = v[i].peer;
+				done.tier[done.n++] = v[i].tier;
+			}
+		}
+	ops_settle(m, o, NULL);
+	/*
+	 * A commit that leaves a tier over its high watermark starts its
+	 * round now: the copies just committed are ones it may evict.
+	 */
+	for (unsigned i = 0; i < done.n; i++)
+		evict_tier_check(m, done.peer[i], done.tier[i]);
+	mc_reply_ok_empty(req);
+}
+
+void
+h_put_revoke(struct mc_req *req)
+{
+	struct master *m = begin(req, M_PUT_REVOKE);
+	const msgpack_object_array *ids;
+	struct mobj *o = write_target(req, M_PUT_REVOKE, &ids);
+
+	if (o == NULL)
+		return;
+	uint64_t version = store_pending_get(&m->store, o)->version;
+	for (unsigned i = o->nrep; i-- > 0;) {
+		const struct mrep *r = &obj_reps(o)[i];
+		if (r->version == version && r->state == REP_PROCESSING && named(ids, r->id))
+			ops_rep_remove(m, o, i, true);
+	}
+	ops_settle(m, o, NULL);
+	mc_reply_ok_empty(req);
+}

@@ -1,0 +1,35 @@
+/*
+ * The write path: put_start, put_end, put_revoke, and the puts that
+ * wait for an eviction round to make room (bounded by --put-wait).
+ */
+#ifndef MASTER_PUT_H
+#define MASTER_PUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/conn.h"
+#include "mc/err.h"
+#include "mc/metrics.h"
+
+struct master;
+struct put_wait;
+
+/* Puts waiting for room, oldest first. */
+struct put_waits {
+	struct put_wait *head, *tail;
+	size_t n;
+	uint64_t waited, placed, failed;
+	struct mc_metric *seconds;
+};
+
+int put_init(struct master *m, struct mc_err *err);
+/* Answer every waiting put (the master is stopping). */
+void put_free(struct master *m);
+void put_collect(struct master *m, struct mc_metrics *r);
+
+void h_put_start(struct mc_req *req);
+void h_put_end(struct mc_req *req);
+void h_put_revoke(struct mc_req *req);
+
+#endif
