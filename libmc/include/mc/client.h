@@ -11,10 +11,13 @@
  * put computes the XXH3-64 checksum, asks the master for placement,
  * writes the bytes to every chosen peer straight from the caller's
  * buffer, then ends the put (a replica whose write failed is revoked; the
- * put fails only if no replica was written). get asks the master for the
- * replica list, reads from the best replica straight into the caller's
- * buffer, verifies the checksum, and on a missing or corrupt copy tries
- * the next replica.
+ * put fails only if no replica was written). A put the master refuses
+ * for want of room (it already waited for eviction) is asked once more
+ * after 20 ms. get asks the master for the replica list, which grants
+ * this reader a lease, reads from the best replica straight into the
+ * caller's buffer, verifies the checksum, and on a missing or corrupt
+ * copy tries the next replica; then it releases the lease with a
+ * notification that leaves with the next call (or mc_client_free).
  */
 #ifndef MC_CLIENT_H
 #define MC_CLIENT_H
