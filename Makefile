@@ -139,6 +139,7 @@ bench: deps
 	tests/bench/snapshot
 	tests/bench/softpin
 	tests/bench/evict
+	tests/bench/fullcache
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 
