@@ -908,6 +908,7 @@ install(struct master *m, struct loader *L)
 		rseq = m->store.replica_seq;
 	/* Queued drops name tenants by id in the old store: send them first. */
 	peers_flush(&m->peers);
+	peers_discard_drops(&m->peers);
 	store_free(&m->store);
 	m->store = L->s;
 	m->store.version_seq = vseq;

@@ -138,11 +138,12 @@ need_peer(struct mc_req *req, enum method k)
 void
 h_peer_heartbeat(struct mc_req *req)
 {
+	struct master *m = req->ctx;
 	struct peer *p;
 	struct peer tmp;
 	struct mc_err err;
 
-	mmetrics_request(&((struct master *)req->ctx)->mx, M_PEER_HEARTBEAT);
+	mmetrics_request(&m->mx, M_PEER_HEARTBEAT);
 	p = need_peer(req, M_PEER_HEARTBEAT);
 
 	if (p == NULL)
@@ -161,7 +162,7 @@ h_peer_heartbeat(struct mc_req *req)
 		struct client *cl = req_client_get(req);
 		if (cl != NULL) {
 			cl->peer_id = p->id;
-			p->conn = req->conn;
+			peers_attach(&m->peers, p, req->conn);
 			mc_info("peer %u (%s) reconnected", p->id, p->addr);
 		}
 	}

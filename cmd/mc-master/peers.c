@@ -123,6 +123,7 @@ peers_del(struct peers *p, struct peer *peer)
 		p->n--;
 		break;
 	}
+	p->drops_lost += peer->ndrops;
 	peer_free(peer);
 }
 
@@ -170,6 +171,19 @@ peer_prepack(struct peer *peer)
 	return 0;
 }
 
+static bool
+peer_connected(const struct peer *peer)
+{
+	return peer->conn != NULL && mc_conn_is_open(peer->conn);
+}
+
+static void
+schedule_flush(struct peers *p)
+{
+	if (!event_pending(p->flush_ev, EV_TIMEOUT, NULL))
+		event_active(p->flush_ev, EV_TIMEOUT, 0);
+}
+
 bool
 peer_alive(const struct peer *peer, uint64_t ttl)
 {
@@ -184,11 +198,12 @@ peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char
 {
 	struct drop *d;
 
-	/* Nobody to tell: the peer reconnects and re-registers empty, or expires. */
-	if (peer->conn == NULL || !mc_conn_is_open(peer->conn)) {
-		p->drops_lost++;
-		return;
-	}
+	/*
+	 * Queued even while the peer is disconnected: one that resumes its
+	 * registration still holds the bytes, and hears of the drop when it
+	 * is back (peers_attach). One that expires or registers anew takes
+	 * its queue with it (peers_del).
+	 */
 	if (peer->ndrops >= PEER_DROPS_MAX) {
 		p->drops_lost++;
 		return;
@@ -214,8 +229,25 @@ peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char
 	d->tenant = tenant;
 	d->version = version;
 	peer->ndrops++;
-	if (!event_pending(p->flush_ev, EV_TIMEOUT, NULL))
-		event_active(p->flush_ev, EV_TIMEOUT, 0);
+	if (peer_connected(peer))
+		schedule_flush(p);
+}
+
+void
+peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn)
+{
+	peer->conn = conn;
+	if (peer->ndrops > 0 && peer_connected(peer))
+		schedule_flush(p);
+}
+
+void
+peers_discard_drops(struct peers *p)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		p->drops_lost += p->v[i]->ndrops;
+		drops_clear(p->v[i]);
+	}
 }
 
 static void
@@ -245,9 +277,10 @@ peers_flush(struct peers *p)
 		struct peer *peer = p->v[i];
 		struct drop_batch b = { p, peer, 0, 0 };
 
-		if (peer->ndrops == 0)
+		/* A disconnected peer keeps its queue for when it resumes. */
+		if (peer->ndrops == 0 || !peer_connected(peer))
 			continue;
-		while (b.from < peer->ndrops && peer->conn != NULL && mc_conn_is_open(peer->conn)) {
+		while (b.from < peer->ndrops && peer_connected(peer)) {
 			size_t bytes = 0;
 			b.to = b.from;
 			while (b.to < peer->ndrops && bytes < DROP_MSG_KEY_BYTES)

@@ -76,7 +76,7 @@ struct peer *peers_find(const struct peers *p, uint32_t id);
 struct peer *peers_find_addr(const struct peers *p, const char *addr);
 /* A new empty entry with a fresh id; NULL with err when full. */
 struct peer *peers_add(struct peers *p, struct mc_err *err);
-/* Remove and free an entry (its queued drops are discarded). */
+/* Remove and free an entry (its queued drops are discarded, counted lost). */
 void peers_del(struct peers *p, struct peer *peer);
 
 /* Build peer->packed from its fields; -1 when out of memory. */
@@ -85,10 +85,17 @@ int peer_prepack(struct peer *peer);
 /* Heard from within ttl ms (by the monotonic clock: a fake clock cannot kill a peer). */
 bool peer_alive(const struct peer *peer, uint64_t ttl);
 
-/* Queue a drop of (tenant, key) up to version for the peer; best effort. */
+/*
+ * Queue a drop of (tenant, key) up to version for the peer; best effort.
+ * A disconnected peer's drops wait for it (at most PEER_DROPS_MAX).
+ */
 void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
 		      size_t len, uint64_t version);
-/* Send every queued drop now. */
+/* Make conn the peer's control connection; drops waiting for it go out soon. */
+void peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn);
+/* Send every queued drop now to the peers that are connected. */
 void peers_flush(struct peers *p);
+/* Forget every queued drop (they name tenants of a store being replaced). */
+void peers_discard_drops(struct peers *p);
 
 #endif
