@@ -540,7 +540,7 @@ h_put_end(struct mc_req *req)
 	struct mrep *v = obj_reps(o);
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version && v[i].state == REP_PROCESSING && named(ids, v[i].id))
-			v[i].state = REP_COMPLETE;
+			peers_rep_complete(&m->peers, &v[i]);
 	ops_settle(m, o, NULL);
 	mc_reply_ok_empty(req);
 }

@@ -21,6 +21,9 @@
 #define EVICT_MODE_MAX 32
 /* Queued drops per peer beyond which older ones are given up. */
 #define PEER_DROPS_MAX (1u << 20)
+/* Bytes of a session token; on the wire it is twice as many hex digits. */
+#define PEER_SESSION_LEN 16
+#define PEER_SESSION_HEX (2 * PEER_SESSION_LEN)
 
 struct peer_tier {
 	uint64_t capacity;
@@ -47,6 +50,21 @@ struct peer {
 	uint64_t heard;		 /* mc_mono_ms() of the last registration or heartbeat */
 	uint64_t registered;
 	struct mc_conn *conn; /* control connection, NULL while disconnected */
+	/*
+	 * Drawn at registration: a peer that reconnects shows it to resume
+	 * this entry (same id, replicas kept) instead of registering anew.
+	 */
+	uint8_t session[PEER_SESSION_LEN];
+	/*
+	 * Bumped at every registration and resume, and stamped on a replica
+	 * whenever the master learns its copy is on this peer (struct mrep
+	 * mark). After a full inventory, a COMPLETE replica with an older
+	 * mark was not reported: the peer no longer holds it. One byte: a
+	 * replica left unconfirmed through 256 resumes looks current again,
+	 * which can keep a stale replica but never drop a held one.
+	 */
+	uint8_t mark;
+	bool unconfirmed; /* resumed since its last full inventory */
 	/*
 	 * The fixed part of a replica entry on this peer, per tier, packed
 	 * once at registration ("addr", "tier", "host", "domain": four map
@@ -85,13 +103,23 @@ int peer_prepack(struct peer *peer);
 /* Heard from within ttl ms (by the monotonic clock: a fake clock cannot kill a peer). */
 bool peer_alive(const struct peer *peer, uint64_t ttl);
 
+/* Draw a new session token from getrandom(2); -1 with err when it cannot. */
+int peer_session_new(struct peer *peer, struct mc_err *err);
+/* The token as PEER_SESSION_HEX lowercase hex digits and a NUL. */
+void peer_session_hex(const struct peer *peer, char *out);
+/* Whether hex (len bytes, from the wire) is the peer's token, in constant time. */
+bool peer_session_is(const struct peer *peer, const char *hex, size_t len);
+
+/* A replica's bytes are all on its peer: COMPLETE, with the peer's mark. */
+void peers_rep_complete(const struct peers *p, struct mrep *r);
+
 /*
  * Queue a drop of (tenant, key) up to version for the peer; best effort.
  * A disconnected peer's drops wait for it (at most PEER_DROPS_MAX).
  */
 void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
 		      size_t len, uint64_t version);
-/* Make conn the peer's control connection; drops waiting for it go out soon. */
+/* Make conn the peer's control connection and send the drops waiting for it. */
 void peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn);
 /* Send every queued drop now to the peers that are connected. */
 void peers_flush(struct peers *p);

@@ -9,6 +9,12 @@
  * confirms each replica (which then moves to the new id), and whatever
  * no live peer confirms by the reconcile deadline is dropped. The ghost
  * table is the only extra state, so settled objects cost nothing more.
+ *
+ * A peer that resumed its registration reports either a delta (what it
+ * removed and what it linked since the change number the master last
+ * acknowledged) or, when it cannot, its whole inventory; after a whole
+ * one, its replicas that the report did not confirm are dropped (the
+ * per-peer mark of struct peer).
  */
 #ifndef MASTER_RECONCILE_H
 #define MASTER_RECONCILE_H
