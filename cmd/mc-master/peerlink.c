@@ -194,7 +194,13 @@ h_peer_register(struct mc_req *req)
 	if (peer_session_new(&tmp, &err) != 0)
 		goto fail;
 	old = peers_find_addr(&m->peers, tmp.addr);
-	if (old != NULL)
+	/*
+	 * The same address without a valid resume: a restarted peer, or one
+	 * the master had given up on. Its objects are not erased; the old
+	 * entry becomes a ghost whose replicas the new peer's inventory
+	 * confirms (metadata intact), and whatever it does not report goes.
+	 */
+	if (old != NULL && recon_ghost_peer(m, old) != 0)
 		ops_peer_remove(m, old, "replaced by a new registration");
 	p = peers_add(&m->peers, &err);
 	if (p == NULL)

@@ -73,9 +73,35 @@ recon_peer_registered(struct master *m, const struct peer *p)
 		if (strcmp(g->addr, p->addr) != 0)
 			continue;
 		g->new_id = p->id;
-		mc_info("peer %u (%s) takes over snapshot peer %u; waiting for its inventory",
-			p->id, p->addr, g->id);
+		mc_info("peer %u (%s) takes over peer %u; waiting for its inventory", p->id,
+			p->addr, g->id);
 	}
+}
+
+int
+recon_ghost_peer(struct master *m, struct peer *p)
+{
+	struct recon *r = &m->recon;
+	struct ghost *v = realloc(r->ghosts, (r->n + 1) * sizeof(*v));
+	struct ghost *g;
+
+	if (v == NULL)
+		return -1;
+	r->ghosts = v;
+	g = &v[r->n++];
+	memset(g, 0, sizeof(*g));
+	g->id = p->id;
+	memcpy(g->addr, p->addr, sizeof(g->addr));
+	memcpy(g->host, p->host, sizeof(g->host));
+	memcpy(g->domain, p->domain, sizeof(g->domain));
+	/* On the fake clock, like a restore's: tests move it to force the sweep. */
+	if (r->deadline == 0)
+		r->deadline = mc_add_sat(mc_now_ms(), m->cfg.reconcile_timeout);
+	mc_info("peer %u (%s) replaced by a new registration: its replicas wait for the new "
+		"peer's inventory",
+		p->id, p->addr);
+	peers_del(&m->peers, p);
+	return 0;
 }
 
 static void
