@@ -908,6 +908,7 @@ install(struct master *m, struct loader *L)
 		rseq = m->store.replica_seq;
 	/* Queued drops name tenants by id in the old store: send them first. */
 	peers_flush(&m->peers);
+	peers_discard_drops(&m->peers);
 	/* Leases point at objects of the store about to go; readers fall back on their TTL. */
 	leases_clear(&m->leases);
 	store_free(&m->store);

@@ -53,6 +53,7 @@ ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64
 	r->tier = (uint8_t)tier;
 	r->state = REP_PROCESSING;
 	r->version = version;
+	r->mark = peer != NULL ? peer->mark : 0;
 	if (peer != NULL)
 		peer->tiers[tier].used += size;
 	return r;

@@ -1,5 +1,6 @@
 /*
- * The master's side of a peer's control link: registration, heartbeats,
+ * The master's side of a peer's control link: registration (fresh, or
+ * resumed with the session token of an earlier one), heartbeats,
  * unregistration, and the connection that carries them closing.
  */
 #include <stdio.h>
@@ -47,6 +48,100 @@ read_tiers(const msgpack_object *params, struct peer *p, bool required, struct m
 	return 0;
 }
 
+/*
+ * The entry a registration may resume, in *out: the live peer its
+ * resume {peer_id, session} names, at the same address, with that
+ * token. NULL there (and in *why what did not match, for the log) when
+ * it must register anew. -1 with err for a malformed resume field.
+ */
+static int
+resume_target(struct master *m, const msgpack_object *params, const struct peer *tmp,
+	      struct peer **out, uint64_t *since, const char **why, struct mc_err *err)
+{
+	const msgpack_object *r = mc_map_get(params, "resume");
+	const char *session;
+	size_t slen;
+	uint64_t id;
+	struct peer *p;
+
+	*out = NULL;
+	*why = NULL;
+	if (r == NULL || r->type == MSGPACK_OBJECT_NIL)
+		return 0;
+	if (r->type != MSGPACK_OBJECT_MAP || mc_map_u64(r, "peer_id", &id, err) != 1 ||
+	    mc_map_str(r, "session", &session, &slen, err) != 1 ||
+	    mc_map_u64(r, "since", since, err) < 0)
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "field 'resume' needs peer_id, session and since");
+	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
+	if (p == NULL)
+		*why = "unknown peer";
+	else if (!peer_session_is(p, session, slen))
+		*why = "wrong session";
+	else if (strcmp(p->addr, tmp->addr) != 0)
+		*why = "another address";
+	else if (!peer_alive(p, m->cfg.peer_ttl))
+		*why = "expired";
+	else
+		*out = p;
+	return 0;
+}
+
+/* The reply to a registration, fresh or resumed. */
+static void
+reply_registered(struct mc_req *req, const struct peer *p, bool resumed)
+{
+	struct master *m = req->ctx;
+	char hex[PEER_SESSION_HEX + 1];
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+
+	peer_session_hex(p, hex);
+	msgpack_pack_map(pk, 5);
+	mc_pack_kv_u64(pk, "peer_id", p->id);
+	mc_pack_kv_str(pk, "session", hex);
+	mc_pack_kv_bool(pk, "resumed", resumed);
+	mc_pack_kv_u64(pk, "heartbeat_ms", HEARTBEAT_MS);
+	mc_pack_kv_u64(pk, "peer_ttl_ms", m->cfg.peer_ttl);
+	mc_reply_end(req);
+}
+
+/*
+ * The same peer on a new connection: it keeps its id, its replicas and
+ * its queued drops; what it may have lost meanwhile comes in the delta
+ * (or full) inventory it sends next.
+ */
+static void
+resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer *tmp,
+       uint64_t since)
+{
+	struct master *m = req->ctx;
+	struct mc_conn *old = p->conn;
+
+	for (int t = 0; t < TIER_COUNT; t++) {
+		/* used is the master's own count of what it placed there: kept. */
+		p->tiers[t].present = tmp->tiers[t].present;
+		p->tiers[t].capacity = tmp->tiers[t].capacity;
+		p->tiers[t].reported = tmp->tiers[t].reported;
+	}
+	memcpy(p->host, tmp->host, sizeof(p->host));
+	memcpy(p->domain, tmp->domain, sizeof(p->domain));
+	memcpy(p->evict_mode, tmp->evict_mode, sizeof(p->evict_mode));
+	if (peer_prepack(p) != 0)
+		mc_warn("peer %u: out of memory for its packed entry; packing per read", p->id);
+	p->last_heartbeat = mc_now_ms();
+	p->heard = mc_mono_ms();
+	p->mark++;
+	p->unconfirmed = true;
+	cl->peer_id = p->id;
+	peers_attach(&m->peers, p, req->conn);
+	/* Re-pointed first, so the old link's close hook leaves the new one be. */
+	if (old != NULL && old != req->conn && mc_conn_is_open(old))
+		mc_conn_close(old, false);
+	mc_info("peer %u (%s) resumed its registration (changes since %llu)", p->id, p->addr,
+		(unsigned long long)since);
+	reply_registered(req, p, true);
+}
+
 void
 h_peer_register(struct mc_req *req)
 {
@@ -54,7 +149,8 @@ h_peer_register(struct mc_req *req)
 	struct client *cl = req_client_get(req);
 	struct peer tmp, *p, *old;
 	struct mc_err err;
-	const char *mode;
+	const char *mode, *why;
+	uint64_t since = 0;
 	size_t mlen;
 	int rc;
 
@@ -86,8 +182,25 @@ h_peer_register(struct mc_req *req)
 	/* Without a host name each peer counts as a host of its own. */
 	if (tmp.host[0] == '\0')
 		snprintf(tmp.host, sizeof(tmp.host), "%.*s", MC_NAME_MAX, tmp.addr);
+	if (resume_target(m, req->params, &tmp, &p, &since, &why, &err) != 0)
+		goto fail;
+	if (p != NULL) {
+		resume(req, cl, p, &tmp, since);
+		return;
+	}
+	if (why != NULL)
+		mc_info("peer at %s cannot resume its registration (%s): registering it anew",
+			tmp.addr, why);
+	if (peer_session_new(&tmp, &err) != 0)
+		goto fail;
 	old = peers_find_addr(&m->peers, tmp.addr);
-	if (old != NULL)
+	/*
+	 * The same address without a valid resume: a restarted peer, or one
+	 * the master had given up on. Its objects are not erased; the old
+	 * entry becomes a ghost whose replicas the new peer's inventory
+	 * confirms (metadata intact), and whatever it does not report goes.
+	 */
+	if (old != NULL && recon_ghost_peer(m, old) != 0)
 		ops_peer_remove(m, old, "replaced by a new registration");
 	p = peers_add(&m->peers, &err);
 	if (p == NULL)
@@ -97,6 +210,7 @@ h_peer_register(struct mc_req *req)
 	p->id = id;
 	p->registered = p->last_heartbeat = mc_now_ms();
 	p->heard = mc_mono_ms();
+	p->mark = 1;
 	p->conn = req->conn;
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", id);
@@ -105,12 +219,7 @@ h_peer_register(struct mc_req *req)
 		p->domain[0] ? p->domain : "-", (unsigned long long)p->tiers[TIER_DRAM].capacity,
 		(unsigned long long)p->tiers[TIER_SSD].capacity);
 	recon_peer_registered(m, p);
-	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 3);
-	mc_pack_kv_u64(pk, "peer_id", id);
-	mc_pack_kv_u64(pk, "heartbeat_ms", HEARTBEAT_MS);
-	mc_pack_kv_u64(pk, "peer_ttl_ms", m->cfg.peer_ttl);
-	mc_reply_end(req);
+	reply_registered(req, p, false);
 	return;
 fail:
 	req_fail_err(req, M_PEER_REGISTER, &err);
@@ -138,11 +247,12 @@ need_peer(struct mc_req *req, enum method k)
 void
 h_peer_heartbeat(struct mc_req *req)
 {
+	struct master *m = req->ctx;
 	struct peer *p;
 	struct peer tmp;
 	struct mc_err err;
 
-	mmetrics_request(&((struct master *)req->ctx)->mx, M_PEER_HEARTBEAT);
+	mmetrics_request(&m->mx, M_PEER_HEARTBEAT);
 	p = need_peer(req, M_PEER_HEARTBEAT);
 
 	if (p == NULL)
@@ -161,7 +271,7 @@ h_peer_heartbeat(struct mc_req *req)
 		struct client *cl = req_client_get(req);
 		if (cl != NULL) {
 			cl->peer_id = p->id;
-			p->conn = req->conn;
+			peers_attach(&m->peers, p, req->conn);
 			mc_info("peer %u (%s) reconnected", p->id, p->addr);
 		}
 	}
@@ -192,7 +302,7 @@ master_on_close(struct mc_conn *c, void *ctx)
 	if (cl == NULL || cl->peer_id == 0)
 		return;
 	p = peers_find(&m->peers, cl->peer_id);
-	/* Not removed: the peer may reconnect; it expires by --peer-ttl. */
+	/* Not removed: the peer may resume on a new link; it expires by --peer-ttl. */
 	if (p != NULL && p->conn == c) {
 		p->conn = NULL;
 		mc_info("peer %u (%s) control connection closed", p->id, p->addr);

@@ -2,7 +2,7 @@
  * The master's side of a peer's control link: peer_register,
  * peer_heartbeat and peer_unregister, and the close hook that detaches
  * a peer from a connection that went away (the peer may come back on
- * another one).
+ * another one and resume its registration).
  */
 #ifndef MASTER_PEERLINK_H
 #define MASTER_PEERLINK_H

@@ -1,8 +1,10 @@
 /*
  * Peer registry and the batching of drop notifications.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "mc/clock.h"
 #include "mc/log.h"
@@ -123,6 +125,7 @@ peers_del(struct peers *p, struct peer *peer)
 		p->n--;
 		break;
 	}
+	p->drops_lost += peer->ndrops;
 	peer_free(peer);
 }
 
@@ -170,6 +173,19 @@ peer_prepack(struct peer *peer)
 	return 0;
 }
 
+static bool
+peer_connected(const struct peer *peer)
+{
+	return peer->conn != NULL && mc_conn_is_open(peer->conn);
+}
+
+static void
+schedule_flush(struct peers *p)
+{
+	if (!event_pending(p->flush_ev, EV_TIMEOUT, NULL))
+		event_active(p->flush_ev, EV_TIMEOUT, 0);
+}
+
 bool
 peer_alive(const struct peer *peer, uint64_t ttl)
 {
@@ -178,17 +194,87 @@ peer_alive(const struct peer *peer, uint64_t ttl)
 	return now <= peer->heard || now - peer->heard <= ttl;
 }
 
+int
+peer_session_new(struct peer *peer, struct mc_err *err)
+{
+	size_t have = 0;
+
+	while (have < sizeof(peer->session)) {
+		ssize_t n = getrandom(peer->session + have, sizeof(peer->session) - have, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return mc_err_errno(err, "cannot draw a session token");
+		have += (size_t)n;
+	}
+	return 0;
+}
+
+void
+peer_session_hex(const struct peer *peer, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < sizeof(peer->session); i++) {
+		out[2 * i] = digits[peer->session[i] >> 4];
+		out[2 * i + 1] = digits[peer->session[i] & 15];
+	}
+	out[PEER_SESSION_HEX] = '\0';
+}
+
+/* A hex digit's value, or -1. */
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool
+peer_session_is(const struct peer *peer, const char *hex, size_t len)
+{
+	unsigned diff = 0;
+	bool ok = true;
+
+	if (len != PEER_SESSION_HEX)
+		return false;
+	/* Every byte is looked at: how long it takes says nothing of where it differs. */
+	for (size_t i = 0; i < PEER_SESSION_LEN; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		ok &= hi >= 0 && lo >= 0;
+		diff |= (unsigned)((((hi & 15) << 4) | (lo & 15)) ^ peer->session[i]);
+	}
+	return ok && diff == 0;
+}
+
+void
+peers_rep_complete(const struct peers *p, struct mrep *r)
+{
+	const struct peer *peer = peers_find(p, r->peer);
+
+	r->state = REP_COMPLETE;
+	if (peer != NULL)
+		r->mark = peer->mark;
+}
+
 void
 peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key, size_t len,
 		 uint64_t version)
 {
 	struct drop *d;
 
-	/* Nobody to tell: the peer reconnects and re-registers empty, or expires. */
-	if (peer->conn == NULL || !mc_conn_is_open(peer->conn)) {
-		p->drops_lost++;
-		return;
-	}
+	/*
+	 * Queued even while the peer is disconnected: one that resumes its
+	 * registration still holds the bytes, and hears of the drop when it
+	 * is back (peers_attach). One that expires or registers anew takes
+	 * its queue with it (peers_del).
+	 */
 	if (peer->ndrops >= PEER_DROPS_MAX) {
 		p->drops_lost++;
 		return;
@@ -214,8 +300,31 @@ peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char
 	d->tenant = tenant;
 	d->version = version;
 	peer->ndrops++;
-	if (!event_pending(p->flush_ev, EV_TIMEOUT, NULL))
-		event_active(p->flush_ev, EV_TIMEOUT, 0);
+	if (peer_connected(peer))
+		schedule_flush(p);
+}
+
+static void flush_peer(struct peers *p, struct peer *peer);
+
+void
+peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn)
+{
+	peer->conn = conn;
+	/*
+	 * At once, not at the end of the turn: what goes out now precedes
+	 * the reply being built, so a peer acts on its drops before it
+	 * starts reporting its inventory.
+	 */
+	flush_peer(p, peer);
+}
+
+void
+peers_discard_drops(struct peers *p)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		p->drops_lost += p->v[i]->ndrops;
+		drops_clear(p->v[i]);
+	}
 }
 
 static void
@@ -238,28 +347,33 @@ pack_drops(msgpack_packer *pk, void *arg)
 	}
 }
 
+static void
+flush_peer(struct peers *p, struct peer *peer)
+{
+	struct drop_batch b = { p, peer, 0, 0 };
+
+	/* A disconnected peer keeps its queue for when it resumes. */
+	if (peer->ndrops == 0 || !peer_connected(peer))
+		return;
+	while (b.from < peer->ndrops && peer_connected(peer)) {
+		size_t bytes = 0;
+		b.to = b.from;
+		while (b.to < peer->ndrops && bytes < DROP_MSG_KEY_BYTES)
+			bytes += peer->drops[b.to++].len;
+		if (mc_conn_notify(peer->conn, "drop", pack_drops, &b) != 0) {
+			mc_warn("cannot send drops to peer %u (%s)", peer->id, peer->addr);
+			break;
+		}
+		b.from = b.to;
+	}
+	if (b.from < peer->ndrops)
+		p->drops_lost += peer->ndrops - b.from;
+	drops_clear(peer);
+}
+
 void
 peers_flush(struct peers *p)
 {
-	for (uint32_t i = 0; i < p->n; i++) {
-		struct peer *peer = p->v[i];
-		struct drop_batch b = { p, peer, 0, 0 };
-
-		if (peer->ndrops == 0)
-			continue;
-		while (b.from < peer->ndrops && peer->conn != NULL && mc_conn_is_open(peer->conn)) {
-			size_t bytes = 0;
-			b.to = b.from;
-			while (b.to < peer->ndrops && bytes < DROP_MSG_KEY_BYTES)
-				bytes += peer->drops[b.to++].len;
-			if (mc_conn_notify(peer->conn, "drop", pack_drops, &b) != 0) {
-				mc_warn("cannot send drops to peer %u (%s)", peer->id, peer->addr);
-				break;
-			}
-			b.from = b.to;
-		}
-		if (b.from < peer->ndrops)
-			p->drops_lost += peer->ndrops - b.from;
-		drops_clear(peer);
-	}
+	for (uint32_t i = 0; i < p->n; i++)
+		flush_peer(p, p->v[i]);
 }

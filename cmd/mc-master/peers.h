@@ -21,6 +21,9 @@
 #define EVICT_MODE_MAX 32
 /* Queued drops per peer beyond which older ones are given up. */
 #define PEER_DROPS_MAX (1u << 20)
+/* Bytes of a session token; on the wire it is twice as many hex digits. */
+#define PEER_SESSION_LEN 16
+#define PEER_SESSION_HEX (2 * PEER_SESSION_LEN)
 
 struct peer_tier {
 	uint64_t capacity;
@@ -50,6 +53,21 @@ struct peer {
 	uint64_t registered;
 	struct mc_conn *conn; /* control connection, NULL while disconnected */
 	/*
+	 * Drawn at registration: a peer that reconnects shows it to resume
+	 * this entry (same id, replicas kept) instead of registering anew.
+	 */
+	uint8_t session[PEER_SESSION_LEN];
+	/*
+	 * Bumped at every registration and resume, and stamped on a replica
+	 * whenever the master learns its copy is on this peer (struct mrep
+	 * mark). After a full inventory, a COMPLETE replica with an older
+	 * mark was not reported: the peer no longer holds it. One byte: a
+	 * replica left unconfirmed through 256 resumes looks current again,
+	 * which can keep a stale replica but never drop a held one.
+	 */
+	uint8_t mark;
+	bool unconfirmed; /* resumed since its last full inventory */
+	/*
 	 * The fixed part of a replica entry on this peer, per tier, packed
 	 * once at registration ("addr", "tier", "host", "domain": four map
 	 * pairs), so the read path copies bytes instead of re-packing
@@ -78,7 +96,7 @@ struct peer *peers_find(const struct peers *p, uint32_t id);
 struct peer *peers_find_addr(const struct peers *p, const char *addr);
 /* A new empty entry with a fresh id; NULL with err when full. */
 struct peer *peers_add(struct peers *p, struct mc_err *err);
-/* Remove and free an entry (its queued drops are discarded). */
+/* Remove and free an entry (its queued drops are discarded, counted lost). */
 void peers_del(struct peers *p, struct peer *peer);
 
 /* Build peer->packed from its fields; -1 when out of memory. */
@@ -87,10 +105,27 @@ int peer_prepack(struct peer *peer);
 /* Heard from within ttl ms (by the monotonic clock: a fake clock cannot kill a peer). */
 bool peer_alive(const struct peer *peer, uint64_t ttl);
 
-/* Queue a drop of (tenant, key) up to version for the peer; best effort. */
+/* Draw a new session token from getrandom(2); -1 with err when it cannot. */
+int peer_session_new(struct peer *peer, struct mc_err *err);
+/* The token as PEER_SESSION_HEX lowercase hex digits and a NUL. */
+void peer_session_hex(const struct peer *peer, char *out);
+/* Whether hex (len bytes, from the wire) is the peer's token, in constant time. */
+bool peer_session_is(const struct peer *peer, const char *hex, size_t len);
+
+/* A replica's bytes are all on its peer: COMPLETE, with the peer's mark. */
+void peers_rep_complete(const struct peers *p, struct mrep *r);
+
+/*
+ * Queue a drop of (tenant, key) up to version for the peer; best effort.
+ * A disconnected peer's drops wait for it (at most PEER_DROPS_MAX).
+ */
 void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
 		      size_t len, uint64_t version);
-/* Send every queued drop now. */
+/* Make conn the peer's control connection and send the drops waiting for it. */
+void peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn);
+/* Send every queued drop now to the peers that are connected. */
 void peers_flush(struct peers *p);
+/* Forget every queued drop (they name tenants of a store being replaced). */
+void peers_discard_drops(struct peers *p);
 
 #endif

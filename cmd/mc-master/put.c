@@ -536,7 +536,7 @@ h_put_end(struct mc_req *req)
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version && v[i].state == REP_PROCESSING &&
 		    named(ids, v[i].id)) {
-			v[i].state = REP_COMPLETE;
+			peers_rep_complete(&m->peers, &v[i]);
 			if (done.n < MC_REPLICAS_MAX) {
 				done.peer[done.n] = v[i].peer;
 				done.tier[done.n++] = v[i].tier;

@@ -1,5 +1,6 @@
 /*
- * Ghost peers, peer inventories and the reconcile deadline.
+ * Ghost peers, peer inventories (whole, or a resumed peer's delta) and
+ * the reconcile deadline.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,15 @@ struct inv_item {
 	uint64_t size, version, checksum;
 };
 
+/* A removal in a delta report. */
+struct inv_gone {
+	const char *tenant, *key;
+	size_t tlen, klen;
+	uint64_t version;
+};
+
 struct inv_count {
-	uint64_t kept, adopted, dropped, skipped;
+	uint64_t kept, adopted, dropped, skipped, removed;
 };
 
 void
@@ -65,9 +73,35 @@ recon_peer_registered(struct master *m, const struct peer *p)
 		if (strcmp(g->addr, p->addr) != 0)
 			continue;
 		g->new_id = p->id;
-		mc_info("peer %u (%s) takes over snapshot peer %u; waiting for its inventory",
-			p->id, p->addr, g->id);
+		mc_info("peer %u (%s) takes over peer %u; waiting for its inventory", p->id,
+			p->addr, g->id);
 	}
+}
+
+int
+recon_ghost_peer(struct master *m, struct peer *p)
+{
+	struct recon *r = &m->recon;
+	struct ghost *v = realloc(r->ghosts, (r->n + 1) * sizeof(*v));
+	struct ghost *g;
+
+	if (v == NULL)
+		return -1;
+	r->ghosts = v;
+	g = &v[r->n++];
+	memset(g, 0, sizeof(*g));
+	g->id = p->id;
+	memcpy(g->addr, p->addr, sizeof(g->addr));
+	memcpy(g->host, p->host, sizeof(g->host));
+	memcpy(g->domain, p->domain, sizeof(g->domain));
+	/* On the fake clock, like a restore's: tests move it to force the sweep. */
+	if (r->deadline == 0)
+		r->deadline = mc_add_sat(mc_now_ms(), m->cfg.reconcile_timeout);
+	mc_info("peer %u (%s) replaced by a new registration: its replicas wait for the new "
+		"peer's inventory",
+		p->id, p->addr);
+	peers_del(&m->peers, p);
+	return 0;
 }
 
 static void
@@ -201,6 +235,7 @@ confirm(struct master *m, struct mobj *o, struct mrep *r, struct peer *p, int ti
 	}
 	r->peer = p->id;
 	r->tier = (uint8_t)tier;
+	r->mark = p->mark;
 	p->tiers[tier].used += o->size;
 }
 
@@ -299,10 +334,95 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 	}
 }
 
+static int
+gone_parse(const msgpack_object *e, struct inv_gone *g, struct mc_err *err)
+{
+	if (e->type != MSGPACK_OBJECT_MAP)
+		return mc_err_set(err, MC_ERR_INVALID, "removed item is not a map");
+	if (mc_map_str(e, "tenant", &g->tenant, &g->tlen, err) != 1 ||
+	    !store_name_ok(g->tenant, g->tlen))
+		return mc_err_set(err, MC_ERR_INVALID, "removed item needs a valid 'tenant'");
+	if (mc_map_str(e, "key", &g->key, &g->klen, err) != 1 || g->klen == 0 ||
+	    g->klen > MC_KEY_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "removed item needs a 'key' of 1..%d bytes",
+				  MC_KEY_MAX);
+	if (mc_map_u64(e, "version", &g->version, err) != 1)
+		return mc_err_set(err, MC_ERR_INVALID, "removed item needs a 'version'");
+	return 0;
+}
+
+/*
+ * The peer no longer holds its copy of a key, up to a version: forget
+ * that replica. Nobody to tell, and a replica of a newer version (a
+ * write in progress) is not the copy that went.
+ */
+static void
+inventory_gone(struct master *m, const struct peer *p, const struct inv_gone *g,
+	       struct inv_count *n)
+{
+	int64_t tenant = store_tenant_find(&m->store, g->tenant, g->tlen);
+	struct mobj *o;
+	bool hit = false;
+
+	if (tenant < 0)
+		return;
+	o = store_find(&m->store, store_key_hash((uint32_t)tenant, g->key, g->klen),
+		       (uint32_t)tenant, g->key, g->klen);
+	if (o == NULL)
+		return;
+	for (unsigned i = o->nrep; i-- > 0;) {
+		const struct mrep *r = &obj_reps(o)[i];
+		if (r->peer != p->id || r->version > g->version)
+			continue;
+		ops_rep_remove(m, o, i, false);
+		n->removed++;
+		hit = true;
+	}
+	if (hit)
+		ops_settle(m, o, NULL);
+}
+
+/*
+ * After a whole inventory from a peer that resumed: a COMPLETE replica
+ * on it still bearing an older mark was neither reported nor written
+ * since, so the peer lost it while away. Objects being written are left
+ * to their write.
+ */
+static void
+drop_unreported(struct master *m, struct peer *p)
+{
+	size_t cur = 0, reps = 0, erased = 0;
+	struct mobj *o;
+
+	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+		bool hit = false;
+
+		if (o->writing)
+			continue;
+		for (unsigned i = o->nrep; i-- > 0;) {
+			const struct mrep *r = &obj_reps(o)[i];
+			if (r->peer != p->id || r->state != REP_COMPLETE || r->mark == p->mark)
+				continue;
+			ops_rep_remove(m, o, i, false);
+			reps++;
+			hit = true;
+		}
+		if (hit && ops_settle(m, o, &cur))
+			erased++;
+	}
+	p->unconfirmed = false;
+	if (reps > 0)
+		mc_info("peer %u (%s) full inventory: %zu unreported replicas removed, "
+			"%zu objects erased",
+			p->id, p->addr, reps, erased);
+}
+
 /* The peer reported everything: what it did not confirm is not there. */
 static void
-inventory_done(struct master *m, const struct peer *p)
+inventory_done(struct master *m, struct peer *p)
 {
+	if (p->unconfirmed)
+		drop_unreported(m, p);
 	for (uint32_t k = 0; k < m->recon.n;) {
 		struct ghost *g = &m->recon.ghosts[k];
 		size_t reps = 0, erased = 0;
@@ -325,17 +445,19 @@ void
 h_peer_inventory(struct mc_req *req)
 {
 	struct master *m = req->ctx;
-	struct inv_count n = { 0, 0, 0, 0 };
+	struct inv_count n = { 0, 0, 0, 0, 0 };
 	struct mc_err err;
 	uint64_t id;
-	bool done = false;
+	bool done = false, delta = false;
 	struct peer *p;
-	const msgpack_object_array *items;
+	const msgpack_object_array *items, *removed;
 
 	mmetrics_request(&m->mx, M_PEER_INVENTORY);
 	if (mc_map_u64(req->params, "peer_id", &id, &err) != 1 ||
-	    mc_map_bool(req->params, "done", &done, &err) < 0) {
-		mc_err_set(&err, MC_ERR_INVALID, "peer_inventory needs 'peer_id' and bool 'done'");
+	    mc_map_bool(req->params, "done", &done, &err) < 0 ||
+	    mc_map_bool(req->params, "delta", &delta, &err) < 0) {
+		mc_err_set(&err, MC_ERR_INVALID,
+			   "peer_inventory needs 'peer_id', bool 'done' and bool 'delta'");
 		goto fail;
 	}
 	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
@@ -349,10 +471,31 @@ h_peer_inventory(struct mc_req *req)
 		mc_err_set(&err, MC_ERR_INVALID, "field 'items' must be an array");
 		goto fail;
 	}
-	if (items != NULL && items->size > INVENTORY_MAX) {
-		mc_err_set(&err, MC_ERR_TOO_LARGE, "%u items in one call, limit %d", items->size,
+	removed = mc_map_array(req->params, "removed");
+	if (removed == NULL && mc_map_get(req->params, "removed") != NULL) {
+		mc_err_set(&err, MC_ERR_INVALID, "field 'removed' must be an array");
+		goto fail;
+	}
+	if ((items != NULL && items->size > INVENTORY_MAX) ||
+	    (removed != NULL && removed->size > INVENTORY_MAX)) {
+		mc_err_set(&err, MC_ERR_TOO_LARGE, "%u items and %u removed in one call, limit %d",
+			   items != NULL ? items->size : 0, removed != NULL ? removed->size : 0,
 			   INVENTORY_MAX);
 		goto fail;
+	}
+	if (removed != NULL && !delta) {
+		mc_err_set(&err, MC_ERR_INVALID, "field 'removed' belongs to a delta");
+		goto fail;
+	}
+	/* Removals first: an item below may be the key linked again since. */
+	for (uint32_t j = 0; removed != NULL && j < removed->size; j++) {
+		struct inv_gone g;
+
+		if (gone_parse(&removed->ptr[j], &g, &err) != 0) {
+			n.skipped++;
+			continue;
+		}
+		inventory_gone(m, p, &g, &n);
 	}
 	for (uint32_t j = 0; items != NULL && j < items->size; j++) {
 		struct inv_item it;
@@ -366,17 +509,21 @@ h_peer_inventory(struct mc_req *req)
 	if (n.skipped > 0)
 		mc_warn("peer %u (%s) inventory: %llu items skipped (last: %s)", p->id, p->addr,
 			(unsigned long long)n.skipped, err.msg);
-	if (done)
+	/* A delta says nothing of what it does not name: nothing to sweep. */
+	if (done && !delta)
 		inventory_done(m, p);
-	if (n.adopted + n.dropped > 0 || done)
-		mc_info("peer %u (%s) inventory: %llu kept, %llu adopted, %llu dropped%s", p->id,
-			p->addr, (unsigned long long)n.kept, (unsigned long long)n.adopted,
-			(unsigned long long)n.dropped, done ? " (done)" : "");
+	if (n.adopted + n.dropped + n.removed > 0 || done)
+		mc_info("peer %u (%s) %s: %llu kept, %llu adopted, %llu dropped, %llu gone%s",
+			p->id, p->addr, delta ? "inventory delta" : "inventory",
+			(unsigned long long)n.kept, (unsigned long long)n.adopted,
+			(unsigned long long)n.dropped, (unsigned long long)n.removed,
+			done ? " (done)" : "");
 	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 3);
+	msgpack_pack_map(pk, 4);
 	mc_pack_kv_u64(pk, "kept", n.kept);
 	mc_pack_kv_u64(pk, "adopted", n.adopted);
 	mc_pack_kv_u64(pk, "dropped", n.dropped);
+	mc_pack_kv_u64(pk, "removed", n.removed);
 	mc_reply_end(req);
 	return;
 fail:

@@ -9,6 +9,17 @@
  * confirms each replica (which then moves to the new id), and whatever
  * no live peer confirms by the reconcile deadline is dropped. The ghost
  * table is the only extra state, so settled objects cost nothing more.
+ *
+ * A running master makes ghosts too: a peer that registers anew at the
+ * address of a peer it still knows (a restart, or a resume it refused)
+ * turns the old entry into a ghost instead of erasing its objects, so
+ * that what the new peer reports keeps its metadata.
+ *
+ * A peer that resumed its registration reports either a delta (what it
+ * removed and what it linked since the change number the master last
+ * acknowledged) or, when it cannot, its whole inventory; after a whole
+ * one, its replicas that the report did not confirm are dropped (the
+ * per-peer mark of struct peer).
  */
 #ifndef MASTER_RECONCILE_H
 #define MASTER_RECONCILE_H
@@ -43,6 +54,12 @@ struct ghost *recon_ghost(const struct recon *r, uint32_t id);
 void recon_install(struct master *m, struct ghost *v, uint32_t n);
 /* A peer registered: claim the ghost at its address, if any. */
 void recon_peer_registered(struct master *m, const struct peer *p);
+/*
+ * Turn a registered peer into a ghost and forget its entry, leaving its
+ * replicas as they are; arms the reconcile deadline if none is. -1 (and
+ * nothing changed) when out of memory.
+ */
+int recon_ghost_peer(struct master *m, struct peer *p);
 /* From the sweep: at the deadline, drop every unconfirmed replica. */
 void recon_sweep(struct master *m);
 

@@ -40,6 +40,7 @@ struct mrep {
 	uint8_t tier;
 	uint8_t state;
 	uint8_t dynamic; /* made by hot replication, not by a put */
+	uint8_t mark;	 /* its peer's mark when last known there (struct peer) */
 };
 
 struct mobj {

@@ -17,6 +17,17 @@
  * the index lock is held for one slice at a time, never while sending.
  * A registration, a lost link or shutdown abandons a report in progress;
  * a new one starts after the next registration.
+ *
+ * A lost link does not make a new peer. The master's first answer
+ * carries a session token; every later registration shows it (with the
+ * peer id) to resume the same entry, so the master keeps the replicas
+ * and all metadata. A resumed peer then reports only what changed in
+ * its index since the change number the master last acknowledged (each
+ * answered heartbeat acknowledges the number it carried, once the report
+ * after the last registration is complete): the removals from the
+ * index's journal, then the entries linked since, as a delta. When the
+ * journal forgot a removal in that range, the whole inventory goes
+ * instead, and the master drops what it does not confirm.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -45,6 +56,8 @@
  * which is more than one message should make the master buffer.
  */
 #define INVENTORY_NAME_BYTES (1u << 20)
+/* Longest session token taken from the master (it sends 32 hex digits). */
+#define SESSION_MAX 64
 
 enum ctl_state {
 	CTL_IDLE,	 /* waiting for the retry timer */
@@ -70,13 +83,32 @@ struct control {
 	unsigned backoff_ms;
 	unsigned logged_backoff; /* the backoff step whose failure was logged */
 	bool hb_inflight;
+	uint64_t hb_seq; /* the change number the heartbeat in flight carries */
+	/*
+	 * What a resume shows the master, kept across links: the token of
+	 * the last fresh registration ("" before the first) and, when
+	 * have_ack, the change number the master acknowledged since then.
+	 */
+	char session[SESSION_MAX + 1];
+	bool resuming; /* the outstanding peer_register asks to resume */
+	bool have_ack;
+	uint64_t acked;
+	bool synced; /* the report after the last registration is complete */
 	/* the inventory report in progress (inv_walk != NULL) */
 	struct pindex_walk *inv_walk;
 	struct pobj **inv_items; /* MC_INVENTORY_CHUNK slots */
 	size_t inv_n;		 /* items of the chunk being packed */
 	bool inv_last;
-	uint64_t inv_gen; /* bumped when a report starts or stops */
-	uint64_t inv_sent, inv_kept, inv_adopted, inv_dropped;
+	bool inv_delta;	   /* changes since inv_since, not everything */
+	uint64_t inv_base; /* the change number when the report began */
+	uint64_t inv_since;
+	uint64_t inv_gone_at;	      /* delta: the journal read up to here */
+	bool inv_gone_over;	      /* delta: every removal sent */
+	struct pindex_gone *inv_gone; /* MC_INVENTORY_CHUNK slots */
+	char *inv_names;	      /* INVENTORY_NAME_BYTES, their names */
+	size_t inv_ngone;	      /* removals of the chunk being packed */
+	uint64_t inv_gen;	      /* bumped when a report starts or stops */
+	uint64_t inv_sent, inv_kept, inv_adopted, inv_dropped, inv_removed, inv_gone_sent;
 	bool inv_refusal_logged;
 	/* shutdown */
 	void (*done)(void *arg);
@@ -89,7 +121,7 @@ static const struct mc_method control_methods[] = {
 };
 
 static void start_register(struct control *ctl);
-static void inventory_start(struct control *ctl);
+static void inventory_start(struct control *ctl, bool delta);
 static void inventory_abort(struct control *ctl);
 
 static struct timeval
@@ -269,12 +301,19 @@ pack_register(msgpack_packer *pk, void *arg)
 	struct control *ctl = arg;
 	struct peer *p = ctl->p;
 
-	msgpack_pack_map(pk, 5);
+	msgpack_pack_map(pk, 5 + ctl->resuming);
 	mc_pack_kv_str(pk, "addr", p->advertise);
 	mc_pack_kv_str(pk, "host", p->host);
 	mc_pack_kv_str(pk, "domain", p->domain);
 	mc_pack_kv_str(pk, "evict_mode", "local");
 	pack_tiers(pk, p);
+	if (!ctl->resuming)
+		return;
+	mc_pack_key(pk, "resume");
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	mc_pack_kv_str(pk, "session", ctl->session);
+	mc_pack_kv_u64(pk, "since", ctl->have_ack ? ctl->acked : 0);
 }
 
 static void
@@ -282,8 +321,9 @@ pack_heartbeat(msgpack_packer *pk, void *arg)
 {
 	struct control *ctl = arg;
 
-	msgpack_pack_map(pk, 2);
+	msgpack_pack_map(pk, 3);
 	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	mc_pack_kv_u64(pk, "seq", ctl->hb_seq);
 	pack_tiers(pk, ctl->p);
 }
 
@@ -309,7 +349,9 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 {
 	struct control *ctl = arg;
 	struct mc_err err;
-	uint64_t hb = DEFAULT_HEARTBEAT_MS;
+	uint64_t hb = DEFAULT_HEARTBEAT_MS, id = 0;
+	char session[SESSION_MAX + 1] = "";
+	bool resumed = false;
 
 	if (c != ctl->conn || ctl->state != CTL_REGISTERING)
 		return;
@@ -321,10 +363,17 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 		drop_link(ctl, err.msg);
 		return;
 	}
-	if (mc_map_u64(resp->body, "peer_id", &ctl->peer_id, &err) <= 0) {
+	if (mc_map_u64(resp->body, "peer_id", &id, &err) <= 0) {
 		drop_link(ctl, "peer_register answer has no peer_id");
 		return;
 	}
+	/* A master without sessions answers neither: every registration is fresh. */
+	if (mc_map_strcpy(resp->body, "session", session, sizeof(session), &err) < 0 ||
+	    mc_map_bool(resp->body, "resumed", &resumed, &err) < 0) {
+		drop_link(ctl, err.msg);
+		return;
+	}
+	resumed = resumed && ctl->resuming && id == ctl->peer_id;
 	if (mc_map_u64(resp->body, "heartbeat_ms", &hb, &err) < 0 || hb == 0)
 		hb = DEFAULT_HEARTBEAT_MS;
 	/* A master asking for heartbeats faster than 10 ms is not taken literally. */
@@ -332,20 +381,37 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 	ctl->state = CTL_REGISTERED;
 	ctl->backoff_ms = BACKOFF_MIN_MS;
 	ctl->logged_backoff = 0;
-	ctl->p->st.registrations++;
-	mc_info("registered with master %s as peer %llu (heartbeat every %llu ms)",
-		ctl->master.text, (unsigned long long)ctl->peer_id,
-		(unsigned long long)ctl->heartbeat_ms);
+	ctl->synced = false;
+	if (resumed) {
+		ctl->p->st.resumes++;
+		mc_info("resumed with master %s as peer %llu (heartbeat every %llu ms)",
+			ctl->master.text, (unsigned long long)id,
+			(unsigned long long)ctl->heartbeat_ms);
+	} else {
+		if (ctl->resuming)
+			mc_info("master %s did not resume peer %llu; registering anew",
+				ctl->master.text, (unsigned long long)ctl->peer_id);
+		/* Acknowledgements of an earlier registration mean nothing to this one. */
+		ctl->have_ack = false;
+		ctl->peer_id = id;
+		memcpy(ctl->session, session, sizeof(ctl->session));
+		ctl->p->st.registrations++;
+		mc_info("registered with master %s as peer %llu (heartbeat every %llu ms)",
+			ctl->master.text, (unsigned long long)id,
+			(unsigned long long)ctl->heartbeat_ms);
+	}
+	ctl->resuming = false;
 	mc_ready_fd_write(ctl->p->ready_fd, ctl->p->bound);
 	ctl->p->ready_fd = -1;
 	schedule_heartbeat(ctl);
-	inventory_start(ctl);
+	inventory_start(ctl, resumed && ctl->have_ack);
 }
 
 static void
 start_register(struct control *ctl)
 {
 	ctl->state = CTL_REGISTERING;
+	ctl->resuming = ctl->session[0] != '\0';
 	if (mc_conn_call(ctl->conn, "peer_register", pack_register, ctl, REGISTER_TIMEOUT_MS,
 			 on_register, ctl) < 0)
 		drop_link(ctl, "cannot send peer_register");
@@ -366,10 +432,24 @@ on_heartbeat(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *
 		drop_link(ctl, cerr ? cerr->msg : "no answer to peer_heartbeat");
 		return;
 	}
-	if (mc_msg_error(resp, &err) == 0)
+	if (mc_msg_error(resp, &err) == 0) {
+		/*
+		 * The master has heard of every change up to hb_seq, unless a
+		 * report is still on its way: then acknowledging would skip
+		 * what that report has not told yet, should the link drop.
+		 */
+		if (ctl->synced && ctl->hb_seq >= ctl->acked) {
+			ctl->acked = ctl->hb_seq;
+			ctl->have_ack = true;
+			pindex_journal_trim(&ctl->p->index, ctl->acked);
+		}
 		return;
+	}
 	if (err.code == MC_ERR_NOT_FOUND) {
-		/* The master restarted or declared us dead: start over as a new peer. */
+		/*
+		 * The master restarted or declared us dead. Resuming is tried
+		 * all the same; a master that forgot us registers us anew.
+		 */
 		mc_warn("master %s does not know peer %llu; registering again", ctl->master.text,
 			(unsigned long long)ctl->peer_id);
 		evtimer_del(ctl->hb_ev);
@@ -399,6 +479,7 @@ heartbeat_tick(evutil_socket_t unused, short what, void *arg)
 		timeout = 1000;
 	if (timeout > 30000)
 		timeout = 30000;
+	ctl->hb_seq = pindex_seq(&ctl->p->index);
 	if (mc_conn_call(ctl->conn, "peer_heartbeat", pack_heartbeat, ctl, (int)timeout,
 			 on_heartbeat, ctl) < 0) {
 		drop_link(ctl, "cannot send peer_heartbeat");
@@ -430,18 +511,30 @@ inventory_abort(struct control *ctl)
 	ctl->inv_walk = NULL;
 }
 
+/*
+ * Report the changes since the last acknowledged number when delta, else
+ * everything; either way what the master has heard of once it answered
+ * the last chunk is everything up to the number the report began at.
+ */
 static void
-inventory_start(struct control *ctl)
+inventory_start(struct control *ctl, bool delta)
 {
+	struct pindex *ix = &ctl->p->index;
 	struct mc_err err;
 
 	inventory_abort(ctl);
-	ctl->inv_walk = pindex_walk_begin(&ctl->p->index, &err);
+	ctl->inv_base = pindex_seq(ix);
+	ctl->inv_delta = delta;
+	ctl->inv_since = ctl->inv_gone_at = ctl->acked;
+	ctl->inv_gone_over = false;
+	ctl->inv_walk =
+		delta ? pindex_walk_since(ix, ctl->inv_since, &err) : pindex_walk_begin(ix, &err);
 	if (!ctl->inv_walk) {
 		mc_warn("cannot report the inventory to master %s: %s", ctl->master.text, err.msg);
 		return;
 	}
 	ctl->inv_sent = ctl->inv_kept = ctl->inv_adopted = ctl->inv_dropped = 0;
+	ctl->inv_removed = ctl->inv_gone_sent = 0;
 	inventory_send(ctl);
 }
 
@@ -451,8 +544,21 @@ pack_inventory(msgpack_packer *pk, void *arg)
 	struct control *ctl = arg;
 	size_t i;
 
-	msgpack_pack_map(pk, 3);
+	msgpack_pack_map(pk, ctl->inv_delta ? 5 : 3);
 	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	if (ctl->inv_delta) {
+		mc_pack_kv_bool(pk, "delta", true);
+		mc_pack_key(pk, "removed");
+		msgpack_pack_array(pk, (uint32_t)ctl->inv_ngone);
+		for (i = 0; i < ctl->inv_ngone; i++) {
+			const struct pindex_gone *g = &ctl->inv_gone[i];
+
+			msgpack_pack_map(pk, 3);
+			mc_pack_kv_strn(pk, "tenant", g->name, g->tenant_len);
+			mc_pack_kv_strn(pk, "key", g->name + g->tenant_len, g->key_len);
+			mc_pack_kv_u64(pk, "version", g->version);
+		}
+	}
 	mc_pack_key(pk, "items");
 	msgpack_pack_array(pk, (uint32_t)ctl->inv_n);
 	for (i = 0; i < ctl->inv_n; i++) {
@@ -467,6 +573,16 @@ pack_inventory(msgpack_packer *pk, void *arg)
 		mc_pack_kv_u64(pk, "checksum", o->checksum);
 	}
 	mc_pack_kv_bool(pk, "done", ctl->inv_last);
+}
+
+/* The master has heard of every change up to the report's start. */
+static void
+inventory_synced(struct control *ctl)
+{
+	ctl->synced = true;
+	ctl->acked = ctl->inv_base;
+	ctl->have_ack = true;
+	pindex_journal_trim(&ctl->p->index, ctl->acked);
 }
 
 static void
@@ -484,6 +600,8 @@ inventory_refused(struct control *ctl, const struct mc_err *err)
 		mc_debug("master %s did not take the inventory (%s)", ctl->master.text, err->msg);
 	ctl->inv_refusal_logged = true;
 	inventory_abort(ctl);
+	/* Nothing more will be told: heartbeats may acknowledge again. */
+	inventory_synced(ctl);
 }
 
 static void
@@ -491,7 +609,7 @@ on_inventory(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *
 {
 	struct inv_ticket *t = arg;
 	struct control *ctl = t->ctl;
-	uint64_t gen = t->gen, kept = 0, adopted = 0, dropped = 0;
+	uint64_t gen = t->gen, kept = 0, adopted = 0, dropped = 0, removed = 0;
 	struct mc_err err;
 
 	free(t);
@@ -514,30 +632,77 @@ on_inventory(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *
 		adopted = 0;
 	if (mc_map_u64(resp->body, "dropped", &dropped, &err) < 0)
 		dropped = 0;
+	if (mc_map_u64(resp->body, "removed", &removed, &err) < 0)
+		removed = 0;
 	ctl->inv_kept += kept;
 	ctl->inv_adopted += adopted;
 	ctl->inv_dropped += dropped;
+	ctl->inv_removed += removed;
 	if (!ctl->inv_last) {
 		inventory_send(ctl);
 		return;
 	}
-	ctl->p->st.inventory_reports++;
-	mc_info("reported %llu objects to the master (kept %llu, adopted %llu, dropped %llu)",
-		(unsigned long long)ctl->inv_sent, (unsigned long long)ctl->inv_kept,
-		(unsigned long long)ctl->inv_adopted, (unsigned long long)ctl->inv_dropped);
+	if (ctl->inv_delta) {
+		mc_info("reported changes to the master: %llu removed (%llu replicas forgotten), "
+			"%llu linked (kept %llu, adopted %llu, dropped %llu)",
+			(unsigned long long)ctl->inv_gone_sent,
+			(unsigned long long)ctl->inv_removed, (unsigned long long)ctl->inv_sent,
+			(unsigned long long)ctl->inv_kept, (unsigned long long)ctl->inv_adopted,
+			(unsigned long long)ctl->inv_dropped);
+	} else {
+		ctl->p->st.inventory_reports++;
+		mc_info("reported %llu objects to the master (kept %llu, adopted %llu, dropped "
+			"%llu)",
+			(unsigned long long)ctl->inv_sent, (unsigned long long)ctl->inv_kept,
+			(unsigned long long)ctl->inv_adopted, (unsigned long long)ctl->inv_dropped);
+	}
 	inventory_abort(ctl);
+	inventory_synced(ctl);
 }
 
-/* Take the next slice of the walk and send it as one peer_inventory call. */
+/*
+ * The removals of a delta's next chunk, read from the journal. False
+ * when the journal forgot some of them: the delta cannot be complete.
+ */
+static bool
+take_removals(struct control *ctl)
+{
+	bool lost;
+
+	ctl->inv_ngone = 0;
+	if (ctl->inv_gone_over)
+		return true;
+	ctl->inv_ngone =
+		pindex_gone_next(&ctl->p->index, &ctl->inv_gone_at, ctl->inv_base, ctl->inv_gone,
+				 MC_INVENTORY_CHUNK, ctl->inv_names, INVENTORY_NAME_BYTES, &lost);
+	if (lost)
+		return false;
+	ctl->inv_gone_over = ctl->inv_ngone == 0;
+	return true;
+}
+
+/*
+ * Take the next slice and send it as one peer_inventory call: in a delta
+ * the removals go first, in chunks of their own, then the entries.
+ */
 static void
 inventory_send(struct control *ctl)
 {
 	struct inv_ticket *t;
 	int r;
 
-	ctl->inv_n = pindex_walk_next(ctl->inv_walk, ctl->inv_items, MC_INVENTORY_CHUNK,
-				      INVENTORY_NAME_BYTES);
-	ctl->inv_last = pindex_walk_over(ctl->inv_walk);
+	if (ctl->inv_delta && !take_removals(ctl)) {
+		mc_info("the journal of removals does not reach back to change %llu; "
+			"reporting the whole inventory",
+			(unsigned long long)ctl->inv_since);
+		inventory_start(ctl, false);
+		return;
+	}
+	ctl->inv_n = 0;
+	if (ctl->inv_ngone == 0)
+		ctl->inv_n = pindex_walk_next(ctl->inv_walk, ctl->inv_items, MC_INVENTORY_CHUNK,
+					      INVENTORY_NAME_BYTES);
+	ctl->inv_last = (!ctl->inv_delta || ctl->inv_gone_over) && pindex_walk_over(ctl->inv_walk);
 	t = malloc(sizeof(*t));
 	if (!t) {
 		pindex_release_many(&ctl->p->index, ctl->inv_items, ctl->inv_n);
@@ -555,12 +720,13 @@ inventory_send(struct control *ctl)
 	pindex_release_many(&ctl->p->index, ctl->inv_items, ctl->inv_n);
 	if (r < 0) {
 		free(t);
-		ctl->inv_n = 0;
+		ctl->inv_n = ctl->inv_ngone = 0;
 		drop_link(ctl, "cannot send peer_inventory");
 		return;
 	}
 	ctl->inv_sent += ctl->inv_n;
-	ctl->inv_n = 0;
+	ctl->inv_gone_sent += ctl->inv_ngone;
+	ctl->inv_n = ctl->inv_ngone = 0;
 }
 
 struct control *
@@ -582,7 +748,9 @@ control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 	ctl->ops.ctx = p;
 	ctl->ops.on_close = on_close;
 	ctl->inv_items = calloc(MC_INVENTORY_CHUNK, sizeof(*ctl->inv_items));
-	if (!ctl->inv_items) {
+	ctl->inv_gone = calloc(MC_INVENTORY_CHUNK, sizeof(*ctl->inv_gone));
+	ctl->inv_names = malloc(INVENTORY_NAME_BYTES);
+	if (!ctl->inv_items || !ctl->inv_gone || !ctl->inv_names) {
 		mc_err_errno(err, "cannot allocate the master link");
 		goto fail;
 	}
@@ -692,6 +860,8 @@ control_free(struct control *ctl)
 	/* Before the index goes: the walk's markers sit on its list. */
 	inventory_abort(ctl);
 	free(ctl->inv_items);
+	free(ctl->inv_gone);
+	free(ctl->inv_names);
 	if (ctl->connect_ev)
 		event_free(ctl->connect_ev);
 	if (ctl->fd >= 0)

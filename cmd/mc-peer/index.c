@@ -83,7 +83,74 @@ pindex_init(struct pindex *ix, struct arena *a, struct mc_err *err)
 	}
 	mc_htab_init(&ix->tab);
 	ix->arena = a;
+	ix->gone_max = PINDEX_JOURNAL_MAX;
+	ix->gone_max_bytes = PINDEX_JOURNAL_NAME_BYTES;
 	return 0;
+}
+
+/* ---- the removal journal; lock held ---- */
+
+static void
+gone_pop(struct pindex *ix)
+{
+	struct pgone *g = ix->gone_head;
+
+	ix->gone_head = g->next;
+	if (!ix->gone_head)
+		ix->gone_tail = NULL;
+	ix->ngone--;
+	ix->gone_bytes -= (size_t)g->tenant_len + g->key_len;
+	free(g);
+}
+
+/* Forget the oldest removals until the journal fits its caps. */
+static void
+gone_fit(struct pindex *ix)
+{
+	while (ix->gone_head && (ix->ngone > ix->gone_max || ix->gone_bytes > ix->gone_max_bytes)) {
+		if (ix->gone_head->seq > ix->gone_lost)
+			ix->gone_lost = ix->gone_head->seq;
+		gone_pop(ix);
+	}
+}
+
+static void
+gone_add(struct pindex *ix, const struct pobj *o, uint64_t seq)
+{
+	size_t names = (size_t)o->tenant_len + o->key_len;
+	struct pgone *g = NULL;
+
+	if (ix->gone_max > 0)
+		g = malloc(sizeof(*g) + names);
+	if (!g) {
+		/* Not recorded: a delta spanning this removal would lie. */
+		ix->gone_lost = seq;
+		return;
+	}
+	g->next = NULL;
+	g->seq = seq;
+	g->version = o->version;
+	g->tenant_len = o->tenant_len;
+	g->key_len = o->key_len;
+	memcpy(g->name, o->name, names);
+	if (ix->gone_tail)
+		ix->gone_tail->next = g;
+	else
+		ix->gone_head = g;
+	ix->gone_tail = g;
+	ix->ngone++;
+	ix->gone_bytes += names;
+	gone_fit(ix);
+}
+
+void
+pindex_journal_limit(struct pindex *ix, size_t max, size_t max_bytes)
+{
+	pthread_mutex_lock(&ix->mu);
+	ix->gone_max = max;
+	ix->gone_max_bytes = max_bytes;
+	gone_fit(ix);
+	pthread_mutex_unlock(&ix->mu);
 }
 
 static void
@@ -105,6 +172,8 @@ pindex_destroy(struct pindex *ix)
 		pobj_free(ix, o);
 	}
 	mc_htab_free(&ix->tab);
+	while (ix->gone_head)
+		gone_pop(ix);
 	free(ix->head);
 	ix->head = NULL;
 	pthread_mutex_destroy(&ix->mu);
@@ -150,6 +219,7 @@ unlink_locked(struct pindex *ix, struct pobj *o)
 	o->linked = false;
 	ix->objects--;
 	ix->bytes -= o->size;
+	gone_add(ix, o, ++ix->seq);
 	if (--o->refs == 0)
 		pobj_free(ix, o);
 }
@@ -182,6 +252,7 @@ pindex_publish(struct pindex *ix, struct pobj *o, struct mc_err *err)
 	}
 	list_add_before(ix->head, o);
 	o->linked = true;
+	o->seq = ++ix->seq;
 	ix->objects++;
 	ix->bytes += o->size;
 	pthread_mutex_unlock(&ix->mu);
@@ -265,6 +336,61 @@ pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes)
 	pthread_mutex_unlock(&ix->mu);
 }
 
+/* ---- changes ---- */
+
+uint64_t
+pindex_seq(struct pindex *ix)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&ix->mu);
+	seq = ix->seq;
+	pthread_mutex_unlock(&ix->mu);
+	return seq;
+}
+
+void
+pindex_journal_trim(struct pindex *ix, uint64_t upto)
+{
+	pthread_mutex_lock(&ix->mu);
+	while (ix->gone_head && ix->gone_head->seq <= upto)
+		gone_pop(ix);
+	pthread_mutex_unlock(&ix->mu);
+}
+
+size_t
+pindex_gone_next(struct pindex *ix, uint64_t *after, uint64_t until, struct pindex_gone *out,
+		 size_t max, char *buf, size_t cap, bool *lost)
+{
+	const struct pgone *g;
+	size_t n = 0, used = 0;
+
+	pthread_mutex_lock(&ix->mu);
+	/* Forgotten oldest first: anything newer than *after gone means a gap. */
+	*lost = ix->gone_lost > *after;
+	for (g = ix->gone_head; g && g->seq <= *after; g = g->next)
+		;
+	for (; g && g->seq <= until && n < max; g = g->next) {
+		size_t names = (size_t)g->tenant_len + g->key_len;
+		struct lookup l = { g->name, g->tenant_len, g->name + g->tenant_len, g->key_len };
+
+		if (names > cap - used)
+			break;
+		*after = g->seq;
+		if (mc_htab_find(&ix->tab, name_hash(l.tenant, l.tlen, l.key, l.klen), pobj_eq, &l))
+			continue;
+		memcpy(buf + used, g->name, names);
+		out[n].version = g->version;
+		out[n].tenant_len = g->tenant_len;
+		out[n].key_len = g->key_len;
+		out[n].name = buf + used;
+		used += names;
+		n++;
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return n;
+}
+
 /* ---- walks ---- */
 
 /*
@@ -283,7 +409,14 @@ struct pindex_walk {
 struct pindex_walk *
 pindex_walk_begin(struct pindex *ix, struct mc_err *err)
 {
+	return pindex_walk_since(ix, 0, err);
+}
+
+struct pindex_walk *
+pindex_walk_since(struct pindex *ix, uint64_t since, struct mc_err *err)
+{
 	struct pindex_walk *w = calloc(1, sizeof(*w));
+	struct pobj *first;
 
 	if (!w) {
 		mc_err_errno(err, "cannot allocate an index walk");
@@ -297,7 +430,15 @@ pindex_walk_begin(struct pindex *ix, struct mc_err *err)
 		goto fail;
 	}
 	pthread_mutex_lock(&ix->mu);
-	list_add_before(ix->head->next, w->at);
+	/*
+	 * Entries sit in the order they were linked, each numbered then, so
+	 * those linked after since are a tail: find where it starts, from
+	 * the end, since a resume's tail is short next to the whole list.
+	 */
+	first = since == 0 ? ix->head->next : ix->head;
+	while (first != ix->head->next && (first->prev->marker || first->prev->seq > since))
+		first = first->prev;
+	list_add_before(first, w->at);
 	list_add_before(ix->head, w->end);
 	pthread_mutex_unlock(&ix->mu);
 	return w;

@@ -13,6 +13,14 @@
  * can take them in slices, letting go of the lock between slices,
  * without missing an entry that stayed linked the whole time: a hash
  * table reorders its slots when it grows or deletes, a list does not.
+ *
+ * For a peer that resumes its registration after a lost link, the index
+ * also keeps what changed: a sequence number bumped by every link and
+ * unlink, the number each entry was linked at (so the entries linked
+ * since S are a tail of the list), and a bounded journal of removals.
+ * When the journal has to forget a removal (its caps, or no memory for
+ * the record), the changes since any earlier number are no longer
+ * complete, and the index says so.
  */
 #ifndef MC_PEER_INDEX_H
 #define MC_PEER_INDEX_H
@@ -41,6 +49,7 @@ struct pobj {
 	uint64_t checksum;
 	uint64_t off; /* arena byte offset; meaningless when size == 0 */
 	uint64_t last_access;
+	uint64_t seq; /* the index's change number when this entry was linked */
 	uint32_t refs;
 	uint8_t tier;
 	bool linked;
@@ -50,6 +59,20 @@ struct pobj {
 	char name[]; /* tenant bytes then key bytes, not NUL-terminated */
 };
 
+/* One removal in the journal (tenant bytes then key bytes in name). */
+struct pgone {
+	struct pgone *next;
+	uint64_t seq;
+	uint64_t version;
+	uint16_t tenant_len;
+	uint16_t key_len;
+	char name[];
+};
+
+/* Journal caps unless pindex_journal_limit says otherwise. */
+#define PINDEX_JOURNAL_MAX 65536u
+#define PINDEX_JOURNAL_NAME_BYTES (8u << 20)
+
 struct pindex {
 	pthread_mutex_t mu;
 	struct mc_htab tab;
@@ -58,9 +81,17 @@ struct pindex {
 	struct arena *arena;
 	uint64_t objects;
 	uint64_t bytes; /* object bytes held (exact, not page-rounded) */
+	uint64_t seq;	/* change number: bumped by every link and unlink */
+	/* The removal journal, oldest first, and its caps. */
+	struct pgone *gone_head, *gone_tail;
+	size_t ngone, gone_bytes;
+	size_t gone_max, gone_max_bytes;
+	uint64_t gone_lost; /* newest seq of a removal the journal forgot */
 };
 
 int pindex_init(struct pindex *ix, struct arena *a, struct mc_err *err);
+/* Cap the removal journal at max entries and max_bytes of names (0 entries: none kept). */
+void pindex_journal_limit(struct pindex *ix, size_t max, size_t max_bytes);
 /* Frees every entry still linked; readers must be gone. */
 void pindex_destroy(struct pindex *ix);
 
@@ -98,6 +129,33 @@ int pindex_drop(struct pindex *ix, const char *tenant, size_t tlen, const char *
 
 void pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes);
 
+/* ---- changes, for resuming a registration ---- */
+
+/* The current change number. */
+uint64_t pindex_seq(struct pindex *ix);
+/* Forget the removals numbered <= upto: the master has heard of them. */
+void pindex_journal_trim(struct pindex *ix, uint64_t upto);
+
+/* A removal copied out of the journal; name points into the caller's buffer. */
+struct pindex_gone {
+	uint64_t version;
+	uint16_t tenant_len;
+	uint16_t key_len;
+	const char *name;
+};
+
+/*
+ * Copy the removals numbered after *after and up to until, oldest first,
+ * into out (at most max, names packed into buf of cap bytes), moving
+ * *after past them. A removal whose key is linked again is left out:
+ * the entry linked since tells the master what the peer holds now.
+ * Returns how many were copied; 0 once there are no more. *lost is set
+ * when a removal numbered after *after (as it was on the call) has been
+ * forgotten, i.e. the removals from there on are not complete.
+ */
+size_t pindex_gone_next(struct pindex *ix, uint64_t *after, uint64_t until, struct pindex_gone *out,
+			size_t max, char *buf, size_t cap, bool *lost);
+
 /*
  * A walk over the entries linked when it began. Entries linked later
  * are not visited; an entry unlinked before the walk reaches it is not
@@ -106,6 +164,8 @@ void pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes);
 struct pindex_walk;
 
 struct pindex_walk *pindex_walk_begin(struct pindex *ix, struct mc_err *err);
+/* The same, over only the entries linked after change number since. */
+struct pindex_walk *pindex_walk_since(struct pindex *ix, uint64_t since, struct mc_err *err);
 /*
  * The next slice: up to max entries, each with a reference the caller
  * gives back with pindex_release_many, stopping early once the names

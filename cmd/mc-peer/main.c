@@ -32,11 +32,13 @@ static struct {
 	int ready_fd;
 	bool fault_inject;
 	int max_conns;
+	uint64_t journal_max;
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
 	.domain = "default",
 	.ready_fd = -1,
+	.journal_max = PINDEX_JOURNAL_MAX,
 };
 
 static int
@@ -105,6 +107,9 @@ static const struct mc_opt opts[] = {
 	  &cfg.fault_inject },
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
 	  mc_set_positive_int, &cfg.max_conns },
+	{ "journal-max", 0, "N", NULL,
+	  "removals remembered for resuming with the master (default 65536)", mc_set_u64,
+	  &cfg.journal_max },
 	{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
 	  mc_set_log_level, NULL },
 	{ 0 },
@@ -122,7 +127,7 @@ static const struct mc_opt_spec spec = {
 struct peer_metrics {
 	struct mc_metrics *reg;
 	struct mc_metric *used, *capacity, *objects, *reads, *writes, *misses, *bytes_in,
-		*bytes_out, *malformed, *registrations, *inventory_reports;
+		*bytes_out, *malformed, *registrations, *resumes, *inventory_reports;
 };
 
 static void
@@ -146,6 +151,7 @@ collect(struct mc_metrics *m, void *arg)
 	mc_metric_set(pm->bytes_out, (double)p->st.bytes_out);
 	mc_metric_set(pm->malformed, (double)cs.malformed);
 	mc_metric_set(pm->registrations, (double)p->st.registrations);
+	mc_metric_set(pm->resumes, (double)p->st.resumes);
 	mc_metric_set(pm->inventory_reports, (double)p->st.inventory_reports);
 }
 
@@ -177,14 +183,18 @@ metrics_new(struct peer *p)
 				      NULL, NULL);
 	pm->malformed = mc_metric_get(r, "mc_peer_malformed_messages_total", MC_COUNTER,
 				      "connections closed for a malformed message", NULL, NULL);
-	pm->registrations = mc_metric_get(r, "mc_peer_registrations_total", MC_COUNTER,
-					  "registrations the master accepted", NULL, NULL);
+	pm->registrations =
+		mc_metric_get(r, "mc_peer_registrations_total", MC_COUNTER,
+			      "registrations the master accepted as a new peer", NULL, NULL);
+	pm->resumes =
+		mc_metric_get(r, "mc_peer_resumes_total", MC_COUNTER,
+			      "registrations the master resumed after a lost link", NULL, NULL);
 	pm->inventory_reports =
 		mc_metric_get(r, "mc_peer_inventory_reports_total", MC_COUNTER,
 			      "whole inventories reported to the master", NULL, NULL);
 	if (!pm->used || !pm->capacity || !pm->objects || !pm->reads || !pm->writes ||
 	    !pm->misses || !pm->bytes_in || !pm->bytes_out || !pm->malformed ||
-	    !pm->registrations || !pm->inventory_reports)
+	    !pm->registrations || !pm->resumes || !pm->inventory_reports)
 		goto fail;
 	mc_metrics_on_collect(r, collect, p);
 	return pm;
@@ -269,6 +279,7 @@ main(int argc, char **argv)
 		mc_complain("%s", err.msg);
 		goto out_arena;
 	}
+	pindex_journal_limit(&p.index, (size_t)cfg.journal_max, PINDEX_JOURNAL_NAME_BYTES);
 
 	ops.methods = peer_data_methods;
 	ops.ctx = &p;

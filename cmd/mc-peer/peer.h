@@ -29,7 +29,8 @@ struct peer_counters {
 	uint64_t read_misses;
 	uint64_t bytes_in;
 	uint64_t bytes_out;
-	uint64_t registrations;	    /* accepted by the master */
+	uint64_t registrations;	    /* accepted by the master as a new peer */
+	uint64_t resumes;	    /* registrations the master resumed */
 	uint64_t inventory_reports; /* whole inventories the master answered */
 };
 

@@ -126,22 +126,36 @@
  * ---- master, peer-facing ----
  *
  * peer_register {addr, host, domain, evict_mode?="local",
- *                tiers: [{tier, capacity, used}]}
- *   -> {peer_id, heartbeat_ms, peer_ttl_ms}
- *   A peer registering an addr that is already registered replaces the old
- *   entry (whose replicas are dropped).
- * peer_heartbeat {peer_id, tiers: [{tier, capacity, used}]} -> {}
+ *                tiers: [{tier, capacity, used}],
+ *                resume?: {peer_id, session, since}}
+ *   -> {peer_id, session, resumed: bool, heartbeat_ms, peer_ttl_ms}
+ *   session (32 hex digits) is drawn at a fresh registration; a peer
+ *   shows it with its peer_id in every later registration. The master
+ *   resumes (same id, replicas and metadata kept) a live peer at the same
+ *   addr with that token; otherwise it registers the peer anew, and an
+ *   older entry at the same addr becomes a ghost whose replicas the new
+ *   peer's inventory confirms. since: the change number last acknowledged.
+ * peer_heartbeat {peer_id, tiers: [{tier, capacity, used}], seq?} -> {}
+ *   seq: the peer's index change number; once the report after the last
+ *   registration is done, an answer acknowledges every change up to it.
  *   Errors: not_found (unknown peer: register again).
  * peer_unregister {peer_id} -> {}
  * peer_inventory {peer_id, items: [{tenant, key, tier, size, version,
- *                 checksum}], done: bool} -> {kept, adopted, dropped}
+ *                 checksum}], done: bool, delta?: bool,
+ *                 removed?: [{tenant, key, version}]}
+ *   -> {kept, adopted, dropped, removed}
  *   After every registration a peer reports what it holds, at most
  *   MC_INVENTORY_CHUNK items a call, the last with done=true. The master
  *   confirms a replica it knew (same size, version, checksum), adopts a
  *   complete copy of an object it does not know, and drops (and tells the
- *   peer to drop) a copy that disagrees with its metadata. After a
- *   restore, replicas that no live peer confirms within
- *   --reconcile-timeout are dropped; objects left without any are erased.
+ *   peer to drop) a copy that disagrees with its metadata; at done, the
+ *   replicas on the peer it did not confirm are dropped. After a resume a
+ *   peer may send a delta instead: the copies it removed since the
+ *   acknowledged change number (removed, each forgetting that peer's
+ *   replica up to version; all before any items), then the entries linked
+ *   since (items). After a restore, replicas that no live peer confirms
+ *   within --reconcile-timeout are dropped; objects left without any are
+ *   erased.
  * Master -> peer notification on the peer's control connection:
  *   drop {items: [{tenant, key, version}]}
  *   The peer frees its copy of each key whose stored version is <= version.
