@@ -254,18 +254,37 @@ pack_batch(msgpack_packer *pk, void *arg)
  * The lookup load is one thread driving --clients connections through
  * poll(), each with one batch call in flight, the way redis-benchmark
  * drives its connections: a thread per connection would spend the
- * shared cores on wake-ups instead of requests.
+ * shared cores on wake-ups instead of requests. Like a client, each
+ * connection releases the leases of a batch with the next call (a
+ * notification sent with it).
  */
 struct lookup_conn {
 	struct mc_rpcc *r;
 	struct batch_args ba;
 	uint64_t sent_at, calls;
+	uint64_t *leases; /* the last answer's lease ids, --batch slots */
+	size_t nleases;
 };
+
+static void
+pack_release(msgpack_packer *pk, void *arg)
+{
+	const struct lookup_conn *lc = arg;
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_key(pk, "lease_ids");
+	msgpack_pack_array(pk, (uint32_t)lc->nleases);
+	for (size_t i = 0; i < lc->nleases; i++)
+		msgpack_pack_uint64(pk, lc->leases[i]);
+}
 
 static int
 lookup_send(struct lookup_conn *lc, struct mc_err *err)
 {
 	lc->sent_at = mc_mono_ns();
+	if (lc->nleases > 0 && mc_rpcc_notify(lc->r, "release", pack_release, lc, err) < 0)
+		return -1;
+	lc->nleases = 0;
 	if (mc_rpcc_send(lc->r, "batch_get_replica_list", pack_batch, &lc->ba, NULL, 0, err) < 0)
 		return -1;
 	return mc_rpcc_flush(lc->r, err);
@@ -291,9 +310,14 @@ lookup_recv(struct lookup_conn *lc, struct worker *w)
 		return mc_err_set(&w->err, MC_ERR_PROTO, "batch reply without %llu items",
 				  (unsigned long long)o->batch);
 	}
-	for (uint32_t k = 0; k < items->size; k++)
+	for (uint32_t k = 0; k < items->size; k++) {
+		uint64_t id = 0;
+
 		if (mc_map_get(&items->ptr[k], "error") != NULL)
 			w->failures++;
+		else if (mc_map_u64(&items->ptr[k], "lease_id", &id, NULL) == 1 && id != 0)
+			lc->leases[lc->nleases++] = id;
+	}
 	mc_msg_release(&resp);
 	lat_add(&w->lat, mc_mono_ns() - lc->sent_at);
 	w->ops += o->batch;
@@ -318,6 +342,11 @@ lookup_loop(struct worker *w)
 	}
 	for (unsigned i = 0; i < n; i++) {
 		lc[i].ba = (struct batch_args){ .o = o, .first = (uint64_t)i * 9973 };
+		lc[i].leases = calloc(o->batch, sizeof(*lc[i].leases));
+		if (lc[i].leases == NULL) {
+			mc_err_set(&w->err, MC_ERR_SYSTEM, "out of memory");
+			goto out;
+		}
 		lc[i].r = master_open(o, &w->err);
 		if (lc[i].r == NULL)
 			goto out;
@@ -350,8 +379,10 @@ lookup_loop(struct worker *w)
 	}
 	w->rc = 0;
 out:
-	for (unsigned i = 0; lc != NULL && i < n; i++)
+	for (unsigned i = 0; lc != NULL && i < n; i++) {
 		mc_rpcc_close(lc[i].r);
+		free(lc[i].leases);
+	}
 	free(lc);
 	free(pf);
 }

@@ -14,6 +14,10 @@
 
 /* Ids in one release call at most (a batch get leases up to BATCH_MAX keys). */
 #define RELEASE_MAX 10000
+/* Freed entries of each kind kept for reuse at most. */
+#define SPARE_MAX 4096
+/* Expired leases forgotten per sweep at most, so a sweep stays short. */
+#define EXPIRE_MAX 8192
 
 struct lease {
 	uint64_t id;
@@ -30,6 +34,57 @@ struct holders {
 	const void *subject;
 	struct lease *first, *last;
 };
+
+static struct lease *
+lease_alloc(struct leases *l)
+{
+	struct lease *x = l->spare;
+
+	if (x == NULL)
+		return calloc(1, sizeof(*x));
+	l->spare = x->newer;
+	l->nspare--;
+	memset(x, 0, sizeof(*x));
+	return x;
+}
+
+static void
+lease_recycle(struct leases *l, struct lease *x)
+{
+	if (l->nspare >= SPARE_MAX) {
+		free(x);
+		return;
+	}
+	x->newer = l->spare;
+	l->spare = x;
+	l->nspare++;
+}
+
+static struct holders *
+holders_alloc(struct leases *l)
+{
+	struct holders *h = l->spare_holders;
+
+	if (h == NULL)
+		return calloc(1, sizeof(*h));
+	l->spare_holders = (struct holders *)(void *)h->first;
+	l->nspare_holders--;
+	memset(h, 0, sizeof(*h));
+	return h;
+}
+
+static void
+holders_recycle(struct leases *l, struct holders *h)
+{
+	if (l->nspare_holders >= SPARE_MAX) {
+		free(h);
+		return;
+	}
+	/* A spare's first holder pointer links the spares. */
+	h->first = (struct lease *)(void *)l->spare_holders;
+	l->spare_holders = h;
+	l->nspare_holders++;
+}
 
 static uint64_t
 id_hash(uint64_t id)
@@ -79,8 +134,18 @@ leases_clear(struct leases *l)
 		next = x->newer;
 		free(x);
 	}
+	for (x = l->spare; x != NULL; x = next) {
+		next = x->newer;
+		free(x);
+	}
 	while ((h = mc_htab_next(&l->subjects, &cur)) != NULL)
 		free(h);
+	while ((h = l->spare_holders) != NULL) {
+		l->spare_holders = (struct holders *)(void *)h->first;
+		free(h);
+	}
+	l->spare = NULL;
+	l->nspare = l->nspare_holders = 0;
 	mc_htab_free(&l->by_id);
 	mc_htab_free(&l->subjects);
 	mc_htab_init(&l->by_id);
@@ -141,9 +206,9 @@ lease_drop(struct leases *l, struct lease *x, struct holders *h)
 	mc_htab_remove(&l->by_id, id_hash(x->id), lease_eq, &x->id);
 	if (h->first == NULL) {
 		mc_htab_remove(&l->subjects, ptr_hash(h->subject), holders_eq, h->subject);
-		free(h);
+		holders_recycle(l, h);
 	}
-	free(x);
+	lease_recycle(l, x);
 }
 
 static struct holders *
@@ -170,14 +235,15 @@ lease_grant(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 	} else if (o->lease_deadline < until) {
 		o->lease_deadline = until;
 	}
-	if (l->by_id.count >= LEASES_MAX || (x = calloc(1, sizeof(*x))) == NULL)
+	if (l->by_id.count >= LEASES_MAX || (x = lease_alloc(l)) == NULL)
 		goto untracked;
 	h = holders_of(l, subject);
 	if (h == NULL) {
-		h = calloc(1, sizeof(*h));
+		h = holders_alloc(l);
 		if (h == NULL || mc_htab_insert(&l->subjects, ptr_hash(subject), h) != 0) {
-			free(h);
-			free(x);
+			if (h != NULL)
+				holders_recycle(l, h);
+			lease_recycle(l, x);
 			goto untracked;
 		}
 		h->subject = subject;
@@ -190,9 +256,9 @@ lease_grant(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 	if (mc_htab_insert(&l->by_id, id_hash(x->id), x) != 0) {
 		if (h->first == NULL) {
 			mc_htab_remove(&l->subjects, ptr_hash(subject), holders_eq, subject);
-			free(h);
+			holders_recycle(l, h);
 		}
-		free(x);
+		lease_recycle(l, x);
 		goto untracked;
 	}
 	x->older = l->newest;
@@ -242,9 +308,10 @@ void
 lease_expire(struct master *m, uint64_t now)
 {
 	struct leases *l = &m->leases;
+	unsigned n = 0;
 
 	/* Expired leases already protect nothing: this only frees their memory. */
-	while (l->oldest != NULL && l->oldest->deadline <= now) {
+	while (l->oldest != NULL && l->oldest->deadline <= now && n++ < EXPIRE_MAX) {
 		struct lease *x = l->oldest;
 
 		lease_drop(l, x, holders_of(l, x->subject));

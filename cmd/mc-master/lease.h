@@ -28,13 +28,21 @@ struct master;
 struct mobj;
 struct lease;
 
-/* Leases tracked at most; beyond it a read is protected by the TTL alone. */
-#define LEASES_MAX (1u << 20)
+/*
+ * Leases tracked at most (about 100 bytes each); beyond it a read is
+ * protected by the TTL alone. Readers that release keep far fewer: one
+ * per read in flight.
+ */
+#define LEASES_MAX (1u << 18)
 
 struct leases {
 	struct mc_htab by_id;	 /* struct lease by id */
 	struct mc_htab subjects; /* struct holders by subject (object or group) */
 	struct lease *oldest, *newest;
+	/* Freed entries kept for reuse: a read then costs no allocation. */
+	struct lease *spare;
+	struct holders *spare_holders;
+	unsigned nspare, nspare_holders;
 	uint64_t next_id;
 	uint64_t granted, released, expired, untracked;
 };
@@ -52,7 +60,7 @@ void leases_free(struct leases *l);
 uint64_t lease_grant(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now);
 /* End the lease id of tenant's reader; false when there is no such lease. */
 bool lease_release(struct master *m, uint64_t id, uint32_t tenant);
-/* From the sweep: forget leases whose deadline passed. */
+/* From the sweep: forget leases whose deadline passed (a bounded number a call). */
 void lease_expire(struct master *m, uint64_t now);
 /* o is about to be freed: forget the leases on it, and on its group if o is its last member. */
 void lease_forget(struct master *m, struct mobj *o);
