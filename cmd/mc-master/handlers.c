@@ -36,15 +36,6 @@ struct cand {
 	int rank;
 };
 
-static struct master *
-begin(struct mc_req *req, enum method k)
-{
-	struct master *m = req->ctx;
-
-	mmetrics_request(&m->mx, k);
-	return m;
-}
-
 /* A str or bin object as bytes; -1 for anything else. */
 static int
 obj_bytes(const msgpack_object *o, const char **s, size_t *len)
@@ -202,7 +193,7 @@ pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint6
 static void
 h_hello(struct mc_req *req)
 {
-	struct master *m = begin(req, M_HELLO);
+	struct master *m = req_begin(req, M_HELLO);
 	struct client *cl = req_client_get(req);
 	struct mc_err err;
 	const char *s;
@@ -240,7 +231,7 @@ static void
 h_get_replica_list(struct mc_req *req)
 {
 	uint64_t t0 = mc_mono_ns();
-	struct master *m = begin(req, M_GET_REPLICA_LIST);
+	struct master *m = req_begin(req, M_GET_REPLICA_LIST);
 	const struct client *cl = req_client(req);
 	struct cand c[2 * MC_REPLICAS_MAX];
 	struct mc_err err;
@@ -270,7 +261,7 @@ static void
 h_batch_get_replica_list(struct mc_req *req)
 {
 	uint64_t t0 = mc_mono_ns();
-	struct master *m = begin(req, M_BATCH_GET_REPLICA_LIST);
+	struct master *m = req_begin(req, M_BATCH_GET_REPLICA_LIST);
 	const struct client *cl = req_client(req);
 	struct cand c[2 * MC_REPLICAS_MAX];
 	uint64_t now = mc_now_ms(), hashes[PREFETCH_AHEAD];
@@ -321,7 +312,7 @@ out:
 static void
 h_exist(struct mc_req *req)
 {
-	struct master *m = begin(req, M_EXIST);
+	struct master *m = req_begin(req, M_EXIST);
 	struct mc_err err;
 	const char *key;
 	size_t len;
@@ -340,7 +331,7 @@ h_exist(struct mc_req *req)
 static void
 h_batch_exist(struct mc_req *req)
 {
-	struct master *m = begin(req, M_BATCH_EXIST);
+	struct master *m = req_begin(req, M_BATCH_EXIST);
 	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
 	const msgpack_object_array *keys = need_keys(req->params, &err);
@@ -390,7 +381,7 @@ remove_one(struct master *m, uint32_t tenant, const char *key, size_t len, bool 
 static void
 h_remove(struct mc_req *req)
 {
-	struct master *m = begin(req, M_REMOVE);
+	struct master *m = req_begin(req, M_REMOVE);
 	struct mc_err err;
 	const char *key;
 	size_t len;
@@ -408,7 +399,7 @@ h_remove(struct mc_req *req)
 static void
 h_batch_remove(struct mc_req *req)
 {
-	struct master *m = begin(req, M_BATCH_REMOVE);
+	struct master *m = req_begin(req, M_BATCH_REMOVE);
 	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
 	bool force = false;
@@ -477,7 +468,7 @@ collect_prefix(struct master *m, uint32_t tenant, const char *prefix, size_t ple
 static void
 h_remove_prefix(struct mc_req *req)
 {
-	struct master *m = begin(req, M_REMOVE_PREFIX);
+	struct master *m = req_begin(req, M_REMOVE_PREFIX);
 	uint32_t tenant = req_client(req)->tenant;
 	uint64_t now = mc_now_ms(), removed = 0, skipped = 0;
 	struct mc_err err;
@@ -537,7 +528,7 @@ obj_keycmp(const void *x, const void *y)
 static void
 h_list(struct mc_req *req)
 {
-	struct master *m = begin(req, M_LIST);
+	struct master *m = req_begin(req, M_LIST);
 	uint32_t tenant = req_client(req)->tenant;
 	const char *prefix = "", *after = NULL;
 	size_t plen = 0, alen = 0, n, first = 0, out, bytes = 0;
@@ -591,7 +582,7 @@ h_list(struct mc_req *req)
 static void
 h_stat(struct mc_req *req)
 {
-	struct master *m = begin(req, M_STAT);
+	struct master *m = req_begin(req, M_STAT);
 	const struct client *cl = req_client(req);
 	struct mc_err err;
 	const char *key;
@@ -652,7 +643,7 @@ h_stat(struct mc_req *req)
 static void
 h_stats(struct mc_req *req)
 {
-	struct master *m = begin(req, M_STATS);
+	struct master *m = req_begin(req, M_STATS);
 	const struct store *s = &m->store;
 
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -698,7 +689,7 @@ pack_tiers(msgpack_packer *pk, const struct peer *p)
 static void
 h_peers(struct mc_req *req)
 {
-	struct master *m = begin(req, M_PEERS);
+	struct master *m = req_begin(req, M_PEERS);
 
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);

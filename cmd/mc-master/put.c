@@ -49,15 +49,6 @@ struct put_wait {
 	char buf[];
 };
 
-static struct master *
-begin(struct mc_req *req, enum method k)
-{
-	struct master *m = req->ctx;
-
-	mmetrics_request(&m->mx, k);
-	return m;
-}
-
 static int
 put_args_parse(const msgpack_object *params, struct put_args *a, struct mc_err *err)
 {
@@ -387,7 +378,7 @@ wait_for_room(struct master *m, struct mc_req *req, uint32_t tenant, const struc
 void
 h_put_start(struct mc_req *req)
 {
-	struct master *m = begin(req, M_PUT_START);
+	struct master *m = req_begin(req, M_PUT_START);
 	uint32_t tenant = req_client(req)->tenant;
 	struct put_args a;
 	struct mc_err err;
@@ -524,7 +515,7 @@ named(const msgpack_object_array *ids, uint32_t id)
 void
 h_put_end(struct mc_req *req)
 {
-	struct master *m = begin(req, M_PUT_END);
+	struct master *m = req_begin(req, M_PUT_END);
 	const msgpack_object_array *ids;
 	struct mobj *o = write_target(req, M_PUT_END, &ids);
 
@@ -555,7 +546,7 @@ h_put_end(struct mc_req *req)
 void
 h_put_revoke(struct mc_req *req)
 {
-	struct master *m = begin(req, M_PUT_REVOKE);
+	struct master *m = req_begin(req, M_PUT_REVOKE);
 	const msgpack_object_array *ids;
 	struct mobj *o = write_target(req, M_PUT_REVOKE, &ids);
 

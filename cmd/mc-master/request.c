@@ -12,6 +12,15 @@
 /* A connection that never said hello speaks for the default tenant. */
 static const struct client default_client;
 
+struct master *
+req_begin(struct mc_req *req, enum method k)
+{
+	struct master *m = req->ctx;
+
+	mmetrics_request(&m->mx, k);
+	return m;
+}
+
 void
 handler_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
 {

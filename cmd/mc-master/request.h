@@ -14,6 +14,8 @@
 #include "master.h"
 #include "mmetrics.h"
 
+/* The master, once request req of method k is counted. */
+struct master *req_begin(struct mc_req *req, enum method k);
 /* Count a failure of method k and answer req with the error. */
 void handler_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -166,8 +166,9 @@ slow_fire(evutil_socket_t fd, short what, void *arg)
 	atomic_fetch_add(&g_slow_done, 1);
 }
 
+/* Answer req 50 ms from now; hold: its connection reads nothing meanwhile. */
 static void
-h_slow(struct mc_req *req)
+slow_start(struct mc_req *req, bool hold)
 {
 	struct timeval tv = { 0, 50 * 1000 };
 	struct slow *s = calloc(1, sizeof(*s));
@@ -177,24 +178,8 @@ h_slow(struct mc_req *req)
 		return;
 	}
 	s->req = mc_req_defer(req);
-	s->ev = evtimer_new(g_base, slow_fire, s);
-	evtimer_add(s->ev, &tv);
-}
-
-/* Like slow, but the connection is held: nothing after it runs before the reply. */
-static void
-h_held(struct mc_req *req)
-{
-	struct timeval tv = { 0, 50 * 1000 };
-	struct slow *s = calloc(1, sizeof(*s));
-
-	if (s == NULL) {
-		mc_reply_err(req, MC_ERR_INTERNAL, "oom");
-		return;
-	}
-	s->req = mc_req_defer(req);
-	if (s->req == NULL || mc_req_hold(s->req) != 0 || mc_req_hold(s->req) == 0) {
-		/* a second hold is refused; a failed first one shows as no reply */
+	/* a second hold is refused; a failed first one shows as an error */
+	if (hold && (s->req == NULL || mc_req_hold(s->req) != 0 || mc_req_hold(s->req) == 0)) {
 		if (s->req != NULL)
 			mc_reply_err(s->req, MC_ERR_INTERNAL, "hold");
 		free(s);
@@ -202,6 +187,19 @@ h_held(struct mc_req *req)
 	}
 	s->ev = evtimer_new(g_base, slow_fire, s);
 	evtimer_add(s->ev, &tv);
+}
+
+static void
+h_slow(struct mc_req *req)
+{
+	slow_start(req, false);
+}
+
+/* Like slow, but the connection is held: nothing after it runs before the reply. */
+static void
+h_held(struct mc_req *req)
+{
+	slow_start(req, true);
 }
 
 static void
