@@ -125,7 +125,7 @@ struct job {
 
 struct stalled {
 	uint64_t key;
-	uint64_t until; /* mc_mono_ms() */
+	uint64_t until; /* mc_now_ms(): a cooldown, on the injectable clock */
 };
 
 struct evictor {
@@ -380,7 +380,7 @@ static bool
 stalled(struct master *m, uint64_t key)
 {
 	struct evictor *e = evictor_of(m);
-	uint64_t now = mc_mono_ms();
+	uint64_t now = mc_now_ms();
 
 	for (unsigned i = 0; i < e->nstalled; i++)
 		if (e->stalled[i].key == key && now < e->stalled[i].until)
@@ -392,7 +392,7 @@ static void
 stall(struct master *m, uint64_t key)
 {
 	struct evictor *e = evictor_of(m);
-	uint64_t now = mc_mono_ms();
+	uint64_t now = mc_now_ms();
 	unsigned slot = 0;
 
 	for (unsigned i = 0; i < e->nstalled; i++) {

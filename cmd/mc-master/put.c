@@ -43,7 +43,7 @@ struct put_wait {
 	struct mc_req *req; /* deferred, its connection held */
 	uint32_t tenant;
 	struct put_args a;
-	uint64_t round;	   /* the latest round it waits for (0: none, try to start one) */
+	uint64_t round;	   /* the latest round it waits for */
 	uint64_t since_ns; /* mc_mono_ns() when it began to wait */
 	struct event *timer;
 	char buf[];
@@ -93,9 +93,14 @@ place(struct master *m, struct mobj *o, const struct placement *pl, uint64_t ver
 	return 0;
 }
 
-/* What eviction can do for a put that found no room. */
+/*
+ * What eviction can do for a put that found no room. A put waits only
+ * for a round it joined or started: when its scopes rest (their last
+ * round freed nothing) it fails at once, so the puts pipelined behind
+ * it do not each sit out a wait that cannot end well.
+ */
 struct room {
-	bool helps;	/* a round could make room */
+	bool helps;	/* a round could make room, in principle */
 	uint64_t round; /* the latest round joined or started (0: none now) */
 };
 
@@ -247,13 +252,13 @@ waiter_fail(struct master *m, struct put_wait *w, const struct mc_err *err)
 
 /*
  * Try a waiting put again. last: its --put-wait is over. Once the rounds
- * it waited for ended it joins or starts the next ones; it keeps waiting
- * while eviction could still make room.
+ * it waited for ended it joins or starts the next ones, and keeps
+ * waiting only while there is such a round.
  */
 static void
 waiter_try(struct master *m, struct put_wait *w, bool last)
 {
-	bool trigger = w->round == 0 || evict_rounds_done(m) >= w->round;
+	bool trigger = evict_rounds_done(m) >= w->round;
 	struct mc_err err = { 0 };
 	struct room room;
 
@@ -269,7 +274,7 @@ waiter_try(struct master *m, struct put_wait *w, bool last)
 		waiter_free(m, w);
 		return;
 	}
-	if (last || !room.helps) {
+	if (last || !room.helps || (trigger && room.round == 0)) {
 		waiter_fail(m, w, &err);
 		return;
 	}
@@ -389,7 +394,8 @@ h_put_start(struct mc_req *req)
 		goto fail;
 	if (put_try(m, tenant, &a, req, true, &room, &err) == 0)
 		return;
-	if (room.helps && m->cfg.put_wait > 0 && wait_for_room(m, req, tenant, &a, &room) == 0)
+	if (room.helps && room.round != 0 && m->cfg.put_wait > 0 &&
+	    wait_for_room(m, req, tenant, &a, &room) == 0)
 		return;
 fail:
 	req_fail_err(req, M_PUT_START, &err);

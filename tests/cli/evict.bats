@@ -436,7 +436,7 @@ evict_one_fails() {
 	[ "$(mc_metric master 'mc_requests_total{method="put_start"}')" -eq $((before + 2)) ]
 }
 
-@test "a put that waits in vain fails after --put-wait, naming the wait" {
+@test "a put whose round frees nothing fails naming its wait; the next fails at once" {
 	MC_PEER_DRAM=40KiB
 	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5 \
 		--put-wait 200ms --lease-ttl 1h
@@ -447,12 +447,23 @@ evict_one_fails() {
 	for ((k = 0; k < 10; k++)); do
 		mc_hold_lease "$(key n/ "$k")" A
 	done
-	head -c $((3 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/big"
-	run mc-cli -t A put big "$BATS_TEST_TMPDIR/big"
-	assert_failure
-	assert_output --partial "no space"
-	assert_output --partial "for eviction"
-	[ "$(mc_metric master 'mc_put_waits_total{outcome="failed"}')" -ge 1 ]
+	# the master's answer: it waited for the round, which freed nothing
+	run -1 mc-rpc --tenant A "$MC_MASTER" put_start key=big size:=$((3 * OBJ)) checksum:=1
+	assert_output --partial "no_space"
+	assert_output --regexp "waited [0-9]+ ms for eviction"
+	[ "$(mc_metric master 'mc_put_waits_total{outcome="failed"}')" -eq 1 ]
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 1 ]
+	# its scope rests: the next put starts no round and does not wait
+	run -1 mc-rpc --tenant A "$MC_MASTER" put_start key=big2 size:=$((3 * OBJ)) checksum:=1
+	assert_output --partial "no_space"
+	refute_output --partial "waited"
+	[ "$(mc_metric master 'mc_put_waits_total{outcome="failed"}')" -eq 1 ]
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 1 ]
+	# once its rest is over (on the fake clock) a put starts a round again
+	advance_clock 100
+	run -1 mc-rpc --tenant A "$MC_MASTER" put_start key=big3 size:=$((3 * OBJ)) checksum:=1
+	assert_output --regexp "waited [0-9]+ ms for eviction"
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 2 ]
 	[ "$(count_present A n/ 10)" -eq 10 ]
 }
 
