@@ -16,6 +16,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/parse.h"
+#include "mc/planexec.h"
 #include "mc/planner.h"
 #include "mc/policy.h"
 #include "mc/wire.h"
@@ -114,12 +115,10 @@ struct job {
 	char planner_why[MC_ERR_MSG_MAX];
 	/* execute */
 	struct mc_report report;
-	size_t stage, victim;
-	bool stage_open;
+	struct mc_plan_exec exec;     /* the cursor over the plan, filling report */
 	int64_t *tenant_of, *peer_of; /* per plan name id: -2 unresolved, -1 unknown */
 	int8_t *tier_of;
-	struct mc_htab done; /* identities of copies this job evicted */
-	uint64_t evicted_bytes, evicted_objects, fallbacks;
+	struct mc_htab done;	     /* identities of copies this job evicted */
 	uint64_t t0, t_plan, t_exec; /* mc_mono_ns() */
 };
 
@@ -655,8 +654,8 @@ answer(struct job *j)
 		mc_pack_kv_u64(pk, "len", b->len);
 		if (j->method == M_EVICT_RUN)
 			mc_pack_kv_str(pk, "kind", j->dry_run ? "plan" : "report");
-		mc_pack_kv_u64(pk, "evicted_bytes", j->evicted_bytes);
-		mc_pack_kv_u64(pk, "evicted_objects", j->evicted_objects);
+		mc_pack_kv_u64(pk, "evicted_bytes", j->exec.evicted_bytes);
+		mc_pack_kv_u64(pk, "evicted_objects", j->exec.evicted_objects);
 	}
 	blob_reply(j->req, b);
 	j->req = NULL;
@@ -684,12 +683,12 @@ job_finish(struct master *m, struct job *j)
 		mc_metric_observe(e->exec_seconds, (double)(end - j->t_exec) / 1e9);
 		mc_info("eviction round (%s): evicted %llu copies, %llu bytes in %.1f ms, "
 			"%llu fallbacks run",
-			trigger_names[j->trigger], (unsigned long long)j->evicted_objects,
-			(unsigned long long)j->evicted_bytes, (double)(end - j->t0) / 1e6,
-			(unsigned long long)j->fallbacks);
+			trigger_names[j->trigger], (unsigned long long)j->exec.evicted_objects,
+			(unsigned long long)j->exec.evicted_bytes, (double)(end - j->t0) / 1e6,
+			(unsigned long long)j->exec.fallbacks);
 	}
 	/* A round of a scope that freed nothing: its scope rests a moment. */
-	if (j->key != UINT64_MAX && j->has_round && j->evicted_bytes == 0)
+	if (j->key != UINT64_MAX && j->has_round && j->exec.evicted_bytes == 0)
 		stall(m, j->key);
 	answer(j);
 	e->running = NULL;
@@ -755,7 +754,7 @@ exec_begin(struct job *j, struct mc_err *err)
 		j->peer_of[i] = -2;
 		j->tier_of[i] = -2;
 	}
-	j->report.created = j->plan.created;
+	mc_plan_exec_begin(&j->exec, &j->plan, j->planned, &j->report);
 	j->report.has_round = j->has_round;
 	j->report.round = j->round;
 	/* Sized once for every victim, so recording them never rehashes mid-slice. */
@@ -923,18 +922,6 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	return 0;
 }
 
-/* Actual bytes evicted so far inside scope (by every stage within it). */
-static uint64_t
-scope_actual(const struct job *j, const char *scope)
-{
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < j->report.nstages; i++)
-		if (mc_scope_contains(scope, j->report.stages[i].scope))
-			sum += j->report.stages[i].evicted_bytes;
-	return sum;
-}
-
 static unsigned
 scope_depth(const char *scope)
 {
@@ -953,17 +940,6 @@ pass_of(const struct mc_stage *s)
 	return s->kind == MC_STAGE_FALLBACK ? PASS_FALLBACK : PASS_EVICT;
 }
 
-/* Whether stage s has nothing more to do: its condition met, its target reached, its list done. */
-static bool
-stage_over(const struct job *j, const struct mc_stage *s, const struct mc_stage_report *sr)
-{
-	if (j->victim >= s->nvictims)
-		return true;
-	if (s->kind == MC_STAGE_FALLBACK)
-		return scope_actual(j, s->cond_scope) >= s->cond_lowerbound;
-	return s->target > 0 && sr->evicted_bytes >= s->target;
-}
-
 /* One slice of execution; 1 when more remains. */
 static int
 exec_slice(struct master *m, struct job *j, struct mc_err *err)
@@ -972,49 +948,30 @@ exec_slice(struct master *m, struct job *j, struct mc_err *err)
 	uint64_t until = mc_mono_ns() + SLICE_NS;
 	int budget = m->cfg.evict_slice;
 
-	while (j->stage < j->plan.nstages) {
-		const struct mc_stage *s = &j->plan.stages[j->stage];
-		struct mc_stage_report *sr;
+	for (;;) {
+		const struct mc_stage *s;
 		uint64_t bytes = 0, copies = 0;
-		int reason, pass = pass_of(s);
+		uint32_t vi;
+		bool started;
+		int reason, rc;
 
-		if (!j->stage_open) {
-			if (mc_report_add_stage(&j->report, s, err) == NULL)
-				return -1;
-			sr = &j->report.stages[j->report.nstages - 1];
-			sr->planned_bytes = j->planned[j->stage];
-			sr->ran = s->kind == MC_STAGE_EVICT;
-			j->stage_open = true;
-			j->victim = 0;
-		}
-		sr = &j->report.stages[j->report.nstages - 1];
-		if (stage_over(j, s, sr)) {
-			j->stage++;
-			j->stage_open = false;
-			continue;
-		}
 		if (budget-- <= 0 || ((budget & 31) == 0 && mc_mono_ns() >= until))
 			return 1;
-		if (!sr->ran) {
-			sr->ran = true;
-			j->fallbacks++;
+		rc = mc_plan_exec_next(&j->exec, &s, &vi, &started, err);
+		if (rc <= 0)
+			return rc;
+		if (started)
 			mc_metric_inc(e->fallbacks[scope_depth(s->scope)]);
-		}
-		if (evict_victim(m, j, s, s->victims[j->victim], &bytes, &copies, &reason) == 0) {
-			sr->evicted_bytes += bytes;
-			sr->evicted_objects += copies;
-			j->evicted_bytes += bytes;
-			j->evicted_objects += copies;
-			mc_metric_add(e->bytes[pass][j->trigger], (double)bytes);
-			mc_metric_add(e->objects[pass][j->trigger], (double)copies);
+		if (evict_victim(m, j, s, vi, &bytes, &copies, &reason) == 0) {
+			mc_plan_exec_evicted(&j->exec, bytes, copies);
+			mc_metric_add(e->bytes[pass_of(s)][j->trigger], (double)bytes);
+			mc_metric_add(e->objects[pass_of(s)][j->trigger], (double)copies);
 		} else {
 			mc_metric_inc(e->failures[reason]);
-			if (mc_stage_report_fail(sr, s->victims[j->victim], reason, err) != 0)
+			if (mc_plan_exec_kept(&j->exec, reason, err) != 0)
 				return -1;
 		}
-		j->victim++;
 	}
-	return 0;
 }
 
 /* ---- the job's steps ---- */
