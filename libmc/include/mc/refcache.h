@@ -65,8 +65,11 @@
  * lru-textbook: LRU without watermarks: an insert that would not fit
  * evicts the least recently used objects until it does, no more.
  *
+ * OPT (Belady's MIN) is a separate function over a flat sequence of
+ * block accesses: a ceiling on block hits, not a prefix-semantics cache.
+ *
  * Every cache operation is O(1) amortised except lfu's, O(log n) in a
- * heap.
+ * heap; OPT takes O(n log capacity) time and O(n) memory.
  */
 #ifndef MC_REFCACHE_H
 #define MC_REFCACHE_H
@@ -145,5 +148,14 @@ double mc_refcache_arc_p(const struct mc_refcache *c);
  * naming the first one broken. Costs O(entries).
  */
 int mc_refcache_check(const struct mc_refcache *c, struct mc_err *err);
+
+/*
+ * Belady's OPT over a sequence of n block accesses (each key read; a miss
+ * inserts it), capacity in objects (fixed-size blocks), evicting the
+ * resident key whose next use is farthest (never used again first).
+ * Returns the number of hits; -1 on allocation failure.
+ */
+int64_t mc_refcache_opt_hits(const uint64_t *keys, size_t n, uint64_t capacity_objects,
+			     struct mc_err *err);
 
 #endif
