@@ -51,7 +51,7 @@ DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 
 all: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(UNIT_BINS) $(TOOL_BINS) completions
 
-$(BUILD)/%.o: %.c $(HEADERS) $(wildcard cmd/*/*.h) $(wildcard tests/unit/*.h)
+$(BUILD)/%.o: %.c $(HEADERS) $(wildcard libmc/*.h) $(wildcard cmd/*/*.h) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(MC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
