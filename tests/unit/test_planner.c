@@ -883,6 +883,33 @@ test_logical_time(void)
 		       victim_keys(&p, &p.stages[0]));
 		mc_plan_free(&p);
 	}
+
+	/*
+	 * The policy's half-life in accesses reaches lfu: "old" was read 100
+	 * times but 100 accesses ago, "new" twice just now. A duration does
+	 * not apply to a view with a sequence.
+	 */
+	static const struct {
+		const char *policy, *want, *what;
+	} hl[] = {
+		{ "evict lfu\n", "new,old", "the default half-life keeps 100 reads worth more" },
+		{ "evict lfu\nhalf-life 10\n", "old,new", "half-life 10 ages them 10 times" },
+		{ "evict lfu\nhalf-life 10ms\n", "new,old", "a duration is not used" },
+	};
+	for (size_t k = 0; k < sizeof(hl) / sizeof(hl[0]); k++) {
+		mc_cand_view_init(&v);
+		add(&v, &(struct spec){ .tenant = "A", .key = "new", .bytes = KIB });
+		add(&v, &(struct spec){ .tenant = "A", .key = "old", .bytes = KIB });
+		v.c[0].access_count = 2;
+		v.c[0].access_seq = 1000;
+		v.c[1].access_count = 100;
+		v.c[1].access_seq = 900;
+		v.seq = 1000;
+		plan_text(hl[k].policy, &v, 2 * KIB, false, &p, NULL);
+		TAP_OK(p.nstages == 1 && strcmp(victim_keys(&p, &p.stages[0]), hl[k].want) == 0,
+		       "logical time: %s (got %s)", hl[k].what, victim_keys(&p, &p.stages[0]));
+		mc_plan_free(&p);
+	}
 }
 
 static void
