@@ -270,17 +270,21 @@ pack_name(msgpack_packer *pk, const struct mc_cand_view *v, const char *k, uint3
 static int
 write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 {
+	/* a view without sequences writes what it did before they existed */
+	bool seqs = v->seq != 0;
 	struct mc_rs_out *o;
 	msgpack_packer pk;
 
 	o = mc_rs_out_new(f, &pk, err);
 	if (o == NULL)
 		return -1;
-	msgpack_pack_map(&pk, 4);
+	msgpack_pack_map(&pk, 4 + seqs);
 	mc_pack_kv_str(&pk, "format", MC_CAND_FORMAT);
 	mc_pack_kv_u64(&pk, "version", MC_CAND_VERSION);
 	mc_pack_kv_u64(&pk, "created", v->created);
 	mc_pack_kv_u64(&pk, "count", v->n);
+	if (seqs)
+		mc_pack_kv_u64(&pk, "seq", v->seq);
 	for (size_t i = 0; i < v->n && !mc_rs_out_failed(o); i++) {
 		const struct mc_cand *c = &v->c[i];
 		bool has_cost = c->cost >= 0;
@@ -290,7 +294,7 @@ write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 			return -1;
 		}
 		msgpack_pack_map(&pk, 12 + (c->group != MC_CAND_NO_NAME) +
-					      (c->domain != MC_CAND_NO_NAME) + has_cost);
+					      (c->domain != MC_CAND_NO_NAME) + has_cost + 2 * seqs);
 		mc_pack_kv_strn(&pk, "key", v->keys + c->key_off, c->key_len);
 		mc_pack_kv_u64(&pk, "version", c->version);
 		pack_name(&pk, v, "tenant", c->tenant);
@@ -309,6 +313,10 @@ write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 		mc_pack_kv_u64(&pk, "soft_pin_deadline", c->soft_pin_deadline);
 		if (has_cost)
 			mc_pack_kv_double(&pk, "cost", c->cost);
+		if (seqs) {
+			mc_pack_kv_u64(&pk, "access_seq", c->access_seq);
+			mc_pack_kv_u64(&pk, "created_seq", c->created_seq);
+		}
 	}
 	return mc_rs_out_done(o, "candidates", err);
 }
@@ -329,12 +337,16 @@ json_u64(FILE *f, const char *k, uint64_t n)
 static int
 write_json(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 {
+	bool seqs = v->seq != 0; /* as in write_msgpack */
 	int rc = 0;
 
 	/* one lock for the whole stream instead of one per call */
 	flockfile(f);
-	fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64 ",\"count\":%zu}\n",
+	fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64 ",\"count\":%zu",
 		MC_CAND_FORMAT, MC_CAND_VERSION, v->created, v->n);
+	if (seqs)
+		json_u64(f, "seq", v->seq);
+	fputs("}\n", f);
 	for (size_t i = 0; i < v->n && !ferror(f); i++) {
 		const struct mc_cand *c = &v->c[i];
 
@@ -362,6 +374,10 @@ write_json(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 		/* %.17g gives back the same double when read */
 		if (c->cost >= 0)
 			fprintf(f, ",\"cost\":%.17g", c->cost);
+		if (seqs) {
+			json_u64(f, "access_seq", c->access_seq);
+			json_u64(f, "created_seq", c->created_seq);
+		}
 		fputs("}\n", f);
 	}
 	funlockfile(f);
@@ -430,6 +446,8 @@ enum field {
 	F_LEASE_EXPIRY,
 	F_SOFT_PIN_DEADLINE,
 	F_COST,
+	F_ACCESS_SEQ,
+	F_CREATED_SEQ,
 	F_COUNT
 };
 
@@ -449,14 +467,20 @@ static const char *const field_names[F_COUNT] = {
 	[F_LEASE_EXPIRY] = "lease_expiry",
 	[F_SOFT_PIN_DEADLINE] = "soft_pin_deadline",
 	[F_COST] = "cost",
+	[F_ACCESS_SEQ] = "access_seq",
+	[F_CREATED_SEQ] = "created_seq",
 };
 
-#define OPTIONAL_FIELDS ((1u << F_GROUP) | (1u << F_DOMAIN) | (1u << F_COST))
+/* the sequences came later than the rest: older streams lack them */
+#define OPTIONAL_FIELDS                                                               \
+	((1u << F_GROUP) | (1u << F_DOMAIN) | (1u << F_COST) | (1u << F_ACCESS_SEQ) | \
+	 (1u << F_CREATED_SEQ))
 #define REQUIRED_FIELDS (((1u << F_COUNT) - 1) & ~OPTIONAL_FIELDS)
 
 /* Header fields, kept as values until the whole header is seen. */
-enum { H_FORMAT, H_VERSION, H_CREATED, H_COUNT, H_NFIELDS };
-static const char *const header_names[H_NFIELDS] = { "format", "version", "created", "count" };
+enum { H_FORMAT, H_VERSION, H_CREATED, H_COUNT, H_SEQ, H_NFIELDS };
+static const char *const header_names[H_NFIELDS] = { "format", "version", "created", "count",
+						     "seq" };
 
 struct reader {
 	struct mc_rs *rs; /* framing, JSON parsing, positions in errors */
@@ -518,8 +542,11 @@ field_id(const char *s, size_t len)
 	case 7:
 		id = s[0] == 'v' ? F_VERSION : F_CREATED;
 		break;
+	case 10:
+		id = F_ACCESS_SEQ;
+		break;
 	case 11:
-		id = F_LAST_ACCESS;
+		id = s[0] == 'l' ? F_LAST_ACCESS : F_CREATED_SEQ;
 		break;
 	case 12:
 		id = s[0] == 'a' ? F_ACCESS_COUNT : F_LEASE_EXPIRY;
@@ -605,8 +632,12 @@ record_field(struct reader *r, const char *name, size_t len, const struct fval *
 			r->c.cost = -1;
 		else if (id == F_GROUP)
 			r->c.group = MC_CAND_NO_NAME;
-		else
+		else if (id == F_DOMAIN)
 			r->c.domain = MC_CAND_NO_NAME;
+		else if (id == F_ACCESS_SEQ)
+			r->c.access_seq = 0;
+		else
+			r->c.created_seq = 0;
 		r->seen |= 1u << id;
 		return 0;
 	}
@@ -662,6 +693,12 @@ record_field(struct reader *r, const char *name, size_t len, const struct fval *
 		break;
 	case F_SOFT_PIN_DEADLINE:
 		num = &r->c.soft_pin_deadline;
+		break;
+	case F_ACCESS_SEQ:
+		num = &r->c.access_seq;
+		break;
+	case F_CREATED_SEQ:
+		num = &r->c.created_seq;
 		break;
 	default:
 		break;
@@ -730,7 +767,7 @@ header_end(struct reader *r, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
 	for (int i = H_VERSION; i < H_NFIELDS; i++) {
 		if (!r->hdr_seen[i] || h[i].kind == FV_NIL) {
-			if (i == H_COUNT)
+			if (i == H_COUNT || i == H_SEQ)
 				continue;
 			return fail(r, err, "field '%s': missing", header_names[i]);
 		}
@@ -742,6 +779,8 @@ header_end(struct reader *r, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_PROTO, "unsupported %s version %" PRIu64,
 				  MC_CAND_FORMAT, h[H_VERSION].u);
 	r->v->created = h[H_CREATED].u;
+	if (r->hdr_seen[H_SEQ] && h[H_SEQ].kind == FV_UINT)
+		r->v->seq = h[H_SEQ].u;
 	if (r->hdr_seen[H_COUNT] && h[H_COUNT].kind == FV_UINT) {
 		r->have_count = true;
 		r->count = h[H_COUNT].u;

@@ -1244,6 +1244,9 @@ mc_planner_run(const struct mc_policy *pol, struct mc_cand_view *v, const struct
 	pl.default_ranker = pol->ranker ? pol->ranker : mc_ranker_find("lease");
 	now = pp->now ? pp->now : v->created;
 	pl.rp.now = now;
+	/* the view's own clock: rankers go by it whenever it has one */
+	pl.rp.seq = v->seq;
+	pl.rp.lfu_half_life_accesses = pol->lfu_half_life_accesses;
 	pl.rp.lfu_half_life_ms = pol->lfu_half_life_ms;
 	root_path = strdup("");
 	if (root_path == NULL || new_node(&pl, &pol->root, NO_NODE, root_path) < 0) {

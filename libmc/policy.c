@@ -159,7 +159,8 @@ struct parser {
 	size_t nstack;
 	char *buf; /* scratch for the words of one line */
 	const struct mc_ranker *top_evict;
-	unsigned half_life_line;
+	/* where each kind of half-life was given: in accesses, as a duration */
+	unsigned half_life_line, half_life_ms_line;
 	struct mc_htab cost_types; /* the type names of p->costs */
 	struct mc_err *err;
 };
@@ -662,25 +663,77 @@ st_cost(struct parser *ps, const struct line *ln)
 	return 0;
 }
 
+/*
+ * A count of accesses: digits, optionally followed by k for thousands.
+ * Only k: m is already minutes in a duration, so "2m" must not also be
+ * read as two million, and K is 1024 in sizes. 1 when s looks like a
+ * count (even a bad one: "1.5", "99999999999999999999k"), 0 when it does
+ * not and may be a duration.
+ */
+static int
+parse_accesses(const char *s, uint64_t *out, const char **why)
+{
+	char num[32];
+	size_t n = strlen(s);
+	uint64_t mult = 1, v;
+	struct mc_err e;
+
+	if (n > 0 && s[n - 1] == 'k') {
+		mult = 1000;
+		n--;
+	}
+	if (n == 0 || strspn(s, "0123456789.") != n)
+		return 0;
+	*why = NULL;
+	if (n >= sizeof(num)) {
+		*why = "too large";
+		return 1;
+	}
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (mc_parse_u64(num, &v, &e) < 0)
+		*why = strchr(num, '.') != NULL ? "a count of accesses is a whole number"
+						: "too large";
+	else if (v > UINT64_MAX / mult)
+		*why = "too large";
+	else
+		*out = v * mult;
+	return 1;
+}
+
 static int
 st_half_life(struct parser *ps, const struct line *ln)
 {
 	char shown[SHOWBUF];
+	const char *w, *why;
 	struct mc_err e;
-	uint64_t ms;
+	uint64_t v = 0;
+	unsigned *seen;
+	bool count;
 
 	if (ln->n != 2)
-		return usage(ps, ln, "half-life DURATION");
-	if (mc_parse_duration_ms(ln->w[1].s, &ms, &e) < 0)
-		return fail(ps, ln->no, "bad half-life '%s': %s",
-			    show(ln->w[1].s, shown, sizeof(shown)), e.msg);
-	if (ms == 0)
-		return fail(ps, ln->no, "bad half-life '%s': must be greater than 0",
-			    show(ln->w[1].s, shown, sizeof(shown)));
-	if (ps->half_life_line != 0)
-		return fail(ps, ln->no, "second half-life (first at line %u)", ps->half_life_line);
-	ps->half_life_line = ln->no;
-	ps->p->lfu_half_life_ms = ms;
+		return usage(ps, ln, "half-life ACCESSES' or 'half-life DURATION");
+	w = ln->w[1].s;
+	show(w, shown, sizeof(shown));
+	count = parse_accesses(w, &v, &why) == 1;
+	if (count && why != NULL)
+		return fail(ps, ln->no, "bad half-life '%s': %s", shown, why);
+	if (!count && mc_parse_duration_ms(w, &v, &e) < 0)
+		return fail(ps, ln->no,
+			    "bad half-life '%s': not a count of accesses (200000, 200k) or a "
+			    "duration (10m)",
+			    shown);
+	if (v == 0)
+		return fail(ps, ln->no, "bad half-life '%s': must be greater than 0", shown);
+	/* one of each: the count for views with sequences, the duration for the rest */
+	seen = count ? &ps->half_life_line : &ps->half_life_ms_line;
+	if (*seen != 0)
+		return fail(ps, ln->no, "second half-life (first at line %u)", *seen);
+	*seen = ln->no;
+	if (count)
+		ps->p->lfu_half_life_accesses = v;
+	else
+		ps->p->lfu_half_life_ms = v;
 	return 0;
 }
 

@@ -2,7 +2,8 @@
  * lfu: the copy with the fewest reads goes first, its count halved for
  * every half-life since its last read. It suits shared prefixes (system
  * prompts, few-shot headers) that are read often; the decay keeps a prefix
- * that was popular yesterday from squatting forever.
+ * that was popular yesterday from squatting forever. The half-life is in
+ * accesses when the view has a sequence, in ms otherwise (mc_rank_decay).
  */
 #include "mc/ranker.h"
 

@@ -19,17 +19,59 @@ const struct mc_ranker *const mc_rankers[] = {
 	&mc_rank_hyperbolic, &mc_rank_cost, NULL,
 };
 
-/* The default half-life: long enough to span a burst of conversations. */
-#define HALF_LIFE_MS (10 * 60 * 1000)
+uint64_t
+mc_rank_recency(const struct mc_cand *c, const struct mc_ranker_params *p)
+{
+	return mc_rank_logical(p) ? c->access_seq : c->last_access;
+}
+
+uint64_t
+mc_rank_birth(const struct mc_cand *c, const struct mc_ranker_params *p)
+{
+	return mc_rank_logical(p) ? c->created_seq : c->created;
+}
+
+/* How far before the view's time a stamp lies; a later stamp is fresh (0). */
+static uint64_t
+before_view(uint64_t stamp, const struct mc_ranker_params *p)
+{
+	uint64_t t = mc_rank_logical(p) ? p->seq : p->now;
+
+	return t > stamp ? t - stamp : 0;
+}
+
+uint64_t
+mc_rank_idle(const struct mc_cand *c, const struct mc_ranker_params *p)
+{
+	return before_view(mc_rank_recency(c, p), p);
+}
+
+uint64_t
+mc_rank_lifetime(const struct mc_cand *c, const struct mc_ranker_params *p)
+{
+	uint64_t age = before_view(mc_rank_birth(c, p), p);
+
+	/*
+	 * In accesses the creation is one of them: a copy made by the view's
+	 * last access has been in the cache for 1. In ms, a copy made this
+	 * millisecond counts as 1 ms.
+	 */
+	if (mc_rank_logical(p))
+		return age < UINT64_MAX ? age + 1 : age;
+	return age < 1 ? 1 : age;
+}
 
 double
 mc_rank_decay(const struct mc_cand *c, const struct mc_ranker_params *p)
 {
-	uint64_t half_life = p->lfu_half_life_ms ? p->lfu_half_life_ms : HALF_LIFE_MS;
-	/* a read stamped after the planning time (clock skew) is a fresh read */
-	uint64_t age = p->now > c->last_access ? p->now - c->last_access : 0;
+	uint64_t half_life;
 
-	return exp2(-((double)age / (double)half_life));
+	if (mc_rank_logical(p))
+		half_life = p->lfu_half_life_accesses ? p->lfu_half_life_accesses
+						      : MC_RANK_HALF_LIFE_ACCESSES;
+	else
+		half_life = p->lfu_half_life_ms ? p->lfu_half_life_ms : MC_RANK_HALF_LIFE_MS;
+	return exp2(-((double)mc_rank_idle(c, p) / (double)half_life));
 }
 
 const struct mc_ranker *

@@ -167,6 +167,8 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 			c.bytes = o->size;
 			c.created = o->created;
 			c.last_access = o->last_access;
+			c.access_seq = o->access_seq;
+			c.created_seq = o->created_seq;
 			c.access_count = o->access_count;
 			c.lease_expiry = o->lease_deadline;
 			c.soft_pin_deadline = softpin_protects(o, now) ? o->sp_deadline : 0;
@@ -234,15 +236,24 @@ candidates_step(struct cand_build *b, size_t max, struct mc_err *err)
 	struct mobj *o;
 
 	/* No live peer passes the filter: nothing can qualify. */
-	if (b->npeers == 0)
+	if (b->npeers == 0) {
+		b->v->seq = s->access_seq;
 		return 0;
+	}
 	if (grow_cache(&b->tenant_ids, &b->ntenants, s->ntenants, err) < 0 ||
 	    grow_cache(&b->type_ids, &b->ntypes, s->ntypes, err) < 0 ||
 	    grow_cache(&b->group_ids, &b->ngroups, s->ngroup_ids, err) < 0)
 		return -1;
 	for (size_t i = 0; i < max; i++) {
-		if ((o = mc_htab_next(&s->objects, &b->cursor)) == NULL)
+		if ((o = mc_htab_next(&s->objects, &b->cursor)) == NULL) {
+			/*
+			 * The counter as the walk ends, not as it began: reads
+			 * between slices number objects the walk sees later,
+			 * and no record's sequence may pass the view's.
+			 */
+			b->v->seq = s->access_seq;
 			return 0;
+		}
 		if (o->hard_pin || (b->f.by_tenant && o->tenant != b->f.tenant))
 			continue;
 		if (add_object(b, &b->f, o, b->now, err) < 0)

@@ -44,7 +44,8 @@ int candidates_filter_parse(const struct master *m, const msgpack_object *params
  * returns 0 (done; 1: more to visit, -1: err), then end. Between steps
  * the store may change: objects added or moved by a resize of the table
  * may be missed or seen twice, which a view may afford (every victim is
- * revalidated when the plan runs).
+ * revalidated when the plan runs). The view's seq is the store's access
+ * sequence when the walk ends, so no record's access_seq is above it.
  */
 struct cand_build;
 struct cand_build *candidates_begin(struct master *m, const struct cand_filter *f,

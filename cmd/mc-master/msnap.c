@@ -50,6 +50,8 @@ struct loader {
 	uint32_t nmap, mcap;
 	uint64_t next_version, next_replica, next_peer;
 	uint64_t max_version, max_replica;
+	/* the file's access counter, and the highest sequence of its objects */
+	uint64_t access_seq, max_access_seq;
 	uint32_t next_fresh; /* ids for snapshot peers whose own id is taken */
 	uint64_t objects, skipped, tenants;
 	uint64_t now;
@@ -101,7 +103,7 @@ pack_object(msgpack_packer *pk, struct store *s, const struct mobj *o)
 	const struct group *g = store_group_get(s, o->group);
 	const struct mrep *v = obj_creps(o);
 
-	msgpack_pack_map(pk, 17);
+	msgpack_pack_map(pk, 19);
 	mc_pack_kv_str(pk, "t", "object");
 	mc_pack_kv_str(pk, "tenant", s->tenants[o->tenant].name);
 	mc_pack_key(pk, "key");
@@ -119,6 +121,8 @@ pack_object(msgpack_packer *pk, struct store *s, const struct mobj *o)
 	mc_pack_kv_bool(pk, "hard_pin", o->hard_pin);
 	mc_pack_kv_u64(pk, "created", o->created);
 	mc_pack_kv_u64(pk, "last_access", o->last_access);
+	mc_pack_kv_u64(pk, "access_seq", o->access_seq);
+	mc_pack_kv_u64(pk, "created_seq", o->created_seq);
 	mc_pack_kv_u64(pk, "access_count", o->access_count);
 	mc_pack_kv_u64(pk, "lease_deadline", o->lease_deadline);
 	mc_pack_kv_str(pk, "sp_mode", sp_mode_name(o->sp_mode));
@@ -160,11 +164,12 @@ write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 	if (w == NULL)
 		return -1;
 	pk = mc_snap_writer_record(w);
-	msgpack_pack_map(pk, 4);
+	msgpack_pack_map(pk, 5);
 	mc_pack_kv_str(pk, "t", "meta");
 	mc_pack_kv_u64(pk, "next_version", s->version_seq + 1);
 	mc_pack_kv_u64(pk, "next_replica_id", (uint64_t)s->replica_seq + 1);
 	mc_pack_kv_u64(pk, "next_peer_id", m->peers.next_id);
+	mc_pack_kv_u64(pk, "access_seq", s->access_seq);
 	if (mc_snap_writer_end_record(w, err) != 0)
 		goto fail;
 	for (uint32_t i = 0; i < s->ntenants; i++) {
@@ -612,7 +617,8 @@ load_meta(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 
 	if (mc_map_u64(rec, "next_version", &L->next_version, &why) < 0 ||
 	    mc_map_u64(rec, "next_replica_id", &L->next_replica, &why) < 0 ||
-	    mc_map_u64(rec, "next_peer_id", &L->next_peer, &why) < 0)
+	    mc_map_u64(rec, "next_peer_id", &L->next_peer, &why) < 0 ||
+	    mc_map_u64(rec, "access_seq", &L->access_seq, &why) < 0)
 		return proto_err(err, "meta", &why);
 	return 0;
 }
@@ -781,6 +787,8 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	size_t tlen, klen, ylen = strlen(MC_DEFAULT_TYPE), glen = 0, splen = 8;
 	uint64_t size = 0, version = 0, checksum = 0, created = 0, last_access = 0, count = 0;
 	uint64_t lease = 0, sp_deadline = 0, sp_ttl = 0;
+	/* absent in files written before the master numbered accesses */
+	uint64_t access_seq = 0, created_seq = 0;
 	bool hard_pin = false;
 	unsigned nrep;
 	int64_t tenant, tid;
@@ -799,6 +807,8 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	    mc_map_bool(rec, "hard_pin", &hard_pin, &why) < 0 ||
 	    mc_map_u64(rec, "created", &created, &why) < 0 ||
 	    mc_map_u64(rec, "last_access", &last_access, &why) < 0 ||
+	    mc_map_u64(rec, "access_seq", &access_seq, &why) < 0 ||
+	    mc_map_u64(rec, "created_seq", &created_seq, &why) < 0 ||
 	    mc_map_u64(rec, "access_count", &count, &why) < 0 ||
 	    mc_map_u64(rec, "lease_deadline", &lease, &why) < 0 ||
 	    mc_map_str(rec, "sp_mode", &sp, &splen, &why) < 0 ||
@@ -809,6 +819,10 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 		return -1;
 	if (version > L->max_version)
 		L->max_version = version;
+	if (access_seq > L->max_access_seq)
+		L->max_access_seq = access_seq;
+	if (created_seq > L->max_access_seq)
+		L->max_access_seq = created_seq;
 	/* Never completed, or every copy was on its way: nothing to read. */
 	if (nrep == 0) {
 		L->skipped++;
@@ -829,6 +843,8 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	o->hard_pin = hard_pin;
 	o->created = created;
 	o->last_access = last_access;
+	o->access_seq = access_seq;
+	o->created_seq = created_seq;
 	o->access_count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
 	o->lease_deadline = lease;
 	/*
@@ -897,6 +913,7 @@ install(struct master *m, struct loader *L)
 	uint64_t vseq = L->next_version > 0 ? L->next_version - 1 : 0;
 	uint64_t rseq = L->next_replica > 0 ? L->next_replica - 1 : 0;
 	uint64_t next_peer = L->next_peer;
+	uint64_t aseq = L->access_seq;
 
 	if (vseq < L->max_version)
 		vseq = L->max_version;
@@ -906,6 +923,15 @@ install(struct master *m, struct loader *L)
 		rseq = L->max_replica;
 	if (rseq < m->store.replica_seq)
 		rseq = m->store.replica_seq;
+	/*
+	 * Accesses are numbered after every restored one (a file whose
+	 * counter lags its objects is repaired), and never below what this
+	 * master already handed out.
+	 */
+	if (aseq < L->max_access_seq)
+		aseq = L->max_access_seq;
+	if (aseq < m->store.access_seq)
+		aseq = m->store.access_seq;
 	/* Queued drops name tenants by id in the old store: send them first. */
 	peers_flush(&m->peers);
 	peers_discard_drops(&m->peers);
@@ -916,6 +942,7 @@ install(struct master *m, struct loader *L)
 	ops_hook_store(m);
 	m->store.version_seq = vseq;
 	m->store.replica_seq = rseq > UINT32_MAX ? UINT32_MAX : (uint32_t)rseq;
+	m->store.access_seq = aseq;
 	/* New registrations must never reuse the id of a snapshot peer. */
 	for (uint32_t i = 0; i < L->nghost; i++)
 		if (L->ghosts[i].id >= next_peer)

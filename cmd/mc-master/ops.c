@@ -142,6 +142,8 @@ ops_commit(struct master *m, struct mobj *o)
 		store_resize(&m->store, o, p->size);
 		o->checksum = p->checksum;
 		o->type = p->type;
+		/* a write is a use: the new version counts as just accessed */
+		store_access(&m->store, o);
 	}
 	o->version = p->version;
 }

@@ -177,6 +177,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 		o->hard_pin = a->hard_pin;
 		o->created = now;
 		o->last_access = now;
+		store_access_new(&m->store, o);
 		p = store_pending_new(&m->store, o, err);
 		if (p == NULL) {
 			store_destroy(&m->store, o);

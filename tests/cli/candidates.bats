@@ -162,6 +162,85 @@ mp_record_count() {
 	key_records two | jq_true '.lease_expiry == 0'
 }
 
+# view_seq: the view's seq, the master's access counter (absent: 0).
+view_seq() {
+	local out
+	out="$(cand)" || return 1
+	head -n 1 <<<"$out" | jq -r '.seq // 0'
+}
+
+@test "candidates: a read raises the object's access_seq above every other object's" {
+	local seq0
+	seq0="$(view_seq)"
+	[ "$seq0" -gt 0 ]
+	# no record is numbered past the view, nor accessed before it was created
+	records | jq_true --argjson s "$seq0" \
+		'.access_seq <= $s and .created_seq >= 1 and .created_seq <= .access_seq'
+	local created
+	created="$(key_records two | jq -r .created_seq | sort -u)"
+	mc_hold_lease two
+	# one read is one number: the counter moved by exactly one
+	assert_equal "$(view_seq)" $((seq0 + 1))
+	key_records two | jq_true --argjson s $((seq0 + 1)) --argjson c "$created" \
+		'.access_seq == $s and .created_seq == $c'
+	records | jq -c 'select(.key != "two")' | jq_true --argjson s $((seq0 + 1)) '.access_seq < $s'
+	# the frozen clock stamps every read in the same millisecond; only the sequence tells
+	records | jq_true --argjson n "$(clock_now)" '.created == $n'
+}
+
+@test "candidates: the header's seq is the master's counter: puts and batched reads number in order" {
+	mc_require_bins mc-fill
+	own_cluster 1 "${MASTER_FLAGS[@]}"
+	run view_seq
+	assert_output 0
+	mc-fill --prefix s/ -n 3 --batch 3 put
+	# a write that creates an object is its first access
+	records | jq_true '.created_seq >= 1 and .access_seq == .created_seq'
+	assert_equal "$(records | jq -s -c 'map(.created_seq) | sort')" "[1,2,3]"
+	assert_equal "$(view_seq)" 3
+	# one batched call of three keys: three numbers, one per key, in key order
+	mc-fill --prefix s/ -n 3 --batch 3 check
+	assert_equal "$(view_seq)" 6
+	assert_equal "$(records | jq -s -c 'sort_by(.key) | map(.access_seq)')" "[4,5,6]"
+	# an upsert's commit is a use: a new access, the creation stays
+	echo again | mc-cli put s/000000 --upsert
+	key_records s/000000 | jq_true '.access_seq == 7 and .created_seq <= 3'
+	assert_equal "$(view_seq)" 7
+	# a failed read is no access
+	run mc-cli get nothing-here
+	assert_failure
+	assert_equal "$(view_seq)" 7
+}
+
+@test "candidates: mc-evict-plan with lru evicts the least recently read first when every ms stamp ties" {
+	mc_require_bins mc-evict-plan
+	own_cluster 1 "${MASTER_FLAGS[@]}"
+	local k
+	for k in a b c d e f; do
+		echo "$k" | mc-cli put "k-$k"
+	done
+	# read them in the reverse of the view's order: were the tie on the
+	# (frozen) milliseconds broken by index, lru would give the view's order
+	local order
+	order="$(records | jq -r .key)"
+	for k in $(tac <<<"$order"); do
+		mc_hold_lease "$k"
+	done
+	records | jq_true --argjson n "$(clock_now)" '.last_access == $n'
+	local policy="$BATS_TEST_TMPDIR/lru.policy"
+	echo "evict lru" >"$policy"
+	# the leases just taken would keep every copy: plan past them
+	advance_clock $((LEASE_MS + 1))
+	mc-cli candidates >"$BATS_TEST_TMPDIR/view.mcc"
+	run mc-evict-plan -p "$policy" --target 100% --json -i "$BATS_TEST_TMPDIR/view.mcc"
+	assert_success
+	local got
+	got="$(jq -r 'select(.t == "stage") | .victims[].key' <<<"$output")"
+	assert_equal "$got" "$(tac <<<"$order")"
+	# the least recently read goes first: the one read first
+	assert_equal "$(head -n 1 <<<"$got")" "$(tail -n 1 <<<"$order")"
+}
+
 @test "candidates: records carry tenant, type, group, tier, domain, bytes and version" {
 	run key_records grp
 	assert_success

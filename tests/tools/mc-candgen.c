@@ -21,7 +21,13 @@
  *
  * Per block of a stream: created is its first request's time,
  * last_access its last (plus up to 1 s of jitter), access_count the
- * number of its requests. About 1 block in 8 is of type "hidden", the
+ * number of its requests. The view has the access sequence a master
+ * would have given it: every block access of every stream is numbered
+ * in the order of the streams' times (ties by stream, then request,
+ * then block in the request), created_seq and access_seq are the
+ * numbers of a block's first and last access, and the view's seq is
+ * the number of accesses in all (those of the stream cut short
+ * included, as they happened). About 1 block in 8 is of type "hidden", the
  * rest "kv". Sizes are those of one tensor-parallel rank (TP=8) of one
  * layer of a Llama-3-70B-class model in fp16, for 512 tokens:
  *   kv      K and V of 1 of the 8 KV heads x 128 dims: 512 x 2 x 128 x 2 B
@@ -208,6 +214,30 @@ read_trace(void)
 struct block {
 	uint64_t stamp; /* stream + 1 when seen in the current stream */
 	uint64_t first_ts, last_ts, accesses, tokens;
+	uint64_t first_at, last_at; /* those accesses, as at() packs them */
+};
+
+/*
+ * An access of a stream, packed so that a candidate can hold it until
+ * the sequence is known, which needs every stream first: stream,
+ * request and position of the block in the request.
+ */
+#define AT_STREAM_BITS 20
+#define AT_REQ_BITS 28
+#define AT_POS_BITS 16
+
+static uint64_t
+at(uint64_t s, uint64_t r, uint64_t j)
+{
+	if (s >> AT_STREAM_BITS || r >> AT_REQ_BITS || j >> AT_POS_BITS)
+		mc_die(MC_EXIT_SOFTWARE, "trace too large to number its accesses");
+	return s << (AT_REQ_BITS + AT_POS_BITS) | r << AT_POS_BITS | j;
+}
+
+/* A kept request of a stream, to be put in time order. */
+struct event {
+	uint64_t ts;
+	uint32_t stream, req;
 };
 
 struct totals {
@@ -247,15 +277,35 @@ add(struct mc_cand_view *v, const struct mc_cand *c, const char *key, size_t len
  * clock is the trace's rotated by shift within its span, so that every
  * stream is busy up to the view's time.
  */
+/* Stream s's clock for request r: the trace's, rotated by shift within its span. */
+static uint64_t
+stream_ts(size_t r, uint64_t shift, uint64_t span)
+{
+	return start + (reqs[r].ts - first_ts + shift) % (span + 1);
+}
+
+/* about 1 request in 10 is not part of stream s */
+static bool
+dropped(uint64_t s, size_t r)
+{
+	return mix(seed ^ (s << 32) ^ r) % 10 == 0;
+}
+
+/* The shift of stream s: the first runs on the trace's own clock. */
+static uint64_t
+stream_shift(uint64_t s, uint64_t span)
+{
+	return s == 0 ? 0 : mix(seed ^ s) % (span + 1);
+}
+
 static void
 tally_stream(uint64_t s, uint64_t shift, uint64_t span, struct block *blk)
 {
 	for (size_t r = 0; r < nreqs; r++) {
 		const struct request *q = &reqs[r];
-		uint64_t ts = start + (q->ts - first_ts + shift) % (span + 1);
+		uint64_t ts = stream_ts(r, shift, span);
 
-		/* about 1 request in 10 is not part of this stream */
-		if (mix(seed ^ (s << 32) ^ r) % 10 == 0)
+		if (dropped(s, r))
 			continue;
 		for (size_t j = 0; j < q->n; j++) {
 			struct block *b = &blk[ids[q->first + j]];
@@ -267,11 +317,18 @@ tally_stream(uint64_t s, uint64_t shift, uint64_t span, struct block *blk)
 			if (b->stamp != s + 1)
 				*b = (struct block){ .stamp = s + 1,
 						     .first_ts = ts,
-						     .last_ts = ts };
-			if (ts < b->first_ts)
+						     .last_ts = ts,
+						     .first_at = at(s, r, j),
+						     .last_at = at(s, r, j) };
+			/* requests come in order, so only an earlier time moves the first */
+			if (ts < b->first_ts) {
 				b->first_ts = ts;
-			if (ts > b->last_ts)
+				b->first_at = at(s, r, j);
+			}
+			if (ts >= b->last_ts) {
 				b->last_ts = ts;
+				b->last_at = at(s, r, j);
+			}
 			b->accesses++;
 			/* a prefix block is full whenever any request saw it full */
 			if (tokens > b->tokens)
@@ -307,6 +364,9 @@ emit_stream(struct mc_cand_view *v, const struct names *nm, uint64_t s, const st
 		if (c.last_access > now)
 			c.last_access = now;
 		c.access_count = b->accesses;
+		/* packed accesses for now, numbered by number_accesses() */
+		c.created_seq = b->first_at;
+		c.access_seq = b->last_at;
 		c.lease_expiry = c.last_access + LEASE_TTL_MS;
 		if (id == 0)
 			c.soft_pin_deadline = now + SYSTEM_PIN_MS;
@@ -325,6 +385,69 @@ emit_stream(struct mc_cand_view *v, const struct names *nm, uint64_t s, const st
 			t->soft_pinned += c.soft_pin_deadline > now;
 		}
 	}
+}
+
+static int
+event_cmp(const void *a, const void *b)
+{
+	const struct event *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return (x->req > y->req) - (x->req < y->req);
+}
+
+/*
+ * Number every block access of streams 0..nstreams in time order, then
+ * turn the packed accesses in the candidates into those numbers; the
+ * view's seq is the last number.
+ */
+static void
+number_accesses(struct mc_cand_view *v, uint64_t nstreams, uint64_t span)
+{
+	size_t nev = 0, cap;
+	struct event *ev;
+	uint64_t *base, seq = 0;
+
+	if (nstreams > SIZE_MAX / sizeof(*ev) / nreqs)
+		mc_die(MC_EXIT_SOFTWARE, "too many streams to number");
+	cap = (size_t)nstreams * nreqs;
+	ev = malloc(cap * sizeof(*ev));
+	base = calloc(cap, sizeof(*base));
+	if (ev == NULL || base == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory for %zu requests' accesses", cap);
+	for (uint64_t s = 0; s < nstreams; s++) {
+		uint64_t shift = stream_shift(s, span);
+
+		for (size_t r = 0; r < nreqs; r++)
+			if (!dropped(s, r))
+				ev[nev++] = (struct event){ stream_ts(r, shift, span), (uint32_t)s,
+							    (uint32_t)r };
+	}
+	qsort(ev, nev, sizeof(*ev), event_cmp);
+	/* a request's block j is access base + j; numbers start at 1 */
+	for (size_t i = 0; i < nev; i++) {
+		base[(size_t)ev[i].stream * nreqs + ev[i].req] = seq + 1;
+		seq += reqs[ev[i].req].n;
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		struct mc_cand *c = &v->c[i];
+		uint64_t *f[2] = { &c->created_seq, &c->access_seq };
+
+		for (int k = 0; k < 2; k++) {
+			uint64_t p = *f[k];
+			uint64_t s = p >> (AT_REQ_BITS + AT_POS_BITS);
+			uint64_t r = (p >> AT_POS_BITS) & ((1ull << AT_REQ_BITS) - 1);
+			uint64_t j = p & ((1ull << AT_POS_BITS) - 1);
+
+			*f[k] = base[s * nreqs + r] + j;
+		}
+	}
+	v->seq = seq;
+	free(ev);
+	free(base);
 }
 
 int
@@ -368,7 +491,7 @@ main(int argc, char **argv)
 	nm.dram = intern(&v, "dram");
 	while (v.n < count) {
 		uint64_t s = t.streams++;
-		uint64_t shift = s == 0 ? 0 : mix(seed ^ s) % (span + 1);
+		uint64_t shift = stream_shift(s, span);
 		size_t before = v.n;
 
 		tally_stream(s, shift, span, blk);
@@ -377,6 +500,7 @@ main(int argc, char **argv)
 			mc_die(MC_EXIT_DATAERR, "%s: a stream gave no candidates", trace_path);
 	}
 	free(blk);
+	number_accesses(&v, t.streams, span);
 
 	if (strcmp(out, "-") != 0) {
 		f = fopen(out, "w");
@@ -390,8 +514,8 @@ main(int argc, char **argv)
 	fprintf(f == stdout ? stderr : stdout,
 		"candgen count=%zu streams=%" PRIu64 " bytes=%" PRIu64 " kv=%" PRIu64
 		" hidden=%" PRIu64 " leased=%" PRIu64 " soft_pinned=%" PRIu64 " created=%" PRIu64
-		" trace_requests=%zu trace_blocks=%" PRIu64 "\n",
-		v.n, t.streams, t.bytes, t.kv, t.hidden, t.leased, t.soft_pinned, now, nreqs,
+		" seq=%" PRIu64 " trace_requests=%zu trace_blocks=%" PRIu64 "\n",
+		v.n, t.streams, t.bytes, t.kv, t.hidden, t.leased, t.soft_pinned, now, v.seq, nreqs,
 		max_id + 1);
 	mc_cand_view_free(&v);
 	free(reqs);

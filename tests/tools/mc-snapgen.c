@@ -7,7 +7,10 @@
  * The file holds one meta record, three tenants ("default", "t1",
  * "t2"), two peers and N objects whose tenant, type, size, group, pins
  * and replicas are drawn from a PRNG seeded with S, so one seed always
- * gives the same file. Objects of tenant "default" have type "kv".
+ * gives the same file. Objects of tenant "default" have type "kv". The
+ * records carry no access sequences (access_seq, created_seq), like
+ * files written before the master numbered accesses, so tests restoring
+ * them cover such files.
  */
 #include <fcntl.h>
 #include <inttypes.h>

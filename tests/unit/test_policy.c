@@ -97,8 +97,9 @@ test_defaults(void)
 
 	mc_policy_default(&d);
 	TAP_OK(d.lowerbound == 1.0 && d.ranker == mc_ranker_find("lease") &&
-		       d.root.ranker == d.ranker && d.lfu_half_life_ms == 0 && d.ncosts == 0 &&
-		       d.costs == NULL && d.root.value == NULL && scope_is_blank(&d.root),
+		       d.root.ranker == d.ranker && d.lfu_half_life_ms == 0 &&
+		       d.lfu_half_life_accesses == 0 && d.ncosts == 0 && d.costs == NULL &&
+		       d.root.value == NULL && scope_is_blank(&d.root),
 	       "default: lowerbound 100%%, evict lease, one global scope");
 
 	TAP_OK(*parse("evict lease\n", &p) == '\0' && p.lowerbound == d.lowerbound &&
@@ -209,6 +210,7 @@ static const char header_sample[] = "# comments run to the end of the line\n"
 				    "evict lease\n"
 				    "cost hidden 5000\n"
 				    "cost kv bytes 0.001\n"
+				    "half-life 200k\n"
 				    "half-life 10m\n"
 				    "assign tenant by weight\n"
 				    "  scope A weight 3 lowerbound 50%\n"
@@ -222,6 +224,34 @@ static const char header_sample[] = "# comments run to the end of the line\n"
 				    "fallback\n";
 
 static void
+test_half_life(void)
+{
+	struct mc_policy p;
+	const char *msg;
+
+	msg = parse("evict lfu\nhalf-life 200000\n", &p);
+	TAP_OK(*msg == '\0' && p.lfu_half_life_accesses == 200000 && p.lfu_half_life_ms == 0,
+	       "half-life: a bare number is a count of accesses %s", msg);
+	mc_policy_free(&p);
+	msg = parse("half-life 200k\nevict lfu\n", &p);
+	TAP_OK(*msg == '\0' && p.lfu_half_life_accesses == 200000 && p.lfu_half_life_ms == 0,
+	       "half-life: 200k is 200000 accesses %s", msg);
+	mc_policy_free(&p);
+	msg = parse("half-life 10m\n", &p);
+	TAP_OK(*msg == '\0' && p.lfu_half_life_ms == 600000 && p.lfu_half_life_accesses == 0,
+	       "half-life: a duration sets only the half-life of views without sequences %s", msg);
+	mc_policy_free(&p);
+	msg = parse("half-life 1500ms\nhalf-life 50k\n", &p);
+	TAP_OK(*msg == '\0' && p.lfu_half_life_ms == 1500 && p.lfu_half_life_accesses == 50000,
+	       "half-life: one count and one duration may both be given %s", msg);
+	mc_policy_free(&p);
+	msg = parse("evict lru\n", &p);
+	TAP_OK(*msg == '\0' && p.lfu_half_life_ms == 0 && p.lfu_half_life_accesses == 0,
+	       "half-life: none given leaves both to the ranker's defaults %s", msg);
+	mc_policy_free(&p);
+}
+
+static void
 test_header_sample(void)
 {
 	struct mc_policy p;
@@ -230,7 +260,8 @@ test_header_sample(void)
 
 	TAP_OK(*msg == '\0', "header sample: parses %s", msg);
 	a = child(&p.root, 0);
-	TAP_OK(p.lfu_half_life_ms == 600000, "header sample: half-life 10m is 600000 ms");
+	TAP_OK(p.lfu_half_life_ms == 600000 && p.lfu_half_life_accesses == 200000,
+	       "header sample: half-life 200k is 200000 accesses, 10m is 600000 ms");
 	TAP_OK(p.root.nchildren == 2 && value_is(a, "A") && a->nchildren == 2 &&
 		       child(&p.root, 1)->rest && child(&p.root, 1)->ranker == NULL &&
 		       !child(&p.root, 1)->has_assign,
@@ -471,6 +502,24 @@ test_errors(void)
 		     "line 1: bad half-life '0s': must be greater than 0", NULL);
 	expect_error("half-life twice", "half-life 1m\nhalf-life 2m\n",
 		     "line 2: second half-life (first at line 1)", NULL);
+	expect_error("zero half-life in accesses", "evict lfu\n\nhalf-life 0\n",
+		     "line 3: bad half-life '0': must be greater than 0", NULL);
+	expect_error("zero thousand accesses", "half-life 0k\n",
+		     "line 1: bad half-life '0k': must be greater than 0", NULL);
+	expect_error("half-life neither a count nor a duration", "evict lfu\nhalf-life lots\n",
+		     "line 2: bad half-life 'lots': not a count of accesses (200000, 200k) or a "
+		     "duration (10m)",
+		     NULL);
+	expect_error("fraction of an access", "half-life 1.5\n",
+		     "line 1: bad half-life '1.5': a count of accesses is a whole number", NULL);
+	expect_error("accesses over 64 bits", "half-life 18446744073709552k\n",
+		     "line 1: bad half-life '18446744073709552k': too large", NULL);
+	expect_error("K is not a count suffix", "half-life 200K\n",
+		     "line 1: bad half-life '200K': not a count of accesses", NULL);
+	expect_error("half-life in accesses twice", "half-life 200k\nevict lfu\nhalf-life 300000\n",
+		     "line 3: second half-life (first at line 1)", NULL);
+	expect_error("half-life without a value", "half-life\n",
+		     "line 1: expected 'half-life ACCESSES' or 'half-life DURATION'", NULL);
 	expect_error("first line indented", "  evict lru\n",
 		     "line 1: indented with nothing to nest under (the top level starts in the "
 		     "first column)",
@@ -694,6 +743,7 @@ main(int argc, char **argv)
 	test_single_ranker_example();
 	test_tenant_type_example();
 	test_header_sample();
+	test_half_life();
 	test_shapes();
 	test_depth();
 	test_errors();

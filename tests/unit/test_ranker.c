@@ -229,6 +229,130 @@ test_lfu_decay(void)
 	       "lfu: the count halves with each half-life");
 }
 
+#define SEQ 5000000ULL /* the view's access sequence */
+
+/*
+ * With a sequence the rankers read logical time: the millisecond stamps
+ * here all tie, as they do in a fast replay or under a frozen clock, or
+ * point the other way, and the order still follows the accesses.
+ */
+static void
+test_logical_orders(void)
+{
+	struct mc_ranker_params p = { .now = NOW, .seq = SEQ };
+	struct mc_ranker_params ms = { .now = NOW };
+
+	view_reset(4);
+	cands[0].access_seq = SEQ - 10;
+	cands[1].access_seq = SEQ - 40;
+	cands[2].access_seq = SEQ;
+	cands[3].access_seq = SEQ - 20;
+	TAP_OK(strcmp(order("lru", &p), "1,3,0,2") == 0,
+	       "lru: same millisecond, different sequences: least recently read first (got %s)",
+	       order("lru", &p));
+	TAP_OK(strcmp(order("lru", &ms), "0,1,2,3") == 0,
+	       "lru: the same records in a view without a sequence tie on ms (got %s)",
+	       order("lru", &ms));
+	cands[1].last_access = NOW - 5 * MIN; /* ms say 1 is oldest, */
+	cands[2].last_access = NOW - 9 * MIN; /* 2 older still */
+	TAP_OK(strcmp(order("lru", &p), "1,3,0,2") == 0,
+	       "lru: with a sequence the ms stamps do not count (got %s)", order("lru", &p));
+	TAP_OK(strcmp(order("lru", &ms), "2,1,0,3") == 0,
+	       "lru: without one they are the order (got %s)", order("lru", &ms));
+
+	view_reset(4);
+	cands[0].created_seq = 7;
+	cands[1].created_seq = 3;
+	cands[2].created_seq = 9;
+	cands[3].created_seq = 1;
+	cands[3].access_seq = SEQ; /* reads do not matter to fifo */
+	for (size_t i = 0; i < 4; i++)
+		cands[i].created = NOW - i; /* in ms, 3 is oldest, then 2 */
+	TAP_OK(strcmp(order("fifo", &p), "3,1,0,2") == 0,
+	       "fifo: oldest created_seq first, ms and reads ignored (got %s)", order("fifo", &p));
+	TAP_OK(strcmp(order("fifo", &ms), "3,2,1,0") == 0,
+	       "fifo: without a sequence, oldest created ms first (got %s)", order("fifo", &ms));
+
+	/* 10 reads in 10 accesses, 10 in 100, 50 in 1000 */
+	view_reset(3);
+	cands[0].created_seq = SEQ - 9;
+	cands[0].access_count = 10;
+	cands[1].created_seq = SEQ - 99;
+	cands[1].access_count = 10;
+	cands[2].created_seq = SEQ - 999;
+	cands[2].access_count = 50;
+	TAP_OK(strcmp(order("hyperbolic", &p), "2,1,0") == 0,
+	       "hyperbolic: fewest reads per access in cache first (got %s)",
+	       order("hyperbolic", &p));
+	TAP_OK(mc_ranker_find("hyperbolic")->score(&view, &cands[0], &p) == 1,
+	       "hyperbolic: divides by seq - created_seq + 1 (10 reads over 10 accesses)");
+	cands[0].created_seq = SEQ;
+	TAP_OK(mc_ranker_find("hyperbolic")->score(&view, &cands[0], &p) == 10,
+	       "hyperbolic: a copy created by the view's last access has been in for 1");
+	cands[0].created_seq = SEQ + 50;
+	TAP_OK(mc_ranker_find("hyperbolic")->score(&view, &cands[0], &p) == 10,
+	       "hyperbolic: created after the view's seq counts as 1 access in cache");
+}
+
+static void
+test_logical_decay(void)
+{
+	struct mc_ranker_params p = { .now = NOW, .seq = SEQ };
+	const struct mc_ranker *lfu = mc_ranker_find("lfu");
+	double x;
+
+	/* old: 100 reads, the last 10 half-lives of accesses ago; fresh: 2 now */
+	view_reset(2);
+	cands[0].access_count = 2;
+	cands[0].access_seq = SEQ;
+	cands[1].access_count = 100;
+	cands[1].access_seq = SEQ - 10 * MC_RANK_HALF_LIFE_ACCESSES;
+	TAP_OK(strcmp(order("lfu", &p), "1,0") == 0,
+	       "lfu: a copy idle for 10 half-lives of accesses goes before a fresh one");
+	x = lfu->score(&view, &cands[1], &p);
+	TAP_OK(x > 0.0976 && x < 0.0977,
+	       "lfu: the default half-life is %d accesses: 100 x 2^-10 (got %g)",
+	       MC_RANK_HALF_LIFE_ACCESSES, x);
+	cands[1].access_seq = SEQ - 5 * MC_RANK_HALF_LIFE_ACCESSES;
+	TAP_OK(strcmp(order("lfu", &p), "0,1") == 0,
+	       "lfu: after 5 half-lives of accesses the frequently read copy still stays");
+	p.lfu_half_life_accesses = MC_RANK_HALF_LIFE_ACCESSES / 2;
+	TAP_OK(strcmp(order("lfu", &p), "1,0") == 0,
+	       "lfu: params->lfu_half_life_accesses replaces the default");
+	p.lfu_half_life_accesses = 1000;
+	cands[1].access_seq = SEQ - 3000;
+	x = lfu->score(&view, &cands[1], &p);
+	TAP_OK(x == 12.5, "lfu: the count halves every half-life of accesses (got %g)", x);
+	/* the ms half-life and the ms stamps play no part */
+	p.lfu_half_life_ms = 1;
+	cands[1].last_access = 0;
+	TAP_OK(lfu->score(&view, &cands[1], &p) == 12.5,
+	       "lfu: with a sequence the ms half-life and last_access are ignored");
+	cands[1].access_seq = SEQ + 7;
+	TAP_OK(lfu->score(&view, &cands[1], &p) == 100,
+	       "lfu: an access numbered after the view's seq is fresh (age 0)");
+
+	/* the same worth, but copy 0's reads ended two half-lives of accesses ago */
+	p.lfu_half_life_accesses = 0;
+	view_reset(2);
+	for (int k = 0; k < 2; k++) {
+		cands[k].cost = 100;
+		cands[k].access_count = 8;
+	}
+	cands[0].access_seq = SEQ - 2 * MC_RANK_HALF_LIFE_ACCESSES;
+	cands[1].access_seq = SEQ - 1;
+	TAP_OK(strcmp(order("cost", &p), "0,1") == 0,
+	       "cost: reads age by accesses, the copy read longest ago goes first (got %s)",
+	       order("cost", &p));
+	cands[0].access_count = 40; /* 41 / 4 > 9: still worth more after ageing */
+	TAP_OK(strcmp(order("cost", &p), "1,0") == 0,
+	       "cost: ageing by accesses halves, it does not erase (got %s)", order("cost", &p));
+	p.seq = 0;
+	TAP_OK(strcmp(order("cost", &p), "1,0") == 0 &&
+		       mc_ranker_find("cost")->score(&view, &cands[0], &p) == 41.0 * 100 / 1000,
+	       "cost: without a sequence the same records age by ms (read just now: no decay)");
+}
+
 static void
 test_cost_defaults(void)
 {
@@ -291,6 +415,19 @@ test_guards(void)
 				ok = 0;
 		}
 	TAP_OK(ok, "guards: no ranker scores NaN or below zero on skewed or empty input");
+	/* the same in logical time: sequences past the view's, and none at all */
+	p.seq = 2;
+	cands[0].access_seq = cands[0].created_seq = 9;
+	cands[3].access_seq = cands[3].created_seq = 0;
+	for (i = 0; mc_rankers[i]; i++)
+		for (j = 0; j < 4; j++) {
+			double s = mc_rankers[i]->score(&view, &cands[j], &p);
+
+			if (s != s || s < 0)
+				ok = 0;
+		}
+	TAP_OK(ok, "guards: nor with sequences past the view's or missing");
+	p.seq = 0;
 	TAP_OK(mc_ranker_find("lfu")->score(&view, &cands[0], &p) == 3,
 	       "lfu: a read stamped after now is a fresh read (age 0)");
 	TAP_OK(mc_ranker_find("hyperbolic")->score(&view, &cands[0], &p) == 3,
@@ -440,6 +577,8 @@ main(void)
 	test_ties();
 	test_subset();
 	test_lfu_decay();
+	test_logical_orders();
+	test_logical_decay();
 	test_cost_defaults();
 	test_guards();
 	test_sort_paths();

@@ -9,15 +9,26 @@
  * are interned into one table and referred to by id, keys live in one
  * arena, so a 10M-candidate view is a few flat arrays.
  *
+ * Logical time: the master numbers every access (a read, or a write
+ * that creates or replaces an object) with one counter. A record carries
+ * the number of its object's last access (access_seq) and of its
+ * creation (created_seq), and the view the counter's value when it was
+ * taken (seq). Rankers order by these when the view has them (seq != 0),
+ * so a replay's speed and the clock's resolution do not change a plan;
+ * the millisecond times remain for people. A view with seq 0 (an older
+ * stream, a hand-made fixture) is ranked by the milliseconds.
+ *
  * The stream form (pipes and files, man/mc-candidates.5): a header record
- * {format: "mc-candidates", version: 1, created: ms, count?} then one
- * msgpack map per candidate:
+ * {format: "mc-candidates", version: 1, created: ms, count?, seq?} then
+ * one msgpack map per candidate:
  *   {key: str|bin, version, tenant, type, group?, peer, tier, domain?,
  *    bytes, created, last_access, access_count, lease_expiry,
- *    soft_pin_deadline, cost?}
+ *    soft_pin_deadline, cost?, access_seq?, created_seq?}
  * (times in ms since the epoch, 0 for none; cost a float, absent for
- * none). Readers ignore fields they do not know; every record passes the
- * wire pre-pass first; a bad stream fails naming the record number.
+ * none; the header's seq and the records' sequences are written only by
+ * a view whose seq is not 0, and read as 0 when absent). Readers ignore
+ * fields they do not know; every record passes the wire pre-pass first;
+ * a bad stream fails naming the record number.
  */
 #ifndef MC_CANDIDATES_H
 #define MC_CANDIDATES_H
@@ -38,6 +49,8 @@ struct mc_cand {
 	uint64_t bytes;
 	uint64_t created, last_access, access_count;
 	uint64_t lease_expiry, soft_pin_deadline;
+	/* the master's access sequence at the last access and at creation; 0: none */
+	uint64_t access_seq, created_seq;
 	double cost;	  /* recompute-cost hint; < 0 when none */
 	uint64_t key_off; /* into the view's key arena */
 	uint32_t key_len;
@@ -55,6 +68,7 @@ struct mc_cand_view {
 	uint32_t nnames, names_cap;
 	void *name_index; /* private: name -> id */
 	uint64_t created;
+	uint64_t seq; /* the master's access sequence when taken; 0: no sequences */
 };
 
 void mc_cand_view_init(struct mc_cand_view *v);

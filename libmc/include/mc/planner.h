@@ -49,6 +49,10 @@
  *  - Deterministic: values are ordered by their bytes, never by name id,
  *    and ties between candidates by their index in the view, so the same
  *    view read from a stream gives the same plan, byte for byte.
+ *  - Time: rankers read recency and age on the view's access sequence
+ *    (v->seq, passed on as the ranker params' seq) when it has one, and
+ *    in ms from now otherwise (mc/ranker.h); eligibility (leases, soft
+ *    pins) is always judged in ms against now.
  *
  * Scope values: tenant, type, group, peer, tier and domain take the
  * candidate's name. The empty name (no group, no domain) is the value

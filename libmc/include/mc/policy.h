@@ -15,7 +15,8 @@
  *   evict lease               default ranker (lease)
  *   cost hidden 5000          default recompute cost of a type
  *   cost kv bytes 0.001       ... or proportional to bytes
- *   half-life 10m             lfu decay half-life
+ *   half-life 200k            lfu and cost decay half-life, in accesses
+ *   half-life 10m             ... and for views without sequences
  *   assign tenant by weight
  *     scope A weight 3 lowerbound 50%
  *       assign type by usage
@@ -95,7 +96,9 @@ struct mc_policy {
 	struct mc_pscope root;
 	double lowerbound;		/* default scope lowerbound fraction: 1.0 */
 	const struct mc_ranker *ranker; /* default ranker: lease */
-	uint64_t lfu_half_life_ms;	/* 0: the ranker's default */
+	/* lfu and cost ageing; 0: the ranker's default (mc/ranker.h) */
+	uint64_t lfu_half_life_accesses; /* views with an access sequence */
+	uint64_t lfu_half_life_ms;	 /* views without one */
 	struct mc_type_cost *costs;
 	size_t ncosts;
 	char name[256]; /* the file's base name, or what the caller gave */
