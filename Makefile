@@ -140,6 +140,7 @@ bench: deps
 	tests/bench/softpin
 	tests/bench/evict
 	tests/bench/fullcache
+	tests/bench/policy
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 

@@ -83,9 +83,9 @@ _mc_complete()
 
 _mc_bench()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--size']=SIZE ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N )
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--size']=SIZE ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N ['--clock']=STR ['--max-put-failures']=FRACTION ['--policy']=FILE ['--capacity']=SIZE ['--high']=FRACTION ['--low']=FRACTION )
 	local -A copts=( )
-	_mc_complete '--master --tenant --size --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --help --version --list-options' 'get lookup fill replay' kinds copts
+	_mc_complete '--master --tenant --size --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --json --help --version --list-options' 'get lookup fill replay sim' kinds copts
 }
 complete -F _mc_bench mc-bench
 

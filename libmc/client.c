@@ -52,6 +52,7 @@ struct mc_client {
 	uint64_t tick;
 	struct peer_slot peers[PEER_CACHE];
 	struct mc_checksum_stream *csum; /* reused by every read */
+	struct mc_client_stats stats;
 };
 
 /* ---- request parameters ---- */
@@ -459,6 +460,12 @@ mc_client_free(struct mc_client *c)
 	free(c->domain);
 	mc_checksum_stream_free(c->csum);
 	free(c);
+}
+
+void
+mc_client_stats(const struct mc_client *c, struct mc_client_stats *out)
+{
+	*out = c->stats;
 }
 
 struct mc_rpcc *
@@ -1444,6 +1451,8 @@ put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put
 	if (i < n) {
 		struct timespec pause = { 0, PUT_RETRY_NS };
 
+		for (; i < n; i++)
+			c->stats.put_retries += retry_no_space(&ks[i]);
 		nanosleep(&pause, NULL);
 		if (put_start_all(c, ks, n, o, true, err) < 0)
 			return -1;

@@ -4,6 +4,7 @@
 #ifndef MC_BENCH_H
 #define MC_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,12 +12,19 @@ struct bench_opts {
 	const char *master, *tenant, *prefix;
 	uint64_t size, keys, clients, requests, duration_ms, batch, count, key_len;
 	uint64_t block_bytes, limit;
+	bool trace_clock;	  /* --clock trace */
+	double max_put_failures;  /* replay: a fraction of the puts */
+	const char *policy;	  /* sim: a policy file, NULL for the built-in default */
+	const char *capacity;	  /* sim: a size or a fraction of the unique blocks */
+	double sim_high, sim_low; /* sim: watermarks */
+	bool json;
 };
 
 int bench_get(const struct bench_opts *o);
 int bench_lookup(const struct bench_opts *o);
 int bench_fill(const struct bench_opts *o);
 int bench_replay(const struct bench_opts *o, const char *trace);
+int bench_sim(const struct bench_opts *o, const char *trace);
 
 /* Latency samples of one run, in nanoseconds. */
 struct lat {

@@ -4,7 +4,8 @@
  *   mc-bench get      many clients reading objects of one size
  *   mc-bench lookup   batched get_replica_list calls against the master
  *   mc-bench fill     metadata-only puts, for memory per object
- *   mc-bench replay   a request trace (JSON lines with hash_ids)
+ *   mc-bench replay   a request trace (JSON lines with hash_ids) against a cluster
+ *   mc-bench sim      the same trace through a policy offline, beside references
  *
  * Every command ends with one machine-readable line of key=value pairs
  * that tests/bench/ scripts parse.
@@ -21,6 +22,7 @@
 #include "mc/err.h"
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/parse.h"
 #include "mc/rpcc.h"
 
 #include "bench.h"
@@ -36,7 +38,46 @@ static struct bench_opts bo = {
 	.key_len = 40,
 	.prefix = "bench",
 	.block_bytes = 64 << 10,
+	.max_put_failures = 0.001,
+	.sim_high = 0.9,
+	.sim_low = 0.7,
 };
+
+/* --clock fast|trace */
+static int
+set_clock(const char *v, void *target, char *why)
+{
+	if (strcmp(v, "trace") == 0 || strcmp(v, "fast") == 0) {
+		*(bool *)target = strcmp(v, "trace") == 0;
+		return 0;
+	}
+	snprintf(why, 200, "must be 'fast' or 'trace'");
+	return -1;
+}
+
+/* A fraction: "0.001" or "0.1%". */
+static int
+set_fraction(const char *v, void *target, char *why)
+{
+	struct mc_err err;
+	uint64_t micro;
+	double f;
+
+	if (strchr(v, '%') != NULL) {
+		if (mc_parse_percent(v, &micro, &err) < 0) {
+			snprintf(why, 200, "%.190s", err.msg);
+			return -1;
+		}
+		*(double *)target = (double)micro / MC_PERCENT_WHOLE;
+		return 0;
+	}
+	if (mc_parse_double(v, &f, &err) < 0 || f < 0 || f > 1) {
+		snprintf(why, 200, "must be a fraction from 0 to 1, or a percentage");
+		return -1;
+	}
+	*(double *)target = f;
+	return 0;
+}
 
 static const struct mc_opt global_opts[] = {
 	{ "master", 'm', "ADDR", "MC_MASTER", "master address", mc_set_str, &bo.master },
@@ -56,6 +97,22 @@ static const struct mc_opt global_opts[] = {
 	{ "block-bytes", 0, "SIZE", NULL, "bytes per trace block (replay)", mc_set_size,
 	  &bo.block_bytes },
 	{ "limit", 0, "N", NULL, "trace requests to replay (0: all)", mc_set_u64, &bo.limit },
+	{ "clock", 0, "STR", NULL,
+	  "fast (as fast as possible) or trace (object time from the trace's timestamps)",
+	  set_clock, &bo.trace_clock },
+	{ "max-put-failures", 0, "FRACTION", NULL,
+	  "replay fails when more puts failed than this (default 0.1%)", set_fraction,
+	  &bo.max_put_failures },
+	{ "policy", 0, "FILE", NULL, "eviction policy to simulate (sim; default: built-in)",
+	  mc_set_str, &bo.policy },
+	{ "capacity", 0, "SIZE", NULL, "cache size, or a fraction of the unique blocks (sim)",
+	  mc_set_str, &bo.capacity },
+	{ "high", 0, "FRACTION", NULL, "high watermark (sim; default 0.9)", mc_set_double,
+	  &bo.sim_high },
+	{ "low", 0, "FRACTION", NULL, "low watermark (sim; default 0.7)", mc_set_double,
+	  &bo.sim_low },
+	{ "json", 0, NULL, NULL, "print the result as one JSON object (sim)", mc_set_flag,
+	  &bo.json },
 	{ 0 },
 };
 
@@ -64,6 +121,7 @@ static const struct mc_cmd cmds[] = {
 	{ "lookup", "batched get_replica_list calls of --batch keys" },
 	{ "fill", "create --count objects' metadata (no bytes moved)" },
 	{ "replay", "replay a JSON-lines trace of hash_ids as prefix-block gets and puts" },
+	{ "sim", "simulate a policy over a trace offline, beside LRU, LFU, S3-FIFO, ARC, OPT" },
 	{ 0 },
 };
 
@@ -113,6 +171,13 @@ main(int argc, char **argv)
 			return MC_EXIT_USAGE;
 		}
 		return bench_replay(&bo, argv[i]);
+	}
+	if (strcmp(cmd, "sim") == 0) {
+		if (i >= argc) {
+			mc_complain("sim needs a trace file");
+			return MC_EXIT_USAGE;
+		}
+		return bench_sim(&bo, argv[i]);
 	}
 	mc_complain("unknown command '%s'; try 'mc-bench --help'", cmd);
 	return MC_EXIT_USAGE;

@@ -1,11 +1,26 @@
 /*
- * Trace replay: each line of the trace is one request whose hash_ids
- * name its 512-token prefix blocks. Like a serving engine, the replayer
- * fetches the blocks of a request's prefix in one batch, counts the
- * leading run it found as prefix hits (a block after the first miss is
- * useless without its prefix), and parks the blocks it had to compute.
+ * Trace replay against a live cluster, the way a serving engine uses a
+ * KV cache. For each request (trace.h):
+ *   1. look up every prefix block in one batch (batch_exist: records no
+ *      access, takes no lease);
+ *   2. read the leading run that was found, in batches; only blocks read
+ *      count as accesses, and a block gone since the lookup ends the run
+ *      (the prefix hits are the blocks actually read);
+ *   3. write the blocks it had to compute: every block after that run
+ *      the cache does not hold (a put that finds the key exists already
+ *      is not a failure).
+ * Nothing is truncated. The summary line gives the prefix hit ratio (the
+ * GPU work saved), the found-anywhere block ratio, puts done, failed and
+ * retried, the master's occupancy (its mc_tier_occupancy_min, and the
+ * mean fill sampled over the run once the cache first filled), rounds,
+ * bytes evicted, requests/s and latency percentiles. More failed puts
+ * than --max-put-failures makes the run fail: a replay whose writes did
+ * not land measures nothing.
+ *
+ * --clock trace replays on the trace's own timestamps: before each
+ * request the master's object clock (leases, soft pins, TTLs) is moved
+ * to the request's time (clock_set). The default runs as fast as it can.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,180 +30,413 @@
 #include "mc/clock.h"
 #include "mc/err.h"
 #include "mc/log.h"
+#include "mc/rpcc.h"
+#include "mc/wire.h"
 
 #include "bench.h"
+#include "trace.h"
 
-#define MAX_BLOCKS 4096
 #define KEY_CAP 64
+/* Blocks read or written per batch call: bounds the read buffer. */
+#define CHUNK 256
+/* Requests between two samples of the master's occupancy. */
+#define SAMPLE_EVERY 50
+/* Tenants a trace may name (one client each). */
+#define TENANTS_MAX 64
 
-/*
- * Pull the integers of the "hash_ids" array out of one JSON line.
- * Returns how many were found, or -1 when the line has no such array.
- */
-static int
-parse_hash_ids(const char *line, uint64_t *ids, int max)
-{
-	const char *p = strstr(line, "\"hash_ids\"");
-	int n = 0;
-
-	if (p == NULL || (p = strchr(p, '[')) == NULL)
-		return -1;
-	for (p++; *p && *p != ']';) {
-		char *end;
-		unsigned long long v;
-
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (*p == ']')
-			break;
-		if (!isdigit((unsigned char)*p))
-			return -1;
-		errno = 0;
-		v = strtoull(p, &end, 10);
-		if (errno || end == p)
-			return -1;
-		if (n < max)
-			ids[n++] = v;
-		p = end;
-	}
-	return *p == ']' ? n : -1;
-}
-
-struct replay_state {
-	const struct bench_opts *o;
+struct tenant_client {
+	char name[MC_NAME_MAX + 1];
 	struct mc_client *c;
-	char (*keys)[KEY_CAP];
-	const char **keyp;
-	void **bufs;
-	size_t *caps, *lens;
-	int *results;
-	const void **put_bufs;
-	unsigned char *arena, *value;
-	uint64_t requests, blocks, hits, puts, put_failures, get_errors;
-	struct lat lat;
 };
 
-static int
-replay_one(struct replay_state *st, const uint64_t *ids, int n, struct mc_err *err)
+struct replay {
+	const struct bench_opts *o;
+	struct tenant_client tc[TENANTS_MAX];
+	size_t ntc;
+	struct mc_client *admin; /* the first client: master-wide calls */
+	/* per request, grown to the longest one */
+	char (*keys)[KEY_CAP];
+	const char **keyp;
+	int *present, *results;
+	size_t cap;
+	/* one chunk's buffers */
+	void *bufs[CHUNK];
+	size_t caps[CHUNK], lens[CHUNK];
+	const void *put_bufs[CHUNK];
+	unsigned char *arena, *value;
+	/* trace clock */
+	uint64_t clock_base;
+	bool clock_started;
+	/* counts */
+	uint64_t requests, blocks, hits, found, puts, put_failures, puts_existing;
+	uint64_t get_errors;
+	double occ_sum;
+	uint64_t occ_samples;
+	struct lat lat;
+	struct mc_err last_put_err;
+};
+
+static struct mc_client *
+client_for(struct replay *st, const char *tenant, struct mc_err *err)
 {
-	const struct bench_opts *o = st->o;
-	int hit = 0, first_miss = n;
-	uint64_t t0 = mc_mono_ns();
+	struct mc_client_opts co = { .master = st->o->master, .tenant = tenant };
+	struct tenant_client *t;
 
-	for (int i = 0; i < n; i++) {
-		snprintf(st->keys[i], KEY_CAP, "%s-%llu", o->prefix, (unsigned long long)ids[i]);
-		st->keyp[i] = st->keys[i];
-		st->bufs[i] = st->arena + (size_t)i * o->block_bytes;
-		st->caps[i] = o->block_bytes;
+	for (size_t i = 0; i < st->ntc; i++)
+		if (strcmp(st->tc[i].name, tenant) == 0)
+			return st->tc[i].c;
+	if (st->ntc == TENANTS_MAX) {
+		mc_err_set(err, MC_ERR_INVALID, "the trace names more than %d tenants",
+			   TENANTS_MAX);
+		return NULL;
 	}
-	if (mc_batch_get(st->c, (size_t)n, st->keyp, st->bufs, st->caps, st->lens, st->results,
-			 err) < 0)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		if (st->results[i] == MC_OK && i == hit)
-			hit++;
-		else if (st->results[i] != MC_OK && st->results[i] != MC_ERR_NOT_FOUND)
-			st->get_errors++;
-	}
-	first_miss = hit;
-	if (first_miss < n) {
-		size_t m = (size_t)(n - first_miss);
-		size_t *lens = st->lens + first_miss;
-		struct mc_put_opts po = { .type = "kv", .upsert = true };
+	t = &st->tc[st->ntc];
+	snprintf(t->name, sizeof(t->name), "%s", tenant);
+	t->c = mc_client_new(&co, err);
+	if (t->c == NULL)
+		return NULL;
+	st->ntc++;
+	if (st->admin == NULL)
+		st->admin = t->c;
+	return t->c;
+}
 
-		for (size_t i = 0; i < m; i++) {
-			st->put_bufs[i] = st->value;
-			lens[i] = o->block_bytes;
-		}
-		if (mc_batch_put(st->c, m, st->keyp + first_miss, st->put_bufs, lens, &po,
-				 st->results, err) < 0)
-			return -1;
-		for (size_t i = 0; i < m; i++) {
-			st->puts++;
-			if (st->results[i] != MC_OK)
-				st->put_failures++;
-		}
-	}
-	lat_add(&st->lat, mc_mono_ns() - t0);
-	st->requests++;
-	st->blocks += (uint64_t)n;
-	st->hits += (uint64_t)hit;
+static int
+grow(struct replay *st, size_t n, struct mc_err *err)
+{
+	size_t cap = st->cap ? st->cap : 64;
+	void *k, *kp, *p, *r;
+
+	if (n <= st->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	k = realloc(st->keys, cap * sizeof(*st->keys));
+	if (k != NULL)
+		st->keys = k;
+	kp = realloc(st->keyp, cap * sizeof(*st->keyp));
+	if (kp != NULL)
+		st->keyp = kp;
+	p = realloc(st->present, cap * sizeof(*st->present));
+	if (p != NULL)
+		st->present = p;
+	r = realloc(st->results, cap * sizeof(*st->results));
+	if (r != NULL)
+		st->results = r;
+	if (k == NULL || kp == NULL || p == NULL || r == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory for a request of %zu blocks",
+				  n);
+	st->cap = cap;
 	return 0;
 }
 
-int
-bench_replay(const struct bench_opts *o, const char *trace)
+/* One master call through the admin client; the caller releases *m. */
+static int
+admin_call(struct replay *st, const char *method, mc_pack_fn fn, void *arg, struct mc_msg *m,
+	   struct mc_err *err)
 {
-	struct mc_client_opts co = { .master = o->master, .tenant = o->tenant };
-	struct replay_state st = { .o = o };
-	struct mc_err err = { 0 };
-	uint64_t *ids = calloc(MAX_BLOCKS, sizeof(*ids));
-	FILE *f = strcmp(trace, "-") == 0 ? stdin : fopen(trace, "r");
-	char *line = NULL;
-	size_t cap = 0, lineno = 0;
-	uint64_t t0;
-	double s;
-	int rc = 0;
+	struct mc_rpcc *r = mc_client_master(st->admin);
 
-	if (f == NULL)
-		mc_die(MC_EXIT_USAGE, "cannot open '%s': %s", trace, strerror(errno));
+	if (r == NULL)
+		return mc_err_set(err, MC_ERR_UNAVAILABLE, "no connection to the master");
+	return mc_rpcc_call(r, method, fn, arg, m, err);
+}
+
+static void
+pack_now(msgpack_packer *pk, void *arg)
+{
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "now_ms", *(const uint64_t *)arg);
+}
+
+/* --clock trace: the master's object time follows the request's timestamp. */
+static int
+clock_to(struct replay *st, uint64_t ts, struct mc_err *err)
+{
+	struct mc_msg m;
+	uint64_t now = 0, to;
+
+	if (!st->clock_started) {
+		/* Asking for 0 moves nothing and answers the master's time. */
+		if (admin_call(st, "clock_set", pack_now, &now, &m, err) < 0)
+			return -1;
+		mc_map_u64(m.body, "now_ms", &st->clock_base, NULL);
+		mc_msg_release(&m);
+		st->clock_base = st->clock_base > ts ? st->clock_base - ts : 0;
+		st->clock_started = true;
+	}
+	to = st->clock_base + ts;
+	if (admin_call(st, "clock_set", pack_now, &to, &m, err) < 0)
+		return -1;
+	mc_msg_release(&m);
+	return 0;
+}
+
+/*
+ * The fill of the cluster's tiers (accounted bytes over capacity, all
+ * live peers) and the lowest fill any round left a tier at; -1 in
+ * *occ_min when no tier has reached its high watermark yet.
+ */
+static int
+occupancy(struct replay *st, double *fill, double *occ_min, struct mc_err *err)
+{
+	const msgpack_object_array *peers;
+	uint64_t used = 0, cap = 0;
+	struct mc_msg m;
+
+	*occ_min = -1;
+	if (admin_call(st, "peers", NULL, NULL, &m, err) < 0)
+		return -1;
+	peers = mc_map_array(m.body, "peers");
+	for (uint32_t i = 0; peers != NULL && i < peers->size; i++) {
+		const msgpack_object_array *tiers = mc_map_array(&peers->ptr[i], "tiers");
+		bool alive = false;
+
+		mc_map_bool(&peers->ptr[i], "alive", &alive, NULL);
+		for (uint32_t t = 0; alive && tiers != NULL && t < tiers->size; t++) {
+			const msgpack_object *e = &tiers->ptr[t];
+			const msgpack_object *om = mc_map_get(e, "occupancy_min");
+			uint64_t u = 0, c = 0;
+
+			mc_map_u64(e, "used", &u, NULL);
+			mc_map_u64(e, "capacity", &c, NULL);
+			used += u;
+			cap += c;
+			if (om != NULL && om->type == MSGPACK_OBJECT_FLOAT64 &&
+			    (*occ_min < 0 || om->via.f64 < *occ_min))
+				*occ_min = om->via.f64;
+		}
+	}
+	mc_msg_release(&m);
+	*fill = cap > 0 ? (double)used / (double)cap : 0;
+	return 0;
+}
+
+static void
+sample(struct replay *st)
+{
+	struct mc_err err;
+	double fill, occ_min;
+
+	/* Only once a tier has filled: the warm-up says nothing of the policy. */
+	if (occupancy(st, &fill, &occ_min, &err) == 0 && occ_min >= 0) {
+		st->occ_sum += fill;
+		st->occ_samples++;
+	}
+}
+
+/* Read blocks [0, n) of keys, chunk by chunk, until one is missing: how many were read. */
+static int
+read_run(struct replay *st, struct mc_client *c, size_t n, size_t *got, struct mc_err *err)
+{
+	const struct bench_opts *o = st->o;
+
+	*got = 0;
+	for (size_t from = 0; from < n;) {
+		size_t m = n - from < CHUNK ? n - from : CHUNK, i;
+
+		for (i = 0; i < m; i++) {
+			st->bufs[i] = st->arena + i * o->block_bytes;
+			st->caps[i] = o->block_bytes;
+		}
+		if (mc_batch_get(c, m, st->keyp + from, st->bufs, st->caps, st->lens,
+				 st->results + from, err) < 0)
+			return -1;
+		for (i = 0; i < m && st->results[from + i] == MC_OK; i++)
+			;
+		for (size_t k = i; k < m; k++)
+			if (st->results[from + k] != MC_OK &&
+			    st->results[from + k] != MC_ERR_NOT_FOUND)
+				st->get_errors++;
+		*got += i;
+		if (i < m)
+			return 0;
+		from += m;
+	}
+	return 0;
+}
+
+/* Write the blocks listed in idx[0..n), chunk by chunk. */
+static int
+write_blocks(struct replay *st, struct mc_client *c, const char *type, const size_t *idx, size_t n,
+	     struct mc_err *err)
+{
+	struct mc_put_opts po = { .type = type };
+	const char *keys[CHUNK];
+	int res[CHUNK];
+
+	for (size_t from = 0; from < n;) {
+		size_t m = n - from < CHUNK ? n - from : CHUNK;
+
+		for (size_t i = 0; i < m; i++) {
+			keys[i] = st->keyp[idx[from + i]];
+			st->put_bufs[i] = st->value;
+			st->lens[i] = st->o->block_bytes;
+		}
+		if (mc_batch_put(c, m, keys, st->put_bufs, st->lens, &po, res, err) < 0)
+			return -1;
+		for (size_t i = 0; i < m; i++) {
+			if (res[i] == MC_OK) {
+				st->puts++;
+			} else if (res[i] == MC_ERR_EXISTS) {
+				/* Another request wrote it meanwhile: the cache has it. */
+				st->puts_existing++;
+			} else {
+				st->puts++;
+				st->put_failures++;
+				mc_err_set(&st->last_put_err, res[i], "%s", mc_status_name(res[i]));
+			}
+		}
+		from += m;
+	}
+	return 0;
+}
+
+static int
+replay_one(struct replay *st, const struct trace_req *rq, struct mc_err *err)
+{
+	const struct bench_opts *o = st->o;
+	const char *tenant = rq->tenant[0] != '\0' ? rq->tenant : o->tenant;
+	const char *type = rq->type[0] != '\0' ? rq->type : "kv";
+	struct mc_client *c = client_for(st, tenant != NULL ? tenant : MC_DEFAULT_TENANT, err);
+	size_t n = rq->n, prefix = 0, read = 0, nw = 0, *idx;
+	uint64_t t0;
+
+	if (c == NULL || grow(st, n, err) < 0)
+		return -1;
+	if (o->trace_clock && rq->has_timestamp && clock_to(st, rq->timestamp, err) < 0)
+		return -1;
+	t0 = mc_mono_ns();
+	for (size_t i = 0; i < n; i++) {
+		snprintf(st->keys[i], KEY_CAP, "%s-%llu", o->prefix,
+			 (unsigned long long)rq->ids[i]);
+		st->keyp[i] = st->keys[i];
+	}
+	if (mc_batch_exist(c, n, st->keyp, st->present, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		st->found += st->present[i] == 1;
+	while (prefix < n && st->present[prefix] == 1)
+		prefix++;
+	if (read_run(st, c, prefix, &read, err) < 0)
+		return -1;
+	/* The blocks it had to compute and the cache lacks. */
+	idx = calloc(n - read + 1, sizeof(*idx));
+	if (idx == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	for (size_t i = read; i < n; i++)
+		if (i < prefix || st->present[i] != 1)
+			idx[nw++] = i;
+	if (write_blocks(st, c, type, idx, nw, err) < 0) {
+		free(idx);
+		return -1;
+	}
+	free(idx);
+	lat_add(&st->lat, mc_mono_ns() - t0);
+	st->requests++;
+	st->blocks += n;
+	st->hits += read;
+	if (st->requests % SAMPLE_EVERY == 0)
+		sample(st);
+	return 0;
+}
+
+static double
+ratio(uint64_t a, uint64_t b)
+{
+	return b > 0 ? (double)a / (double)b : 0;
+}
+
+int
+bench_replay(const struct bench_opts *o, const char *path)
+{
+	struct replay st = { .o = o };
+	struct trace_req rq = { 0 };
+	struct trace t;
+	struct mc_err err = { 0 };
+	struct mc_client_stats cs;
+	uint64_t t0, retries = 0;
+	uint64_t rounds = 0, evicted = 0;
+	double s, fill = 0, occ_min = -1;
+	int rc = 0, got;
+
 	if (o->block_bytes == 0 || o->block_bytes > (64u << 20))
 		mc_die(MC_EXIT_USAGE, "invalid --block-bytes: must be 1B..64MiB");
-	st.keys = calloc(MAX_BLOCKS, sizeof(*st.keys));
-	st.keyp = calloc(MAX_BLOCKS, sizeof(*st.keyp));
-	st.bufs = calloc(MAX_BLOCKS, sizeof(*st.bufs));
-	st.caps = calloc(MAX_BLOCKS, sizeof(*st.caps));
-	st.lens = calloc(MAX_BLOCKS, sizeof(*st.lens));
-	st.results = calloc(MAX_BLOCKS, sizeof(*st.results));
-	st.put_bufs = calloc(MAX_BLOCKS, sizeof(*st.put_bufs));
-	st.arena = malloc((size_t)MAX_BLOCKS * o->block_bytes);
+	if (trace_open(&t, path, &err) < 0)
+		mc_die(MC_EXIT_USAGE, "%s", err.msg);
+	st.arena = malloc((size_t)CHUNK * o->block_bytes);
 	st.value = calloc(1, o->block_bytes);
-	if (!ids || !st.keys || !st.keyp || !st.bufs || !st.caps || !st.lens || !st.results ||
-	    !st.put_bufs || !st.arena || !st.value)
+	if (st.arena == NULL || st.value == NULL)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
-	st.c = mc_client_new(&co, &err);
-	if (st.c == NULL)
+	if (client_for(&st, o->tenant != NULL ? o->tenant : MC_DEFAULT_TENANT, &err) == NULL)
 		mc_die(mc_status_exit_code(err.code), "%s", err.msg);
 	t0 = mc_mono_ns();
-	while (getline(&line, &cap, f) > 0) {
-		int n;
-
-		lineno++;
+	while ((got = trace_next(&t, &rq, &err)) == 1) {
 		if (o->limit && st.requests >= o->limit)
 			break;
-		n = parse_hash_ids(line, ids, MAX_BLOCKS);
-		if (n < 0) {
-			mc_complain("%s:%zu: no hash_ids array", trace, lineno);
-			rc = MC_EXIT_DATAERR;
-			break;
-		}
-		if (n > 0 && replay_one(&st, ids, n, &err) < 0) {
-			mc_complain("request at %s:%zu failed: %s", trace, lineno, err.msg);
+		if (rq.n > 0 && replay_one(&st, &rq, &err) < 0) {
+			mc_complain("request at %s:%llu failed: %s", path,
+				    (unsigned long long)t.lineno, err.msg);
 			rc = mc_status_exit_code(err.code);
 			break;
 		}
 	}
+	if (got < 0) {
+		mc_complain("%s", err.msg);
+		rc = MC_EXIT_DATAERR;
+	}
 	s = (double)(mc_mono_ns() - t0) / 1e9;
-	printf("replay requests=%llu blocks=%llu hits=%llu hit_ratio=%.4f puts=%llu "
-	       "put_failures=%llu get_errors=%llu seconds=%.3f requests_per_s=%.1f "
-	       "p50_us=%.1f p99_us=%.1f\n",
+	for (size_t i = 0; i < st.ntc; i++) {
+		mc_client_stats(st.tc[i].c, &cs);
+		retries += cs.put_retries;
+	}
+	if (rc == 0) {
+		struct mc_msg m;
+
+		if (occupancy(&st, &fill, &occ_min, &err) == 0 && occ_min >= 0) {
+			st.occ_sum += fill;
+			st.occ_samples++;
+		}
+		if (admin_call(&st, "stats", NULL, NULL, &m, &err) == 0) {
+			mc_map_u64(m.body, "evict_rounds", &rounds, NULL);
+			mc_map_u64(m.body, "evicted_bytes", &evicted, NULL);
+			mc_msg_release(&m);
+		}
+	}
+	printf("replay requests=%llu blocks=%llu prefix_hits=%llu prefix_hit_ratio=%.4f "
+	       "found=%llu block_hit_ratio=%.4f puts=%llu put_failures=%llu put_retries=%llu "
+	       "puts_existing=%llu get_errors=%llu occupancy_min=%.4f occupancy_mean=%.4f "
+	       "rounds=%llu evicted_bytes=%llu seconds=%.3f requests_per_s=%.1f p50_us=%.1f "
+	       "p90_us=%.1f p99_us=%.1f\n",
 	       (unsigned long long)st.requests, (unsigned long long)st.blocks,
-	       (unsigned long long)st.hits, st.blocks ? (double)st.hits / (double)st.blocks : 0,
-	       (unsigned long long)st.puts, (unsigned long long)st.put_failures,
-	       (unsigned long long)st.get_errors, s, s > 0 ? (double)st.requests / s : 0,
-	       lat_pct_us(&st.lat, 50), lat_pct_us(&st.lat, 99));
-	mc_client_free(st.c);
-	if (f != stdin)
-		fclose(f);
-	free(line);
-	free(ids);
+	       (unsigned long long)st.hits, ratio(st.hits, st.blocks), (unsigned long long)st.found,
+	       ratio(st.found, st.blocks), (unsigned long long)st.puts,
+	       (unsigned long long)st.put_failures, (unsigned long long)retries,
+	       (unsigned long long)st.puts_existing, (unsigned long long)st.get_errors,
+	       occ_min >= 0 ? occ_min : 0, st.occ_samples ? st.occ_sum / (double)st.occ_samples : 0,
+	       (unsigned long long)rounds, (unsigned long long)evicted, s,
+	       s > 0 ? (double)st.requests / s : 0, lat_pct_us(&st.lat, 50),
+	       lat_pct_us(&st.lat, 90), lat_pct_us(&st.lat, 99));
+	fflush(stdout);
+	if (rc == 0 && st.puts > 0 &&
+	    (double)st.put_failures > o->max_put_failures * (double)st.puts) {
+		mc_complain(
+			"%llu of %llu puts failed (%.2f%%, last: %s), more than "
+			"--max-put-failures %.2f%%: the cache did not take the writes, so these "
+			"figures measure nothing",
+			(unsigned long long)st.put_failures, (unsigned long long)st.puts,
+			100.0 * ratio(st.put_failures, st.puts), st.last_put_err.msg,
+			100.0 * o->max_put_failures);
+		rc = MC_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < st.ntc; i++)
+		mc_client_free(st.tc[i].c);
+	trace_close(&t);
+	trace_req_free(&rq);
 	free(st.keys);
 	free(st.keyp);
-	free(st.bufs);
-	free(st.caps);
-	free(st.lens);
+	free(st.present);
 	free(st.results);
-	free(st.put_bufs);
 	free(st.arena);
 	free(st.value);
 	lat_free(&st.lat);

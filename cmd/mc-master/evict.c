@@ -139,6 +139,7 @@ struct evictor {
 	struct stalled stalled[STALLED_MAX];
 	unsigned nstalled;
 	uint64_t next_seq, done_seq;
+	struct evict_totals totals;
 	/* Run from the loop after a round ended: the waiting puts try again. */
 	void (*rounds_ended)(struct master *m);
 	struct event *ended_ev;
@@ -691,6 +692,8 @@ job_finish(struct master *m, struct job *j)
 	if (j->key != UINT64_MAX && j->has_round && j->exec.evicted_bytes == 0)
 		stall(m, j->key);
 	answer(j);
+	e->totals.evicted_bytes += j->exec.evicted_bytes;
+	e->totals.evicted_objects += j->exec.evicted_objects;
 	e->running = NULL;
 	e->done_seq = j->seq;
 	job_dispose(j);
@@ -1140,8 +1143,10 @@ job_start(struct master *m, struct job *j)
 			 (unsigned long long)j->round.usage_at_start,
 			 (unsigned long long)j->round.low, (unsigned long long)j->round.waiting,
 			 (unsigned long long)j->round.target);
-	if (!j->export_view)
+	if (!j->export_view) {
 		mc_metric_inc(e->rounds[j->trigger]);
+		e->totals.rounds++;
+	}
 	j->policy = e->policy;
 	j->policy->refs++;
 	if (j->plan_bytes != NULL || j->empty) {
@@ -1462,6 +1467,12 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 			  "tenant '%s' over its quota: %llu + %llu bytes of %llu; eviction started",
 			  t->name, (unsigned long long)t->bytes, (unsigned long long)add,
 			  (unsigned long long)quota);
+}
+
+void
+evict_totals(struct master *m, struct evict_totals *out)
+{
+	*out = evictor_of(m)->totals;
 }
 
 uint64_t

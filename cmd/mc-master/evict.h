@@ -79,6 +79,11 @@ uint64_t evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool
  */
 int evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round, bool *helps,
 		      struct mc_err *err);
+/* Rounds started, and what they evicted, since the master started. */
+struct evict_totals {
+	uint64_t rounds, evicted_bytes, evicted_objects;
+};
+void evict_totals(struct master *m, struct evict_totals *out);
 /* The seq of the last round that ended: a put waiting on seq s may try again once this is >= s. */
 uint64_t evict_rounds_done(struct master *m);
 /* fn runs on the loop after rounds end, before the watermarks are looked at again. */

@@ -646,9 +646,11 @@ h_stats(struct mc_req *req)
 {
 	struct master *m = req_begin(req, M_STATS);
 	const struct store *s = &m->store;
+	struct evict_totals ev;
 
+	evict_totals(m, &ev);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 6);
+	msgpack_pack_map(pk, 9);
 	mc_pack_kv_u64(pk, "objects", s->objects.count);
 	mc_pack_kv_u64(pk, "bytes", s->bytes);
 	mc_pack_kv_u64(pk, "peers", m->peers.n);
@@ -664,6 +666,37 @@ h_stats(struct mc_req *req)
 	}
 	mc_pack_kv_u64(pk, "uptime_ms", (mc_mono_ns() / 1000000) - m->started_ms);
 	mc_pack_kv_str(pk, "version", MASTER_VERSION);
+	mc_pack_kv_u64(pk, "evict_rounds", ev.rounds);
+	mc_pack_kv_u64(pk, "evicted_bytes", ev.evicted_bytes);
+	mc_pack_kv_u64(pk, "evicted_objects", ev.evicted_objects);
+	mc_reply_end(req);
+}
+
+/*
+ * clock_set {now_ms}: move object time (leases, soft pins, put timeouts:
+ * everything mc_now_ms() times) to now_ms, for a replay on a trace's own
+ * clock. Time only moves forward, and from the first call on it moves
+ * only by these calls. Peer liveness, connection timeouts and put waits
+ * run on the monotonic clock and are not moved.
+ */
+static void
+h_clock_set(struct mc_req *req)
+{
+	struct mc_err err;
+	uint64_t to, now = mc_now_ms();
+
+	req_begin(req, M_CLOCK_SET);
+	if (req_need_u64(req->params, "now_ms", &to, &err) != 0) {
+		req_fail_err(req, M_CLOCK_SET, &err);
+		return;
+	}
+	if (to > now) {
+		mc_clock_set_fake(to);
+		now = to;
+	}
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "now_ms", now);
 	mc_reply_end(req);
 }
 
@@ -678,9 +711,12 @@ pack_tiers(msgpack_packer *pk, const struct peer *p)
 	for (int t = 0; t < TIER_COUNT; t++) {
 		if (!p->tiers[t].present)
 			continue;
-		msgpack_pack_map(pk, 4);
+		msgpack_pack_map(pk, 4 + p->tiers[t].reached_high);
 		mc_pack_kv_str(pk, "tier", tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", p->tiers[t].capacity);
+		/* the lowest fill a round left it at, once it has been over its high mark */
+		if (p->tiers[t].reached_high)
+			mc_pack_kv_double(pk, "occupancy_min", p->tiers[t].occupancy_min);
 		/* What the master accounts now (copies and reservations); the peer's last word beside it. */
 		mc_pack_kv_u64(pk, "used", p->tiers[t].used);
 		mc_pack_kv_u64(pk, "reported", p->tiers[t].reported);
@@ -739,6 +775,7 @@ const struct mc_method master_methods[] = {
 	{ "list", h_list },
 	{ "stat", h_stat },
 	{ "stats", h_stats },
+	{ "clock_set", h_clock_set },
 	{ "peers", h_peers },
 	{ "peer_register", h_peer_register },
 	{ "peer_heartbeat", h_peer_heartbeat },

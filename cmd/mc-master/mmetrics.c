@@ -42,6 +42,7 @@ const char *const method_names[M_COUNT] = {
 	[M_EVICT_PLAN] = "evict_plan",
 	[M_EVICT_RUN] = "evict_run",
 	[M_RELEASE] = "release",
+	[M_CLOCK_SET] = "clock_set",
 };
 
 static void

@@ -42,6 +42,7 @@ enum method {
 	M_EVICT_PLAN,
 	M_EVICT_RUN,
 	M_RELEASE,
+	M_CLOCK_SET,
 	M_COUNT
 };
 

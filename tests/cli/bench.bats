@@ -33,7 +33,9 @@ field() {
 	run -0 mc-bench replay --prefix r1 --block-bytes 4KiB "$MC_DIR/trace.jsonl"
 	assert_output --partial "replay requests=4 blocks=13"
 	# block 0 hits from the second request on, and the fourth repeats the first
-	[ "$(field hits)" = 6 ]
+	[ "$(field prefix_hits)" = 6 ]
+	[ "$(field prefix_hit_ratio)" = 0.4615 ]
+	[ "$(field found)" = 6 ]
 	[ "$(field puts)" = 7 ]
 	[ "$(field put_failures)" = 0 ]
 	# every parked block reads back at its size
@@ -44,9 +46,34 @@ field() {
 @test "bench: a second replay of the same trace hits every block" {
 	run -0 mc-bench replay --prefix r2 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
 	run -0 mc-bench replay --prefix r2 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
-	[ "$(field hits)" = 13 ]
-	[ "$(field hit_ratio)" = 1.0000 ]
+	[ "$(field prefix_hits)" = 13 ]
+	[ "$(field prefix_hit_ratio)" = 1.0000 ]
 	[ "$(field puts)" = 0 ]
+}
+
+@test "bench: replay reads only the leading run found and writes only what the cache lacks" {
+	# r4-1 exists, r4-0 does not: the request misses at once, so r4-1 is
+	# neither read (no access) nor written again
+	echo x | mc-cli put r4-1
+	local before
+	before="$(mc_stat_json r4-1 | jq -r '.access_count')"
+	printf '{"timestamp": 0, "hash_ids": [0, 1, 2]}\n' >"$BATS_TEST_TMPDIR/gap.jsonl"
+	run -0 mc-bench replay --prefix r4 --block-bytes 1KiB "$BATS_TEST_TMPDIR/gap.jsonl"
+	[ "$(field prefix_hits)" = 0 ]
+	[ "$(field found)" = 1 ]
+	[ "$(field block_hit_ratio)" = 0.3333 ]
+	[ "$(field puts)" = 2 ]
+	[ "$(mc_stat_json r4-1 | jq -r '.access_count')" = "$before" ]
+	# still the one-byte object, not rewritten as a block
+	[ "$(mc_stat_json r4-1 | jq -r '.size')" = 2 ]
+}
+
+@test "bench: replay reports the master's rounds, evictions and occupancy" {
+	run -0 mc-bench replay --prefix r5 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
+	for f in rounds evicted_bytes occupancy_min occupancy_mean put_retries requests_per_s \
+		p50_us p90_us p99_us; do
+		[ -n "$(field "$f")" ]
+	done
 }
 
 @test "bench: replay --limit stops after that many requests" {

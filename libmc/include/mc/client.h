@@ -116,6 +116,12 @@ typedef int (*mc_list_fn)(const char *key, uint64_t size, uint64_t version, cons
 			  void *arg);
 int mc_list(struct mc_client *c, const char *prefix, mc_list_fn fn, void *arg, struct mc_err *err);
 
+/* What a client did that its calls' results do not show. */
+struct mc_client_stats {
+	uint64_t put_retries; /* keys asked for again after a refusal for want of room */
+};
+void mc_client_stats(const struct mc_client *c, struct mc_client_stats *out);
+
 /*
  * The master connection underneath, for tools that issue admin calls
  * (stats, peers, ...) through mc/rpcc.h.

@@ -1,0 +1,611 @@
+/*
+ * mc-bench sim: a policy evaluated offline, without a cluster.
+ *
+ * The trace is replayed the way mc-bench replay drives a live cluster
+ * (look up a request's blocks, read the leading run found, write the
+ * blocks it lacks) into a model of one peer tier of --capacity payload
+ * bytes with the master's watermark semantics: once a write leaves the
+ * tier above its high watermark a round frees it down to the low one,
+ * and a write that does not fit first frees what it needs down to the
+ * low mark. mc's policy runs as the master runs it: the same candidate
+ * view, planner, rankers and plan execution (libmc), over the model's
+ * objects with the master's logical access sequence. Beside it, in the
+ * same run, the reference policies (mc/refcache.h) under the same
+ * semantics, textbook LRU, and Belady's OPT.
+ *
+ * "Gap closed" is (policy - LRU) / (OPT - LRU) over prefix hit ratios
+ * for the policy and LRU, with OPT's block hit ratio as the ceiling:
+ * OPT counts a hit on every block, prefix or not, so the ceiling is an
+ * upper bound and the gap closed an underestimate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/candidates.h"
+#include "mc/checksum.h"
+#include "mc/clock.h"
+#include "mc/err.h"
+#include "mc/hash.h"
+#include "mc/json.h"
+#include "mc/log.h"
+#include "mc/parse.h"
+#include "mc/planexec.h"
+#include "mc/planner.h"
+#include "mc/policy.h"
+#include "mc/refcache.h"
+
+#include "bench.h"
+#include "trace.h"
+
+/* ---- the trace in memory ---- */
+
+struct sim_req {
+	size_t first, n;       /* into ids */
+	uint32_t tenant, type; /* into names */
+	uint64_t timestamp;
+};
+
+struct sim_trace {
+	uint64_t *ids;
+	size_t nids, ids_cap;
+	struct sim_req *req;
+	size_t nreq, req_cap;
+	char **names; /* tenants and types, interned */
+	size_t nnames;
+	uint64_t unique;
+};
+
+static uint32_t
+intern(struct sim_trace *st, const char *s)
+{
+	for (size_t i = 0; i < st->nnames; i++)
+		if (strcmp(st->names[i], s) == 0)
+			return (uint32_t)i;
+	char **v = realloc(st->names, (st->nnames + 1) * sizeof(*v));
+
+	if (v == NULL || (v[st->nnames] = strdup(s)) == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	st->names = v;
+	return (uint32_t)st->nnames++;
+}
+
+static int
+u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Distinct ids of the trace: a sorted copy, counted. */
+static uint64_t
+count_unique(const uint64_t *ids, size_t n)
+{
+	uint64_t *v = malloc((n ? n : 1) * sizeof(*v)), u = 0;
+
+	if (v == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory for the trace");
+	memcpy(v, ids, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		u += i == 0 || v[i] != v[i - 1];
+	free(v);
+	return u;
+}
+
+static uint64_t
+id_hash(uint64_t id)
+{
+	return mc_hash64(&id, sizeof(id), 0x73696dull);
+}
+
+static void
+load_trace(struct sim_trace *st, const char *path, const struct bench_opts *o)
+{
+	struct trace_req rq = { 0 };
+	struct trace t;
+	struct mc_err err;
+	int got;
+
+	memset(st, 0, sizeof(*st));
+	if (trace_open(&t, path, &err) < 0)
+		mc_die(MC_EXIT_USAGE, "%s", err.msg);
+	while ((got = trace_next(&t, &rq, &err)) == 1) {
+		struct sim_req *r;
+
+		if (o->limit && st->nreq >= o->limit)
+			break;
+		if (st->nreq == st->req_cap) {
+			st->req_cap = st->req_cap ? st->req_cap * 2 : 4096;
+			st->req = realloc(st->req, st->req_cap * sizeof(*st->req));
+		}
+		while (st->nids + rq.n > st->ids_cap) {
+			st->ids_cap = st->ids_cap ? st->ids_cap * 2 : 65536;
+			st->ids = realloc(st->ids, st->ids_cap * sizeof(*st->ids));
+		}
+		if (st->req == NULL || st->ids == NULL)
+			mc_die(MC_EXIT_SOFTWARE, "out of memory for the trace");
+		r = &st->req[st->nreq++];
+		r->first = st->nids;
+		r->n = rq.n;
+		r->timestamp = rq.timestamp;
+		r->tenant = intern(st, rq.tenant[0] != '\0' ? rq.tenant
+				       : o->tenant != NULL  ? o->tenant
+							    : MC_DEFAULT_TENANT);
+		r->type = intern(st, rq.type[0] != '\0' ? rq.type : "kv");
+		memcpy(st->ids + st->nids, rq.ids, rq.n * sizeof(*rq.ids));
+		st->nids += rq.n;
+	}
+	if (got < 0)
+		mc_die(MC_EXIT_DATAERR, "%s", err.msg);
+	st->unique = count_unique(st->ids, st->nids);
+	trace_close(&t);
+	trace_req_free(&rq);
+}
+
+static void
+free_trace(struct sim_trace *st)
+{
+	for (size_t i = 0; i < st->nnames; i++)
+		free(st->names[i]);
+	free(st->names);
+	free(st->ids);
+	free(st->req);
+}
+
+/* ---- a cache under the replay's access pattern ---- */
+
+/* What the driver needs of a cache; the mc model and the reference policies both give it. */
+struct sim_cache_ops {
+	bool (*present)(void *c, uint64_t id);
+	void (*access)(void *c, uint64_t id, const struct sim_req *r);
+	int (*insert)(void *c, uint64_t id, uint64_t size, const struct sim_req *r,
+		      struct mc_err *err);
+};
+
+struct sim_result {
+	char name[64];
+	uint64_t blocks, prefix_hits, found, writes;
+	uint64_t evictions, rounds;
+};
+
+static int
+drive(const struct sim_trace *st, uint64_t block, const struct sim_cache_ops *ops, void *c,
+      struct sim_result *res, struct mc_err *err)
+{
+	for (size_t q = 0; q < st->nreq; q++) {
+		const struct sim_req *r = &st->req[q];
+		const uint64_t *ids = st->ids + r->first;
+		size_t prefix = 0;
+
+		/* the lookup: which blocks the cache holds, before anything changes */
+		while (prefix < r->n && ops->present(c, ids[prefix]))
+			prefix++;
+		for (size_t i = 0; i < r->n; i++) {
+			bool here = i < prefix || ops->present(c, ids[i]);
+
+			res->found += here;
+			if (i < prefix)
+				ops->access(c, ids[i], r);
+			else if (!here) {
+				if (ops->insert(c, ids[i], block, r, err) < 0)
+					return -1;
+				res->writes++;
+			}
+		}
+		res->blocks += r->n;
+		res->prefix_hits += prefix;
+	}
+	return 0;
+}
+
+/* ---- mc's policy, as the master runs it ---- */
+
+struct mobj {
+	uint64_t id, bytes;
+	uint64_t access_seq, created_seq;
+	uint64_t access_count;
+	uint32_t tenant, type;
+	bool live;
+};
+
+struct mcmodel {
+	const struct sim_trace *st;
+	const struct mc_policy *pol;
+	struct mc_htab by_id; /* struct mobj by id */
+	struct mobj *objs;    /* a pool; freed slots on a list */
+	size_t nobjs, cap;
+	size_t *free_slots;
+	size_t nfree, free_cap;
+	uint64_t capacity, high, low, used;
+	uint64_t seq;	  /* the logical access sequence, as the master keeps it */
+	bool trace_clock; /* times in the view: the trace's, else the sequence */
+	uint64_t now_ms;  /* the request's time */
+	uint64_t evictions, rounds;
+	struct mc_cand_view view;
+	size_t *view_obj; /* per view record: its slot */
+	size_t view_cap;
+	uint32_t peer_name, tier_name;
+};
+
+static bool
+obj_eq(const void *entry, const void *key)
+{
+	return ((const struct mobj *)entry)->id == *(const uint64_t *)key;
+}
+
+static struct mobj *
+mc_find(const struct mcmodel *m, uint64_t id)
+{
+	return mc_htab_find(&m->by_id, id_hash(id), obj_eq, &id);
+}
+
+static bool
+mc_present(void *arg, uint64_t id)
+{
+	return mc_find(arg, id) != NULL;
+}
+
+static void
+mc_access(void *arg, uint64_t id, const struct sim_req *r)
+{
+	struct mcmodel *m = arg;
+	struct mobj *o = mc_find(m, id);
+
+	(void)r;
+	if (o == NULL)
+		return;
+	o->access_seq = ++m->seq;
+	o->access_count++;
+}
+
+static void
+mc_drop(struct mcmodel *m, struct mobj *o)
+{
+	size_t slot = (size_t)(o - m->objs);
+
+	mc_htab_remove(&m->by_id, id_hash(o->id), obj_eq, &o->id);
+	m->used -= o->bytes;
+	o->live = false;
+	m->free_slots[m->nfree++] = slot;
+	m->evictions++;
+}
+
+/* A milli-second stamp for the view: the trace's time, else the sequence itself. */
+static uint64_t
+stamp(const struct mcmodel *m, uint64_t seq)
+{
+	return m->trace_clock ? m->now_ms : seq;
+}
+
+/* One round: a view of every object, the policy's plan, executed by libmc's rules. */
+static int
+mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
+{
+	struct mc_plan_params pp = { .target = target, .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND };
+	struct mc_plan plan;
+	struct mc_report rep;
+	struct mc_plan_exec x;
+	const struct mc_stage *s;
+	uint32_t vi;
+	bool fb;
+	int rc;
+
+	mc_cand_view_free(&m->view);
+	mc_cand_view_init(&m->view);
+	int64_t pn = mc_cand_name(&m->view, "sim", 3, err);
+	int64_t tn0 = mc_cand_name(&m->view, "dram", 4, err);
+
+	if (pn < 0 || tn0 < 0)
+		return -1;
+	m->peer_name = (uint32_t)pn;
+	m->tier_name = (uint32_t)tn0;
+	if (m->view_cap < m->nobjs) {
+		size_t *p = realloc(m->view_obj, m->nobjs * sizeof(*p));
+
+		if (p == NULL)
+			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		m->view_obj = p;
+		m->view_cap = m->nobjs;
+	}
+	m->view.created = stamp(m, m->seq);
+	m->view.seq = m->seq;
+	for (size_t i = 0; i < m->nobjs; i++) {
+		const struct mobj *o = &m->objs[i];
+		struct mc_cand c;
+		char key[24];
+		int64_t tn, ty;
+
+		if (!o->live)
+			continue;
+		memset(&c, 0, sizeof(c));
+		tn = mc_cand_name(&m->view, m->st->names[o->tenant],
+				  strlen(m->st->names[o->tenant]), err);
+		ty = mc_cand_name(&m->view, m->st->names[o->type], strlen(m->st->names[o->type]),
+				  err);
+		if (tn < 0 || ty < 0)
+			return -1;
+		c.version = 1;
+		c.bytes = o->bytes;
+		c.created = stamp(m, o->created_seq);
+		c.last_access = stamp(m, o->access_seq);
+		c.access_count = o->access_count;
+		c.cost = -1;
+		c.tenant = (uint32_t)tn;
+		c.type = (uint32_t)ty;
+		c.peer = m->peer_name;
+		c.tier = m->tier_name;
+		c.access_seq = o->access_seq;
+		c.created_seq = o->created_seq;
+		snprintf(key, sizeof(key), "b%llu", (unsigned long long)o->id);
+		m->view_obj[m->view.n] = i;
+		if (mc_cand_add(&m->view, &c, key, strlen(key), err) < 0)
+			return -1;
+	}
+	if (mc_planner_run(m->pol, &m->view, &pp, &plan, NULL, err) < 0)
+		return -1;
+	mc_report_init(&rep);
+	mc_plan_exec_begin(&x, &plan, NULL, &rep);
+	while ((rc = mc_plan_exec_next(&x, &s, &vi, &fb, err)) == 1) {
+		struct mobj *o = &m->objs[m->view_obj[vi]];
+
+		/* The model has no leases, pins or writes in flight: a victim found again goes. */
+		if (!o->live) {
+			if (mc_plan_exec_kept(&x, MC_FAIL_EVICTED, err) < 0)
+				break;
+			continue;
+		}
+		mc_plan_exec_evicted(&x, o->bytes, 1);
+		mc_drop(m, o);
+	}
+	m->rounds++;
+	mc_report_free(&rep);
+	mc_plan_free(&plan);
+	return rc < 0 ? -1 : 0;
+}
+
+static int
+mc_insert(void *arg, uint64_t id, uint64_t size, const struct sim_req *r, struct mc_err *err)
+{
+	struct mcmodel *m = arg;
+	struct mobj *o;
+	size_t slot;
+
+	if (size > m->capacity)
+		return 0;
+	m->now_ms = r->timestamp;
+	/* No room: what the write needs, down to the low mark (a put's own round). */
+	if (m->used + size > m->capacity && mc_round(m, m->used + size - m->low, err) < 0)
+		return -1;
+	if (m->used + size > m->capacity)
+		return 0;
+	if (m->nfree > 0) {
+		slot = m->free_slots[--m->nfree];
+	} else {
+		if (m->nobjs == m->cap) {
+			size_t ncap = m->cap ? m->cap * 2 : 1024;
+			struct mobj *v = realloc(m->objs, ncap * sizeof(*v));
+			size_t *f = realloc(m->free_slots, ncap * sizeof(*f));
+
+			if (v != NULL)
+				m->objs = v;
+			if (f != NULL)
+				m->free_slots = f;
+			if (v == NULL || f == NULL)
+				return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+			/* the table points into the pool: it moved, so point it again */
+			mc_htab_free(&m->by_id);
+			mc_htab_init(&m->by_id);
+			for (size_t i = 0; i < m->nobjs; i++)
+				if (m->objs[i].live &&
+				    mc_htab_insert(&m->by_id, id_hash(m->objs[i].id),
+						   &m->objs[i]) != 0)
+					return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+			m->cap = ncap;
+		}
+		slot = m->nobjs++;
+	}
+	o = &m->objs[slot];
+	*o = (struct mobj){ .id = id, .bytes = size, .tenant = r->tenant, .type = r->type };
+	o->created_seq = o->access_seq = ++m->seq;
+	o->live = true;
+	if (mc_htab_insert(&m->by_id, id_hash(id), o) != 0)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	m->used += size;
+	/* The commit that takes the tier over its high watermark starts a round. */
+	if (m->used > m->high && mc_round(m, m->used - m->low, err) < 0)
+		return -1;
+	return 0;
+}
+
+static const struct sim_cache_ops mc_ops = { mc_present, mc_access, mc_insert };
+
+/* ---- the reference policies ---- */
+
+static bool
+ref_present(void *c, uint64_t id)
+{
+	return mc_refcache_present(c, id);
+}
+
+static void
+ref_access(void *c, uint64_t id, const struct sim_req *r)
+{
+	(void)r;
+	mc_refcache_access(c, id);
+}
+
+static int
+ref_insert(void *c, uint64_t id, uint64_t size, const struct sim_req *r, struct mc_err *err)
+{
+	(void)r;
+	return mc_refcache_insert(c, id, size, err);
+}
+
+static const struct sim_cache_ops ref_ops = { ref_present, ref_access, ref_insert };
+
+/* ---- the command ---- */
+
+static double
+ratio(uint64_t a, uint64_t b)
+{
+	return b > 0 ? (double)a / (double)b : 0;
+}
+
+/* --capacity: a size ("14MiB"), or a fraction of the trace's unique blocks ("2%", "0.02"). */
+static uint64_t
+parse_capacity(const char *s, uint64_t unique, uint64_t block)
+{
+	struct mc_err err;
+	uint64_t v, micro;
+	double f;
+
+	if (s == NULL)
+		mc_die(MC_EXIT_USAGE, "sim needs --capacity SIZE or FRACTION (e.g. 2%%)");
+	if (strchr(s, '%') != NULL) {
+		if (mc_parse_percent(s, &micro, &err) < 0 || micro == 0)
+			mc_die(MC_EXIT_USAGE, "invalid --capacity '%s': %s", s,
+			       micro == 0 ? "must be above 0%" : err.msg);
+		return (uint64_t)((double)unique * (double)micro / MC_PERCENT_WHOLE) * block;
+	}
+	if (strchr(s, '.') != NULL && mc_parse_double(s, &f, &err) == 0 && f > 0 && f < 1)
+		return (uint64_t)((double)unique * f) * block;
+	if (mc_parse_size(s, &v, &err) < 0 || v == 0)
+		mc_die(MC_EXIT_USAGE,
+		       "invalid --capacity '%s': a size, or a fraction of the "
+		       "trace's unique blocks such as 2%% or 0.02",
+		       s);
+	return v;
+}
+
+static void
+print_json_result(const struct sim_result *r, bool last)
+{
+	printf("{\"policy\":\"%s\",\"prefix_hit_ratio\":%.6f,\"block_hit_ratio\":%.6f,"
+	       "\"writes\":%llu,\"evictions\":%llu,\"rounds\":%llu}%s",
+	       r->name, ratio(r->prefix_hits, r->blocks), ratio(r->found, r->blocks),
+	       (unsigned long long)r->writes, (unsigned long long)r->evictions,
+	       (unsigned long long)r->rounds, last ? "" : ",");
+}
+
+int
+bench_sim(const struct bench_opts *o, const char *path)
+{
+	struct sim_trace st;
+	struct mc_policy pol;
+	struct mc_err err;
+	struct sim_result res[MC_REF_COUNT + 1];
+	uint64_t capacity, block = o->block_bytes, t0 = mc_mono_ns();
+	int64_t opt_hits;
+	size_t nres = 0;
+	double opt, lru = 0, gap;
+
+	if (block == 0)
+		mc_die(MC_EXIT_USAGE, "invalid --block-bytes: must be above 0");
+	if (!(o->sim_low > 0 && o->sim_low < o->sim_high && o->sim_high <= 1))
+		mc_die(MC_EXIT_USAGE, "invalid --high/--low: need 0 < low < high <= 1");
+	if (o->policy != NULL) {
+		if (mc_policy_load(o->policy, &pol, &err) < 0)
+			mc_die(MC_EXIT_DATAERR, "%s", err.msg);
+	} else {
+		mc_policy_default(&pol);
+	}
+	load_trace(&st, path, o);
+	capacity = parse_capacity(o->capacity, st.unique, block);
+
+	/* mc's policy, as the master runs it */
+	struct mcmodel m = { .st = &st, .pol = &pol, .capacity = capacity };
+	m.high = (uint64_t)((double)capacity * o->sim_high);
+	m.low = (uint64_t)((double)capacity * o->sim_low);
+	m.trace_clock = o->trace_clock;
+	mc_htab_init(&m.by_id);
+	mc_cand_view_init(&m.view);
+	memset(&res[nres], 0, sizeof(res[nres]));
+	snprintf(res[nres].name, sizeof(res[nres].name), "mc:%.56s",
+		 pol.name[0] ? pol.name : "default");
+	if (drive(&st, block, &mc_ops, &m, &res[nres], &err) < 0)
+		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+	res[nres].evictions = m.evictions;
+	res[nres].rounds = m.rounds;
+	nres++;
+	mc_cand_view_free(&m.view);
+	mc_htab_free(&m.by_id);
+	free(m.objs);
+	free(m.free_slots);
+	free(m.view_obj);
+
+	/* the reference policies, under the same semantics */
+	for (int k = 0; k < MC_REF_COUNT; k++) {
+		struct mc_refcache *c = mc_refcache_new(k, capacity, o->sim_high, o->sim_low, &err);
+		struct mc_refcache_stats cs;
+
+		if (c == NULL)
+			mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+		memset(&res[nres], 0, sizeof(res[nres]));
+		snprintf(res[nres].name, sizeof(res[nres].name), "%s", mc_refcache_name(k));
+		if (drive(&st, block, &ref_ops, c, &res[nres], &err) < 0)
+			mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+		mc_refcache_stats(c, &cs);
+		res[nres].evictions = cs.evictions;
+		res[nres].rounds = cs.rounds;
+		if (k == MC_REF_LRU)
+			lru = ratio(res[nres].prefix_hits, res[nres].blocks);
+		mc_refcache_free(c);
+		nres++;
+	}
+	opt_hits = mc_refcache_opt_hits(st.ids, st.nids, capacity / block, &err);
+	if (opt_hits < 0)
+		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+	opt = ratio((uint64_t)opt_hits, st.nids);
+	gap = opt > lru ? (ratio(res[0].prefix_hits, res[0].blocks) - lru) / (opt - lru) : 0;
+
+	if (o->json) {
+		printf("{\"trace\":");
+		mc_json_write_str(stdout, path, strlen(path));
+		printf(",\"requests\":%zu,\"blocks\":%zu,\"unique_blocks\":%llu,\"block_bytes\":%"
+		       "llu,"
+		       "\"capacity_bytes\":%llu,\"high\":%.4f,\"low\":%.4f,\"results\":[",
+		       st.nreq, st.nids, (unsigned long long)st.unique, (unsigned long long)block,
+		       (unsigned long long)capacity, o->sim_high, o->sim_low);
+		for (size_t i = 0; i < nres; i++)
+			print_json_result(&res[i], i + 1 == nres);
+		printf("],\"opt_block_hit_ratio\":%.6f,\"gap_closed\":%.4f,"
+		       "\"gap_closed_note\":\"(policy - lru) / (opt - lru): prefix hit ratios for "
+		       "the policy and lru, opt's block hit ratio as the ceiling (an upper "
+		       "bound)\","
+		       "\"seconds\":%.3f}\n",
+		       opt, gap, (double)(mc_mono_ns() - t0) / 1e9);
+	} else {
+		char cb[32];
+
+		printf("sim %s: %zu requests, %zu block accesses, %llu unique blocks of %llu B; "
+		       "capacity %s (%.2f%% of the blocks), watermarks %.2f/%.2f\n",
+		       path, st.nreq, st.nids, (unsigned long long)st.unique,
+		       (unsigned long long)block, mc_fmt_size(capacity, cb, sizeof(cb)),
+		       100.0 * (double)capacity / (double)block / (double)st.unique, o->sim_high,
+		       o->sim_low);
+		printf("%-22s %8s %8s %10s %8s\n", "policy", "prefix", "block", "evictions",
+		       "rounds");
+		for (size_t i = 0; i < nres; i++)
+			printf("%-22s %8.4f %8.4f %10llu %8llu\n", res[i].name,
+			       ratio(res[i].prefix_hits, res[i].blocks),
+			       ratio(res[i].found, res[i].blocks),
+			       (unsigned long long)res[i].evictions,
+			       (unsigned long long)res[i].rounds);
+		printf("%-22s %8s %8.4f\n", "opt (block hits)", "-", opt);
+		printf("gap closed by %s: %.4f ((policy - lru) / (opt - lru); prefix ratios for "
+		       "the "
+		       "policy and lru, opt's block ratio as the ceiling: an upper bound, so this "
+		       "underestimates)\n",
+		       res[0].name, gap);
+		printf("sim policy=%s prefix_hit_ratio=%.4f block_hit_ratio=%.4f lru=%.4f "
+		       "opt_block=%.4f gap_closed=%.4f seconds=%.3f\n",
+		       res[0].name, ratio(res[0].prefix_hits, res[0].blocks),
+		       ratio(res[0].found, res[0].blocks), lru, opt, gap,
+		       (double)(mc_mono_ns() - t0) / 1e9);
+	}
+	mc_policy_free(&pol);
+	free_trace(&st);
+	return MC_EXIT_OK;
+}
