@@ -19,7 +19,7 @@ static void
 view(struct mc_cand_view *v, size_t n)
 {
 	struct mc_err err;
-	char key[16];
+	char key[32];
 
 	for (size_t i = 0; i < n; i++) {
 		struct mc_cand c = { .version = 1, .bytes = SZ, .cost = -1 };
