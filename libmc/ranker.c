@@ -91,15 +91,22 @@ mc_ranker_find(const char *name)
  * Ranking a 10M-candidate view must cost about as much as decoding it, so
  * the sort is an LSD radix sort rather than qsort: each score becomes a
  * 64-bit key whose unsigned order is the score's order, and the pairs are
- * sorted stably by the candidate index first and by that key last. Below
- * RADIX_MIN a comparison sort is cheaper than the byte histograms.
+ * sorted stably by the candidate index first, then by the tie (the
+ * candidate's recency: logical age, older first), and by that key last.
+ * Equal scores thus never fall to the view's order (a master's view is
+ * in hash-table order): they go by age, and what is still tied after
+ * that by key bytes, sorted in a last pass over the (rare) tied runs.
+ * Below RADIX_MIN a comparison sort is cheaper than the byte histograms.
  */
 #define RADIX_MIN 1024
 #define KEY_DIGITS 8 /* bytes of the score key */
+#define TIE_DIGITS 8 /* bytes of the tie */
 #define IDX_DIGITS 4 /* bytes of the candidate index */
+#define DIGITS (IDX_DIGITS + TIE_DIGITS + KEY_DIGITS)
 
 struct scored {
 	uint64_t key;
+	uint64_t tie;
 	uint32_t idx;
 };
 
@@ -127,6 +134,8 @@ scored_cmp(const void *a, const void *b)
 
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
+	if (x->tie != y->tie)
+		return x->tie < y->tie ? -1 : 1;
 	return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
@@ -135,12 +144,51 @@ digit(const struct scored *s, unsigned d)
 {
 	if (d < IDX_DIGITS)
 		return (s->idx >> (8 * d)) & 0xff;
-	return (unsigned)(s->key >> (8 * (d - IDX_DIGITS))) & 0xff;
+	if (d < IDX_DIGITS + TIE_DIGITS)
+		return (unsigned)(s->tie >> (8 * (d - IDX_DIGITS))) & 0xff;
+	return (unsigned)(s->key >> (8 * (d - IDX_DIGITS - TIE_DIGITS))) & 0xff;
+}
+
+static int
+key_cmp(const void *a, const void *b, void *arg)
+{
+	const struct mc_cand_view *v = arg;
+	const struct scored *x = a, *y = b;
+	const struct mc_cand *cx = &v->c[x->idx], *cy = &v->c[y->idx];
+	size_t n = cx->key_len < cy->key_len ? cx->key_len : cy->key_len;
+	int c = n > 0 ? memcmp(mc_cand_key(v, cx), mc_cand_key(v, cy), n) : 0;
+
+	if (c != 0)
+		return c;
+	if (cx->key_len != cy->key_len)
+		return cx->key_len < cy->key_len ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 /*
- * Sort s[0..n) by (key, idx). Digits 0..3 are the index bytes, 4..11 the
- * key bytes, least significant first. A pass whose byte is the same for
+ * Order each run of equal score and tie by key bytes. Runs are short in
+ * a view with sequences (every access has its own number); a view
+ * without them may tie many candidates on one millisecond.
+ */
+static void
+sort_tied_runs(const struct mc_cand_view *v, struct scored *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t j = i + 1;
+
+		while (j < n && s[j].key == s[i].key && s[j].tie == s[i].tie)
+			j++;
+		if (j - i > 1)
+			qsort_r(s + i, j - i, sizeof(*s), key_cmp, (void *)v);
+		i = j;
+	}
+}
+
+/*
+ * Sort s[0..n) by (key, tie, idx). Digits 0..3 are the index bytes, 4..11
+ * the tie's, 12..19 the key's, least significant first. A pass whose byte is the same for
  * every pair is skipped: timestamps share their high bytes, so a typical
  * lease or lru ranking needs only a few passes. Returns s or tmp, whichever
  * holds the result, NULL on allocation failure.
@@ -152,11 +200,11 @@ radix_sort(struct scored *s, struct scored *tmp, size_t n)
 	size_t i, sum, c;
 	unsigned d, first = 0;
 
-	count = calloc(IDX_DIGITS + KEY_DIGITS, sizeof(*count));
+	count = calloc(DIGITS, sizeof(*count));
 	if (!count)
 		return NULL;
 	for (i = 0; i < n; i++)
-		for (d = 0; d < IDX_DIGITS + KEY_DIGITS; d++)
+		for (d = 0; d < DIGITS; d++)
 			count[d][digit(&s[i], d)]++;
 	/*
 	 * A scope is usually gathered by scanning the view, so its indices
@@ -167,7 +215,7 @@ radix_sort(struct scored *s, struct scored *tmp, size_t n)
 		;
 	if (i == n)
 		first = IDX_DIGITS;
-	for (d = first; d < IDX_DIGITS + KEY_DIGITS; d++) {
+	for (d = first; d < DIGITS; d++) {
 		struct scored *t;
 
 		if (count[d][digit(&s[0], d)] == n)
@@ -209,6 +257,7 @@ mc_rank(const struct mc_ranker *r, const struct mc_cand_view *v, uint32_t *idx, 
 		if (isnan(x))
 			x = HUGE_VAL;
 		s[i].key = score_key(x);
+		s[i].tie = mc_rank_recency(&v->c[idx[i]], p);
 		s[i].idx = idx[i];
 	}
 	if (n < RADIX_MIN) {
@@ -223,6 +272,7 @@ mc_rank(const struct mc_ranker *r, const struct mc_cand_view *v, uint32_t *idx, 
 			return -1;
 		}
 	}
+	sort_tied_runs(v, out, n);
 	for (i = 0; i < n; i++)
 		idx[i] = out[i].idx;
 	free(tmp);

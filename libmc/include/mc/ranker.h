@@ -111,8 +111,11 @@ extern const struct mc_ranker *const mc_rankers[];
 const struct mc_ranker *mc_ranker_find(const char *name);
 
 /*
- * Order idx[0..n) (indices into v->c) by r's score, ties by index so the
- * order is the same on every run. -1 only on allocation failure.
+ * Order idx[0..n) (indices into v->c) by r's score. Ties never fall to
+ * the view's order (a master's view comes in hash-table order): equal
+ * scores go by logical age, older first (mc_rank_recency), then by key
+ * bytes, and only candidates equal in all three by index, so the order
+ * is the same on every run. -1 only on allocation failure.
  */
 int mc_rank(const struct mc_ranker *r, const struct mc_cand_view *v, uint32_t *idx, size_t n,
 	    const struct mc_ranker_params *p);
