@@ -294,7 +294,10 @@ write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 			return -1;
 		}
 		msgpack_pack_map(&pk, 12 + (c->group != MC_CAND_NO_NAME) +
-					      (c->domain != MC_CAND_NO_NAME) + has_cost + 2 * seqs);
+					      (c->domain != MC_CAND_NO_NAME) + has_cost + 2 * seqs +
+					      (c->crf > 0) + (c->depth != 0) + (c->children != 0) +
+					      ((c->flags & MC_CAND_ORPHAN) != 0) +
+					      ((c->flags & MC_CAND_PROBATION) != 0));
 		mc_pack_kv_strn(&pk, "key", v->keys + c->key_off, c->key_len);
 		mc_pack_kv_u64(&pk, "version", c->version);
 		pack_name(&pk, v, "tenant", c->tenant);
@@ -317,6 +320,17 @@ write_msgpack(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 			mc_pack_kv_u64(&pk, "access_seq", c->access_seq);
 			mc_pack_kv_u64(&pk, "created_seq", c->created_seq);
 		}
+		/* chain and history fields only when they say something */
+		if (c->crf > 0)
+			mc_pack_kv_double(&pk, "crf", c->crf);
+		if (c->depth != 0)
+			mc_pack_kv_u64(&pk, "depth", c->depth);
+		if (c->children != 0)
+			mc_pack_kv_u64(&pk, "children", c->children);
+		if (c->flags & MC_CAND_ORPHAN)
+			mc_pack_kv_u64(&pk, "orphan", 1);
+		if (c->flags & MC_CAND_PROBATION)
+			mc_pack_kv_u64(&pk, "probation", 1);
 	}
 	return mc_rs_out_done(o, "candidates", err);
 }
@@ -378,6 +392,16 @@ write_json(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 			json_u64(f, "access_seq", c->access_seq);
 			json_u64(f, "created_seq", c->created_seq);
 		}
+		if (c->crf > 0)
+			fprintf(f, ",\"crf\":%.17g", c->crf);
+		if (c->depth != 0)
+			json_u64(f, "depth", c->depth);
+		if (c->children != 0)
+			json_u64(f, "children", c->children);
+		if (c->flags & MC_CAND_ORPHAN)
+			json_u64(f, "orphan", 1);
+		if (c->flags & MC_CAND_PROBATION)
+			json_u64(f, "probation", 1);
 		fputs("}\n", f);
 	}
 	funlockfile(f);
@@ -448,6 +472,11 @@ enum field {
 	F_COST,
 	F_ACCESS_SEQ,
 	F_CREATED_SEQ,
+	F_CRF,
+	F_DEPTH,
+	F_CHILDREN,
+	F_ORPHAN,
+	F_PROBATION,
 	F_COUNT
 };
 
@@ -469,12 +498,18 @@ static const char *const field_names[F_COUNT] = {
 	[F_COST] = "cost",
 	[F_ACCESS_SEQ] = "access_seq",
 	[F_CREATED_SEQ] = "created_seq",
+	[F_CRF] = "crf",
+	[F_DEPTH] = "depth",
+	[F_CHILDREN] = "children",
+	[F_ORPHAN] = "orphan",
+	[F_PROBATION] = "probation",
 };
 
 /* the sequences came later than the rest: older streams lack them */
-#define OPTIONAL_FIELDS                                                               \
-	((1u << F_GROUP) | (1u << F_DOMAIN) | (1u << F_COST) | (1u << F_ACCESS_SEQ) | \
-	 (1u << F_CREATED_SEQ))
+#define OPTIONAL_FIELDS                                                                 \
+	((1u << F_GROUP) | (1u << F_DOMAIN) | (1u << F_COST) | (1u << F_ACCESS_SEQ) |   \
+	 (1u << F_CREATED_SEQ) | (1u << F_CRF) | (1u << F_DEPTH) | (1u << F_CHILDREN) | \
+	 (1u << F_ORPHAN) | (1u << F_PROBATION))
 #define REQUIRED_FIELDS (((1u << F_COUNT) - 1) & ~OPTIONAL_FIELDS)
 
 /* Header fields, kept as values until the whole header is seen. */
@@ -636,8 +671,9 @@ record_field(struct reader *r, const char *name, size_t len, const struct fval *
 			r->c.domain = MC_CAND_NO_NAME;
 		else if (id == F_ACCESS_SEQ)
 			r->c.access_seq = 0;
-		else
+		else if (id == F_CREATED_SEQ)
 			r->c.created_seq = 0;
+		/* the chain and history fields start at 0 in record_begin */
 		r->seen |= 1u << id;
 		return 0;
 	}
@@ -699,6 +735,33 @@ record_field(struct reader *r, const char *name, size_t len, const struct fval *
 		break;
 	case F_CREATED_SEQ:
 		num = &r->c.created_seq;
+		break;
+	case F_CRF:
+		if (fv->kind == FV_UINT)
+			r->c.crf = (double)fv->u;
+		else if (fv->kind == FV_FLOAT)
+			r->c.crf = fv->d;
+		else
+			return bad_type(r, id, "a number", fv, err);
+		if (!isfinite(r->c.crf) || r->c.crf < 0)
+			return fail(r, err, "field 'crf': %g is not a finite number >= 0",
+				    r->c.crf);
+		break;
+	case F_DEPTH:
+	case F_CHILDREN:
+	case F_ORPHAN:
+	case F_PROBATION:
+		if (fv->kind != FV_UINT || fv->u > UINT32_MAX)
+			return bad_type(r, id, "an unsigned 32-bit integer", fv, err);
+		if (id == F_DEPTH)
+			r->c.depth = (uint32_t)fv->u;
+		else if (id == F_CHILDREN)
+			r->c.children = (uint32_t)fv->u;
+		else if (fv->u > 1)
+			return fail(r, err, "field '%s': %" PRIu64 " is neither 0 nor 1",
+				    field_names[id], fv->u);
+		else if (fv->u == 1)
+			r->c.flags |= id == F_ORPHAN ? MC_CAND_ORPHAN : MC_CAND_PROBATION;
 		break;
 	default:
 		break;

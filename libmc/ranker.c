@@ -12,11 +12,11 @@
 #include "mc/ranker.h"
 
 extern const struct mc_ranker mc_rank_lease, mc_rank_lru, mc_rank_fifo, mc_rank_lfu,
-	mc_rank_hyperbolic, mc_rank_cost;
+	mc_rank_hyperbolic, mc_rank_cost, mc_rank_kv;
 
 const struct mc_ranker *const mc_rankers[] = {
 	&mc_rank_lease,	     &mc_rank_lru,  &mc_rank_fifo, &mc_rank_lfu,
-	&mc_rank_hyperbolic, &mc_rank_cost, NULL,
+	&mc_rank_hyperbolic, &mc_rank_cost, &mc_rank_kv,   NULL,
 };
 
 uint64_t

@@ -27,6 +27,7 @@
 #include "mc/clock.h"
 #include "mc/err.h"
 #include "mc/hash.h"
+#include "mc/history.h"
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -160,8 +161,9 @@ free_trace(struct sim_trace *st)
 struct sim_cache_ops {
 	bool (*present)(void *c, uint64_t id);
 	void (*access)(void *c, uint64_t id, const struct sim_req *r);
-	int (*insert)(void *c, uint64_t id, uint64_t size, const struct sim_req *r,
-		      struct mc_err *err);
+	/* parent: the block before it in its request (has_parent false for the first) */
+	int (*insert)(void *c, uint64_t id, bool has_parent, uint64_t parent, uint64_t size,
+		      const struct sim_req *r, struct mc_err *err);
 };
 
 struct sim_result {
@@ -189,7 +191,8 @@ drive(const struct sim_trace *st, uint64_t block, const struct sim_cache_ops *op
 			if (i < prefix)
 				ops->access(c, ids[i], r);
 			else if (!here) {
-				if (ops->insert(c, ids[i], block, r, err) < 0)
+				if (ops->insert(c, ids[i], i > 0, i > 0 ? ids[i - 1] : 0, block, r,
+						err) < 0)
 					return -1;
 				res->writes++;
 			}
@@ -206,7 +209,11 @@ struct mobj {
 	uint64_t id, bytes;
 	uint64_t access_seq, created_seq;
 	uint64_t access_count;
+	double crf; /* LRFU value at access_seq */
+	uint64_t parent;
 	uint32_t tenant, type;
+	uint32_t children, depth;
+	bool has_parent, probation;
 	bool live;
 };
 
@@ -223,6 +230,7 @@ struct mcmodel {
 	bool trace_clock; /* times in the view: the trace's, else the sequence */
 	uint64_t now_ms;  /* the request's time */
 	uint64_t evictions, rounds;
+	struct mc_history *hist; /* ghosts and the half-life, as the master keeps them */
 	struct mc_cand_view view;
 	size_t *view_obj; /* per view record: its slot */
 	size_t view_cap;
@@ -256,8 +264,23 @@ mc_access(void *arg, uint64_t id, const struct sim_req *r)
 	(void)r;
 	if (o == NULL)
 		return;
-	o->access_seq = ++m->seq;
+	m->seq++;
+	o->crf = mc_lrfu_decay(o->crf, o->access_seq, m->seq,
+			       mc_history_half_life(m->hist, m->by_id.count)) +
+		 1;
+	o->access_seq = m->seq;
 	o->access_count++;
+	o->probation = false;
+	mc_history_ref(m->hist, true, m->by_id.count);
+}
+
+/* The model is one tier. */
+static uint64_t
+model_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
+{
+	(void)v;
+	(void)c;
+	return ((const struct mcmodel *)ctx)->capacity;
 }
 
 static void
@@ -266,6 +289,17 @@ mc_drop(struct mcmodel *m, struct mobj *o)
 	size_t slot = (size_t)(o - m->objs);
 
 	mc_htab_remove(&m->by_id, id_hash(o->id), obj_eq, &o->id);
+	/* its value outlives it, for a while */
+	mc_history_evicted(m->hist, id_hash(o->id),
+			   mc_lrfu_decay(o->crf, o->access_seq, m->seq,
+					 mc_history_half_life(m->hist, m->by_id.count)),
+			   m->seq, m->by_id.count);
+	if (o->has_parent) {
+		struct mobj *p = mc_find(m, o->parent);
+
+		if (p != NULL && p->children > 0)
+			p->children--;
+	}
 	m->used -= o->bytes;
 	o->live = false;
 	m->free_slots[m->nfree++] = slot;
@@ -311,6 +345,7 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 	}
 	m->view.created = stamp(m, m->seq);
 	m->view.seq = m->seq;
+	double hl = mc_history_half_life(m->hist, m->by_id.count);
 	for (size_t i = 0; i < m->nobjs; i++) {
 		const struct mobj *o = &m->objs[i];
 		struct mc_cand c;
@@ -334,6 +369,24 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 		c.cost = -1;
 		c.tenant = (uint32_t)tn;
 		c.type = (uint32_t)ty;
+		c.crf = mc_lrfu_decay(o->crf, o->access_seq, m->seq, hl);
+		c.depth = o->depth;
+		c.children = o->children;
+		if (o->has_parent) {
+			const struct mobj *p = mc_find(m, o->parent);
+
+			if (p == NULL) {
+				c.flags |= MC_CAND_ORPHAN;
+			} else {
+				/* worth at most its prefix: it is read only after it */
+				double pc = mc_lrfu_decay(p->crf, p->access_seq, m->seq, hl);
+
+				if (c.crf >= pc)
+					c.crf = pc * (1 - 1e-9);
+			}
+		}
+		if (o->probation)
+			c.flags |= MC_CAND_PROBATION;
 		c.peer = m->peer_name;
 		c.tier = m->tier_name;
 		c.access_seq = o->access_seq;
@@ -343,7 +396,8 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 		if (mc_cand_add(&m->view, &c, key, strlen(key), err) < 0)
 			return -1;
 	}
-	if (mc_planner_run(m->pol, &m->view, &pp, &plan, NULL, err) < 0)
+	if (mc_history_segment(&m->view, model_capacity, m, err) < 0 ||
+	    mc_planner_run(m->pol, &m->view, &pp, &plan, NULL, err) < 0)
 		return -1;
 	mc_report_init(&rep);
 	mc_plan_exec_begin(&x, &plan, NULL, &rep);
@@ -366,10 +420,12 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 }
 
 static int
-mc_insert(void *arg, uint64_t id, uint64_t size, const struct sim_req *r, struct mc_err *err)
+mc_insert(void *arg, uint64_t id, bool has_parent, uint64_t parent, uint64_t size,
+	  const struct sim_req *r, struct mc_err *err)
 {
 	struct mcmodel *m = arg;
-	struct mobj *o;
+	struct mobj *o, *p;
+	double crf = 0;
 	size_t slot;
 
 	if (size > m->capacity)
@@ -410,6 +466,16 @@ mc_insert(void *arg, uint64_t id, uint64_t size, const struct sim_req *r, struct
 	*o = (struct mobj){ .id = id, .bytes = size, .tenant = r->tenant, .type = r->type };
 	o->created_seq = o->access_seq = ++m->seq;
 	o->live = true;
+	/* a key with a ghost resumes its value; one without is on probation */
+	o->probation = !mc_history_take(m->hist, id_hash(id), m->seq, m->by_id.count, &crf);
+	o->crf = crf + 1;
+	o->has_parent = has_parent;
+	o->parent = parent;
+	if (has_parent && (p = mc_find(m, parent)) != NULL) {
+		p->children++;
+		o->depth = p->depth + 1;
+	}
+	mc_history_ref(m->hist, false, m->by_id.count);
 	if (mc_htab_insert(&m->by_id, id_hash(id), o) != 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 	m->used += size;
@@ -437,9 +503,12 @@ ref_access(void *c, uint64_t id, const struct sim_req *r)
 }
 
 static int
-ref_insert(void *c, uint64_t id, uint64_t size, const struct sim_req *r, struct mc_err *err)
+ref_insert(void *c, uint64_t id, bool has_parent, uint64_t parent, uint64_t size,
+	   const struct sim_req *r, struct mc_err *err)
 {
 	(void)r;
+	(void)has_parent;
+	(void)parent;
 	return mc_refcache_insert(c, id, size, err);
 }
 
@@ -521,6 +590,8 @@ bench_sim(const struct bench_opts *o, const char *path)
 	m.trace_clock = o->trace_clock;
 	mc_htab_init(&m.by_id);
 	mc_cand_view_init(&m.view);
+	if ((m.hist = mc_history_new(0, &err)) == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
 	memset(&res[nres], 0, sizeof(res[nres]));
 	snprintf(res[nres].name, sizeof(res[nres].name), "mc:%.56s",
 		 pol.name[0] ? pol.name : "default");
@@ -530,6 +601,7 @@ bench_sim(const struct bench_opts *o, const char *path)
 	res[nres].rounds = m.rounds;
 	nres++;
 	mc_cand_view_free(&m.view);
+	mc_history_free(m.hist);
 	mc_htab_free(&m.by_id);
 	free(m.objs);
 	free(m.free_slots);

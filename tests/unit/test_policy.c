@@ -394,7 +394,7 @@ test_errors(void)
 		     "line 2: unknown statement 'evicts' (known: ", NULL);
 	expect_error("unknown ranker lists the known ones", "lowerbound 1\n\nevict lruu\n",
 		     "line 3: unknown ranker 'lruu' (known: lease, lru, fifo, lfu, hyperbolic, "
-		     "cost)",
+		     "cost, kv)",
 		     NULL);
 	expect_error("unknown fallback ranker", "assign type by usage\nfallback nope\n",
 		     "line 2: unknown ranker 'nope'", NULL);

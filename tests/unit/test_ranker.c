@@ -57,14 +57,15 @@ order(const char *name, const struct mc_ranker_params *p)
 static void
 test_table(void)
 {
-	static const char *const names[] = { "lease", "lru", "fifo", "lfu", "hyperbolic", "cost" };
+	static const char *const names[] = { "lease",	   "lru",  "fifo", "lfu",
+					     "hyperbolic", "cost", "kv" };
 	size_t i, n;
 	int ok = 1;
 
 	for (n = 0; mc_rankers[n]; n++)
 		;
-	TAP_OK(n == 6, "table: lists exactly six rankers (got %zu)", n);
-	for (i = 0; i < 6; i++) {
+	TAP_OK(n == 7, "table: lists exactly seven rankers (got %zu)", n);
+	for (i = 0; i < 7; i++) {
 		const struct mc_ranker *r = mc_ranker_find(names[i]);
 
 		TAP_OK(r && strcmp(r->name, names[i]) == 0 && r->help && r->score,
@@ -72,7 +73,7 @@ test_table(void)
 		if (i >= n || mc_rankers[i] != r)
 			ok = 0;
 	}
-	TAP_OK(ok, "table: the six in the documented order");
+	TAP_OK(ok, "table: the seven in the documented order");
 	TAP_OK(mc_ranker_find("random") == NULL, "find: an unknown name is NULL");
 	TAP_OK(mc_ranker_find("") == NULL && mc_ranker_find("LRU") == NULL,
 	       "find: empty and wrongly cased names are NULL");
@@ -209,6 +210,39 @@ test_tie_rule(void)
 	       "tie rule: equal scores by age, then key ('a' before 'b'): got %s",
 	       order("lease", &p));
 	/* the same with the radix sort of a large view is checked in test_speed */
+}
+
+/*
+ * kv: orphans first, then probationers beyond the segment, then the
+ * lowest LRFU value; within a class by age.
+ */
+static void
+test_kv(void)
+{
+	struct mc_ranker_params p = { .now = NOW, .seq = 100 };
+
+	view_reset(6);
+	view.seq = 100;
+	cands[0].crf = 3.0;
+	cands[1].crf = 0.5;
+	cands[2].crf = 9.0; /* high value, but its prefix is gone */
+	cands[2].flags = MC_CAND_ORPHAN;
+	cands[2].access_seq = 50;
+	cands[3].crf = 1.0; /* new, beyond the segment */
+	cands[3].flags = MC_CAND_PROBATION;
+	cands[3].access_seq = 40;
+	cands[4].flags = MC_CAND_ORPHAN | MC_CAND_PROBATION; /* an orphan, whatever else */
+	cands[4].access_seq = 60;
+	cands[5].crf = 2.0;
+	TAP_OK(strcmp(order("kv", &p), "2,4,3,1,5,0") == 0,
+	       "kv: orphans (oldest first), probationers, then by value: got %s", order("kv", &p));
+	/* members of a class go by age, not by value */
+	cands[4].flags = 0;
+	cands[4].crf = 100;
+	cands[1].flags = MC_CAND_ORPHAN;
+	cands[1].access_seq = 10;
+	TAP_OK(strcmp(order("kv", &p), "1,2,3,5,0,4") == 0,
+	       "kv: the older orphan first whatever its value: got %s", order("kv", &p));
 }
 
 static void
@@ -611,6 +645,7 @@ main(void)
 	test_simple_orders();
 	test_ties();
 	test_tie_rule();
+	test_kv();
 	test_subset();
 	test_lfu_decay();
 	test_logical_orders();

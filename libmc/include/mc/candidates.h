@@ -43,6 +43,8 @@
 #define MC_CAND_FORMAT "mc-candidates"
 #define MC_CAND_VERSION 1
 #define MC_CAND_NO_NAME 0 /* name id 0 is the empty name: "no group" */
+#define MC_CAND_ORPHAN 1u
+#define MC_CAND_PROBATION 2u
 
 struct mc_cand {
 	uint64_t version;
@@ -51,6 +53,22 @@ struct mc_cand {
 	uint64_t lease_expiry, soft_pin_deadline;
 	/* the master's access sequence at the last access and at creation; 0: none */
 	uint64_t access_seq, created_seq;
+	/*
+	 * The key's LRFU value at the view's time, as its builder keeps it
+	 * (mc/history.h): references weighed by 2^-(age / half-life), the
+	 * value of an evicted copy resumed when its key comes back; 0 when
+	 * the builder keeps none.
+	 */
+	double crf;
+	/*
+	 * Its place in a prefix chain (a put may name its parent): depth 0
+	 * for a head or a block outside any chain, the number of cached
+	 * children that name it, and flags: MC_CAND_ORPHAN (its parent is
+	 * not cached: it cannot be reached as a prefix), MC_CAND_PROBATION
+	 * (written with no history of its key, not read since).
+	 */
+	uint32_t depth, children;
+	uint32_t flags;
 	double cost;	  /* recompute-cost hint; < 0 when none */
 	uint64_t key_off; /* into the view's key arena */
 	uint32_t key_len;

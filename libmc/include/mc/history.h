@@ -1,0 +1,116 @@
+/*
+ * What a candidate view's builder remembers beyond the copies it holds,
+ * for the kv ranking (rank_kv.c): the master today, a peer once peers
+ * evict for themselves, and mc-bench sim's model, all alike.
+ *
+ * Each cached object carries an LRFU value (Lee et al., "LRFU: a
+ * spectrum of policies", 2001): crf(t) = the sum over its references t_j
+ * of 2^-((t - t_j) / H), t counted in accesses, so one number weighs
+ * frequency and recency and H slides between LFU (long) and LRU (short).
+ *
+ * The history adds two things:
+ *  - Ghosts: the values of keys recently evicted, about the last
+ *    `ghosts per object` x the cached objects of them (as ARC and
+ *    S3-FIFO keep ghost lists), so a block evicted and written again
+ *    resumes its value instead of starting over; a key that comes back
+ *    with no ghost is new (on probation). A ghost is 4 bytes (a key
+ *    fingerprint, the value on a log scale, the time in eighths of a
+ *    cache-full of references), so the default of four per object costs
+ *    16 bytes an object, 20 with the table's headroom.
+ *  - The half-life, chosen by hill climbing on the hit rate the builder
+ *    sees (as Caffeine sizes its window): H = f x the cached objects,
+ *    and every period of ten cache-fulls of references f is doubled or
+ *    halved, in the direction that last raised the hit rate, turning
+ *    back when it fell. The right window depends on the workload's reuse
+ *    distances and on the cache's size; no constant fits every trace.
+ * Memory: the ghost table, allocated at the first eviction and sized
+ * to the objects cached; nothing else grows.
+ */
+#ifndef MC_HISTORY_H
+#define MC_HISTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/err.h"
+
+/*
+ * Ghosts per cached object, by default: enough to remember a block
+ * across the few cache-fulls of writes between a conversation's turns.
+ */
+#define MC_HISTORY_GHOSTS 4.0
+/* The half-life factor's range (log2) and starting point. */
+#define MC_HISTORY_LOG_FACTOR_MIN (-2)
+#define MC_HISTORY_LOG_FACTOR_MAX 6
+#define MC_HISTORY_LOG_FACTOR_START 1
+/* References per cached object in one period of the climber. */
+#define MC_HISTORY_PERIOD 10u
+
+struct mc_history;
+
+struct mc_history_stats {
+	uint64_t ghosts;      /* remembered now */
+	uint64_t evicted;     /* values handed in */
+	uint64_t resumed;     /* keys that came back and found their value */
+	uint64_t periods;     /* climber periods ended */
+	double factor;	      /* H / cached objects */
+	double last_hit_rate; /* of the last period */
+};
+
+/*
+ * The probationary segment: the newest probationers (blocks written with
+ * no history, unread since) up to this share of the cache's capacity
+ * compete with the rest; older ones go first. Half the cache, as 2Q and
+ * segmented LRU give their probationary part; a round frees down to the
+ * low watermark, so a smaller share would evict a conversation's new
+ * blocks before its next turn could read them.
+ */
+#define MC_HISTORY_PROBATION 0.5
+
+struct mc_cand_view;
+
+/* The capacity in bytes of the tier that holds a record's copy. */
+typedef uint64_t (*mc_history_capacity_fn)(void *ctx, const struct mc_cand_view *v,
+					   const struct mc_cand *c);
+/*
+ * Apply the segment to a view: on each tier (the records' peer and tier
+ * names), clear MC_CAND_PROBATION on the newest probationers (by
+ * created_seq) whose bytes fit in MC_HISTORY_PROBATION of its capacity,
+ * and leave it on the older ones. -1 with err on allocation failure
+ * (the view is then unchanged).
+ */
+int mc_history_segment(struct mc_cand_view *v, mc_history_capacity_fn capacity, void *ctx,
+		       struct mc_err *err);
+
+/* ghosts_per_object > 0; 0 picks MC_HISTORY_GHOSTS. */
+struct mc_history *mc_history_new(double ghosts_per_object, struct mc_err *err);
+void mc_history_free(struct mc_history *h);
+
+/* An LRFU value crf taken at reference number `last`, decayed to `now` with half-life hl. */
+double mc_lrfu_decay(double crf, uint64_t last, uint64_t now, double hl);
+
+/* The half-life, in accesses, for a cache of `objects` objects now (at least 1). */
+double mc_history_half_life(const struct mc_history *h, uint64_t objects);
+/*
+ * One reference by the cache: a hit (a read of a copy it held) or a miss
+ * (a write of one it had to compute). Feeds the climber.
+ */
+void mc_history_ref(struct mc_history *h, bool hit, uint64_t objects);
+/*
+ * The copy of the key with this 64-bit hash left the cache at reference
+ * number `now` with LRFU value crf (already decayed to now). Allocation
+ * failures only forget it.
+ */
+void mc_history_evicted(struct mc_history *h, uint64_t hash, double crf, uint64_t now,
+			uint64_t objects);
+/*
+ * The key comes back at reference number `now`: its value decayed to
+ * now, and it leaves the history; false (and *crf 0) when it has none.
+ */
+bool mc_history_take(struct mc_history *h, uint64_t hash, uint64_t now, uint64_t objects,
+		     double *crf);
+void mc_history_stats(const struct mc_history *h, struct mc_history_stats *out);
+size_t mc_history_memory(const struct mc_history *h);
+
+#endif

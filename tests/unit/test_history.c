@@ -1,0 +1,221 @@
+/*
+ * Unit tests for the view builder's history (libmc/history.c): LRFU
+ * decay, the ghosts and their bound, the half-life climber, and the
+ * probationary segment.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/candidates.h"
+#include "mc/history.h"
+#include "tap.h"
+
+#define OBJECTS 1000u
+
+static uint64_t
+key_hash(uint64_t i)
+{
+	/* splitmix64: distinct, well spread hashes for key numbers */
+	uint64_t z = i + 0x9e3779b97f4a7c15ULL;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static void
+test_decay(void)
+{
+	TAP_OK(fabs(mc_lrfu_decay(8, 100, 200, 100) - 4) < 1e-9,
+	       "decay: one half-life halves the value");
+	TAP_OK(fabs(mc_lrfu_decay(8, 100, 400, 100) - 1) < 1e-9, "decay: three halve it thrice");
+	TAP_OK(mc_lrfu_decay(8, 200, 100, 100) == 8, "decay: a time before the last is no decay");
+	TAP_OK(mc_lrfu_decay(0, 1, 1000, 10) == 0, "decay: nothing stays nothing");
+}
+
+static void
+test_ghosts(void)
+{
+	struct mc_err err;
+	struct mc_history *h = mc_history_new(0, &err);
+	struct mc_history_stats st;
+	double crf, hl;
+	uint64_t now = 1;
+	int found = 0, early = 0;
+
+	TAP_OK(h != NULL, "new: a history with the default ghosts per object");
+	hl = mc_history_half_life(h, OBJECTS);
+	TAP_OK(fabs(hl - exp2(MC_HISTORY_LOG_FACTOR_START) * OBJECTS) < 1e-9,
+	       "half-life: starts at 2^%d cache-fulls of references (%.0f)",
+	       MC_HISTORY_LOG_FACTOR_START, hl);
+	TAP_OK(!mc_history_take(h, key_hash(1), now, OBJECTS, &crf) && crf == 0,
+	       "take: a key never evicted has no ghost");
+	TAP_OK(mc_history_memory(h) < 1024, "memory: no table before the first eviction (%zu B)",
+	       mc_history_memory(h));
+
+	mc_history_evicted(h, key_hash(1), 6.0, now, OBJECTS);
+	TAP_OK(mc_history_take(h, key_hash(1), now, OBJECTS, &crf) && fabs(crf - 6) / 6 < 0.1,
+	       "take: a key evicted just now resumes its value (6 -> %.3f)", crf);
+	TAP_OK(!mc_history_take(h, key_hash(1), now, OBJECTS, &crf),
+	       "take: a ghost is taken once, then it is gone");
+
+	/* the value decays with the half-life while the key is away */
+	mc_history_evicted(h, key_hash(2), 8.0, now, OBJECTS);
+	TAP_OK(mc_history_take(h, key_hash(2), now + (uint64_t)hl, OBJECTS, &crf) &&
+		       fabs(crf - 4) / 4 < 0.15,
+	       "take: one half-life away, half the value (8 -> %.3f)", crf);
+
+	/* a churn of 100 cache-fulls of evictions: the bound holds, the recent stay */
+	for (uint64_t i = 0; i < 100u * OBJECTS; i++)
+		mc_history_evicted(h, key_hash(1000 + i), 1.0, now++, OBJECTS);
+	mc_history_stats(h, &st);
+	TAP_OK(st.ghosts <= (uint64_t)(MC_HISTORY_GHOSTS * OBJECTS * 1.25) + 16,
+	       "bound: %llu ghosts for %u objects (at most %.0f x 1.25 each)",
+	       (unsigned long long)st.ghosts, OBJECTS, MC_HISTORY_GHOSTS);
+	TAP_OK(mc_history_memory(h) <=
+		       sizeof(uint32_t) * (size_t)(MC_HISTORY_GHOSTS * OBJECTS * 1.25) + 1024,
+	       "bound: %zu bytes of history, 4 a ghost", mc_history_memory(h));
+	for (uint64_t i = 100u * OBJECTS - OBJECTS; i < 100u * OBJECTS; i++)
+		found += mc_history_take(h, key_hash(1000 + i), now, OBJECTS, &crf);
+	for (uint64_t i = 0; i < OBJECTS; i++)
+		early += mc_history_take(h, key_hash(1000 + i), now, OBJECTS, &crf);
+	TAP_OK(found >= (int)(OBJECTS * 95 / 100),
+	       "recent: %d of the last %u evicted are remembered", found, OBJECTS);
+	TAP_OK(early <= (int)(OBJECTS / 50),
+	       "old: %d of the first %u are forgotten but for collisions", early, OBJECTS);
+	mc_history_stats(h, &st);
+	TAP_OK(st.evicted == 2 + 100u * OBJECTS && st.resumed >= (uint64_t)found + 2,
+	       "stats: %llu evicted, %llu resumed", (unsigned long long)st.evicted,
+	       (unsigned long long)st.resumed);
+	mc_history_free(h);
+}
+
+/* Ages never wrap: a ghost left alone long enough is swept, not misread as new. */
+static void
+test_sweep(void)
+{
+	struct mc_err err;
+	struct mc_history *h = mc_history_new(1, &err);
+	/* for 1000 objects an epoch is 64 references; the age has 12 bits */
+	uint64_t wrap = (4096u + 1) * 64;
+	double crf;
+
+	mc_history_evicted(h, key_hash(7), 50.0, 1, OBJECTS);
+	for (uint64_t t = 1; t < wrap; t += OBJECTS)
+		mc_history_evicted(h, key_hash(1u << 20 | t), 1.0, t, OBJECTS);
+	TAP_OK(!mc_history_take(h, key_hash(7), wrap, OBJECTS, &crf),
+	       "sweep: a ghost as old as the age can count is forgotten, not resumed (%.3f)", crf);
+	mc_history_free(h);
+}
+
+/* Feed periods whose hit rate rises with the factor up to 2^3, then falls. */
+static void
+test_climber(void)
+{
+	struct mc_err err;
+	struct mc_history *h = mc_history_new(1, &err);
+	struct mc_history_stats st;
+	uint64_t period = (uint64_t)MC_HISTORY_PERIOD * OBJECTS;
+	int visits[MC_HISTORY_LOG_FACTOR_MAX - MC_HISTORY_LOG_FACTOR_MIN + 1] = { 0 };
+
+	for (int k = 0; k < 40; k++) {
+		int lk = (int)lround(log2(mc_history_half_life(h, OBJECTS) / OBJECTS));
+		double rate = 0.5 - 0.05 * fabs((double)lk - 3);
+		uint64_t hits = (uint64_t)(rate * (double)period);
+
+		visits[lk - MC_HISTORY_LOG_FACTOR_MIN]++;
+		for (uint64_t i = 0; i < period; i++)
+			mc_history_ref(h, i < hits, OBJECTS);
+	}
+	mc_history_stats(h, &st);
+	TAP_OK(st.periods == 40, "climber: one step a period (%llu)",
+	       (unsigned long long)st.periods);
+	TAP_OK(visits[3 - MC_HISTORY_LOG_FACTOR_MIN] >= 12,
+	       "climber: settles around the best factor 2^3 (%d of 40 periods there)",
+	       visits[3 - MC_HISTORY_LOG_FACTOR_MIN]);
+	TAP_OK(visits[0] == 0 && visits[MC_HISTORY_LOG_FACTOR_MAX - MC_HISTORY_LOG_FACTOR_MIN] == 0,
+	       "climber: never wanders to the ends away from the peak");
+
+	/* a workload that always prefers shorter: it walks down and stays in range */
+	for (int k = 0; k < 40; k++) {
+		int lk = (int)lround(log2(mc_history_half_life(h, OBJECTS) / OBJECTS));
+		uint64_t hits =
+			(uint64_t)((0.9 - 0.1 * (lk - MC_HISTORY_LOG_FACTOR_MIN)) * (double)period);
+
+		TAP_OK(lk >= MC_HISTORY_LOG_FACTOR_MIN && lk <= MC_HISTORY_LOG_FACTOR_MAX,
+		       "climber: factor 2^%d within range", lk);
+		for (uint64_t i = 0; i < period; i++)
+			mc_history_ref(h, i < hits, OBJECTS);
+	}
+	TAP_OK(mc_history_half_life(h, OBJECTS) <= exp2(MC_HISTORY_LOG_FACTOR_MIN + 1) * OBJECTS,
+	       "climber: follows a workload that changed to the short end (%.0f)",
+	       mc_history_half_life(h, OBJECTS));
+	mc_history_free(h);
+}
+
+static uint64_t
+tier_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
+{
+	const uint64_t *caps = ctx;
+
+	(void)v;
+	return caps[c->peer];
+}
+
+static void
+test_segment(void)
+{
+	struct mc_cand_view v;
+	struct mc_err err;
+	uint64_t caps[3] = { 0, 1000, 400 };
+	int ok = 1;
+
+	mc_cand_view_init(&v);
+	/* peer names: ids 1 and 2, the indices of caps */
+	ok &= mc_cand_name(&v, "p1", 2, &err) == 1 && mc_cand_name(&v, "p2", 2, &err) == 2;
+	/*
+	 * On peer 1: ten probationers of 100 bytes created at 1..10 and a
+	 * block that was read; on peer 2: three created at 11..13.
+	 */
+	for (int i = 0; i < 14; i++) {
+		struct mc_cand c = { .bytes = 100, .cost = -1, .created_seq = (uint64_t)i + 1 };
+		char key[16];
+
+		c.access_seq = c.created_seq;
+		c.flags = i == 10 ? 0 : MC_CAND_PROBATION;
+		c.peer = i < 11 ? 1 : 2;
+		snprintf(key, sizeof(key), "k%d", i);
+		ok &= mc_cand_add(&v, &c, key, strlen(key), &err) == 0;
+	}
+	TAP_OK(ok, "segment: a view of fourteen on two tiers");
+	TAP_OK(mc_history_segment(&v, tier_capacity, caps, &err) == 0, "segment: applied");
+	ok = 1;
+	for (int i = 0; i < 10; i++)
+		ok &= ((v.c[i].flags & MC_CAND_PROBATION) != 0) == (i < 5);
+	TAP_OK(ok,
+	       "segment: of 1000 bytes the five newest compete, the five oldest stay on probation");
+	TAP_OK(v.c[10].flags == 0, "segment: a block that was read is untouched");
+	TAP_OK(v.c[11].flags == MC_CAND_PROBATION && v.c[12].flags == 0 && v.c[13].flags == 0,
+	       "segment: each tier by its own capacity (400 bytes: the newest two)");
+	caps[1] = caps[2] = 0;
+	for (int i = 0; i < 14; i++)
+		v.c[i].flags = MC_CAND_PROBATION;
+	ok = mc_history_segment(&v, tier_capacity, caps, &err) == 0;
+	for (int i = 0; i < 14; i++)
+		ok &= v.c[i].flags == MC_CAND_PROBATION;
+	TAP_OK(ok, "segment: a zero capacity leaves everyone on probation");
+	mc_cand_view_free(&v);
+}
+
+int
+main(void)
+{
+	test_decay();
+	test_ghosts();
+	test_sweep();
+	test_climber();
+	test_segment();
+	return tap_done();
+}
