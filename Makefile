@@ -199,9 +199,12 @@ INCDIR := $(DESTDIR)$(PREFIX)/include/mc
 MANDIR := $(DESTDIR)$(PREFIX)/share/man
 BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+# the shipped policies; kv.policy is also the built-in default
+POLICYDIR := $(DESTDIR)$(PREFIX)/share/mc/policies
+POLICIES := $(wildcard examples/policies/*.policy)
 
 install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(COMPLETIONS)
-	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(INCDIR) $(BASHDIR) $(ZSHDIR)
+	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(INCDIR) $(BASHDIR) $(ZSHDIR) $(POLICYDIR)
 	$(if $(BINS),install -m 755 $(BINS) $(BINDIR))
 	install -m 644 $(BUILD)/libmc.a $(LIBDIR)
 	install -m 755 $(BUILD)/libmc.so $(LIBDIR)
@@ -216,6 +219,7 @@ install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(COMPLETIONS
 	install -m 644 completions/mc.bash $(BASHDIR)/mc
 	for p in $(PROGS); do ln -sf mc $(BASHDIR)/$$p || exit 1; done
 	install -m 644 completions/_mc $(ZSHDIR)/_mc
+	install -m 644 $(POLICIES) $(POLICYDIR)
 
 FORCE:
 

@@ -91,8 +91,8 @@ complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR )
-	local -A copts=( ['put']='--replicas --type --group --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' )
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --parent']=KEY ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR )
+	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' )
 	_mc_complete '--master --tenant --json --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict' kinds copts
 }
 complete -F _mc_cli mc-cli

@@ -563,19 +563,25 @@ field_id(const char *s, size_t len)
 	/* one candidate name per length, except where two share a length */
 	switch (len) {
 	case 3:
-		id = F_KEY;
+		id = s[0] == 'k' ? F_KEY : F_CRF;
 		break;
 	case 4:
 		id = s[0] == 't' ? (s[1] == 'y' ? F_TYPE : F_TIER) : s[0] == 'p' ? F_PEER : F_COST;
 		break;
 	case 5:
-		id = s[0] == 'b' ? F_BYTES : F_GROUP;
+		id = s[0] == 'b' ? F_BYTES : s[0] == 'g' ? F_GROUP : F_DEPTH;
 		break;
 	case 6:
-		id = s[0] == 't' ? F_TENANT : F_DOMAIN;
+		id = s[0] == 't' ? F_TENANT : s[0] == 'd' ? F_DOMAIN : F_ORPHAN;
 		break;
 	case 7:
 		id = s[0] == 'v' ? F_VERSION : F_CREATED;
+		break;
+	case 8:
+		id = F_CHILDREN;
+		break;
+	case 9:
+		id = F_PROBATION;
 		break;
 	case 10:
 		id = F_ACCESS_SEQ;

@@ -178,6 +178,26 @@ check_key(const char *key, struct mc_err *err)
 	return 0;
 }
 
+int
+mc_key_chain_parent(const char *key, char *out, size_t cap)
+{
+	const char *hash = strrchr(key, '#'), *d;
+	uint64_t n = 0;
+	int len;
+
+	if (hash == NULL || hash[1] == '\0' || (hash[1] == '0' && hash[2] != '\0'))
+		return 0;
+	for (d = hash + 1; *d != '\0'; d++) {
+		if (*d < '0' || *d > '9' || n > (UINT64_MAX - 9) / 10)
+			return 0;
+		n = n * 10 + (uint64_t)(*d - '0');
+	}
+	if (n == 0)
+		return 0;
+	len = snprintf(out, cap, "%.*s#%llu", (int)(hash - key), key, (unsigned long long)(n - 1));
+	return len < 0 || (size_t)len >= cap ? -1 : 1;
+}
+
 /* Errors that mean the connection itself is gone or unusable. */
 static bool
 is_transport(int code)
@@ -1152,6 +1172,7 @@ struct put_rep {
 
 struct put_key {
 	const char *key;
+	const char *parent; /* NULL: none */
 	const void *buf;
 	size_t len;
 	uint64_t checksum, version;
@@ -1171,6 +1192,7 @@ put_params(struct params *ps, const struct put_key *k, const struct mc_put_opts 
 	p_u64(ps, "replicas", o->replicas ? o->replicas : 1);
 	p_str(ps, "type", o->type ? o->type : MC_DEFAULT_TYPE);
 	p_str(ps, "group", o->group);
+	p_str(ps, "parent", k->parent);
 	p_bool(ps, "hard_pin", o->hard_pin);
 	p_u64(ps, "checksum", k->checksum);
 	p_bool(ps, "upsert", o->upsert);
@@ -1499,6 +1521,7 @@ mc_put(struct mc_client *c, const char *key, const void *buf, size_t len,
 	if (!(k = calloc(1, sizeof(*k))))
 		return mc_err_errno(err, "cannot allocate");
 	k->key = key;
+	k->parent = opts != NULL ? opts->parent : NULL;
 	k->buf = buf;
 	k->len = len;
 	if (put_chunk(c, k, 1, opts ? opts : &none, err) == 0) {
@@ -1534,6 +1557,7 @@ mc_batch_put(struct mc_client *c, size_t n, const char *const *keys, const void 
 				continue;
 			memset(&ks[j], 0, sizeof(ks[j]));
 			ks[j].key = keys[done];
+			ks[j].parent = opts->parents != NULL ? opts->parents[done] : NULL;
 			ks[j].buf = bufs[done];
 			ks[j].len = lens[done];
 			slot[j++] = done;

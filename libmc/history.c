@@ -92,6 +92,23 @@ mc_lrfu_decay(double crf, uint64_t last, uint64_t now, double hl)
 	return crf * exp2(-(double)(now - last) / (hl >= 1 ? hl : 1));
 }
 
+double
+mc_lrfu_ref(double crf, uint64_t last, uint64_t now, double hl)
+{
+	return mc_lrfu_decay(crf, last, now, hl) + 1;
+}
+
+/* Just below: 2^-20 apart, which a float still tells apart over a thousand blocks. */
+#define BELOW_PARENT (1.0 - 1.0 / (1 << 20))
+
+double
+mc_chain_worth(double crf, double parent_worth)
+{
+	if (parent_worth < 0 || crf < parent_worth * BELOW_PARENT)
+		return crf;
+	return parent_worth * BELOW_PARENT;
+}
+
 /* The value on a log scale: eighths of a power of two, from 2^-8 up to 2^24. */
 static uint32_t
 crf_code(double crf)

@@ -262,7 +262,7 @@ write_blocks(struct replay *st, struct mc_client *c, const char *type, const siz
 	     struct mc_err *err)
 {
 	struct mc_put_opts po = { .type = type };
-	const char *keys[CHUNK];
+	const char *keys[CHUNK], *parents[CHUNK];
 	int res[CHUNK];
 
 	for (size_t from = 0; from < n;) {
@@ -270,9 +270,12 @@ write_blocks(struct replay *st, struct mc_client *c, const char *type, const siz
 
 		for (size_t i = 0; i < m; i++) {
 			keys[i] = st->keyp[idx[from + i]];
+			/* its chain parent: the block before it in the request */
+			parents[i] = idx[from + i] > 0 ? st->keyp[idx[from + i] - 1] : NULL;
 			st->put_bufs[i] = st->value;
 			st->lens[i] = st->o->block_bytes;
 		}
+		po.parents = parents;
 		if (mc_batch_put(c, m, keys, st->put_bufs, st->lens, &po, res, err) < 0)
 			return -1;
 		for (size_t i = 0; i < m; i++) {

@@ -209,7 +209,7 @@ struct mobj {
 	uint64_t id, bytes;
 	uint64_t access_seq, created_seq;
 	uint64_t access_count;
-	double crf; /* LRFU value at access_seq */
+	double crf, worth; /* LRFU value and chain worth at access_seq (mc/history.h) */
 	uint64_t parent;
 	uint32_t tenant, type;
 	uint32_t children, depth;
@@ -255,6 +255,18 @@ mc_present(void *arg, uint64_t id)
 	return mc_find(arg, id) != NULL;
 }
 
+/* o's worth after an access now (o->crf already updated), as the master keeps it. */
+static void
+set_worth(struct mcmodel *m, struct mobj *o)
+{
+	const struct mobj *p = o->has_parent ? mc_find(m, o->parent) : NULL;
+
+	o->worth = mc_chain_worth(
+		o->crf, p != NULL ? mc_lrfu_decay(p->worth, p->access_seq, m->seq,
+						  mc_history_half_life(m->hist, m->by_id.count))
+				  : -1);
+}
+
 static void
 mc_access(void *arg, uint64_t id, const struct sim_req *r)
 {
@@ -265,10 +277,10 @@ mc_access(void *arg, uint64_t id, const struct sim_req *r)
 	if (o == NULL)
 		return;
 	m->seq++;
-	o->crf = mc_lrfu_decay(o->crf, o->access_seq, m->seq,
-			       mc_history_half_life(m->hist, m->by_id.count)) +
-		 1;
+	o->crf = mc_lrfu_ref(o->crf, o->access_seq, m->seq,
+			     mc_history_half_life(m->hist, m->by_id.count));
 	o->access_seq = m->seq;
+	set_worth(m, o);
 	o->access_count++;
 	o->probation = false;
 	mc_history_ref(m->hist, true, m->by_id.count);
@@ -369,22 +381,11 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 		c.cost = -1;
 		c.tenant = (uint32_t)tn;
 		c.type = (uint32_t)ty;
-		c.crf = mc_lrfu_decay(o->crf, o->access_seq, m->seq, hl);
+		c.crf = mc_lrfu_decay(o->worth, o->access_seq, m->seq, hl);
 		c.depth = o->depth;
 		c.children = o->children;
-		if (o->has_parent) {
-			const struct mobj *p = mc_find(m, o->parent);
-
-			if (p == NULL) {
-				c.flags |= MC_CAND_ORPHAN;
-			} else {
-				/* worth at most its prefix: it is read only after it */
-				double pc = mc_lrfu_decay(p->crf, p->access_seq, m->seq, hl);
-
-				if (c.crf >= pc)
-					c.crf = pc * (1 - 1e-9);
-			}
-		}
+		if (o->has_parent && mc_find(m, o->parent) == NULL)
+			c.flags |= MC_CAND_ORPHAN;
 		if (o->probation)
 			c.flags |= MC_CAND_PROBATION;
 		c.peer = m->peer_name;
@@ -475,6 +476,7 @@ mc_insert(void *arg, uint64_t id, bool has_parent, uint64_t parent, uint64_t siz
 		p->children++;
 		o->depth = p->depth + 1;
 	}
+	set_worth(m, o);
 	mc_history_ref(m->hist, false, m->by_id.count);
 	if (mc_htab_insert(&m->by_id, id_hash(id), o) != 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
@@ -574,12 +576,9 @@ bench_sim(const struct bench_opts *o, const char *path)
 		mc_die(MC_EXIT_USAGE, "invalid --block-bytes: must be above 0");
 	if (!(o->sim_low > 0 && o->sim_low < o->sim_high && o->sim_high <= 1))
 		mc_die(MC_EXIT_USAGE, "invalid --high/--low: need 0 < low < high <= 1");
-	if (o->policy != NULL) {
-		if (mc_policy_load(o->policy, &pol, &err) < 0)
-			mc_die(MC_EXIT_DATAERR, "%s", err.msg);
-	} else {
-		mc_policy_default(&pol);
-	}
+	if (o->policy != NULL ? mc_policy_load(o->policy, &pol, &err) < 0
+			      : mc_policy_builtin(&pol, &err) < 0)
+		mc_die(MC_EXIT_DATAERR, "%s", err.msg);
 	load_trace(&st, path, o);
 	capacity = parse_capacity(o->capacity, st.unique, block);
 

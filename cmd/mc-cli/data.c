@@ -20,6 +20,8 @@ static struct {
 	uint64_t replicas;
 	const char *type;
 	const char *group;
+	const char *parent;
+	bool chain;
 	bool hard_pin;
 	bool upsert;
 	int soft_pin;
@@ -93,6 +95,10 @@ const struct mc_opt cli_put_opts[] = {
 	  &put_o.type },
 	{ "group", 0, "STR", NULL, "group whose members share read leases", mc_set_str,
 	  &put_o.group },
+	{ "parent", 0, "KEY", NULL, "the block before this one in its chain (a prompt prefix)",
+	  mc_set_str, &put_o.parent },
+	{ "chain", 0, NULL, NULL, "the parent by the key convention: NAME#N follows NAME#N-1",
+	  mc_set_flag, &put_o.chain },
 	{ "hard-pin", 0, NULL, NULL, "never evict this object", mc_set_flag, &put_o.hard_pin },
 	{ "upsert", 0, NULL, NULL, "replace an existing key with a new version", mc_set_flag,
 	  &put_o.upsert },
@@ -211,6 +217,7 @@ cli_put(int argc, char **argv)
 	const char *key = argv[0];
 	const char *path = argc > 1 ? argv[1] : "-";
 	struct mc_put_opts o = { 0 };
+	char parent[MC_KEY_MAX + 1];
 	struct mc_err err = { 0 };
 	size_t len;
 	char *buf;
@@ -226,6 +233,11 @@ cli_put(int argc, char **argv)
 	o.replicas = (unsigned)put_o.replicas;
 	o.type = put_o.type;
 	o.group = put_o.group;
+	o.parent = put_o.parent;
+	if (put_o.chain && put_o.parent != NULL)
+		mc_die(MC_EXIT_USAGE, "--chain and --parent: give one");
+	if (put_o.chain && mc_key_chain_parent(key, parent, sizeof(parent)) > 0)
+		o.parent = parent;
 	o.hard_pin = put_o.hard_pin;
 	o.upsert = put_o.upsert;
 	o.soft_pin = put_o.soft_pin;

@@ -51,11 +51,8 @@ load_policy(struct mc_policy *pol)
 {
 	struct mc_err err = { 0 };
 
-	if (ep.policy == NULL) {
-		mc_policy_default(pol);
-		return;
-	}
-	if (mc_policy_load(ep.policy, pol, &err) < 0)
+	if (ep.policy == NULL ? mc_policy_builtin(pol, &err) < 0
+			      : mc_policy_load(ep.policy, pol, &err) < 0)
 		mc_die(data_exit(err.code), "%s", err.msg);
 }
 

@@ -34,6 +34,9 @@ struct cand_build {
 	struct mc_cand_view *v;
 	struct cand_filter f;
 	uint64_t now;
+	/* LRFU values are decayed to the access number and half-life of the begin */
+	uint64_t seq;
+	double half_life;
 	size_t cursor; /* the walk's place in the object table */
 	struct cpeer *peers;
 	uint32_t npeers;
@@ -128,6 +131,39 @@ group_id(struct cand_build *b, uint32_t gid, uint32_t *out, struct mc_err *err)
 	return 0;
 }
 
+/*
+ * The kv ranking's fields of o (mc/history.h, rank_kv.c): its worth
+ * (the LRFU value capped by its chain's, store.h), its place in the
+ * chain, and whether its parent is gone.
+ */
+static void
+chain_fields(const struct cand_build *b, const struct mobj *o, struct mc_cand *c)
+{
+	c->crf = store_worth(o, b->seq, b->half_life);
+	c->depth = o->depth;
+	c->children = o->children;
+	c->flags = o->probation ? MC_CAND_PROBATION : 0;
+	if (o->parent != 0 && store_find_parent(&b->m->store, o) == NULL)
+		c->flags |= MC_CAND_ORPHAN;
+}
+
+/* The capacity of the tier a record's copy is on, for the probationary segment. */
+static uint64_t
+record_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
+{
+	const struct cand_build *b = ctx;
+	const struct peer *p = NULL;
+
+	(void)v;
+	for (uint32_t i = 0; i < b->npeers && p == NULL; i++)
+		if (b->peers[i].name == c->peer)
+			p = peers_find(&b->m->peers, b->peers[i].id);
+	for (int t = 0; p != NULL && t < TIER_COUNT; t++)
+		if (b->tier_ids[t] == c->tier && p->tiers[t].present)
+			return p->tiers[t].capacity;
+	return 0;
+}
+
 /* Append the evictable copies of o. */
 static int
 add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj *o, uint64_t now,
@@ -173,6 +209,7 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 			c.lease_expiry = o->lease_deadline;
 			c.soft_pin_deadline = softpin_protects(o, now) ? o->sp_deadline : 0;
 			c.cost = -1;
+			chain_fields(b, o, &c);
 			named = true;
 		}
 		const char *tier = tier_name(r[i].tier);
@@ -221,6 +258,8 @@ candidates_begin(struct master *m, const struct cand_filter *f, struct mc_cand_v
 	b->v = v;
 	b->f = *f;
 	b->now = mc_now_ms();
+	b->seq = m->store.access_seq;
+	b->half_life = mc_history_half_life(m->store.hist, m->store.objects.count);
 	v->created = b->now;
 	if (add_peers(b, f, err) < 0) {
 		candidates_end(b);
@@ -252,7 +291,7 @@ candidates_step(struct cand_build *b, size_t max, struct mc_err *err)
 			 * and no record's sequence may pass the view's.
 			 */
 			b->v->seq = s->access_seq;
-			return 0;
+			return mc_history_segment(b->v, record_capacity, b, err);
 		}
 		if (o->hard_pin || (b->f.by_tenant && o->tenant != b->f.tenant))
 			continue;

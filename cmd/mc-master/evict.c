@@ -189,11 +189,8 @@ policy_load(const char *path, struct mc_err *err)
 		return NULL;
 	}
 	r->refs = 1;
-	if (path == NULL) {
-		mc_policy_default(&r->p);
-		return r;
-	}
-	if (mc_policy_load(path, &r->p, err) != 0) {
+	if (path == NULL ? mc_policy_builtin(&r->p, err) != 0
+			 : mc_policy_load(path, &r->p, err) != 0) {
 		free(r);
 		return NULL;
 	}

@@ -166,7 +166,7 @@ static uint64_t
 touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 {
 	o->last_access = now;
-	store_access(&m->store, o);
+	store_read(&m->store, o);
 	if (o->access_count != UINT32_MAX)
 		o->access_count++;
 	return lease_grant(m, o, tenant, now);

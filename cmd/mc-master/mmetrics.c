@@ -61,11 +61,26 @@ collect(struct mc_metrics *r, void *arg)
 	struct master *m = arg;
 	const struct store *s = &m->store;
 	unsigned alive = 0;
+	struct mc_history_stats hs;
 	struct mc_conn_stats cs;
 	struct mc_metric *mal;
 
 	gauge(r, "mc_objects", "Objects held.", NULL, NULL, (double)s->objects.count);
 	gauge(r, "mc_bytes", "Bytes of all objects (one copy each).", NULL, NULL, (double)s->bytes);
+	mc_history_stats(s->hist, &hs);
+	gauge(r, "mc_history_ghosts", "Evicted keys whose LRFU value the history remembers.", NULL,
+	      NULL, (double)hs.ghosts);
+	gauge(r, "mc_history_bytes", "Memory of the eviction history (the ghost table).", NULL,
+	      NULL, (double)mc_history_memory(s->hist));
+	gauge(r, "mc_history_evicted", "Values handed to the history as their objects left.", NULL,
+	      NULL, (double)hs.evicted);
+	gauge(r, "mc_history_resumed", "Keys written again that resumed their value from a ghost.",
+	      NULL, NULL, (double)hs.resumed);
+	gauge(r, "mc_history_half_life_factor",
+	      "LRFU half-life in cache-fulls of accesses, as the climber set it.", NULL, NULL,
+	      hs.factor);
+	gauge(r, "mc_history_hit_rate", "Hit rate of the climber's last period.", NULL, NULL,
+	      hs.last_hit_rate);
 	for (uint32_t i = 0; i < s->ntenants; i++) {
 		const struct tenant *t = &s->tenants[i];
 		gauge(r, "mc_tenant_bytes", "Bytes of objects per tenant.", "tenant", t->name,

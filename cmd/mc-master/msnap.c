@@ -103,7 +103,7 @@ pack_object(msgpack_packer *pk, struct store *s, const struct mobj *o)
 	const struct group *g = store_group_get(s, o->group);
 	const struct mrep *v = obj_creps(o);
 
-	msgpack_pack_map(pk, 19);
+	msgpack_pack_map(pk, 25);
 	mc_pack_kv_str(pk, "t", "object");
 	mc_pack_kv_str(pk, "tenant", s->tenants[o->tenant].name);
 	mc_pack_key(pk, "key");
@@ -128,6 +128,12 @@ pack_object(msgpack_packer *pk, struct store *s, const struct mobj *o)
 	mc_pack_kv_str(pk, "sp_mode", sp_mode_name(o->sp_mode));
 	mc_pack_kv_u64(pk, "sp_deadline", o->sp_deadline);
 	mc_pack_kv_u64(pk, "sp_ttl", o->sp_ttl);
+	mc_pack_kv_u64(pk, "parent", o->parent);
+	mc_pack_kv_u64(pk, "depth", o->depth);
+	mc_pack_kv_u64(pk, "children", o->children);
+	mc_pack_kv_double(pk, "crf", o->crf);
+	mc_pack_kv_double(pk, "worth", o->worth);
+	mc_pack_kv_bool(pk, "probation", o->probation);
 	mc_pack_key(pk, "replicas");
 	msgpack_pack_array(pk, o->nrep);
 	for (unsigned i = 0; i < o->nrep; i++) {
@@ -789,7 +795,10 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	uint64_t lease = 0, sp_deadline = 0, sp_ttl = 0;
 	/* absent in files written before the master numbered accesses */
 	uint64_t access_seq = 0, created_seq = 0;
-	bool hard_pin = false;
+	/* absent before prefix chains and LRFU values */
+	uint64_t parent = 0, depth = 0, children = 0;
+	double crf = 0, worth = -1;
+	bool hard_pin = false, probation = false;
 	unsigned nrep;
 	int64_t tenant, tid;
 	struct mobj *o;
@@ -813,8 +822,20 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	    mc_map_u64(rec, "lease_deadline", &lease, &why) < 0 ||
 	    mc_map_str(rec, "sp_mode", &sp, &splen, &why) < 0 ||
 	    mc_map_u64(rec, "sp_deadline", &sp_deadline, &why) < 0 ||
-	    mc_map_u64(rec, "sp_ttl", &sp_ttl, &why) < 0)
+	    mc_map_u64(rec, "sp_ttl", &sp_ttl, &why) < 0 ||
+	    mc_map_u64(rec, "parent", &parent, &why) < 0 ||
+	    mc_map_u64(rec, "depth", &depth, &why) < 0 ||
+	    mc_map_u64(rec, "children", &children, &why) < 0 ||
+	    mc_map_double(rec, "crf", &crf, &why) < 0 ||
+	    mc_map_double(rec, "worth", &worth, &why) < 0 ||
+	    mc_map_bool(rec, "probation", &probation, &why) < 0)
 		return proto_err(err, "object", &why);
+	if (worth < 0)
+		worth = crf; /* a file from before worths: the value itself */
+	if (!(crf >= 0 && crf < 1e30) || !(worth >= 0 && worth < 1e30)) {
+		mc_err_set(&why, MC_ERR_PROTO, "crf or worth out of range");
+		return proto_err(err, "object", &why);
+	}
 	if (load_replicas(L, rec, version, reps, &nrep, err) != 0)
 		return -1;
 	if (version > L->max_version)
@@ -847,6 +868,12 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	o->created_seq = created_seq;
 	o->access_count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
 	o->lease_deadline = lease;
+	o->parent = parent;
+	o->depth = depth > UINT8_MAX ? UINT8_MAX : (uint8_t)depth;
+	o->children = children > UINT16_MAX ? UINT16_MAX : (uint16_t)children;
+	o->crf = (float)crf;
+	o->worth = (float)worth;
+	o->probation = probation;
 	/*
 	 * Only a pin still running survives: an expired one is ordinary
 	 * cache now, and a pending one waited for a write that is gone.

@@ -34,6 +34,10 @@ struct put_args {
 	bool hard_pin, upsert;
 	uint8_t sp_action;
 	uint64_t sp_ttl;
+	/* the parent's key (a pointer into the request), then its hash once the tenant is known */
+	const char *parent;
+	size_t plen;
+	uint64_t parent_hash;
 };
 
 /* A put waiting for eviction; its strings live in buf. */
@@ -63,8 +67,11 @@ put_args_parse(const msgpack_object *params, struct put_args *a, struct mc_err *
 	    mc_map_bool(params, "hard_pin", &a->hard_pin, err) < 0 ||
 	    mc_map_bool(params, "upsert", &a->upsert, err) < 0 ||
 	    req_opt_name(params, "type", &a->type, &a->tlen, err) < 0 ||
-	    req_opt_name(params, "group", &a->group, &a->glen, err) < 0)
+	    req_opt_name(params, "group", &a->group, &a->glen, err) < 0 ||
+	    req_opt_key(params, "parent", &a->parent, &a->plen, err) < 0)
 		return -1;
+	if (a->parent != NULL && a->plen == a->klen && memcmp(a->parent, a->key, a->klen) == 0)
+		return mc_err_set(err, MC_ERR_INVALID, "a block cannot be its own parent");
 	if (a->replicas == 0 || a->replicas > MC_REPLICAS_MAX)
 		return mc_err_set(err, MC_ERR_INVALID, "replicas %llu out of range 1..%d",
 				  (unsigned long long)a->replicas, MC_REPLICAS_MAX);
@@ -177,7 +184,8 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 		o->hard_pin = a->hard_pin;
 		o->created = now;
 		o->last_access = now;
-		store_access_new(&m->store, o);
+		store_access_new(&m->store, o, a->parent_hash);
+		store_count_miss(&m->store);
 		p = store_pending_new(&m->store, o, err);
 		if (p == NULL) {
 			store_destroy(&m->store, o);
@@ -393,6 +401,9 @@ h_put_start(struct mc_req *req)
 	if (put_args_parse(req->params, &a, &err) != 0 ||
 	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0)
 		goto fail;
+	if (a.parent != NULL)
+		a.parent_hash = store_key_hash(tenant, a.parent, a.plen);
+	a.parent = NULL; /* the hash is all a waiting put keeps */
 	if (put_try(m, tenant, &a, req, true, &room, &err) == 0)
 		return;
 	if (room.helps && room.round != 0 && m->cfg.put_wait > 0 &&

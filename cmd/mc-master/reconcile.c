@@ -258,7 +258,7 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	o->created = now;
 	o->last_access = now;
 	/* found now, like its ms times: newer than everything already known */
-	store_access_new(&m->store, o);
+	store_access_new(&m->store, o, 0);
 	if (add_complete(m, o, p, it->tier) != 0) {
 		store_destroy(&m->store, o);
 		n->skipped++;

@@ -96,6 +96,18 @@ req_need_key(const msgpack_object *params, const char **key, size_t *len, struct
 	return req_check_key(*len, err);
 }
 
+/* Optional key field (a parent's key): 0 absent, 1 present and valid, -1 invalid. */
+int
+req_opt_key(const msgpack_object *params, const char *field, const char **key, size_t *len,
+	    struct mc_err *err)
+{
+	int rc = mc_map_str(params, field, key, len, err);
+
+	if (rc <= 0)
+		return rc;
+	return req_check_key(*len, err) < 0 ? -1 : 1;
+}
+
 /* Optional name field: 0 absent, 1 present and valid, -1 invalid. */
 int
 req_opt_name(const msgpack_object *params, const char *field, const char **s, size_t *len,

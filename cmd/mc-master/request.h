@@ -34,6 +34,9 @@ int req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, 
 int req_check_key(size_t len, struct mc_err *err);
 /* The required "key" field, its length checked. */
 int req_need_key(const msgpack_object *params, const char **key, size_t *len, struct mc_err *err);
+/* Optional key field (put's parent): 0 absent, 1 present and valid, -1 invalid. */
+int req_opt_key(const msgpack_object *params, const char *field, const char **key, size_t *len,
+		struct mc_err *err);
 /* An optional name field (tenant, type, group): 0 absent, 1 present and valid, -1 invalid. */
 int req_opt_name(const msgpack_object *params, const char *field, const char **s, size_t *len,
 		 struct mc_err *err);

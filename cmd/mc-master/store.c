@@ -70,6 +70,8 @@ store_init(struct store *s, struct mc_err *err)
 		goto fail;
 	}
 	s->ngroup_ids = 1;
+	if ((s->hist = mc_history_new(0, err)) == NULL)
+		goto fail;
 	return 0;
 fail:
 	store_free(s);
@@ -108,6 +110,7 @@ store_free(struct store *s)
 	mc_htab_free(&s->objects);
 	mc_htab_free(&s->pending);
 	mc_htab_free(&s->groups);
+	mc_history_free(s->hist);
 	for (uint32_t i = 0; i < s->ntenants; i++)
 		free(s->tenants[i].name);
 	free(s->tenants);
@@ -370,8 +373,19 @@ fail:
 void
 store_destroy_unlinked(struct store *s, struct mobj *o)
 {
+	uint64_t objects = s->objects.count;
+	struct mobj *p;
+
 	if (s->on_destroy != NULL)
 		s->on_destroy(s->on_destroy_ctx, o);
+	/* its value outlives it for a while, if it ever held a version */
+	if (o->version != 0)
+		mc_history_evicted(
+			s->hist, store_key_hash(o->tenant, o->key, o->key_len),
+			store_crf(o, s->access_seq, mc_history_half_life(s->hist, objects)),
+			s->access_seq, objects);
+	if (o->parent != 0 && (p = store_find_parent(s, o)) != NULL && p != o && p->children > 0)
+		p->children--;
 	if (o->writing)
 		store_pending_del(s, o);
 	group_remove(s, o);
@@ -391,6 +405,85 @@ store_destroy(struct store *s, struct mobj *o)
 
 	mc_htab_remove(&s->objects, h, obj_eq, &k);
 	store_destroy_unlinked(s, o);
+}
+
+static bool
+tenant_eq(const void *entry, const void *key)
+{
+	return ((const struct mobj *)entry)->tenant == *(const uint32_t *)key;
+}
+
+struct mobj *
+store_find_parent(const struct store *s, const struct mobj *o)
+{
+	return o->parent != 0 ? mc_htab_find(&s->objects, o->parent, tenant_eq, &o->tenant) : NULL;
+}
+
+double
+store_crf(const struct mobj *o, uint64_t seq, double hl)
+{
+	return mc_lrfu_decay(o->crf, o->access_seq, seq, hl);
+}
+
+double
+store_worth(const struct mobj *o, uint64_t seq, double hl)
+{
+	return mc_lrfu_decay(o->worth, o->access_seq, seq, hl);
+}
+
+/* o's worth after an access at s->access_seq (o->crf already updated). */
+static void
+set_worth(struct store *s, struct mobj *o, double hl)
+{
+	const struct mobj *p = store_find_parent(s, o);
+
+	o->worth = (float)mc_chain_worth(
+		o->crf, p != NULL && p != o ? store_worth(p, s->access_seq, hl) : -1);
+}
+
+void
+store_access(struct store *s, struct mobj *o)
+{
+	double hl = mc_history_half_life(s->hist, s->objects.count);
+
+	o->crf = (float)mc_lrfu_ref(o->crf, o->access_seq, s->access_seq + 1, hl);
+	o->access_seq = ++s->access_seq;
+	set_worth(s, o, hl);
+}
+
+void
+store_read(struct store *s, struct mobj *o)
+{
+	store_access(s, o);
+	o->probation = 0;
+	mc_history_ref(s->hist, true, s->objects.count);
+}
+
+void
+store_access_new(struct store *s, struct mobj *o, uint64_t parent)
+{
+	double hl = mc_history_half_life(s->hist, s->objects.count), crf = 0;
+	struct mobj *p;
+
+	o->access_seq = o->created_seq = ++s->access_seq;
+	o->probation = !mc_history_take(s->hist, store_key_hash(o->tenant, o->key, o->key_len),
+					s->access_seq, s->objects.count, &crf);
+	o->crf = (float)(crf + 1);
+	o->parent = parent;
+	if (parent != 0 && ((p = store_find_parent(s, o)) == NULL || p == o)) {
+		o->depth = 1;
+	} else if (parent != 0) {
+		if (p->children != UINT16_MAX)
+			p->children++;
+		o->depth = p->depth != UINT8_MAX ? p->depth + 1 : UINT8_MAX;
+	}
+	set_worth(s, o, hl);
+}
+
+void
+store_count_miss(struct store *s)
+{
+	mc_history_ref(s->hist, false, s->objects.count);
 }
 
 void

@@ -19,6 +19,7 @@
 
 #include "mc/err.h"
 #include "mc/hash.h"
+#include "mc/history.h"
 
 struct master;
 
@@ -60,12 +61,31 @@ struct mobj {
 	uint64_t created_seq;
 	uint64_t sp_ttl;
 	uint64_t sp_deadline;
+	/*
+	 * Its chain parent, the block before it in a prompt (put's parent):
+	 * the store hash of (tenant, parent key), 0 for none. Found by hash
+	 * alone (store_find_parent); 8 bytes, where the key would cost up to
+	 * MC_KEY_MAX.
+	 */
+	uint64_t parent;
 	uint32_t access_count; /* saturates */
 	uint32_t tenant;
 	uint32_t type;
 	uint32_t group;	    /* NO_GROUP or a group id */
 	uint32_t group_idx; /* position in the group's member array */
+	/*
+	 * LRFU value at access_seq, with the store's history's half-life
+	 * (mc/history.h), and its worth: the value capped just below its
+	 * parent's worth when it was taken (a block is read only after its
+	 * prefix, so it is worth no more, and a chain's worths fall from
+	 * head to tail). Kept at each access, since a prompt reads its
+	 * prefix in order, so a view needs no walk up the chain.
+	 */
+	float crf, worth;
 	uint16_t key_len;
+	uint16_t children; /* cached blocks naming it as parent (saturates) */
+	uint8_t depth;	   /* cached ancestors when it was written (saturates) */
+	uint8_t probation; /* written with no history of its key, not read since */
 	uint8_t hard_pin;
 	uint8_t sp_mode;
 	uint8_t sp_action;
@@ -147,6 +167,8 @@ struct store {
 	 */
 	uint64_t access_seq;
 	uint32_t replica_seq;
+	/* LRFU half-life, ghosts of evicted keys (the view builder's state) */
+	struct mc_history *hist;
 	/* Told before an object is freed (the soft-pin index forgets it). */
 	void (*on_destroy)(void *ctx, struct mobj *o);
 	void *on_destroy_ctx;
@@ -202,19 +224,26 @@ void store_pending_del(struct store *s, struct mobj *o);
 /* Change an object's size in its tenant's and the store's byte totals. */
 void store_resize(struct store *s, struct mobj *o, uint64_t size);
 
-/* An access to o (a read, or a write that replaced it): it takes the next number. */
-static inline void
-store_access(struct store *s, struct mobj *o)
-{
-	o->access_seq = ++s->access_seq;
-}
-
-/* o was just created by a write: its creation is its first access. */
-static inline void
-store_access_new(struct store *s, struct mobj *o)
-{
-	store_access(s, o);
-	o->created_seq = o->access_seq;
-}
+/*
+ * Find o's chain parent, by its hash and tenant (a different key with
+ * the same 64-bit hash is taken for it: too rare to matter for ranking).
+ */
+struct mobj *store_find_parent(const struct store *s, const struct mobj *o);
+/* An access to o (a write that replaced it): it takes the next number and adds to its value. */
+void store_access(struct store *s, struct mobj *o);
+/* A client's read of o: an access, a hit for the half-life's climber, and o leaves probation. */
+void store_read(struct store *s, struct mobj *o);
+/*
+ * o was just created by a write naming parent (0: none) as its chain
+ * parent: its creation is its first access, it resumes the value of its
+ * key's ghost or is on probation without one, and it is counted among
+ * the parent's children, one deeper (an uncached parent: depth 1).
+ */
+void store_access_new(struct store *s, struct mobj *o, uint64_t parent);
+/* A client wrote a block it did not find: a miss for the climber. */
+void store_count_miss(struct store *s);
+/* o's LRFU value and its worth decayed to access number seq, with half-life hl. */
+double store_crf(const struct mobj *o, uint64_t seq, double hl);
+double store_worth(const struct mobj *o, uint64_t seq, double hl);
 
 #endif

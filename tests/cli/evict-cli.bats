@@ -136,10 +136,14 @@ plan_file() {
 
 # ---- against a master ----
 
-# cluster: a master, two peers and seven objects of 100000 bytes.
+# cluster: a master, two peers and seven objects of 100000 bytes. The
+# policy is one global scope by lease, so the plans printed are one stage
+# (the built-in default splits kv from the rest: tests/cli/chains.bats).
 cluster() {
 	mc_test_dir
-	mc_start_master --peer-ttl 1000h --put-timeout 1000h --lease-ttl 1000h
+	printf 'evict lease\n' >"$BATS_TEST_TMPDIR/lease.policy"
+	mc_start_master --peer-ttl 1000h --put-timeout 1000h --lease-ttl 1000h \
+		--evict-policy "$BATS_TEST_TMPDIR/lease.policy"
 	mc_start_peers 2
 	local n
 	for n in 1 2 3 4 5 6; do

@@ -45,6 +45,12 @@ add_synthetic(struct mc_cand_view *v, uint64_t i, struct mc_err *err)
 	c.lease_expiry = i % 4 == 0 ? 0 : c.last_access + 5000;
 	c.soft_pin_deadline = i % 6 == 0 ? c.created + 60000 : 0;
 	c.cost = i % 7 == 0 ? -1 : (double)i / 3.0 + 0.125;
+	/* the kv ranking's fields, absent (0) on some */
+	c.crf = i % 9 == 0 ? 0 : (double)i / 7.0 + 1.0 / 3.0;
+	c.depth = (uint32_t)(i % 5);
+	c.children = (uint32_t)(i % 4);
+	c.flags = (uint32_t)(i % 3 == 0 ? MC_CAND_ORPHAN : 0) |
+		  (uint32_t)(i % 8 == 0 ? MC_CAND_PROBATION : 0);
 	c.tenant = name(v, tenants[i % 3]);
 	c.type = name(v, types[i % 3]);
 	c.peer = name(v, peers[i % 4]);
@@ -108,7 +114,8 @@ first_difference(const struct mc_cand_view *a, const struct mc_cand_view *b)
 		    x->soft_pin_deadline != y->soft_pin_deadline ||
 		    x->access_seq != y->access_seq || x->created_seq != y->created_seq ||
 		    (x->cost < 0) != (y->cost < 0) || (x->cost >= 0 && x->cost != y->cost) ||
-		    x->key_len != y->key_len ||
+		    x->crf != y->crf || x->depth != y->depth || x->children != y->children ||
+		    x->flags != y->flags || x->key_len != y->key_len ||
 		    memcmp(mc_cand_key(a, x), mc_cand_key(b, y), x->key_len) != 0 ||
 		    !same_name(a, x->tenant, b, y->tenant) || !same_name(a, x->type, b, y->type) ||
 		    !same_name(a, x->group, b, y->group) || !same_name(a, x->peer, b, y->peer) ||
@@ -346,7 +353,8 @@ test_round_trip(bool json)
 	if (w.n != v.n)
 		printf("#   read %zu of %zu: %s\n", w.n, v.n, err.msg);
 	d = first_difference(&v, &w);
-	TAP_OK(d == -1, "%s: round trip keeps every field, absent group/domain/cost included", fmt);
+	TAP_OK(d == -1, "%s: round trip keeps every field, absent group/domain/cost/chain included",
+	       fmt);
 	if (d >= 0)
 		printf("#   first difference at record %ld\n", d);
 	if (f != NULL)
@@ -614,7 +622,8 @@ test_sequences(bool json)
 		printf("#   first difference at record %ld\n", d);
 	if (json)
 		TAP_OK(strstr(m.buf, ",\"seq\":1099511627776}\n") != NULL &&
-			       strstr(m.buf, "\"access_seq\":15,\"created_seq\":15}\n") != NULL,
+			       strstr(m.buf, "\"access_seq\":15,\"created_seq\":15,\"crf\":") !=
+				       NULL,
 		       "json: the header ends with seq; records carry access_seq and created_seq");
 	mc_cand_view_free(&w);
 	free(m.buf);

@@ -158,6 +158,39 @@ test_single_ranker_example(void)
 	mc_policy_free(&p);
 }
 
+/* The shipped default: built in, and the same text as its file. */
+static void
+test_builtin_kv(void)
+{
+	struct mc_policy p, f;
+	const struct mc_pscope *r = &p.root;
+	FILE *fp = fopen(EXAMPLES "kv.policy", "rb");
+	static char text[MC_POLICY_MAX_BYTES + 1];
+	size_t n = fp != NULL ? fread(text, 1, sizeof(text) - 1, fp) : 0;
+	int rc;
+
+	if (fp != NULL)
+		fclose(fp);
+	text[n] = '\0';
+	TAP_OK(n > 0 && n == strlen(mc_policy_builtin_text) &&
+		       memcmp(text, mc_policy_builtin_text, n) == 0,
+	       "built in: the text is examples/policies/kv.policy byte for byte (%zu bytes)", n);
+	rc = mc_policy_builtin(&p, &err);
+	TAP_OK(rc == 0, "built in: parses%s%s", rc ? ": " : "", rc ? err.msg : "");
+	TAP_OK(strcmp(p.name, "kv.policy") == 0, "built in: named kv.policy");
+	TAP_OK(p.ranker == mc_ranker_find("lease") && r->has_assign && r->dim == MC_DIM_TYPE &&
+		       r->mode == MC_ASSIGN_USAGE && r->has_fallback && r->nchildren == 2 &&
+		       value_is(child(r, 0), "kv") && child(r, 0)->ranker == mc_ranker_find("kv") &&
+		       child(r, 1)->rest && child(r, 1)->ranker == NULL,
+	       "built in: type kv by the kv ranker, every other type by lease, a fallback");
+	rc = mc_policy_load(EXAMPLES "kv.policy", &f, &err);
+	TAP_OK(rc == 0 && f.root.nchildren == p.root.nchildren && f.ranker == p.ranker,
+	       "built in: the file parses to the same tree");
+	mc_policy_free(&p);
+	if (rc == 0)
+		mc_policy_free(&f);
+}
+
 /* One tenant of tenant-type.policy: type by usage, hidden by cost, a fallback. */
 static bool
 tenant_shape(const struct mc_pscope *t, size_t ntypes)
@@ -742,6 +775,7 @@ main(int argc, char **argv)
 	test_defaults();
 	test_single_ranker_example();
 	test_tenant_type_example();
+	test_builtin_kv();
 	test_header_sample();
 	test_half_life();
 	test_shapes();

@@ -56,9 +56,28 @@ struct mc_put_opts {
 	int soft_pin;
 	bool has_soft_pin_ttl;
 	uint64_t soft_pin_ttl_ms;
+	/*
+	 * The chain parent: the key of the block before this one in its
+	 * prompt, NULL for none (a head, or data outside any chain). The
+	 * master evicts a chain's tail before its head and a block whose
+	 * parent is gone first (mc-policy(5), the kv ranker). mc_put reads
+	 * parent; mc_batch_put reads parents, one per key (NULL: none for
+	 * any; a NULL entry: none for that key), and ignores parent.
+	 */
+	const char *parent;
+	const char *const *parents;
 };
 
 enum mc_soft_pin_action { MC_SOFT_PIN_PRESERVE, MC_SOFT_PIN_ENABLE, MC_SOFT_PIN_DISABLE };
+
+/*
+ * The key convention for chains, for tools that carry no parent: a key
+ * NAME#N (N decimal, no leading zeros) is block N of chain NAME, and its
+ * parent is NAME#N-1; NAME#0 is the head. Writes the parent's key to
+ * out (cap bytes with the NUL) and returns 1; 0 for a head or a key
+ * outside the convention; -1 when out is too small.
+ */
+int mc_key_chain_parent(const char *key, char *out, size_t cap);
 
 int mc_put(struct mc_client *c, const char *key, const void *buf, size_t len,
 	   const struct mc_put_opts *opts, struct mc_err *err);

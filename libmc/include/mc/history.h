@@ -68,6 +68,7 @@ struct mc_history_stats {
  */
 #define MC_HISTORY_PROBATION 0.5
 
+struct mc_cand;
 struct mc_cand_view;
 
 /* The capacity in bytes of the tier that holds a record's copy. */
@@ -89,6 +90,16 @@ void mc_history_free(struct mc_history *h);
 
 /* An LRFU value crf taken at reference number `last`, decayed to `now` with half-life hl. */
 double mc_lrfu_decay(double crf, uint64_t last, uint64_t now, double hl);
+/* The value after one more reference at `now`: decayed from `last`, plus one. */
+double mc_lrfu_ref(double crf, uint64_t last, uint64_t now, double hl);
+/*
+ * A chain block's worth: its value, capped just below its parent's
+ * worth (already decayed to the same time; < 0 when no parent is
+ * cached). A prompt reads its prefix in order, so worths taken at each
+ * access fall strictly from head to tail, and a ranking by worth gives
+ * up a chain's tail first.
+ */
+double mc_chain_worth(double crf, double parent_worth);
 
 /* The half-life, in accesses, for a cache of `objects` objects now (at least 1). */
 double mc_history_half_life(const struct mc_history *h, uint64_t objects);

@@ -104,8 +104,21 @@ struct mc_policy {
 	char name[256]; /* the file's base name, or what the caller gave */
 };
 
-/* The policy with no file: global scope, `evict lease`, no fallback. */
+/*
+ * The empty policy: global scope, `evict lease`, no fallback (what a
+ * policy is before parsing, and after mc_policy_free).
+ */
 void mc_policy_default(struct mc_policy *p);
+
+/*
+ * The shipped default, what the master and mc-evict-plan plan with when
+ * given no file: examples/policies/kv.policy, built in (the kv ranker for
+ * data type kv, lease for the rest). Installed as
+ * $(PREFIX)/share/mc/policies/kv.policy.
+ */
+#define MC_POLICY_BUILTIN_NAME "kv.policy"
+extern const char mc_policy_builtin_text[];
+int mc_policy_builtin(struct mc_policy *p, struct mc_err *err);
 /*
  * Parse text[0..len) into p (overwritten). On error -1 with err naming
  * the line: "line 7: unknown ranker 'lruu'". name labels the policy.
