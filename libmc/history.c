@@ -17,8 +17,9 @@
  * bucket gives up its oldest entry, so with sixteen ways the table keeps
  * nearly what a FIFO of the same size would, at 4 bytes a ghost and no
  * index. An epoch is an eighth of a cache-full of references; a sweep
- * every EPOCH_SWEEP epochs forgets entries older than that, so no age
- * wraps around.
+ * that walks the table a few buckets at each call forgets entries older
+ * than EPOCH_SWEEP epochs, so no age wraps around, and no call ever
+ * scans the whole table.
  */
 #define WAYS 16
 #define FP_BITS 12u
@@ -26,6 +27,8 @@
 #define EPOCH_MASK ((1u << EPOCH_BITS) - 1)
 #define EPOCH_SWEEP (1u << (EPOCH_BITS - 1))
 #define EPOCHS_PER_FILL 8u
+/* Buckets the sweep visits at each call: a lap of the table every nb / 4 calls. */
+#define SWEEP_BUCKETS 4u
 /* The table is sized to this much more than the objects cached, so it is rebuilt rarely. */
 #define HEADROOM 1.25
 
@@ -35,7 +38,7 @@ struct mc_history {
 	uint64_t nb;	/* 0 until the first eviction */
 	uint64_t sized; /* the objects the table is sized for */
 	unsigned shift; /* an epoch is 2^shift references */
-	uint64_t swept; /* the epoch of the last sweep */
+	uint64_t sweep; /* the next bucket the sweep visits */
 	uint64_t count; /* entries in use */
 	/* the climber: H = 2^lk x cached objects */
 	int lk, dir;
@@ -163,11 +166,11 @@ fit(struct mc_history *h, uint64_t objects)
 	nb = (uint64_t)ceil(h->per_object * (double)sized / WAYS);
 	if (nb == 0)
 		nb = 1;
-	t = malloc(nb * WAYS * sizeof(*t));
+	/* zeroed pages come as ghosts fill them: no stall at the first eviction */
+	t = calloc(nb * WAYS, sizeof(*t));
 	if (t == NULL)
 		return -1;
-	/* written now, so the memory it costs shows from the start */
-	memset(t, 0, nb * WAYS * sizeof(*t));
+	h->count = 0;
 	for (uint64_t i = 0; h->t != NULL && i < h->nb * WAYS; i++) {
 		uint32_t e = h->t[i];
 		uint64_t ob = i / WAYS;
@@ -179,6 +182,7 @@ fit(struct mc_history *h, uint64_t objects)
 		for (int w = 0; w < WAYS; w++)
 			if (b[w] == 0) {
 				b[w] = e;
+				h->count++;
 				break;
 			}
 	}
@@ -196,24 +200,25 @@ fit(struct mc_history *h, uint64_t objects)
 			fill *= 2, shift++;
 		h->shift = shift;
 	}
-	h->count = 0;
-	for (uint64_t i = 0; i < nb * WAYS; i++)
-		h->count += t[i] != 0;
 	return 0;
 }
 
-/* Forget entries older than EPOCH_SWEEP epochs, once every EPOCH_SWEEP epochs. */
+/* Forget the entries older than EPOCH_SWEEP epochs in the next few buckets. */
 static void
 sweep(struct mc_history *h, uint64_t epoch)
 {
-	if (epoch - h->swept < EPOCH_SWEEP)
-		return;
-	h->swept = epoch;
-	for (uint64_t i = 0; i < h->nb * WAYS; i++)
-		if (h->t[i] != 0 && entry_age(h->t[i], epoch) >= EPOCH_SWEEP) {
-			h->t[i] = 0;
-			h->count--;
-		}
+	for (unsigned k = 0; k < SWEEP_BUCKETS; k++) {
+		uint32_t *b;
+
+		if (h->sweep >= h->nb)
+			h->sweep = 0;
+		b = &h->t[h->sweep++ * WAYS];
+		for (int w = 0; w < WAYS; w++)
+			if (b[w] != 0 && entry_age(b[w], epoch) >= EPOCH_SWEEP) {
+				b[w] = 0;
+				h->count--;
+			}
+	}
 }
 
 struct mc_history *
@@ -358,55 +363,151 @@ mc_history_memory(const struct mc_history *h)
 
 /* ---- the probationary segment ---- */
 
-/* By the tier a copy is on, newest first within it. */
 static int
-by_tier_newest_first(const void *a, const void *b, void *arg)
+by_index(const void *a, const void *b)
 {
-	const struct mc_cand_view *v = arg;
-	const struct mc_cand *x = &v->c[*(const uint32_t *)a], *y = &v->c[*(const uint32_t *)b];
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	if (x->peer != y->peer)
-		return x->peer < y->peer ? -1 : 1;
-	if (x->tier != y->tier)
-		return x->tier < y->tier ? -1 : 1;
-	if (x->created_seq != y->created_seq)
-		return x->created_seq > y->created_seq ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+	return x < y ? -1 : x > y;
 }
+
+/*
+ * Clear MC_CAND_PROBATION on the longest run of idx[0..n), newest first
+ * (created_seq down, then index up), whose bytes fit in allow. A
+ * selection, not a sort: each pass partitions around a pivot's
+ * created_seq and settles the newer side whole or recurses into it, so
+ * the work is linear in n on average (views hold millions).
+ */
+static void
+clear_newest(struct mc_cand_view *v, uint32_t *idx, size_t n, uint64_t allow)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint64_t pivot = v->c[idx[lo + (hi - lo) / 2]].created_seq, newer = 0, same = 0;
+		size_t lt = lo, i = lo, gt = hi;
+
+		/* [lo, lt) newer than the pivot, [lt, gt) equal, [gt, hi) older */
+		while (i < gt) {
+			uint64_t cs = v->c[idx[i]].created_seq;
+			uint32_t t = idx[i];
+
+			if (cs > pivot) {
+				idx[i++] = idx[lt];
+				idx[lt++] = t;
+				newer += v->c[t].bytes;
+			} else if (cs < pivot) {
+				idx[i] = idx[--gt];
+				idx[gt] = t;
+			} else {
+				i++;
+				same += v->c[t].bytes;
+			}
+		}
+		if (newer > allow) {
+			hi = lt; /* the run ends among the newer */
+			continue;
+		}
+		for (size_t k = lo; k < lt; k++)
+			v->c[idx[k]].flags &= ~MC_CAND_PROBATION;
+		allow -= newer;
+		if (same > allow) {
+			/* ties (created_seq 0 from an old snapshot, say) go by index */
+			qsort(idx + lt, gt - lt, sizeof(*idx), by_index);
+			for (size_t k = lt; k < gt && v->c[idx[k]].bytes <= allow; k++) {
+				allow -= v->c[idx[k]].bytes;
+				v->c[idx[k]].flags &= ~MC_CAND_PROBATION;
+			}
+			return;
+		}
+		for (size_t k = lt; k < gt; k++)
+			v->c[idx[k]].flags &= ~MC_CAND_PROBATION;
+		allow -= same;
+		lo = gt;
+	}
+}
+
+/* The probationers of one tier: a run of the grouped index array. */
+struct seg_group {
+	uint32_t peer, tier;
+	uint32_t next; /* the next group of the same peer, + 1 (0: none) */
+	size_t count, at;
+};
 
 int
 mc_history_segment(struct mc_cand_view *v, mc_history_capacity_fn capacity, void *ctx,
 		   struct mc_err *err)
 {
-	uint64_t allow = 0, sum = 0;
-	uint32_t *idx;
+	struct seg_group *g = NULL;
+	uint32_t *idx = NULL, *gid = NULL, *first = NULL, ng = 0;
 	size_t n = 0;
+	int rc = 0;
 
 	for (size_t i = 0; i < v->n; i++)
 		n += (v->c[i].flags & MC_CAND_PROBATION) != 0;
 	if (n == 0)
 		return 0;
 	idx = malloc(n * sizeof(*idx));
-	if (idx == NULL)
-		return mc_err_set(err, MC_ERR_NO_SPACE,
-				  "out of memory for the probationary segment");
+	gid = malloc(n * sizeof(*gid));
+	first = calloc(v->nnames + 1, sizeof(*first)); /* per peer name: its first group + 1 */
+	if (idx == NULL || gid == NULL || first == NULL)
+		goto nomem;
+	/* group the probationers by tier: a list of groups per peer name */
 	n = 0;
-	for (size_t i = 0; i < v->n; i++)
-		if (v->c[i].flags & MC_CAND_PROBATION)
-			idx[n++] = (uint32_t)i;
-	qsort_r(idx, n, sizeof(*idx), by_tier_newest_first, v);
-	for (size_t k = 0; k < n; k++) {
-		struct mc_cand *c = &v->c[idx[k]];
+	for (size_t i = 0; i < v->n; i++) {
+		const struct mc_cand *c = &v->c[i];
+		uint32_t k;
 
-		if (k == 0 || c->peer != v->c[idx[k - 1]].peer ||
-		    c->tier != v->c[idx[k - 1]].tier) {
-			allow = (uint64_t)((double)capacity(ctx, v, c) * MC_HISTORY_PROBATION);
-			sum = 0;
+		if (!(c->flags & MC_CAND_PROBATION))
+			continue;
+		for (k = first[c->peer]; k != 0 && g[k - 1].tier != c->tier; k = g[k - 1].next)
+			;
+		if (k == 0) {
+			struct seg_group *grown = realloc(g, ((size_t)ng + 1) * sizeof(*g));
+
+			if (grown == NULL)
+				goto nomem;
+			g = grown;
+			g[ng] = (struct seg_group){ .peer = c->peer,
+						    .tier = c->tier,
+						    .next = first[c->peer] };
+			first[c->peer] = ++ng;
+			k = ng;
 		}
-		sum += c->bytes;
-		if (sum <= allow)
-			c->flags &= ~MC_CAND_PROBATION;
+		g[k - 1].count++;
+		gid[n] = k - 1;
+		idx[n++] = (uint32_t)i;
 	}
+	/* a counting sort by group, keeping the view's order inside each */
+	{
+		uint32_t *sorted = malloc(n * sizeof(*sorted));
+		size_t at = 0;
+
+		if (sorted == NULL)
+			goto nomem;
+		for (uint32_t k = 0; k < ng; k++) {
+			g[k].at = at;
+			at += g[k].count;
+		}
+		for (size_t i = 0; i < n; i++)
+			sorted[g[gid[i]].at++] = idx[i];
+		free(idx);
+		idx = sorted;
+	}
+	for (uint32_t k = 0; k < ng; k++) {
+		size_t at = g[k].at - g[k].count;
+		uint64_t allow =
+			(uint64_t)((double)capacity(ctx, v, &v->c[idx[at]]) * MC_HISTORY_PROBATION);
+
+		clear_newest(v, idx + at, g[k].count, allow);
+	}
+	goto out;
+nomem:
+	rc = mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the probationary segment");
+out:
 	free(idx);
-	return 0;
+	free(gid);
+	free(first);
+	free(g);
+	return rc;
 }

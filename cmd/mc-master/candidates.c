@@ -147,21 +147,50 @@ chain_fields(const struct cand_build *b, const struct mobj *o, struct mc_cand *c
 		c->flags |= MC_CAND_ORPHAN;
 }
 
-/* The capacity of the tier a record's copy is on, for the probationary segment. */
+/* The capacity of the tier a record's copy is on, from the table taken as the walk ended. */
 static uint64_t
 record_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
 {
-	const struct cand_build *b = ctx;
-	const struct peer *p = NULL;
+	const struct cand_caps *caps = ctx;
 
 	(void)v;
-	for (uint32_t i = 0; i < b->npeers && p == NULL; i++)
-		if (b->peers[i].name == c->peer)
-			p = peers_find(&b->m->peers, b->peers[i].id);
-	for (int t = 0; p != NULL && t < TIER_COUNT; t++)
-		if (b->tier_ids[t] == c->tier && p->tiers[t].present)
-			return p->tiers[t].capacity;
+	for (uint32_t i = 0; i < caps->n; i++)
+		if (caps->v[i].peer == c->peer && caps->v[i].tier == c->tier)
+			return caps->v[i].capacity;
 	return 0;
+}
+
+int
+candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err)
+{
+	out->n = 0;
+	out->v = calloc((size_t)b->npeers * TIER_COUNT + 1, sizeof(*out->v));
+	if (out->v == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+	for (uint32_t i = 0; i < b->npeers; i++) {
+		const struct peer *p = peers_find(&b->m->peers, b->peers[i].id);
+
+		for (int t = 0; p != NULL && t < TIER_COUNT; t++)
+			if (p->tiers[t].present && b->tier_ids[t] != 0)
+				out->v[out->n++] =
+					(struct cand_cap){ b->peers[i].name, b->tier_ids[t],
+							   p->tiers[t].capacity };
+	}
+	return 0;
+}
+
+int
+candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err)
+{
+	return mc_history_segment(v, record_capacity, (void *)caps, err);
+}
+
+void
+caps_free(struct cand_caps *caps)
+{
+	free(caps->v);
+	caps->v = NULL;
+	caps->n = 0;
 }
 
 /* Append the evictable copies of o. */
@@ -291,7 +320,7 @@ candidates_step(struct cand_build *b, size_t max, struct mc_err *err)
 			 * and no record's sequence may pass the view's.
 			 */
 			b->v->seq = s->access_seq;
-			return mc_history_segment(b->v, record_capacity, b, err);
+			return 0;
 		}
 		if (o->hard_pin || (b->f.by_tenant && o->tenant != b->f.tenant))
 			continue;

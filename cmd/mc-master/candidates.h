@@ -48,10 +48,29 @@ int candidates_filter_parse(const struct master *m, const msgpack_object *params
  * sequence when the walk ends, so no record's access_seq is above it.
  */
 struct cand_build;
+/*
+ * What the probationary segment needs beyond the view: each live peer
+ * tier's capacity by the names the view gives it, taken on the loop as
+ * the walk ends (candidates_caps), so that the segment, a sort of the
+ * view's probationers, runs off the loop (candidates_segment).
+ */
+struct cand_cap {
+	uint32_t peer, tier; /* name ids of the view */
+	uint64_t capacity;
+};
+struct cand_caps {
+	struct cand_cap *v;
+	uint32_t n;
+};
 struct cand_build *candidates_begin(struct master *m, const struct cand_filter *f,
 				    struct mc_cand_view *v, struct mc_err *err);
 int candidates_step(struct cand_build *b, size_t max_objects, struct mc_err *err);
+/* After the last step, on the loop: the capacities (caps_free them). -1 on allocation failure. */
+int candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err);
 void candidates_end(struct cand_build *b);
+/* Anywhere (a thread): mark the view's probationers past their tier's segment. */
+int candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err);
+void caps_free(struct cand_caps *caps);
 
 /* candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream. */
 void h_candidates(struct mc_req *req);

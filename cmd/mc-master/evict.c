@@ -98,6 +98,7 @@ struct job {
 	/* build and plan */
 	struct cand_build *build;
 	struct mc_cand_view view;
+	struct cand_caps caps; /* for the view's probationary segment, applied by the thread */
 	struct policy_ref *policy;
 	const char *planner_cmd;
 	uint64_t planner_timeout_ms;
@@ -437,6 +438,7 @@ job_free(struct job *j)
 	if (j == NULL)
 		return;
 	candidates_end(j->build);
+	caps_free(&j->caps);
 	mc_cand_view_free(&j->view);
 	mc_plan_free(&j->plan);
 	mc_report_free(&j->report);
@@ -528,7 +530,9 @@ plan_thread(void *arg)
 	char c = 1;
 
 	offloop_nice();
-	if (j->export_view) {
+	if (j->plan_bytes == NULL && candidates_segment(&j->view, &j->caps, &j->plan_err) != 0) {
+		j->plan_rc = -1;
+	} else if (j->export_view) {
 		j->answer = blob_write(write_view, j, &j->plan_err);
 		j->plan_rc = j->answer != NULL ? 0 : -1;
 	} else if (j->plan_bytes != NULL) {
@@ -1011,6 +1015,8 @@ build_slice(struct master *m, struct job *j)
 		schedule_step(m);
 		return;
 	}
+	if (rc == 0 && candidates_caps(j->build, &j->caps, &err) != 0)
+		rc = -1;
 	candidates_end(j->build);
 	j->build = NULL;
 	if (rc < 0) {

@@ -416,7 +416,9 @@ tenant_eq(const void *entry, const void *key)
 struct mobj *
 store_find_parent(const struct store *s, const struct mobj *o)
 {
-	return o->parent != 0 ? mc_htab_find(&s->objects, o->parent, tenant_eq, &o->tenant) : NULL;
+	uint32_t tenant = o->tenant;
+
+	return o->parent != 0 ? mc_htab_find(&s->objects, o->parent, tenant_eq, &tenant) : NULL;
 }
 
 double

@@ -40,12 +40,20 @@
  * the view are leased. Every stream's block 0 (the shared system prompt)
  * is soft-pinned for an hour past the view; 2 blocks in 100 carry a soft
  * pin of 30 minutes past their last access (active or lapsed).
+ * The kv ranker's fields as a master would send them: depth, the
+ * block's position in the first request that held it (the block before
+ * it there is its parent, so every block but the last of a request has
+ * a child); crf, its access count halved for every tenth of the
+ * stream's span since its last access; 3 in 100 orphans, and 1 in 10
+ * on probation.
  *
  * One seed always gives the same view. With -o FILE a summary line
  * "candgen count=N ..." goes to stdout, otherwise to stderr.
  */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +223,8 @@ struct block {
 	uint64_t stamp; /* stream + 1 when seen in the current stream */
 	uint64_t first_ts, last_ts, accesses, tokens;
 	uint64_t first_at, last_at; /* those accesses, as at() packs them */
+	uint32_t depth;		    /* its position in its first request */
+	bool has_child;		    /* a block follows it in some request */
 };
 
 /*
@@ -319,7 +329,9 @@ tally_stream(uint64_t s, uint64_t shift, uint64_t span, struct block *blk)
 						     .first_ts = ts,
 						     .last_ts = ts,
 						     .first_at = at(s, r, j),
-						     .last_at = at(s, r, j) };
+						     .last_at = at(s, r, j),
+						     .depth = (uint32_t)j };
+			b->has_child |= j + 1 < q->n;
 			/* requests come in order, so only an earlier time moves the first */
 			if (ts < b->first_ts) {
 				b->first_ts = ts;
@@ -340,7 +352,7 @@ tally_stream(uint64_t s, uint64_t shift, uint64_t span, struct block *blk)
 /* Append stream s's candidates to v, at most count in all. */
 static void
 emit_stream(struct mc_cand_view *v, const struct names *nm, uint64_t s, const struct block *blk,
-	    uint64_t now, struct totals *t)
+	    uint64_t now, uint64_t span, struct totals *t)
 {
 	uint32_t tenant =
 		nm->tenant[tenant_turns[s % (sizeof(tenant_turns) / sizeof(tenant_turns[0]))]];
@@ -368,6 +380,12 @@ emit_stream(struct mc_cand_view *v, const struct names *nm, uint64_t s, const st
 		c.created_seq = b->first_at;
 		c.access_seq = b->last_at;
 		c.lease_expiry = c.last_access + LEASE_TTL_MS;
+		c.depth = b->depth;
+		c.children = b->has_child;
+		c.crf = (double)b->accesses *
+			exp2(-10.0 * (double)(now - c.last_access) / (double)(span ? span : 1));
+		c.flags = ((h >> 48) % 100 < 3 && b->depth > 0 ? MC_CAND_ORPHAN : 0) |
+			  ((h >> 56) % 10 == 0 ? MC_CAND_PROBATION : 0);
 		if (id == 0)
 			c.soft_pin_deadline = now + SYSTEM_PIN_MS;
 		else if ((h >> 40) % 100 < 2)
@@ -495,7 +513,7 @@ main(int argc, char **argv)
 		size_t before = v.n;
 
 		tally_stream(s, shift, span, blk);
-		emit_stream(&v, &nm, s, blk, now, &t);
+		emit_stream(&v, &nm, s, blk, now, span, &t);
 		if (v.n == before)
 			mc_die(MC_EXIT_DATAERR, "%s: a stream gave no candidates", trace_path);
 	}
