@@ -39,8 +39,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "mc/clock.h"
 #include "mc/conn.h"
 #include "mc/log.h"
+#include "mc/metrics.h"
 
 #ifndef IOV_MAX
 #define IOV_MAX 1024
@@ -668,6 +670,170 @@ unhold(struct mc_conn *c)
 	event_active(c->rev, EV_READ, 0);
 }
 
+/* ---- the method registry ---- */
+
+/* One entry's counters (NULL series when the registry has no metrics). */
+struct mc_method_stats {
+	struct mc_metric *requests, *failures, *seconds;
+};
+
+struct reg_entry {
+	const struct mc_method *m;
+	size_t len;
+	struct mc_method_stats st;
+};
+
+struct mc_registry {
+	struct mc_metrics *metrics;
+	struct reg_entry *v;
+	size_t n, cap;
+};
+
+struct mc_registry *
+mc_registry_new(struct mc_metrics *metrics, struct mc_err *err)
+{
+	struct mc_registry *r = calloc(1, sizeof(*r));
+
+	if (r == NULL) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the method registry");
+		return NULL;
+	}
+	r->metrics = metrics;
+	return r;
+}
+
+int
+mc_registry_add(struct mc_registry *r, const struct mc_method *table, struct mc_err *err)
+{
+	for (const struct mc_method *m = table; m->name != NULL; m++) {
+		struct reg_entry *e;
+
+		if (mc_registry_find(r, m->name, strlen(m->name)) != NULL)
+			return mc_err_set(err, MC_ERR_INTERNAL, "method '%s' registered twice",
+					  m->name);
+		if (r->n == r->cap) {
+			size_t cap = r->cap ? r->cap * 2 : 32;
+			struct reg_entry *v = realloc(r->v, cap * sizeof(*v));
+
+			if (v == NULL)
+				return mc_err_set(err, MC_ERR_NO_SPACE,
+						  "out of memory for the method registry");
+			r->v = v;
+			r->cap = cap;
+		}
+		e = &r->v[r->n];
+		*e = (struct reg_entry){ .m = m, .len = strlen(m->name) };
+		if (r->metrics != NULL) {
+			e->st.requests =
+				mc_metric_get(r->metrics, "mc_requests_total", MC_COUNTER,
+					      "Requests received, by method.", "method", m->name);
+			e->st.failures = mc_metric_get(
+				r->metrics, "mc_request_failures_total", MC_COUNTER,
+				"Requests answered with an error, by method.", "method", m->name);
+			e->st.seconds = mc_metric_get(
+				r->metrics, "mc_request_seconds", MC_HISTOGRAM,
+				"Time from a request's arrival to its answer, by method.", "method",
+				m->name);
+			if (e->st.requests == NULL || e->st.failures == NULL ||
+			    e->st.seconds == NULL)
+				return mc_err_set(err, MC_ERR_NO_SPACE,
+						  "out of memory for the method metrics");
+		}
+		r->n++;
+	}
+	return 0;
+}
+
+void
+mc_registry_free(struct mc_registry *r)
+{
+	if (r == NULL)
+		return;
+	free(r->v);
+	free(r);
+}
+
+static const struct reg_entry *
+registry_entry(const struct mc_registry *r, const char *name, size_t len)
+{
+	/* tens of methods: a scan of lengths first is as quick as a hash */
+	for (size_t i = 0; r != NULL && i < r->n; i++)
+		if (r->v[i].len == len && memcmp(r->v[i].m->name, name, len) == 0)
+			return &r->v[i];
+	return NULL;
+}
+
+const struct mc_method *
+mc_registry_find(const struct mc_registry *r, const char *name, size_t len)
+{
+	const struct reg_entry *e = registry_entry(r, name, len);
+
+	return e != NULL ? e->m : NULL;
+}
+
+size_t
+mc_registry_count(const struct mc_registry *r)
+{
+	return r != NULL ? r->n : 0;
+}
+
+const struct mc_method *
+mc_registry_at(const struct mc_registry *r, size_t i)
+{
+	return r != NULL && i < r->n ? r->v[i].m : NULL;
+}
+
+const char *
+mc_method_flags_str(unsigned flags, char *buf, size_t cap)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{ MC_METHOD_ADMIN, "admin" },
+		{ MC_METHOD_PEER, "peer" },
+		{ MC_METHOD_BULK, "bulk" },
+		{ MC_METHOD_READ_ONLY, "read-only" },
+	};
+	size_t len = 0;
+
+	if (cap == 0)
+		return buf;
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (flags & names[i].bit)
+			len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s",
+						len ? "," : "", names[i].name);
+	return buf;
+}
+
+void
+mc_registry_print(const struct mc_registry *r, FILE *f)
+{
+	char flags[64];
+
+	for (size_t i = 0; i < mc_registry_count(r); i++) {
+		const struct mc_method *m = mc_registry_at(r, i);
+
+		mc_method_flags_str(m->flags, flags, sizeof(flags));
+		fprintf(f, "%s %s\n", m->name, flags[0] ? flags : "-");
+	}
+}
+
+/* Count an answer (or a notification handled): failed when it was an error. */
+static void
+count_answer(struct mc_req *req, bool failed)
+{
+	const struct mc_method_stats *st = req->stats_;
+
+	if (st == NULL || st->requests == NULL)
+		return;
+	if (failed)
+		mc_metric_inc(st->failures);
+	mc_metric_observe(st->seconds, (double)(mc_mono_ns() - req->t0_ns_) / 1e9);
+	req->stats_ = NULL; /* once */
+}
+
 static bool
 req_is_deferred(const struct mc_req *req)
 {
@@ -680,12 +846,15 @@ req_is_deferred(const struct mc_req *req)
  * dropped, but the bulk's release still runs, exactly once.
  */
 static void
-reply_finish(struct mc_req *req, const void *bulk, size_t blen, void (*release)(void *), void *arg)
+reply_finish(struct mc_req *req, bool failed, const void *bulk, size_t blen,
+	     void (*release)(void *), void *arg)
 {
 	struct mc_conn *c = req->conn;
 	bool deferred = req_is_deferred(req);
 	bool sent = false;
 
+	if (!req->replied)
+		count_answer(req, failed);
 	conn_ref(c);
 	if (req->replied) {
 		mc_warn("%s: second reply to request %u dropped", c->name, req->id);
@@ -759,14 +928,14 @@ mc_reply_ok_begin(struct mc_req *req)
 void
 mc_reply_end(struct mc_req *req)
 {
-	reply_finish(req, NULL, 0, NULL, NULL);
+	reply_finish(req, false, NULL, 0, NULL, NULL);
 }
 
 void
 mc_reply_end_bulk(struct mc_req *req, const void *data, size_t len, void (*release)(void *arg),
 		  void *arg)
 {
-	reply_finish(req, data, len, release, arg);
+	reply_finish(req, false, data, len, release, arg);
 }
 
 void
@@ -790,7 +959,7 @@ mc_reply_err(struct mc_req *req, int code, const char *fmt, ...)
 	msgpack_sbuffer_clear(&req->reply);
 	msgpack_packer_init(&req->pk, &req->reply, msgpack_sbuffer_write);
 	mc_pack_response_err(&req->pk, req->id, code, msg);
-	reply_finish(req, NULL, 0, NULL, NULL);
+	reply_finish(req, true, NULL, 0, NULL, NULL);
 }
 
 void
@@ -816,6 +985,13 @@ mc_req_defer(struct mc_req *req)
 	d->notify = req->notify;
 	d->has_bulk = req->has_bulk;
 	d->bulk_len = req->bulk_len;
+	d->method = req->method;
+	d->t0_ns_ = req->t0_ns_;
+	/* the answer is counted when it goes; a notification when its handler returns */
+	if (!req->notify) {
+		d->stats_ = req->stats_;
+		req->stats_ = NULL;
+	}
 	msgpack_sbuffer_init(&d->reply);
 	/* the original is settled: no automatic reply when the handler returns */
 	req->replied = true;
@@ -951,19 +1127,6 @@ close_malformed(struct mc_conn *c, const char *why)
 	conn_shutdown(c);
 }
 
-static mc_handler_fn
-find_method(const struct mc_conn *c, const char *name, size_t len)
-{
-	const struct mc_method *m;
-
-	if (c->ops.methods == NULL)
-		return NULL;
-	for (m = c->ops.methods; m->name != NULL; m++)
-		if (strlen(m->name) == len && memcmp(m->name, name, len) == 0)
-			return m->fn;
-	return NULL;
-}
-
 static void
 on_response(struct mc_conn *c, const struct mc_msg *m)
 {
@@ -996,6 +1159,7 @@ static void
 dispatch(struct mc_conn *c, const struct mc_msg *m)
 {
 	struct mc_req *r = &c->cur;
+	const struct reg_entry *entry;
 	mc_handler_fn fn;
 
 	if (m->type == MC_MSG_RESPONSE) {
@@ -1023,9 +1187,14 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	c->cur_deferred = NULL;
 	c->bulk_claimable = m->has_bulk;
 
-	fn = find_method(c, m->method, m->method_len);
-	if (fn == NULL)
-		fn = c->ops.fallback;
+	entry = registry_entry(c->ops.methods, m->method, m->method_len);
+	r->method = entry != NULL ? entry->m : NULL;
+	r->stats_ = entry != NULL ? &entry->st : NULL;
+	if (r->stats_ != NULL && r->stats_->requests != NULL) {
+		mc_metric_inc(r->stats_->requests);
+		r->t0_ns_ = mc_mono_ns();
+	}
+	fn = entry != NULL ? entry->m->fn : c->ops.fallback;
 	if (fn != NULL) {
 		fn(r);
 	} else if (!r->notify) {
@@ -1039,6 +1208,9 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	c->bulk_claimable = false;
 	r->msg = NULL;
 	r->params = NULL;
+	/* a notification is done when its handler returns */
+	if (r->notify)
+		count_answer(r, false);
 	if (c->closed)
 		return;
 	if (c->bulk_mode == BULK_RECV) {

@@ -26,7 +26,7 @@
 #include "mc/metrics.h"
 
 #define MAX_SERIES 10000
-#define MAX_COLLECT 8
+#define MAX_COLLECT 16
 #define NBUCKETS 17
 
 /*

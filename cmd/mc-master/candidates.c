@@ -383,18 +383,3 @@ candidates_filter_parse(const struct master *m, const msgpack_object *params, st
 	}
 	return 0;
 }
-
-void
-h_candidates(struct mc_req *req)
-{
-	struct master *m = req->ctx;
-	struct cand_filter f = { 0 };
-	struct mc_err err = { 0 };
-	bool none = false;
-
-	mmetrics_request(&m->mx, M_CANDIDATES);
-	/* Built in slices and encoded off the loop, as an eviction round's view is. */
-	if (candidates_filter_parse(m, req->params, &f, &none, &err) < 0 ||
-	    evict_export_view(m, req, &f, none, &err) < 0)
-		handler_fail(req, M_CANDIDATES, err.code, "%s", err.msg);
-}

@@ -72,7 +72,4 @@ void candidates_end(struct cand_build *b);
 int candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err);
 void caps_free(struct cand_caps *caps);
 
-/* candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream. */
-void h_candidates(struct mc_req *req);
-
 #endif

@@ -85,11 +85,11 @@ struct job {
 	bool dry_run;
 	bool export_view;   /* a `candidates` call: build and answer the view, no round */
 	struct mc_req *req; /* deferred request to answer, or NULL */
-	enum method method;
-	uint64_t seq;	  /* in queue order: evict_rounds_done compares against it */
-	int scope;	  /* enum scope_kind */
-	uint64_t key;	  /* the scope (UINT64_MAX: none, the job is no scope's round) */
-	uint64_t waiting; /* bytes the puts waiting on this round need */
+	bool says_kind;	    /* evict_run: the answer names its kind (plan or report) */
+	uint64_t seq;	    /* in queue order: evict_rounds_done compares against it */
+	int scope;	    /* enum scope_kind */
+	uint64_t key;	    /* the scope (UINT64_MAX: none, the job is no scope's round) */
+	uint64_t waiting;   /* bytes the puts waiting on this round need */
 	struct mc_round round;
 	bool has_round; /* round filled: a round with a target ran */
 	/* evict_plan: the plan's bytes, parsed by the worker */
@@ -642,7 +642,7 @@ answer(struct job *j)
 		return;
 	j->answer = NULL;
 	if (b == NULL && (b = blob_write(write_report, j, &err)) == NULL) {
-		handler_fail(j->req, j->method, err.code, "%s", err.msg);
+		handler_fail(j->req, err.code, "%s", err.msg);
 		j->req = NULL;
 		return;
 	}
@@ -652,9 +652,9 @@ answer(struct job *j)
 		mc_pack_kv_u64(pk, "count", j->view.n);
 		mc_pack_kv_u64(pk, "len", b->len);
 	} else {
-		msgpack_pack_map(pk, j->method == M_EVICT_RUN ? 4 : 3);
+		msgpack_pack_map(pk, j->says_kind ? 4 : 3);
 		mc_pack_kv_u64(pk, "len", b->len);
-		if (j->method == M_EVICT_RUN)
+		if (j->says_kind)
 			mc_pack_kv_str(pk, "kind", j->dry_run ? "plan" : "report");
 		mc_pack_kv_u64(pk, "evicted_bytes", j->exec.evicted_bytes);
 		mc_pack_kv_u64(pk, "evicted_objects", j->exec.evicted_objects);
@@ -671,7 +671,7 @@ job_fail(struct job *j, const struct mc_err *err)
 	else
 		mc_warn("eviction round (%s) failed: %s", trigger_names[j->trigger], err->msg);
 	if (j->req != NULL)
-		handler_fail(j->req, j->method, err->code, "%s", err->msg);
+		handler_fail(j->req, err->code, "%s", err->msg);
 	j->req = NULL;
 }
 
@@ -1541,13 +1541,13 @@ plan_received(struct mc_req *req, bool ok, void *arg)
 		return;
 	}
 	if (job_queue(m, j) != 0) {
-		handler_fail(req, M_EVICT_PLAN, MC_ERR_BUSY, "too many eviction rounds queued");
+		handler_fail(req, MC_ERR_BUSY, "too many eviction rounds queued");
 		j->req = NULL;
 		job_free(j);
 	}
 }
 
-void
+static void
 h_evict_plan(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -1556,26 +1556,24 @@ h_evict_plan(struct mc_req *req)
 	struct job *j;
 	struct mc_req *d;
 
-	mmetrics_request(&m->mx, M_EVICT_PLAN);
 	if (mc_map_u64(req->params, "len", &len, &err) != 1 || req->bulk_len != len || len == 0) {
-		handler_fail(req, M_EVICT_PLAN, MC_ERR_INVALID,
+		handler_fail(req, MC_ERR_INVALID,
 			     "evict_plan needs 'len' and that many bytes of a plan");
 		return;
 	}
 	if (len > PLAN_MAX_BYTES) {
-		handler_fail(req, M_EVICT_PLAN, MC_ERR_TOO_LARGE, "plan of %llu bytes, limit %llu",
+		handler_fail(req, MC_ERR_TOO_LARGE, "plan of %llu bytes, limit %llu",
 			     (unsigned long long)len, (unsigned long long)PLAN_MAX_BYTES);
 		return;
 	}
 	if (evictor_of(m)->queued >= JOBS_MAX) {
-		handler_fail(req, M_EVICT_PLAN, MC_ERR_BUSY, "too many eviction rounds queued");
+		handler_fail(req, MC_ERR_BUSY, "too many eviction rounds queued");
 		return;
 	}
 	j = job_new(m, TRIG_PLAN);
 	if (j == NULL || (j->plan_bytes = malloc(len)) == NULL)
 		goto oom;
 	j->plan_len = len;
-	j->method = M_EVICT_PLAN;
 	d = mc_req_defer(req);
 	if (d == NULL)
 		goto oom;
@@ -1583,15 +1581,15 @@ h_evict_plan(struct mc_req *req)
 	if (mc_req_recv_bulk(d, j->plan_bytes, plan_received, j) != 0) {
 		j->req = NULL;
 		job_free(j);
-		handler_fail(d, M_EVICT_PLAN, MC_ERR_INTERNAL, "cannot receive the plan");
+		handler_fail(d, MC_ERR_INTERNAL, "cannot receive the plan");
 	}
 	return;
 oom:
 	job_free(j);
-	handler_fail(req, M_EVICT_PLAN, MC_ERR_SYSTEM, "out of memory");
+	handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 }
 
-void
+static void
 h_evict_run(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -1600,13 +1598,12 @@ h_evict_run(struct mc_req *req)
 	uint64_t v;
 	int rc;
 
-	mmetrics_request(&m->mx, M_EVICT_RUN);
 	j = job_new(m, TRIG_MANUAL);
 	if (j == NULL) {
-		handler_fail(req, M_EVICT_RUN, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
-	j->method = M_EVICT_RUN;
+	j->says_kind = true;
 	if (mc_map_u64(req->params, "target", &j->target, &err) != 1 || j->target == 0) {
 		if (err.code == 0)
 			mc_err_set(&err, MC_ERR_INVALID, "evict_run needs a target above 0 bytes");
@@ -1634,12 +1631,18 @@ h_evict_run(struct mc_req *req)
 	return;
 fail:
 	job_free(j);
-	handler_fail(req, M_EVICT_RUN, err.code, "%s", err.msg);
+	handler_fail(req, err.code, "%s", err.msg);
 }
 
-int
-evict_export_view(struct master *m, struct mc_req *req, const struct cand_filter *f, bool empty,
-		  struct mc_err *err)
+/*
+ * The `candidates` call: the view built in slices like a round's and
+ * encoded off the loop, then req answered; it waits its turn among the
+ * rounds. -1 with err when it cannot be queued (req then still owned by
+ * the caller).
+ */
+static int
+export_view(struct master *m, struct mc_req *req, const struct cand_filter *f, bool empty,
+	    struct mc_err *err)
 {
 	struct job *j;
 
@@ -1651,7 +1654,6 @@ evict_export_view(struct master *m, struct mc_req *req, const struct cand_filter
 	j->export_view = true;
 	j->filter = *f;
 	j->empty = empty;
-	j->method = M_CANDIDATES;
 	j->req = mc_req_defer(req);
 	if (j->req == NULL) {
 		job_free(j);
@@ -1659,6 +1661,23 @@ evict_export_view(struct master *m, struct mc_req *req, const struct cand_filter
 	}
 	job_queue(m, j);
 	return 0;
+}
+
+/*
+ * candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream:
+ * built in slices and encoded off the loop, as an eviction round's view is.
+ */
+static void
+h_candidates(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	struct cand_filter f = { 0 };
+	struct mc_err err = { 0 };
+	bool none = false;
+
+	if (candidates_filter_parse(m, req->params, &f, &none, &err) < 0 ||
+	    export_view(m, req, &f, none, &err) < 0)
+		handler_fail(req, err.code, "%s", err.msg);
 }
 
 /* ---- life cycle and metrics ---- */
@@ -1672,16 +1691,17 @@ metrics_init(struct master *m)
 
 	for (int t = 0; t < TRIG_COUNT; t++) {
 		e->rounds[t] = mc_metric_get(r, "mc_evict_rounds_total", MC_COUNTER,
-					     "eviction rounds started, by trigger", "trigger",
+					     "Eviction rounds started, by trigger.", "trigger",
 					     trigger_names[t]);
 		for (int p = 0; p < PASS_COUNT; p++) {
 			snprintf(label, sizeof(label), "%s,%s", pass_names[p], trigger_names[t]);
 			e->bytes[p][t] = mc_metric_get(r, "mc_evicted_bytes_total", MC_COUNTER,
-						       "bytes evicted, by stage kind and trigger",
+						       "Bytes evicted, by stage kind and trigger.",
 						       "kind,trigger", label);
-			e->objects[p][t] = mc_metric_get(
-				r, "mc_evicted_objects_total", MC_COUNTER,
-				"copies evicted, by stage kind and trigger", "kind,trigger", label);
+			e->objects[p][t] =
+				mc_metric_get(r, "mc_evicted_objects_total", MC_COUNTER,
+					      "Copies evicted, by stage kind and trigger.",
+					      "kind,trigger", label);
 			if (e->bytes[p][t] == NULL || e->objects[p][t] == NULL)
 				return -1;
 		}
@@ -1690,7 +1710,7 @@ metrics_init(struct master *m)
 	}
 	for (int i = 0; i < MC_FAIL_REASON_COUNT; i++) {
 		e->failures[i] = mc_metric_get(r, "mc_evict_failures_total", MC_COUNTER,
-					       "planned victims kept at revalidation, by reason",
+					       "Planned victims kept at revalidation, by reason.",
 					       "reason", mc_fail_reason_name(i));
 		if (e->failures[i] == NULL)
 			return -1;
@@ -1698,23 +1718,23 @@ metrics_init(struct master *m)
 	for (int i = 0; i <= MC_POLICY_MAX_DEPTH; i++) {
 		snprintf(label, sizeof(label), "%d", i);
 		e->fallbacks[i] = mc_metric_get(r, "mc_evict_fallbacks_total", MC_COUNTER,
-						"fallback stages run, by scope depth (0: global)",
+						"Fallback stages run, by scope depth (0: global).",
 						"level", label);
 		if (e->fallbacks[i] == NULL)
 			return -1;
 	}
 	e->planner_fallbacks = mc_metric_get(
 		r, "mc_evict_planner_failures_total", MC_COUNTER,
-		"external planner runs that failed (the built-in one planned)", NULL, NULL);
+		"External planner runs that failed (the built-in one planned).", NULL, NULL);
 	e->build_seconds = mc_metric_get(r, "mc_evict_view_seconds", MC_HISTOGRAM,
-					 "time to build a round's candidate view", NULL, NULL);
+					 "Time to build a round's candidate view.", NULL, NULL);
 	e->plan_seconds = mc_metric_get(r, "mc_evict_plan_seconds", MC_HISTOGRAM,
-					"time to plan a round", NULL, NULL);
+					"Time to plan a round.", NULL, NULL);
 	e->exec_seconds = mc_metric_get(r, "mc_evict_exec_seconds", MC_HISTOGRAM,
-					"time to execute a plan", NULL, NULL);
+					"Time to execute a plan.", NULL, NULL);
 	e->slice_seconds =
 		mc_metric_get(r, "mc_evict_slice_seconds", MC_HISTOGRAM,
-			      "time the event loop spent in one slice of a round", NULL, NULL);
+			      "Time the event loop spent in one slice of a round.", NULL, NULL);
 	return e->planner_fallbacks != NULL && e->build_seconds != NULL &&
 			       e->plan_seconds != NULL && e->exec_seconds != NULL &&
 			       e->slice_seconds != NULL
@@ -1722,13 +1742,15 @@ metrics_init(struct master *m)
 		       : -1;
 }
 
-void
-evict_collect(struct master *m, struct mc_metrics *r)
+static void
+evict_collect(struct mc_metrics *r, void *arg)
 {
+	struct master *m = arg;
+
 	struct evictor *e = evictor_of(m);
 
 	mc_metric_set(mc_metric_get(r, "mc_evict_queued", MC_GAUGE,
-				    "eviction rounds waiting, the running one included", NULL,
+				    "Eviction rounds waiting, the running one included.", NULL,
 				    NULL),
 		      (double)(e->queued + (e->running != NULL)));
 	for (uint32_t i = 0; i < m->peers.n; i++) {
@@ -1778,6 +1800,7 @@ evict_init(struct master *m, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot set up eviction events");
 	if (metrics_init(m) != 0)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction metrics");
+	mc_metrics_on_collect(m->mx.reg, evict_collect, m);
 	return 0;
 }
 
@@ -1818,3 +1841,10 @@ evict_free(struct master *m)
 	free(e);
 	m->ev = NULL;
 }
+
+const struct mc_method evict_methods[] = {
+	{ "candidates", h_candidates, MC_METHOD_ADMIN | MC_METHOD_BULK | MC_METHOD_READ_ONLY },
+	{ "evict_plan", h_evict_plan, MC_METHOD_ADMIN | MC_METHOD_BULK },
+	{ "evict_run", h_evict_run, MC_METHOD_ADMIN | MC_METHOD_BULK },
+	{ NULL, NULL, 0 },
+};

@@ -89,19 +89,7 @@ uint64_t evict_rounds_done(struct master *m);
 /* fn runs on the loop after rounds end, before the watermarks are looked at again. */
 void evict_on_rounds_ended(struct master *m, void (*fn)(struct master *m));
 
-/*
- * The `candidates` call: the view built in slices like a round's and
- * encoded off the loop, then req answered; it waits its turn among the
- * rounds. -1 with err when it cannot be queued (req then still owned by
- * the caller).
- */
-struct cand_filter;
-int evict_export_view(struct master *m, struct mc_req *req, const struct cand_filter *f, bool empty,
-		      struct mc_err *err);
-
-void evict_collect(struct master *m, struct mc_metrics *r);
-
-void h_evict_plan(struct mc_req *req);
-void h_evict_run(struct mc_req *req);
+/* The methods this module serves (registered by main.c). */
+extern const struct mc_method evict_methods[];
 
 #endif

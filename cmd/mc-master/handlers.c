@@ -12,14 +12,10 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
-#include "candidates.h"
 #include "evict.h"
 #include "handlers.h"
 #include "master.h"
 #include "ops.h"
-#include "peerlink.h"
-#include "placement.h"
-#include "put.h"
 #include "request.h"
 
 /* Keys per batch call: keeps one reply well under a client's max message. */
@@ -194,7 +190,7 @@ pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint6
 static void
 h_hello(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_HELLO);
+	struct master *m = req_begin(req);
 	struct client *cl = req_client_get(req);
 	struct mc_err err;
 	const char *s;
@@ -203,7 +199,7 @@ h_hello(struct mc_req *req)
 	int rc;
 
 	if (cl == NULL) {
-		handler_fail(req, M_HELLO, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	rc = req_opt_name(req->params, "tenant", &s, &len, &err);
@@ -223,7 +219,7 @@ h_hello(struct mc_req *req)
 	mc_reply_end(req);
 	return;
 bad:
-	req_fail_err(req, M_HELLO, &err);
+	req_fail_err(req, &err);
 }
 
 /* ---- reads ---- */
@@ -231,8 +227,7 @@ bad:
 static void
 h_get_replica_list(struct mc_req *req)
 {
-	uint64_t t0 = mc_mono_ns();
-	struct master *m = req_begin(req, M_GET_REPLICA_LIST);
+	struct master *m = req_begin(req);
 	const struct client *cl = req_client(req);
 	struct cand c[2 * MC_REPLICAS_MAX];
 	struct mc_err err;
@@ -243,26 +238,24 @@ h_get_replica_list(struct mc_req *req)
 	uint64_t lease;
 
 	if (req_need_key(req->params, &key, &len, &err) != 0) {
-		req_fail_err(req, M_GET_REPLICA_LIST, &err);
+		req_fail_err(req, &err);
 		goto out;
 	}
 	o = lookup(m, cl->tenant, key, len);
 	if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
-		handler_fail(req, M_GET_REPLICA_LIST, MC_ERR_NOT_FOUND, "key not found");
+		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		goto out;
 	}
 	lease = touch(m, o, cl->tenant, mc_now_ms());
 	pack_grl(mc_reply_ok_begin(req), m, o, lease, c, n);
 	mc_reply_end(req);
 out:
-	mc_metric_observe(m->mx.grl_seconds, (double)(mc_mono_ns() - t0) / 1e9);
 }
 
 static void
 h_batch_get_replica_list(struct mc_req *req)
 {
-	uint64_t t0 = mc_mono_ns();
-	struct master *m = req_begin(req, M_BATCH_GET_REPLICA_LIST);
+	struct master *m = req_begin(req);
 	const struct client *cl = req_client(req);
 	struct cand c[2 * MC_REPLICAS_MAX];
 	uint64_t now = mc_now_ms(), hashes[PREFETCH_AHEAD];
@@ -270,7 +263,7 @@ h_batch_get_replica_list(struct mc_req *req)
 	const msgpack_object_array *keys = need_keys(req->params, &err);
 
 	if (keys == NULL) {
-		req_fail_err(req, M_BATCH_GET_REPLICA_LIST, &err);
+		req_fail_err(req, &err);
 		goto out;
 	}
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -307,19 +300,18 @@ h_batch_get_replica_list(struct mc_req *req)
 	}
 	mc_reply_end(req);
 out:
-	mc_metric_observe(m->mx.grl_seconds, (double)(mc_mono_ns() - t0) / 1e9);
 }
 
 static void
 h_exist(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_EXIST);
+	struct master *m = req_begin(req);
 	struct mc_err err;
 	const char *key;
 	size_t len;
 
 	if (req_need_key(req->params, &key, &len, &err) != 0) {
-		req_fail_err(req, M_EXIST, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	struct mobj *o = lookup(m, req_client(req)->tenant, key, len);
@@ -332,13 +324,13 @@ h_exist(struct mc_req *req)
 static void
 h_batch_exist(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_BATCH_EXIST);
+	struct master *m = req_begin(req);
 	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
 	const msgpack_object_array *keys = need_keys(req->params, &err);
 
 	if (keys == NULL) {
-		req_fail_err(req, M_BATCH_EXIST, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -382,7 +374,7 @@ remove_one(struct master *m, uint32_t tenant, const char *key, size_t len, bool 
 static void
 h_remove(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_REMOVE);
+	struct master *m = req_begin(req);
 	struct mc_err err;
 	const char *key;
 	size_t len;
@@ -391,7 +383,7 @@ h_remove(struct mc_req *req)
 	if (req_need_key(req->params, &key, &len, &err) != 0 ||
 	    mc_map_bool(req->params, "force", &force, &err) < 0 ||
 	    remove_one(m, req_client(req)->tenant, key, len, force, &err) != 0) {
-		req_fail_err(req, M_REMOVE, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	mc_reply_ok_empty(req);
@@ -400,14 +392,14 @@ h_remove(struct mc_req *req)
 static void
 h_batch_remove(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_BATCH_REMOVE);
+	struct master *m = req_begin(req);
 	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
 	bool force = false;
 	const msgpack_object_array *keys = need_keys(req->params, &err);
 
 	if (keys == NULL || mc_map_bool(req->params, "force", &force, &err) < 0) {
-		req_fail_err(req, M_BATCH_REMOVE, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -469,7 +461,7 @@ collect_prefix(struct master *m, uint32_t tenant, const char *prefix, size_t ple
 static void
 h_remove_prefix(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_REMOVE_PREFIX);
+	struct master *m = req_begin(req);
 	uint32_t tenant = req_client(req)->tenant;
 	uint64_t now = mc_now_ms(), removed = 0, skipped = 0;
 	struct mc_err err;
@@ -481,12 +473,12 @@ h_remove_prefix(struct mc_req *req)
 	if (rc == 0)
 		mc_err_set(&err, MC_ERR_INVALID, "missing field 'prefix'");
 	if (rc <= 0 || mc_map_bool(req->params, "force", &force, &err) < 0) {
-		req_fail_err(req, M_REMOVE_PREFIX, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	struct mobj **v = collect_prefix(m, tenant, prefix, plen, false, &n);
 	if (v == NULL) {
-		handler_fail(req, M_REMOVE_PREFIX, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -529,7 +521,7 @@ obj_keycmp(const void *x, const void *y)
 static void
 h_list(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_LIST);
+	struct master *m = req_begin(req);
 	uint32_t tenant = req_client(req)->tenant;
 	const char *prefix = "", *after = NULL;
 	size_t plen = 0, alen = 0, n, first = 0, out, bytes = 0;
@@ -539,14 +531,14 @@ h_list(struct mc_req *req)
 	if (mc_map_str(req->params, "prefix", &prefix, &plen, &err) < 0 ||
 	    mc_map_str(req->params, "after", &after, &alen, &err) < 0 ||
 	    mc_map_u64(req->params, "limit", &limit, &err) < 0) {
-		req_fail_err(req, M_LIST, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	if (limit > LIST_MAX)
 		limit = LIST_MAX;
 	struct mobj **v = collect_prefix(m, tenant, prefix, plen, true, &n);
 	if (v == NULL) {
-		handler_fail(req, M_LIST, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	qsort(v, n, sizeof(*v), obj_keycmp);
@@ -583,7 +575,7 @@ h_list(struct mc_req *req)
 static void
 h_stat(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_STAT);
+	struct master *m = req_begin(req);
 	const struct client *cl = req_client(req);
 	struct mc_err err;
 	const char *key;
@@ -591,12 +583,12 @@ h_stat(struct mc_req *req)
 	struct mobj *o;
 
 	if (req_need_key(req->params, &key, &len, &err) != 0) {
-		req_fail_err(req, M_STAT, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	o = lookup(m, cl->tenant, key, len);
 	if (o == NULL) {
-		handler_fail(req, M_STAT, MC_ERR_NOT_FOUND, "key not found");
+		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return;
 	}
 	const struct group *g = store_group_get(&m->store, o->group);
@@ -644,7 +636,7 @@ h_stat(struct mc_req *req)
 static void
 h_stats(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_STATS);
+	struct master *m = req_begin(req);
 	const struct store *s = &m->store;
 	struct evict_totals ev;
 
@@ -685,9 +677,9 @@ h_clock_set(struct mc_req *req)
 	struct mc_err err;
 	uint64_t to, now = mc_now_ms();
 
-	req_begin(req, M_CLOCK_SET);
+	req_begin(req);
 	if (req_need_u64(req->params, "now_ms", &to, &err) != 0) {
-		req_fail_err(req, M_CLOCK_SET, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	if (to > now) {
@@ -726,7 +718,7 @@ pack_tiers(msgpack_packer *pk, const struct peer *p)
 static void
 h_peers(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_PEERS);
+	struct master *m = req_begin(req);
 
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);
@@ -752,37 +744,19 @@ h_peers(struct mc_req *req)
 	mc_reply_end(req);
 }
 
-const struct mc_method master_methods[] = {
-	{ "hello", h_hello },
-	{ "put_start", h_put_start },
-	{ "softpin_show", h_softpin_show },
-	{ "softpin_list", h_softpin_list },
-	{ "softpin_stats", h_softpin_stats },
-	{ "softpin_expire", h_softpin_expire },
-	{ "candidates", h_candidates },
-	{ "evict_plan", h_evict_plan },
-	{ "evict_run", h_evict_run },
-	{ "put_end", h_put_end },
-	{ "put_revoke", h_put_revoke },
-	{ "get_replica_list", h_get_replica_list },
-	{ "release", h_release },
-	{ "batch_get_replica_list", h_batch_get_replica_list },
-	{ "exist", h_exist },
-	{ "batch_exist", h_batch_exist },
-	{ "remove", h_remove },
-	{ "batch_remove", h_batch_remove },
-	{ "remove_prefix", h_remove_prefix },
-	{ "list", h_list },
-	{ "stat", h_stat },
-	{ "stats", h_stats },
-	{ "clock_set", h_clock_set },
-	{ "peers", h_peers },
-	{ "peer_register", h_peer_register },
-	{ "peer_heartbeat", h_peer_heartbeat },
-	{ "peer_unregister", h_peer_unregister },
-	{ "peer_inventory", h_peer_inventory },
-	{ "snapshot_save", h_snapshot_save },
-	{ "snapshot_restore", h_snapshot_restore },
-	{ "snapshot_status", h_snapshot_status },
-	{ NULL, NULL },
+const struct mc_method handler_methods[] = {
+	{ "hello", h_hello, MC_METHOD_READ_ONLY },
+	{ "get_replica_list", h_get_replica_list, MC_METHOD_READ_ONLY },
+	{ "batch_get_replica_list", h_batch_get_replica_list, MC_METHOD_READ_ONLY },
+	{ "exist", h_exist, MC_METHOD_READ_ONLY },
+	{ "batch_exist", h_batch_exist, MC_METHOD_READ_ONLY },
+	{ "remove", h_remove, 0 },
+	{ "batch_remove", h_batch_remove, 0 },
+	{ "remove_prefix", h_remove_prefix, 0 },
+	{ "list", h_list, MC_METHOD_READ_ONLY },
+	{ "stat", h_stat, MC_METHOD_READ_ONLY },
+	{ "stats", h_stats, MC_METHOD_READ_ONLY },
+	{ "peers", h_peers, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
+	{ "clock_set", h_clock_set, MC_METHOD_ADMIN },
+	{ NULL, NULL, 0 },
 };

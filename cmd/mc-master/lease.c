@@ -112,14 +112,19 @@ holders_eq(const void *entry, const void *key)
 	return ((const struct holders *)entry)->subject == key;
 }
 
+static void lease_collect(struct mc_metrics *r, void *arg);
+
 int
-leases_init(struct leases *l, struct mc_err *err)
+leases_init(struct master *m, struct mc_err *err)
 {
+	struct leases *l = &m->leases;
+
 	(void)err;
 	memset(l, 0, sizeof(*l));
 	mc_htab_init(&l->by_id);
 	mc_htab_init(&l->subjects);
 	l->next_id = 1;
+	mc_metrics_on_collect(m->mx.reg, lease_collect, m);
 	return 0;
 }
 
@@ -342,7 +347,7 @@ lease_forget(struct master *m, struct mobj *o)
 		forget_subject(&m->leases, g);
 }
 
-void
+static void
 h_release(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -352,23 +357,17 @@ h_release(struct mc_req *req)
 	struct mc_err err;
 	int rc;
 
-	mmetrics_request(&m->mx, M_RELEASE);
 	ids = mc_map_array(req->params, "lease_ids");
 	rc = mc_map_u64(req->params, "lease_id", &one, &err);
 	if (rc < 0 || (ids == NULL && rc == 0)) {
-		if (!req->notify)
-			handler_fail(req, M_RELEASE, MC_ERR_INVALID,
-				     "release needs 'lease_ids' (an array) or 'lease_id'");
-		else
-			mmetrics_failure(&m->mx, M_RELEASE);
+		/* a notification's error answer is not sent, only counted */
+		handler_fail(req, MC_ERR_INVALID,
+			     "release needs 'lease_ids' (an array) or 'lease_id'");
 		return;
 	}
 	if (ids != NULL && ids->size > RELEASE_MAX) {
-		if (!req->notify)
-			handler_fail(req, M_RELEASE, MC_ERR_TOO_LARGE,
-				     "%u lease ids in one call, limit %d", ids->size, RELEASE_MAX);
-		else
-			mmetrics_failure(&m->mx, M_RELEASE);
+		handler_fail(req, MC_ERR_TOO_LARGE, "%u lease ids in one call, limit %d", ids->size,
+			     RELEASE_MAX);
 		return;
 	}
 	if (rc > 0)
@@ -393,18 +392,25 @@ counter(struct mc_metrics *r, const char *name, const char *help, uint64_t v)
 		mc_metric_set(s, (double)v);
 }
 
-void
-lease_collect(struct master *m, struct mc_metrics *r)
+static void
+lease_collect(struct mc_metrics *r, void *arg)
 {
+	struct master *m = arg;
+
 	const struct leases *l = &m->leases;
 	struct mc_metric *held =
-		mc_metric_get(r, "mc_leases", MC_GAUGE, "read leases held by readers", NULL, NULL);
+		mc_metric_get(r, "mc_leases", MC_GAUGE, "Read leases held by readers.", NULL, NULL);
 
 	if (held != NULL)
 		mc_metric_set(held, (double)l->by_id.count);
-	counter(r, "mc_leases_granted_total", "read leases granted with an id", l->granted);
-	counter(r, "mc_leases_released_total", "read leases their reader released", l->released);
-	counter(r, "mc_leases_expired_total", "read leases that ran to their TTL", l->expired);
+	counter(r, "mc_leases_granted_total", "Read leases granted with an id.", l->granted);
+	counter(r, "mc_leases_released_total", "Read leases their reader released.", l->released);
+	counter(r, "mc_leases_expired_total", "Read leases that ran to their TTL.", l->expired);
 	counter(r, "mc_leases_untracked_total",
-		"reads protected by the TTL alone (no lease id: too many held)", l->untracked);
+		"Reads protected by the TTL alone (no lease id: too many held).", l->untracked);
 }
+
+const struct mc_method lease_methods[] = {
+	{ "release", h_release, MC_METHOD_READ_ONLY },
+	{ NULL, NULL, 0 },
+};

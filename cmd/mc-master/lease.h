@@ -47,7 +47,7 @@ struct leases {
 	uint64_t granted, released, expired, untracked;
 };
 
-int leases_init(struct leases *l, struct mc_err *err);
+int leases_init(struct master *m, struct mc_err *err);
 /* Forget every lease (at exit, or when a restore replaces the store). */
 void leases_clear(struct leases *l);
 void leases_free(struct leases *l);
@@ -65,9 +65,7 @@ void lease_expire(struct master *m, uint64_t now);
 /* o is about to be freed: forget the leases on it, and on its group if o is its last member. */
 void lease_forget(struct master *m, struct mobj *o);
 
-/* release {lease_ids: [ID...]}: a notification (or a request answered {released}). */
-void h_release(struct mc_req *req);
-
-void lease_collect(struct master *m, struct mc_metrics *r);
+/* The methods this module serves (registered by main.c). */
+extern const struct mc_method lease_methods[];
 
 #endif

@@ -15,7 +15,14 @@
 #include "mc/log.h"
 #include "mc/opt.h"
 #include "mc/parse.h"
+#include "evict.h"
 #include "handlers.h"
+#include "lease.h"
+#include "msnap.h"
+#include "peerlink.h"
+#include "put.h"
+#include "reconcile.h"
+#include "softpin.h"
 #include "peerlink.h"
 #include "evict.h"
 #include "master.h"
@@ -106,10 +113,32 @@ stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(m->base);
 }
 
+/*
+ * The methods the master serves: each module's own table. metrics NULL:
+ * uncounted (--list-methods).
+ */
+static struct mc_registry *
+master_registry(struct mc_metrics *metrics, struct mc_err *err)
+{
+	const struct mc_method *const tables[] = {
+		handler_methods, put_methods,	lease_methods,	  softpin_methods,
+		evict_methods,	 msnap_methods, peerlink_methods, recon_methods,
+	};
+	struct mc_registry *r = mc_registry_new(metrics, err);
+
+	for (size_t i = 0; r != NULL && i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (mc_registry_add(r, tables[i], err) != 0) {
+			mc_registry_free(r);
+			return NULL;
+		}
+	return r;
+}
+
 int
 main(int argc, char **argv)
 {
 	static struct master m;
+	bool list_methods = false;
 	struct mc_conn_limits lim = { 0 };
 	struct mc_conn_ops ops = { 0 };
 	struct mc_addr addr, bound;
@@ -175,7 +204,8 @@ main(int argc, char **argv)
 		  "let eviction take active soft pins in its second pass", mc_set_flag,
 		  &m.cfg.allow_evict_soft_pinned },
 		{ "evict-policy", 0, "FILE", NULL,
-		  "eviction policy (mc-policy(5); default: evict lease), reloaded on SIGHUP",
+		  "eviction policy (mc-policy(5); default: the built-in kv.policy), reloaded on "
+		  "SIGHUP",
 		  mc_set_str, &m.cfg.evict_policy },
 		{ "evict-high-watermark", 0, "FRACTION", NULL,
 		  "start a round when a peer tier is this full (default 0.9)", mc_set_double,
@@ -205,6 +235,8 @@ main(int argc, char **argv)
 		  mc_set_positive_int, &m.cfg.max_conns },
 		{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
 		  mc_set_log_level, NULL },
+		{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
+		  mc_set_flag, &list_methods },
 		{ 0 },
 	};
 	const struct mc_opt_spec spec = {
@@ -227,6 +259,17 @@ main(int argc, char **argv)
 	if (idx < argc) {
 		mc_complain("unexpected argument '%s'", argv[idx]);
 		return MC_EXIT_USAGE;
+	}
+	if (list_methods) {
+		struct mc_registry *r = master_registry(NULL, &err);
+
+		if (r == NULL) {
+			mc_complain("%s", err.msg);
+			return MC_EXIT_SOFTWARE;
+		}
+		mc_registry_print(r, stdout);
+		mc_registry_free(r);
+		return MC_EXIT_OK;
 	}
 	if (mc_addr_parse(m.cfg.listen, &addr, &err) != 0) {
 		mc_complain("invalid --listen '%s': %s", m.cfg.listen, err.msg);
@@ -273,15 +316,16 @@ main(int argc, char **argv)
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
-	if (softpin_init(&m, &err) != 0 || leases_init(&m.leases, &err) != 0) {
-		mc_complain("cannot start: %s", err.msg);
-		goto out;
-	}
-	ops_hook_store(&m);
+	/* the registry first: modules register their collectors as they start */
 	if (mmetrics_init(&m) != 0) {
 		mc_complain("cannot start: out of memory for metrics");
 		goto out;
 	}
+	if (softpin_init(&m, &err) != 0 || leases_init(&m, &err) != 0) {
+		mc_complain("cannot start: %s", err.msg);
+		goto out;
+	}
+	ops_hook_store(&m);
 	if (evict_init(&m, &err) != 0) {
 		mc_complain("cannot start eviction: %s", err.msg);
 		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
@@ -299,7 +343,11 @@ main(int argc, char **argv)
 	if (m.cfg.restore != NULL && (status = msnap_restore_startup(&m)) != 0)
 		goto out;
 	status = MC_EXIT_SOFTWARE;
-	ops.methods = master_methods;
+	if ((m.methods = master_registry(m.mx.reg, &err)) == NULL) {
+		mc_complain("cannot start: %s", err.msg);
+		goto out;
+	}
+	ops.methods = m.methods;
 	ops.ctx = &m;
 	ops.on_close = master_on_close;
 	lim.max_conns = m.cfg.max_conns;
@@ -343,6 +391,7 @@ out:
 	msnap_free(&m);
 	if (m.server != NULL)
 		mc_server_free(m.server);
+	mc_registry_free(m.methods);
 	if (m.http != NULL)
 		mc_http_stop(m.http);
 	put_free(&m);

@@ -1,7 +1,29 @@
 /*
  * The master's state: one event loop owns all of it, so nothing here is
- * locked. Handlers, the sweep timer and the metrics collector all reach
+ * locked. Handlers, the sweep timer and the metrics collectors all reach
  * it through the struct master passed as context.
+ *
+ * Who may call whom: a module calls only those on lines above its own,
+ * so there is no circle (callbacks, such as a put waiting on eviction's
+ * rounds, are registered by the caller above):
+ *   store.c, offloop.c, extplan.c   data and helpers; call nothing here
+ *   peers.c                         the peer table; store.c
+ *   request.c                       every handler's helpers; store.c
+ *   lease.c, softpin.c              read leases, soft pins; request.c, store.c
+ *   ops.c                           replica and object changes; lease.c, softpin.c,
+ *                                   peers.c, store.c
+ *   placement.c                     a pure choice of peers; peers.c
+ *   candidates.c                    the candidate view; softpin.c, peers.c, store.c
+ *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c
+ *   evict.c                         rounds and the candidates call; candidates.c,
+ *                                   ops.c, extplan.c, offloop.c, and the above
+ *   put.c                           writes; evict.c (it starts rounds), placement.c,
+ *                                   ops.c, and the above
+ *   peerlink.c, msnap.c, handlers.c the peers' calls, snapshots, the object calls
+ *   mmetrics.c                      the registry and the store's gauges
+ *   main.c                          options, start and stop, the method registry
+ * Each module serves its own methods (a table in its header) and
+ * registers its own metrics collector; the dispatcher counts requests.
  */
 #ifndef MASTER_MASTER_H
 #define MASTER_MASTER_H
@@ -64,6 +86,7 @@ struct master {
 	struct master_cfg cfg;
 	struct event_base *base;
 	struct mc_server *server;
+	struct mc_registry *methods; /* every module's table (main.c) */
 	struct mc_http *http;
 	struct event *sweep_ev;
 	struct store store;

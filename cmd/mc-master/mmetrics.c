@@ -7,43 +7,8 @@
 
 #include "mc/clock.h"
 #include "mc/conn.h"
-#include "evict.h"
 #include "master.h"
 #include "mmetrics.h"
-
-const char *const method_names[M_COUNT] = {
-	[M_HELLO] = "hello",
-	[M_PUT_START] = "put_start",
-	[M_PUT_END] = "put_end",
-	[M_PUT_REVOKE] = "put_revoke",
-	[M_GET_REPLICA_LIST] = "get_replica_list",
-	[M_BATCH_GET_REPLICA_LIST] = "batch_get_replica_list",
-	[M_EXIST] = "exist",
-	[M_BATCH_EXIST] = "batch_exist",
-	[M_REMOVE] = "remove",
-	[M_BATCH_REMOVE] = "batch_remove",
-	[M_REMOVE_PREFIX] = "remove_prefix",
-	[M_LIST] = "list",
-	[M_STAT] = "stat",
-	[M_STATS] = "stats",
-	[M_PEERS] = "peers",
-	[M_PEER_REGISTER] = "peer_register",
-	[M_PEER_HEARTBEAT] = "peer_heartbeat",
-	[M_PEER_UNREGISTER] = "peer_unregister",
-	[M_PEER_INVENTORY] = "peer_inventory",
-	[M_SNAPSHOT_SAVE] = "snapshot_save",
-	[M_SNAPSHOT_RESTORE] = "snapshot_restore",
-	[M_SNAPSHOT_STATUS] = "snapshot_status",
-	[M_SOFTPIN_SHOW] = "softpin_show",
-	[M_SOFTPIN_LIST] = "softpin_list",
-	[M_SOFTPIN_STATS] = "softpin_stats",
-	[M_SOFTPIN_EXPIRE] = "softpin_expire",
-	[M_CANDIDATES] = "candidates",
-	[M_EVICT_PLAN] = "evict_plan",
-	[M_EVICT_RUN] = "evict_run",
-	[M_RELEASE] = "release",
-	[M_CLOCK_SET] = "clock_set",
-};
 
 static void
 gauge(struct mc_metrics *r, const char *name, const char *help, const char *label,
@@ -123,10 +88,6 @@ collect(struct mc_metrics *r, void *arg)
 		mc_metric_set(mal, (double)cs.malformed);
 	struct mallinfo2 mi = mallinfo2();
 	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
-	softpin_collect(m, r);
-	evict_collect(m, r);
-	lease_collect(m, r);
-	put_collect(m, r);
 }
 
 int
@@ -137,26 +98,8 @@ mmetrics_init(struct master *m)
 	mx->reg = mc_metrics_new();
 	if (mx->reg == NULL)
 		return -1;
-	for (int k = 0; k < M_COUNT; k++) {
-		mx->requests[k] =
-			mc_metric_get(mx->reg, "mc_requests_total", MC_COUNTER,
-				      "Requests handled, by method.", "method", method_names[k]);
-		mx->failures[k] = mc_metric_get(mx->reg, "mc_request_failures_total", MC_COUNTER,
-						"Requests answered with an error, by method.",
-						"method", method_names[k]);
-		if (mx->requests[k] == NULL || mx->failures[k] == NULL)
-			goto fail;
-	}
-	mx->grl_seconds =
-		mc_metric_get(mx->reg, "mc_get_replica_list_seconds", MC_HISTOGRAM,
-			      "Time to answer get_replica_list (batch: per call).", NULL, NULL);
-	if (mx->grl_seconds == NULL)
-		goto fail;
 	mc_metrics_on_collect(mx->reg, collect, m);
 	return 0;
-fail:
-	mmetrics_free(mx);
-	return -1;
 }
 
 void

@@ -366,8 +366,8 @@ reply_saved(struct master *m, struct snap_waiter *w, int fd, uint64_t size)
 		mp = malloc(sizeof(*mp));
 		if (mp == NULL || fd < 0 || size == 0) {
 			free(mp);
-			handler_fail(w->req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM,
-				     "cannot read back the snapshot '%s'", sn->path);
+			handler_fail(w->req, MC_ERR_SYSTEM, "cannot read back the snapshot '%s'",
+				     sn->path);
 			return;
 		}
 		mp->len = (size_t)size;
@@ -376,8 +376,7 @@ reply_saved(struct master *m, struct snap_waiter *w, int fd, uint64_t size)
 			char why[128];
 			mc_lower_reason(why, sizeof(why), strerror(errno));
 			free(mp);
-			handler_fail(w->req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "cannot map '%s': %s",
-				     sn->path, why);
+			handler_fail(w->req, MC_ERR_SYSTEM, "cannot map '%s': %s", sn->path, why);
 			return;
 		}
 	}
@@ -440,8 +439,7 @@ finish_fail(struct master *m, const char *why)
 	mc_warn("snapshot %s failed: %s", sn->path, why);
 	unlink(sn->tmp);
 	for (size_t i = 0; i < sn->nwait; i++)
-		handler_fail(sn->waiters[i].req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM,
-			     "snapshot failed: %s", why);
+		handler_fail(sn->waiters[i].req, MC_ERR_SYSTEM, "snapshot failed: %s", why);
 	sn->nwait = 0;
 }
 
@@ -1120,7 +1118,7 @@ msnap_restore_startup(struct master *m)
 
 /* ---- methods ---- */
 
-void
+static void
 h_snapshot_save(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -1129,13 +1127,12 @@ h_snapshot_save(struct mc_req *req)
 	struct mc_req *d;
 	bool stream = false;
 
-	mmetrics_request(&m->mx, M_SNAPSHOT_SAVE);
 	if (mc_map_bool(req->params, "stream", &stream, &err) < 0) {
-		handler_fail(req, M_SNAPSHOT_SAVE, err.code, "%s", err.msg);
+		handler_fail(req, err.code, "%s", err.msg);
 		return;
 	}
 	if (m->cfg.snapshot_dir == NULL && !stream) {
-		handler_fail(req, M_SNAPSHOT_SAVE, MC_ERR_UNAVAILABLE,
+		handler_fail(req, MC_ERR_UNAVAILABLE,
 			     "no --snapshot-dir on this master: stream the snapshot instead");
 		return;
 	}
@@ -1143,7 +1140,7 @@ h_snapshot_save(struct mc_req *req)
 		size_t cap = sn->wcap ? 2 * sn->wcap : 4;
 		struct snap_waiter *v = realloc(sn->waiters, cap * sizeof(*v));
 		if (v == NULL) {
-			handler_fail(req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "out of memory");
+			handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 			return;
 		}
 		sn->waiters = v;
@@ -1153,13 +1150,12 @@ h_snapshot_save(struct mc_req *req)
 	if (sn->pid == 0 && snap_start(m, &err) != 0) {
 		mc_metric_inc(sn->m_failures);
 		mc_warn("cannot start a snapshot: %s", err.msg);
-		handler_fail(req, M_SNAPSHOT_SAVE, err.code, "cannot start a snapshot: %s",
-			     err.msg);
+		handler_fail(req, err.code, "cannot start a snapshot: %s", err.msg);
 		return;
 	}
 	d = mc_req_defer(req);
 	if (d == NULL) {
-		handler_fail(req, M_SNAPSHOT_SAVE, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	sn->waiters[sn->nwait].req = d;
@@ -1196,7 +1192,7 @@ restore_done(struct mc_req *req, bool ok, void *arg)
 	j->map = NULL;
 	if (!j->force && m->store.objects.count > 0) {
 		restore_job_free(j);
-		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_EXISTS,
+		handler_fail(req, MC_ERR_EXISTS,
 			     "the master holds %zu objects; use force to replace them",
 			     m->store.objects.count);
 		return;
@@ -1207,7 +1203,7 @@ restore_done(struct mc_req *req, bool ok, void *arg)
 		mc_warn("snapshot_restore from %s failed: %s", mc_conn_peer_name(req->conn),
 			err.msg);
 		restore_job_free(j);
-		handler_fail(req, M_SNAPSHOT_RESTORE, err.code, "%s", err.msg);
+		handler_fail(req, err.code, "%s", err.msg);
 		return;
 	}
 	restore_job_free(j);
@@ -1220,7 +1216,7 @@ restore_done(struct mc_req *req, bool ok, void *arg)
 	mc_reply_end(req);
 }
 
-void
+static void
 h_snapshot_restore(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -1230,26 +1226,24 @@ h_snapshot_restore(struct mc_req *req)
 	uint64_t len = 0;
 	bool force = false;
 
-	mmetrics_request(&m->mx, M_SNAPSHOT_RESTORE);
 	if (mc_map_u64(req->params, "len", &len, &err) != 1 ||
 	    mc_map_bool(req->params, "force", &force, &err) < 0 || !req->has_bulk ||
 	    req->bulk_len != len || len == 0) {
-		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_INVALID,
+		handler_fail(req, MC_ERR_INVALID,
 			     "snapshot_restore needs 'len' and that many bytes of a snapshot");
 		return;
 	}
 	if (len > RESTORE_MAX_BULK) {
-		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_TOO_LARGE,
-			     "snapshot of %llu bytes, limit %llu", (unsigned long long)len,
-			     (unsigned long long)RESTORE_MAX_BULK);
+		handler_fail(req, MC_ERR_TOO_LARGE, "snapshot of %llu bytes, limit %llu",
+			     (unsigned long long)len, (unsigned long long)RESTORE_MAX_BULK);
 		return;
 	}
 	if (m->snap.restoring) {
-		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_BUSY, "a restore is in progress");
+		handler_fail(req, MC_ERR_BUSY, "a restore is in progress");
 		return;
 	}
 	if (!force && m->store.objects.count > 0) {
-		handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_EXISTS,
+		handler_fail(req, MC_ERR_EXISTS,
 			     "the master holds %zu objects; use force to replace them",
 			     m->store.objects.count);
 		return;
@@ -1275,7 +1269,7 @@ h_snapshot_restore(struct mc_req *req)
 		goto oom;
 	if (mc_req_recv_bulk(d, j->map, restore_done, j) != 0) {
 		restore_job_free(j);
-		handler_fail(d, M_SNAPSHOT_RESTORE, MC_ERR_INTERNAL, "cannot receive the snapshot");
+		handler_fail(d, MC_ERR_INTERNAL, "cannot receive the snapshot");
 		return;
 	}
 	m->snap.restoring = true;
@@ -1283,21 +1277,20 @@ h_snapshot_restore(struct mc_req *req)
 sys:
 	mc_err_errno(&err, "cannot make room for the snapshot");
 	restore_job_free(j);
-	handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_SYSTEM, "%s", err.msg);
+	handler_fail(req, MC_ERR_SYSTEM, "%s", err.msg);
 	return;
 oom:
 	if (j != NULL)
 		restore_job_free(j);
-	handler_fail(req, M_SNAPSHOT_RESTORE, MC_ERR_SYSTEM, "out of memory");
+	handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 }
 
-void
+static void
 h_snapshot_status(struct mc_req *req)
 {
 	struct master *m = req->ctx;
 	const struct msnap *sn = &m->snap;
 
-	mmetrics_request(&m->mx, M_SNAPSHOT_STATUS);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 7);
 	mc_pack_kv_str(pk, "dir", m->cfg.snapshot_dir);
@@ -1319,3 +1312,10 @@ h_snapshot_status(struct mc_req *req)
 	mc_pack_kv_u64(pk, "reconcile_deadline", m->recon.deadline);
 	mc_reply_end(req);
 }
+
+const struct mc_method msnap_methods[] = {
+	{ "snapshot_save", h_snapshot_save, MC_METHOD_ADMIN | MC_METHOD_BULK },
+	{ "snapshot_restore", h_snapshot_restore, MC_METHOD_ADMIN | MC_METHOD_BULK },
+	{ "snapshot_status", h_snapshot_status, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
+	{ NULL, NULL, 0 },
+};

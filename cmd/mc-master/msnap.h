@@ -65,8 +65,7 @@ int msnap_start(struct master *m, struct mc_err *err);
  */
 int msnap_restore_startup(struct master *m);
 
-void h_snapshot_save(struct mc_req *req);
-void h_snapshot_restore(struct mc_req *req);
-void h_snapshot_status(struct mc_req *req);
+/* The methods this module serves (registered by main.c). */
+extern const struct mc_method msnap_methods[];
 
 #endif

@@ -142,7 +142,7 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 	reply_registered(req, p, true);
 }
 
-void
+static void
 h_peer_register(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -154,10 +154,9 @@ h_peer_register(struct mc_req *req)
 	size_t mlen;
 	int rc;
 
-	mmetrics_request(&m->mx, M_PEER_REGISTER);
 	memset(&tmp, 0, sizeof(tmp));
 	if (cl == NULL) {
-		handler_fail(req, M_PEER_REGISTER, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	rc = mc_map_strcpy(req->params, "addr", tmp.addr, sizeof(tmp.addr), &err);
@@ -222,11 +221,11 @@ h_peer_register(struct mc_req *req)
 	reply_registered(req, p, false);
 	return;
 fail:
-	req_fail_err(req, M_PEER_REGISTER, &err);
+	req_fail_err(req, &err);
 }
 
 static struct peer *
-need_peer(struct mc_req *req, enum method k)
+need_peer(struct mc_req *req)
 {
 	struct master *m = req->ctx;
 	struct mc_err err;
@@ -234,17 +233,17 @@ need_peer(struct mc_req *req, enum method k)
 	struct peer *p;
 
 	if (req_need_u64(req->params, "peer_id", &id, &err) != 0) {
-		req_fail_err(req, k, &err);
+		req_fail_err(req, &err);
 		return NULL;
 	}
 	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
 	if (p == NULL)
-		handler_fail(req, k, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
+		handler_fail(req, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
 			     (unsigned long long)id);
 	return p;
 }
 
-void
+static void
 h_peer_heartbeat(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -252,15 +251,14 @@ h_peer_heartbeat(struct mc_req *req)
 	struct peer tmp;
 	struct mc_err err;
 
-	mmetrics_request(&m->mx, M_PEER_HEARTBEAT);
-	p = need_peer(req, M_PEER_HEARTBEAT);
+	p = need_peer(req);
 
 	if (p == NULL)
 		return;
 	/* Parse into a copy so a bad message changes nothing. */
 	tmp = *p;
 	if (read_tiers(req->params, &tmp, false, &err) != 0) {
-		req_fail_err(req, M_PEER_HEARTBEAT, &err);
+		req_fail_err(req, &err);
 		return;
 	}
 	memcpy(p->tiers, tmp.tiers, sizeof(p->tiers));
@@ -278,14 +276,13 @@ h_peer_heartbeat(struct mc_req *req)
 	mc_reply_ok_empty(req);
 }
 
-void
+static void
 h_peer_unregister(struct mc_req *req)
 {
 	struct master *m = req->ctx;
 	struct peer *p;
 
-	mmetrics_request(&m->mx, M_PEER_UNREGISTER);
-	p = need_peer(req, M_PEER_UNREGISTER);
+	p = need_peer(req);
 	if (p == NULL)
 		return;
 	ops_peer_remove(m, p, "unregistered");
@@ -308,3 +305,10 @@ master_on_close(struct mc_conn *c, void *ctx)
 		mc_info("peer %u (%s) control connection closed", p->id, p->addr);
 	}
 }
+
+const struct mc_method peerlink_methods[] = {
+	{ "peer_register", h_peer_register, MC_METHOD_PEER },
+	{ "peer_heartbeat", h_peer_heartbeat, MC_METHOD_PEER },
+	{ "peer_unregister", h_peer_unregister, MC_METHOD_PEER },
+	{ NULL, NULL, 0 },
+};

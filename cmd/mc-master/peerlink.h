@@ -9,10 +9,9 @@
 
 #include "mc/conn.h"
 
-void h_peer_register(struct mc_req *req);
-void h_peer_heartbeat(struct mc_req *req);
-void h_peer_unregister(struct mc_req *req);
-
 void master_on_close(struct mc_conn *c, void *ctx);
+
+/* The methods this module serves (registered by main.c). */
+extern const struct mc_method peerlink_methods[];
 
 #endif

@@ -252,10 +252,10 @@ waiter_fail(struct master *m, struct put_wait *w, const struct mc_err *err)
 	m->put_waits.failed++;
 	mc_metric_observe(m->put_waits.seconds, waited);
 	if (err->code == MC_ERR_NO_SPACE || err->code == MC_ERR_QUOTA)
-		handler_fail(w->req, M_PUT_START, err->code, "%s (waited %.0f ms for eviction)",
-			     err->msg, waited * 1e3);
+		handler_fail(w->req, err->code, "%s (waited %.0f ms for eviction)", err->msg,
+			     waited * 1e3);
 	else
-		req_fail_err(w->req, M_PUT_START, err);
+		req_fail_err(w->req, err);
 	waiter_free(m, w);
 }
 
@@ -375,7 +375,7 @@ wait_for_room(struct master *m, struct mc_req *req, uint32_t tenant, const struc
 		if (d == NULL)
 			return -1;
 		/* Deferred but not held: the request is d's now, answered right away. */
-		handler_fail(d, M_PUT_START, MC_ERR_SYSTEM, "cannot wait for room");
+		handler_fail(d, MC_ERR_SYSTEM, "cannot wait for room");
 		return 0;
 	}
 	w->prev = ws->tail;
@@ -389,10 +389,10 @@ wait_for_room(struct master *m, struct mc_req *req, uint32_t tenant, const struc
 	return 0;
 }
 
-void
+static void
 h_put_start(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_PUT_START);
+	struct master *m = req_begin(req);
 	uint32_t tenant = req_client(req)->tenant;
 	struct put_args a;
 	struct mc_err err;
@@ -410,8 +410,10 @@ h_put_start(struct mc_req *req)
 	    wait_for_room(m, req, tenant, &a, &room) == 0)
 		return;
 fail:
-	req_fail_err(req, M_PUT_START, &err);
+	req_fail_err(req, &err);
 }
+
+static void put_collect(struct mc_metrics *r, void *arg);
 
 int
 put_init(struct master *m, struct mc_err *err)
@@ -420,10 +422,11 @@ put_init(struct master *m, struct mc_err *err)
 
 	memset(ws, 0, sizeof(*ws));
 	ws->seconds = mc_metric_get(m->mx.reg, "mc_put_wait_seconds", MC_HISTOGRAM,
-				    "how long a put waited for eviction to make room", NULL, NULL);
+				    "How long a put waited for eviction to make room.", NULL, NULL);
 	if (ws->seconds == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for put metrics");
 	evict_on_rounds_ended(m, rounds_ended);
+	mc_metrics_on_collect(m->mx.reg, put_collect, m);
 	return 0;
 }
 
@@ -441,22 +444,24 @@ put_free(struct master *m)
 	}
 }
 
-void
-put_collect(struct master *m, struct mc_metrics *r)
+static void
+put_collect(struct mc_metrics *r, void *arg)
 {
+	struct master *m = arg;
+
 	const struct put_waits *ws = &m->put_waits;
 	struct mc_metric *s;
 
 	if ((s = mc_metric_get(r, "mc_put_waiting", MC_GAUGE,
-			       "puts waiting for eviction to make room", NULL, NULL)) != NULL)
+			       "Puts waiting for eviction to make room.", NULL, NULL)) != NULL)
 		mc_metric_set(s, (double)ws->n);
 	if ((s = mc_metric_get(r, "mc_put_waits_total", MC_COUNTER,
-			       "puts that waited for eviction, by outcome", "outcome", "placed")) !=
-	    NULL)
+			       "Puts that waited for eviction, by outcome.", "outcome",
+			       "placed")) != NULL)
 		mc_metric_set(s, (double)ws->placed);
 	if ((s = mc_metric_get(r, "mc_put_waits_total", MC_COUNTER,
-			       "puts that waited for eviction, by outcome", "outcome", "failed")) !=
-	    NULL)
+			       "Puts that waited for eviction, by outcome.", "outcome",
+			       "failed")) != NULL)
 		mc_metric_set(s, (double)ws->failed);
 }
 
@@ -465,7 +470,7 @@ put_collect(struct master *m, struct mc_metrics *r)
  * that every named replica id belongs to it.
  */
 static struct mobj *
-write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids)
+write_target(struct mc_req *req, const msgpack_object_array **ids)
 {
 	struct master *m = req->ctx;
 	const struct client *cl = req_client(req);
@@ -478,24 +483,24 @@ write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids
 
 	if (req_need_key(req->params, &key, &len, &err) != 0 ||
 	    req_need_u64(req->params, "version", &version, &err) != 0) {
-		req_fail_err(req, k, &err);
+		req_fail_err(req, &err);
 		return NULL;
 	}
 	o = store_find(&m->store, store_key_hash(cl->tenant, key, len), cl->tenant, key, len);
 	if (o == NULL) {
-		handler_fail(req, k, MC_ERR_NOT_FOUND, "key not found");
+		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return NULL;
 	}
 	p = store_pending_get(&m->store, o);
 	if (p == NULL || p->version != version) {
-		handler_fail(req, k, MC_ERR_VERSION, "no write of version %llu in progress",
+		handler_fail(req, MC_ERR_VERSION, "no write of version %llu in progress",
 			     (unsigned long long)version);
 		return NULL;
 	}
 	*ids = mc_map_array(req->params, "replica_ids");
 	if (*ids == NULL && mc_map_get(req->params, "replica_ids") != NULL &&
 	    mc_map_get(req->params, "replica_ids")->type != MSGPACK_OBJECT_NIL) {
-		handler_fail(req, k, MC_ERR_INVALID, "field 'replica_ids' must be an array");
+		handler_fail(req, MC_ERR_INVALID, "field 'replica_ids' must be an array");
 		return NULL;
 	}
 	for (uint32_t j = 0; *ids != NULL && j < (*ids)->size; j++) {
@@ -504,14 +509,13 @@ write_target(struct mc_req *req, enum method k, const msgpack_object_array **ids
 		bool found = false;
 
 		if (id->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-			handler_fail(req, k, MC_ERR_INVALID,
-				     "replica_ids must be unsigned integers");
+			handler_fail(req, MC_ERR_INVALID, "replica_ids must be unsigned integers");
 			return NULL;
 		}
 		for (unsigned i = 0; i < o->nrep && !found; i++)
 			found = v[i].id == id->via.u64 && v[i].version == version;
 		if (!found) {
-			handler_fail(req, k, MC_ERR_NOT_FOUND, "no replica %llu of version %llu",
+			handler_fail(req, MC_ERR_NOT_FOUND, "no replica %llu of version %llu",
 				     (unsigned long long)id->via.u64, (unsigned long long)version);
 			return NULL;
 		}
@@ -530,12 +534,12 @@ named(const msgpack_object_array *ids, uint32_t id)
 	return false;
 }
 
-void
+static void
 h_put_end(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_PUT_END);
+	struct master *m = req_begin(req);
 	const msgpack_object_array *ids;
-	struct mobj *o = write_target(req, M_PUT_END, &ids);
+	struct mobj *o = write_target(req, &ids);
 
 	if (o == NULL)
 		return;
@@ -561,12 +565,12 @@ h_put_end(struct mc_req *req)
 	mc_reply_ok_empty(req);
 }
 
-void
+static void
 h_put_revoke(struct mc_req *req)
 {
-	struct master *m = req_begin(req, M_PUT_REVOKE);
+	struct master *m = req_begin(req);
 	const msgpack_object_array *ids;
-	struct mobj *o = write_target(req, M_PUT_REVOKE, &ids);
+	struct mobj *o = write_target(req, &ids);
 
 	if (o == NULL)
 		return;
@@ -579,3 +583,10 @@ h_put_revoke(struct mc_req *req)
 	ops_settle(m, o, NULL);
 	mc_reply_ok_empty(req);
 }
+
+const struct mc_method put_methods[] = {
+	{ "put_start", h_put_start, 0 },
+	{ "put_end", h_put_end, 0 },
+	{ "put_revoke", h_put_revoke, 0 },
+	{ NULL, NULL, 0 },
+};

@@ -26,10 +26,8 @@ struct put_waits {
 int put_init(struct master *m, struct mc_err *err);
 /* Answer every waiting put (the master is stopping). */
 void put_free(struct master *m);
-void put_collect(struct master *m, struct mc_metrics *r);
 
-void h_put_start(struct mc_req *req);
-void h_put_end(struct mc_req *req);
-void h_put_revoke(struct mc_req *req);
+/* The methods this module serves (registered by main.c). */
+extern const struct mc_method put_methods[];
 
 #endif

@@ -443,7 +443,7 @@ inventory_done(struct master *m, struct peer *p)
 	}
 }
 
-void
+static void
 h_peer_inventory(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -454,7 +454,6 @@ h_peer_inventory(struct mc_req *req)
 	struct peer *p;
 	const msgpack_object_array *items, *removed;
 
-	mmetrics_request(&m->mx, M_PEER_INVENTORY);
 	if (mc_map_u64(req->params, "peer_id", &id, &err) != 1 ||
 	    mc_map_bool(req->params, "done", &done, &err) < 0 ||
 	    mc_map_bool(req->params, "delta", &delta, &err) < 0) {
@@ -529,6 +528,10 @@ h_peer_inventory(struct mc_req *req)
 	mc_reply_end(req);
 	return;
 fail:
-	mmetrics_failure(&m->mx, M_PEER_INVENTORY);
 	mc_reply_mc_err(req, &err);
 }
+
+const struct mc_method recon_methods[] = {
+	{ "peer_inventory", h_peer_inventory, MC_METHOD_PEER },
+	{ NULL, NULL, 0 },
+};

@@ -63,6 +63,7 @@ int recon_ghost_peer(struct master *m, struct peer *p);
 /* From the sweep: at the deadline, drop every unconfirmed replica. */
 void recon_sweep(struct master *m);
 
-void h_peer_inventory(struct mc_req *req);
+/* The methods this module serves (registered by main.c). */
+extern const struct mc_method recon_methods[];
 
 #endif

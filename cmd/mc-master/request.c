@@ -13,32 +13,27 @@
 static const struct client default_client;
 
 struct master *
-req_begin(struct mc_req *req, enum method k)
+req_begin(struct mc_req *req)
 {
-	struct master *m = req->ctx;
-
-	mmetrics_request(&m->mx, k);
-	return m;
+	return req->ctx;
 }
 
 void
-handler_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
+handler_fail(struct mc_req *req, int code, const char *fmt, ...)
 {
-	struct master *m = req->ctx;
 	char msg[MC_ERR_MSG_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	mmetrics_failure(&m->mx, k);
 	mc_reply_err(req, code, "%s", msg);
 }
 
 void
-req_fail_err(struct mc_req *req, enum method k, const struct mc_err *err)
+req_fail_err(struct mc_req *req, const struct mc_err *err)
 {
-	handler_fail(req, k, err->code, "%s", err->msg);
+	handler_fail(req, err->code, "%s", err->msg);
 }
 
 const struct client *

@@ -1,6 +1,6 @@
 /*
- * Helpers every request handler of the master shares: failing a request
- * (counted per method), the client a connection speaks for, and the
+ * Helpers every request handler of the master shares: failing a request,
+ * the client a connection speaks for, and the
  * field checks that several modules need. A leaf: it calls into no
  * feature module, so any of them may use it.
  */
@@ -12,15 +12,14 @@
 #include "mc/conn.h"
 #include "mc/err.h"
 #include "master.h"
-#include "mmetrics.h"
 
-/* The master, once request req of method k is counted. */
-struct master *req_begin(struct mc_req *req, enum method k);
-/* Count a failure of method k and answer req with the error. */
-void handler_fail(struct mc_req *req, enum method k, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* The master a request is for (the dispatcher counted it already). */
+struct master *req_begin(struct mc_req *req);
+/* Answer req with an error (a notification's is counted, not sent). */
+void handler_fail(struct mc_req *req, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* The same with an mc_err's code and message. */
-void req_fail_err(struct mc_req *req, enum method k, const struct mc_err *err);
+void req_fail_err(struct mc_req *req, const struct mc_err *err);
 
 /* What the connection said in hello (a default client when it said nothing). */
 const struct client *req_client(const struct mc_req *req);

@@ -27,6 +27,8 @@ id_obj(uint64_t id)
 	return (struct mobj *)(uintptr_t)id;
 }
 
+static void softpin_collect(struct mc_metrics *r, void *arg);
+
 int
 softpin_init(struct master *m, struct mc_err *err)
 {
@@ -36,6 +38,7 @@ softpin_init(struct master *m, struct mc_err *err)
 	sp->idx = mc_deadline_new();
 	if (sp->idx == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	mc_metrics_on_collect(m->mx.reg, softpin_collect, m);
 	return 0;
 }
 
@@ -267,9 +270,11 @@ action_name(int a)
 	}
 }
 
-void
-softpin_collect(struct master *m, struct mc_metrics *r)
+static void
+softpin_collect(struct mc_metrics *r, void *arg)
 {
+	struct master *m = arg;
+
 	struct mc_deadline_stats st;
 	struct mc_metric *s;
 
@@ -303,45 +308,25 @@ softpin_collect(struct master *m, struct mc_metrics *r)
 
 /* ---- RPCs ---- */
 
-static const struct client no_client;
-
-static const struct client *
-caller(const struct mc_req *req)
-{
-	const struct client *c = mc_conn_data(req->conn);
-
-	return c != NULL ? c : &no_client;
-}
-
-void
+static void
 h_softpin_show(struct mc_req *req)
 {
 	struct master *m = req->ctx;
-	const struct client *cl = caller(req);
+	const struct client *cl = req_client(req);
 	uint64_t now = mc_now_ms();
 	struct mc_err err;
 	const char *key;
 	size_t len;
-	int rc;
 
-	mmetrics_request(&m->mx, M_SOFTPIN_SHOW);
-	rc = mc_map_str(req->params, "key", &key, &len, &err);
-	if (rc == 0)
-		mc_err_set(&err, MC_ERR_INVALID, "missing field 'key'");
-	if (rc <= 0) {
-		handler_fail(req, M_SOFTPIN_SHOW, MC_ERR_INVALID, "%s", err.msg);
-		return;
-	}
-	if (len == 0 || len > MC_KEY_MAX) {
-		handler_fail(req, M_SOFTPIN_SHOW, MC_ERR_INVALID,
-			     "key length %zu out of range 1..%d", len, MC_KEY_MAX);
+	if (req_need_key(req->params, &key, &len, &err) != 0) {
+		req_fail_err(req, &err);
 		return;
 	}
 	/* A plain lookup: no lease, no access time. */
 	const struct mobj *o =
 		store_find(&m->store, store_key_hash(cl->tenant, key, len), cl->tenant, key, len);
 	if (o == NULL) {
-		handler_fail(req, M_SOFTPIN_SHOW, MC_ERR_NOT_FOUND, "key not found");
+		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return;
 	}
 	const struct pending *p = store_pending_get(&m->store, o);
@@ -386,7 +371,7 @@ pack_item(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint
 	mc_pack_kv_u64(pk, "deadline", deadline);
 }
 
-void
+static void
 h_softpin_list(struct mc_req *req)
 {
 	struct master *m = req->ctx;
@@ -395,14 +380,13 @@ h_softpin_list(struct mc_req *req)
 	struct mc_err err;
 	int rc;
 
-	mmetrics_request(&m->mx, M_SOFTPIN_LIST);
 	if ((rc = mc_map_u64(req->params, "due_within_ms", &within, &err)) < 0 ||
 	    mc_map_u64(req->params, "limit", &limit, &err) < 0) {
-		handler_fail(req, M_SOFTPIN_LIST, MC_ERR_INVALID, "%s", err.msg);
+		handler_fail(req, MC_ERR_INVALID, "%s", err.msg);
 		return;
 	}
 	if (limit == 0 || limit > SP_LIST_MAX) {
-		handler_fail(req, M_SOFTPIN_LIST, MC_ERR_INVALID, "limit %llu out of range 1..%d",
+		handler_fail(req, MC_ERR_INVALID, "limit %llu out of range 1..%d",
 			     (unsigned long long)limit, SP_LIST_MAX);
 		return;
 	}
@@ -415,7 +399,7 @@ h_softpin_list(struct mc_req *req)
 	if (l.o == NULL || l.deadline == NULL) {
 		free(l.o);
 		free(l.deadline);
-		handler_fail(req, M_SOFTPIN_LIST, MC_ERR_SYSTEM, "out of memory");
+		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
 	mc_deadline_visit(m->sp.idx, until, l.cap, list_visit, &l);
@@ -432,13 +416,12 @@ h_softpin_list(struct mc_req *req)
 	free(l.deadline);
 }
 
-void
+static void
 h_softpin_stats(struct mc_req *req)
 {
 	struct master *m = req->ctx;
 	struct mc_deadline_stats st;
 
-	mmetrics_request(&m->mx, M_SOFTPIN_STATS);
 	mc_deadline_stats(m->sp.idx, &st);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 9);
@@ -454,14 +437,13 @@ h_softpin_stats(struct mc_req *req)
 	mc_reply_end(req);
 }
 
-void
+static void
 h_softpin_expire(struct mc_req *req)
 {
 	struct master *m = req->ctx;
 	struct expired e = { 0 };
 	uint64_t n, now = mc_now_ms(), t0 = mc_mono_ns(), cycle_ns;
 
-	mmetrics_request(&m->mx, M_SOFTPIN_EXPIRE);
 	n = cleanup(m, now, &e);
 	/* The cycle's own cost, without the reading of the clock or the reply. */
 	cycle_ns = mc_mono_ns() - t0;
@@ -478,3 +460,11 @@ h_softpin_expire(struct mc_req *req)
 	free(e.o);
 	free(e.deadline);
 }
+
+const struct mc_method softpin_methods[] = {
+	{ "softpin_show", h_softpin_show, MC_METHOD_READ_ONLY },
+	{ "softpin_list", h_softpin_list, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
+	{ "softpin_stats", h_softpin_stats, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
+	{ "softpin_expire", h_softpin_expire, MC_METHOD_ADMIN },
+	{ NULL, NULL, 0 },
+};

@@ -71,12 +71,7 @@ uint64_t softpin_cleanup(struct master *m, uint64_t now);
 /* State name as stat and softpin_show report it. */
 const char *softpin_state_name(const struct master *m, const struct mobj *o, uint64_t now);
 
-/* Gauges for /metrics. */
-void softpin_collect(struct master *m, struct mc_metrics *r);
-
-void h_softpin_show(struct mc_req *req);
-void h_softpin_list(struct mc_req *req);
-void h_softpin_stats(struct mc_req *req);
-void h_softpin_expire(struct mc_req *req);
+/* The methods this module serves (registered by main.c). */
+extern const struct mc_method softpin_methods[];
 
 #endif

@@ -110,14 +110,16 @@ struct control {
 	uint64_t inv_gen;	      /* bumped when a report starts or stops */
 	uint64_t inv_sent, inv_kept, inv_adopted, inv_dropped, inv_removed, inv_gone_sent;
 	bool inv_refusal_logged;
+	struct mc_registry *methods; /* peer_control_methods, counted */
 	/* shutdown */
 	void (*done)(void *arg);
 	void *done_arg;
 };
 
-static const struct mc_method control_methods[] = {
-	{ "drop", peer_handle_drop },
-	{ NULL, NULL },
+/* What the master may ask on the control connection. */
+const struct mc_method peer_control_methods[] = {
+	{ "drop", peer_handle_drop, MC_METHOD_PEER },
+	{ NULL, NULL, 0 },
 };
 
 static void start_register(struct control *ctl);
@@ -744,7 +746,10 @@ control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 	ctl->state = CTL_IDLE;
 	ctl->backoff_ms = BACKOFF_MIN_MS;
 	ctl->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
-	ctl->ops.methods = control_methods;
+	ctl->methods = mc_registry_new(p->registry, err);
+	if (ctl->methods == NULL || mc_registry_add(ctl->methods, peer_control_methods, err) != 0)
+		goto fail;
+	ctl->ops.methods = ctl->methods;
 	ctl->ops.ctx = p;
 	ctl->ops.on_close = on_close;
 	ctl->inv_items = calloc(MC_INVENTORY_CHUNK, sizeof(*ctl->inv_items));
@@ -872,5 +877,6 @@ control_free(struct control *ctl)
 		event_free(ctl->hb_ev);
 	if (ctl->stop_ev)
 		event_free(ctl->stop_ev);
+	mc_registry_free(ctl->methods);
 	free(ctl);
 }

@@ -401,11 +401,11 @@ h_corrupt(struct mc_req *req)
 
 /* clang-format off */
 const struct mc_method peer_data_methods[] = {
-	{ "write", h_write },
-	{ "read", h_read },
-	{ "drop", peer_handle_drop },
-	{ "peer_stats", h_peer_stats },
-	{ "corrupt", h_corrupt },
-	{ NULL, NULL },
+	{ "write", h_write, MC_METHOD_BULK },
+	{ "read", h_read, MC_METHOD_BULK | MC_METHOD_READ_ONLY },
+	{ "drop", peer_handle_drop, MC_METHOD_ADMIN },
+	{ "peer_stats", h_peer_stats, MC_METHOD_READ_ONLY },
+	{ "corrupt", h_corrupt, MC_METHOD_ADMIN },
+	{ NULL, NULL, 0 },
 };
 /* clang-format on */

@@ -31,6 +31,7 @@ static struct {
 	uint64_t dram;
 	int ready_fd;
 	bool fault_inject;
+	bool list_methods;
 	int max_conns;
 	uint64_t journal_max;
 } cfg = {
@@ -103,6 +104,8 @@ static const struct mc_opt opts[] = {
 	  set_nonempty, &cfg.host_id },
 	{ "advertise", 0, "ADDR", NULL,
 	  "address clients reach this peer at (default the bound one)", set_addr, &cfg.advertise },
+	{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
+	  mc_set_flag, &cfg.list_methods },
 	{ "fault-inject", 0, NULL, NULL, "enable the corrupt method (tests only)", mc_set_flag,
 	  &cfg.fault_inject },
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
@@ -168,30 +171,31 @@ metrics_new(struct peer *p)
 		goto fail;
 	pm->used =
 		mc_metric_get(r, "mc_peer_tier_bytes_used", MC_GAUGE,
-			      "bytes allocated in the tier (whole pages)", "tier", PEER_TIER_DRAM);
+			      "Bytes allocated in the tier (whole pages).", "tier", PEER_TIER_DRAM);
 	pm->capacity = mc_metric_get(r, "mc_peer_tier_bytes_capacity", MC_GAUGE,
-				     "capacity of the tier in bytes", "tier", PEER_TIER_DRAM);
-	pm->objects = mc_metric_get(r, "mc_peer_objects", MC_GAUGE, "objects held", NULL, NULL);
-	pm->reads = mc_metric_get(r, "mc_peer_reads_total", MC_COUNTER, "reads served", NULL, NULL);
+				     "Capacity of the tier in bytes.", "tier", PEER_TIER_DRAM);
+	pm->objects = mc_metric_get(r, "mc_peer_objects", MC_GAUGE, "Objects held.", NULL, NULL);
+	pm->reads =
+		mc_metric_get(r, "mc_peer_reads_total", MC_COUNTER, "Reads served.", NULL, NULL);
 	pm->writes =
-		mc_metric_get(r, "mc_peer_writes_total", MC_COUNTER, "writes stored", NULL, NULL);
+		mc_metric_get(r, "mc_peer_writes_total", MC_COUNTER, "Writes stored.", NULL, NULL);
 	pm->misses = mc_metric_get(r, "mc_peer_read_misses_total", MC_COUNTER,
-				   "reads of a key or version not held", NULL, NULL);
+				   "Reads of a key or version not held.", NULL, NULL);
 	pm->bytes_in = mc_metric_get(r, "mc_peer_bytes_in_total", MC_COUNTER,
-				     "object bytes written", NULL, NULL);
-	pm->bytes_out = mc_metric_get(r, "mc_peer_bytes_out_total", MC_COUNTER, "object bytes read",
-				      NULL, NULL);
+				     "Object bytes written.", NULL, NULL);
+	pm->bytes_out = mc_metric_get(r, "mc_peer_bytes_out_total", MC_COUNTER,
+				      "Object bytes read.", NULL, NULL);
 	pm->malformed = mc_metric_get(r, "mc_peer_malformed_messages_total", MC_COUNTER,
-				      "connections closed for a malformed message", NULL, NULL);
+				      "Connections closed for a malformed message.", NULL, NULL);
 	pm->registrations =
 		mc_metric_get(r, "mc_peer_registrations_total", MC_COUNTER,
-			      "registrations the master accepted as a new peer", NULL, NULL);
+			      "Registrations the master accepted as a new peer.", NULL, NULL);
 	pm->resumes =
 		mc_metric_get(r, "mc_peer_resumes_total", MC_COUNTER,
-			      "registrations the master resumed after a lost link", NULL, NULL);
+			      "Registrations the master resumed after a lost link.", NULL, NULL);
 	pm->inventory_reports =
 		mc_metric_get(r, "mc_peer_inventory_reports_total", MC_COUNTER,
-			      "whole inventories reported to the master", NULL, NULL);
+			      "Whole inventories reported to the master.", NULL, NULL);
 	if (!pm->used || !pm->capacity || !pm->objects || !pm->reads || !pm->writes ||
 	    !pm->misses || !pm->bytes_in || !pm->bytes_out || !pm->malformed ||
 	    !pm->registrations || !pm->resumes || !pm->inventory_reports)
@@ -237,6 +241,7 @@ main(int argc, char **argv)
 	struct mc_conn_ops ops = { 0 };
 	struct mc_conn_limits lim = { 0 };
 	struct mc_server *server = NULL;
+	struct mc_registry *data_methods = NULL;
 	struct mc_http *http = NULL;
 	struct event *sigterm = NULL, *sigint = NULL;
 	struct mc_err err;
@@ -247,6 +252,20 @@ main(int argc, char **argv)
 	i = mc_opt_parse(&spec, argc, argv);
 	if (i < argc)
 		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
+	if (cfg.list_methods) {
+		const struct mc_method *const tables[] = { peer_data_methods,
+							   peer_control_methods };
+
+		for (size_t t = 0; t < 2; t++) {
+			struct mc_registry *r = mc_registry_new(NULL, &err);
+
+			if (!r || mc_registry_add(r, tables[t], &err) < 0)
+				mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+			mc_registry_print(r, stdout);
+			mc_registry_free(r);
+		}
+		return MC_EXIT_OK;
+	}
 	if (cfg.dram == 0)
 		mc_die(MC_EXIT_USAGE, "missing --dram SIZE (the DRAM arena size)");
 	if (mc_addr_parse(cfg.listen, &listen_addr, &err) < 0)
@@ -281,7 +300,18 @@ main(int argc, char **argv)
 	}
 	pindex_journal_limit(&p.index, (size_t)cfg.journal_max, PINDEX_JOURNAL_NAME_BYTES);
 
-	ops.methods = peer_data_methods;
+	/* the registry counts every method, so the metrics come first */
+	if (cfg.http && !(p.metrics = metrics_new(&p))) {
+		mc_complain("cannot create metrics");
+		goto out_index;
+	}
+	p.registry = p.metrics ? p.metrics->reg : NULL;
+	data_methods = mc_registry_new(p.registry, &err);
+	if (!data_methods || mc_registry_add(data_methods, peer_data_methods, &err) < 0) {
+		mc_complain("cannot start: %s", err.msg);
+		goto out_index;
+	}
+	ops.methods = data_methods;
 	ops.ctx = &p;
 	lim.max_conns = cfg.max_conns;
 	/*
@@ -309,11 +339,6 @@ main(int argc, char **argv)
 	p.ready_fd = cfg.ready_fd;
 
 	if (cfg.http) {
-		p.metrics = metrics_new(&p);
-		if (!p.metrics) {
-			mc_complain("cannot create metrics");
-			goto out_server;
-		}
 		http = mc_http_start(p.base, cfg.http, p.metrics->reg, &http_bound, &err);
 		if (!http) {
 			mc_complain("cannot serve metrics: %s", err.msg);
@@ -358,6 +383,7 @@ out_server:
 	/* Closing the connections releases every reference readers held. */
 	mc_server_free(server);
 out_index:
+	mc_registry_free(data_methods);
 	pindex_destroy(&p.index);
 out_arena:
 	arena_free_all(p.arena);

@@ -2,6 +2,13 @@
  * mc-peer's shared state: the medium, the index, counters, and the
  * pieces main.c wires together (data plane in dataplane.c, master link
  * in control.c).
+ *
+ * Who may call whom (no module calls one above it):
+ *   arena.c      the DRAM medium; calls nothing here
+ *   index.c      the placement index over it; calls arena.c
+ *   dataplane.c  write/read/drop for clients; calls index.c, arena.c
+ *   control.c    the link to the master; calls dataplane.c (drop), index.c, arena.c
+ *   main.c       options, metrics, the method registries; calls everyone
  */
 #ifndef MC_PEER_PEER_H
 #define MC_PEER_PEER_H
@@ -44,6 +51,7 @@ struct peer {
 	struct peer_counters st;
 	struct control *ctl;
 	struct peer_metrics *metrics; /* NULL without --http */
+	struct mc_metrics *registry;  /* metrics->reg: where methods are counted, or NULL */
 	bool fault_inject;
 	bool stopping;
 	/*
@@ -59,8 +67,9 @@ struct peer {
 	const char *domain;
 };
 
-/* The data-plane method table (NULL-name-terminated). */
+/* The data-plane methods (dataplane.c), and the control connection's (control.c). */
 extern const struct mc_method peer_data_methods[];
+extern const struct mc_method peer_control_methods[];
 
 /* Shared by the data-plane method and the master's notification. */
 void peer_handle_drop(struct mc_req *req);

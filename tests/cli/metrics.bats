@@ -56,16 +56,28 @@ metric_at_least() {
 	metric_at_least master 'mc_requests_total{method="put_start"}' 1
 }
 
-@test "metrics: the get_replica_list latency histogram counts every lookup" {
+@test "metrics: the dispatcher times every method: get_replica_list's histogram counts every lookup" {
 	echo x | mc-cli put hist-1
 	local c0
-	c0="$(mc_metric master mc_get_replica_list_seconds_count)"
+	c0="$(mc_metric master 'mc_request_seconds_count{method="get_replica_list"}')"
 	mc-cli get hist-1 >/dev/null
 	mc-cli get hist-1 >/dev/null
-	[ "$(mc_metric master mc_get_replica_list_seconds_count)" -eq $((${c0:-0} + 2)) ]
+	[ "$(mc_metric master 'mc_request_seconds_count{method="get_replica_list"}')" -eq $((${c0:-0} + 2)) ]
 	run -0 mc_scrape master
-	assert_line --regexp '^mc_get_replica_list_seconds_bucket\{le="\+Inf"\} [0-9]+'
-	assert_line --regexp '^mc_get_replica_list_seconds_sum [0-9.e+-]+'
+	assert_line --regexp '^mc_request_seconds_bucket\{method="get_replica_list",le="\+Inf"\} [0-9]+'
+	assert_line --regexp '^mc_request_seconds_sum\{method="get_replica_list"\} [0-9.e+-]+'
+	assert_line --regexp '^mc_request_seconds_count\{method="put_start"\} [0-9]+'
+}
+
+@test "metrics: the peer counts and times its methods too" {
+	local w0 r0
+	w0="$(mc_metric p1 'mc_requests_total{method="write"}')"
+	r0="$(mc_metric p1 'mc_requests_total{method="read"}')"
+	echo x | mc-cli put peer-req-1
+	mc-cli get peer-req-1 >/dev/null
+	[ "$(mc_metric p1 'mc_requests_total{method="write"}')" -eq $((${w0:-0} + 1)) ]
+	[ "$(mc_metric p1 'mc_requests_total{method="read"}')" -eq $((${r0:-0} + 1)) ]
+	metric_at_least p1 'mc_request_seconds_count{method="read"}' 1
 }
 
 @test "metrics: malformed messages to the master are counted" {

@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "mc/conn.h"
+#include "mc/metrics.h"
 #include "mc/log.h"
 #include "mc/rpcc.h"
 #include "tap.h"
@@ -276,17 +277,40 @@ h_never(struct mc_req *req)
 		mc_reply_err(req, MC_ERR_BUSY, "too many");
 }
 
+/* Always answers with an error: what the registry counts as a failure. */
+static void
+h_fail(struct mc_req *req)
+{
+	mc_reply_err(req, MC_ERR_NOT_FOUND, "nothing here");
+}
+
 static const struct mc_method methods_a[] = {
-	{ "echo", h_echo }, { "put", h_put },		{ "get", h_get },
-	{ "slow", h_slow }, { "close_me", h_close_me }, { "relay", h_relay },
-	{ "held", h_held }, { "note", h_note },		{ NULL, NULL },
+	{ "echo", h_echo, MC_METHOD_READ_ONLY },
+	{ "put", h_put, MC_METHOD_BULK },
+	{ "get", h_get, MC_METHOD_BULK | MC_METHOD_READ_ONLY },
+	{ "slow", h_slow, 0 },
+	{ "close_me", h_close_me, 0 },
+	{ "relay", h_relay, 0 },
+	{ "held", h_held, 0 },
+	{ "note", h_note, 0 },
+	{ NULL, NULL, 0 },
+};
+
+/* Another module's table in the same registry. */
+static const struct mc_method methods_a2[] = {
+	{ "fail", h_fail, MC_METHOD_ADMIN },
+	{ NULL, NULL, 0 },
 };
 
 static const struct mc_method methods_b[] = {
-	{ "echo", h_echo },
-	{ "never", h_never },
-	{ NULL, NULL },
+	{ "echo", h_echo, 0 },
+	{ "never", h_never, 0 },
+	{ NULL, NULL, 0 },
 };
+
+/* methods_a and methods_a2, counted in g_metrics; methods_b, uncounted */
+static struct mc_metrics *g_metrics;
+static struct mc_registry *g_reg_a, *g_reg_b;
 
 static void
 on_close_a(struct mc_conn *c, void *ctx)
@@ -312,8 +336,8 @@ set_ready(int v)
 static void *
 server_main(void *arg)
 {
-	struct mc_conn_ops ops_a = { methods_a, NULL, on_close_a, NULL };
-	struct mc_conn_ops ops_b = { methods_b, NULL, NULL, NULL };
+	struct mc_conn_ops ops_a = { NULL, NULL, on_close_a, NULL };
+	struct mc_conn_ops ops_b = { NULL, NULL, NULL, NULL };
 	struct mc_conn_limits lim = { MAX_MSG, 0, MAX_OUTQ, 0 };
 	/* TCP keeps the default output cap so a long bulk stream can queue */
 	struct mc_conn_limits lim_tcp = { MAX_MSG, 0, 0, 0 };
@@ -327,6 +351,15 @@ server_main(void *arg)
 	g_base = event_base_new();
 	if (g_base == NULL)
 		goto fail;
+	g_metrics = mc_metrics_new();
+	if (g_metrics == NULL || (g_reg_a = mc_registry_new(g_metrics, &err)) == NULL ||
+	    mc_registry_add(g_reg_a, methods_a, &err) != 0 ||
+	    mc_registry_add(g_reg_a, methods_a2, &err) != 0 ||
+	    (g_reg_b = mc_registry_new(NULL, &err)) == NULL ||
+	    mc_registry_add(g_reg_b, methods_b, &err) != 0)
+		goto fail;
+	ops_a.methods = g_reg_a;
+	ops_b.methods = g_reg_b;
 	snprintf(buf, sizeof(buf), "unix:%s", g_unix_path);
 	if (mc_addr_parse(buf, &a, &err) < 0 ||
 	    (g_srv_unix = mc_server_new(g_base, &a, &ops_a, &lim, &bound, &err)) == NULL)
@@ -913,6 +946,103 @@ test_hold(const char *addr)
 	mc_rpcc_close(r);
 }
 
+/* ---- the method registry ---- */
+
+static void
+test_registry(void)
+{
+	static const struct mc_method dup[] = { { "echo", h_echo, 0 }, { NULL, NULL, 0 } };
+	struct mc_registry *r;
+	struct mc_err e;
+	char flags[64];
+
+	r = mc_registry_new(NULL, &e);
+	TAP_OK(r != NULL && mc_registry_add(r, methods_a, &e) == 0 &&
+		       mc_registry_add(r, methods_a2, &e) == 0,
+	       "registry: two modules' tables in one registry");
+	TAP_OK(mc_registry_add(r, dup, &e) != 0 && strstr(e.msg, "'echo' registered twice"),
+	       "registry: a name registered twice is refused: %s", e.msg);
+	TAP_OK(mc_registry_count(r) == 9 && strcmp(mc_registry_at(r, 0)->name, "echo") == 0 &&
+		       strcmp(mc_registry_at(r, 8)->name, "fail") == 0 &&
+		       mc_registry_at(r, 9) == NULL,
+	       "registry: entries listed in the order added (%zu)", mc_registry_count(r));
+	TAP_OK(mc_registry_find(r, "get", 3) == &methods_a[2] &&
+		       mc_registry_find(r, "ge", 2) == NULL &&
+		       mc_registry_find(r, "gets", 4) == NULL,
+	       "registry: found by exact name only");
+	TAP_OK(strcmp(mc_method_flags_str(MC_METHOD_BULK | MC_METHOD_READ_ONLY, flags,
+					  sizeof(flags)),
+		      "bulk,read-only") == 0 &&
+		       strcmp(mc_method_flags_str(MC_METHOD_ADMIN | MC_METHOD_PEER, flags,
+						  sizeof(flags)),
+			      "admin,peer") == 0 &&
+		       strcmp(mc_method_flags_str(0, flags, sizeof(flags)), "") == 0,
+	       "registry: flags read as words");
+	mc_registry_free(r);
+}
+
+/* Calls the counted methods a known number of times; checked after the server stops. */
+static void
+test_method_traffic(const char *addr)
+{
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 2000, NULL);
+	struct mc_msg m;
+	struct mc_err e;
+	int fails = 0, notes = 0;
+
+	for (int i = 0; r != NULL && i < 3; i++)
+		fails += mc_rpcc_call(r, "fail", NULL, NULL, &m, &e) < 0 &&
+			 e.code == MC_ERR_NOT_FOUND;
+	for (int i = 0; r != NULL && i < 4; i++)
+		notes += mc_rpcc_notify(r, "note", NULL, NULL, &e) == 0;
+	/* the notifications leave with this call, and are handled before it */
+	TAP_OK(r != NULL && fails == 3 && notes == 4 &&
+		       mc_rpcc_call(r, "slow", NULL, NULL, &m, &e) == 0,
+	       "registry: traffic to count (3 failures, 4 notifications, a deferred answer)");
+	if (r != NULL) {
+		mc_msg_release(&m);
+		mc_rpcc_close(r);
+	}
+}
+
+/* The value of one series in rendered metrics, or -1. */
+static double
+series(const char *text, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = text; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return atof(p + n + 1);
+	return -1;
+}
+
+static void
+check_method_counts(void)
+{
+	size_t len;
+	char *text = mc_metrics_render(g_metrics, &len);
+	double slow = series(text, "mc_requests_total{method=\"slow\"}");
+	double notes = series(text, "mc_requests_total{method=\"note\"}");
+
+	TAP_OK(series(text, "mc_requests_total{method=\"fail\"}") == 3 &&
+		       series(text, "mc_request_failures_total{method=\"fail\"}") == 3 &&
+		       series(text, "mc_request_seconds_count{method=\"fail\"}") == 3,
+	       "registry: every error answer is a failure, timed");
+	TAP_OK(notes >= 4 && series(text, "mc_request_failures_total{method=\"note\"}") == 0 &&
+		       series(text, "mc_request_seconds_count{method=\"note\"}") == notes,
+	       "registry: notifications counted and timed once each (%.0f)", notes);
+	TAP_OK(slow >= 1 && series(text, "mc_request_seconds_count{method=\"slow\"}") == slow &&
+		       series(text, "mc_request_failures_total{method=\"slow\"}") == 0,
+	       "registry: deferred answers keep their entry: %.0f requests, as many timed", slow);
+	TAP_OK(series(text, "mc_requests_total{method=\"never\"}") == -1,
+	       "registry: a registry without metrics counts nothing");
+	TAP_OK(series(text, "mc_requests_total{method=\"echo\"}") > 10 &&
+		       series(text, "mc_request_failures_total{method=\"echo\"}") == 0,
+	       "registry: plain answers counted, not failed");
+	free(text);
+}
+
 int
 main(void)
 {
@@ -960,6 +1090,8 @@ main(void)
 	test_max_conns();
 	test_emfile(g_addr_tcp);
 	test_hold(g_addr_unix);
+	test_registry();
+	test_method_traffic(g_addr_unix);
 
 	{
 		struct mc_rpcc *r = mc_rpcc_connect("unix:/tmp/mc-test-conn-nobody.sock", 500, &e);
@@ -977,6 +1109,10 @@ main(void)
 	event_base_loopbreak(g_base);
 	pthread_join(th, NULL);
 	TAP_OK(access(g_unix_path, F_OK) != 0, "freeing the server removes its unix socket");
+	check_method_counts();
+	mc_registry_free(g_reg_a);
+	mc_registry_free(g_reg_b);
+	mc_metrics_free(g_metrics);
 	free(g_big);
 	return tap_done();
 }

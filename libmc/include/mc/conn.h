@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "mc/addr.h"
 #include "mc/err.h"
@@ -35,6 +36,9 @@
 
 struct mc_conn;
 struct mc_server;
+struct mc_metrics;
+struct mc_method;
+struct mc_method_stats;
 
 /* A request (or notification: req->notify) being handled. */
 struct mc_req {
@@ -46,7 +50,10 @@ struct mc_req {
 	const msgpack_object *params; /* map (possibly empty), == msg->body */
 	bool has_bulk;
 	uint64_t bulk_len;
-	/* private: response in construction */
+	const struct mc_method *method; /* its registry entry (NULL: the fallback) */
+	/* private: the entry's counters, when the request began, the response in construction */
+	const struct mc_method_stats *stats_;
+	uint64_t t0_ns_;
 	msgpack_sbuffer reply;
 	msgpack_packer pk;
 	bool replied;
@@ -54,10 +61,49 @@ struct mc_req {
 
 typedef void (*mc_handler_fn)(struct mc_req *req);
 
+/*
+ * What a method is, declared beside its handler: where a daemon checks
+ * who may call it (authorization reads these, handlers never do), and
+ * what mc-wire(5) documents.
+ */
+enum mc_method_flags {
+	/* an operator's call: cluster state or every tenant's data, not one tenant's objects */
+	MC_METHOD_ADMIN = 1u << 0,
+	/* served to the other daemon of the cluster only: peers on the master, the master on a peer */
+	MC_METHOD_PEER = 1u << 1,
+	/* the request or its answer carries bulk bytes after the header */
+	MC_METHOD_BULK = 1u << 2,
+	/* changes no stored state (a read's lease, or its release, is the reader's own) */
+	MC_METHOD_READ_ONLY = 1u << 3,
+};
+
 struct mc_method {
 	const char *name;
 	mc_handler_fn fn;
+	unsigned flags; /* enum mc_method_flags */
 };
+
+/*
+ * A daemon's methods: its tables (each NULL-name-terminated, one per
+ * module), found by name at dispatch. With metrics, the dispatcher
+ * counts every entry's requests, error answers and time to answer as
+ * mc_requests_total{method}, mc_request_failures_total{method} and
+ * mc_request_seconds{method}; a deferred request keeps its entry, so
+ * its reply is counted when it goes. Handlers count nothing themselves.
+ */
+struct mc_registry;
+struct mc_registry *mc_registry_new(struct mc_metrics *metrics, struct mc_err *err);
+/* Add a table (kept by reference); -1 with err on a name already registered. */
+int mc_registry_add(struct mc_registry *r, const struct mc_method *table, struct mc_err *err);
+void mc_registry_free(struct mc_registry *r);
+const struct mc_method *mc_registry_find(const struct mc_registry *r, const char *name, size_t len);
+/* Entries in the order added, for listings (--list-methods). */
+size_t mc_registry_count(const struct mc_registry *r);
+const struct mc_method *mc_registry_at(const struct mc_registry *r, size_t i);
+/* "admin,peer,bulk,read-only" for flags (empty for none), into buf. */
+const char *mc_method_flags_str(unsigned flags, char *buf, size_t cap);
+/* A daemon's --list-methods: "NAME FLAGS" a line ("-" for no flags). */
+void mc_registry_print(const struct mc_registry *r, FILE *f);
 
 struct mc_conn_limits {
 	size_t max_msg;	   /* msgpack bytes of one message; 0 = MC_WIRE_DEFAULT_MAX_MSG */
@@ -114,8 +160,8 @@ int mc_req_hold(struct mc_req *req);
 /* ---- connections ---- */
 
 struct mc_conn_ops {
-	const struct mc_method *methods; /* NULL-name-terminated table */
-	void *ctx;			 /* passed as req->ctx */
+	const struct mc_registry *methods; /* what the connection serves; NULL: nothing */
+	void *ctx;			   /* passed as req->ctx */
 	/* Optional: called once when the connection closes, before it is freed. */
 	void (*on_close)(struct mc_conn *c, void *ctx);
 	/* Optional: a notification/request whose method is not in the table. */
