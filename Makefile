@@ -55,6 +55,10 @@ $(BUILD)/%.o: %.c $(HEADERS) $(wildcard libmc/*.h) $(wildcard cmd/*/*.h) $(wildc
 	@mkdir -p $(dir $@)
 	$(CC) $(MC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
+# A program's unit tests see its private headers.
+# ($* is the %.o rule's stem when the recipe expands this: tests/unit/test_NAME.)
+$(BUILD)/tests/unit/%.o: MC_CFLAGS += $(if $(call unit_prog,$(notdir $*)),-Icmd/$(call unit_prog,$(notdir $*)))
+
 $(BUILD)/libmc.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -71,7 +75,12 @@ bin/%: $$(call prog_objs,$$*) $(BUILD)/libmc.a
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libmc.a
+# A unit test named test_PROG_THING.c (PROG a program without its mc-
+# prefix, e.g. test_peer_arena.c) links that program's modules, all but
+# main.c, so a daemon's parts are tested on their own.
+prog_mods = $(filter-out %/main.o,$(call prog_objs,$(1)))
+unit_prog = $(if $(filter $(word 2,$(subst _, ,$(1))),$(PROGS:mc-%=%)),mc-$(word 2,$(subst _, ,$(1))))
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $$(if $$(call unit_prog,$$*),$$(call prog_mods,$$(call unit_prog,$$*))) $(BUILD)/libmc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,0 +1,101 @@
+/*
+ * Unit tests for the master's placement (cmd/mc-master/placement.c), a
+ * pure choice over the peer table: distinct hosts while another fits,
+ * the fastest tier that fits, the most room, then the lower id; dead
+ * and full peers are passed over, and a choice that cannot be made is
+ * no_space. Nothing is reserved or evicted by choosing.
+ */
+#include <string.h>
+
+#include "mc/clock.h"
+#include "master.h"
+#include "placement.h"
+#include "tap.h"
+
+#define MIB (1ull << 20)
+
+static struct master m;
+static struct event_base *base;
+
+/* A live peer on host with dram (and ssd when ssd > 0) capacity and use. */
+static struct peer *
+peer(const char *host, uint64_t dram_cap, uint64_t dram_used, uint64_t ssd_cap)
+{
+	struct mc_err err;
+	struct peer *p = peers_add(&m.peers, &err);
+
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	p->heard = mc_mono_ms();
+	p->tiers[TIER_DRAM] =
+		(struct peer_tier){ .capacity = dram_cap, .used = dram_used, .present = true };
+	if (ssd_cap > 0)
+		p->tiers[TIER_SSD] = (struct peer_tier){ .capacity = ssd_cap, .present = true };
+	return p;
+}
+
+static void
+reset(void)
+{
+	struct mc_err err;
+
+	peers_free(&m.peers);
+	peers_init(&m.peers, base, &m.store, &err);
+}
+
+static bool
+placed(const struct placement *pl, unsigned i, uint32_t id, int tier)
+{
+	return i < pl->n && pl->peer[i] == id && pl->tier[i] == tier;
+}
+
+int
+main(void)
+{
+	struct placement pl;
+	struct mc_err err;
+	struct peer *a, *b, *c, *d;
+
+	m.cfg.peer_ttl = 10000;
+	base = event_base_new();
+	TAP_OK(store_init(&m.store, &err) == 0, "a master's store and peer table");
+	reset();
+
+	a = peer("h1", 100 * MIB, 10 * MIB, 0);
+	b = peer("h1", 100 * MIB, 0, 0);
+	c = peer("h2", 100 * MIB, 50 * MIB, 0);
+	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && pl.n == 1 &&
+		       placed(&pl, 0, b->id, TIER_DRAM),
+	       "one copy: the most free room (peer %u)", b->id);
+	TAP_OK(placement_pick(&m, MIB, 2, &pl, &err) == 0 && placed(&pl, 0, b->id, TIER_DRAM) &&
+		       placed(&pl, 1, c->id, TIER_DRAM),
+	       "two copies: another host before more room on the same host");
+	TAP_OK(placement_pick(&m, MIB, 3, &pl, &err) == 0 && placed(&pl, 2, a->id, TIER_DRAM),
+	       "three copies: the same host again once no other host is left");
+	TAP_OK(b->tiers[TIER_DRAM].used == 0 && a->tiers[TIER_DRAM].used == 10 * MIB,
+	       "choosing reserves nothing");
+	TAP_OK(placement_pick(&m, MIB, 4, &pl, &err) != 0 && err.code == MC_ERR_NO_SPACE,
+	       "four copies on three peers: no_space: %s", err.msg);
+
+	/* a dead peer is passed over */
+	b->heard = mc_mono_ms() - 20000;
+	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, a->id, TIER_DRAM),
+	       "a peer silent past --peer-ttl is not chosen");
+	/* too big for any dram: the ssd of the one that has it */
+	reset();
+	a = peer("h1", 10 * MIB, 0, 0);
+	d = peer("h2", 10 * MIB, 0, 1000 * MIB);
+	TAP_OK(placement_pick(&m, 20 * MIB, 1, &pl, &err) == 0 && placed(&pl, 0, d->id, TIER_SSD),
+	       "too big for dram: the ssd tier that fits");
+	TAP_OK(placement_pick(&m, 5 * MIB, 1, &pl, &err) == 0 && placed(&pl, 0, a->id, TIER_DRAM),
+	       "dram before ssd, however much room the ssd has; ties to the lower id");
+	TAP_OK(placement_pick(&m, 2000 * MIB, 1, &pl, &err) != 0 && err.code == MC_ERR_NO_SPACE,
+	       "bigger than every tier: no_space");
+	/* a tier over its capacity (accounting ahead of a report) is full, not negative */
+	a->tiers[TIER_DRAM].used = 11 * MIB;
+	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, d->id, TIER_DRAM),
+	       "an overfull tier is passed over");
+	peers_free(&m.peers);
+	store_free(&m.store);
+	event_base_free(base);
+	return tap_done();
+}

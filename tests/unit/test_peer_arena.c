@@ -1,0 +1,137 @@
+/*
+ * Unit tests for the peer's DRAM medium (cmd/mc-peer/arena.c): whole
+ * pages, no overlap, coalescing on release, a full arena refusing, and
+ * a random run against a model of which pages are in use.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "tap.h"
+
+#define PAGES 256u
+
+static void
+test_basics(void)
+{
+	struct mc_err err;
+	struct arena *a = arena_new(PAGES * ARENA_PAGE + 100, &err);
+	uint64_t o1, o2, o3;
+
+	TAP_OK(a != NULL, "new: an arena of %u pages", PAGES);
+	TAP_OK(arena_capacity(a) == PAGES * ARENA_PAGE,
+	       "new: the size is rounded down to whole pages");
+	TAP_OK(arena_used(a) == 0 && arena_largest_free(a) == PAGES * ARENA_PAGE &&
+		       arena_free_extents(a) == 1,
+	       "new: one free extent, nothing used");
+	TAP_OK(arena_alloc(a, 1, &o1, &err) == 0 && arena_used(a) == ARENA_PAGE,
+	       "alloc: one byte takes a whole page");
+	TAP_OK(arena_alloc(a, ARENA_PAGE + 1, &o2, &err) == 0 && arena_used(a) == 3 * ARENA_PAGE,
+	       "alloc: a page and a byte take two");
+	TAP_OK(arena_alloc(a, ARENA_PAGE, &o3, &err) == 0 && o1 % ARENA_PAGE == 0 &&
+		       o2 % ARENA_PAGE == 0 && o3 % ARENA_PAGE == 0,
+	       "alloc: offsets are page-aligned");
+	TAP_OK((o2 >= o1 + ARENA_PAGE || o1 >= o2 + 2 * ARENA_PAGE) &&
+		       (o3 >= o2 + 2 * ARENA_PAGE || o2 >= o3 + ARENA_PAGE),
+	       "alloc: extents do not overlap");
+	memset(arena_ptr(a, o2), 0xab, ARENA_PAGE + 1);
+	TAP_OK(((unsigned char *)arena_ptr(a, o2))[ARENA_PAGE] == 0xab,
+	       "ptr: the bytes are the caller's, writable");
+	/* release the middle, then its neighbours: one extent again */
+	arena_release(a, o2, ARENA_PAGE + 1);
+	arena_release(a, o1, 1);
+	arena_release(a, o3, ARENA_PAGE);
+	TAP_OK(arena_used(a) == 0 && arena_free_extents(a) == 1 &&
+		       arena_largest_free(a) == PAGES * ARENA_PAGE,
+	       "release: neighbours coalesce back into one extent (%llu extents)",
+	       (unsigned long long)arena_free_extents(a));
+	arena_free_all(a);
+}
+
+static void
+test_full(void)
+{
+	struct mc_err err;
+	struct arena *a = arena_new(8 * ARENA_PAGE, &err);
+	uint64_t off[8], o;
+	int ok = 1;
+
+	for (int i = 0; i < 8; i++)
+		ok &= arena_alloc(a, ARENA_PAGE, &off[i], &err) == 0;
+	TAP_OK(ok && arena_used(a) == 8 * ARENA_PAGE, "full: eight pages fill eight");
+	TAP_OK(arena_alloc(a, 1, &o, &err) != 0 && err.code == MC_ERR_NO_SPACE,
+	       "full: one more byte is no_space: %s", err.msg);
+	/* every other page free: fragmented, nothing of two pages fits */
+	for (int i = 0; i < 8; i += 2)
+		arena_release(a, off[i], ARENA_PAGE);
+	TAP_OK(arena_largest_free(a) == ARENA_PAGE && arena_free_extents(a) == 4 &&
+		       arena_alloc(a, 2 * ARENA_PAGE, &o, &err) != 0,
+	       "fragmented: four single pages free, two pages do not fit");
+	TAP_OK(arena_alloc(a, ARENA_PAGE, &o, &err) == 0, "fragmented: one page still does");
+	arena_free_all(a);
+}
+
+/* Random allocations and releases against a model of the pages in use. */
+static void
+test_random(void)
+{
+	enum { LIVE = 64, STEPS = 20000 };
+	struct mc_err err;
+	struct arena *a = arena_new(PAGES * ARENA_PAGE, &err);
+	static bool used[PAGES];
+	uint64_t off[LIVE], len[LIVE], in_use = 0;
+	bool live[LIVE] = { false };
+	int ok = 1, refused = 0;
+
+	memset(used, 0, sizeof(used));
+	tap_rng_state = 7;
+	for (int s = 0; s < STEPS && ok; s++) {
+		int i = (int)(tap_rng() % LIVE);
+		uint64_t first, pages;
+
+		if (live[i]) {
+			first = off[i] / ARENA_PAGE;
+			pages = (len[i] + ARENA_PAGE - 1) / ARENA_PAGE;
+			for (uint64_t p = first; p < first + pages; p++)
+				used[p] = false;
+			arena_release(a, off[i], len[i]);
+			in_use -= pages;
+			live[i] = false;
+			continue;
+		}
+		len[i] = 1 + tap_rng() % (8 * ARENA_PAGE);
+		if (arena_alloc(a, len[i], &off[i], &err) != 0) {
+			ok &= err.code == MC_ERR_NO_SPACE;
+			refused++;
+			continue;
+		}
+		first = off[i] / ARENA_PAGE;
+		pages = (len[i] + ARENA_PAGE - 1) / ARENA_PAGE;
+		ok &= off[i] % ARENA_PAGE == 0 && first + pages <= PAGES;
+		for (uint64_t p = first; ok && p < first + pages; p++) {
+			ok &= !used[p]; /* never hands out a page in use */
+			used[p] = true;
+		}
+		in_use += pages;
+		live[i] = true;
+		ok &= arena_used(a) == in_use * ARENA_PAGE;
+	}
+	TAP_OK(ok, "random: %d steps without overlap, used always exact (%d refused when full)",
+	       STEPS, refused);
+	for (int i = 0; i < LIVE; i++)
+		if (live[i])
+			arena_release(a, off[i], len[i]);
+	TAP_OK(arena_used(a) == 0 && arena_free_extents(a) == 1,
+	       "random: everything released is one extent again");
+	arena_free_all(a);
+}
+
+int
+main(void)
+{
+	test_basics();
+	test_full();
+	test_random();
+	return tap_done();
+}
