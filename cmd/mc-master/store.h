@@ -134,7 +134,7 @@ struct tenant {
 	char *name;
 	uint64_t objects;
 	uint64_t bytes;
-	uint64_t quota; /* 0: none; enforced by a later issue */
+	uint64_t quota; /* 0: none; from --quota-file, enforced by quota rounds (evict.c) */
 };
 
 struct group {

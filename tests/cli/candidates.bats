@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 #
-# The candidate view, the first stage of the eviction pipeline (issue 5):
+# The candidate view, the first stage of the eviction pipeline (hierarchical eviction seed):
 # the master's `candidates` call through `mc-cli candidates`. One record
 # per COMPLETE copy of an object's current version on a live peer, hard
 # pins left out, soft pins and leases shown as attributes, and the

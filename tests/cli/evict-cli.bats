@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 #
-# mc-cli evict, the client side (issue 5): its arguments, checking a plan
+# mc-cli evict, the client side (hierarchical eviction seed): its arguments, checking a plan
 # before anything is sent (bad input exits 65 naming the record, without
 # ever connecting), an unreachable master (69), and a round trip against
 # a master: a dry run prints a plan, and that plan fed back through

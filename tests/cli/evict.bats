@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 #
-# Eviction in the master (issue 5): plans executed with revalidation, the
+# Eviction in the master (hierarchical eviction seed): plans executed with revalidation, the
 # built-in planner against the mc-evict-plan pipeline, fallbacks driven by
 # actual evictions, the safety boundaries fallback never relaxes, and the
 # triggers (high watermark, a put with no space, a put over quota).

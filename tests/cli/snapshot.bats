@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 #
-# Snapshots, restore and reconciliation (issue 3) end to end: a master
+# Snapshots, restore and reconciliation end to end: a master
 # with --snapshot-dir and two peers, mc-snapshot to take and check files,
 # kill -9 of the master and a restart on the same socket with --restore.
 # Every test builds its own cluster, since every test kills something.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 #
-# Fixed-lifecycle soft pins (issue 4) end to end: the write actions of
+# Fixed-lifecycle soft pins (the soft pin seed) end to end: the write actions of
 # put/upsert, Pending commit and revoke, deadlines that reads never touch,
 # cleanup through the deadline index, the gauge, and restore. Every
 # time-based case moves the fake clock (advance_clock), never sleeps.
@@ -212,7 +212,7 @@ active_is() {
 	[ "$(sp_deadline s8b)" = 0 ]
 }
 
-@test "softpin: seed 9: --allow-evict-soft-pinned is stored and shown in softpin_stats (eviction itself is issue 5)" {
+@test "softpin: seed 9: --allow-evict-soft-pinned is stored and shown in softpin_stats (eviction itself: evict.bats)" {
 	[ "$(sp_stat allow_evict)" = false ]
 	own_cluster --allow-evict-soft-pinned
 	[ "$(sp_stat allow_evict)" = true ]

@@ -1,7 +1,7 @@
 /*
  * mc-planbench: how much planning adds to merely decoding a candidate
- * view, measured in one process and one run (tests/bench/evict, target
- * A of the eviction issue: plan total <= 2x decode).
+ * view, measured in one process and one run (tests/bench/evict, its
+ * target: plan total <= 2x decode).
  *
  *   mc-planbench -p POLICY [--target 20%|SIZE] [--rounds N]
  *                [--soft-pinned-pass] VIEW

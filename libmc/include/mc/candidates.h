@@ -1,6 +1,6 @@
 /*
  * The candidate view: one light record per evictable copy, what an
- * eviction policy plans over (issue 5, seed "hierarchical eviction").
+ * eviction policy plans over (the hierarchical eviction seed).
  *
  * A record names the copy for revalidation (tenant, key, version, peer,
  * tier) and carries the attributes policies split and rank by. It holds

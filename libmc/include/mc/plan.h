@@ -1,6 +1,6 @@
 /*
  * Eviction plans and execution reports: what a policy decides and what
- * the master then managed to do (issue 5).
+ * the master then managed to do (the hierarchical eviction seed).
  *
  * A plan is ordered stages. A stage names its scope path
  * ("tenant=B/type=hidden", "" for global), its kind (evict or fallback),
