@@ -77,9 +77,10 @@ bin/%: $$(call prog_objs,$$*) $(BUILD)/libmc.a
 
 # A unit test named test_PROG_THING.c (PROG a program without its mc-
 # prefix, e.g. test_peer_arena.c) links that program's modules, all but
-# main.c, so a daemon's parts are tested on their own.
+# main.c, so a daemon's parts are tested on their own. test_NAME.c (one
+# word: test_snapshot.c) tests libmc's module NAME.
 prog_mods = $(filter-out %/main.o,$(call prog_objs,$(1)))
-unit_prog = $(if $(filter $(word 2,$(subst _, ,$(1))),$(PROGS:mc-%=%)),mc-$(word 2,$(subst _, ,$(1))))
+unit_prog = $(if $(word 3,$(subst _, ,$(1))),$(if $(filter $(word 2,$(subst _, ,$(1))),$(PROGS:mc-%=%)),mc-$(word 2,$(subst _, ,$(1)))))
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $$(if $$(call unit_prog,$$*),$$(call prog_mods,$$(call unit_prog,$$*))) $(BUILD)/libmc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
