@@ -24,7 +24,7 @@
 #include "mc/parse.h"
 
 #define WHY_MAX 200
-#define DEFAULT_VERSION "0.1.0"
+#define DEFAULT_VERSION MC_VERSION
 
 enum { VAL_HELP = 1, VAL_VERSION, VAL_LIST, VAL_LONG_BASE = 256 };
 

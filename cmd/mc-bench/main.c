@@ -130,7 +130,7 @@ static const struct mc_opt_spec spec = {
 	.summary = "load generator and trace replayer for mc",
 	.opts = global_opts,
 	.cmds = cmds,
-	.version = "mc-bench 0.1.0",
+	.version = MC_VERSION,
 };
 
 int

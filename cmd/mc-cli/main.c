@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "mc/log.h"
 
-#define VERSION "0.1.0"
+#define VERSION MC_VERSION
 
 struct cli cli;
 

@@ -46,7 +46,7 @@ static const struct mc_opt_spec spec = {
 		 "       mc-evict-plan [-p POLICY] --check",
 	.summary = "plan an eviction: a candidate view on stdin, a plan on stdout",
 	.opts = opts,
-	.version = "0.1.0",
+	.version = MC_VERSION,
 };
 
 int

@@ -57,7 +57,7 @@ static const struct mc_tool tool = {
 	.prog = "mc-snapshot",
 	.globals = "[-m ADDR]",
 	.summary = "save, restore, verify, inspect and prune mc master snapshots",
-	.version = "0.1.0",
+	.version = MC_VERSION,
 	.opts = opts,
 	.cmds = cmds,
 };

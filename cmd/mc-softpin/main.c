@@ -60,7 +60,7 @@ static const struct mc_tool tool = {
 	.prog = "mc-softpin",
 	.globals = "[-m ADDR] [-t TENANT] [--json]",
 	.summary = "show, list and expire soft pins on an mc master",
-	.version = "0.1.0",
+	.version = MC_VERSION,
 	.opts = opts,
 	.cmds = cmds,
 };
