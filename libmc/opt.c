@@ -190,7 +190,7 @@ apply_config(const struct mc_opt_spec *spec, const char *path)
 
 	f = fopen(path, "r");
 	if (f == NULL)
-		usage_die("cannot read config '%s': %s", path, strerror(errno));
+		usage_die("cannot read config '%s': %s", path, mc_strerror(errno));
 	while (getline(&line, &cap, f) >= 0) {
 		const struct mc_opt *o;
 		char *name, *value = NULL, *eq;

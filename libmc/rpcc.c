@@ -82,10 +82,7 @@ io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
 	if (e == 0)
 		return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: connection closed", what,
 				  r->addr);
-	char why[128];
-
-	mc_lower_reason(why, sizeof(why), strerror(e));
-	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, why);
+	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, mc_strerror(e));
 }
 
 static int

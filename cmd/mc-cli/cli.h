@@ -39,8 +39,6 @@ const char *cli_tenant(void);
 /* Report "cannot VERB 'WHAT': why" (or err's own sentence) and exit. */
 void cli_fail(const struct mc_err *err, const char *verb, const char *what)
 	__attribute__((noreturn));
-/* strerror(e) in lowercase, for messages in the project's voice. */
-const char *cli_strerror(int e);
 
 /* Commands (data.c, info.c) and their option tables. */
 extern const struct mc_opt cli_put_opts[], cli_get_opts[], cli_rm_opts[], cli_none_opts[];

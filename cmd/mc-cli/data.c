@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mc/io.h"
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -168,22 +169,6 @@ read_all(int fd, char **out, size_t *len)
 	return 0;
 }
 
-static int
-write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void
 put_print_json(const char *key)
 {
@@ -224,10 +209,10 @@ cli_put(int argc, char **argv)
 	int fd = 0;
 
 	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 	if (read_all(fd, &buf, &len) < 0)
 		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", fd ? path : "stdin",
-		       cli_strerror(errno));
+		       mc_strerror(errno));
 	if (fd)
 		close(fd);
 	o.replicas = (unsigned)put_o.replicas;
@@ -265,16 +250,16 @@ write_file(const char *path, const char *buf, size_t len)
 	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, mc_strerror(errno));
 	/* mkstemp makes 0600; give the file the mode a plain create would */
 	mask = umask(0);
 	umask(mask);
-	if (fchmod(fd, 0666 & ~mask) < 0 || write_all(fd, buf, len) < 0 || close(fd) < 0 ||
+	if (fchmod(fd, 0666 & ~mask) < 0 || mc_write_all(fd, buf, len) < 0 || close(fd) < 0 ||
 	    rename(tmp, path) < 0) {
 		int e = errno;
 
 		unlink(tmp);
-		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, cli_strerror(e));
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, mc_strerror(e));
 	}
 	free(tmp);
 }
@@ -292,8 +277,8 @@ cli_get(int argc, char **argv)
 		cli_fail(&err, "get", key);
 	if (get_o.output)
 		write_file(get_o.output, buf, len);
-	else if (write_all(1, buf, len) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", cli_strerror(errno));
+	else if (mc_write_all(1, buf, len) < 0)
+		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", mc_strerror(errno));
 	free(buf);
 	return MC_EXIT_OK;
 }

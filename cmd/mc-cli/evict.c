@@ -134,12 +134,12 @@ copy_out(struct mc_rpcc *r, uint64_t len, const char *doing, const char *what)
 		if (mc_rpcc_read_bulk(r, buf, k, &err) < 0)
 			call_fail(doing, &err);
 		if (fwrite(buf, 1, k, stdout) != k)
-			mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, cli_strerror(errno));
+			mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, mc_strerror(errno));
 		len -= k;
 	}
 	free(buf);
 	if (fflush(stdout) != 0)
-		mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, mc_strerror(errno));
 }
 
 /* Make room for `need` more bytes after `have` in *buf, doubling; exits when out of memory. */
@@ -194,7 +194,7 @@ convert_out(struct mc_rpcc *r, uint64_t len)
 	FILE *in = fmemopen(buf, have, "r");
 
 	if (in == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot read candidates: %s", cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot read candidates: %s", mc_strerror(errno));
 	mc_cand_view_init(&v);
 	if (mc_cand_read(in, &v, false, &err) < 0)
 		mc_die(err.code == MC_ERR_PROTO ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE,
@@ -343,7 +343,7 @@ slurp(const char *path, const char *name, size_t *len)
 	size_t cap = 0, n;
 
 	if (f == NULL)
-		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, mc_strerror(errno));
 	*len = 0;
 	for (;;) {
 		make_room(&buf, &cap, *len, CHUNK, "read the plan");
@@ -353,7 +353,7 @@ slurp(const char *path, const char *name, size_t *len)
 			break;
 	}
 	if (ferror(f))
-		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, mc_strerror(errno));
 	if (f != stdin)
 		fclose(f);
 	return buf;
@@ -385,7 +385,7 @@ load_plan(const char *path, char **out, size_t *outlen)
 	json = i < len && buf[i] == '{';
 	f = fmemopen(buf, len == 0 ? 1 : len, "r");
 	if (f == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot read %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot read %s: %s", name, mc_strerror(errno));
 	if (len == 0)
 		fgetc(f); /* fmemopen wants a size of one at least: an empty input */
 	mc_plan_init(&p);
@@ -397,11 +397,11 @@ load_plan(const char *path, char **out, size_t *outlen)
 	*out = NULL;
 	f = open_memstream(out, outlen);
 	if (f == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, mc_strerror(errno));
 	if (mc_plan_write(f, &p, false, &err) < 0)
 		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, err.msg);
 	if (fclose(f) != 0)
-		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, mc_strerror(errno));
 	mc_plan_free(&p);
 }
 
@@ -606,7 +606,7 @@ show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 	int rc;
 
 	if (in == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot read the %s: %s", what, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot read the %s: %s", what, mc_strerror(errno));
 	mc_plan_init(&p);
 	mc_report_init(&rep);
 	rc = is_plan ? mc_plan_read(in, &p, false, &err)
@@ -626,7 +626,7 @@ show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 	if (rc < 0)
 		mc_die(MC_EXIT_FAIL, "%s", err.msg);
 	if (fflush(stdout) != 0)
-		mc_die(MC_EXIT_FAIL, "cannot write the %s: %s", what, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write the %s: %s", what, mc_strerror(errno));
 	mc_report_free(&rep);
 	mc_plan_free(&p);
 }

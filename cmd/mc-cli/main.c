@@ -270,14 +270,3 @@ cli_fail(const struct mc_err *err, const char *verb, const char *what)
 		mc_die(code, "%s", err->msg);
 	mc_die(code, "cannot %s '%s': %s", verb, what, err->msg);
 }
-
-const char *
-cli_strerror(int e)
-{
-	static char buf[128];
-
-	snprintf(buf, sizeof(buf), "%s", strerror(e));
-	if (buf[0] >= 'A' && buf[0] <= 'Z')
-		buf[0] = (char)(buf[0] - 'A' + 'a');
-	return buf;
-}

@@ -24,11 +24,11 @@ snap_open_input(const char *path, uint64_t *size)
 
 	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", path, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", path, mc_strerror(errno));
 	if (fstat(fd, &st) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, snap_strerror(EISDIR));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(EISDIR));
 	*size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
 	return fd;
 }
@@ -101,9 +101,9 @@ need_dir(const char *dir)
 	struct stat st;
 
 	if (stat(dir, &st) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, mc_strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, snap_strerror(ENOTDIR));
+		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, mc_strerror(ENOTDIR));
 }
 
 static const char *

@@ -54,14 +54,6 @@ progress_end(struct progress *p)
 	p->shown = false;
 }
 
-const char *
-snap_strerror(int e)
-{
-	static char buf[128];
-
-	return mc_lower_reason(buf, sizeof(buf), strerror(e));
-}
-
 char *
 snap_iso_time(uint64_t ms, char *buf, size_t cap)
 {

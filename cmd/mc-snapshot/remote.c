@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mc/addr.h"
+#include "mc/io.h"
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -48,22 +49,6 @@ pack_save(msgpack_packer *pk, void *arg)
 	msgpack_pack_map(pk, stream ? 1 : 0);
 	if (stream)
 		mc_pack_kv_bool(pk, "stream", true);
-}
-
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* The directory of path, for the temporary that becomes it. */
@@ -99,9 +84,9 @@ receive_bulk(struct mc_rpcc *r, uint64_t len, int fd, const char *dest, struct m
 
 		if (mc_rpcc_read_bulk(r, buf, k, err) < 0)
 			break;
-		if (write_all(fd, buf, k) < 0) {
+		if (mc_write_all(fd, buf, k) < 0) {
 			mc_err_set(err, MC_ERR_SYSTEM, "cannot write '%s': %s", dest,
-				   snap_strerror(errno));
+				   mc_strerror(errno));
 			break;
 		}
 		done += k;
@@ -254,7 +239,7 @@ send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_e
 		if (n <= 0) {
 			/* the file shrank under us: the length already went out */
 			mc_err_set(err, MC_ERR_SYSTEM, "cannot read '%s': %s", path,
-				   n < 0 ? snap_strerror(errno) : "it shrank while being sent");
+				   n < 0 ? mc_strerror(errno) : "it shrank while being sent");
 			goto out;
 		}
 		while (off < (size_t)n) {
@@ -266,7 +251,7 @@ send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_e
 				mc_err_set(err,
 					   errno == EAGAIN ? MC_ERR_TIMEOUT : MC_ERR_UNAVAILABLE,
 					   "cannot send '%s' to %s: %s", path, mc_rpcc_addr(r),
-					   errno == EAGAIN ? "timed out" : snap_strerror(errno));
+					   errno == EAGAIN ? "timed out" : mc_strerror(errno));
 				goto out;
 			}
 			off += (size_t)w;
@@ -333,7 +318,7 @@ cmd_restore(int argc, char **argv)
 	if (rc < 0)
 		snap_read_fail(path, &err);
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 
 	a.force = sc.force;
 	r = connect_master();

@@ -57,8 +57,6 @@ int snap_open_input(const char *path, uint64_t *size);
 /* A reader failure on path: exit 65 for bad data, 1 for the rest. */
 void snap_read_fail(const char *path, const struct mc_err *err) __attribute__((noreturn));
 
-/* strerror(e) in the project's lowercase voice (a static buffer). */
-const char *snap_strerror(int e);
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" for ms since the epoch; buf of 32. */
 char *snap_iso_time(uint64_t ms, char *buf, size_t cap);
 /* The directory ls and prune use: the argument, $MC_SNAPSHOT_DIR, or ".". */

@@ -373,10 +373,10 @@ run_softpin(const char *in, const char *out)
 
 	ifd = open(in, O_RDONLY | O_CLOEXEC);
 	if (ifd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", in, strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", in, mc_strerror(errno));
 	ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (ofd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot create '%s': %s", out, strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot create '%s': %s", out, mc_strerror(errno));
 	r = mc_snap_reader_open(ifd, &h, &err);
 	if (r == NULL)
 		mc_die(MC_EXIT_DATAERR, "%s: %s", in, err.msg);
@@ -401,7 +401,7 @@ run_softpin(const char *in, const char *out)
 		mc_die(MC_EXIT_FAIL, "%s: %s", out, err.msg);
 	mc_snap_reader_close(r);
 	if (close(ofd) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, mc_strerror(errno));
 	close(ifd);
 	printf("soft-pinned %" PRIu64 " objects\n", pinned);
 	return MC_EXIT_OK;

@@ -150,11 +150,14 @@ take_bulk(struct mc_rpcc *r, uint64_t len, const char *out, struct mc_err *err)
 	/* a local file problem is MC_ERR_INVALID: the caller exits 64 */
 	f = fopen(out, "wb");
 	if (f == NULL)
-		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out,
+				mc_strerror(errno));
 	else if (fwrite(buf, 1, (size_t)len, f) != len)
-		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out,
+				mc_strerror(errno));
 	if (f != NULL && fclose(f) != 0 && rc == 0)
-		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out,
+				mc_strerror(errno));
 	free(buf);
 	return rc;
 }
@@ -312,7 +315,7 @@ main(int argc, char **argv)
 	if (check_fields(&f) < 0)
 		return MC_EXIT_USAGE;
 	if (bulk_path != NULL && slurp(bulk_path, &bulk, &f.bulk_len) < 0) {
-		fprintf(stderr, "%s: cannot read '%s': %s\n", PROG, bulk_path, strerror(errno));
+		fprintf(stderr, "%s: cannot read '%s': %s\n", PROG, bulk_path, mc_strerror(errno));
 		return MC_EXIT_USAGE;
 	}
 

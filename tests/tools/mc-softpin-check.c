@@ -397,7 +397,7 @@ cmd_expire(struct mc_rpcc *r, char **argv, int argc)
 	qsort(idle, IDLE_ROUNDS, sizeof(idle[0]), cmp_u64);
 	if (adv > 0 && advance_clock(argv[0], adv) < 0) {
 		fprintf(stderr, "%s: cannot advance clock '%s': %s\n", PROG, argv[0],
-			strerror(errno));
+			mc_strerror(errno));
 		return MC_EXIT_FAIL;
 	}
 	t0 = now_us();
