@@ -21,7 +21,7 @@ write_client() {
 int
 main(int argc, char **argv)
 {
-	struct mc_client_opts o = { 0 };
+	struct mc_client_opts o = MC_CLIENT_OPTS_INIT;
 	struct mc_err err;
 	struct mc_client *c;
 
