@@ -5,12 +5,18 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
+# The one version: every program's --version, the soname, mc.pc.
 VERSION := 0.1.0
-PKGS := msgpack libevent libevent_pthreads libzstd libxxhash
+SOVERSION := 0
+# What the client library needs; the daemons need libevent besides.
+CLIENT_PKGS := msgpack libzstd libxxhash
+PKGS := $(CLIENT_PKGS) libevent libevent_pthreads
 
 CFLAGS ?= -O2 -g
 MC_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC \
+	-DMC_VERSION='"$(VERSION)"' \
 	-Ilibmc/include $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CLIENT_LDLIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null || echo -lmsgpackc -lzstd -lxxhash) -lpthread -lm
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmsgpackc -levent -levent_pthreads -lzstd -lxxhash) -lpthread -lm
 BUILD := build
 
@@ -20,7 +26,14 @@ SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 
 LIB_SRC := $(wildcard libmc/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The modules on libevent serve only the daemons: they go into an internal
+# archive, so the installed libmc (client API, codecs, policy engine)
+# pulls nothing of libevent into a user's build.
+DAEMON_SRC := libmc/conn.c libmc/metrics.c
+LIB_OBJ := $(filter-out $(DAEMON_SRC:%.c=$(BUILD)/%.o),$(LIB_SRC:%.c=$(BUILD)/%.o))
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+LIBS := $(BUILD)/libmc-daemon.a $(BUILD)/libmc.a
+SONAME := libmc.so.$(SOVERSION)
 # A program is a cmd/ folder holding at least one .c file, so an empty
 # folder someone just created does not break the build.
 PROGS := $(sort $(patsubst cmd/%/,%,$(dir $(wildcard cmd/*/*.c))))
@@ -30,6 +43,8 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 HEADERS := $(wildcard libmc/include/mc/*.h)
+# What make install puts under include/mc: the client API and what it includes.
+PUBLIC_HEADERS := $(addprefix libmc/include/mc/,client.h err.h proto.h)
 MAN_PAGES := $(wildcard man/*.[1-8])
 COMPLETIONS := completions/mc.bash completions/_mc
 
@@ -51,9 +66,13 @@ DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 
 all: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(UNIT_BINS) $(TOOL_BINS) completions
 
-$(BUILD)/%.o: %.c $(HEADERS) $(wildcard libmc/*.h) $(wildcard cmd/*/*.h) $(wildcard tests/unit/*.h)
+# Header dependencies come from the compiler (-MMD); -MP keeps a removed
+# header from breaking the build.
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(MC_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(MC_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)
 
 # A program's unit tests see its private headers.
 # ($* is the %.o rule's stem when the recipe expands this: tests/unit/test_NAME.)
@@ -63,15 +82,23 @@ $(BUILD)/libmc.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/libmc-daemon.a: $(DAEMON_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# libmc.so.VERSION, with the soname link libmc.so.0 and the link libmc.so.
 $(BUILD)/libmc.so: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libmc.so -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@.$(VERSION) \
+		$^ $(CLIENT_LDLIBS)
+	ln -sf libmc.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 # A program's objects. A function, because a literal % in a pattern rule's
 # prerequisites is replaced by the stem before secondary expansion.
 prog_objs = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/$(1)/*.c))
 .SECONDEXPANSION:
-bin/%: $$(call prog_objs,$$*) $(BUILD)/libmc.a
+bin/%: $$(call prog_objs,$$*) $(LIBS)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -81,11 +108,11 @@ bin/%: $$(call prog_objs,$$*) $(BUILD)/libmc.a
 # word: test_snapshot.c) tests libmc's module NAME.
 prog_mods = $(filter-out %/main.o,$(call prog_objs,$(1)))
 unit_prog = $(if $(word 3,$(subst _, ,$(1))),$(if $(filter $(word 2,$(subst _, ,$(1))),$(PROGS:mc-%=%)),mc-$(word 2,$(subst _, ,$(1)))))
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $$(if $$(call unit_prog,$$*),$$(call prog_mods,$$(call unit_prog,$$*))) $(BUILD)/libmc.a
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $$(if $$(call unit_prog,$$*),$$(call prog_mods,$$(call unit_prog,$$*))) $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(BUILD)/libmc.a
+$(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -104,7 +131,7 @@ $(BUILD)/mc.pc: FORCE
 		'Name: mc' \
 		'Description: client library of the mc distributed KV-cache store' \
 		'Version: $(VERSION)' \
-		'Requires.private: $(PKGS)' \
+		'Requires.private: $(CLIENT_PKGS)' \
 		'Libs: -L$${libdir} -lmc' \
 		'Libs.private: -lpthread -lm' \
 		'Cflags: -I$${includedir}' > $@
@@ -217,9 +244,11 @@ install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(COMPLETIONS
 	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(INCDIR) $(BASHDIR) $(ZSHDIR) $(POLICYDIR)
 	$(if $(BINS),install -m 755 $(BINS) $(BINDIR))
 	install -m 644 $(BUILD)/libmc.a $(LIBDIR)
-	install -m 755 $(BUILD)/libmc.so $(LIBDIR)
+	install -m 755 $(BUILD)/libmc.so.$(VERSION) $(LIBDIR)
+	ln -sf libmc.so.$(VERSION) $(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(LIBDIR)/libmc.so
 	install -m 644 $(BUILD)/mc.pc $(LIBDIR)/pkgconfig
-	install -m 644 $(HEADERS) $(INCDIR)
+	install -m 644 $(PUBLIC_HEADERS) $(INCDIR)
 	for p in $(MAN_PAGES); do \
 		s=$${p##*.}; install -d $(MANDIR)/man$$s && \
 		install -m 644 $$p $(MANDIR)/man$$s || exit 1; \

@@ -83,9 +83,9 @@ _mc_complete()
 
 _mc_bench()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--size']=SIZE ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N ['--clock']=STR ['--max-put-failures']=FRACTION ['--policy']=FILE ['--capacity']=SIZE ['--high']=FRACTION ['--low']=FRACTION )
+	local -A kinds=( ['--size']=SIZE ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N ['--clock']=STR ['--max-put-failures']=FRACTION ['--policy']=FILE ['--capacity']=SIZE ['--high']=FRACTION ['--low']=FRACTION ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION )
 	local -A copts=( )
-	_mc_complete '--master --tenant --size --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --json --help --version --list-options' 'get lookup fill replay sim' kinds copts
+	_mc_complete '--size --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --json --master --tenant --timeout --help --version --list-options' 'get lookup fill replay sim' kinds copts
 }
 complete -F _mc_bench mc-bench
 
@@ -93,7 +93,7 @@ _mc_cli()
 {
 	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --parent']=KEY ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR )
 	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' )
-	_mc_complete '--master --tenant --json --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict' kinds copts
+	_mc_complete '--json --master --tenant --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict' kinds copts
 }
 complete -F _mc_cli mc-cli
 
@@ -123,16 +123,16 @@ complete -F _mc_peer mc-peer
 
 _mc_snapshot()
 {
-	local -A kinds=( ['--master']=ADDR ['--timeout']=DURATION ['--output']=FILE ['--keep']=N )
-	local -A copts=( )
-	_mc_complete '--master --timeout --output --force --keep --json --verbose --help --version --list-options' 'save restore verify inspect ls prune' kinds copts
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['save --output']=FILE ['prune --keep']=N )
+	local -A copts=( ['save']='--output' ['restore']='--force' ['prune']='--keep --verbose' )
+	_mc_complete '--json --master --tenant --timeout --help --version --list-options' 'save restore verify inspect ls prune' kinds copts
 }
 complete -F _mc_snapshot mc-snapshot
 
 _mc_softpin()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['--due-within']=DURATION ['--limit']=N )
-	local -A copts=( )
-	_mc_complete '--master --tenant --json --timeout --due-within --limit --help --version --list-options' 'show ls stats expire' kinds copts
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['ls --due-within']=DURATION ['ls --limit']=N )
+	local -A copts=( ['ls']='--due-within --limit' )
+	_mc_complete '--json --master --tenant --timeout --help --version --list-options' 'show ls stats expire' kinds copts
 }
 complete -F _mc_softpin mc-softpin

@@ -287,11 +287,9 @@ set_blocking(int fd, int blocking)
 static int
 connect_failed(struct mc_err *err, const struct mc_addr *a, int e)
 {
-	char reason[128];
-
 	/* An OS error here means "nobody there": the service is unavailable. */
-	mc_lower_reason(reason, sizeof(reason), strerror(e));
-	return mc_err_set(err, MC_ERR_UNAVAILABLE, "cannot connect to %s: %s", a->text, reason);
+	return mc_err_set(err, MC_ERR_UNAVAILABLE, "cannot connect to %s: %s", a->text,
+			  mc_strerror(e));
 }
 
 /* Milliseconds left before deadline_ns, or -1 for "no deadline". */

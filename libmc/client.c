@@ -1,6 +1,11 @@
 /*
- * The client API over synchronous rpcc connections: one to the master,
- * a small LRU cache of them to peers.
+ * The client API over synchronous rpcc connections: per calling thread,
+ * one to the master and a small LRU cache of them to peers.
+ *
+ * A client holds only what its options said; everything a call changes
+ * lives in the calling thread's struct conns, found through a one-entry
+ * thread-local cache and otherwise in the client's list under a mutex,
+ * so concurrent calls from different threads share no mutable state.
  *
  * Data-plane work (peer reads and writes) runs in "waves": the pending
  * operations are grouped by peer address, every group's requests are sent
@@ -12,6 +17,7 @@
  * the next wave; a read that failed moves on to its next replica there.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,8 +38,9 @@
 #define DEFAULT_TIMEOUT_MS 30000
 /* Pause before a put refused for want of room asks again (once). */
 #define PUT_RETRY_NS (20 * 1000 * 1000)
-/* How much of a key goes into an error message. */
+/* How much of a key goes into an error message: '%.*s', KSHOWN(len), key. */
 #define KSHOW 80
+#define KSHOWN(n) ((int)((n) < KSHOW ? (n) : KSHOW))
 
 struct peer_slot {
 	char addr[MC_ADDR_MAX];
@@ -41,161 +48,94 @@ struct peer_slot {
 	uint64_t used; /* tick of last use, for LRU; 0 = empty */
 };
 
-struct mc_client {
+/* One thread's connections for one client. */
+struct conns {
+	struct mc_client *c;
+	pthread_t owner;
+	struct conns *next; /* in c->threads */
 	struct mc_rpcc *master;
+	bool master_fresh; /* connected since the last call: no stale-connection retry */
+	uint64_t tick;
+	struct peer_slot peers[PEER_CACHE];
+	struct mc_checksum_stream *csum; /* reused by every read */
+};
+
+struct mc_client {
+	uint64_t id; /* unique in the process, so a thread's cache never mistakes a new client */
 	char master_addr[MC_ADDR_MAX];
 	char tenant[MC_NAME_MAX + 1];
 	char host[256];
 	char *token;
 	char *domain;
 	int timeout_ms;
-	uint64_t tick;
-	struct peer_slot peers[PEER_CACHE];
-	struct mc_checksum_stream *csum; /* reused by every read */
-	struct mc_client_stats stats;
+	pthread_mutex_t lock; /* guards threads */
+	struct conns *threads;
+	uint64_t put_retries; /* atomic */
 };
 
-/* ---- request parameters ---- */
-
-enum ptype { P_STR, P_U64, P_BOOL, P_STRS, P_U64S };
-
-struct param {
-	const char *name;
-	int type;
-	const char *s;
-	size_t len;
-	uint64_t u;
-	bool b;
-	const char *const *strs;
-	const uint64_t *u64s;
-};
-
-/* A params map built field by field; packed by pack_params. */
-struct params {
-	size_t n;
-	struct param p[12];
-};
-
-static struct param *
-p_add(struct params *ps, const char *name, int type)
-{
-	struct param *p = &ps->p[ps->n++];
-
-	memset(p, 0, sizeof(*p));
-	p->name = name;
-	p->type = type;
-	return p;
-}
-
-static void
-p_str(struct params *ps, const char *name, const char *s)
-{
-	struct param *p;
-
-	if (!s)
-		return;
-	p = p_add(ps, name, P_STR);
-	p->s = s;
-	p->len = strlen(s);
-}
-
-static void
-p_u64(struct params *ps, const char *name, uint64_t v)
-{
-	p_add(ps, name, P_U64)->u = v;
-}
-
-static void
-p_bool(struct params *ps, const char *name, bool v)
-{
-	p_add(ps, name, P_BOOL)->b = v;
-}
-
-static void
-p_strs(struct params *ps, const char *name, const char *const *strs, size_t n)
-{
-	struct param *p = p_add(ps, name, P_STRS);
-
-	p->strs = strs;
-	p->len = n;
-}
-
-static void
-p_u64s(struct params *ps, const char *name, const uint64_t *v, size_t n)
-{
-	struct param *p = p_add(ps, name, P_U64S);
-
-	p->u64s = v;
-	p->len = n;
-}
-
-static void
-pack_params(msgpack_packer *pk, void *arg)
-{
-	const struct params *ps = arg;
-	size_t i, j;
-
-	msgpack_pack_map(pk, ps->n);
-	for (i = 0; i < ps->n; i++) {
-		const struct param *p = &ps->p[i];
-
-		switch (p->type) {
-		case P_STR:
-			mc_pack_kv_strn(pk, p->name, p->s, p->len);
-			break;
-		case P_U64:
-			mc_pack_kv_u64(pk, p->name, p->u);
-			break;
-		case P_BOOL:
-			mc_pack_kv_bool(pk, p->name, p->b);
-			break;
-		case P_STRS:
-			mc_pack_key(pk, p->name);
-			msgpack_pack_array(pk, p->len);
-			for (j = 0; j < p->len; j++)
-				mc_pack_strn(pk, p->strs[j], strlen(p->strs[j]));
-			break;
-		case P_U64S:
-			mc_pack_key(pk, p->name);
-			msgpack_pack_array(pk, p->len);
-			for (j = 0; j < p->len; j++)
-				msgpack_pack_uint64(pk, p->u64s[j]);
-			break;
-		}
-	}
-}
+static uint64_t next_client_id; /* atomic */
+static _Thread_local uint64_t tl_id;
+static _Thread_local struct conns *tl_conns;
 
 /* ---- small helpers ---- */
 
+/*
+ * The caller's options as this library knows them: the fields its size
+ * covers, zero (the defaults) after them. NULL is all defaults.
+ */
 static int
-check_key(const char *key, struct mc_err *err)
+take_opts(void *dst, size_t dst_size, const void *src, const char *what, const char *init,
+	  struct mc_err *err)
 {
-	size_t n = key ? strlen(key) : 0;
+	size_t n;
 
-	if (n == 0 || n > MC_KEY_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "invalid key: must be 1 to %d bytes",
-				  MC_KEY_MAX);
+	memset(dst, 0, dst_size);
+	if (src == NULL)
+		return 0;
+	memcpy(&n, src, sizeof(n));
+	if (n < sizeof(size_t))
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "invalid %s: its size is not set (initialise it with %s)", what,
+				  init);
+	memcpy(dst, src, n < dst_size ? n : dst_size);
+	return 0;
+}
+
+static int
+check_key(const void *key, size_t len, struct mc_err *err)
+{
+	/* in the master's words (it checks again) */
+	if (key == NULL || len == 0 || len > MC_KEY_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "key length %zu out of range 1..%d",
+				  key == NULL ? 0 : len, MC_KEY_MAX);
 	return 0;
 }
 
 int
-mc_key_chain_parent(const char *key, char *out, size_t cap)
+mc_key_chain_parent(const void *key, size_t key_len, char *out, size_t cap, size_t *out_len)
 {
-	const char *hash = strrchr(key, '#'), *d;
+	const char *k = key, *hash = memrchr(key, '#', key_len), *d, *end = k + key_len;
 	uint64_t n = 0;
 	int len;
 
-	if (hash == NULL || hash[1] == '\0' || (hash[1] == '0' && hash[2] != '\0'))
+	if (hash == NULL || hash + 1 == end || (hash[1] == '0' && hash + 2 != end))
 		return 0;
-	for (d = hash + 1; *d != '\0'; d++) {
+	for (d = hash + 1; d < end; d++) {
 		if (*d < '0' || *d > '9' || n > (UINT64_MAX - 9) / 10)
 			return 0;
 		n = n * 10 + (uint64_t)(*d - '0');
 	}
 	if (n == 0)
 		return 0;
-	len = snprintf(out, cap, "%.*s#%llu", (int)(hash - key), key, (unsigned long long)(n - 1));
-	return len < 0 || (size_t)len >= cap ? -1 : 1;
+	if ((size_t)(hash - k) >= cap)
+		return -1;
+	memcpy(out, k, (size_t)(hash - k));
+	len = snprintf(out + (hash - k), cap - (size_t)(hash - k), "#%llu",
+		       (unsigned long long)(n - 1));
+	if (len < 0 || (size_t)len >= cap - (size_t)(hash - k))
+		return -1;
+	*out_len = (size_t)(hash - k) + (size_t)len;
+	return 1;
 }
 
 /* Errors that mean the connection itself is gone or unusable. */
@@ -211,18 +151,18 @@ is_transport(int code)
  * error does).
  */
 static void
-key_err(struct mc_err *out, int code, const char *what, const char *key, const char *prep,
-	const char *addr, const char *why)
+key_err(struct mc_err *out, int code, const char *what, const char *key, size_t klen,
+	const char *prep, const char *addr, const char *why)
 {
 	char buf[MC_ERR_MSG_MAX];
 
 	/* why may alias out->msg */
 	snprintf(buf, sizeof(buf), "%s", why);
 	if (addr && !strstr(buf, addr))
-		mc_err_set(out, code, "cannot %s '%.*s' %s %s: %s", what, KSHOW, key, prep, addr,
-			   buf);
+		mc_err_set(out, code, "cannot %s '%.*s' %s %s: %s", what, KSHOWN(klen), key, prep,
+			   addr, buf);
 	else
-		mc_err_set(out, code, "cannot %s '%.*s': %s", what, KSHOW, key, buf);
+		mc_err_set(out, code, "cannot %s '%.*s': %s", what, KSHOWN(klen), key, buf);
 }
 
 /* A connect error must name the address (people need to know which one). */
@@ -257,12 +197,25 @@ item_error(const msgpack_object *item, struct mc_err *err)
 	return mc_err_set(err, code, "%s", mc_status_name(code));
 }
 
+/* "keys": [key...] */
+static void
+pack_keys(msgpack_packer *pk, const struct mc_key *keys, size_t n)
+{
+	size_t i;
+
+	mc_pack_key(pk, "keys");
+	msgpack_pack_array(pk, n);
+	for (i = 0; i < n; i++)
+		mc_pack_strn(pk, keys[i].data, keys[i].len);
+}
+
 /* ---- connections ---- */
 
+/* A new master connection, greeted with hello: the tenant, token, host, domain. */
 static struct mc_rpcc *
-master_connect(struct mc_client *c, struct mc_err *err)
+master_hello(const struct mc_client *c, struct mc_err *err)
 {
-	struct params ps = { 0 };
+	msgpack_packer *pk;
 	struct mc_msg m;
 	struct mc_rpcc *r;
 
@@ -271,11 +224,15 @@ master_connect(struct mc_client *c, struct mc_err *err)
 		connect_err(err, c->master_addr);
 		return NULL;
 	}
-	p_str(&ps, "tenant", c->tenant);
-	p_str(&ps, "token", c->token);
-	p_str(&ps, "host", c->host);
-	p_str(&ps, "domain", c->domain);
-	if (mc_rpcc_call(r, "hello", pack_params, &ps, &m, err) < 0) {
+	pk = mc_rpcc_begin(r, "hello");
+	msgpack_pack_map(pk, 2 + (c->token != NULL) + (c->domain != NULL));
+	mc_pack_kv_str(pk, "tenant", c->tenant);
+	mc_pack_kv_str(pk, "host", c->host);
+	if (c->token)
+		mc_pack_kv_str(pk, "token", c->token);
+	if (c->domain)
+		mc_pack_kv_str(pk, "domain", c->domain);
+	if (mc_rpcc_call(r, &m, err) < 0) {
 		char why[MC_ERR_MSG_MAX];
 
 		snprintf(why, sizeof(why), "%s", err->msg);
@@ -284,67 +241,98 @@ master_connect(struct mc_client *c, struct mc_err *err)
 		return NULL;
 	}
 	mc_msg_release(&m);
-	c->master = r;
 	return r;
 }
 
-static void
-master_drop(struct mc_client *c)
+static struct mc_rpcc *
+master_connect(struct conns *t, struct mc_err *err)
 {
-	if (c->master)
-		mc_rpcc_close(c->master);
-	c->master = NULL;
+	struct mc_rpcc *r = master_hello(t->c, err);
+
+	if (r) {
+		t->master = r;
+		t->master_fresh = true;
+	}
+	return r;
+}
+
+struct mc_rpcc *
+mc_client_open_master(struct mc_client *c, struct mc_err *err)
+{
+	return master_hello(c, err);
+}
+
+static void
+master_drop(struct conns *t)
+{
+	if (t->master)
+		mc_rpcc_close(t->master);
+	t->master = NULL;
 }
 
 static struct mc_rpcc *
-master_get(struct mc_client *c, struct mc_err *err)
+master_get(struct conns *t, struct mc_err *err)
 {
-	return c->master ? c->master : master_connect(c, err);
+	return t->master ? t->master : master_connect(t, err);
+}
+
+/* Begin a request to the master: the packer for its params, or NULL. */
+static msgpack_packer *
+master_begin(struct conns *t, const char *method, struct mc_err *err)
+{
+	struct mc_rpcc *r = master_get(t, err);
+
+	return r ? mc_rpcc_begin(r, method) : NULL;
 }
 
 /*
- * One call to the master. A connection that had been idle may have died
- * (master restarted): when a reused connection reports it is unavailable,
- * the request never reached a live master, so it is safe to reconnect and
- * send it once more.
+ * The request begun with master_begin, one round trip. A connection that
+ * had been idle may have died (master restarted): when a reused
+ * connection reports it is unavailable, the request never reached a live
+ * master, so it is safe to reconnect and send it once more.
  */
 static int
-master_call(struct mc_client *c, const char *method, struct params *ps, struct mc_msg *resp,
-	    struct mc_err *err)
+master_call(struct conns *t, struct mc_msg *resp, struct mc_err *err)
 {
-	bool reused = c->master != NULL;
-	struct mc_rpcc *r = master_get(c, err);
+	struct mc_rpcc *old = t->master, *r;
+	bool reused = !t->master_fresh;
 
-	if (!r)
-		return -1;
-	if (mc_rpcc_call(r, method, pack_params, ps, resp, err) == 0)
+	t->master_fresh = false;
+	if (mc_rpcc_call(old, resp, err) == 0)
 		return 0;
 	if (!is_transport(err->code))
 		return -1;
-	master_drop(c);
-	if (!reused || err->code != MC_ERR_UNAVAILABLE)
+	if (!reused || err->code != MC_ERR_UNAVAILABLE) {
+		master_drop(t);
 		return -1;
-	if (!(r = master_connect(c, err)))
+	}
+	t->master = NULL;
+	r = master_connect(t, err);
+	if (r && mc_rpcc_begin_copy(r, old, err) < 0)
+		master_drop(t);
+	mc_rpcc_close(old);
+	if (!t->master)
 		return -1;
-	if (mc_rpcc_call(r, method, pack_params, ps, resp, err) == 0)
+	t->master_fresh = false;
+	if (mc_rpcc_call(r, resp, err) == 0)
 		return 0;
 	if (is_transport(err->code))
-		master_drop(c);
+		master_drop(t);
 	return -1;
 }
 
 /* A peer connection from the cache, or a new one (*reused tells which). */
 static struct mc_rpcc *
-peer_get(struct mc_client *c, const char *addr, bool *reused, struct mc_err *err)
+peer_get(struct conns *t, const char *addr, bool *reused, struct mc_err *err)
 {
 	struct peer_slot *victim = NULL;
 	size_t i;
 
 	for (i = 0; i < PEER_CACHE; i++) {
-		struct peer_slot *s = &c->peers[i];
+		struct peer_slot *s = &t->peers[i];
 
 		if (s->r && strcmp(s->addr, addr) == 0) {
-			s->used = ++c->tick;
+			s->used = ++t->tick;
 			*reused = true;
 			return s->r;
 		}
@@ -360,30 +348,83 @@ peer_get(struct mc_client *c, const char *addr, bool *reused, struct mc_err *err
 		mc_err_set(err, MC_ERR_PROTO, "peer address too long");
 		return NULL;
 	}
-	victim->r = mc_rpcc_connect(addr, c->timeout_ms, err);
+	victim->r = mc_rpcc_connect(addr, t->c->timeout_ms, err);
 	if (!victim->r) {
 		connect_err(err, addr);
 		return NULL;
 	}
 	strcpy(victim->addr, addr);
-	victim->used = ++c->tick;
+	victim->used = ++t->tick;
 	return victim->r;
 }
 
 static void
-peer_drop(struct mc_client *c, struct mc_rpcc *r)
+peer_drop(struct conns *t, struct mc_rpcc *r)
 {
 	size_t i;
 
 	for (i = 0; i < PEER_CACHE; i++) {
-		if (c->peers[i].r == r) {
+		if (t->peers[i].r == r) {
 			mc_rpcc_close(r);
-			c->peers[i].r = NULL;
-			c->peers[i].used = 0;
+			t->peers[i].r = NULL;
+			t->peers[i].used = 0;
 			return;
 		}
 	}
 	mc_rpcc_close(r);
+}
+
+/* The calling thread's connections for c, made on its first call. */
+static struct conns *
+conns_of(struct mc_client *c, struct mc_err *err)
+{
+	pthread_t self = pthread_self();
+	struct conns *t;
+
+	if (tl_id == c->id)
+		return tl_conns;
+	pthread_mutex_lock(&c->lock);
+	for (t = c->threads; t && !pthread_equal(t->owner, self); t = t->next)
+		;
+	if (!t && (t = calloc(1, sizeof(*t))) != NULL) {
+		t->csum = mc_checksum_stream_new();
+		if (t->csum == NULL) {
+			free(t);
+			t = NULL;
+		} else {
+			t->c = c;
+			t->owner = self;
+			t->next = c->threads;
+			c->threads = t;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!t) {
+		mc_err_errno(err, "cannot allocate a thread's connections");
+		return NULL;
+	}
+	tl_id = c->id;
+	tl_conns = t;
+	return t;
+}
+
+static void
+conns_free(struct conns *t)
+{
+	size_t i;
+
+	/* Releases still queued go out now rather than wait for their TTL. */
+	if (t->master && mc_rpcc_queued(t->master)) {
+		struct mc_err e;
+
+		(void)mc_rpcc_flush(t->master, &e);
+	}
+	master_drop(t);
+	for (i = 0; i < PEER_CACHE; i++)
+		if (t->peers[i].r)
+			mc_rpcc_close(t->peers[i].r);
+	mc_checksum_stream_free(t->csum);
+	free(t);
 }
 
 /* ---- constructor ---- */
@@ -400,18 +441,19 @@ pick(const char *given, const char *env)
 }
 
 struct mc_client *
-mc_client_new(const struct mc_client_opts *opts, struct mc_err *err)
+mc_client_new(const struct mc_client_opts *given, struct mc_err *err)
 {
-	struct mc_client_opts none = { 0 };
+	struct mc_client_opts opts;
 	struct mc_client *c;
+	struct conns *t;
 	const char *master, *tenant, *token, *domain;
 
-	if (!opts)
-		opts = &none;
-	master = pick(opts->master, "MC_MASTER");
-	tenant = pick(opts->tenant, "MC_TENANT");
-	token = pick(opts->token, "MC_TOKEN");
-	domain = pick(opts->domain, "MC_DOMAIN");
+	if (take_opts(&opts, sizeof(opts), given, "client options", "MC_CLIENT_OPTS_INIT", err) < 0)
+		return NULL;
+	master = pick(opts.master, "MC_MASTER");
+	tenant = pick(opts.tenant, "MC_TENANT");
+	token = pick(opts.token, "MC_TOKEN");
+	domain = pick(opts.domain, "MC_DOMAIN");
 	if (!master)
 		master = MC_DEFAULT_MASTER;
 	if (!tenant)
@@ -422,6 +464,8 @@ mc_client_new(const struct mc_client_opts *opts, struct mc_err *err)
 		mc_err_errno(err, "cannot allocate a client");
 		return NULL;
 	}
+	c->id = __atomic_add_fetch(&next_client_id, 1, __ATOMIC_RELAXED);
+	pthread_mutex_init(&c->lock, NULL);
 	if (strlen(master) >= sizeof(c->master_addr)) {
 		mc_err_set(err, MC_ERR_INVALID, "invalid master address: too long");
 		goto fail;
@@ -433,8 +477,8 @@ mc_client_new(const struct mc_client_opts *opts, struct mc_err *err)
 		goto fail;
 	}
 	strcpy(c->tenant, tenant);
-	if (opts->host)
-		snprintf(c->host, sizeof(c->host), "%s", opts->host);
+	if (opts.host)
+		snprintf(c->host, sizeof(c->host), "%s", opts.host);
 	else if (gethostname(c->host, sizeof(c->host) - 1) < 0)
 		strcpy(c->host, "localhost");
 	if (token && !(c->token = strdup(token))) {
@@ -445,13 +489,8 @@ mc_client_new(const struct mc_client_opts *opts, struct mc_err *err)
 		mc_err_errno(err, "cannot allocate a client");
 		goto fail;
 	}
-	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
-	c->csum = mc_checksum_stream_new();
-	if (c->csum == NULL) {
-		mc_err_errno(err, "cannot allocate a client");
-		goto fail;
-	}
-	if (!master_connect(c, err))
+	c->timeout_ms = opts.timeout_ms > 0 ? opts.timeout_ms : DEFAULT_TIMEOUT_MS;
+	if (!(t = conns_of(c, err)) || !master_connect(t, err))
 		goto fail;
 	return c;
 fail:
@@ -462,38 +501,41 @@ fail:
 void
 mc_client_free(struct mc_client *c)
 {
-	size_t i;
+	struct conns *t, *next;
 
 	if (!c)
 		return;
-	/* Releases still queued go out now rather than wait for their TTL. */
-	if (c->master && mc_rpcc_queued(c->master)) {
-		struct mc_err e;
-
-		(void)mc_rpcc_flush(c->master, &e);
+	for (t = c->threads; t; t = next) {
+		next = t->next;
+		conns_free(t);
 	}
-	master_drop(c);
-	for (i = 0; i < PEER_CACHE; i++)
-		if (c->peers[i].r)
-			mc_rpcc_close(c->peers[i].r);
+	if (tl_id == c->id)
+		tl_id = 0;
+	pthread_mutex_destroy(&c->lock);
 	free(c->token);
 	free(c->domain);
-	mc_checksum_stream_free(c->csum);
 	free(c);
 }
 
 void
 mc_client_stats(const struct mc_client *c, struct mc_client_stats *out)
 {
-	*out = c->stats;
+	struct mc_client_stats s = MC_CLIENT_STATS_INIT;
+	size_t n = out->size < sizeof(s) ? out->size : sizeof(s);
+
+	s.put_retries = __atomic_load_n(&c->put_retries, __ATOMIC_RELAXED);
+	if (n > sizeof(size_t))
+		memcpy((char *)out + sizeof(size_t), (char *)&s + sizeof(size_t),
+		       n - sizeof(size_t));
 }
 
 struct mc_rpcc *
 mc_client_master(struct mc_client *c)
 {
 	struct mc_err err;
+	struct conns *t = conns_of(c, &err);
 
-	return master_get(c, &err);
+	return t ? master_get(t, &err) : NULL;
 }
 
 /* ---- replica lists ---- */
@@ -552,13 +594,13 @@ struct wave {
 
 /* How one kind of item is sent, answered and failed. */
 struct wave_ops {
-	int (*send)(struct mc_client *c, struct mc_rpcc *r, void *item, struct mc_err *err);
+	int (*send)(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err);
 	/*
 	 * Read one response and record the item's outcome. -1 only when the
 	 * connection failed (err set; the item's outcome is then left to
 	 * the caller).
 	 */
-	int (*recv)(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item,
+	int (*recv)(struct conns *t, struct mc_rpcc *r, const char *addr, void *item,
 		    struct mc_err *err);
 	void (*fail)(void *item, const char *addr, const struct mc_err *err);
 };
@@ -622,20 +664,20 @@ wave_add(struct wave *w, void *item, const char *addr, uint64_t bytes)
 }
 
 static int
-group_send(struct mc_client *c, const struct wave_ops *ops, struct wave *w, size_t gi,
+group_send(struct conns *t, const struct wave_ops *ops, struct wave *w, size_t gi,
 	   struct mc_err *err)
 {
 	struct wave_group *g = &w->g[gi];
 	size_t i;
 
 	for (i = 0; i < w->n; i++)
-		if (w->grp[i] == (int)gi && ops->send(c, g->r, w->items[i], err) < 0)
+		if (w->grp[i] == (int)gi && ops->send(t, g->r, w->items[i], err) < 0)
 			return -1;
 	return mc_rpcc_flush(g->r, err);
 }
 
 static int
-group_recv(struct mc_client *c, const struct wave_ops *ops, struct wave *w, size_t gi, size_t *done,
+group_recv(struct conns *t, const struct wave_ops *ops, struct wave *w, size_t gi, size_t *done,
 	   struct mc_err *err)
 {
 	struct wave_group *g = &w->g[gi];
@@ -645,7 +687,7 @@ group_recv(struct mc_client *c, const struct wave_ops *ops, struct wave *w, size
 	for (i = 0; i < w->n; i++) {
 		if (w->grp[i] != (int)gi)
 			continue;
-		if (ops->recv(c, g->r, g->addr, w->items[i], err) < 0)
+		if (ops->recv(t, g->r, g->addr, w->items[i], err) < 0)
 			return -1;
 		(*done)++;
 	}
@@ -672,22 +714,22 @@ group_fail(const struct wave_ops *ops, struct wave *w, size_t gi, size_t skip,
 
 /* (Re)connect a group and send its requests; false on failure. */
 static bool
-group_start(struct mc_client *c, const struct wave_ops *ops, struct wave *w, size_t gi)
+group_start(struct conns *t, const struct wave_ops *ops, struct wave *w, size_t gi)
 {
 	struct wave_group *g = &w->g[gi];
 
-	g->r = peer_get(c, g->addr, &g->reused, &g->err);
+	g->r = peer_get(t, g->addr, &g->reused, &g->err);
 	if (!g->r)
 		return false;
-	if (group_send(c, ops, w, gi, &g->err) == 0)
+	if (group_send(t, ops, w, gi, &g->err) == 0)
 		return true;
-	peer_drop(c, g->r);
+	peer_drop(t, g->r);
 	g->r = NULL;
 	return false;
 }
 
 static void
-wave_run(struct mc_client *c, const struct wave_ops *ops, struct wave *w)
+wave_run(struct conns *t, const struct wave_ops *ops, struct wave *w)
 {
 	size_t gi, done;
 
@@ -695,10 +737,10 @@ wave_run(struct mc_client *c, const struct wave_ops *ops, struct wave *w)
 	for (gi = 0; gi < w->ngroups; gi++) {
 		struct wave_group *g = &w->g[gi];
 
-		if (group_start(c, ops, w, gi))
+		if (group_start(t, ops, w, gi))
 			continue;
 		/* a cached connection may simply have gone stale: retry once */
-		g->failed = !g->reused || !group_start(c, ops, w, gi);
+		g->failed = !g->reused || !group_start(t, ops, w, gi);
 	}
 	for (gi = 0; gi < w->ngroups; gi++) {
 		struct wave_group *g = &w->g[gi];
@@ -712,10 +754,10 @@ wave_run(struct mc_client *c, const struct wave_ops *ops, struct wave *w)
 		 * fails to come; nothing was done on it, so redo the group once
 		 * on a fresh one (peer_get opens a new one: reused turns false).
 		 */
-		while (group_recv(c, ops, w, gi, &done, &g->err) != 0) {
-			peer_drop(c, g->r);
+		while (group_recv(t, ops, w, gi, &done, &g->err) != 0) {
+			peer_drop(t, g->r);
 			g->r = NULL;
-			if (done != 0 || !g->reused || !group_start(c, ops, w, gi)) {
+			if (done != 0 || !g->reused || !group_start(t, ops, w, gi)) {
 				group_fail(ops, w, gi, done, &g->err);
 				break;
 			}
@@ -729,6 +771,7 @@ enum { ST_PENDING, ST_DONE, ST_FAILED };
 
 struct get_key {
 	const char *key;
+	size_t klen;
 	void *buf;
 	size_t cap;
 	uint64_t version, size, checksum;
@@ -737,7 +780,6 @@ struct get_key {
 	struct rep rep[MC_REPLICAS_MAX];
 	int state;
 	bool all_checksum; /* every replica tried so far failed its checksum */
-	struct mc_client *c;
 	struct mc_err err;
 };
 
@@ -747,31 +789,32 @@ parse_list(const msgpack_object *body, struct get_key *k, struct mc_err *err)
 	if (mc_map_u64(body, "version", &k->version, err) != 1 ||
 	    mc_map_u64(body, "size", &k->size, err) != 1 ||
 	    mc_map_u64(body, "checksum", &k->checksum, err) != 1)
-		return mc_err_set(err, MC_ERR_PROTO, "malformed replica list for '%.*s'", KSHOW,
-				  k->key);
+		return mc_err_set(err, MC_ERR_PROTO, "malformed replica list for '%.*s'",
+				  KSHOWN(k->klen), k->key);
 	/* An older master grants no lease ids: nothing to release. */
 	if (mc_map_u64(body, "lease_id", &k->lease_id, err) < 0)
 		k->lease_id = 0;
 	if (parse_replicas(body, k->rep, &k->nrep, err) < 0)
 		return -1;
 	if (k->size > SIZE_MAX)
-		return mc_err_set(err, MC_ERR_TOO_LARGE, "'%.*s' is too large for memory", KSHOW,
-				  k->key);
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "'%.*s' is too large for memory",
+				  KSHOWN(k->klen), k->key);
 	k->all_checksum = true;
 	k->state = ST_PENDING;
 	return 0;
 }
 
 static int
-read_send(struct mc_client *c, struct mc_rpcc *r, void *item, struct mc_err *err)
+read_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
-	struct params ps = { 0 };
+	msgpack_packer *pk = mc_rpcc_begin(r, "read");
 
-	p_str(&ps, "tenant", c->tenant);
-	p_str(&ps, "key", k->key);
-	p_u64(&ps, "version", k->version);
-	return mc_rpcc_send(r, "read", pack_params, &ps, NULL, 0, err) < 0 ? -1 : 0;
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_str(pk, "tenant", t->c->tenant);
+	mc_pack_kv_strn(pk, "key", k->key, k->klen);
+	mc_pack_kv_u64(pk, "version", k->version);
+	return mc_rpcc_send(r, NULL, 0, err) < 0 ? -1 : 0;
 }
 
 static void
@@ -779,7 +822,7 @@ read_fail(void *item, const char *addr, const struct mc_err *err)
 {
 	struct get_key *k = item;
 
-	key_err(&k->err, err->code, "read", k->key, "from", addr, err->msg);
+	key_err(&k->err, err->code, "read", k->key, k->klen, "from", addr, err->msg);
 	if (err->code != MC_ERR_CHECKSUM)
 		k->all_checksum = false;
 	k->next++;
@@ -816,30 +859,29 @@ recv_head(struct mc_rpcc *r, struct reply_head *h, struct mc_err *err)
  * Read size bytes of bulk into buf, hashing each chunk as soon as it
  * lands: the chunk is still in cache, and the peer keeps sending while
  * we hash, so verifying costs little beyond the transfer itself.
- * The checksum is left in c->csum.
+ * The checksum is left in t->csum.
  */
 #define CHECKSUM_CHUNK (256u << 10)
 
 static int
-read_bulk_checked(struct mc_client *c, struct mc_rpcc *r, void *buf, uint64_t size,
-		  struct mc_err *err)
+read_bulk_checked(struct conns *t, struct mc_rpcc *r, void *buf, uint64_t size, struct mc_err *err)
 {
 	unsigned char *p = buf;
 
-	mc_checksum_stream_reset(c->csum);
+	mc_checksum_stream_reset(t->csum);
 	for (uint64_t off = 0; off < size;) {
 		uint64_t n = size - off < CHECKSUM_CHUNK ? size - off : CHECKSUM_CHUNK;
 
 		if (mc_rpcc_read_bulk(r, p + off, n, err) < 0)
 			return -1;
-		mc_checksum_stream_update(c->csum, p + off, (size_t)n);
+		mc_checksum_stream_update(t->csum, p + off, (size_t)n);
 		off += n;
 	}
 	return 0;
 }
 
 static int
-read_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
+read_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
 	struct reply_head h;
@@ -852,7 +894,7 @@ read_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, 
 		if (h.bulk_len > k->size + WAVE_BYTES)
 			return mc_err_set(err, MC_ERR_PROTO,
 					  "peer sent %llu bytes for '%.*s', %llu expected",
-					  (unsigned long long)h.bulk_len, KSHOW, k->key,
+					  (unsigned long long)h.bulk_len, KSHOWN(k->klen), k->key,
 					  (unsigned long long)k->size);
 		if (mc_rpcc_skip_bulk(r, h.bulk_len, err) < 0)
 			return -1;
@@ -873,9 +915,9 @@ read_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, 
 		read_fail(k, addr, &e);
 		return 0;
 	}
-	if (read_bulk_checked(c, r, k->buf, k->size, err) < 0)
+	if (read_bulk_checked(t, r, k->buf, k->size, err) < 0)
 		return -1;
-	if (mc_checksum_stream_digest(c->csum) != k->checksum) {
+	if (mc_checksum_stream_digest(t->csum) != k->checksum) {
 		mc_err_set(&e, MC_ERR_CHECKSUM, "checksum mismatch");
 		read_fail(k, addr, &e);
 		return 0;
@@ -892,16 +934,16 @@ read_exhausted(struct get_key *k)
 {
 	k->state = ST_FAILED;
 	if (k->nrep == 0)
-		mc_err_set(&k->err, MC_ERR_NOT_FOUND, "cannot get '%.*s': no replica", KSHOW,
-			   k->key);
+		mc_err_set(&k->err, MC_ERR_NOT_FOUND, "cannot get '%.*s': no replica",
+			   KSHOWN(k->klen), k->key);
 	else if (k->all_checksum)
 		mc_err_set(&k->err, MC_ERR_CHECKSUM, "checksum mismatch on every replica of '%.*s'",
-			   KSHOW, k->key);
+			   KSHOWN(k->klen), k->key);
 }
 
 /* Read every pending key, replica after replica, into its buffer. */
 static int
-read_keys(struct mc_client *c, struct get_key *ks, size_t n, struct mc_err *err)
+read_keys(struct conns *t, struct get_key *ks, size_t n, struct mc_err *err)
 {
 	struct wave w;
 	size_t i;
@@ -923,7 +965,7 @@ read_keys(struct mc_client *c, struct get_key *ks, size_t n, struct mc_err *err)
 		}
 		if (w.n == 0)
 			break;
-		wave_run(c, &read_ops, &w);
+		wave_run(t, &read_ops, &w);
 	}
 	wave_free(&w);
 	return 0;
@@ -936,38 +978,44 @@ read_keys(struct mc_client *c, struct get_key *ks, size_t n, struct mc_err *err)
  * extra round trip. If it is lost, the TTL ends the lease.
  */
 static void
-release_leases(struct mc_client *c, const struct get_key *ks, size_t n)
+release_leases(struct conns *t, const struct get_key *ks, size_t n)
 {
-	uint64_t ids[CHUNK_KEYS];
-	struct params ps = { 0 };
+	msgpack_packer *pk;
 	struct mc_err e;
-	size_t i, m = 0;
+	size_t i, j, m;
 
-	for (i = 0; i < n; i++) {
-		if (ks[i].lease_id != 0)
-			ids[m++] = ks[i].lease_id;
-		if (m == CHUNK_KEYS || (i + 1 == n && m > 0)) {
-			if (!c->master)
-				return;
-			ps.n = 0;
-			p_u64s(&ps, "lease_ids", ids, m);
-			(void)mc_rpcc_notify(c->master, "release", pack_params, &ps, &e);
-			m = 0;
-		}
+	for (i = 0; i < n && t->master; i += CHUNK_KEYS) {
+		size_t end = n - i < CHUNK_KEYS ? n : i + CHUNK_KEYS;
+
+		for (m = 0, j = i; j < end; j++)
+			m += ks[j].lease_id != 0;
+		if (m == 0)
+			continue;
+		pk = mc_rpcc_begin(t->master, "release");
+		msgpack_pack_map(pk, 1);
+		mc_pack_key(pk, "lease_ids");
+		msgpack_pack_array(pk, m);
+		for (j = i; j < end; j++)
+			if (ks[j].lease_id != 0)
+				msgpack_pack_uint64(pk, ks[j].lease_id);
+		(void)mc_rpcc_notify(t->master, &e);
 	}
 }
 
 static int
-get_list(struct mc_client *c, struct get_key *k, struct mc_err *err)
+get_list(struct conns *t, struct get_key *k, struct mc_err *err)
 {
-	struct params ps = { 0 };
+	msgpack_packer *pk = master_begin(t, "get_replica_list", err);
 	struct mc_msg m;
 	int rc;
 
-	p_str(&ps, "key", k->key);
-	if (master_call(c, "get_replica_list", &ps, &m, err) < 0) {
-		key_err(err, err->code, "get", k->key, "at",
-			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+	if (pk) {
+		msgpack_pack_map(pk, 1);
+		mc_pack_kv_strn(pk, "key", k->key, k->klen);
+	}
+	if (!pk || master_call(t, &m, err) < 0) {
+		key_err(err, err->code, "get", k->key, k->klen, "at",
+			is_transport(err->code) ? t->c->master_addr : NULL, err->msg);
 		return -1;
 	}
 	rc = parse_list(m.body, k, err);
@@ -976,19 +1024,19 @@ get_list(struct mc_client *c, struct get_key *k, struct mc_err *err)
 }
 
 static struct get_key *
-get_one(struct mc_client *c, const char *key, struct mc_err *err)
+get_one(struct conns *t, const void *key, size_t klen, struct mc_err *err)
 {
 	struct get_key *k;
 
-	if (check_key(key, err) < 0)
+	if (check_key(key, klen, err) < 0)
 		return NULL;
 	if (!(k = calloc(1, sizeof(*k)))) {
 		mc_err_errno(err, "cannot allocate");
 		return NULL;
 	}
 	k->key = key;
-	k->c = c;
-	if (get_list(c, k, err) < 0) {
+	k->klen = klen;
+	if (get_list(t, k, err) < 0) {
 		free(k);
 		return NULL;
 	}
@@ -996,9 +1044,9 @@ get_one(struct mc_client *c, const char *key, struct mc_err *err)
 }
 
 static int
-get_finish(struct mc_client *c, struct get_key *k, struct mc_err *err)
+get_finish(struct conns *t, struct get_key *k, struct mc_err *err)
 {
-	if (read_keys(c, k, 1, err) < 0)
+	if (read_keys(t, k, 1, err) < 0)
 		return -1;
 	if (k->state != ST_DONE) {
 		*err = k->err;
@@ -1008,9 +1056,11 @@ get_finish(struct mc_client *c, struct get_key *k, struct mc_err *err)
 }
 
 int
-mc_get(struct mc_client *c, const char *key, void *buf, size_t cap, size_t *len, struct mc_err *err)
+mc_get(struct mc_client *c, const void *key, size_t key_len, void *buf, size_t cap, size_t *len,
+       struct mc_err *err)
 {
-	struct get_key *k = get_one(c, key, err);
+	struct conns *t = conns_of(c, err);
+	struct get_key *k = t ? get_one(t, key, key_len, err) : NULL;
 	int rc = -1;
 
 	if (!k)
@@ -1018,22 +1068,24 @@ mc_get(struct mc_client *c, const char *key, void *buf, size_t cap, size_t *len,
 	*len = k->size;
 	if (k->size > cap) {
 		mc_err_set(err, MC_ERR_TOO_LARGE, "cannot get '%.*s': %llu bytes, buffer holds %zu",
-			   KSHOW, key, (unsigned long long)k->size, cap);
+			   KSHOWN(key_len), (const char *)key, (unsigned long long)k->size, cap);
 		goto out;
 	}
 	k->buf = buf;
 	k->cap = cap;
-	rc = get_finish(c, k, err);
+	rc = get_finish(t, k, err);
 out:
-	release_leases(c, k, 1);
+	release_leases(t, k, 1);
 	free(k);
 	return rc;
 }
 
 int
-mc_get_alloc(struct mc_client *c, const char *key, void **buf, size_t *len, struct mc_err *err)
+mc_get_alloc(struct mc_client *c, const void *key, size_t key_len, void **buf, size_t *len,
+	     struct mc_err *err)
 {
-	struct get_key *k = get_one(c, key, err);
+	struct conns *t = conns_of(c, err);
+	struct get_key *k = t ? get_one(t, key, key_len, err) : NULL;
 	int rc = -1;
 
 	*buf = NULL;
@@ -1043,11 +1095,11 @@ mc_get_alloc(struct mc_client *c, const char *key, void **buf, size_t *len, stru
 	k->buf = malloc(k->size + 1);
 	if (!k->buf) {
 		mc_err_set(err, MC_ERR_SYSTEM, "cannot allocate %llu bytes for '%.*s'",
-			   (unsigned long long)k->size, KSHOW, key);
+			   (unsigned long long)k->size, KSHOWN(key_len), (const char *)key);
 		goto out;
 	}
 	k->cap = k->size;
-	rc = get_finish(c, k, err);
+	rc = get_finish(t, k, err);
 	if (rc == 0) {
 		*buf = k->buf;
 		*len = k->size;
@@ -1055,26 +1107,29 @@ mc_get_alloc(struct mc_client *c, const char *key, void **buf, size_t *len, stru
 		free(k->buf);
 	}
 out:
-	release_leases(c, k, 1);
+	release_leases(t, k, 1);
 	free(k);
 	return rc;
 }
 
 /* One chunk of a batch get; -1 only when the master failed. */
 static int
-batch_get_chunk(struct mc_client *c, size_t n, const char *const *keys, void *const *bufs,
+batch_get_chunk(struct conns *t, size_t n, const struct mc_key *keys, void *const *bufs,
 		const size_t *caps, size_t *lens, int *results, struct get_key *ks,
 		struct mc_err *err)
 {
 	const msgpack_object_array *items;
-	struct params ps = { 0 };
+	msgpack_packer *pk;
 	struct mc_msg m;
 	size_t i;
 	int rc;
 
 	memset(ks, 0, n * sizeof(*ks));
-	p_strs(&ps, "keys", keys, n);
-	if (master_call(c, "batch_get_replica_list", &ps, &m, err) < 0)
+	if (!(pk = master_begin(t, "batch_get_replica_list", err)))
+		return -1;
+	msgpack_pack_map(pk, 1);
+	pack_keys(pk, keys, n);
+	if (master_call(t, &m, err) < 0)
 		return -1;
 	items = mc_map_array(m.body, "items");
 	if (!items || items->size != n) {
@@ -1086,8 +1141,8 @@ batch_get_chunk(struct mc_client *c, size_t n, const char *const *keys, void *co
 		const msgpack_object *it = &items->ptr[i];
 		struct get_key *k = &ks[i];
 
-		k->key = keys[i];
-		k->c = c;
+		k->key = keys[i].data;
+		k->klen = keys[i].len;
 		k->state = ST_FAILED;
 		lens[i] = 0;
 		if (item_error(it, &k->err) < 0) {
@@ -1111,8 +1166,8 @@ batch_get_chunk(struct mc_client *c, size_t n, const char *const *keys, void *co
 		results[i] = MC_OK;
 	}
 	mc_msg_release(&m);
-	rc = read_keys(c, ks, n, err);
-	release_leases(c, ks, n);
+	rc = read_keys(t, ks, n, err);
+	release_leases(t, ks, n);
 	if (rc < 0)
 		return -1;
 	for (i = 0; i < n; i++)
@@ -1122,9 +1177,10 @@ batch_get_chunk(struct mc_client *c, size_t n, const char *const *keys, void *co
 }
 
 int
-mc_batch_get(struct mc_client *c, size_t n, const char *const *keys, void *const *bufs,
+mc_batch_get(struct mc_client *c, size_t n, const struct mc_key *keys, void *const *bufs,
 	     const size_t *caps, size_t *lens, int *results, struct mc_err *err)
 {
+	struct conns *t = conns_of(c, err);
 	struct get_key *ks;
 	size_t i, done, m;
 	bool any = false;
@@ -1134,20 +1190,22 @@ mc_batch_get(struct mc_client *c, size_t n, const char *const *keys, void *const
 		results[i] = MC_ERR_INVALID;
 		lens[i] = 0;
 	}
+	if (!t)
+		return -1;
 	if (!(ks = calloc(CHUNK_KEYS, sizeof(*ks))))
 		return mc_err_errno(err, "cannot allocate a batch");
 	for (done = 0; done < n; done += m) {
 		m = n - done < CHUNK_KEYS ? n - done : CHUNK_KEYS;
 		/* the master refuses the whole call for one bad key: weed them out */
 		for (i = 0; i < m; i++)
-			if (check_key(keys[done + i], NULL) < 0)
+			if (check_key(keys[done + i].data, keys[done + i].len, NULL) < 0)
 				break;
 		if (i < m) {
 			m = i ? i : 1;
 			if (i == 0)
 				continue;
 		}
-		if (batch_get_chunk(c, m, keys + done, bufs + done, caps + done, lens + done,
+		if (batch_get_chunk(t, m, keys + done, bufs + done, caps + done, lens + done,
 				    results + done, ks, err) < 0) {
 			for (i = done; i < n; i++)
 				results[i] = err->code;
@@ -1172,7 +1230,8 @@ struct put_rep {
 
 struct put_key {
 	const char *key;
-	const char *parent; /* NULL: none */
+	size_t klen;
+	struct mc_key parent; /* len 0: none */
 	const void *buf;
 	size_t len;
 	uint64_t checksum, version;
@@ -1185,43 +1244,46 @@ struct put_key {
 };
 
 static void
-put_params(struct params *ps, const struct put_key *k, const struct mc_put_opts *o)
+pack_put_start(msgpack_packer *pk, const struct put_key *k, const struct mc_put_opts *o)
 {
-	p_str(ps, "key", k->key);
-	p_u64(ps, "size", k->len);
-	p_u64(ps, "replicas", o->replicas ? o->replicas : 1);
-	p_str(ps, "type", o->type ? o->type : MC_DEFAULT_TYPE);
-	p_str(ps, "group", o->group);
-	p_str(ps, "parent", k->parent);
-	p_bool(ps, "hard_pin", o->hard_pin);
-	p_u64(ps, "checksum", k->checksum);
-	p_bool(ps, "upsert", o->upsert);
+	bool ttl = o->soft_pin == MC_SOFT_PIN_ENABLE && o->has_soft_pin_ttl;
+	bool pin = o->soft_pin == MC_SOFT_PIN_ENABLE || o->soft_pin == MC_SOFT_PIN_DISABLE;
+
+	msgpack_pack_map(pk, 7 + (o->group != NULL) + (k->parent.len > 0) + pin + ttl);
+	mc_pack_kv_strn(pk, "key", k->key, k->klen);
+	mc_pack_kv_u64(pk, "size", k->len);
+	mc_pack_kv_u64(pk, "replicas", o->replicas ? o->replicas : 1);
+	mc_pack_kv_str(pk, "type", o->type ? o->type : MC_DEFAULT_TYPE);
+	if (o->group)
+		mc_pack_kv_str(pk, "group", o->group);
+	if (k->parent.len > 0)
+		mc_pack_kv_strn(pk, "parent", k->parent.data, k->parent.len);
+	mc_pack_kv_bool(pk, "hard_pin", o->hard_pin);
+	mc_pack_kv_u64(pk, "checksum", k->checksum);
+	mc_pack_kv_bool(pk, "upsert", o->upsert);
 	/* Preserve is the master's default: an absent field says it. */
-	if (o->soft_pin == MC_SOFT_PIN_ENABLE) {
-		p_str(ps, "soft_pin", "enable");
-		if (o->has_soft_pin_ttl)
-			p_u64(ps, "soft_pin_ttl_ms", o->soft_pin_ttl_ms);
-	} else if (o->soft_pin == MC_SOFT_PIN_DISABLE) {
-		p_str(ps, "soft_pin", "disable");
-	}
+	if (pin)
+		mc_pack_kv_str(pk, "soft_pin",
+			       o->soft_pin == MC_SOFT_PIN_ENABLE ? "enable" : "disable");
+	if (ttl)
+		mc_pack_kv_u64(pk, "soft_pin_ttl_ms", o->soft_pin_ttl_ms);
 }
 
 static int
-write_send(struct mc_client *c, struct mc_rpcc *r, void *item, struct mc_err *err)
+write_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct put_rep *pr = item;
 	struct put_key *k = pr->owner;
-	struct params ps = { 0 };
+	msgpack_packer *pk = mc_rpcc_begin(r, "write");
 
-	p_str(&ps, "tenant", c->tenant);
-	p_str(&ps, "key", k->key);
-	p_u64(&ps, "version", k->version);
-	p_u64(&ps, "len", k->len);
-	p_u64(&ps, "checksum", k->checksum);
-	p_str(&ps, "tier", pr->r.tier);
-	return mc_rpcc_send(r, "write", pack_params, &ps, k->len ? k->buf : NULL, k->len, err) < 0
-		       ? -1
-		       : 0;
+	msgpack_pack_map(pk, 6);
+	mc_pack_kv_str(pk, "tenant", t->c->tenant);
+	mc_pack_kv_strn(pk, "key", k->key, k->klen);
+	mc_pack_kv_u64(pk, "version", k->version);
+	mc_pack_kv_u64(pk, "len", k->len);
+	mc_pack_kv_u64(pk, "checksum", k->checksum);
+	mc_pack_kv_str(pk, "tier", pr->r.tier);
+	return mc_rpcc_send(r, k->len ? k->buf : NULL, k->len, err) < 0 ? -1 : 0;
 }
 
 static void
@@ -1232,17 +1294,17 @@ write_fail(void *item, const char *addr, const struct mc_err *err)
 
 	pr->state = ST_FAILED;
 	if (k->err.code == 0)
-		key_err(&k->err, err->code ? err->code : MC_ERR_INTERNAL, "write", k->key, "to",
-			addr, err->msg);
+		key_err(&k->err, err->code ? err->code : MC_ERR_INTERNAL, "write", k->key, k->klen,
+			"to", addr, err->msg);
 }
 
 static int
-write_recv(struct mc_client *c, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
+write_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct put_rep *pr = item;
 	struct reply_head h;
 
-	(void)c;
+	(void)t;
 	if (recv_head(r, &h, err) < 0)
 		return -1;
 	if (h.bulk && mc_rpcc_skip_bulk(r, h.bulk_len, err) < 0)
@@ -1259,7 +1321,7 @@ static const struct wave_ops write_ops = { write_send, write_recv, write_fail };
 static void
 put_refused(struct put_key *k, const struct mc_err *remote)
 {
-	key_err(&k->err, remote->code, "put", k->key, NULL, NULL, remote->msg);
+	key_err(&k->err, remote->code, "put", k->key, k->klen, NULL, NULL, remote->msg);
 }
 
 /* Take in a successful put_start answer for one key. */
@@ -1273,7 +1335,7 @@ put_started(struct put_key *k, const struct mc_msg *m)
 	if (mc_map_u64(m->body, "version", &k->version, &e) != 1 ||
 	    parse_replicas(m->body, reps, &k->nrep, &e) < 0) {
 		mc_err_set(&k->err, MC_ERR_PROTO, "cannot put '%.*s': malformed put_start answer",
-			   KSHOW, k->key);
+			   KSHOWN(k->klen), k->key);
 		return;
 	}
 	/* started: from here on it must end with put_end or put_revoke */
@@ -1284,8 +1346,8 @@ put_started(struct put_key *k, const struct mc_msg *m)
 		k->rep[i].state = ST_PENDING;
 	}
 	if (k->nrep == 0)
-		mc_err_set(&k->err, MC_ERR_PROTO, "cannot put '%.*s': no replica placed", KSHOW,
-			   k->key);
+		mc_err_set(&k->err, MC_ERR_PROTO, "cannot put '%.*s': no replica placed",
+			   KSHOWN(k->klen), k->key);
 }
 
 /* A key put_start refused for want of room, to be asked once more. */
@@ -1300,9 +1362,10 @@ retry_no_space(const struct put_key *k)
  * pipelined; -1 when the master failed.
  */
 static int
-put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put_opts *o,
+put_start_all(struct conns *t, struct put_key *ks, size_t n, const struct mc_put_opts *o,
 	      bool retry, struct mc_err *err)
 {
+	msgpack_packer *pk;
 	struct mc_rpcc *r;
 	struct mc_msg m;
 	struct mc_err e;
@@ -1315,13 +1378,12 @@ put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc
 			ks[i].skip = true;
 	if (n == 1 && !ks[0].skip) {
 		/* a lone put may reconnect to a restarted master */
-		struct params ps = { 0 };
-
-		put_params(&ps, &ks[0], o);
-		if (master_call(c, "put_start", &ps, &m, err) < 0) {
-			if (is_transport(err->code)) {
-				key_err(err, err->code, "put", ks[0].key, "at", c->master_addr,
-					err->msg);
+		if ((pk = master_begin(t, "put_start", err)) != NULL)
+			pack_put_start(pk, &ks[0], o);
+		if (!pk || master_call(t, &m, err) < 0) {
+			if (!pk || is_transport(err->code)) {
+				key_err(err, err->code, "put", ks[0].key, ks[0].klen, "at",
+					t->c->master_addr, err->msg);
 				return -1;
 			}
 			put_refused(&ks[0], err);
@@ -1331,15 +1393,13 @@ put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc
 		mc_msg_release(&m);
 		return 0;
 	}
-	if (!(r = master_get(c, err)))
+	if (!(r = master_get(t, err)))
 		return -1;
 	for (i = 0; i < n; i++) {
-		struct params ps = { 0 };
-
 		if (ks[i].skip)
 			continue;
-		put_params(&ps, &ks[i], o);
-		if (mc_rpcc_send(r, "put_start", pack_params, &ps, NULL, 0, err) < 0)
+		pack_put_start(mc_rpcc_begin(r, "put_start"), &ks[i], o);
+		if (mc_rpcc_send(r, NULL, 0, err) < 0)
 			goto fail;
 	}
 	if (mc_rpcc_flush(r, err) < 0)
@@ -1360,7 +1420,7 @@ put_start_all(struct mc_client *c, struct put_key *ks, size_t n, const struct mc
 	return 0;
 fail:
 	/* keys started before the failure are discarded by the master's put timeout */
-	master_drop(c);
+	master_drop(t);
 	return -1;
 }
 
@@ -1379,15 +1439,35 @@ put_split(const struct put_key *k, uint64_t *ok, size_t *nok, uint64_t *bad, siz
 	}
 }
 
+/* Queue put_end or put_revoke of a key's version for ids (n 0: all of them). */
+static int
+send_put_close(struct mc_rpcc *r, const char *method, const struct put_key *k, const uint64_t *ids,
+	       size_t n, struct mc_err *err)
+{
+	msgpack_packer *pk = mc_rpcc_begin(r, method);
+	size_t i;
+
+	msgpack_pack_map(pk, 2 + (n > 0));
+	mc_pack_kv_strn(pk, "key", k->key, k->klen);
+	mc_pack_kv_u64(pk, "version", k->version);
+	if (n > 0) {
+		mc_pack_key(pk, "replica_ids");
+		msgpack_pack_array(pk, n);
+		for (i = 0; i < n; i++)
+			msgpack_pack_uint64(pk, ids[i]);
+	}
+	return mc_rpcc_send(r, NULL, 0, err) < 0 ? -1 : 0;
+}
+
 /*
  * End every started put: put_end for the written replicas, put_revoke for
  * the rest (all of them when nothing was written). Pipelined.
  */
 static int
-put_finish(struct mc_client *c, struct put_key *ks, size_t n, struct mc_err *err)
+put_finish(struct conns *t, struct put_key *ks, size_t n, struct mc_err *err)
 {
 	uint64_t ok[MC_REPLICAS_MAX], bad[MC_REPLICAS_MAX];
-	struct mc_rpcc *r = master_get(c, err);
+	struct mc_rpcc *r = master_get(t, err);
 	size_t i, nok, nbad;
 	struct mc_err e;
 	struct mc_msg m;
@@ -1396,25 +1476,15 @@ put_finish(struct mc_client *c, struct put_key *ks, size_t n, struct mc_err *err
 		return -1;
 	for (i = 0; i < n; i++) {
 		struct put_key *k = &ks[i];
-		struct params ps = { 0 };
 
 		if (!k->started)
 			continue;
 		put_split(k, ok, &nok, bad, &nbad);
-		p_str(&ps, "key", k->key);
-		p_u64(&ps, "version", k->version);
-		if (nok) {
-			p_u64s(&ps, "replica_ids", ok, nok);
-			if (mc_rpcc_send(r, "put_end", pack_params, &ps, NULL, 0, err) < 0)
-				goto fail;
-			ps.n = 2;
-		}
-		if (nbad)
-			p_u64s(&ps, "replica_ids", bad, nbad);
+		if (nok && send_put_close(r, "put_end", k, ok, nok, err) < 0)
+			goto fail;
 		/* no replica at all (nothing placed): revoke the whole put */
-		if (nbad || !nok)
-			if (mc_rpcc_send(r, "put_revoke", pack_params, &ps, NULL, 0, err) < 0)
-				goto fail;
+		if ((nbad || !nok) && send_put_close(r, "put_revoke", k, bad, nbad, err) < 0)
+			goto fail;
 	}
 	if (mc_rpcc_flush(r, err) < 0)
 		goto fail;
@@ -1428,7 +1498,7 @@ put_finish(struct mc_client *c, struct put_key *ks, size_t n, struct mc_err *err
 			if (mc_rpcc_recv(r, &m, err) < 0)
 				goto fail;
 			if (mc_msg_error(&m, &e) < 0)
-				key_err(&k->err, e.code, "put", k->key, NULL, NULL, e.msg);
+				key_err(&k->err, e.code, "put", k->key, k->klen, NULL, NULL, e.msg);
 			else
 				k->status = MC_OK;
 			mc_msg_release(&m);
@@ -1440,17 +1510,18 @@ put_finish(struct mc_client *c, struct put_key *ks, size_t n, struct mc_err *err
 			mc_msg_release(&m);
 		}
 		if (!nok && k->err.code == 0)
-			mc_err_set(&k->err, MC_ERR_INTERNAL, "cannot put '%.*s'", KSHOW, k->key);
+			mc_err_set(&k->err, MC_ERR_INTERNAL, "cannot put '%.*s'", KSHOWN(k->klen),
+				   k->key);
 	}
 	return 0;
 fail:
-	master_drop(c);
+	master_drop(t);
 	return -1;
 }
 
 /* One chunk of puts; -1 only when the master failed. */
 static int
-put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put_opts *o,
+put_chunk(struct conns *t, struct put_key *ks, size_t n, const struct mc_put_opts *o,
 	  struct mc_err *err)
 {
 	struct wave w;
@@ -1461,7 +1532,7 @@ put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put
 		ks[i].checksum = mc_checksum(ks[i].len ? ks[i].buf : "", ks[i].len);
 		ks[i].status = MC_ERR_INTERNAL;
 	}
-	if (put_start_all(c, ks, n, o, false, err) < 0)
+	if (put_start_all(t, ks, n, o, false, err) < 0)
 		return -1;
 	/*
 	 * The master already waited (--put-wait) for eviction to make room;
@@ -1474,9 +1545,10 @@ put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put
 		struct timespec pause = { 0, PUT_RETRY_NS };
 
 		for (; i < n; i++)
-			c->stats.put_retries += retry_no_space(&ks[i]);
+			if (retry_no_space(&ks[i]))
+				__atomic_add_fetch(&t->c->put_retries, 1, __ATOMIC_RELAXED);
 		nanosleep(&pause, NULL);
-		if (put_start_all(c, ks, n, o, true, err) < 0)
+		if (put_start_all(t, ks, n, o, true, err) < 0)
 			return -1;
 	}
 	if (wave_init(&w, n * MC_REPLICAS_MAX, err) == 0) {
@@ -1491,7 +1563,7 @@ put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put
 			}
 			if (w.n == 0)
 				break;
-			wave_run(c, &write_ops, &w);
+			wave_run(t, &write_ops, &w);
 		}
 		wave_free(&w);
 	} else {
@@ -1500,7 +1572,7 @@ put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put
 			if (ks[i].err.code == 0)
 				ks[i].err = *err;
 	}
-	if (put_finish(c, ks, n, err) < 0)
+	if (put_finish(t, ks, n, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (ks[i].status != MC_OK)
@@ -1508,23 +1580,35 @@ put_chunk(struct mc_client *c, struct put_key *ks, size_t n, const struct mc_put
 	return 0;
 }
 
+static int
+take_put_opts(struct mc_put_opts *o, const struct mc_put_opts *given, struct mc_err *err)
+{
+	return take_opts(o, sizeof(*o), given, "put options", "MC_PUT_OPTS_INIT", err);
+}
+
 int
-mc_put(struct mc_client *c, const char *key, const void *buf, size_t len,
+mc_put(struct mc_client *c, const void *key, size_t key_len, const void *buf, size_t len,
        const struct mc_put_opts *opts, struct mc_err *err)
 {
-	struct mc_put_opts none = { 0 };
+	struct mc_put_opts o;
 	struct put_key *k;
+	struct conns *t;
 	int rc = -1;
 
-	if (check_key(key, err) < 0)
+	if (check_key(key, key_len, err) < 0 || take_put_opts(&o, opts, err) < 0)
+		return -1;
+	if (o.parent.len > 0 && check_key(o.parent.data, o.parent.len, err) < 0)
+		return -1;
+	if (!(t = conns_of(c, err)))
 		return -1;
 	if (!(k = calloc(1, sizeof(*k))))
 		return mc_err_errno(err, "cannot allocate");
 	k->key = key;
-	k->parent = opts != NULL ? opts->parent : NULL;
+	k->klen = key_len;
+	k->parent = o.parent;
 	k->buf = buf;
 	k->len = len;
-	if (put_chunk(c, k, 1, opts ? opts : &none, err) == 0) {
+	if (put_chunk(t, k, 1, &o, err) == 0) {
 		if (k->status == MC_OK)
 			rc = 0;
 		else
@@ -1534,41 +1618,54 @@ mc_put(struct mc_client *c, const char *key, const void *buf, size_t len,
 	return rc;
 }
 
+/* A key a batch put can send: its own bytes and its parent's are valid. */
+static bool
+put_key_ok(const struct mc_key *keys, const struct mc_put_opts *o, size_t i)
+{
+	if (check_key(keys[i].data, keys[i].len, NULL) < 0)
+		return false;
+	return !o->parents || o->parents[i].len == 0 ||
+	       check_key(o->parents[i].data, o->parents[i].len, NULL) == 0;
+}
+
 int
-mc_batch_put(struct mc_client *c, size_t n, const char *const *keys, const void *const *bufs,
+mc_batch_put(struct mc_client *c, size_t n, const struct mc_key *keys, const void *const *bufs,
 	     const size_t *lens, const struct mc_put_opts *opts, int *results, struct mc_err *err)
 {
-	struct mc_put_opts none = { 0 };
 	size_t slot[CHUNK_KEYS];
+	struct mc_put_opts o;
 	struct put_key *ks;
+	struct conns *t;
 	size_t i, j, done;
 	bool any = false;
 
-	if (!opts)
-		opts = &none;
 	for (i = 0; i < n; i++)
 		results[i] = MC_ERR_INVALID;
+	if (take_put_opts(&o, opts, err) < 0 || !(t = conns_of(c, err)))
+		return -1;
 	if (!(ks = calloc(CHUNK_KEYS, sizeof(*ks))))
 		return mc_err_errno(err, "cannot allocate a batch");
 	for (done = 0; done < n;) {
 		/* gather up to a chunk of valid keys; a bad one keeps MC_ERR_INVALID */
 		for (j = 0; done < n && j < CHUNK_KEYS; done++) {
-			if (check_key(keys[done], NULL) < 0)
+			if (!put_key_ok(keys, &o, done))
 				continue;
 			memset(&ks[j], 0, sizeof(ks[j]));
-			ks[j].key = keys[done];
-			ks[j].parent = opts->parents != NULL ? opts->parents[done] : NULL;
+			ks[j].key = keys[done].data;
+			ks[j].klen = keys[done].len;
+			if (o.parents)
+				ks[j].parent = o.parents[done];
 			ks[j].buf = bufs[done];
 			ks[j].len = lens[done];
 			slot[j++] = done;
 		}
 		if (j == 0)
 			break;
-		if (put_chunk(c, ks, j, opts, err) < 0) {
+		if (put_chunk(t, ks, j, &o, err) < 0) {
 			for (i = 0; i < j; i++)
 				results[slot[i]] = err->code;
 			for (; done < n; done++)
-				if (check_key(keys[done], NULL) == 0)
+				if (put_key_ok(keys, &o, done))
 					results[done] = err->code;
 			free(ks);
 			return any ? 0 : -1;
@@ -1583,49 +1680,71 @@ mc_batch_put(struct mc_client *c, size_t n, const char *const *keys, const void 
 
 /* ---- metadata calls ---- */
 
-int
-mc_exist(struct mc_client *c, const char *key, struct mc_err *err)
+/* A call on the master about one key: {key[, force]}. */
+static int
+key_call(struct conns *t, const char *method, const char *verb, const void *key, size_t klen,
+	 int force, struct mc_msg *m, struct mc_err *err)
 {
-	struct params ps = { 0 };
+	msgpack_packer *pk = master_begin(t, method, err);
+
+	if (pk) {
+		msgpack_pack_map(pk, force >= 0 ? 2 : 1);
+		mc_pack_kv_strn(pk, "key", key, klen);
+		if (force >= 0)
+			mc_pack_kv_bool(pk, "force", force);
+	}
+	if (!pk || master_call(t, m, err) < 0) {
+		key_err(err, err->code, verb, key, klen, "at",
+			is_transport(err->code) ? t->c->master_addr : NULL, err->msg);
+		return -1;
+	}
+	return 0;
+}
+
+int
+mc_exist(struct mc_client *c, const void *key, size_t key_len, struct mc_err *err)
+{
+	struct conns *t;
 	struct mc_msg m;
 	bool yes = false;
 
-	if (check_key(key, err) < 0)
+	if (check_key(key, key_len, err) < 0 || !(t = conns_of(c, err)))
 		return -1;
-	p_str(&ps, "key", key);
-	if (master_call(c, "exist", &ps, &m, err) < 0) {
-		key_err(err, err->code, "look up", key, "at",
-			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+	if (key_call(t, "exist", "look up", key, key_len, -1, &m, err) < 0)
 		return -1;
-	}
 	if (mc_map_bool(m.body, "exists", &yes, err) != 1) {
 		mc_msg_release(&m);
-		return mc_err_set(err, MC_ERR_PROTO, "malformed exist answer for '%.*s'", KSHOW,
-				  key);
+		return mc_err_set(err, MC_ERR_PROTO, "malformed exist answer for '%.*s'",
+				  KSHOWN(key_len), (const char *)key);
 	}
 	mc_msg_release(&m);
 	return yes ? 1 : 0;
 }
 
 int
-mc_batch_exist(struct mc_client *c, size_t n, const char *const *keys, int *present,
+mc_batch_exist(struct mc_client *c, size_t n, const struct mc_key *keys, int *present,
 	       struct mc_err *err)
 {
 	const msgpack_object_array *a;
+	msgpack_packer *pk;
 	size_t i, done, m;
 	struct mc_msg msg;
+	struct conns *t;
 
 	for (i = 0; i < n; i++) {
 		present[i] = 0;
-		if (check_key(keys[i], err) < 0)
+		if (check_key(keys[i].data, keys[i].len, err) < 0)
 			return -1;
 	}
+	if (!(t = conns_of(c, err)))
+		return -1;
 	for (done = 0; done < n; done += m) {
-		struct params ps = { 0 };
-
 		m = n - done < EXIST_CHUNK ? n - done : EXIST_CHUNK;
-		p_strs(&ps, "keys", keys + done, m);
-		if (master_call(c, "batch_exist", &ps, &msg, err) < 0)
+		if (!(pk = master_begin(t, "batch_exist", err)))
+			return -1;
+		msgpack_pack_map(pk, 1);
+		pack_keys(pk, keys + done, m);
+		if (master_call(t, &msg, err) < 0)
 			return -1;
 		a = mc_map_array(msg.body, "exists");
 		if (!a || a->size != m) {
@@ -1642,37 +1761,40 @@ mc_batch_exist(struct mc_client *c, size_t n, const char *const *keys, int *pres
 }
 
 int
-mc_remove(struct mc_client *c, const char *key, bool force, struct mc_err *err)
+mc_remove(struct mc_client *c, const void *key, size_t key_len, bool force, struct mc_err *err)
 {
-	struct params ps = { 0 };
+	struct conns *t;
 	struct mc_msg m;
 
-	if (check_key(key, err) < 0)
+	if (check_key(key, key_len, err) < 0 || !(t = conns_of(c, err)))
 		return -1;
-	p_str(&ps, "key", key);
-	p_bool(&ps, "force", force);
-	if (master_call(c, "remove", &ps, &m, err) < 0) {
-		key_err(err, err->code, "remove", key, "at",
-			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+	if (key_call(t, "remove", "remove", key, key_len, force, &m, err) < 0)
 		return -1;
-	}
 	mc_msg_release(&m);
 	return 0;
 }
 
 int
-mc_remove_prefix(struct mc_client *c, const char *prefix, bool force, uint64_t *removed,
-		 struct mc_err *err)
+mc_remove_prefix(struct mc_client *c, const void *prefix, size_t prefix_len, bool force,
+		 uint64_t *removed, struct mc_err *err)
 {
-	struct params ps = { 0 };
+	struct conns *t = conns_of(c, err);
+	msgpack_packer *pk;
 	struct mc_msg m;
 	uint64_t v = 0;
 
-	p_str(&ps, "prefix", prefix ? prefix : "");
-	p_bool(&ps, "force", force);
-	if (master_call(c, "remove_prefix", &ps, &m, err) < 0) {
-		key_err(err, err->code, "remove prefix", prefix ? prefix : "", "at",
-			is_transport(err->code) ? c->master_addr : NULL, err->msg);
+	if (!t)
+		return -1;
+	if (prefix == NULL)
+		prefix_len = 0;
+	if ((pk = master_begin(t, "remove_prefix", err)) != NULL) {
+		msgpack_pack_map(pk, 2);
+		mc_pack_kv_strn(pk, "prefix", prefix_len ? prefix : "", prefix_len);
+		mc_pack_kv_bool(pk, "force", force);
+	}
+	if (!pk || master_call(t, &m, err) < 0) {
+		key_err(err, err->code, "remove prefix", prefix_len ? prefix : "", prefix_len, "at",
+			is_transport(err->code) ? t->c->master_addr : NULL, err->msg);
 		return -1;
 	}
 	mc_map_u64(m.body, "removed", &v, NULL);
@@ -1682,35 +1804,118 @@ mc_remove_prefix(struct mc_client *c, const char *prefix, bool force, uint64_t *
 	return 0;
 }
 
-/* A string field that may be absent or nil (left empty then). */
+/* A string field: its bytes, or "" when absent or nil; -1 when of another type. */
 static int
-opt_strcpy(const msgpack_object *map, const char *key, char *buf, size_t cap, struct mc_err *err)
+str_field(const msgpack_object *map, const char *key, const char **s, size_t *n)
 {
 	const msgpack_object *o = mc_map_get(map, key);
 
+	*s = "";
+	*n = 0;
 	if (!o || o->type == MSGPACK_OBJECT_NIL)
 		return 0;
-	return mc_map_strcpy(map, key, buf, cap, err);
+	if (o->type != MSGPACK_OBJECT_STR && o->type != MSGPACK_OBJECT_BIN)
+		return -1;
+	*s = o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr : o->via.bin.ptr;
+	*n = o->type == MSGPACK_OBJECT_STR ? o->via.str.size : o->via.bin.size;
+	return 0;
 }
 
-int
-mc_stat(struct mc_client *c, const char *key, struct mc_object_info *info, struct mc_err *err)
-{
-	const msgpack_object_array *a;
-	struct params ps = { 0 };
-	struct mc_msg m;
-	uint32_t i;
+/* Strings copied after the struct and its replicas, in the one block mc_stat allocates. */
+struct strings {
+	char *next, *end;
+};
 
-	if (check_key(key, err) < 0)
-		return -1;
-	p_str(&ps, "key", key);
-	if (master_call(c, "stat", &ps, &m, err) < 0) {
-		key_err(err, err->code, "stat", key, "at",
-			is_transport(err->code) ? c->master_addr : NULL, err->msg);
-		return -1;
+static const char *
+copy_str(struct strings *s, const char *p, size_t n)
+{
+	char *out = s->next;
+
+	if (n + 1 > (size_t)(s->end - s->next))
+		return "";
+	memcpy(out, p, n);
+	out[n] = '\0';
+	s->next += n + 1;
+	return out;
+}
+
+/*
+ * The stat answer as one allocation: the struct, its replicas, then
+ * every string. The first pass checks the fields and counts bytes.
+ */
+static struct mc_object_info *
+info_build(const msgpack_object *body, const void *key, size_t klen, struct mc_err *err)
+{
+	const msgpack_object_array *a = mc_map_array(body, "replicas");
+	size_t nrep = a ? a->size : 0, bytes, i, n;
+	struct mc_replica_info *reps;
+	struct mc_object_info *info;
+	struct strings strs;
+	const char *s;
+
+	bytes = sizeof(*info) + nrep * sizeof(*reps) + klen + 1;
+	if (str_field(body, "type", &s, &n) < 0)
+		return NULL;
+	bytes += n + 1;
+	if (str_field(body, "group", &s, &n) < 0)
+		return NULL;
+	bytes += n + 1;
+	for (i = 0; i < nrep; i++) {
+		if (str_field(&a->ptr[i], "addr", &s, &n) < 0)
+			return NULL;
+		bytes += n + 1;
+		if (str_field(&a->ptr[i], "tier", &s, &n) < 0)
+			return NULL;
+		bytes += n + 1;
 	}
-	memset(info, 0, sizeof(*info));
-	snprintf(info->key, sizeof(info->key), "%s", key);
+	if (!(info = calloc(1, bytes))) {
+		mc_err_errno(err, "cannot allocate an object's metadata");
+		return NULL;
+	}
+	reps = (struct mc_replica_info *)(info + 1);
+	strs.next = (char *)(reps + nrep);
+	strs.end = (char *)info + bytes;
+	info->key.data = copy_str(&strs, key, klen);
+	info->key.len = klen;
+	str_field(body, "type", &s, &n);
+	info->type = copy_str(&strs, s, n);
+	str_field(body, "group", &s, &n);
+	info->group = copy_str(&strs, s, n);
+	for (i = 0; i < nrep; i++) {
+		const msgpack_object *o = &a->ptr[i];
+		uint64_t id = 0;
+
+		mc_map_u64(o, "peer_id", &id, NULL);
+		reps[i].peer_id = (uint32_t)id;
+		str_field(o, "addr", &s, &n);
+		reps[i].addr = copy_str(&strs, s, n);
+		str_field(o, "tier", &s, &n);
+		reps[i].tier = copy_str(&strs, s, n);
+		reps[i].complete = mc_obj_streq(mc_map_get(o, "state"), "complete");
+	}
+	info->replicas = reps;
+	info->nreplicas = nrep;
+	return info;
+}
+
+struct mc_object_info *
+mc_stat(struct mc_client *c, const void *key, size_t key_len, struct mc_err *err)
+{
+	struct mc_object_info *info = NULL;
+	struct conns *t;
+	struct mc_msg m;
+
+	if (check_key(key, key_len, err) < 0 || !(t = conns_of(c, err)))
+		return NULL;
+	if (key_call(t, "stat", "stat", key, key_len, -1, &m, err) < 0)
+		return NULL;
+	err->code = 0;
+	if (!(info = info_build(m.body, key, key_len, err))) {
+		if (err->code == 0)
+			goto bad;
+		mc_msg_release(&m);
+		return NULL;
+	}
 	if (mc_map_u64(m.body, "size", &info->size, err) != 1 ||
 	    mc_map_u64(m.body, "version", &info->version, err) != 1)
 		goto bad;
@@ -1720,35 +1925,28 @@ mc_stat(struct mc_client *c, const char *key, struct mc_object_info *info, struc
 	    mc_map_u64(m.body, "last_access", &info->last_access, err) < 0 ||
 	    mc_map_u64(m.body, "access_count", &info->access_count, err) < 0 ||
 	    mc_map_u64(m.body, "lease_deadline", &info->lease_deadline, err) < 0 ||
-	    mc_map_bool(m.body, "hard_pin", &info->hard_pin, err) < 0 ||
-	    opt_strcpy(m.body, "type", info->type, sizeof(info->type), err) < 0 ||
-	    opt_strcpy(m.body, "group", info->group, sizeof(info->group), err) < 0)
+	    mc_map_bool(m.body, "hard_pin", &info->hard_pin, err) < 0)
 		goto bad;
-	a = mc_map_array(m.body, "replicas");
-	for (i = 0; a && i < a->size && i < MC_REPLICAS_MAX; i++) {
-		const msgpack_object *o = &a->ptr[i];
-		uint64_t id = 0;
-
-		if (mc_map_u64(o, "peer_id", &id, err) < 0 ||
-		    mc_map_strcpy(o, "addr", info->replicas[i].addr, sizeof(info->replicas[i].addr),
-				  err) < 0 ||
-		    mc_map_strcpy(o, "tier", info->replicas[i].tier, sizeof(info->replicas[i].tier),
-				  err) < 0)
-			goto bad;
-		info->replicas[i].peer_id = (uint32_t)id;
-		info->replicas[i].complete = mc_obj_streq(mc_map_get(o, "state"), "complete");
-		info->nreplicas++;
-	}
 	mc_msg_release(&m);
-	return 0;
+	return info;
 bad:
 	mc_msg_release(&m);
-	return mc_err_set(err, MC_ERR_PROTO, "malformed stat answer for '%.*s'", KSHOW, key);
+	free(info);
+	mc_err_set(err, MC_ERR_PROTO, "malformed stat answer for '%.*s'", KSHOWN(key_len),
+		   (const char *)key);
+	return NULL;
+}
+
+void
+mc_object_info_free(struct mc_object_info *info)
+{
+	free(info);
 }
 
 /* One listed key, copied out so callbacks may call the client again. */
 struct list_ent {
 	char *key;
+	size_t klen;
 	uint64_t size, version;
 	char type[MC_NAME_MAX + 1];
 };
@@ -1780,40 +1978,53 @@ list_copy(const msgpack_object_array *a, struct list_ent **out, struct mc_err *e
 		const char *s;
 		size_t n;
 
-		if (mc_map_str(o, "key", &s, &n, err) != 1 || n == 0 || n > MC_KEY_MAX ||
+		if (str_field(o, "key", &s, &n) < 0 || n == 0 || n > MC_KEY_MAX ||
 		    mc_map_strcpy(o, "type", e[i].type, sizeof(e[i].type), err) < 0 ||
 		    mc_map_u64(o, "size", &e[i].size, err) < 0 ||
 		    mc_map_u64(o, "version", &e[i].version, err) < 0) {
 			list_ents_free(e, i);
 			return mc_err_set(err, MC_ERR_PROTO, "malformed list answer");
 		}
-		if (!(e[i].key = strndup(s, n))) {
+		if (!(e[i].key = malloc(n))) {
 			list_ents_free(e, i);
 			return mc_err_errno(err, "cannot allocate a listing");
 		}
+		memcpy(e[i].key, s, n);
+		e[i].klen = n;
 	}
 	*out = e;
 	return 0;
 }
 
 int
-mc_list(struct mc_client *c, const char *prefix, mc_list_fn fn, void *arg, struct mc_err *err)
+mc_list(struct mc_client *c, const void *prefix, size_t prefix_len, mc_list_fn fn, void *arg,
+	struct mc_err *err)
 {
+	struct conns *t = conns_of(c, err);
 	char *after = NULL;
+	size_t after_len = 0;
 	int rc = -1;
 
+	if (!t)
+		return -1;
+	if (prefix == NULL)
+		prefix_len = 0;
 	for (;;) {
 		const msgpack_object_array *a;
 		struct list_ent *e;
-		struct params ps = { 0 };
+		msgpack_packer *pk;
 		struct mc_msg m;
 		bool more = false;
 		size_t i, n;
 
-		p_str(&ps, "prefix", prefix ? prefix : "");
-		p_u64(&ps, "limit", LIST_PAGE);
-		p_str(&ps, "after", after);
-		if (master_call(c, "list", &ps, &m, err) < 0)
+		if (!(pk = master_begin(t, "list", err)))
+			break;
+		msgpack_pack_map(pk, 2 + (after != NULL));
+		mc_pack_kv_strn(pk, "prefix", prefix_len ? prefix : "", prefix_len);
+		mc_pack_kv_u64(pk, "limit", LIST_PAGE);
+		if (after)
+			mc_pack_kv_strn(pk, "after", after, after_len);
+		if (master_call(t, &m, err) < 0)
 			break;
 		a = mc_map_array(m.body, "keys");
 		if (!a || mc_map_bool(m.body, "more", &more, err) < 0) {
@@ -1828,7 +2039,7 @@ mc_list(struct mc_client *c, const char *prefix, mc_list_fn fn, void *arg, struc
 		}
 		mc_msg_release(&m);
 		for (i = 0; i < n; i++)
-			if (fn(e[i].key, e[i].size, e[i].version, e[i].type, arg))
+			if (fn(e[i].key, e[i].klen, e[i].size, e[i].version, e[i].type, arg))
 				break;
 		if (i < n || !more || n == 0) {
 			/* a page claiming more but empty would loop forever */
@@ -1840,6 +2051,7 @@ mc_list(struct mc_client *c, const char *prefix, mc_list_fn fn, void *arg, struc
 		}
 		free(after);
 		after = e[n - 1].key;
+		after_len = e[n - 1].klen;
 		e[n - 1].key = NULL;
 		list_ents_free(e, n);
 	}

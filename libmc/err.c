@@ -75,12 +75,9 @@ mc_err_errno(struct mc_err *err, const char *fmt, ...)
 	 * strerror() capitalises ("No such file"); the project voice is
 	 * lowercase, so fold the first letter of the reason.
 	 */
-	if (n < sizeof(err->msg) - 1) {
-		char reason[128];
-
-		mc_lower_reason(reason, sizeof(reason), strerror(saved));
-		snprintf(err->msg + n, sizeof(err->msg) - n, "%s%s", n ? ": " : "", reason);
-	}
+	if (n < sizeof(err->msg) - 1)
+		snprintf(err->msg + n, sizeof(err->msg) - n, "%s%s", n ? ": " : "",
+			 mc_strerror(saved));
 	errno = saved;
 	return -1;
 }
@@ -94,6 +91,16 @@ mc_lower_reason(char *buf, size_t cap, const char *reason)
 	if (buf[0] >= 'A' && buf[0] <= 'Z')
 		buf[0] = (char)(buf[0] - 'A' + 'a');
 	return buf;
+}
+
+const char *
+mc_strerror(int e)
+{
+	static _Thread_local char buf[128];
+	char tmp[128];
+
+	/* the GNU strerror_r returns its message, maybe not in tmp */
+	return mc_lower_reason(buf, sizeof(buf), strerror_r(e, tmp, sizeof(tmp)));
 }
 
 void

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "mc/err.h"
+#include "mc/io.h"
 #include "mc/log.h"
 
 #define LOG_LINE_MAX 4096
@@ -74,20 +75,6 @@ mc_log_level_parse(const char *s)
 	return -1;
 }
 
-/* Write all of buf, retrying short writes; stderr errors are ignored. */
-static void
-write_all(const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(STDERR_FILENO, buf, len);
-
-		if (n <= 0)
-			return;
-		buf += n;
-		len -= (size_t)n;
-	}
-}
-
 /*
  * Append the formatted message and a newline after the prefix already in
  * line[0..off), truncating long messages but always ending the line.
@@ -109,7 +96,8 @@ emit(char *line, size_t off, const char *fmt, va_list ap)
 	if (off > 0 && line[off - 1] == '\n')
 		off--;
 	line[off++] = '\n';
-	write_all(line, off);
+	/* an unwritable stderr leaves nowhere to say so */
+	(void)mc_write_all(STDERR_FILENO, line, off);
 }
 
 static size_t
@@ -216,26 +204,11 @@ mc_ready_fd_write(int ready_fd, const char *addr)
 {
 	char line[512];
 	int n = snprintf(line, sizeof(line), "%s\n", addr);
-	int off = 0;
-
 	if (ready_fd < 0)
 		return;
 	if (n >= (int)sizeof(line))
 		n = (int)sizeof(line) - 1;
-	while (off < n) {
-		ssize_t w = write(ready_fd, line + off, (size_t)(n - off));
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			char why[128];
-
-			mc_warn("cannot write to --ready-fd %d: %s", ready_fd,
-				w < 0 ? mc_lower_reason(why, sizeof(why), strerror(errno))
-				      : "short write");
-			break;
-		}
-		off += (int)w;
-	}
+	if (mc_write_all(ready_fd, line, (size_t)n) < 0)
+		mc_warn("cannot write to --ready-fd %d: %s", ready_fd, mc_strerror(errno));
 	close(ready_fd);
 }

@@ -24,7 +24,7 @@
 #include "mc/parse.h"
 
 #define WHY_MAX 200
-#define DEFAULT_VERSION "0.1.0"
+#define DEFAULT_VERSION MC_VERSION
 
 enum { VAL_HELP = 1, VAL_VERSION, VAL_LIST, VAL_LONG_BASE = 256 };
 
@@ -190,7 +190,7 @@ apply_config(const struct mc_opt_spec *spec, const char *path)
 
 	f = fopen(path, "r");
 	if (f == NULL)
-		usage_die("cannot read config '%s': %s", path, strerror(errno));
+		usage_die("cannot read config '%s': %s", path, mc_strerror(errno));
 	while (getline(&line, &cap, f) >= 0) {
 		const struct mc_opt *o;
 		char *name, *value = NULL, *eq;
@@ -354,11 +354,35 @@ static struct {
 	struct option *longs;
 	char *shorts;
 	struct pending *pend;
+	struct mc_opt *all; /* opts then hidden, when there are hidden ones */
 } cur;
 
-int
-mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv)
+/* spec with its hidden options appended to opts, in *full. */
+static const struct mc_opt_spec *
+with_hidden(const struct mc_opt_spec *spec, struct mc_opt_spec *full)
 {
+	struct mc_opt_spec h = { .opts = spec->hidden };
+	size_t n = count_opts(spec), m = count_opts(&h);
+
+	if (m == 0)
+		return spec;
+	free(cur.all);
+	cur.all = calloc(n + m + 1, sizeof(*cur.all));
+	if (cur.all == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	memcpy(cur.all, spec->opts, n * sizeof(*cur.all));
+	memcpy(cur.all + n, spec->hidden, m * sizeof(*cur.all));
+	*full = *spec;
+	full->opts = cur.all;
+	full->hidden = NULL;
+	return full;
+}
+
+int
+mc_opt_parse(const struct mc_opt_spec *shown, int argc, char **argv)
+{
+	struct mc_opt_spec full;
+	const struct mc_opt_spec *spec = with_hidden(shown, &full);
 	size_t i, n = count_opts(spec), np = 0, so = 0;
 	struct option *longs = NULL;
 	struct pending *pend = NULL;
@@ -404,7 +428,7 @@ mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv)
 		const struct mc_opt *o;
 
 		if (c == VAL_HELP || (c == 'h' && help_has_h(spec))) {
-			mc_opt_usage(spec);
+			mc_opt_usage(shown);
 			exit(MC_EXIT_OK);
 		}
 		if (c == VAL_VERSION) {
@@ -412,7 +436,7 @@ mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv)
 			exit(MC_EXIT_OK);
 		}
 		if (c == VAL_LIST) {
-			list_options(spec);
+			list_options(shown);
 			exit(MC_EXIT_OK);
 		}
 		if (c == ':') {
@@ -465,6 +489,7 @@ mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv)
 	free(longs);
 	free(shorts);
 	free(pend);
+	free(cur.all);
 	memset(&cur, 0, sizeof(cur));
 	return optind;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "mc/parse.h"
 
@@ -269,4 +270,22 @@ mc_fmt_duration_ms(uint64_t ms, char *buf, size_t cap)
 	for (i = 0; i < 4 && ms < units[i].ms; i++)
 		;
 	return fmt_scaled(ms, units[i].ms, units[i].name, buf, cap);
+}
+
+/* 9999-12-31T23:59:59Z: later times (a saturated TTL) never come. */
+#define ISO_MAX_S 253402300799ULL
+
+char *
+mc_fmt_time_ms(uint64_t ms, char *buf, size_t cap)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms / 1000 > ISO_MAX_S || gmtime_r(&s, &tm) == NULL) {
+		snprintf(buf, cap, "never");
+		return buf;
+	}
+	snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+	return buf;
 }

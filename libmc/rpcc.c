@@ -53,6 +53,10 @@ struct mc_rpcc {
 
 	msgpack_sbuffer out;
 	msgpack_packer pk;
+	/* the request being built: its method and packed params map */
+	const char *method;
+	msgpack_sbuffer req;
+	msgpack_packer req_pk;
 	struct bulk_ref *bulks;
 	size_t nbulks, bulks_cap;
 
@@ -82,10 +86,7 @@ io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
 	if (e == 0)
 		return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: connection closed", what,
 				  r->addr);
-	char why[128];
-
-	mc_lower_reason(why, sizeof(why), strerror(e));
-	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, why);
+	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, mc_strerror(e));
 }
 
 static int
@@ -116,6 +117,8 @@ mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err)
 	r->in_cap = IN_START_CAP;
 	msgpack_sbuffer_init(&r->out);
 	msgpack_packer_init(&r->pk, &r->out, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(&r->req);
+	msgpack_packer_init(&r->req_pk, &r->req, msgpack_sbuffer_write);
 	snprintf(r->addr, sizeof(r->addr), "%s", addr);
 	r->in = malloc(r->in_cap);
 	if (r->in == NULL) {
@@ -150,6 +153,7 @@ mc_rpcc_close(struct mc_rpcc *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	msgpack_sbuffer_destroy(&r->out);
+	msgpack_sbuffer_destroy(&r->req);
 	free(r->bulks);
 	free(r->in);
 	free(r);
@@ -167,14 +171,48 @@ mc_rpcc_fd(const struct mc_rpcc *r)
 	return r->fd;
 }
 
+msgpack_packer *
+mc_rpcc_begin(struct mc_rpcc *r, const char *method)
+{
+	/* a big request's buffer is not kept for the small ones after it */
+	if (r->req.alloc > OUT_KEEP) {
+		msgpack_sbuffer_destroy(&r->req);
+		msgpack_sbuffer_init(&r->req);
+	} else {
+		msgpack_sbuffer_clear(&r->req);
+	}
+	r->method = method;
+	return &r->req_pk;
+}
+
+int
+mc_rpcc_begin_copy(struct mc_rpcc *dst, const struct mc_rpcc *src, struct mc_err *err)
+{
+	mc_rpcc_begin(dst, src->method);
+	if (msgpack_sbuffer_write(&dst->req, src->req.data, src->req.size) != 0)
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot queue a request to %s", dst->addr);
+	return 0;
+}
+
+/* The params of the request begun, or an empty map when none were packed. */
+static void
+append_params(struct mc_rpcc *r)
+{
+	if (r->req.size == 0)
+		msgpack_pack_map(&r->pk, 0);
+	else
+		msgpack_sbuffer_write(&r->out, r->req.data, r->req.size);
+}
+
 int64_t
-mc_rpcc_send(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
-	     const void *bulk, uint64_t bulk_len, struct mc_err *err)
+mc_rpcc_send(struct mc_rpcc *r, const void *bulk, uint64_t bulk_len, struct mc_err *err)
 {
 	uint32_t id;
 
 	if (check_alive(r, err) < 0)
 		return -1;
+	if (r->method == NULL)
+		return mc_err_set(err, MC_ERR_INTERNAL, "no request begun on %s", r->addr);
 	if (bulk_len > 0 && bulk == NULL)
 		return mc_err_set(err, MC_ERR_INVALID, "bulk of %llu bytes without data",
 				  (unsigned long long)bulk_len);
@@ -191,11 +229,8 @@ mc_rpcc_send(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *
 	id = r->next_id++;
 	if (r->next_id == 0)
 		r->next_id = 1;
-	mc_pack_request(&r->pk, id, method);
-	if (params_fn != NULL)
-		params_fn(&r->pk, arg);
-	else
-		msgpack_pack_map(&r->pk, 0);
+	mc_pack_request(&r->pk, id, r->method);
+	append_params(r);
 	if (bulk_len > 0) {
 		struct bulk_ref *b = &r->bulks[r->nbulks++];
 
@@ -208,16 +243,14 @@ mc_rpcc_send(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *
 }
 
 int
-mc_rpcc_notify(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
-	       struct mc_err *err)
+mc_rpcc_notify(struct mc_rpcc *r, struct mc_err *err)
 {
 	if (check_alive(r, err) < 0)
 		return -1;
-	mc_pack_notify(&r->pk, method);
-	if (params_fn != NULL)
-		params_fn(&r->pk, arg);
-	else
-		msgpack_pack_map(&r->pk, 0);
+	if (r->method == NULL)
+		return mc_err_set(err, MC_ERR_INTERNAL, "no request begun on %s", r->addr);
+	mc_pack_notify(&r->pk, r->method);
+	append_params(r);
 	return 0;
 }
 
@@ -498,10 +531,16 @@ mc_rpcc_skip_bulk(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 }
 
 int
-mc_rpcc_call(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
-	     struct mc_msg *resp, struct mc_err *err)
+mc_rpcc_call0(struct mc_rpcc *r, const char *method, struct mc_msg *resp, struct mc_err *err)
 {
-	if (mc_rpcc_send(r, method, params_fn, arg, NULL, 0, err) < 0)
+	msgpack_pack_map(mc_rpcc_begin(r, method), 0);
+	return mc_rpcc_call(r, resp, err);
+}
+
+int
+mc_rpcc_call(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err)
+{
+	if (mc_rpcc_send(r, NULL, 0, err) < 0)
 		return -1;
 	if (mc_rpcc_flush(r, err) < 0)
 		return -1;

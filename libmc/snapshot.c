@@ -22,6 +22,7 @@
 #include <zstd_errors.h>
 
 #include "mc/checksum.h"
+#include "mc/io.h"
 #include "mc/snapshot.h"
 #include "mc/wire.h"
 
@@ -34,24 +35,10 @@
 
 /* ---- plain I/O ---- */
 
-/* Write all of buf, through short writes and EINTR. */
 static int
 write_all(int fd, const void *buf, size_t len, struct mc_err *err)
 {
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return mc_err_errno(err, "cannot write snapshot");
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return mc_write_all(fd, buf, len) < 0 ? mc_err_errno(err, "cannot write snapshot") : 0;
 }
 
 /* One read() through EINTR: bytes read, 0 at end of file, -1 on error. */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 struct bench_opts {
-	const char *master, *tenant, *prefix;
+	const char *prefix;
 	uint64_t size, keys, clients, requests, duration_ms, batch, count, key_len;
 	uint64_t block_bytes, limit;
 	bool trace_clock;	  /* --clock trace */

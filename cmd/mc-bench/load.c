@@ -14,6 +14,7 @@
 #include "mc/log.h"
 #include "mc/proto.h"
 #include "mc/rpcc.h"
+#include "mc/tool.h"
 #include "mc/wire.h"
 
 #include "bench.h"
@@ -62,14 +63,6 @@ worker_done(const struct bench_opts *o, uint64_t done, uint64_t t0)
 	return (done & 15) == 0 && mc_mono_ns() - t0 >= o->duration_ms * 1000000ull;
 }
 
-static struct mc_client *
-client_open(const struct bench_opts *o, struct mc_err *err)
-{
-	struct mc_client_opts co = { .master = o->master, .tenant = o->tenant };
-
-	return mc_client_new(&co, err);
-}
-
 /* ---- get ---- */
 
 static void *
@@ -77,14 +70,13 @@ get_worker(void *arg)
 {
 	struct worker *w = arg;
 	const struct bench_opts *o = w->o;
-	struct mc_client *c = client_open(o, &w->err);
+	/* one client for every thread: each gets its own connections */
+	struct mc_client *c = mc_tool_client();
 	char key[KEY_CAP];
 	void *buf = NULL;
 	uint64_t t0, i;
 
 	w->rc = -1;
-	if (c == NULL)
-		return NULL;
 	buf = malloc(o->size ? o->size : 1);
 	if (buf == NULL) {
 		mc_err_set(&w->err, MC_ERR_SYSTEM, "out of memory");
@@ -96,7 +88,7 @@ get_worker(void *arg)
 		uint64_t s = mc_mono_ns();
 
 		bench_key(key, sizeof(key), o->prefix, (i + w->idx * 7) % o->keys, 0);
-		if (mc_get(c, key, buf, o->size ? o->size : 1, &len, &w->err) < 0) {
+		if (mc_get(c, key, strlen(key), buf, o->size ? o->size : 1, &len, &w->err) < 0) {
 			w->failures++;
 			if (w->failures > 100)
 				goto out;
@@ -109,7 +101,6 @@ get_worker(void *arg)
 	w->rc = 0;
 out:
 	free(buf);
-	mc_client_free(c);
 	return NULL;
 }
 
@@ -148,18 +139,15 @@ int
 bench_get(const struct bench_opts *o)
 {
 	struct mc_err err = { 0 };
-	struct mc_client *c = client_open(o, &err);
-	struct mc_put_opts po = { .upsert = true };
+	struct mc_client *c = mc_tool_client();
+	struct mc_put_opts po = MC_PUT_OPTS_INIT;
 	struct worker *w;
 	char key[KEY_CAP], extra[64];
 	unsigned char *val;
 	double wall, cpu;
 	int rc;
 
-	if (c == NULL) {
-		mc_complain("%s", err.msg);
-		return mc_status_exit_code(err.code);
-	}
+	po.upsert = true;
 	val = malloc(o->size ? o->size : 1);
 	w = calloc(o->clients, sizeof(*w));
 	if (val == NULL || w == NULL)
@@ -168,12 +156,11 @@ bench_get(const struct bench_opts *o)
 		val[i] = (unsigned char)(i * 131 + 7);
 	for (uint64_t k = 0; k < o->keys; k++) {
 		bench_key(key, sizeof(key), o->prefix, k, 0);
-		if (mc_put(c, key, val, o->size, &po, &err) < 0) {
+		if (mc_put(c, key, strlen(key), val, o->size, &po, &err) < 0) {
 			mc_complain("cannot put '%s': %s", key, err.msg);
 			return mc_status_exit_code(err.code);
 		}
 	}
-	mc_client_free(c);
 	free(val);
 	if (run_workers(o, get_worker, w, &wall, &cpu) < 0)
 		return MC_EXIT_SOFTWARE;
@@ -185,30 +172,10 @@ bench_get(const struct bench_opts *o)
 
 /* ---- master connections for lookup and fill ---- */
 
-static void
-pack_hello(msgpack_packer *pk, void *arg)
-{
-	const struct bench_opts *o = arg;
-
-	msgpack_pack_map(pk, 1);
-	mc_pack_kv_str(pk, "tenant", o->tenant ? o->tenant : MC_DEFAULT_TENANT);
-}
-
 static struct mc_rpcc *
-master_open(const struct bench_opts *o, struct mc_err *err)
+master_open(struct mc_err *err)
 {
-	const char *addr = o->master ? o->master : MC_DEFAULT_MASTER;
-	struct mc_rpcc *r = mc_rpcc_connect(addr, 30000, err);
-	struct mc_msg resp;
-
-	if (r == NULL)
-		return NULL;
-	if (mc_rpcc_call(r, "hello", pack_hello, (void *)o, &resp, err) < 0) {
-		mc_rpcc_close(r);
-		return NULL;
-	}
-	mc_msg_release(&resp);
-	return r;
+	return mc_client_open_master(mc_tool_client(), err);
 }
 
 struct batch_args {
@@ -239,10 +206,8 @@ key_pool_build(const struct bench_opts *o)
 }
 
 static void
-pack_batch(msgpack_packer *pk, void *arg)
+pack_batch(msgpack_packer *pk, const struct batch_args *a)
 {
-	const struct batch_args *a = arg;
-
 	msgpack_pack_map(pk, 1);
 	mc_pack_key(pk, "keys");
 	msgpack_pack_array(pk, a->o->batch);
@@ -266,26 +231,24 @@ struct lookup_conn {
 	size_t nleases;
 };
 
-static void
-pack_release(msgpack_packer *pk, void *arg)
-{
-	const struct lookup_conn *lc = arg;
-
-	msgpack_pack_map(pk, 1);
-	mc_pack_key(pk, "lease_ids");
-	msgpack_pack_array(pk, (uint32_t)lc->nleases);
-	for (size_t i = 0; i < lc->nleases; i++)
-		msgpack_pack_uint64(pk, lc->leases[i]);
-}
-
 static int
 lookup_send(struct lookup_conn *lc, struct mc_err *err)
 {
 	lc->sent_at = mc_mono_ns();
-	if (lc->nleases > 0 && mc_rpcc_notify(lc->r, "release", pack_release, lc, err) < 0)
-		return -1;
+	if (lc->nleases > 0) {
+		msgpack_packer *pk = mc_rpcc_begin(lc->r, "release");
+
+		msgpack_pack_map(pk, 1);
+		mc_pack_key(pk, "lease_ids");
+		msgpack_pack_array(pk, (uint32_t)lc->nleases);
+		for (size_t i = 0; i < lc->nleases; i++)
+			msgpack_pack_uint64(pk, lc->leases[i]);
+		if (mc_rpcc_notify(lc->r, err) < 0)
+			return -1;
+	}
 	lc->nleases = 0;
-	if (mc_rpcc_send(lc->r, "batch_get_replica_list", pack_batch, &lc->ba, NULL, 0, err) < 0)
+	pack_batch(mc_rpcc_begin(lc->r, "batch_get_replica_list"), &lc->ba);
+	if (mc_rpcc_send(lc->r, NULL, 0, err) < 0)
 		return -1;
 	return mc_rpcc_flush(lc->r, err);
 }
@@ -347,7 +310,7 @@ lookup_loop(struct worker *w)
 			mc_err_set(&w->err, MC_ERR_SYSTEM, "out of memory");
 			goto out;
 		}
-		lc[i].r = master_open(o, &w->err);
+		lc[i].r = master_open(&w->err);
 		if (lc[i].r == NULL)
 			goto out;
 		pf[i] = (struct pollfd){ .fd = mc_rpcc_fd(lc[i].r), .events = POLLIN };
@@ -393,10 +356,8 @@ struct put_args {
 };
 
 static void
-pack_put_start(msgpack_packer *pk, void *arg)
+pack_put_start(msgpack_packer *pk, const struct put_args *a)
 {
-	const struct put_args *a = arg;
-
 	msgpack_pack_map(pk, 5);
 	mc_pack_kv_str(pk, "key", a->key);
 	mc_pack_kv_u64(pk, "size", a->size);
@@ -406,10 +367,8 @@ pack_put_start(msgpack_packer *pk, void *arg)
 }
 
 static void
-pack_put_end(msgpack_packer *pk, void *arg)
+pack_put_end(msgpack_packer *pk, const struct put_args *a)
 {
-	const struct put_args *a = arg;
-
 	msgpack_pack_map(pk, 2);
 	mc_pack_kv_str(pk, "key", a->key);
 	mc_pack_kv_u64(pk, "version", a->version);
@@ -421,13 +380,22 @@ pack_put_end(msgpack_packer *pk, void *arg)
  * be NULL) takes what it needs from each good answer.
  */
 static int
-pipeline(struct mc_rpcc *r, const char *method, mc_pack_fn pack, struct put_args *pa, unsigned n,
+pipeline(struct mc_rpcc *r, const char *method, struct put_args *pa, unsigned n,
 	 int (*on_answer)(const struct mc_msg *, struct put_args *, struct mc_err *),
 	 struct mc_err *err)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (mc_rpcc_send(r, method, pack, &pa[i], NULL, 0, err) < 0)
+	bool start = strcmp(method, "put_start") == 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		msgpack_packer *pk = mc_rpcc_begin(r, method);
+
+		if (start)
+			pack_put_start(pk, &pa[i]);
+		else
+			pack_put_end(pk, &pa[i]);
+		if (mc_rpcc_send(r, NULL, 0, err) < 0)
 			return -1;
+	}
 	if (mc_rpcc_flush(r, err) < 0)
 		return -1;
 	for (unsigned i = 0; i < n; i++) {
@@ -466,7 +434,7 @@ take_version(const struct mc_msg *resp, struct put_args *pa, struct mc_err *err)
 static int
 fill_metadata(const struct bench_opts *o, struct mc_err *err)
 {
-	struct mc_rpcc *r = master_open(o, err);
+	struct mc_rpcc *r = master_open(err);
 	char keys[FILL_WINDOW][KEY_CAP];
 	struct put_args pa[FILL_WINDOW];
 	int rc = -1;
@@ -481,8 +449,8 @@ fill_metadata(const struct bench_opts *o, struct mc_err *err)
 			bench_key(keys[i], KEY_CAP, o->prefix, base + i, o->key_len);
 			pa[i] = (struct put_args){ .key = keys[i], .size = o->size };
 		}
-		if (pipeline(r, "put_start", pack_put_start, pa, n, take_version, err) < 0 ||
-		    pipeline(r, "put_end", pack_put_end, pa, n, NULL, err) < 0)
+		if (pipeline(r, "put_start", pa, n, take_version, err) < 0 ||
+		    pipeline(r, "put_end", pa, n, NULL, err) < 0)
 			goto out;
 	}
 	rc = 0;

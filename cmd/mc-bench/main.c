@@ -23,7 +23,7 @@
 #include "mc/log.h"
 #include "mc/opt.h"
 #include "mc/parse.h"
-#include "mc/rpcc.h"
+#include "mc/tool.h"
 
 #include "bench.h"
 
@@ -80,8 +80,6 @@ set_fraction(const char *v, void *target, char *why)
 }
 
 static const struct mc_opt global_opts[] = {
-	{ "master", 'm', "ADDR", "MC_MASTER", "master address", mc_set_str, &bo.master },
-	{ "tenant", 't', "STR", "MC_TENANT", "tenant to speak for", mc_set_str, &bo.tenant },
 	{ "size", 0, "SIZE", NULL, "object size (get)", mc_set_size, &bo.size },
 	{ "keys", 0, "N", NULL, "distinct keys to read (get, lookup)", mc_set_u64, &bo.keys },
 	{ "clients", 'c', "N", NULL, "concurrent clients, one thread each", mc_set_u64,
@@ -116,69 +114,102 @@ static const struct mc_opt global_opts[] = {
 	{ 0 },
 };
 
-static const struct mc_cmd cmds[] = {
-	{ "get", "read --keys objects of --size from --clients threads" },
-	{ "lookup", "batched get_replica_list calls of --batch keys" },
-	{ "fill", "create --count objects' metadata (no bytes moved)" },
-	{ "replay", "replay a JSON-lines trace of hash_ids as prefix-block gets and puts" },
-	{ "sim", "simulate a policy over a trace offline, beside LRU, LFU, S3-FIFO, ARC, OPT" },
-	{ 0 },
-};
-
-static const struct mc_opt_spec spec = {
-	.usage = "mc-bench [OPTIONS] COMMAND [ARGS]",
-	.summary = "load generator and trace replayer for mc",
-	.opts = global_opts,
-	.cmds = cmds,
-	.version = "mc-bench 0.1.0",
-};
-
-int
-main(int argc, char **argv)
+static void
+check_counts(void)
 {
-	int i;
-	const char *cmd;
-
-	mc_log_init("mc-bench", 0);
-	i = mc_opt_parse(&spec, argc, argv);
-	if (i >= argc) {
-		mc_complain("missing command; try 'mc-bench --help'");
-		return MC_EXIT_USAGE;
-	}
-	cmd = argv[i++];
-	/* Options may also follow the command. */
-	if (i < argc) {
-		struct mc_opt_spec sub = spec;
-		sub.cmds = NULL;
-		argv[i - 1] = (char *)"mc-bench";
-		i = (i - 1) + mc_opt_parse(&sub, argc - (i - 1), argv + (i - 1));
-	}
 	if (bo.clients == 0 || bo.clients > 1024)
 		mc_die(MC_EXIT_USAGE, "invalid --clients '%llu': must be 1..1024",
 		       (unsigned long long)bo.clients);
 	if (bo.batch == 0 || bo.batch > 65536)
 		mc_die(MC_EXIT_USAGE, "invalid --batch '%llu': must be 1..65536",
 		       (unsigned long long)bo.batch);
-	if (strcmp(cmd, "get") == 0)
-		return bench_get(&bo);
-	if (strcmp(cmd, "lookup") == 0)
-		return bench_lookup(&bo);
-	if (strcmp(cmd, "fill") == 0)
-		return bench_fill(&bo);
-	if (strcmp(cmd, "replay") == 0) {
-		if (i >= argc) {
-			mc_complain("replay needs a trace file");
-			return MC_EXIT_USAGE;
-		}
-		return bench_replay(&bo, argv[i]);
-	}
-	if (strcmp(cmd, "sim") == 0) {
-		if (i >= argc) {
-			mc_complain("sim needs a trace file");
-			return MC_EXIT_USAGE;
-		}
-		return bench_sim(&bo, argv[i]);
-	}
-	mc_complain("unknown command '%s'; try 'mc-bench --help'", cmd);
-	return MC_EXIT_USAGE;
+}
+
+static int
+run_get(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	check_counts();
+	return bench_get(&bo);
+}
+
+static int
+run_lookup(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	check_counts();
+	return bench_lookup(&bo);
+}
+
+static int
+run_fill(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	check_counts();
+	return bench_fill(&bo);
+}
+
+static int
+run_replay(int argc, char **argv)
+{
+	(void)argc;
+	check_counts();
+	return bench_replay(&bo, argv[0]);
+}
+
+static int
+run_sim(int argc, char **argv)
+{
+	(void)argc;
+	check_counts();
+	return bench_sim(&bo, argv[0]);
+}
+
+static const struct mc_tool_cmd cmds[] = {
+	{ .name = "get",
+	  .args = "",
+	  .help = "read --keys objects of --size from --clients threads",
+	  .run = run_get,
+	  .flags = MC_TOOL_MASTER },
+	{ .name = "lookup",
+	  .args = "",
+	  .help = "batched get_replica_list calls of --batch keys",
+	  .run = run_lookup,
+	  .flags = MC_TOOL_MASTER },
+	{ .name = "fill",
+	  .args = "",
+	  .help = "create --count objects' metadata (no bytes moved)",
+	  .run = run_fill,
+	  .flags = MC_TOOL_MASTER },
+	{ .name = "replay",
+	  .args = "TRACE",
+	  .help = "replay a JSON-lines trace of hash_ids as prefix-block gets and puts",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .run = run_replay,
+	  .flags = MC_TOOL_MASTER },
+	{ .name = "sim",
+	  .args = "TRACE",
+	  .help = "simulate a policy over a trace offline, beside LRU, LFU, S3-FIFO, ARC, OPT",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .run = run_sim },
+	{ 0 },
+};
+
+static const struct mc_tool tool = {
+	.prog = "mc-bench",
+	.globals = "[OPTIONS]",
+	.summary = "load generator and trace replayer for mc",
+	.opts = global_opts,
+	.cmds = cmds,
+};
+
+int
+main(int argc, char **argv)
+{
+	return mc_tool_main(&tool, argc, argv);
 }

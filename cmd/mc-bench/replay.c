@@ -31,6 +31,7 @@
 #include "mc/err.h"
 #include "mc/log.h"
 #include "mc/rpcc.h"
+#include "mc/tool.h"
 #include "mc/wire.h"
 
 #include "bench.h"
@@ -56,7 +57,7 @@ struct replay {
 	struct mc_client *admin; /* the first client: master-wide calls */
 	/* per request, grown to the longest one */
 	char (*keys)[KEY_CAP];
-	const char **keyp;
+	struct mc_key *keyp;
 	int *present, *results;
 	size_t cap;
 	/* one chunk's buffers */
@@ -79,7 +80,7 @@ struct replay {
 static struct mc_client *
 client_for(struct replay *st, const char *tenant, struct mc_err *err)
 {
-	struct mc_client_opts co = { .master = st->o->master, .tenant = tenant };
+	struct mc_client_opts co;
 	struct tenant_client *t;
 
 	for (size_t i = 0; i < st->ntc; i++)
@@ -92,6 +93,8 @@ client_for(struct replay *st, const char *tenant, struct mc_err *err)
 	}
 	t = &st->tc[st->ntc];
 	snprintf(t->name, sizeof(t->name), "%s", tenant);
+	mc_tool_client_opts(&co);
+	co.tenant = t->name;
 	t->c = mc_client_new(&co, err);
 	if (t->c == NULL)
 		return NULL;
@@ -130,23 +133,30 @@ grow(struct replay *st, size_t n, struct mc_err *err)
 	return 0;
 }
 
-/* One master call through the admin client; the caller releases *m. */
+/* A master call without params through the admin client; the caller releases *m. */
 static int
-admin_call(struct replay *st, const char *method, mc_pack_fn fn, void *arg, struct mc_msg *m,
-	   struct mc_err *err)
+admin_call(struct replay *st, const char *method, struct mc_msg *m, struct mc_err *err)
 {
 	struct mc_rpcc *r = mc_client_master(st->admin);
 
 	if (r == NULL)
 		return mc_err_set(err, MC_ERR_UNAVAILABLE, "no connection to the master");
-	return mc_rpcc_call(r, method, fn, arg, m, err);
+	return mc_rpcc_call0(r, method, m, err);
 }
 
-static void
-pack_now(msgpack_packer *pk, void *arg)
+/* clock_set {now_ms} through the admin client; the caller releases *m. */
+static int
+clock_set(struct replay *st, uint64_t now_ms, struct mc_msg *m, struct mc_err *err)
 {
+	struct mc_rpcc *r = mc_client_master(st->admin);
+	msgpack_packer *pk;
+
+	if (r == NULL)
+		return mc_err_set(err, MC_ERR_UNAVAILABLE, "no connection to the master");
+	pk = mc_rpcc_begin(r, "clock_set");
 	msgpack_pack_map(pk, 1);
-	mc_pack_kv_u64(pk, "now_ms", *(const uint64_t *)arg);
+	mc_pack_kv_u64(pk, "now_ms", now_ms);
+	return mc_rpcc_call(r, m, err);
 }
 
 /* --clock trace: the master's object time follows the request's timestamp. */
@@ -158,7 +168,7 @@ clock_to(struct replay *st, uint64_t ts, struct mc_err *err)
 
 	if (!st->clock_started) {
 		/* Asking for 0 moves nothing and answers the master's time. */
-		if (admin_call(st, "clock_set", pack_now, &now, &m, err) < 0)
+		if (clock_set(st, now, &m, err) < 0)
 			return -1;
 		mc_map_u64(m.body, "now_ms", &st->clock_base, NULL);
 		mc_msg_release(&m);
@@ -166,7 +176,7 @@ clock_to(struct replay *st, uint64_t ts, struct mc_err *err)
 		st->clock_started = true;
 	}
 	to = st->clock_base + ts;
-	if (admin_call(st, "clock_set", pack_now, &to, &m, err) < 0)
+	if (clock_set(st, to, &m, err) < 0)
 		return -1;
 	mc_msg_release(&m);
 	return 0;
@@ -185,7 +195,7 @@ occupancy(struct replay *st, double *fill, double *occ_min, struct mc_err *err)
 	struct mc_msg m;
 
 	*occ_min = -1;
-	if (admin_call(st, "peers", NULL, NULL, &m, err) < 0)
+	if (admin_call(st, "peers", &m, err) < 0)
 		return -1;
 	peers = mc_map_array(m.body, "peers");
 	for (uint32_t i = 0; peers != NULL && i < peers->size; i++) {
@@ -261,8 +271,8 @@ static int
 write_blocks(struct replay *st, struct mc_client *c, const char *type, const size_t *idx, size_t n,
 	     struct mc_err *err)
 {
-	struct mc_put_opts po = { .type = type };
-	const char *keys[CHUNK], *parents[CHUNK];
+	struct mc_put_opts po = MC_PUT_OPTS_INIT;
+	struct mc_key keys[CHUNK], parents[CHUNK];
 	int res[CHUNK];
 
 	for (size_t from = 0; from < n;) {
@@ -271,10 +281,12 @@ write_blocks(struct replay *st, struct mc_client *c, const char *type, const siz
 		for (size_t i = 0; i < m; i++) {
 			keys[i] = st->keyp[idx[from + i]];
 			/* its chain parent: the block before it in the request */
-			parents[i] = idx[from + i] > 0 ? st->keyp[idx[from + i] - 1] : NULL;
+			parents[i] = idx[from + i] > 0 ? st->keyp[idx[from + i] - 1]
+						       : (struct mc_key){ NULL, 0 };
 			st->put_bufs[i] = st->value;
 			st->lens[i] = st->o->block_bytes;
 		}
+		po.type = type;
 		po.parents = parents;
 		if (mc_batch_put(c, m, keys, st->put_bufs, st->lens, &po, res, err) < 0)
 			return -1;
@@ -299,9 +311,9 @@ static int
 replay_one(struct replay *st, const struct trace_req *rq, struct mc_err *err)
 {
 	const struct bench_opts *o = st->o;
-	const char *tenant = rq->tenant[0] != '\0' ? rq->tenant : o->tenant;
+	const char *tenant = rq->tenant[0] != '\0' ? rq->tenant : mc_tool_tenant();
 	const char *type = rq->type[0] != '\0' ? rq->type : "kv";
-	struct mc_client *c = client_for(st, tenant != NULL ? tenant : MC_DEFAULT_TENANT, err);
+	struct mc_client *c = client_for(st, tenant, err);
 	size_t n = rq->n, prefix = 0, read = 0, nw = 0, *idx;
 	uint64_t t0;
 
@@ -311,9 +323,11 @@ replay_one(struct replay *st, const struct trace_req *rq, struct mc_err *err)
 		return -1;
 	t0 = mc_mono_ns();
 	for (size_t i = 0; i < n; i++) {
-		snprintf(st->keys[i], KEY_CAP, "%s-%llu", o->prefix,
-			 (unsigned long long)rq->ids[i]);
-		st->keyp[i] = st->keys[i];
+		int len = snprintf(st->keys[i], KEY_CAP, "%s-%llu", o->prefix,
+				   (unsigned long long)rq->ids[i]);
+
+		st->keyp[i] =
+			(struct mc_key){ st->keys[i], len < KEY_CAP ? (size_t)len : KEY_CAP - 1 };
 	}
 	if (mc_batch_exist(c, n, st->keyp, st->present, err) < 0)
 		return -1;
@@ -371,7 +385,7 @@ bench_replay(const struct bench_opts *o, const char *path)
 	st.value = calloc(1, o->block_bytes);
 	if (st.arena == NULL || st.value == NULL)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
-	if (client_for(&st, o->tenant != NULL ? o->tenant : MC_DEFAULT_TENANT, &err) == NULL)
+	if (client_for(&st, mc_tool_tenant(), &err) == NULL)
 		mc_die(mc_status_exit_code(err.code), "%s", err.msg);
 	t0 = mc_mono_ns();
 	while ((got = trace_next(&t, &rq, &err)) == 1) {
@@ -400,7 +414,7 @@ bench_replay(const struct bench_opts *o, const char *path)
 			st.occ_sum += fill;
 			st.occ_samples++;
 		}
-		if (admin_call(&st, "stats", NULL, NULL, &m, &err) == 0) {
+		if (admin_call(&st, "stats", &m, &err) == 0) {
 			mc_map_u64(m.body, "evict_rounds", &rounds, NULL);
 			mc_map_u64(m.body, "evicted_bytes", &evicted, NULL);
 			mc_msg_release(&m);

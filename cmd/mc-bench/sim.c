@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/tool.h"
 #include "mc/candidates.h"
 #include "mc/checksum.h"
 #include "mc/clock.h"
@@ -131,9 +132,7 @@ load_trace(struct sim_trace *st, const char *path, const struct bench_opts *o)
 		r->first = st->nids;
 		r->n = rq.n;
 		r->timestamp = rq.timestamp;
-		r->tenant = intern(st, rq.tenant[0] != '\0' ? rq.tenant
-				       : o->tenant != NULL  ? o->tenant
-							    : MC_DEFAULT_TENANT);
+		r->tenant = intern(st, rq.tenant[0] != '\0' ? rq.tenant : mc_tool_tenant());
 		r->type = intern(st, rq.type[0] != '\0' ? rq.type : "kv");
 		memcpy(st->ids + st->nids, rq.ids, rq.n * sizeof(*rq.ids));
 		st->nids += rq.n;

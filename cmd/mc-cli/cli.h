@@ -1,7 +1,7 @@
 /*
- * mc-cli internals: the global options every command sees, the command
- * table entry, and the helpers that turn failures into one line on
- * stderr and an exit status.
+ * mc-cli internals: the global option every command sees and the
+ * commands with their option tables. Connecting, the tenant and turning
+ * failures into an exit status are the tool frame's (mc/tool.h).
  */
 #ifndef MC_CLI_H
 #define MC_CLI_H
@@ -12,38 +12,16 @@
 #include "mc/client.h"
 #include "mc/err.h"
 #include "mc/opt.h"
+#include "mc/tool.h"
 
 struct cli {
-	const char *master;
-	const char *tenant;
 	bool json;
-	uint64_t timeout_ms;
-	struct mc_client *client; /* connected on first use */
 };
 
 extern struct cli cli;
 
-struct cli_cmd {
-	const char *name;
-	const char *args; /* positional arguments, for the usage line */
-	const char *help;
-	const struct mc_opt *opts; /* the command's own options, {0}-terminated */
-	unsigned min_args, max_args;
-	int (*run)(int argc, char **argv); /* positional arguments only */
-};
-
-/* The client, connecting on first use; exits with a message on failure. */
-struct mc_client *cli_client(void);
-/* The tenant this invocation speaks for (-t, $MC_TENANT, "default"). */
-const char *cli_tenant(void);
-/* Report "cannot VERB 'WHAT': why" (or err's own sentence) and exit. */
-void cli_fail(const struct mc_err *err, const char *verb, const char *what)
-	__attribute__((noreturn));
-/* strerror(e) in lowercase, for messages in the project's voice. */
-const char *cli_strerror(int e);
-
 /* Commands (data.c, info.c) and their option tables. */
-extern const struct mc_opt cli_put_opts[], cli_get_opts[], cli_rm_opts[], cli_none_opts[];
+extern const struct mc_opt cli_put_opts[], cli_get_opts[], cli_rm_opts[];
 int cli_put(int argc, char **argv);
 int cli_get(int argc, char **argv);
 int cli_rm(int argc, char **argv);
@@ -52,6 +30,13 @@ int cli_ls(int argc, char **argv);
 int cli_stat(int argc, char **argv);
 int cli_peers(int argc, char **argv);
 int cli_corrupt(int argc, char **argv);
+
+/*
+ * The master answers an evict call only once the plan has run, in slices
+ * between other requests: a large plan outlasts the 30 s every other
+ * call gets, so evict waits this long unless --timeout says otherwise.
+ */
+#define CLI_EVICT_TIMEOUT_MS (10u * 60 * 1000)
 
 /* evict.c: the eviction pipeline's ends. */
 extern const struct mc_opt cli_candidates_opts[], cli_evict_opts[];

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mc/io.h"
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -122,8 +123,6 @@ const struct mc_opt cli_rm_opts[] = {
 	{ 0 },
 };
 
-const struct mc_opt cli_none_opts[] = { { 0 } };
-
 /* Read all of fd into a malloc'd buffer; -1 with errno set. */
 static int
 read_all(int fd, char **out, size_t *len)
@@ -168,34 +167,16 @@ read_all(int fd, char **out, size_t *len)
 	return 0;
 }
 
-static int
-write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void
 put_print_json(const char *key)
 {
-	struct mc_object_info *info = malloc(sizeof(*info));
+	struct mc_object_info *info;
 	struct mc_err err = { 0 };
-	unsigned i;
+	size_t i;
 
-	if (!info)
-		mc_die(MC_EXIT_SOFTWARE, "out of memory");
 	/* the put API does not hand back the version: ask for it */
-	if (mc_stat(cli_client(), key, info, &err) < 0)
-		cli_fail(&err, "stat", key);
+	if (!(info = mc_stat(mc_tool_client(), key, strlen(key), &err)))
+		mc_tool_fail(&err, "stat", key);
 	printf("{\"key\":");
 	mc_json_write_str(stdout, key, strlen(key));
 	printf(",\"version\":%" PRIu64 ",\"replicas\":[", info->version);
@@ -208,7 +189,7 @@ put_print_json(const char *key)
 		printf("}");
 	}
 	printf("]}\n");
-	free(info);
+	mc_object_info_free(info);
 }
 
 int
@@ -216,7 +197,7 @@ cli_put(int argc, char **argv)
 {
 	const char *key = argv[0];
 	const char *path = argc > 1 ? argv[1] : "-";
-	struct mc_put_opts o = { 0 };
+	struct mc_put_opts o = MC_PUT_OPTS_INIT;
 	char parent[MC_KEY_MAX + 1];
 	struct mc_err err = { 0 };
 	size_t len;
@@ -224,27 +205,29 @@ cli_put(int argc, char **argv)
 	int fd = 0;
 
 	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 	if (read_all(fd, &buf, &len) < 0)
 		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", fd ? path : "stdin",
-		       cli_strerror(errno));
+		       mc_strerror(errno));
 	if (fd)
 		close(fd);
 	o.replicas = (unsigned)put_o.replicas;
 	o.type = put_o.type;
 	o.group = put_o.group;
-	o.parent = put_o.parent;
+	if (put_o.parent != NULL)
+		o.parent = (struct mc_key){ put_o.parent, strlen(put_o.parent) };
 	if (put_o.chain && put_o.parent != NULL)
 		mc_die(MC_EXIT_USAGE, "--chain and --parent: give one");
-	if (put_o.chain && mc_key_chain_parent(key, parent, sizeof(parent)) > 0)
-		o.parent = parent;
+	if (put_o.chain &&
+	    mc_key_chain_parent(key, strlen(key), parent, sizeof(parent), &o.parent.len) > 0)
+		o.parent.data = parent;
 	o.hard_pin = put_o.hard_pin;
 	o.upsert = put_o.upsert;
 	o.soft_pin = put_o.soft_pin;
 	o.has_soft_pin_ttl = put_o.has_soft_pin_ttl;
 	o.soft_pin_ttl_ms = put_o.soft_pin_ttl_ms;
-	if (mc_put(cli_client(), key, buf, len, &o, &err) < 0)
-		cli_fail(&err, "put", key);
+	if (mc_put(mc_tool_client(), key, strlen(key), buf, len, &o, &err) < 0)
+		mc_tool_fail(&err, "put", key);
 	free(buf);
 	if (cli.json)
 		put_print_json(key);
@@ -265,16 +248,16 @@ write_file(const char *path, const char *buf, size_t len)
 	snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, mc_strerror(errno));
 	/* mkstemp makes 0600; give the file the mode a plain create would */
 	mask = umask(0);
 	umask(mask);
-	if (fchmod(fd, 0666 & ~mask) < 0 || write_all(fd, buf, len) < 0 || close(fd) < 0 ||
+	if (fchmod(fd, 0666 & ~mask) < 0 || mc_write_all(fd, buf, len) < 0 || close(fd) < 0 ||
 	    rename(tmp, path) < 0) {
 		int e = errno;
 
 		unlink(tmp);
-		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, cli_strerror(e));
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, mc_strerror(e));
 	}
 	free(tmp);
 }
@@ -288,12 +271,12 @@ cli_get(int argc, char **argv)
 	size_t len;
 
 	(void)argc;
-	if (mc_get_alloc(cli_client(), key, &buf, &len, &err) < 0)
-		cli_fail(&err, "get", key);
+	if (mc_get_alloc(mc_tool_client(), key, strlen(key), &buf, &len, &err) < 0)
+		mc_tool_fail(&err, "get", key);
 	if (get_o.output)
 		write_file(get_o.output, buf, len);
-	else if (write_all(1, buf, len) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", cli_strerror(errno));
+	else if (mc_write_all(1, buf, len) < 0)
+		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", mc_strerror(errno));
 	free(buf);
 	return MC_EXIT_OK;
 }
@@ -314,12 +297,13 @@ cli_rm(int argc, char **argv)
 		return MC_EXIT_USAGE;
 	}
 	if (!rm_o.prefix) {
-		if (mc_remove(cli_client(), argv[0], rm_o.force, &err) < 0)
-			cli_fail(&err, "remove", argv[0]);
+		if (mc_remove(mc_tool_client(), argv[0], strlen(argv[0]), rm_o.force, &err) < 0)
+			mc_tool_fail(&err, "remove", argv[0]);
 		return MC_EXIT_OK;
 	}
-	if (mc_remove_prefix(cli_client(), rm_o.prefix, rm_o.force, &removed, &err) < 0)
-		cli_fail(&err, "remove prefix", rm_o.prefix);
+	if (mc_remove_prefix(mc_tool_client(), rm_o.prefix, strlen(rm_o.prefix), rm_o.force,
+			     &removed, &err) < 0)
+		mc_tool_fail(&err, "remove prefix", rm_o.prefix);
 	if (cli.json)
 		printf("{\"removed\":%" PRIu64 "}\n", removed);
 	else
@@ -334,8 +318,8 @@ cli_exist(int argc, char **argv)
 	int r;
 
 	(void)argc;
-	r = mc_exist(cli_client(), argv[0], &err);
+	r = mc_exist(mc_tool_client(), argv[0], strlen(argv[0]), &err);
 	if (r < 0)
-		cli_fail(&err, "look up", argv[0]);
+		mc_tool_fail(&err, "look up", argv[0]);
 	return r ? MC_EXIT_OK : MC_EXIT_FAIL;
 }

@@ -28,12 +28,6 @@
 
 /* Bulk bytes read per call, and the step the JSON buffer grows by. */
 #define CHUNK (1u << 20)
-/*
- * The master answers an evict call only once the plan has run, in slices
- * between other requests: a large plan outlasts the 30 s every other
- * call gets, so evict waits this long unless --timeout says otherwise.
- */
-#define EVICT_TIMEOUT_MS (10u * 60 * 1000)
 
 static struct {
 	const char *peer; /* an id, or an address resolved through `peers` */
@@ -49,27 +43,6 @@ const struct mc_opt cli_candidates_opts[] = {
 	  &cand_o.tenant },
 	{ 0 },
 };
-
-struct cand_req {
-	bool has_peer;
-	uint64_t peer;
-	const char *tier;
-	const char *tenant;
-};
-
-static void
-pack_cand_req(msgpack_packer *pk, void *arg)
-{
-	const struct cand_req *q = arg;
-
-	msgpack_pack_map(pk, q->has_peer + (q->tier != NULL) + (q->tenant != NULL));
-	if (q->has_peer)
-		mc_pack_kv_u64(pk, "peer_id", q->peer);
-	if (q->tier != NULL)
-		mc_pack_kv_str(pk, "tier", q->tier);
-	if (q->tenant != NULL)
-		mc_pack_kv_str(pk, "tenant", q->tenant);
-}
 
 /*
  * A failed call: one line naming what was being done, and the exit
@@ -101,7 +74,7 @@ peer_id_of(struct mc_rpcc *r, const char *peer, const char *doing)
 
 	if (mc_parse_u64(peer, &id, &err) == 0)
 		return id;
-	if (mc_rpcc_call(r, "peers", NULL, NULL, &m, &err) < 0)
+	if (mc_rpcc_call0(r, "peers", &m, &err) < 0)
 		call_fail(doing, &err);
 	peers = mc_map_array(m.body, "peers");
 	for (uint32_t i = 0; peers != NULL && i < peers->size && !found; i++) {
@@ -134,12 +107,12 @@ copy_out(struct mc_rpcc *r, uint64_t len, const char *doing, const char *what)
 		if (mc_rpcc_read_bulk(r, buf, k, &err) < 0)
 			call_fail(doing, &err);
 		if (fwrite(buf, 1, k, stdout) != k)
-			mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, cli_strerror(errno));
+			mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, mc_strerror(errno));
 		len -= k;
 	}
 	free(buf);
 	if (fflush(stdout) != 0)
-		mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write %s: %s", what, mc_strerror(errno));
 }
 
 /* Make room for `need` more bytes after `have` in *buf, doubling; exits when out of memory. */
@@ -194,7 +167,7 @@ convert_out(struct mc_rpcc *r, uint64_t len)
 	FILE *in = fmemopen(buf, have, "r");
 
 	if (in == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot read candidates: %s", cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot read candidates: %s", mc_strerror(errno));
 	mc_cand_view_init(&v);
 	if (mc_cand_read(in, &v, false, &err) < 0)
 		mc_die(err.code == MC_ERR_PROTO ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE,
@@ -209,11 +182,11 @@ convert_out(struct mc_rpcc *r, uint64_t len)
 int
 cli_candidates(int argc, char **argv)
 {
-	struct mc_rpcc *r = mc_client_master(cli_client());
-	struct cand_req q = { 0 };
+	struct mc_rpcc *r = mc_tool_master();
 	struct mc_err err = { 0 };
+	msgpack_packer *pk;
 	struct mc_msg m;
-	uint64_t len;
+	uint64_t len, peer = 0;
 
 	(void)argc;
 	(void)argv;
@@ -222,13 +195,18 @@ cli_candidates(int argc, char **argv)
 				      "--json or a pipe");
 	if (r == NULL)
 		mc_die(MC_EXIT_UNAVAILABLE, "cannot reach the master");
-	if (cand_o.peer != NULL) {
-		q.has_peer = true;
-		q.peer = peer_id_of(r, cand_o.peer, "list candidates");
-	}
-	q.tier = cand_o.tier;
-	q.tenant = cand_o.tenant;
-	if (mc_rpcc_call(r, "candidates", pack_cand_req, &q, &m, &err) < 0)
+	if (cand_o.peer != NULL)
+		peer = peer_id_of(r, cand_o.peer, "list candidates");
+	pk = mc_rpcc_begin(r, "candidates");
+	msgpack_pack_map(pk,
+			 (cand_o.peer != NULL) + (cand_o.tier != NULL) + (cand_o.tenant != NULL));
+	if (cand_o.peer != NULL)
+		mc_pack_kv_u64(pk, "peer_id", peer);
+	if (cand_o.tier != NULL)
+		mc_pack_kv_str(pk, "tier", cand_o.tier);
+	if (cand_o.tenant != NULL)
+		mc_pack_kv_str(pk, "tenant", cand_o.tenant);
+	if (mc_rpcc_call(r, &m, &err) < 0)
 		call_fail("list candidates", &err);
 	if (!m.has_bulk)
 		mc_die(MC_EXIT_DATAERR, "bad candidate view from %s: no stream in the reply",
@@ -343,7 +321,7 @@ slurp(const char *path, const char *name, size_t *len)
 	size_t cap = 0, n;
 
 	if (f == NULL)
-		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, mc_strerror(errno));
 	*len = 0;
 	for (;;) {
 		make_room(&buf, &cap, *len, CHUNK, "read the plan");
@@ -353,7 +331,7 @@ slurp(const char *path, const char *name, size_t *len)
 			break;
 	}
 	if (ferror(f))
-		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read %s: %s", name, mc_strerror(errno));
 	if (f != stdin)
 		fclose(f);
 	return buf;
@@ -385,7 +363,7 @@ load_plan(const char *path, char **out, size_t *outlen)
 	json = i < len && buf[i] == '{';
 	f = fmemopen(buf, len == 0 ? 1 : len, "r");
 	if (f == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot read %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot read %s: %s", name, mc_strerror(errno));
 	if (len == 0)
 		fgetc(f); /* fmemopen wants a size of one at least: an empty input */
 	mc_plan_init(&p);
@@ -397,51 +375,12 @@ load_plan(const char *path, char **out, size_t *outlen)
 	*out = NULL;
 	f = open_memstream(out, outlen);
 	if (f == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, mc_strerror(errno));
 	if (mc_plan_write(f, &p, false, &err) < 0)
 		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, err.msg);
 	if (fclose(f) != 0)
-		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot encode %s: %s", name, mc_strerror(errno));
 	mc_plan_free(&p);
-}
-
-struct evict_plan_req {
-	uint64_t len;
-};
-
-static void
-pack_evict_plan(msgpack_packer *pk, void *arg)
-{
-	const struct evict_plan_req *q = arg;
-
-	msgpack_pack_map(pk, 1);
-	mc_pack_kv_u64(pk, "len", q->len);
-}
-
-struct evict_run_req {
-	uint64_t target, lowerbound, peer;
-	bool has_lowerbound, has_peer, dry_run;
-	const char *tenant, *tier;
-};
-
-static void
-pack_evict_run(msgpack_packer *pk, void *arg)
-{
-	const struct evict_run_req *q = arg;
-
-	msgpack_pack_map(pk, 1 + q->has_lowerbound + q->has_peer + (q->tenant != NULL) +
-				     (q->tier != NULL) + q->dry_run);
-	mc_pack_kv_u64(pk, "target", q->target);
-	if (q->has_lowerbound)
-		mc_pack_kv_u64(pk, "lowerbound", q->lowerbound);
-	if (q->tenant != NULL)
-		mc_pack_kv_str(pk, "tenant", q->tenant);
-	if (q->has_peer)
-		mc_pack_kv_u64(pk, "peer_id", q->peer);
-	if (q->tier != NULL)
-		mc_pack_kv_str(pk, "tier", q->tier);
-	if (q->dry_run)
-		mc_pack_kv_bool(pk, "dry_run", true);
 }
 
 /*
@@ -458,21 +397,21 @@ evict_fail(const char *doing, const struct mc_err *err)
 }
 
 /*
- * One evict call: send, and wait for the answer. The bulk (the plan of
- * evict_plan) goes out straight from the caller's buffer. *is_plan tells
- * what the answer's bulk holds; *len is its length.
+ * The evict request begun on r: send, and wait for the answer. The bulk
+ * (the plan of evict_plan) goes out straight from the caller's buffer.
+ * *is_plan tells what the answer's bulk holds; *len is its length.
  */
 static void
-evict_call(struct mc_rpcc *r, const char *method, mc_pack_fn pack, void *arg, const void *bulk,
-	   uint64_t bulk_len, const char *doing, bool *is_plan, uint64_t *len)
+evict_call(struct mc_rpcc *r, const void *bulk, uint64_t bulk_len, const char *doing, bool *is_plan,
+	   uint64_t *len)
 {
 	struct mc_err err = { 0 };
 	const char *kind;
 	size_t kind_len;
 	struct mc_msg m;
 
-	if (mc_rpcc_send(r, method, pack, arg, bulk, bulk_len, &err) < 0 ||
-	    mc_rpcc_flush(r, &err) < 0 || mc_rpcc_recv(r, &m, &err) < 0)
+	if (mc_rpcc_send(r, bulk, bulk_len, &err) < 0 || mc_rpcc_flush(r, &err) < 0 ||
+	    mc_rpcc_recv(r, &m, &err) < 0)
 		evict_fail(doing, &err);
 	if (mc_msg_error(&m, &err) < 0) {
 		/* a bulk announced with an error would desynchronise the stream */
@@ -606,7 +545,7 @@ show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 	int rc;
 
 	if (in == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "cannot read the %s: %s", what, cli_strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot read the %s: %s", what, mc_strerror(errno));
 	mc_plan_init(&p);
 	mc_report_init(&rep);
 	rc = is_plan ? mc_plan_read(in, &p, false, &err)
@@ -626,7 +565,7 @@ show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 	if (rc < 0)
 		mc_die(MC_EXIT_FAIL, "%s", err.msg);
 	if (fflush(stdout) != 0)
-		mc_die(MC_EXIT_FAIL, "cannot write the %s: %s", what, cli_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write the %s: %s", what, mc_strerror(errno));
 	mc_report_free(&rep);
 	mc_plan_free(&p);
 }
@@ -634,6 +573,7 @@ show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 int
 cli_evict(int argc, char **argv)
 {
+	msgpack_packer *pk;
 	struct mc_rpcc *r;
 	char *plan = NULL;
 	size_t plan_len = 0;
@@ -647,35 +587,40 @@ cli_evict(int argc, char **argv)
 	/* a bad plan is refused here, before the master is even contacted */
 	if (ev_o.plan != NULL)
 		load_plan(ev_o.plan, &plan, &plan_len);
-	if (cli.timeout_ms == 0)
-		cli.timeout_ms = EVICT_TIMEOUT_MS;
-	r = mc_client_master(cli_client());
+	r = mc_tool_master();
 	if (r == NULL)
 		mc_die(MC_EXIT_UNAVAILABLE, "cannot reach the master");
 	if (ev_o.plan != NULL) {
-		struct evict_plan_req q = { plan_len };
-
 		doing = "execute the plan";
-		evict_call(r, "evict_plan", pack_evict_plan, &q, plan, plan_len, doing, &is_plan,
-			   &len);
+		pk = mc_rpcc_begin(r, "evict_plan");
+		msgpack_pack_map(pk, 1);
+		mc_pack_kv_u64(pk, "len", plan_len);
+		evict_call(r, plan, plan_len, doing, &is_plan, &len);
 		free(plan);
 	} else {
-		struct evict_run_req q = { 0 };
+		uint64_t peer = 0;
 
 		doing = ev_o.dry_run ? "plan an eviction round" : "run an eviction round";
-		q.target = ev_o.target;
-		q.has_lowerbound = ev_o.has_lowerbound;
-		q.lowerbound = ev_o.lowerbound;
-		q.tenant = ev_o.tenant;
-		q.tier = ev_o.tier;
-		q.dry_run = ev_o.dry_run;
-		if (ev_o.peer != NULL) {
-			q.has_peer = true;
-			q.peer = peer_id_of(r, ev_o.peer, doing);
-		}
+		if (ev_o.peer != NULL)
+			peer = peer_id_of(r, ev_o.peer, doing);
+		pk = mc_rpcc_begin(r, "evict_run");
+		msgpack_pack_map(pk, 1 + ev_o.has_lowerbound + (ev_o.peer != NULL) +
+					     (ev_o.tenant != NULL) + (ev_o.tier != NULL) +
+					     ev_o.dry_run);
+		mc_pack_kv_u64(pk, "target", ev_o.target);
+		if (ev_o.has_lowerbound)
+			mc_pack_kv_u64(pk, "lowerbound", ev_o.lowerbound);
+		if (ev_o.tenant != NULL)
+			mc_pack_kv_str(pk, "tenant", ev_o.tenant);
+		if (ev_o.peer != NULL)
+			mc_pack_kv_u64(pk, "peer_id", peer);
+		if (ev_o.tier != NULL)
+			mc_pack_kv_str(pk, "tier", ev_o.tier);
+		if (ev_o.dry_run)
+			mc_pack_kv_bool(pk, "dry_run", true);
 		/* without a kind in the answer, a dry run answers a plan */
 		is_plan = ev_o.dry_run;
-		evict_call(r, "evict_run", pack_evict_run, &q, NULL, 0, doing, &is_plan, &len);
+		evict_call(r, NULL, 0, doing, &is_plan, &len);
 	}
 	if (ev_o.raw)
 		copy_out(r, len, doing, is_plan ? "the plan" : "the report");

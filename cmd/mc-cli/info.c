@@ -14,16 +14,17 @@
 #include "mc/rpcc.h"
 
 static int
-print_key(const char *key, uint64_t size, uint64_t version, const char *type, void *arg)
+print_key(const void *key, size_t key_len, uint64_t size, uint64_t version, const char *type,
+	  void *arg)
 {
 	(void)arg;
 	if (!cli.json) {
-		fwrite(key, 1, strlen(key), stdout);
+		fwrite(key, 1, key_len, stdout);
 		putchar('\n');
 		return 0;
 	}
 	printf("{\"key\":");
-	mc_json_write_str(stdout, key, strlen(key));
+	mc_json_write_str(stdout, key, key_len);
 	printf(",\"size\":%" PRIu64 ",\"version\":%" PRIu64 ",\"type\":", size, version);
 	mc_json_write_str(stdout, type, strlen(type));
 	printf("}\n");
@@ -36,32 +37,43 @@ cli_ls(int argc, char **argv)
 	const char *prefix = argc > 0 ? argv[0] : "";
 	struct mc_err err = { 0 };
 
-	if (mc_list(cli_client(), prefix, print_key, NULL, &err) < 0)
-		cli_fail(&err, "list", prefix);
+	if (mc_list(mc_tool_client(), prefix, strlen(prefix), print_key, NULL, &err) < 0)
+		mc_tool_fail(&err, "list", prefix);
 	return MC_EXIT_OK;
 }
 
 /* ---- stat ---- */
 
+/* A time for people: ISO 8601 UTC, or "-" for none. */
+static const char *
+when(uint64_t ms, char *buf, size_t cap)
+{
+	if (ms == 0)
+		return "-";
+	return mc_fmt_time_ms(ms, buf, cap);
+}
+
 static void
 stat_text(const struct mc_object_info *in)
 {
-	char sz[32];
-	unsigned i;
+	char sz[32], t[32];
+	size_t i;
 
-	printf("key: %s\n", in->key);
-	printf("tenant: %s\n", cli_tenant());
+	printf("key: ");
+	fwrite(in->key.data, 1, in->key.len, stdout);
+	printf("\n");
+	printf("tenant: %s\n", mc_tool_tenant());
 	printf("size: %" PRIu64 " (%s)\n", in->size, mc_fmt_size(in->size, sz, sizeof(sz)));
 	printf("version: %" PRIu64 "\n", in->version);
 	printf("checksum: %016" PRIx64 "\n", in->checksum);
 	printf("type: %s\n", in->type);
 	printf("group: %s\n", in->group[0] ? in->group : "-");
 	printf("hard_pin: %s\n", in->hard_pin ? "yes" : "no");
-	printf("created: %" PRIu64 "\n", in->created);
-	printf("last_access: %" PRIu64 "\n", in->last_access);
+	printf("created: %s\n", when(in->created, t, sizeof(t)));
+	printf("last_access: %s\n", when(in->last_access, t, sizeof(t)));
 	printf("access_count: %" PRIu64 "\n", in->access_count);
-	printf("lease_deadline: %" PRIu64 "\n", in->lease_deadline);
-	printf("replicas: %u\n", in->nreplicas);
+	printf("lease_deadline: %s\n", when(in->lease_deadline, t, sizeof(t)));
+	printf("replicas: %zu\n", in->nreplicas);
 	for (i = 0; i < in->nreplicas; i++)
 		printf("  peer %" PRIu32 " %s %s %s\n", in->replicas[i].peer_id,
 		       in->replicas[i].addr, in->replicas[i].tier,
@@ -153,22 +165,15 @@ print_text(const msgpack_object *map, int indent)
 static void
 admin_call(const char *method, struct mc_msg *m)
 {
-	struct mc_rpcc *r = mc_client_master(cli_client());
+	struct mc_rpcc *r = mc_tool_master();
 	struct mc_err err = { 0 };
 
 	if (!r)
 		mc_die(MC_EXIT_UNAVAILABLE, "cannot reach the master");
-	if (mc_rpcc_call(r, method, NULL, NULL, m, &err) < 0)
+	if (mc_rpcc_call0(r, method, m, &err) < 0)
 		mc_die(mc_status_exit_code(err.code) ? mc_status_exit_code(err.code)
 						     : MC_EXIT_SOFTWARE,
 		       "cannot get %s: %s", method, err.msg);
-}
-
-static void
-pack_key(msgpack_packer *pk, void *arg)
-{
-	msgpack_pack_map(pk, 1);
-	mc_pack_kv_str(pk, "key", arg);
 }
 
 /*
@@ -179,14 +184,18 @@ pack_key(msgpack_packer *pk, void *arg)
 static void
 stat_json(const char *key)
 {
-	struct mc_rpcc *r = mc_client_master(cli_client());
+	struct mc_rpcc *r = mc_tool_master();
 	struct mc_err err = { 0 };
+	msgpack_packer *pk;
 	struct mc_msg m;
 
 	if (!r)
 		mc_die(MC_EXIT_UNAVAILABLE, "cannot reach the master");
-	if (mc_rpcc_call(r, "stat", pack_key, (void *)key, &m, &err) < 0)
-		cli_fail(&err, "stat", key);
+	pk = mc_rpcc_begin(r, "stat");
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_str(pk, "key", key);
+	if (mc_rpcc_call(r, &m, &err) < 0)
+		mc_tool_fail(&err, "stat", key);
 	mc_json_write(stdout, m.body);
 	printf("\n");
 	mc_msg_release(&m);
@@ -214,14 +223,10 @@ cli_stat(int argc, char **argv)
 		stat_json(argv[0]);
 		return MC_EXIT_OK;
 	}
-	if (!(info = malloc(sizeof(*info))))
-		mc_die(MC_EXIT_SOFTWARE, "out of memory");
-	if (mc_stat(cli_client(), argv[0], info, &err) < 0) {
-		free(info); /* cli_fail exits */
-		cli_fail(&err, "stat", argv[0]);
-	}
+	if (!(info = mc_stat(mc_tool_client(), argv[0], strlen(argv[0]), &err)))
+		mc_tool_fail(&err, "stat", argv[0]);
 	stat_text(info);
-	free(info);
+	mc_object_info_free(info);
 	return MC_EXIT_OK;
 }
 
@@ -331,39 +336,31 @@ cli_peers(int argc, char **argv)
 
 /* ---- corrupt ---- */
 
-struct corrupt_args {
-	const char *tenant, *key;
-	uint64_t offset;
-};
-
-static void
-pack_corrupt(msgpack_packer *pk, void *arg)
-{
-	const struct corrupt_args *a = arg;
-
-	msgpack_pack_map(pk, 3);
-	mc_pack_kv_str(pk, "tenant", a->tenant);
-	mc_pack_kv_str(pk, "key", a->key);
-	mc_pack_kv_u64(pk, "offset", a->offset);
-}
-
 int
 cli_corrupt(int argc, char **argv)
 {
-	struct corrupt_args a = { cli_tenant(), argv[1], 0 };
+	struct mc_client_opts o;
 	struct mc_err err = { 0 };
+	uint64_t offset = 0;
+	msgpack_packer *pk;
 	struct mc_rpcc *r;
 	struct mc_msg m;
 	int code;
 
-	if (argc > 2 && mc_parse_u64(argv[2], &a.offset, &err) < 0) {
+	if (argc > 2 && mc_parse_u64(argv[2], &offset, &err) < 0) {
 		mc_complain("corrupt: invalid OFFSET '%s': %s", argv[2], err.msg);
 		return MC_EXIT_USAGE;
 	}
-	r = mc_rpcc_connect(argv[0], cli.timeout_ms ? (int)cli.timeout_ms : 30000, &err);
+	mc_tool_client_opts(&o);
+	r = mc_rpcc_connect(argv[0], o.timeout_ms, &err);
 	if (!r)
 		mc_die(mc_status_exit_code(err.code), "%s", err.msg);
-	if (mc_rpcc_call(r, "corrupt", pack_corrupt, &a, &m, &err) < 0) {
+	pk = mc_rpcc_begin(r, "corrupt");
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_str(pk, "tenant", mc_tool_tenant());
+	mc_pack_kv_str(pk, "key", argv[1]);
+	mc_pack_kv_u64(pk, "offset", offset);
+	if (mc_rpcc_call(r, &m, &err) < 0) {
 		mc_rpcc_close(r);
 		code = mc_status_exit_code(err.code);
 		if (err.code == MC_ERR_NOT_FOUND)

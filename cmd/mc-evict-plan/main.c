@@ -5,7 +5,7 @@
  * made by the same libmc planner the master links: no sockets, no clock.
  *
  * main declares the options and checks how they go together; run.c does
- * the reading, planning and writing.
+ * the reading, planning and writing. No command talks to a master.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "mc/err.h"
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/tool.h"
 #include "evictplan.h"
 
 struct evictplan ep;
@@ -40,29 +41,11 @@ static const struct mc_opt opts[] = {
 	{ 0 },
 };
 
-static const struct mc_opt_spec spec = {
-	.usage = "mc-evict-plan [-p POLICY] --target SIZE|PCT [--lowerbound SIZE|PCT] "
-		 "[--soft-pinned-pass] [--json | --explain] [-i FILE]\n"
-		 "       mc-evict-plan [-p POLICY] --check",
-	.summary = "plan an eviction: a candidate view on stdin, a plan on stdout",
-	.opts = opts,
-	.version = "0.1.0",
-};
-
-int
-main(int argc, char **argv)
+static int
+run(int argc, char **argv)
 {
-	int idx;
-
-	mc_log_init("mc-evict-plan", 0);
-	/*
-	 * A filter dies quietly when its reader goes away, as cat does; the
-	 * master ignores SIGPIPE and its children would inherit that.
-	 */
-	signal(SIGPIPE, SIG_DFL);
-	idx = mc_opt_parse(&spec, argc, argv);
-	if (idx < argc)
-		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[idx]);
+	(void)argc;
+	(void)argv;
 	if (ep.check)
 		return evictplan_check();
 	if (ep.target.text == NULL)
@@ -70,4 +53,29 @@ main(int argc, char **argv)
 	if (ep.json && ep.explain)
 		mc_die(MC_EXIT_USAGE, "invalid --json: --explain prints text, not a plan");
 	return evictplan_run();
+}
+
+static const struct mc_tool_cmd plan = {
+	.args = "[-p POLICY] --target SIZE|PCT [--lowerbound SIZE|PCT] "
+		"[--soft-pinned-pass] [--json | --explain] [-i FILE]\n"
+		"       mc-evict-plan [-p POLICY] --check",
+	.run = run,
+	.opts = opts,
+};
+
+static const struct mc_tool tool = {
+	.prog = "mc-evict-plan",
+	.summary = "plan an eviction: a candidate view on stdin, a plan on stdout",
+	.single = &plan,
+};
+
+int
+main(int argc, char **argv)
+{
+	/*
+	 * A filter dies quietly when its reader goes away, as cat does; the
+	 * master ignores SIGPIPE and its children would inherit that.
+	 */
+	signal(SIGPIPE, SIG_DFL);
+	return mc_tool_main(&tool, argc, argv);
 }

@@ -22,15 +22,6 @@
 #include "mc/policy.h"
 #include "evictplan.h"
 
-/* strerror in the project's voice: lowercase. */
-static const char *
-reason(int errnum)
-{
-	static char buf[128];
-
-	return mc_lower_reason(buf, sizeof(buf), strerror(errnum));
-}
-
 /* What a failed library call means for our exit status (DESIGN.md 8). */
 static int
 data_exit(int code)
@@ -65,7 +56,7 @@ evictplan_check(void)
 	printf("%s: ok\n", ep.policy != NULL ? ep.policy : "built-in default policy");
 	mc_policy_free(&pol);
 	if (fflush(stdout) != 0)
-		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", reason(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", mc_strerror(errno));
 	return MC_EXIT_OK;
 }
 
@@ -116,7 +107,7 @@ read_view(struct mc_cand_view *v)
 		snprintf(where, sizeof(where), "in '%s'", path);
 		in = fopen(path, "r");
 		if (in == NULL)
-			mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", path, reason(errno));
+			mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", path, mc_strerror(errno));
 	}
 	mc_cand_view_init(v);
 	if (mc_cand_read(in, v, looks_like_json(in), &err) < 0)
@@ -168,7 +159,8 @@ evictplan_run(void)
 		if (fflush(stdout) != 0) {
 			if (errno == EPIPE)
 				exit(MC_EXIT_FAIL);
-			mc_die(MC_EXIT_FAIL, "cannot write the explanation: %s", reason(errno));
+			mc_die(MC_EXIT_FAIL, "cannot write the explanation: %s",
+			       mc_strerror(errno));
 		}
 	} else {
 		write_plan(&plan);

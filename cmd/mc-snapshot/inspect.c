@@ -186,7 +186,7 @@ print_text(const char *path, const struct mc_snap_header *h, uint64_t size, stru
 	printf("size:       %" PRIu64 " (%s)\n", size, mc_fmt_size(size, sz, sizeof(sz)));
 	printf("format:     %s version %" PRIu64 "\n", h->format, h->version);
 	printf("master_id:  %s\n", h->master_id[0] ? h->master_id : "-");
-	printf("created:    %s (%" PRIu64 ")\n", snap_iso_time(h->created, when, sizeof(when)),
+	printf("created:    %s (%" PRIu64 ")\n", mc_fmt_time_ms(h->created, when, sizeof(when)),
 	       h->created);
 	printf("header:     %" PRIu64 " objects, %" PRIu64 " peers, %" PRIu64 " tenants, %" PRIu64
 	       " bytes\n",

@@ -12,6 +12,7 @@
 
 #include "mc/json.h"
 #include "mc/log.h"
+#include "mc/tool.h"
 #include "mc/parse.h"
 #include "mc/snapshot.h"
 #include "snap.h"
@@ -24,11 +25,11 @@ snap_open_input(const char *path, uint64_t *size)
 
 	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", path, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", path, mc_strerror(errno));
 	if (fstat(fd, &st) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, snap_strerror(EISDIR));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(EISDIR));
 	*size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
 	return fd;
 }
@@ -101,9 +102,9 @@ need_dir(const char *dir)
 	struct stat st;
 
 	if (stat(dir, &st) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, mc_strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, snap_strerror(ENOTDIR));
+		mc_die(MC_EXIT_FAIL, "cannot list '%s': %s", dir, mc_strerror(ENOTDIR));
 }
 
 static const char *
@@ -124,7 +125,7 @@ cmd_ls(int argc, char **argv)
 
 	need_dir(dir);
 	if (mc_snap_list(dir, &paths, &n, &err) < 0)
-		snap_fail(&err, "list snapshots");
+		mc_tool_fail(&err, "list snapshots", NULL);
 	for (i = 0; i < n; i++) {
 		const char *name = base_name(paths[i]);
 		uint64_t created = strtoull(name + strlen("mc-snapshot-"), NULL, 10);
@@ -140,10 +141,10 @@ cmd_ls(int argc, char **argv)
 			mc_json_write_str(stdout, paths[i], strlen(paths[i]));
 			printf(",\"created\":%" PRIu64 ",\"created_iso\":\"%s\",\"size\":%" PRIu64
 			       "}\n",
-			       created, snap_iso_time(created, when, sizeof(when)),
+			       created, mc_fmt_time_ms(created, when, sizeof(when)),
 			       (uint64_t)st.st_size);
 		} else {
-			printf("%s  %9s  %s\n", snap_iso_time(created, when, sizeof(when)),
+			printf("%s  %9s  %s\n", mc_fmt_time_ms(created, when, sizeof(when)),
 			       mc_fmt_size((uint64_t)st.st_size, sz, sizeof(sz)), name);
 		}
 	}
@@ -164,7 +165,7 @@ cmd_prune(int argc, char **argv)
 		size_t n, i;
 
 		if (mc_snap_list(dir, &paths, &n, &err) < 0)
-			snap_fail(&err, "list snapshots");
+			mc_tool_fail(&err, "list snapshots", NULL);
 		for (i = (size_t)sc.keep; i < n; i++)
 			printf("removing %s\n", paths[i]);
 		mc_snap_list_free(paths, n);

@@ -55,47 +55,9 @@ progress_end(struct progress *p)
 }
 
 const char *
-snap_strerror(int e)
-{
-	static char buf[128];
-
-	return mc_lower_reason(buf, sizeof(buf), strerror(e));
-}
-
-char *
-snap_iso_time(uint64_t ms, char *buf, size_t cap)
-{
-	time_t secs = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (gmtime_r(&secs, &tm) == NULL) {
-		snprintf(buf, cap, "-");
-		return buf;
-	}
-	snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-	return buf;
-}
-
-const char *
 snap_dir(int argc, char **argv)
 {
 	const char *d = argc > 0 ? argv[0] : getenv("MC_SNAPSHOT_DIR");
 
 	return d != NULL && *d != '\0' ? d : ".";
-}
-
-void
-snap_fail(const struct mc_err *err, const char *verb)
-{
-	int code = mc_status_exit_code(err->code);
-
-	/* an OS call that failed here (a write, a read) is a failed operation */
-	if (err->code == MC_ERR_SYSTEM)
-		code = MC_EXIT_FAIL;
-	if (code == MC_EXIT_OK)
-		code = MC_EXIT_SOFTWARE;
-	if (strncmp(err->msg, "cannot ", 7) == 0)
-		mc_die(code, "%s", err->msg);
-	mc_die(code, "cannot %s: %s", verb, err->msg);
 }

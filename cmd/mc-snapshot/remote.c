@@ -17,53 +17,30 @@
 #include <unistd.h>
 
 #include "mc/addr.h"
+#include "mc/io.h"
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
 #include "mc/rpcc.h"
 #include "mc/snapshot.h"
+#include "mc/tool.h"
 #include "mc/wire.h"
 #include "snap.h"
 
 #define CHUNK (1u << 20)
 
-static struct mc_rpcc *
-connect_master(void)
-{
-	const char *addr = sc.master != NULL && *sc.master ? sc.master : MC_DEFAULT_MASTER;
-	struct mc_err err = { 0 };
-	struct mc_rpcc *r;
-
-	r = mc_rpcc_connect(addr, (int)sc.timeout_ms, &err);
-	if (r == NULL)
-		snap_fail(&err, "connect to the master");
-	return r;
-}
-
+/* snapshot_save {stream?}, one round trip; exits when it fails. */
 static void
-pack_save(msgpack_packer *pk, void *arg)
+call_save(struct mc_rpcc *r, bool stream, struct mc_msg *resp)
 {
-	bool stream = *(bool *)arg;
+	msgpack_packer *pk = mc_rpcc_begin(r, "snapshot_save");
+	struct mc_err err = { 0 };
 
 	msgpack_pack_map(pk, stream ? 1 : 0);
 	if (stream)
 		mc_pack_kv_bool(pk, "stream", true);
-}
-
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	if (mc_rpcc_call(r, resp, &err) < 0)
+		mc_tool_fail(&err, "save a snapshot", NULL);
 }
 
 /* The directory of path, for the temporary that becomes it. */
@@ -99,9 +76,9 @@ receive_bulk(struct mc_rpcc *r, uint64_t len, int fd, const char *dest, struct m
 
 		if (mc_rpcc_read_bulk(r, buf, k, err) < 0)
 			break;
-		if (write_all(fd, buf, k) < 0) {
+		if (mc_write_all(fd, buf, k) < 0) {
 			mc_err_set(err, MC_ERR_SYSTEM, "cannot write '%s': %s", dest,
-				   snap_strerror(errno));
+				   mc_strerror(errno));
 			break;
 		}
 		done += k;
@@ -134,7 +111,7 @@ print_saved(const char *path, const msgpack_object *body, uint64_t size)
 static int
 save_stream(struct mc_rpcc *r)
 {
-	bool to_stdout = strcmp(sc.out, "-") == 0, stream = true;
+	bool to_stdout = strcmp(sc.out, "-") == 0;
 	struct mc_err err = { 0 };
 	struct mc_msg resp;
 	char dir[4096], tmp[4200];
@@ -143,14 +120,13 @@ save_stream(struct mc_rpcc *r)
 
 	if (to_stdout && isatty(STDOUT_FILENO))
 		mc_die(MC_EXIT_USAGE, "refusing to write a snapshot to a terminal; use -o FILE");
-	if (mc_rpcc_call(r, "snapshot_save", pack_save, &stream, &resp, &err) < 0)
-		snap_fail(&err, "save a snapshot");
+	call_save(r, true, &resp);
 	if (!resp.has_bulk)
 		mc_die(MC_EXIT_SOFTWARE, "cannot save a snapshot: %s sent no file",
 		       mc_rpcc_addr(r));
 	if (to_stdout) {
 		if (receive_bulk(r, resp.bulk_len, STDOUT_FILENO, "stdout", &err) < 0)
-			snap_fail(&err, "save a snapshot");
+			mc_tool_fail(&err, "save a snapshot", NULL);
 		mc_msg_release(&resp);
 		return MC_EXIT_OK;
 	}
@@ -161,7 +137,7 @@ save_stream(struct mc_rpcc *r)
 	if (receive_bulk(r, resp.bulk_len, fd, sc.out, &err) < 0) {
 		close(fd);
 		unlink(tmp);
-		snap_fail(&err, "save a snapshot");
+		mc_tool_fail(&err, "save a snapshot", NULL);
 	}
 	/*
 	 * Check what arrived before it takes the final name: a file that
@@ -185,24 +161,16 @@ save_stream(struct mc_rpcc *r)
 int
 cmd_save(int argc, char **argv)
 {
-	struct mc_err err = { 0 };
-	struct mc_rpcc *r;
+	struct mc_rpcc *r = mc_tool_master();
 	struct mc_msg resp;
 	const char *path;
 	size_t plen = 0;
-	bool stream = false;
-	int rc;
 
 	(void)argc;
 	(void)argv;
-	r = connect_master();
-	if (sc.out != NULL) {
-		rc = save_stream(r);
-		mc_rpcc_close(r);
-		return rc;
-	}
-	if (mc_rpcc_call(r, "snapshot_save", pack_save, &stream, &resp, &err) < 0)
-		snap_fail(&err, "save a snapshot");
+	if (sc.out != NULL)
+		return save_stream(r);
+	call_save(r, false, &resp);
 	if (sc.json) {
 		mc_json_write(stdout, resp.body);
 		putchar('\n');
@@ -213,24 +181,7 @@ cmd_save(int argc, char **argv)
 		       mc_rpcc_addr(r));
 	}
 	mc_msg_release(&resp);
-	mc_rpcc_close(r);
 	return MC_EXIT_OK;
-}
-
-struct restore_args {
-	uint64_t len;
-	bool force;
-};
-
-static void
-pack_restore(msgpack_packer *pk, void *arg)
-{
-	const struct restore_args *a = arg;
-
-	msgpack_pack_map(pk, a->force ? 2 : 1);
-	mc_pack_kv_u64(pk, "len", a->len);
-	if (a->force)
-		mc_pack_kv_bool(pk, "force", true);
 }
 
 /* The file's bytes after the request header, straight to the socket. */
@@ -254,7 +205,7 @@ send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_e
 		if (n <= 0) {
 			/* the file shrank under us: the length already went out */
 			mc_err_set(err, MC_ERR_SYSTEM, "cannot read '%s': %s", path,
-				   n < 0 ? snap_strerror(errno) : "it shrank while being sent");
+				   n < 0 ? mc_strerror(errno) : "it shrank while being sent");
 			goto out;
 		}
 		while (off < (size_t)n) {
@@ -266,7 +217,7 @@ send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_e
 				mc_err_set(err,
 					   errno == EAGAIN ? MC_ERR_TIMEOUT : MC_ERR_UNAVAILABLE,
 					   "cannot send '%s' to %s: %s", path, mc_rpcc_addr(r),
-					   errno == EAGAIN ? "timed out" : snap_strerror(errno));
+					   errno == EAGAIN ? "timed out" : mc_strerror(errno));
 				goto out;
 			}
 			off += (size_t)w;
@@ -291,34 +242,32 @@ restore_fail(const char *path, struct mc_err *err)
 		       path);
 	if (err->code == MC_ERR_PROTO)
 		mc_die(MC_EXIT_DATAERR, "cannot restore '%s': %s", path, err->msg);
-	if (strncmp(err->msg, "cannot ", 7) == 0)
-		mc_die(mc_status_exit_code(err->code), "%s", err->msg);
-	mc_die(mc_status_exit_code(err->code), "cannot restore '%s': %s", path, err->msg);
+	mc_tool_fail(err, "restore", path);
 }
 
 int
 cmd_restore(int argc, char **argv)
 {
 	const char *path = argv[0];
-	struct restore_args a = { 0 };
 	struct mc_err err = { 0 }, serr = { 0 };
+	msgpack_packer *pk;
 	struct mc_rpcc *r;
 	struct mc_msg resp;
 	struct progress pg;
 	struct mc_snap_header h;
 	struct mc_snap_reader *rd;
 	const msgpack_object *rec;
-	uint64_t objects = 0, peers = 0, tenants = 0;
+	uint64_t objects = 0, peers = 0, tenants = 0, len = 0;
 	struct stat st;
 	int fd, rc;
 
 	(void)argc;
-	fd = snap_open_input(path, &a.len);
+	fd = snap_open_input(path, &len);
 	/* the length goes out before the bytes, so it must be known */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		mc_die(MC_EXIT_FAIL, "cannot restore '%s': not a regular file", path);
 	/* a bad file is refused here, with the reason, before the master sees it */
-	progress_start(&pg, "verify", a.len);
+	progress_start(&pg, "verify", len);
 	rd = mc_snap_reader_open(fd, &h, &err);
 	rc = -1;
 	if (rd != NULL) {
@@ -333,14 +282,17 @@ cmd_restore(int argc, char **argv)
 	if (rc < 0)
 		snap_read_fail(path, &err);
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, snap_strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 
-	a.force = sc.force;
-	r = connect_master();
-	if (mc_rpcc_send(r, "snapshot_restore", pack_restore, &a, NULL, 0, &err) < 0 ||
-	    mc_rpcc_flush(r, &err) < 0)
+	r = mc_tool_master();
+	pk = mc_rpcc_begin(r, "snapshot_restore");
+	msgpack_pack_map(pk, sc.force ? 2 : 1);
+	mc_pack_kv_u64(pk, "len", len);
+	if (sc.force)
+		mc_pack_kv_bool(pk, "force", true);
+	if (mc_rpcc_send(r, NULL, 0, &err) < 0 || mc_rpcc_flush(r, &err) < 0)
 		restore_fail(path, &err);
-	if (send_file(r, fd, a.len, path, &serr) < 0) {
+	if (send_file(r, fd, len, path, &serr) < 0) {
 		/*
 		 * The master may have refused early and closed: its answer
 		 * says more than our broken pipe does.
@@ -365,6 +317,5 @@ cmd_restore(int argc, char **argv)
 		       path, objects, peers, tenants);
 	}
 	mc_msg_release(&resp);
-	mc_rpcc_close(r);
 	return MC_EXIT_OK;
 }

@@ -13,8 +13,6 @@
 #include "mc/err.h"
 
 struct snapctl {
-	const char *master;
-	uint64_t timeout_ms;
 	const char *out; /* save -o */
 	bool force;	 /* restore */
 	bool json;
@@ -57,16 +55,7 @@ int snap_open_input(const char *path, uint64_t *size);
 /* A reader failure on path: exit 65 for bad data, 1 for the rest. */
 void snap_read_fail(const char *path, const struct mc_err *err) __attribute__((noreturn));
 
-/* strerror(e) in the project's lowercase voice (a static buffer). */
-const char *snap_strerror(int e);
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" for ms since the epoch; buf of 32. */
-char *snap_iso_time(uint64_t ms, char *buf, size_t cap);
 /* The directory ls and prune use: the argument, $MC_SNAPSHOT_DIR, or ".". */
 const char *snap_dir(int argc, char **argv);
-/*
- * Report err and exit with its status: its own sentence when it starts
- * with "cannot", else "cannot VERB: MSG".
- */
-void snap_fail(const struct mc_err *err, const char *verb) __attribute__((noreturn));
 
 #endif

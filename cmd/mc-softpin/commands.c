@@ -13,90 +13,12 @@
 #include "mc/clock.h"
 #include "mc/json.h"
 #include "mc/log.h"
+#include "mc/parse.h"
 #include "mc/proto.h"
+#include "mc/rpcc.h"
+#include "mc/tool.h"
 #include "mc/wire.h"
 #include "softpin.h"
-
-static struct mc_rpcc *master_conn;
-
-static const char *
-master_addr(void)
-{
-	return sp.master != NULL && *sp.master ? sp.master : MC_DEFAULT_MASTER;
-}
-
-static const char *
-tenant(void)
-{
-	return sp.tenant != NULL && *sp.tenant ? sp.tenant : MC_DEFAULT_TENANT;
-}
-
-static void
-pack_hello(msgpack_packer *pk, void *arg)
-{
-	(void)arg;
-	msgpack_pack_map(pk, 1);
-	mc_pack_kv_str(pk, "tenant", tenant());
-}
-
-struct mc_rpcc *
-sp_master(void)
-{
-	const char *addr = master_addr();
-	struct mc_err err = { 0 };
-	struct mc_msg m;
-
-	if (master_conn != NULL)
-		return master_conn;
-	master_conn = mc_rpcc_connect(addr, (int)sp.timeout_ms, &err);
-	if (master_conn == NULL) {
-		int code = mc_status_exit_code(err.code);
-
-		/* a malformed -m is a usage error; anything else: unreachable */
-		if (code != MC_EXIT_USAGE)
-			code = MC_EXIT_UNAVAILABLE;
-		if (strstr(err.msg, addr) != NULL)
-			mc_die(code, "%s", err.msg);
-		mc_die(code, "cannot connect to %s: %s", addr, err.msg);
-	}
-	if (mc_rpcc_call(master_conn, "hello", pack_hello, NULL, &m, &err) < 0) {
-		if (err.code == MC_ERR_UNAVAILABLE || err.code == MC_ERR_TIMEOUT)
-			mc_die(MC_EXIT_UNAVAILABLE, "cannot greet the master at %s: %s", addr,
-			       err.msg);
-		sp_fail(&err, "speak for tenant", tenant());
-	}
-	mc_msg_release(&m);
-	return master_conn;
-}
-
-void
-sp_fail(const struct mc_err *err, const char *verb, const char *what)
-{
-	int code = mc_status_exit_code(err->code);
-	const char *why = err->msg;
-
-	switch (err->code) {
-	case MC_ERR_NOT_FOUND:
-		why = "not found";
-		break;
-	case MC_ERR_INVALID:
-		/*
-		 * A master without soft pins answers "unknown method": the
-		 * service is missing, the command line was fine.
-		 */
-		if (strncmp(err->msg, "unknown method", 14) == 0) {
-			code = MC_EXIT_UNAVAILABLE;
-			mc_die(code, "cannot %s: the master at %s has no soft pins (%s)", verb,
-			       master_addr(), err->msg);
-		}
-		break;
-	}
-	if (code == MC_EXIT_OK)
-		code = MC_EXIT_SOFTWARE;
-	if (what != NULL)
-		mc_die(code, "cannot %s '%s': %s", verb, what, why);
-	mc_die(code, "cannot %s: %s", verb, why);
-}
 
 /* ---- shared printing ---- */
 
@@ -151,18 +73,13 @@ remaining_at(uint64_t deadline, uint64_t now)
 
 /* ---- show ---- */
 
-static void
-pack_key(msgpack_packer *pk, void *arg)
-{
-	msgpack_pack_map(pk, 1);
-	mc_pack_kv_str(pk, "key", arg);
-}
-
 int
 cmd_show(int argc, char **argv)
 {
 	const char *key = argv[0], *state, *act;
+	struct mc_rpcc *r = mc_tool_master();
 	struct mc_err err = { 0 };
+	msgpack_packer *pk;
 	uint64_t deadline = 0, remaining = 0, ttl = 0;
 	size_t klen = strlen(key), slen, alen;
 	char when[32], left[48], ttlbuf[48];
@@ -171,12 +88,15 @@ cmd_show(int argc, char **argv)
 	(void)argc;
 	if (klen == 0 || klen > MC_KEY_MAX)
 		mc_die(MC_EXIT_USAGE, "invalid key '%.64s': must be 1..%d bytes", key, MC_KEY_MAX);
-	if (mc_rpcc_call(sp_master(), "softpin_show", pack_key, (void *)key, &m, &err) < 0)
-		sp_fail(&err, "show", key);
+	pk = mc_rpcc_begin(r, "softpin_show");
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_strn(pk, "key", key, klen);
+	if (mc_rpcc_call(r, &m, &err) < 0)
+		mc_tool_fail(&err, "show", key);
 	if (sp.json) {
 		/* who and what first, then the master's record as it is */
 		printf("{\"tenant\":");
-		mc_json_write_str(stdout, tenant(), strlen(tenant()));
+		mc_json_write_str(stdout, mc_tool_tenant(), strlen(mc_tool_tenant()));
 		printf(",\"key\":");
 		mc_json_write_str(stdout, key, klen);
 		json_fields(m.body);
@@ -191,10 +111,10 @@ cmd_show(int argc, char **argv)
 	mc_map_u64(m.body, "deadline", &deadline, NULL);
 	mc_map_u64(m.body, "remaining_ms", &remaining, NULL);
 	printf("key: %s\n", key);
-	printf("tenant: %s\n", tenant());
+	printf("tenant: %s\n", mc_tool_tenant());
 	printf("state: %.*s\n", (int)slen, state);
 	if (deadline != 0) {
-		printf("deadline: %s (%" PRIu64 ")\n", sp_iso_time(deadline, when, sizeof(when)),
+		printf("deadline: %s (%" PRIu64 ")\n", mc_fmt_time_ms(deadline, when, sizeof(when)),
 		       deadline);
 		printf("remaining: %s (%" PRIu64 " ms)\n",
 		       sp_fmt_remaining(remaining, left, sizeof(left)), remaining);
@@ -214,17 +134,6 @@ cmd_show(int argc, char **argv)
 
 /* ---- ls ---- */
 
-static void
-pack_list(msgpack_packer *pk, void *arg)
-{
-	(void)arg;
-	msgpack_pack_map(pk, (sp.has_due_within ? 1 : 0) + (sp.limit != 0 ? 1 : 0));
-	if (sp.has_due_within)
-		mc_pack_kv_u64(pk, "due_within_ms", sp.due_within_ms);
-	if (sp.limit != 0)
-		mc_pack_kv_u64(pk, "limit", (uint64_t)sp.limit);
-}
-
 /* One pin: "DEADLINE  REMAINING  TENANT  KEY", or its JSON object. */
 static void
 print_pin(const msgpack_object *item, uint64_t now)
@@ -243,7 +152,7 @@ print_pin(const msgpack_object *item, uint64_t now)
 	}
 	field_bytes(item, "tenant", &t, &tn);
 	field_bytes(item, "key", &k, &kn);
-	printf("%s  %-10s  ", sp_iso_time(deadline, when, sizeof(when)),
+	printf("%s  %-10s  ", mc_fmt_time_ms(deadline, when, sizeof(when)),
 	       sp_fmt_remaining(remaining_at(deadline, now), left, sizeof(left)));
 	put_bytes(t, tn);
 	fputs("  ", stdout);
@@ -254,6 +163,8 @@ print_pin(const msgpack_object *item, uint64_t now)
 int
 cmd_ls(int argc, char **argv)
 {
+	struct mc_rpcc *r = mc_tool_master();
+	msgpack_packer *pk = mc_rpcc_begin(r, "softpin_list");
 	const msgpack_object_array *items;
 	struct mc_err err = { 0 };
 	struct mc_msg m;
@@ -263,8 +174,13 @@ cmd_ls(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	if (mc_rpcc_call(sp_master(), "softpin_list", pack_list, NULL, &m, &err) < 0)
-		sp_fail(&err, "list soft pins", NULL);
+	msgpack_pack_map(pk, (sp.has_due_within ? 1 : 0) + (sp.limit != 0 ? 1 : 0));
+	if (sp.has_due_within)
+		mc_pack_kv_u64(pk, "due_within_ms", sp.due_within_ms);
+	if (sp.limit != 0)
+		mc_pack_kv_u64(pk, "limit", (uint64_t)sp.limit);
+	if (mc_rpcc_call(r, &m, &err) < 0)
+		mc_tool_fail(&err, "list soft pins", NULL);
 	/* remaining from the same clock the master decides with */
 	now = mc_now_ms();
 	items = mc_map_array(m.body, "items");
@@ -307,8 +223,8 @@ cmd_stats(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	if (mc_rpcc_call(sp_master(), "softpin_stats", NULL, NULL, &m, &err) < 0)
-		sp_fail(&err, "get soft-pin stats", NULL);
+	if (mc_rpcc_call0(mc_tool_master(), "softpin_stats", &m, &err) < 0)
+		mc_tool_fail(&err, "get soft-pin stats", NULL);
 	if (sp.json) {
 		mc_json_write(stdout, m.body);
 		putchar('\n');
@@ -340,8 +256,8 @@ cmd_expire(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	if (mc_rpcc_call(sp_master(), "softpin_expire", NULL, NULL, &m, &err) < 0)
-		sp_fail(&err, "run a soft-pin cleanup", NULL);
+	if (mc_rpcc_call0(mc_tool_master(), "softpin_expire", &m, &err) < 0)
+		mc_tool_fail(&err, "run a soft-pin cleanup", NULL);
 	if (sp.json) {
 		mc_json_write(stdout, m.body);
 		putchar('\n');
@@ -360,7 +276,7 @@ cmd_expire(int argc, char **argv)
 		field_bytes(&items->ptr[i], "tenant", &t, &tn);
 		field_bytes(&items->ptr[i], "key", &k, &kn);
 		mc_map_u64(&items->ptr[i], "deadline", &deadline, NULL);
-		printf("%s  ", sp_iso_time(deadline, when, sizeof(when)));
+		printf("%s  ", mc_fmt_time_ms(deadline, when, sizeof(when)));
 		put_bytes(t, tn);
 		fputs("  ", stdout);
 		put_bytes(k, kn);

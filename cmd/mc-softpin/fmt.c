@@ -1,6 +1,5 @@
 /*
- * Times for people: deadlines as UTC ISO 8601 with milliseconds, and
- * remaining lifetimes as compound durations ("29m59.5s") rather than
+ * Times for people: remaining lifetimes as compound durations ("29m59.5s") rather than
  * the one-unit rounding of mc_fmt_duration_ms ("30m"), because a pin's
  * remaining time is read to see how close it is to the second.
  */
@@ -9,24 +8,6 @@
 #include <time.h>
 
 #include "softpin.h"
-
-/* 9999-12-31T23:59:59Z: later deadlines (a saturated TTL) never come. */
-#define ISO_MAX_S 253402300799ULL
-
-char *
-sp_iso_time(uint64_t ms, char *buf, size_t cap)
-{
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (ms / 1000 > ISO_MAX_S || gmtime_r(&s, &tm) == NULL) {
-		snprintf(buf, cap, "never");
-		return buf;
-	}
-	snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
-	return buf;
-}
 
 char *
 sp_fmt_remaining(uint64_t ms, char *buf, size_t cap)

@@ -1,6 +1,6 @@
 /*
- * mc-softpin internals: the options every command sees, the commands,
- * the one master connection and the formatting of times for people.
+ * mc-softpin internals: the options, the commands and the formatting
+ * of remaining times for people.
  */
 #ifndef MC_SOFTPIN_TOOL_H
 #define MC_SOFTPIN_TOOL_H
@@ -13,9 +13,6 @@
 #include "mc/rpcc.h"
 
 struct spctl {
-	const char *master;
-	const char *tenant;
-	uint64_t timeout_ms;
 	bool json;
 	uint64_t due_within_ms; /* ls; meaningful when has_due_within */
 	bool has_due_within;
@@ -30,20 +27,6 @@ int cmd_ls(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_expire(int argc, char **argv);
 
-/*
- * The master, connected and greeted with hello for the tenant; exits
- * 69 when it cannot be reached.
- */
-struct mc_rpcc *sp_master(void);
-/*
- * Report a failed call on the master and exit: "cannot VERB[ 'WHAT']:
- * why", with the exit status of the remote code.
- */
-void sp_fail(const struct mc_err *err, const char *verb, const char *what)
-	__attribute__((noreturn));
-
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" for ms since the epoch; buf of 32. */
-char *sp_iso_time(uint64_t ms, char *buf, size_t cap);
 /*
  * A remaining time for people, units run together: 1799500 ->
  * "29m59.5s", 3600000 -> "1h", 250 -> "250ms", 0 -> "0s". buf of 48.

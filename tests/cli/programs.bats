@@ -66,6 +66,16 @@ check_list_options() {
 	done
 }
 
+@test "programs: every program's --version is the Makefile's VERSION" {
+	local p v
+	v=$(sed -n 's/^VERSION := //p' "$MC_ROOT/Makefile")
+	[ -n "$v" ]
+	for p in "$MC_ROOT"/bin/mc-*; do
+		run -0 "$p" --version
+		assert_output "$(basename "$p") $v"
+	done
+}
+
 @test "programs: mc-master --list-options prints the documented format and every contract flag" {
 	check_list_options mc-master
 	local f

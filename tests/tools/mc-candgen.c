@@ -99,15 +99,6 @@ static size_t nids, ids_cap;
 static uint64_t max_id;
 static uint64_t first_ts = UINT64_MAX, last_ts; /* the trace's own clock */
 
-/* errno in the project's voice, for messages */
-static const char *
-reason(void)
-{
-	static char buf[128];
-
-	return mc_lower_reason(buf, sizeof(buf), strerror(errno));
-}
-
 /* splitmix64: tiny, and good enough to vary benchmark data */
 static uint64_t
 mix(uint64_t x)
@@ -205,7 +196,7 @@ read_trace(void)
 	unsigned long lineno = 0;
 
 	if (f == NULL)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", trace_path, reason());
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", trace_path, mc_strerror(errno));
 	while (getline(&line, &cap, f) > 0) {
 		lineno++;
 		if (strspn(line, " \t\r\n") == strlen(line))
@@ -523,12 +514,12 @@ main(int argc, char **argv)
 	if (strcmp(out, "-") != 0) {
 		f = fopen(out, "w");
 		if (f == NULL)
-			mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, reason());
+			mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, mc_strerror(errno));
 	}
 	if (mc_cand_write(f, &v, json, &err) < 0)
 		mc_die(mc_status_exit_code(err.code), "%s", err.msg);
 	if (f != stdout && fclose(f) != 0)
-		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, reason());
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, mc_strerror(errno));
 	fprintf(f == stdout ? stderr : stdout,
 		"candgen count=%zu streams=%" PRIu64 " bytes=%" PRIu64 " kv=%" PRIu64
 		" hidden=%" PRIu64 " leased=%" PRIu64 " soft_pinned=%" PRIu64 " created=%" PRIu64

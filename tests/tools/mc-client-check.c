@@ -19,7 +19,7 @@
 #define KEY_CAP 80
 
 static char keys[N + ABSENT][KEY_CAP];
-static const char *keyp[N + ABSENT];
+static struct mc_key keyp[N + ABSENT];
 static unsigned char *vals[N];
 static size_t lens[N + ABSENT];
 
@@ -38,9 +38,11 @@ make_values(void)
 }
 
 static int
-count_key(const char *key, uint64_t size, uint64_t version, const char *type, void *arg)
+count_key(const void *key, size_t key_len, uint64_t size, uint64_t version, const char *type,
+	  void *arg)
 {
 	(void)key;
+	(void)key_len;
 	(void)size;
 	(void)version;
 	(void)type;
@@ -52,7 +54,7 @@ int
 main(int argc, char **argv)
 {
 	struct mc_err err = { 0 };
-	struct mc_put_opts po = { .replicas = 2, .type = "kv" };
+	struct mc_put_opts po = MC_PUT_OPTS_INIT;
 	struct mc_client *c;
 	int results[N + ABSENT], present[N + ABSENT], ok, listed = 0;
 	void *bufs[N + ABSENT];
@@ -66,11 +68,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "mc-client-check: %s\n", err.msg);
 		return 69;
 	}
+	po.replicas = 2;
+	po.type = "kv";
 	make_values();
 	snprintf(prefix, sizeof(prefix), "%.40s/", name);
 	for (int i = 0; i < N + ABSENT; i++) {
 		snprintf(keys[i], KEY_CAP, "%s%s-%d", prefix, i < N ? "k" : "absent", i);
-		keyp[i] = keys[i];
+		keyp[i] = (struct mc_key){ keys[i], strlen(keys[i]) };
 	}
 
 	ok = mc_batch_put(c, N, keyp, (const void *const *)vals, lens, &po, results, &err) == 0;
@@ -105,11 +109,11 @@ main(int argc, char **argv)
 	     results[1] == MC_ERR_TOO_LARGE && got[1] == lens[1];
 	TAP_OK(ok, "batch get: a buffer smaller than the object is refused and told the size");
 
-	ok = mc_list(c, prefix, count_key, &listed, &err) == 0 && listed == N;
+	ok = mc_list(c, prefix, strlen(prefix), count_key, &listed, &err) == 0 && listed == N;
 	TAP_OK(ok, "list: the prefix holds exactly the %d objects (got %d)", N, listed);
 
-	ok = mc_remove_prefix(c, prefix, true, &removed, &err) == 0 && removed == N &&
-	     mc_exist(c, keys[0], &err) == 0;
+	ok = mc_remove_prefix(c, prefix, strlen(prefix), true, &removed, &err) == 0 &&
+	     removed == N && mc_exist(c, keyp[0].data, keyp[0].len, &err) == 0;
 	TAP_OK(ok, "remove prefix: removes all %d and they are gone (removed %llu)", N,
 	       (unsigned long long)removed);
 

@@ -128,7 +128,7 @@ key_bytes(const char *key, unsigned char *buf, size_t n)
 struct batch {
 	size_t n;
 	char (*keys)[KEY_CAP];
-	const char **keyp;
+	struct mc_key *keyp;
 	unsigned char **bufs;
 	size_t *lens, *caps;
 	int *results, *present;
@@ -167,7 +167,7 @@ batch_init(struct batch *b, size_t n)
 		b->bufs[i] = malloc(fo.max_size + 1);
 		if (b->bufs[i] == NULL)
 			goto fail;
-		b->keyp[i] = b->keys[i];
+		b->keyp[i].data = b->keys[i];
 		b->caps[i] = fo.max_size + 1;
 	}
 	return 0;
@@ -182,6 +182,7 @@ batch_keys(struct batch *b, uint64_t first, size_t n, bool content)
 {
 	for (size_t i = 0; i < n; i++) {
 		key_name(b->keys[i], first + i);
+		b->keyp[i].len = strlen(b->keys[i]);
 		if (content) {
 			b->lens[i] = key_size(b->keys[i]);
 			key_bytes(b->keys[i], b->bufs[i], b->lens[i]);
@@ -192,15 +193,14 @@ batch_keys(struct batch *b, uint64_t first, size_t n, bool content)
 static int
 run_put(struct mc_client *c, struct batch *b)
 {
-	struct mc_put_opts po = {
-		.replicas = (unsigned)fo.replicas,
-		.type = fo.type,
-		.group = fo.group,
-		.hard_pin = fo.hard_pin,
-	};
+	struct mc_put_opts po = MC_PUT_OPTS_INIT;
 	struct mc_err err = { 0 };
 	uint64_t bad = 0;
 
+	po.replicas = (unsigned)fo.replicas;
+	po.type = fo.type;
+	po.group = fo.group;
+	po.hard_pin = fo.hard_pin;
 	for (uint64_t done = 0; done < fo.count; done += b->n) {
 		size_t n = fo.count - done < b->n ? (size_t)(fo.count - done) : b->n;
 
@@ -373,10 +373,10 @@ run_softpin(const char *in, const char *out)
 
 	ifd = open(in, O_RDONLY | O_CLOEXEC);
 	if (ifd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", in, strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot open '%s': %s", in, mc_strerror(errno));
 	ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (ofd < 0)
-		mc_die(MC_EXIT_FAIL, "cannot create '%s': %s", out, strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot create '%s': %s", out, mc_strerror(errno));
 	r = mc_snap_reader_open(ifd, &h, &err);
 	if (r == NULL)
 		mc_die(MC_EXIT_DATAERR, "%s: %s", in, err.msg);
@@ -401,7 +401,7 @@ run_softpin(const char *in, const char *out)
 		mc_die(MC_EXIT_FAIL, "%s: %s", out, err.msg);
 	mc_snap_reader_close(r);
 	if (close(ofd) < 0)
-		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, strerror(errno));
+		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", out, mc_strerror(errno));
 	close(ifd);
 	printf("soft-pinned %" PRIu64 " objects\n", pinned);
 	return MC_EXIT_OK;
@@ -410,7 +410,7 @@ run_softpin(const char *in, const char *out)
 int
 main(int argc, char **argv)
 {
-	struct mc_client_opts co = { 0 };
+	struct mc_client_opts co = MC_CLIENT_OPTS_INIT;
 	struct mc_err err = { 0 };
 	struct mc_client *c;
 	struct batch b;

@@ -61,15 +61,6 @@ struct plan_sum {
 	uint64_t evict_bytes; /* in evict stages; the rest are fallback reserves */
 };
 
-/* errno in the project's voice, for messages */
-static const char *
-reason(void)
-{
-	static char buf[128];
-
-	return mc_lower_reason(buf, sizeof(buf), strerror(errno));
-}
-
 static double
 seconds_since(uint64_t t0)
 {
@@ -83,7 +74,7 @@ read_view(const char *path, struct mc_cand_view *v)
 	FILE *f = fopen(path, "r");
 
 	if (f == NULL)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, reason());
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 	mc_cand_view_init(v);
 	if (mc_cand_read(f, v, false, &err) < 0)
 		mc_die(mc_status_exit_code(err.code), "%s: %s", path, err.msg);
@@ -98,7 +89,7 @@ warm(const char *path)
 	FILE *f = fopen(path, "r");
 
 	if (f == NULL)
-		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, reason());
+		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
 	while (fread(buf, 1, sizeof(buf), f) > 0)
 		;
 	fclose(f);

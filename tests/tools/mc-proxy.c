@@ -244,7 +244,7 @@ accept_one(int lfd, const struct mc_addr *from, const struct mc_addr *to)
 	cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (cfd < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			mc_warn("cannot accept: %s", strerror(errno));
+			mc_warn("cannot accept: %s", mc_strerror(errno));
 		return;
 	}
 	/* Loopback in tests: a blocking connect with a timeout is short. */
@@ -284,7 +284,7 @@ oom:
 	mc_warn("out of memory for a connection");
 	return;
 fail:
-	mc_warn("cannot forward a connection: %s", strerror(errno));
+	mc_warn("cannot forward a connection: %s", mc_strerror(errno));
 	pair_close(p, false);
 	free_dead();
 }
@@ -313,18 +313,18 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	if (sigprocmask(SIG_BLOCK, &sigs, NULL) < 0 ||
 	    (sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
-		mc_die(MC_EXIT_SOFTWARE, "cannot watch signals: %s", strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot watch signals: %s", mc_strerror(errno));
 	lfd = mc_addr_listen(&la, 128, &bound, &err);
 	if (lfd < 0)
 		mc_die(MC_EXIT_UNAVAILABLE, "%s", err.msg);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
-		mc_die(MC_EXIT_SOFTWARE, "cannot create an epoll set: %s", strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot create an epoll set: %s", mc_strerror(errno));
 	struct epoll_event lev = { .events = EPOLLIN, .data.ptr = NULL };
 	struct epoll_event sev = { .events = EPOLLIN, .data.ptr = &sfd };
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev) < 0 ||
 	    epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &sev) < 0)
-		mc_die(MC_EXIT_SOFTWARE, "cannot watch the listener: %s", strerror(errno));
+		mc_die(MC_EXIT_SOFTWARE, "cannot watch the listener: %s", mc_strerror(errno));
 	mc_announce_ready(cfg.ready_fd, bound.text);
 	for (;;) {
 		int n = epoll_wait(ep, evs, EVENTS_MAX, -1);
@@ -332,7 +332,7 @@ main(int argc, char **argv)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			mc_die(MC_EXIT_SOFTWARE, "epoll_wait: %s", strerror(errno));
+			mc_die(MC_EXIT_SOFTWARE, "epoll_wait: %s", mc_strerror(errno));
 		for (int k = 0; k < n; k++) {
 			if (evs[k].data.ptr == NULL)
 				accept_one(lfd, &la, &ta);

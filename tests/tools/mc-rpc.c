@@ -150,11 +150,14 @@ take_bulk(struct mc_rpcc *r, uint64_t len, const char *out, struct mc_err *err)
 	/* a local file problem is MC_ERR_INVALID: the caller exits 64 */
 	f = fopen(out, "wb");
 	if (f == NULL)
-		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out,
+				mc_strerror(errno));
 	else if (fwrite(buf, 1, (size_t)len, f) != len)
-		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out,
+				mc_strerror(errno));
 	if (f != NULL && fclose(f) != 0 && rc == 0)
-		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out, strerror(errno));
+		rc = mc_err_set(err, MC_ERR_INVALID, "cannot write '%s': %s", out,
+				mc_strerror(errno));
 	free(buf);
 	return rc;
 }
@@ -177,17 +180,18 @@ stall(void)
 	fclose(f);
 }
 
+/* The request begun on r, named method in messages. */
 static int
-call(struct mc_rpcc *r, const char *method, mc_pack_fn fn, void *arg, const void *bulk,
-     uint64_t bulk_len, const char *out, bool print)
+call(struct mc_rpcc *r, const char *method, const void *bulk, uint64_t bulk_len, const char *out,
+     bool print)
 {
 	struct mc_msg resp;
 	struct mc_err err;
 	int rc = MC_EXIT_OK;
 
 	mc_err_clear(&err);
-	if (mc_rpcc_send(r, method, fn, arg, bulk, bulk_len, &err) < 0 ||
-	    mc_rpcc_flush(r, &err) < 0 || mc_rpcc_recv(r, &resp, &err) < 0)
+	if (mc_rpcc_send(r, bulk, bulk_len, &err) < 0 || mc_rpcc_flush(r, &err) < 0 ||
+	    mc_rpcc_recv(r, &resp, &err) < 0)
 		return transport_or_remote(method, &err);
 	if (mc_msg_error(&resp, &err) < 0) {
 		/* an error response never carries a bulk */
@@ -312,7 +316,7 @@ main(int argc, char **argv)
 	if (check_fields(&f) < 0)
 		return MC_EXIT_USAGE;
 	if (bulk_path != NULL && slurp(bulk_path, &bulk, &f.bulk_len) < 0) {
-		fprintf(stderr, "%s: cannot read '%s': %s\n", PROG, bulk_path, strerror(errno));
+		fprintf(stderr, "%s: cannot read '%s': %s\n", PROG, bulk_path, mc_strerror(errno));
 		return MC_EXIT_USAGE;
 	}
 
@@ -323,15 +327,22 @@ main(int argc, char **argv)
 		return MC_EXIT_UNAVAILABLE;
 	}
 	rc = MC_EXIT_OK;
-	if (tenant != NULL)
-		rc = call(r, "hello", pack_hello, (void *)tenant, NULL, 0, NULL, false);
+	if (tenant != NULL) {
+		pack_hello(mc_rpcc_begin(r, "hello"), (void *)tenant);
+		rc = call(r, "hello", NULL, 0, NULL, false);
+	}
 	if (rc == MC_EXIT_OK && notify) {
-		if (mc_rpcc_notify(r, argv[i + 1], pack_fields, &f, &err) < 0)
+		pack_fields(mc_rpcc_begin(r, argv[i + 1]), &f);
+		if (mc_rpcc_notify(r, &err) < 0) {
 			rc = transport_or_remote(argv[i + 1], &err);
-		else
-			rc = call(r, "hello", pack_hello, (void *)tenant, NULL, 0, NULL, false);
+		} else {
+			/* a call after it shows the notification was read */
+			pack_hello(mc_rpcc_begin(r, "hello"), (void *)tenant);
+			rc = call(r, "hello", NULL, 0, NULL, false);
+		}
 	} else if (rc == MC_EXIT_OK) {
-		rc = call(r, argv[i + 1], pack_fields, &f, bulk, f.bulk_len, out, true);
+		pack_fields(mc_rpcc_begin(r, argv[i + 1]), &f);
+		rc = call(r, argv[i + 1], bulk, f.bulk_len, out, true);
 	}
 	mc_rpcc_close(r);
 	free(bulk);

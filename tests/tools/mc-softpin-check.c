@@ -75,6 +75,24 @@ struct list_args {
 	const char *prefix;
 };
 
+/* Packs one request's params map. */
+typedef void (*pack_fn)(msgpack_packer *pk, void *arg);
+
+static int64_t
+send_with(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, struct mc_err *err)
+{
+	fn(mc_rpcc_begin(r, method), arg);
+	return mc_rpcc_send(r, NULL, 0, err);
+}
+
+static int
+call_with(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, struct mc_msg *resp,
+	  struct mc_err *err)
+{
+	fn(mc_rpcc_begin(r, method), arg);
+	return mc_rpcc_call(r, resp, err);
+}
+
 static void
 pack_hello(msgpack_packer *pk, void *arg)
 {
@@ -230,7 +248,7 @@ cmd_pin(struct mc_rpcc *r, char **argv, int argc)
 			struct put_args a = { keys[k], disable, idx < due ? due_ttl : ttl };
 
 			make_key(keys[k], KEY_CAP, argv[0], first + idx * step, key_len);
-			if (mc_rpcc_send(r, "put_start", pack_put_start, &a, NULL, 0, &err) < 0)
+			if (send_with(r, "put_start", pack_put_start, &a, &err) < 0)
 				return fail_call("put_start", keys[k], &err);
 		}
 		if (mc_rpcc_flush(r, &err) < 0)
@@ -249,7 +267,7 @@ cmd_pin(struct mc_rpcc *r, char **argv, int argc)
 		for (size_t k = 0; k < n; k++) {
 			struct end_args a = { keys[k], versions[k], NULL, -1 };
 
-			if (mc_rpcc_send(r, "put_end", pack_end, &a, NULL, 0, &err) < 0)
+			if (send_with(r, "put_end", pack_end, &a, &err) < 0)
 				return fail_call("put_end", keys[k], &err);
 		}
 		if (mc_rpcc_flush(r, &err) < 0)
@@ -280,7 +298,7 @@ cmd_reenable(struct mc_rpcc *r, char **argv, int argc)
 	for (uint64_t i = 0; i < count; i++) {
 		struct put_args a = { argv[0], false, ttl + i };
 
-		if (mc_rpcc_call(r, "put_start", pack_put_start, &a, &resp, &err) < 0)
+		if (call_with(r, "put_start", pack_put_start, &a, &resp, &err) < 0)
 			return fail_call("put_start", argv[0], &err);
 		if (mc_map_u64(resp.body, "version", &version, &err) != 1) {
 			mc_msg_release(&resp);
@@ -289,7 +307,7 @@ cmd_reenable(struct mc_rpcc *r, char **argv, int argc)
 		}
 		mc_msg_release(&resp);
 		struct end_args e = { argv[0], version, NULL, -1 };
-		if (mc_rpcc_call(r, "put_end", pack_end, &e, &resp, &err) < 0)
+		if (call_with(r, "put_end", pack_end, &e, &resp, &err) < 0)
 			return fail_call("put_end", argv[0], &err);
 		mc_msg_release(&resp);
 	}
@@ -316,7 +334,7 @@ cmd_end(struct mc_rpcc *r, const char *method, char **argv, int argc)
 			return MC_EXIT_USAGE;
 		}
 	}
-	if (mc_rpcc_call(r, method, pack_end, &a, &resp, &err) < 0)
+	if (call_with(r, method, pack_end, &a, &resp, &err) < 0)
 		return fail_call(method, argv[0], &err);
 	mc_msg_release(&resp);
 	return MC_EXIT_OK;
@@ -331,7 +349,7 @@ cmd_batch(struct mc_rpcc *r, char **argv, int argc)
 	struct mc_msg resp;
 
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-		if (mc_rpcc_call(r, methods[i], pack_keys, &a, &resp, &err) < 0)
+		if (call_with(r, methods[i], pack_keys, &a, &resp, &err) < 0)
 			return fail_call(methods[i], NULL, &err);
 		mc_msg_release(&resp);
 	}
@@ -389,7 +407,7 @@ cmd_expire(struct mc_rpcc *r, char **argv, int argc)
 	}
 	for (int i = 0; i < IDLE_ROUNDS; i++) {
 		t0 = now_us();
-		if (mc_rpcc_call(r, "softpin_expire", pack_empty, NULL, &resp, &err) < 0)
+		if (call_with(r, "softpin_expire", pack_empty, NULL, &resp, &err) < 0)
 			return fail_call("softpin_expire", NULL, &err);
 		idle[i] = now_us() - t0;
 		mc_msg_release(&resp);
@@ -397,11 +415,11 @@ cmd_expire(struct mc_rpcc *r, char **argv, int argc)
 	qsort(idle, IDLE_ROUNDS, sizeof(idle[0]), cmp_u64);
 	if (adv > 0 && advance_clock(argv[0], adv) < 0) {
 		fprintf(stderr, "%s: cannot advance clock '%s': %s\n", PROG, argv[0],
-			strerror(errno));
+			mc_strerror(errno));
 		return MC_EXIT_FAIL;
 	}
 	t0 = now_us();
-	if (mc_rpcc_call(r, "softpin_expire", pack_empty, NULL, &resp, &err) < 0)
+	if (call_with(r, "softpin_expire", pack_empty, NULL, &resp, &err) < 0)
 		return fail_call("softpin_expire", NULL, &err);
 	t1 = now_us();
 	(void)mc_map_u64(resp.body, "expired", &expired, &err);
@@ -423,7 +441,7 @@ cmp_u64(const void *a, const void *b)
 
 /* Time rounds calls of method; print the fastest and the median. */
 static int
-time_calls(struct mc_rpcc *r, const char *method, mc_pack_fn fn, void *arg, uint64_t rounds)
+time_calls(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, uint64_t rounds)
 {
 	struct mc_err err;
 	struct mc_msg resp;
@@ -436,7 +454,7 @@ time_calls(struct mc_rpcc *r, const char *method, mc_pack_fn fn, void *arg, uint
 	for (uint64_t i = 0; i < rounds; i++) {
 		uint64_t t0 = now_us();
 
-		if (mc_rpcc_call(r, method, fn, arg, &resp, &err) < 0) {
+		if (call_with(r, method, fn, arg, &resp, &err) < 0) {
 			free(t);
 			return fail_call(method, NULL, &err);
 		}
@@ -505,7 +523,7 @@ main(int argc, char **argv)
 		return MC_EXIT_UNAVAILABLE;
 	}
 	if (tenant != NULL) {
-		if (mc_rpcc_call(r, "hello", pack_hello, (void *)tenant, &resp, &err) < 0) {
+		if (call_with(r, "hello", pack_hello, (void *)tenant, &resp, &err) < 0) {
 			mc_rpcc_close(r);
 			return fail_call("hello", tenant, &err);
 		}

@@ -38,6 +38,47 @@
 
 /* ---- server side (runs on the server thread) ---- */
 
+/*
+ * The calls these tests make, with the params packed by a function: the
+ * rpcc request builder (mc_rpcc_begin, then send, call or notify)
+ * underneath. fn NULL packs an empty map.
+ */
+typedef void (*pack_fn)(msgpack_packer *pk, void *arg);
+
+static void
+rpcc_begin(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg)
+{
+	msgpack_packer *pk = mc_rpcc_begin(r, method);
+
+	if (fn != NULL)
+		fn(pk, arg);
+	else
+		msgpack_pack_map(pk, 0);
+}
+
+static int64_t
+rpcc_send(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, const void *bulk,
+	  uint64_t bulk_len, struct mc_err *err)
+{
+	rpcc_begin(r, method, fn, arg);
+	return mc_rpcc_send(r, bulk, bulk_len, err);
+}
+
+static int
+rpcc_call(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, struct mc_msg *resp,
+	  struct mc_err *err)
+{
+	rpcc_begin(r, method, fn, arg);
+	return mc_rpcc_call(r, resp, err);
+}
+
+static int
+rpcc_notify(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, struct mc_err *err)
+{
+	rpcc_begin(r, method, fn, arg);
+	return mc_rpcc_notify(r, err);
+}
+
 static struct event_base *g_base;
 static struct mc_server *g_srv_unix, *g_srv_tcp, *g_srv_b, *g_srv_one;
 static struct mc_conn *g_link; /* A -> B */
@@ -471,7 +512,7 @@ echo_ok(struct mc_rpcc *r, uint64_t i)
 	uint64_t got = 0;
 	int ok;
 
-	if (mc_rpcc_call(r, "echo", pack_echo, (void *)(uintptr_t)i, &m, &e) < 0)
+	if (rpcc_call(r, "echo", pack_echo, (void *)(uintptr_t)i, &m, &e) < 0)
 		return 0;
 	ok = mc_map_u64(m.body, "i", &got, NULL) == 1 && got == i;
 	mc_msg_release(&m);
@@ -556,7 +597,7 @@ test_round_trips(const char *addr, const char *label)
 	/* pipelining: all requests out first, then the answers in order */
 	ok = 1;
 	for (i = 0; i < 1000; i++)
-		if (mc_rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)i, NULL, 0, &e) < 0)
+		if (rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)i, NULL, 0, &e) < 0)
 			ok = 0;
 	ok &= mc_rpcc_flush(r, &e) == 0;
 	for (i = 0; i < 1000 && ok; i++) {
@@ -572,12 +613,12 @@ test_round_trips(const char *addr, const char *label)
 	}
 	TAP_OK(ok, "1000 pipelined requests are answered in order over %s", label);
 
-	TAP_OK(mc_rpcc_call(r, "nope", NULL, NULL, &m, &e) < 0 && e.code == MC_ERR_INVALID &&
+	TAP_OK(rpcc_call(r, "nope", NULL, NULL, &m, &e) < 0 && e.code == MC_ERR_INVALID &&
 		       strstr(e.msg, "unknown method 'nope'") != NULL,
 	       "an unknown method gets an invalid error naming it over %s", label);
 	TAP_OK(echo_ok(r, 77), "the connection keeps working after an unknown method");
 
-	i = mc_rpcc_call(r, "slow", NULL, NULL, &m, &e);
+	i = rpcc_call(r, "slow", NULL, NULL, &m, &e);
 	TAP_OK(i == 0 && mc_map_get(m.body, "slow") != NULL,
 	       "a deferred reply from a timer arrives over %s", label);
 	if (i == 0)
@@ -603,8 +644,7 @@ test_bulk(const char *addr, uint64_t size, const char *label)
 	}
 	for (uint64_t i = 0; i < size; i++)
 		src[i] = (unsigned char)(i * 2654435761u >> 13);
-	rc = mc_rpcc_send(r, "put", pack_put, &put, src, size, &e) < 0 ||
-	     mc_rpcc_recv(r, &m, &e) < 0;
+	rc = rpcc_send(r, "put", pack_put, &put, src, size, &e) < 0 || mc_rpcc_recv(r, &m, &e) < 0;
 	TAP_OK(rc == 0 && mc_msg_error(&m, NULL) == 0 &&
 		       mc_map_u64(m.body, "got", &got, NULL) == 1 &&
 		       mc_map_u64(m.body, "hash", &hash, NULL) == 1 && got == size &&
@@ -614,7 +654,7 @@ test_bulk(const char *addr, uint64_t size, const char *label)
 	if (rc == 0)
 		mc_msg_release(&m);
 
-	rc = mc_rpcc_call(r, "get", pack_kv, &get, &m, &e);
+	rc = rpcc_call(r, "get", pack_kv, &get, &m, &e);
 	TAP_OK(rc == 0 && m.has_bulk && m.bulk_len == size &&
 		       mc_map_u64(m.body, "len", &len, NULL) == 1 && len == size,
 	       "a %llu-byte bulk reply is announced over %s", (unsigned long long)size, label);
@@ -651,8 +691,7 @@ test_unclaimed_bulk(const char *addr)
 	}
 	/* bytes that would be a framing error if they were parsed as messages */
 	memset(src, 0xc1, size);
-	rc = mc_rpcc_send(r, "put", pack_put, &put, src, size, &e) < 0 ||
-	     mc_rpcc_recv(r, &m, &e) < 0;
+	rc = rpcc_send(r, "put", pack_put, &put, src, size, &e) < 0 || mc_rpcc_recv(r, &m, &e) < 0;
 	TAP_OK(rc == 0 && mc_map_bool(m.body, "claimed", &claimed, NULL) == 1 && !claimed,
 	       "a handler may leave a bulk unclaimed");
 	if (rc == 0)
@@ -679,9 +718,9 @@ test_pipelined_bulks(const char *addr)
 		src[i] = (unsigned char)(0xc1 ^ i);
 	/* bulks and messages back to back in one write: all read ahead at once */
 	for (i = 0; i < 4 && ok; i++) {
-		ok = mc_rpcc_send(r, "put", pack_put, i % 2 ? &skip : &claim, src, sizeof(src),
-				  &e) >= 0 &&
-		     mc_rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)i, NULL, 0, &e) >= 0;
+		ok = rpcc_send(r, "put", pack_put, i % 2 ? &skip : &claim, src, sizeof(src), &e) >=
+			     0 &&
+		     rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)i, NULL, 0, &e) >= 0;
 	}
 	ok = ok && mc_rpcc_flush(r, &e) == 0;
 	for (i = 0; i < 4 && ok; i++) {
@@ -734,8 +773,8 @@ test_malformed(const char *addr)
 
 	big = mc_rpcc_connect(addr, 5000, &e);
 	TAP_OK(big != NULL &&
-		       mc_rpcc_call(big, "echo", pack_huge, (void *)(uintptr_t)(2 * MAX_MSG), &m,
-				    &e) < 0 &&
+		       rpcc_call(big, "echo", pack_huge, (void *)(uintptr_t)(2 * MAX_MSG), &m, &e) <
+			       0 &&
 		       e.code == MC_ERR_UNAVAILABLE,
 	       "a message over max_msg closes its connection (%s)", e.msg);
 	mc_rpcc_close(big);
@@ -758,13 +797,13 @@ test_calls(const char *addr)
 		TAP_OK(0, "calls setup: %s", e.msg);
 		return;
 	}
-	rc = mc_rpcc_call(r, "relay", pack_relay_req, &echo, &m, &e);
+	rc = rpcc_call(r, "relay", pack_relay_req, &echo, &m, &e);
 	TAP_OK(rc == 0 && mc_obj_streq(mc_map_get(m.body, "tag"), "relayed"),
 	       "mc_conn_call to another server gets its response");
 	if (rc == 0)
 		mc_msg_release(&m);
 	t0 = now_ms();
-	rc = mc_rpcc_call(r, "relay", pack_relay_req, &never, &m, &e);
+	rc = rpcc_call(r, "relay", pack_relay_req, &never, &m, &e);
 	TAP_OK(rc < 0 && e.code == MC_ERR_TIMEOUT && now_ms() - t0 < 2000,
 	       "mc_conn_call times out with MC_ERR_TIMEOUT (%s)", e.msg);
 	TAP_OK(echo_ok(r, 3), "the relaying connection works after a timed-out call");
@@ -783,7 +822,7 @@ test_release_on_disconnect(const char *addr)
 	int ok = r != NULL;
 
 	for (i = 0; i < n && ok; i++)
-		ok = mc_rpcc_send(r, "get", pack_kv, &get, NULL, 0, &e) >= 0;
+		ok = rpcc_send(r, "get", pack_kv, &get, NULL, 0, &e) >= 0;
 	ok = ok && mc_rpcc_flush(r, &e) == 0 && mc_rpcc_recv(r, &m, &e) == 0;
 	if (ok) {
 		mc_msg_release(&m);
@@ -811,7 +850,7 @@ test_outq_cap(const char *addr)
 	int i, ok = r != NULL;
 
 	for (i = 0; i < 64 && ok; i++)
-		ok = mc_rpcc_send(r, "get", pack_kv, &get, NULL, 0, &e) >= 0;
+		ok = rpcc_send(r, "get", pack_kv, &get, NULL, 0, &e) >= 0;
 	ok = ok && mc_rpcc_flush(r, &e) == 0;
 	if (ok) {
 		usleep(200 * 1000); /* never read while the server queues */
@@ -833,14 +872,14 @@ test_close_paths(const char *addr)
 	int c0 = atomic_load(&g_closed_cb), s0 = atomic_load(&g_slow_done);
 	struct mc_msg m;
 
-	TAP_OK(r != NULL && mc_rpcc_call(r, "close_me", NULL, NULL, &m, &e) < 0 &&
+	TAP_OK(r != NULL && rpcc_call(r, "close_me", NULL, NULL, &m, &e) < 0 &&
 		       e.code == MC_ERR_UNAVAILABLE,
 	       "a handler can close its own connection");
 	mc_rpcc_close(r);
 	TAP_OK(wait_for(&g_closed_cb, c0 + 1, 2000), "on_close runs when a connection closes");
 
 	r = mc_rpcc_connect(addr, 5000, &e);
-	TAP_OK(r != NULL && mc_rpcc_send(r, "slow", NULL, NULL, NULL, 0, &e) >= 0 &&
+	TAP_OK(r != NULL && rpcc_send(r, "slow", NULL, NULL, NULL, 0, &e) >= 0 &&
 		       mc_rpcc_flush(r, &e) == 0,
 	       "a slow request is sent");
 	mc_rpcc_close(r);
@@ -861,7 +900,7 @@ test_max_conns(void)
 
 	TAP_OK(a != NULL && echo_ok(a, 1), "the first connection under max_conns is served");
 	b = mc_rpcc_connect(g_addr_one, 2000, &e);
-	TAP_OK(b == NULL || (mc_rpcc_call(b, "echo", NULL, NULL, &m, &e) < 0 &&
+	TAP_OK(b == NULL || (rpcc_call(b, "echo", NULL, NULL, &m, &e) < 0 &&
 			     e.code == MC_ERR_UNAVAILABLE),
 	       "a connection over max_conns is refused");
 	mc_rpcc_close(b);
@@ -924,11 +963,11 @@ test_hold(const char *addr)
 		TAP_OK(0, "connect for the hold test: %s", e.msg);
 		return;
 	}
-	TAP_OK(mc_rpcc_notify(r, "note", NULL, NULL, &e) == 0 && mc_rpcc_queued(r),
+	TAP_OK(rpcc_notify(r, "note", NULL, NULL, &e) == 0 && mc_rpcc_queued(r),
 	       "a notification is queued, not sent");
 	t0 = now_ms();
-	ok = mc_rpcc_send(r, "held", NULL, NULL, NULL, 0, &e) > 0 &&
-	     mc_rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)42, NULL, 0, &e) > 0 &&
+	ok = rpcc_send(r, "held", NULL, NULL, NULL, 0, &e) > 0 &&
+	     rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)42, NULL, 0, &e) > 0 &&
 	     mc_rpcc_flush(r, &e) == 0 && mc_rpcc_recv(r, &m, &e) == 0;
 	if (ok) {
 		ok = mc_map_bool(m.body, "slow", &held, NULL) == 1 && held;
@@ -991,13 +1030,12 @@ test_method_traffic(const char *addr)
 	int fails = 0, notes = 0;
 
 	for (int i = 0; r != NULL && i < 3; i++)
-		fails += mc_rpcc_call(r, "fail", NULL, NULL, &m, &e) < 0 &&
-			 e.code == MC_ERR_NOT_FOUND;
+		fails += rpcc_call(r, "fail", NULL, NULL, &m, &e) < 0 && e.code == MC_ERR_NOT_FOUND;
 	for (int i = 0; r != NULL && i < 4; i++)
-		notes += mc_rpcc_notify(r, "note", NULL, NULL, &e) == 0;
+		notes += rpcc_notify(r, "note", NULL, NULL, &e) == 0;
 	/* the notifications leave with this call, and are handled before it */
 	TAP_OK(r != NULL && fails == 3 && notes == 4 &&
-		       mc_rpcc_call(r, "slow", NULL, NULL, &m, &e) == 0,
+		       rpcc_call(r, "slow", NULL, NULL, &m, &e) == 0,
 	       "registry: traffic to count (3 failures, 4 notifications, a deferred answer)");
 	if (r != NULL) {
 		mc_msg_release(&m);

@@ -1,7 +1,8 @@
 /*
- * mc_tool_parse: options before and after the command, positional
- * argument counts, and the usage errors (exit 64, message naming what is
- * wrong), the latter checked in forked children.
+ * mc_tool_parse: options before and after the command, a command's own
+ * options, positional argument counts, and the usage errors (exit 64,
+ * message naming what is wrong), the latter checked in forked children;
+ * mc_tool_fail's exit statuses.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,8 @@
 #include "tap.h"
 
 static const char *o_master;
-static bool o_json;
+static bool o_json, o_force;
+static uint64_t o_keep;
 static int ran_argc;
 
 static int
@@ -26,25 +28,58 @@ run_show(int argc, char **argv)
 }
 
 static const struct mc_opt opts[] = {
-	{ "master", 'm', "ADDR", "MC_TEST_MASTER", "master", mc_set_str, &o_master },
+	{ "where", 'w', "ADDR", "MC_TEST_MASTER", "master", mc_set_str, &o_master },
 	{ "json", 0, NULL, NULL, "json", mc_set_flag, &o_json },
 	{ 0 },
 };
 
+static const struct mc_opt show_opts[] = {
+	{ "force", 0, NULL, NULL, "force", mc_set_flag, &o_force },
+	{ 0 },
+};
+
+static const struct mc_opt ls_opts[] = {
+	{ "keep", 0, "N", NULL, "keep", mc_set_u64, &o_keep },
+	{ 0 },
+};
+
 static const struct mc_tool_cmd cmds[] = {
-	{ "show", "KEY", "show one", 1, 1, run_show },
-	{ "ls", "[DIR]", "list", 0, 1, run_show },
+	{ .name = "show",
+	  .args = "KEY",
+	  .help = "show one",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .run = run_show,
+	  .opts = show_opts },
+	{ .name = "ls",
+	  .args = "[DIR]",
+	  .help = "list",
+	  .max_args = 1,
+	  .run = run_show,
+	  .opts = ls_opts },
 	{ 0 },
 };
 
 static const struct mc_tool tool = {
 	.prog = "mc-test",
-	.globals = "[-m ADDR]",
+	.globals = "[-w ADDR]",
 	.summary = "test tool",
-	.version = "0.1.0",
 	.opts = opts,
 	.cmds = cmds,
 };
+
+static const struct mc_tool_cmd single_cmd = { .args = "[--json]", .run = run_show };
+
+static const struct mc_tool single = {
+	.prog = "mc-test",
+	.opts = opts,
+	.single = &single_cmd,
+};
+
+static const struct mc_tool *under_test = &tool;
+
+/* mc_tool_fail in a child: the exit status for err. */
+static int fail_status(int code, const char *msg, char *errbuf, size_t cap);
 
 /* Run mc_tool_parse on args in a child; its exit status and stderr. */
 static int
@@ -70,7 +105,7 @@ child(const char *const *args, char *errbuf, size_t cap)
 		}
 		argv[argc] = NULL;
 		char **av = argv;
-		mc_tool_parse(&tool, &argc, &av);
+		mc_tool_parse(under_test, &argc, &av);
 		_exit(0);
 	}
 	close(p[1]);
@@ -84,10 +119,39 @@ child(const char *const *args, char *errbuf, size_t cap)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+static int
+fail_status(int code, const char *msg, char *errbuf, size_t cap)
+{
+	int p[2], status = -1;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct mc_err e;
+
+		close(p[0]);
+		dup2(p[1], 2);
+		mc_err_set(&e, code, "%s", msg);
+		mc_tool_fail(&e, "frob", "thing");
+	}
+	close(p[1]);
+	while (got < cap - 1 && (n = read(p[0], errbuf + got, cap - 1 - got)) > 0)
+		got += (size_t)n;
+	errbuf[got] = '\0';
+	close(p[0]);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 int
 main(void)
 {
-	char *argv[] = { "mc-test", "-m", "a:1", "show", "k", "--json", NULL };
+	char *argv[] = { "mc-test", "-w", "a:1", "show", "k", "--json", NULL };
 	char **av = argv;
 	int argc = 6;
 	char err[512];
@@ -110,7 +174,7 @@ main(void)
 	       "tool: an unknown command exits 64 naming it");
 	TAP_OK(child((const char *const[]){ "mc-test", "show", NULL }, err, sizeof(err)) == 64 &&
 		       strstr(err, "show: missing KEY") &&
-		       strstr(err, "usage: mc-test [-m ADDR] show KEY"),
+		       strstr(err, "usage: mc-test [-w ADDR] show KEY"),
 	       "tool: a missing argument is named after the usage line");
 	TAP_OK(child((const char *const[]){ "mc-test", "ls", "a", "b", NULL }, err, sizeof(err)) ==
 			       64 &&
@@ -118,5 +182,56 @@ main(void)
 	       "tool: an extra argument exits 64 naming it");
 	TAP_OK(child((const char *const[]){ "mc-test", "ls", NULL }, err, sizeof(err)) == 0,
 	       "tool: optional arguments may be left out");
+
+	/* a command's own options: after it, before it, and not for another */
+	{
+		char *a2[] = { "mc-test", "show", "--force", "k", NULL };
+		char *a3[] = { "mc-test", "--keep", "3", "ls", NULL };
+
+		av = a2;
+		argc = 4;
+		cmd = mc_tool_parse(&tool, &argc, &av);
+		TAP_OK(cmd == &cmds[0] && o_force && argc == 1,
+		       "tool: a command's own option after it is parsed");
+		av = a3;
+		argc = 4;
+		cmd = mc_tool_parse(&tool, &argc, &av);
+		TAP_OK(cmd == &cmds[1] && o_keep == 3 && argc == 0,
+		       "tool: a command's own option may come before it");
+	}
+	TAP_OK(child((const char *const[]){ "mc-test", "ls", "--force", NULL }, err, sizeof(err)) ==
+			       64 &&
+		       strstr(err, "option '--force' belongs to 'show'"),
+	       "tool: another command's option exits 64 naming its owner");
+	TAP_OK(child((const char *const[]){ "mc-test", "--force", "ls", NULL }, err, sizeof(err)) ==
+			       64 &&
+		       strstr(err, "belongs to 'show'"),
+	       "tool: ... also when given before the command");
+	TAP_OK(child((const char *const[]){ "mc-test", "ls", "--keep", "x", NULL }, err,
+		     sizeof(err)) == 64 &&
+		       strstr(err, "invalid --keep 'x'"),
+	       "tool: a bad value of a command's option names it");
+
+	under_test = &single;
+	TAP_OK(child((const char *const[]){ "mc-test", "--json", NULL }, err, sizeof(err)) == 0,
+	       "tool: a tool without commands parses its options");
+	TAP_OK(child((const char *const[]){ "mc-test", "stray", NULL }, err, sizeof(err)) == 64 &&
+		       strstr(err, "unexpected argument 'stray'") &&
+		       strstr(err, "usage: mc-test [--json]"),
+	       "tool: ... and refuses an argument it takes none of");
+
+	TAP_OK(fail_status(MC_ERR_NOT_FOUND, "x", err, sizeof(err)) == 1 &&
+		       strstr(err, "mc-test: cannot frob 'thing': not found"),
+	       "fail: not found is status 1, in plain words");
+	TAP_OK(fail_status(MC_ERR_UNAVAILABLE, "cannot connect to a:1: connection refused", err,
+			   sizeof(err)) == 69 &&
+		       strstr(err, "mc-test: cannot connect to a:1: connection refused"),
+	       "fail: a sentence of its own is kept, unavailable is 69");
+	TAP_OK(fail_status(MC_ERR_SYSTEM, "disk full", err, sizeof(err)) == 1,
+	       "fail: an OS call that failed is a failed operation (1)");
+	TAP_OK(fail_status(MC_ERR_INVALID, "unknown method 'frob'", err, sizeof(err)) == 69 &&
+		       strstr(err, "does not offer it"),
+	       "fail: a master without the method lacks the service (69)");
+	TAP_OK(fail_status(MC_ERR_PROTO, "bad", err, sizeof(err)) == 65, "fail: bad data is 65");
 	return tap_done();
 }

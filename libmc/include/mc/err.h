@@ -52,6 +52,11 @@ void mc_err_clear(struct mc_err *err);
  * letter folded to lowercase, the project's voice; returns buf.
  */
 char *mc_lower_reason(char *buf, size_t cap, const char *reason);
+/*
+ * strerror(e) in the project's voice ("no such file or directory"), in a
+ * buffer of the calling thread's that the next call reuses.
+ */
+const char *mc_strerror(int e);
 
 /* "not_found", "no_space", ...; "unknown" for an out-of-range code. */
 const char *mc_status_name(int code);

@@ -45,6 +45,12 @@ struct mc_opt_spec {
 	const struct mc_opt *opts; /* terminated by {0} */
 	const struct mc_cmd *cmds; /* NULL, or terminated by {0} */
 	const char *version;	   /* printed by --version */
+	/*
+	 * Options parsed like opts but left out of --help and
+	 * --list-options (mc/tool.h records other commands' options so);
+	 * NULL or terminated by {0}.
+	 */
+	const struct mc_opt *hidden;
 };
 
 /*

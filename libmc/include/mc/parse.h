@@ -30,5 +30,11 @@ int mc_parse_percent(const char *s, uint64_t *micro, struct mc_err *err);
 /* Render for people: 1536 -> "1.5KiB", 1500 -> "1.5s". buf of 32 is enough. */
 char *mc_fmt_size(uint64_t bytes, char *buf, size_t cap);
 char *mc_fmt_duration_ms(uint64_t ms, char *buf, size_t cap);
+/*
+ * A time (ms since the epoch) as UTC ISO 8601 with milliseconds,
+ * "2023-11-14T22:13:20.000Z"; "never" past year 9999 (a saturated
+ * deadline). buf of 32 is enough.
+ */
+char *mc_fmt_time_ms(uint64_t ms, char *buf, size_t cap);
 
 #endif

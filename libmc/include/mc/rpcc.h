@@ -3,6 +3,12 @@
  * API: blocking socket, one outstanding buffer, pipelining by sending
  * several requests before reading their responses in order.
  *
+ * A request is built, then sent: mc_rpcc_begin(r, method) returns the
+ * packer for its params, the caller packs exactly one map into it
+ * (msgpack_pack_map(pk, n), then n pairs), and mc_rpcc_send (or _call,
+ * _notify) queues it. The request stays built until the next begin, so
+ * it can be sent again, or on another connection (mc_rpcc_begin_copy).
+ *
  * Responses are checked with mc_wire_check() like everything else; a
  * malformed response fails the call with MC_ERR_PROTO and the
  * connection is closed (later calls fail with MC_ERR_UNAVAILABLE).
@@ -16,11 +22,22 @@
 #include <stdint.h>
 
 #include "mc/addr.h"
-#include "mc/conn.h" /* mc_pack_fn */
 #include "mc/err.h"
 #include "mc/wire.h"
 
 struct mc_rpcc;
+
+/*
+ * The calling thread's master connection of an mc_client (mc/client.h),
+ * for the admin calls of mc's own tools; NULL when it cannot connect.
+ */
+struct mc_client;
+struct mc_rpcc *mc_client_master(struct mc_client *c);
+/*
+ * A new master connection greeted as c's own are (tenant, token, host),
+ * which the caller owns and closes: for tools that drive many at once.
+ */
+struct mc_rpcc *mc_client_open_master(struct mc_client *c, struct mc_err *err);
 
 struct mc_rpcc *mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err);
 void mc_rpcc_close(struct mc_rpcc *r);
@@ -28,20 +45,25 @@ const char *mc_rpcc_addr(const struct mc_rpcc *r);
 int mc_rpcc_fd(const struct mc_rpcc *r);
 
 /*
- * Queue a request (not yet sent). bulk (optional, may be NULL with
- * bulk_len 0): raw bytes that follow the request; params_fn must then pack
- * "len": bulk_len. The bulk is written straight from the caller's buffer.
- * Returns the request id, or -1.
+ * Begin a request: the packer for its params map, valid until the
+ * request is sent. method must outlive the request (a literal).
  */
-int64_t mc_rpcc_send(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
-		     const void *bulk, uint64_t bulk_len, struct mc_err *err);
+msgpack_packer *mc_rpcc_begin(struct mc_rpcc *r, const char *method);
+/* Begin on dst a copy of the request last begun on src. */
+int mc_rpcc_begin_copy(struct mc_rpcc *dst, const struct mc_rpcc *src, struct mc_err *err);
 /*
- * Queue a notification [2, method, params]: no id, no answer. It leaves
- * with the next flush, so a notification sent before a request costs no
- * round trip of its own.
+ * Queue the request begun (not yet written). bulk (optional, may be NULL
+ * with bulk_len 0): raw bytes that follow the request; the params must
+ * then hold "len": bulk_len. The bulk is written straight from the
+ * caller's buffer. Returns the request id, or -1.
  */
-int mc_rpcc_notify(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
-		   struct mc_err *err);
+int64_t mc_rpcc_send(struct mc_rpcc *r, const void *bulk, uint64_t bulk_len, struct mc_err *err);
+/*
+ * Queue the request begun as a notification [2, method, params]: no id,
+ * no answer. It leaves with the next flush, so a notification sent
+ * before a request costs no round trip of its own.
+ */
+int mc_rpcc_notify(struct mc_rpcc *r, struct mc_err *err);
 /* Whether anything is queued and not yet written. */
 bool mc_rpcc_queued(const struct mc_rpcc *r);
 /* Write everything queued. */
@@ -59,12 +81,13 @@ int mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err
 int mc_rpcc_skip_bulk(struct mc_rpcc *r, uint64_t len, struct mc_err *err);
 
 /*
- * One round trip: send, flush, recv. Returns -1 with err on transport
- * failure or when the response carries an error (err then holds the
- * remote code and message, and resp is released). On 0 the caller owns
- * resp and must release it.
+ * One round trip for the request begun: send, flush, recv. Returns -1
+ * with err on transport failure or when the response carries an error
+ * (err then holds the remote code and message, and resp is released).
+ * On 0 the caller owns resp and must release it.
  */
-int mc_rpcc_call(struct mc_rpcc *r, const char *method, mc_pack_fn params_fn, void *arg,
-		 struct mc_msg *resp, struct mc_err *err);
+int mc_rpcc_call(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err);
+/* mc_rpcc_call of a request with an empty params map. */
+int mc_rpcc_call0(struct mc_rpcc *r, const char *method, struct mc_msg *resp, struct mc_err *err);
 
 #endif

@@ -1,0 +1,84 @@
+#!/usr/bin/env bats
+#
+# make install: what a user gets of the library. Only the public headers
+# (the client API and what it includes), libmc.{a,so} with a versioned
+# soname, and an mc.pc that builds a client without libevent.
+
+load helpers
+
+setup_file() {
+	export ROOT="$BATS_FILE_TMPDIR/root"
+	make -s -C "$MC_ROOT" install PREFIX=/usr DESTDIR="$ROOT" >/dev/null
+}
+
+# A client a user would write: only the public headers, only libmc.
+write_client() {
+	cat >"$BATS_TEST_TMPDIR/client.c" <<'EOF'
+#include <mc/client.h>
+#include <mc/proto.h>
+#include <stdio.h>
+
+int
+main(int argc, char **argv)
+{
+	struct mc_client_opts o = MC_CLIENT_OPTS_INIT;
+	struct mc_err err;
+	struct mc_client *c;
+
+	o.master = argc > 1 ? argv[1] : "unix:/nonexistent/master.sock";
+	c = mc_client_new(&o, &err);
+	if (c == NULL) {
+		printf("%s %s\n", mc_status_name(err.code), err.msg);
+		return mc_status_exit_code(err.code);
+	}
+	mc_client_free(c);
+	return 0;
+}
+EOF
+}
+
+# pkg-config reads the installed mc.pc with its prefix moved under $ROOT.
+pc() {
+	PKG_CONFIG_PATH="$ROOT/usr/lib/pkgconfig" pkg-config --define-variable=prefix="$ROOT/usr" "$@" mc
+}
+
+@test "install: only the public headers go under include/mc" {
+	run -0 ls "$ROOT/usr/include/mc"
+	assert_output "$(printf '%s\n' client.h err.h proto.h)"
+	# and they stand on their own
+	for h in client.h err.h proto.h; do
+		echo "#include <mc/$h>" | cc -std=c11 -Wall -Werror -fsyntax-only \
+			-I"$ROOT/usr/include" -x c -
+	done
+}
+
+@test "install: libmc.so has a versioned soname, with the libmc.so link" {
+	[ -L "$ROOT/usr/lib/libmc.so" ]
+	[ -L "$ROOT/usr/lib/libmc.so.0" ]
+	[ -f "$ROOT/usr/lib/libmc.a" ]
+	run -0 readelf -d "$ROOT/usr/lib/libmc.so"
+	assert_output --partial 'Library soname: [libmc.so.0]'
+	refute_output --partial libevent
+}
+
+@test "install: a client builds and links with pkg-config, without libevent" {
+	write_client
+	run -0 pc --cflags --libs
+	refute_output --partial event
+	cc -std=c11 -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" \
+		$(pc --cflags --libs)
+	run -0 readelf -d "$BATS_TEST_TMPDIR/client"
+	refute_output --partial libevent
+	LD_LIBRARY_PATH="$ROOT/usr/lib" run -69 "$BATS_TEST_TMPDIR/client"
+	assert_output --partial 'unavailable cannot connect to unix:/nonexistent/master.sock'
+}
+
+@test "install: a client links statically from libmc.a with pkg-config --static" {
+	write_client
+	run -0 pc --static --libs
+	refute_output --partial event
+	cc -std=c11 -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" \
+		$(pc --cflags) "$ROOT/usr/lib/libmc.a" $(pc --static --libs | sed 's/-lmc//')
+	run -69 "$BATS_TEST_TMPDIR/client"
+	assert_output --partial 'cannot connect to unix:/nonexistent/master.sock'
+}
