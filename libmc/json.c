@@ -1,10 +1,12 @@
 /*
- * msgpack -> JSON for people and jq. The output is always valid JSON:
- * strings that are not valid UTF-8 are escaped byte by byte, non-finite
- * floats become null, and non-string map keys are rendered as strings.
+ * msgpack -> JSON for people and jq. The output is always valid JSON: a
+ * string value that is not text (valid UTF-8 without control characters)
+ * becomes {"b64":"..."}, non-finite floats become null, and non-string
+ * map keys are rendered as strings.
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +56,45 @@ utf8_len(const unsigned char *s, size_t n)
 	return need;
 }
 
-void
-mc_json_write_str(FILE *f, const char *str, size_t len)
+static void
+write_base64(FILE *f, const unsigned char *s, size_t len)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t i;
+
+	fputc('"', f);
+	for (i = 0; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+
+		fputc(tab[v >> 18 & 63], f);
+		fputc(tab[v >> 12 & 63], f);
+		fputc(tab[v >> 6 & 63], f);
+		fputc(tab[v & 63], f);
+	}
+	if (len - i == 1) {
+		uint32_t v = (uint32_t)s[i] << 16;
+
+		fputc(tab[v >> 18 & 63], f);
+		fputc(tab[v >> 12 & 63], f);
+		fputs("==", f);
+	} else if (len - i == 2) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+
+		fputc(tab[v >> 18 & 63], f);
+		fputc(tab[v >> 12 & 63], f);
+		fputc(tab[v >> 6 & 63], f);
+		fputc('=', f);
+	}
+	fputc('"', f);
+}
+
+/*
+ * A string literal for a map key (JSON names must be strings): escapes
+ * control bytes, and a stray byte becomes the code point of its value.
+ */
+static void
+write_escaped(FILE *f, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0, n;
@@ -117,36 +156,47 @@ mc_json_write_str(FILE *f, const char *str, size_t len)
 	fputc('"', f);
 }
 
-static void
-write_base64(FILE *f, const unsigned char *s, size_t len)
+/* A C0 or C1 control character, or DEL: U+0000..U+001F, U+007F..U+009F. */
+static bool
+is_control(const unsigned char *s, size_t n)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				  "abcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t i;
+	return s[0] < 0x20 || s[0] == 0x7f || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+}
 
+bool
+mc_json_is_text(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	for (size_t i = 0, n; i < len; i += n) {
+		n = utf8_len(s + i, len - i);
+		if (n == 0 || is_control(s + i, n))
+			return false;
+	}
+	return true;
+}
+
+void
+mc_json_write_str(FILE *f, const char *str, size_t len)
+{
+	size_t i, from = 0;
+
+	if (!mc_json_is_text(str, len)) {
+		fputs("{\"b64\":", f);
+		write_base64(f, (const unsigned char *)str, len);
+		fputc('}', f);
+		return;
+	}
+	/* text needs only its quote and backslash escaped */
 	fputc('"', f);
-	for (i = 0; i + 2 < len; i += 3) {
-		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-
-		fputc(tab[v >> 18 & 63], f);
-		fputc(tab[v >> 12 & 63], f);
-		fputc(tab[v >> 6 & 63], f);
-		fputc(tab[v & 63], f);
+	for (i = 0; i < len; i++) {
+		if (str[i] != '"' && str[i] != '\\')
+			continue;
+		fwrite(str + from, 1, i - from, f);
+		fputc('\\', f);
+		from = i;
 	}
-	if (len - i == 1) {
-		uint32_t v = (uint32_t)s[i] << 16;
-
-		fputc(tab[v >> 18 & 63], f);
-		fputc(tab[v >> 12 & 63], f);
-		fputs("==", f);
-	} else if (len - i == 2) {
-		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
-
-		fputc(tab[v >> 18 & 63], f);
-		fputc(tab[v >> 12 & 63], f);
-		fputc(tab[v >> 6 & 63], f);
-		fputc('=', f);
-	}
+	fwrite(str + from, 1, len - from, f);
 	fputc('"', f);
 }
 
@@ -182,7 +232,7 @@ write_key(FILE *f, const msgpack_object *k, int depth)
 	FILE *m;
 
 	if (k->type == MSGPACK_OBJECT_STR) {
-		mc_json_write_str(f, k->via.str.ptr, k->via.str.size);
+		write_escaped(f, k->via.str.ptr, k->via.str.size);
 		return;
 	}
 	if (k->type == MSGPACK_OBJECT_BIN) {
@@ -201,7 +251,7 @@ write_key(FILE *f, const msgpack_object *k, int depth)
 		fputs("\"?\"", f);
 		return;
 	}
-	mc_json_write_str(f, buf, n);
+	write_escaped(f, buf, n);
 	free(buf);
 }
 

@@ -385,8 +385,8 @@ jescape(const struct mc_rs *r, struct jcur *j, char **o, struct mc_err *err)
 		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 		j->p += 6;
 	}
-	/* single bytes: the inverse of mc_json_write_str() on non-UTF-8 */
-	if (cp < 0x100)
+	/* a code point, as UTF-8: bytes that are not text come as {"b64":...} */
+	if (cp < 0x80)
 		*(*o)++ = (char)cp;
 	else
 		*o = put_utf8(*o, cp);
@@ -654,15 +654,102 @@ jobject(struct mc_rs *r, struct jcur *j, msgpack_object *out, int depth, struct 
 	return 0;
 }
 
+/* The value of a base64 digit, or -1. */
+static int
+b64_digit(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * {"b64":"..."} at j->p (on its '{'): a string of bytes that are not
+ * text (mc_json_write_str writes them so), decoded into scratch as a STR
+ * object, and allowed in flat records too. 1 when it was one, 0 (j->p
+ * unmoved) when the object is another, -1 when it names "b64" but is
+ * not padded standard base64 alone in its object.
+ */
+static int
+jbytes(const struct mc_rs *r, struct jcur *j, msgpack_object *out, struct mc_err *err)
+{
+	const char *open = j->p, *q;
+	char *o = j->out;
+	size_t n;
+
+	j->p++;
+	jws(j);
+	if (!jword(j, "\"b64\"")) {
+		j->p = open;
+		return 0;
+	}
+	jws(j);
+	if (!jword(j, ":"))
+		return jfail(r, j, err, "expected ':'");
+	jws(j);
+	if (j->p >= j->end || *j->p != '"')
+		return jfail(r, j, err, "\"b64\" wants a base64 string");
+	q = ++j->p;
+	while (q < j->end && *q != '"')
+		q++;
+	n = (size_t)(q - j->p);
+	if (q >= j->end || n % 4 != 0)
+		return jfail(r, j, err, "bad base64 (padded standard base64 expected)");
+	for (size_t i = 0; i < n; i += 4) {
+		const char *g = j->p + i;
+		int d[4], pad = 0;
+
+		for (int k = 0; k < 4; k++) {
+			d[k] = b64_digit(g[k]);
+			if (g[k] == '=' && i + 4 == n && k >= 2 && (k == 3 || g[3] == '=')) {
+				d[k] = 0;
+				pad++;
+			} else if (d[k] < 0) {
+				j->p = g + k;
+				return jfail(r, j, err,
+					     "bad base64 (padded standard base64 expected)");
+			}
+		}
+		*o++ = (char)(d[0] << 2 | d[1] >> 4);
+		if (pad < 2)
+			*o++ = (char)((d[1] & 15) << 4 | d[2] >> 2);
+		if (pad < 1)
+			*o++ = (char)((d[2] & 3) << 6 | d[3]);
+	}
+	j->p = q + 1;
+	jws(j);
+	if (!jword(j, "}"))
+		return jfail(r, j, err, "\"b64\" must be alone in its object");
+	out->type = MSGPACK_OBJECT_STR;
+	out->via.str.ptr = j->out;
+	out->via.str.size = (uint32_t)(o - j->out);
+	j->out = o;
+	return 1;
+}
+
 static int
 jvalue(struct mc_rs *r, struct jcur *j, msgpack_object *out, int depth, struct mc_err *err)
 {
+	int rc;
+
 	if (j->p >= j->end)
 		return jfail(r, j, err, "missing value");
 	switch (*j->p) {
 	case '"':
 		return jstring(r, j, out, err);
 	case '{':
+		rc = jbytes(r, j, out, err);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+		/* FALLTHROUGH */
 	case '[':
 		if (r->flat)
 			return jfail(r, j, err, "nested objects and arrays are not supported");

@@ -215,3 +215,32 @@ cluster() {
 	assert_failure 1
 	assert_output --partial "no peer 'unix:/nowhere.sock'"
 }
+
+@test "evict: a key that is not text crosses every JSON stream as {\"b64\":...}" {
+	mc_test_dir
+	mc_start_master --peer-ttl 1000h --put-timeout 1000h --lease-ttl 1000h
+	mc_start_peers 1
+	local key b64
+	key=$'blk\xff\x01 end'
+	b64="$(printf '%s' "$key" | base64)"
+	head -c 1000 /dev/zero | mc-cli put "$key"
+	head -c 1000 /dev/zero | mc-cli put café
+	# mc-cli stat and candidates: text stays a string, bytes become base64
+	run mc-cli --json stat "$key"
+	assert_success
+	jq_true --arg b "$b64" '.key == {"b64": $b}' <<<"$output"
+	mc-cli --json candidates >"$BATS_TEST_TMPDIR/view.json"
+	tail -n +2 "$BATS_TEST_TMPDIR/view.json" | jq -s --arg b "$b64" \
+		'map(.key) | sort_by(type) | . == [{"b64": $b}, "café"]' | grep -qx true
+	# mc-evict-plan reads it and plans it; mc-cli evict reads that plan back
+	printf 'evict lru\n' >"$BATS_TEST_TMPDIR/lru.policy"
+	mc-evict-plan -p "$BATS_TEST_TMPDIR/lru.policy" --target 2000 --json \
+		<"$BATS_TEST_TMPDIR/view.json" >"$BATS_TEST_TMPDIR/plan.json"
+	jq -s --arg b "$b64" '[.[1:][].victims[].key] | index({"b64": $b}) != null' \
+		"$BATS_TEST_TMPDIR/plan.json" | grep -qx true
+	run mc-cli --json evict --plan "$BATS_TEST_TMPDIR/plan.json"
+	assert_success
+	tail -n +2 <<<"$output" | jq_true '.t == "stage" and .evicted_objects == 2'
+	run mc-cli exist "$key"
+	assert_failure 1
+}

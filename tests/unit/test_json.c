@@ -54,20 +54,25 @@ test_escapes(void)
 {
 	TAP_OK(str_is("plain", 5, "\"plain\""), "str: plain text is quoted");
 	TAP_OK(str_is("a\"b\\c", 5, "\"a\\\"b\\\\c\""), "str: quote and backslash are escaped");
-	TAP_OK(str_is("\n\r\t\b\f", 5, "\"\\n\\r\\t\\b\\f\""),
-	       "str: short escapes for common controls");
-	TAP_OK(str_is("\x01\x1f\x7f", 3, "\"\\u0001\\u001f\\u007f\""),
-	       "str: other control bytes become \\u00XX");
-	TAP_OK(str_is("a\0b", 3, "\"a\\u0000b\""),
-	       "str: an embedded NUL is escaped, not a terminator");
 	TAP_OK(str_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
 		      "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""),
 	       "str: valid UTF-8 passes through");
-	TAP_OK(str_is("\xff\xc3", 2, "\"\\u00ff\\u00c3\""),
-	       "str: invalid and truncated UTF-8 bytes are escaped");
-	TAP_OK(str_is("\xc0\xaf", 2, "\"\\u00c0\\u00af\""), "str: overlong UTF-8 is escaped");
-	TAP_OK(str_is("\xed\xa0\x80", 3, "\"\\u00ed\\u00a0\\u0080\""),
-	       "str: UTF-8 surrogates are escaped");
+	/* not text: the bytes in base64, so that every one survives */
+	TAP_OK(str_is("a\nb", 3, "{\"b64\":\"YQpi\"}"), "str: a newline makes bytes, not text");
+	TAP_OK(str_is("\x01\x1f\x7f", 3, "{\"b64\":\"AR9/\"}"),
+	       "str: control bytes and DEL make bytes");
+	TAP_OK(str_is("a\0b", 3, "{\"b64\":\"YQBi\"}"),
+	       "str: an embedded NUL is kept, not a terminator");
+	TAP_OK(str_is("x\xc2\x85", 3, "{\"b64\":\"eMKF\"}"),
+	       "str: a C1 control character (U+0085) makes bytes");
+	TAP_OK(str_is("\xc2\xa0", 2, "\"\xc2\xa0\""), "str: U+00A0, past C1, is text");
+	TAP_OK(str_is("\xff\xc3", 2, "{\"b64\":\"/8M=\"}"),
+	       "str: invalid and truncated UTF-8 make bytes");
+	TAP_OK(str_is("\xc0\xaf", 2, "{\"b64\":\"wK8=\"}"), "str: overlong UTF-8 makes bytes");
+	TAP_OK(str_is("\xed\xa0\x80", 3, "{\"b64\":\"7aCA\"}"), "str: UTF-8 surrogates make bytes");
+	TAP_OK(mc_json_is_text("plain \"q\"", 9) && !mc_json_is_text("\t", 1) &&
+		       mc_json_is_text("", 0),
+	       "str: mc_json_is_text agrees");
 	TAP_OK(str_is("", 0, "\"\""), "str: empty string");
 }
 

@@ -778,7 +778,7 @@ test_report_bad_json(void)
 
 	snprintf(text, sizeof(text), "%s",
 		 RHDR "\n" RSTAGE RCOUNTS "\"failures\":[" FAIL1 ",{\"tenant\":\"b\",\"key\":"
-		      "\"k\\u00ff\",\"reason\":\"gone\",\"extra\":[1]}]}\n"
+		      "{\"b64\":\"a/8=\"},\"reason\":\"gone\",\"extra\":[1]}]}\n"
 		      "{\"t\":\"note\"}\n{\"t\":\"victims\",\"id\":1,\"victims\":[]}\n");
 	rc = report_text(text, strlen(text), true, &q, &names, &err);
 	TAP_OK(rc == 0 && q.created == 5 && q.nstages == 1 && q.stages[0].ran &&

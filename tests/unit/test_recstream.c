@@ -122,8 +122,8 @@ test_json(void)
 									      : NULL;
 		shape = m != NULL && m->type == MSGPACK_OBJECT_MAP && m->via.map.size == 1 &&
 			m->via.map.ptr[0].val.type == MSGPACK_OBJECT_STR &&
-			m->via.map.ptr[0].val.via.str.size == 3 &&
-			memcmp(m->via.map.ptr[0].val.via.str.ptr, "x\xffy", 3) == 0 &&
+			m->via.map.ptr[0].val.via.str.size == 4 &&
+			memcmp(m->via.map.ptr[0].val.via.str.ptr, "x\xc3\xbfy", 4) == 0 &&
 			o->via.map.ptr[1].val.type == MSGPACK_OBJECT_NEGATIVE_INTEGER &&
 			o->via.map.ptr[1].val.via.i64 == -5;
 	}
@@ -145,6 +145,78 @@ test_json(void)
 	TAP_OK(read_all("{\"h\":1}\n{\"n\":18446744073709551616}\n", 35, true, 0, &err, &n) == -1 &&
 		       has(&err, "line 2: integer out of range"),
 	       "json: an integer past 64 bits is refused, not wrapped");
+}
+
+/* The value of the one field of the second record of a flat JSON stream, or NULL. */
+static const msgpack_object *
+only_field(const char *text, struct mc_rs **r, FILE **f, struct mc_err *err)
+{
+	const msgpack_object *o;
+
+	*f = file_of(text, strlen(text));
+	*r = *f != NULL ? mc_rs_open(*f, true, "mc-test", "the test stream", MAX, MC_RS_FLAT, err)
+			: NULL;
+	if (*r == NULL || mc_rs_next(*r, &o, err) != 1 || mc_rs_next(*r, &o, err) != 1 ||
+	    o->type != MSGPACK_OBJECT_MAP || o->via.map.size != 1)
+		return NULL;
+	return &o->via.map.ptr[0].val;
+}
+
+static bool
+bytes_are(const char *text, const char *want, size_t want_len)
+{
+	struct mc_rs *r = NULL;
+	FILE *f = NULL;
+	struct mc_err err;
+	const msgpack_object *v = only_field(text, &r, &f, &err);
+	bool ok = v != NULL && v->type == MSGPACK_OBJECT_STR && v->via.str.size == want_len &&
+		  memcmp(v->via.str.ptr, want, want_len) == 0;
+
+	mc_rs_close(r);
+	if (f != NULL)
+		fclose(f);
+	return ok;
+}
+
+/* read_all of a JSON text. */
+static int
+read_text(const char *text, int flags, struct mc_err *err, int *n)
+{
+	return read_all(text, strlen(text), true, flags, err, n);
+}
+
+static void
+test_json_bytes(void)
+{
+	struct mc_err err;
+	int n;
+
+	TAP_OK(bytes_are("{\"h\":1}\n{\"k\":{\"b64\":\"AP8K\"}}\n", "\0\xff\n", 3),
+	       "json bytes: {\"b64\":...} reads as the string of its bytes, in a flat record too");
+	TAP_OK(bytes_are("{\"h\":1}\n{\"k\": { \"b64\" : \"\" } }\n", "", 0),
+	       "json bytes: spaces and the empty string");
+	TAP_OK(bytes_are("{\"h\":1}\n{\"k\":{\"b64\":\"YQ==\"}}\n", "a", 1) &&
+		       bytes_are("{\"h\":1}\n{\"k\":{\"b64\":\"YWI=\"}}\n", "ab", 2),
+	       "json bytes: one and two padding characters");
+	TAP_OK(bytes_are("{\"h\":1}\n{\"k\":\"caf\\u00e9\"}\n", "caf\xc3\xa9", 5),
+	       "json bytes: a \\u escape is a code point, written as UTF-8");
+	TAP_OK(read_text("{\"h\":1}\n{\"k\":{\"b64\":\"abc\"}}\n", MC_RS_FLAT, &err, &n) == -1 &&
+		       has(&err, "line 2: bad base64"),
+	       "json bytes: a length that is not a multiple of 4 is refused: %s", err.msg);
+	TAP_OK(read_text("{\"h\":1}\n{\"k\":{\"b64\":\"a=bc\"}}\n", 0, &err, &n) == -1 &&
+		       has(&err, "line 2: bad base64"),
+	       "json bytes: padding inside is refused: %s", err.msg);
+	TAP_OK(read_text("{\"h\":1}\n{\"k\":{\"b64\":\"YQ==\",\"x\":1}}\n", 0, &err, &n) == -1 &&
+		       has(&err, "must be alone in its object"),
+	       "json bytes: another field beside b64 is refused: %s", err.msg);
+	TAP_OK(read_text("{\"h\":1}\n{\"k\":{\"b64\":1}}\n", 0, &err, &n) == -1 &&
+		       has(&err, "wants a base64 string"),
+	       "json bytes: b64 of a number is refused: %s", err.msg);
+	TAP_OK(read_text("{\"h\":1}\n{\"k\":{\"x\":1}}\n", MC_RS_FLAT, &err, &n) == -1 &&
+		       has(&err, "nested objects and arrays are not supported"),
+	       "json bytes: another object is still nested to a flat reader");
+	TAP_OK(read_text("{\"h\":1}\n{\"k\":{\"x\":1}}\n", 0, &err, &n) == 0 && n == 2,
+	       "json bytes: and an object to a reader of nested records");
 }
 
 static void
@@ -185,6 +257,7 @@ main(void)
 {
 	test_msgpack();
 	test_json();
+	test_json_bytes();
 	test_out();
 	return tap_done();
 }

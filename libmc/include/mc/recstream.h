@@ -10,9 +10,9 @@
  * that lives in a zone reused from record to record (valid until the next
  * call). In msgpack form each record passes mc_wire_check() before it is
  * unpacked; in JSON-lines form each non-blank line is parsed into the
- * same tree (strings unescaped, \u0000..\u00ff standing for single bytes,
- * nested arrays and maps unless MC_RS_FLAT), so one decoder judges both
- * forms. Input is read in blocks; a record or line over max_record bytes
+ * same tree (strings unescaped, {"b64":"..."} read as the string of those
+ * bytes, even under MC_RS_FLAT, nested arrays and maps unless
+ * MC_RS_FLAT), so one decoder judges both forms. Input is read in blocks; a record or line over max_record bytes
  * is refused. Errors name where they are: "header: ", "record N: " or
  * "line N: ". The first record is the header; a failure inside it reads
  * "not an <format> stream".
