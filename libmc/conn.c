@@ -146,6 +146,10 @@ struct mc_conn {
 	struct seg *spare_buf, *spare_ref;
 	int nspare_buf, nspare_ref;
 	msgpack_sbuffer scratch; /* packing calls and notifications */
+	/* the call or notification begun (mc_conn_begin): its params */
+	msgpack_sbuffer req;
+	msgpack_packer req_pk;
+	char req_method[48];
 
 	/* calls awaiting a response */
 	uint32_t next_id;
@@ -233,6 +237,7 @@ conn_unref(struct mc_conn *c)
 	seg_list_free(c->spare_ref);
 	msgpack_sbuffer_destroy(&c->cur.reply);
 	msgpack_sbuffer_destroy(&c->scratch);
+	msgpack_sbuffer_destroy(&c->req);
 	if (c->data_free != NULL && c->data != NULL)
 		c->data_free(c->data);
 	free(c);
@@ -1408,6 +1413,8 @@ mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
 	c->in_cap = IN_START_CAP < c->in_max ? IN_START_CAP : c->in_max;
 	msgpack_sbuffer_init(&c->cur.reply);
 	msgpack_sbuffer_init(&c->scratch);
+	msgpack_sbuffer_init(&c->req);
+	msgpack_packer_init(&c->req_pk, &c->req, msgpack_sbuffer_write);
 	c->cur.conn = c;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
@@ -1435,6 +1442,7 @@ fail:
 	free(c->in);
 	msgpack_sbuffer_destroy(&c->cur.reply);
 	msgpack_sbuffer_destroy(&c->scratch);
+	msgpack_sbuffer_destroy(&c->req);
 	free(c);
 	return NULL;
 }
@@ -1474,31 +1482,40 @@ on_call_timeout(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
-/* Pack [type, ...] into the scratch buffer and queue it. */
+msgpack_packer *
+mc_conn_begin(struct mc_conn *c, const char *method)
+{
+	msgpack_sbuffer_clear(&c->req);
+	snprintf(c->req_method, sizeof(c->req_method), "%s", method);
+	return &c->req_pk;
+}
+
+/* The header [type, (id,) method], then the params begun, queued. */
 static int
-queue_packed(struct mc_conn *c, uint32_t id, bool notify, const char *method, mc_pack_fn params_fn,
-	     void *params_arg)
+queue_begun(struct mc_conn *c, uint32_t id, bool notify)
 {
 	msgpack_packer pk;
 
+	if (c->req_method[0] == '\0')
+		return -1;
 	msgpack_sbuffer_clear(&c->scratch);
 	c->last_add = 0;
 	msgpack_packer_init(&pk, &c->scratch, msgpack_sbuffer_write);
 	if (notify)
-		mc_pack_notify(&pk, method);
+		mc_pack_notify(&pk, c->req_method);
 	else
-		mc_pack_request(&pk, id, method);
-	if (params_fn != NULL)
-		params_fn(&pk, params_arg);
-	else
+		mc_pack_request(&pk, id, c->req_method);
+	if (c->req.size == 0)
 		msgpack_pack_map(&pk, 0);
+	else if (msgpack_sbuffer_write(&c->scratch, c->req.data, c->req.size) != 0)
+		return -1;
+	c->req_method[0] = '\0'; /* sent: the next call begins again */
 	c->last_add = c->scratch.size;
 	return out_copy(c, c->scratch.data, c->scratch.size);
 }
 
 int
-mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *params_arg,
-	     int timeout_ms, mc_call_cb cb, void *cb_arg)
+mc_conn_call(struct mc_conn *c, int timeout_ms, mc_call_cb cb, void *cb_arg)
 {
 	struct call *k;
 
@@ -1511,7 +1528,7 @@ mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *
 	k->id = c->next_id++;
 	if (c->next_id == 0)
 		c->next_id = 1;
-	snprintf(k->method, sizeof(k->method), "%s", method);
+	snprintf(k->method, sizeof(k->method), "%s", c->req_method);
 	k->timeout_ms = timeout_ms;
 	k->cb = cb;
 	k->arg = cb_arg;
@@ -1524,7 +1541,7 @@ mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *
 			return -1;
 		}
 	}
-	if (queue_packed(c, k->id, false, method, params_fn, params_arg) < 0) {
+	if (queue_begun(c, k->id, false) < 0) {
 		call_free(k);
 		return -1;
 	}
@@ -1541,11 +1558,11 @@ mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *
 }
 
 int
-mc_conn_notify(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *params_arg)
+mc_conn_notify(struct mc_conn *c)
 {
 	if (c == NULL || c->closed || c->closing)
 		return -1;
-	if (queue_packed(c, 0, true, method, params_fn, params_arg) < 0)
+	if (queue_begun(c, 0, true) < 0)
 		return -1;
 	conn_ref(c);
 	conn_kick(c);

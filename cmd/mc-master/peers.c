@@ -328,9 +328,8 @@ peers_discard_drops(struct peers *p)
 }
 
 static void
-pack_drops(msgpack_packer *pk, void *arg)
+pack_drops(msgpack_packer *pk, const struct drop_batch *b)
 {
-	const struct drop_batch *b = arg;
 	const struct store *s = b->p->store;
 
 	msgpack_pack_map(pk, 1);
@@ -360,7 +359,8 @@ flush_peer(struct peers *p, struct peer *peer)
 		b.to = b.from;
 		while (b.to < peer->ndrops && bytes < DROP_MSG_KEY_BYTES)
 			bytes += peer->drops[b.to++].len;
-		if (mc_conn_notify(peer->conn, "drop", pack_drops, &b) != 0) {
+		pack_drops(mc_conn_begin(peer->conn, "drop"), &b);
+		if (mc_conn_notify(peer->conn) != 0) {
 			mc_warn("cannot send drops to peer %u (%s)", peer->id, peer->addr);
 			break;
 		}

@@ -298,9 +298,8 @@ pack_tiers(msgpack_packer *pk, struct peer *p)
 }
 
 static void
-pack_register(msgpack_packer *pk, void *arg)
+pack_register(msgpack_packer *pk, const struct control *ctl)
 {
-	struct control *ctl = arg;
 	struct peer *p = ctl->p;
 
 	msgpack_pack_map(pk, 5 + ctl->resuming);
@@ -319,10 +318,8 @@ pack_register(msgpack_packer *pk, void *arg)
 }
 
 static void
-pack_heartbeat(msgpack_packer *pk, void *arg)
+pack_heartbeat(msgpack_packer *pk, const struct control *ctl)
 {
-	struct control *ctl = arg;
-
 	msgpack_pack_map(pk, 3);
 	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
 	mc_pack_kv_u64(pk, "seq", ctl->hb_seq);
@@ -330,10 +327,8 @@ pack_heartbeat(msgpack_packer *pk, void *arg)
 }
 
 static void
-pack_unregister(msgpack_packer *pk, void *arg)
+pack_unregister(msgpack_packer *pk, const struct control *ctl)
 {
-	struct control *ctl = arg;
-
 	msgpack_pack_map(pk, 1);
 	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
 }
@@ -414,8 +409,8 @@ start_register(struct control *ctl)
 {
 	ctl->state = CTL_REGISTERING;
 	ctl->resuming = ctl->session[0] != '\0';
-	if (mc_conn_call(ctl->conn, "peer_register", pack_register, ctl, REGISTER_TIMEOUT_MS,
-			 on_register, ctl) < 0)
+	pack_register(mc_conn_begin(ctl->conn, "peer_register"), ctl);
+	if (mc_conn_call(ctl->conn, REGISTER_TIMEOUT_MS, on_register, ctl) < 0)
 		drop_link(ctl, "cannot send peer_register");
 }
 
@@ -482,8 +477,8 @@ heartbeat_tick(evutil_socket_t unused, short what, void *arg)
 	if (timeout > 30000)
 		timeout = 30000;
 	ctl->hb_seq = pindex_seq(&ctl->p->index);
-	if (mc_conn_call(ctl->conn, "peer_heartbeat", pack_heartbeat, ctl, (int)timeout,
-			 on_heartbeat, ctl) < 0) {
+	pack_heartbeat(mc_conn_begin(ctl->conn, "peer_heartbeat"), ctl);
+	if (mc_conn_call(ctl->conn, (int)timeout, on_heartbeat, ctl) < 0) {
 		drop_link(ctl, "cannot send peer_heartbeat");
 		return;
 	}
@@ -541,9 +536,8 @@ inventory_start(struct control *ctl, bool delta)
 }
 
 static void
-pack_inventory(msgpack_packer *pk, void *arg)
+pack_inventory(msgpack_packer *pk, const struct control *ctl)
 {
-	struct control *ctl = arg;
 	size_t i;
 
 	msgpack_pack_map(pk, ctl->inv_delta ? 5 : 3);
@@ -716,8 +710,8 @@ inventory_send(struct control *ctl)
 	}
 	t->ctl = ctl;
 	t->gen = ctl->inv_gen;
-	r = mc_conn_call(ctl->conn, "peer_inventory", pack_inventory, ctl, INVENTORY_TIMEOUT_MS,
-			 on_inventory, t);
+	pack_inventory(mc_conn_begin(ctl->conn, "peer_inventory"), ctl);
+	r = mc_conn_call(ctl->conn, INVENTORY_TIMEOUT_MS, on_inventory, t);
 	/* The call holds packed bytes now; the entries may go. */
 	pindex_release_many(&ctl->p->index, ctl->inv_items, ctl->inv_n);
 	if (r < 0) {
@@ -841,9 +835,12 @@ control_shutdown(struct control *ctl, int timeout_ms, void (*done)(void *arg), v
 		return;
 	}
 	ctl->stop_ev = evtimer_new(ctl->p->base, stop_timeout, ctl);
-	if (!ctl->stop_ev || evtimer_add(ctl->stop_ev, &tv) < 0 ||
-	    mc_conn_call(ctl->conn, "peer_unregister", pack_unregister, ctl, timeout_ms,
-			 on_unregister, ctl) < 0)
+	if (!ctl->stop_ev || evtimer_add(ctl->stop_ev, &tv) < 0) {
+		finish_shutdown(ctl);
+		return;
+	}
+	pack_unregister(mc_conn_begin(ctl->conn, "peer_unregister"), ctl);
+	if (mc_conn_call(ctl->conn, timeout_ms, on_unregister, ctl) < 0)
 		finish_shutdown(ctl);
 }
 

@@ -81,7 +81,8 @@ rpcc_notify(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, struct
 
 static struct event_base *g_base;
 static struct mc_server *g_srv_unix, *g_srv_tcp, *g_srv_b, *g_srv_one;
-static struct mc_conn *g_link; /* A -> B */
+static struct mc_conn *g_link;	     /* A -> B */
+static atomic_bool g_resend_refused; /* set by h_relay, on the server thread */
 static char g_unix_path[128];
 static char g_addr_unix[MC_ADDR_MAX], g_addr_tcp[MC_ADDR_MAX], g_addr_one[MC_ADDR_MAX];
 static unsigned char *g_big; /* what "get" serves */
@@ -283,10 +284,8 @@ struct relay_params {
 };
 
 static void
-pack_relay(msgpack_packer *pk, void *arg)
+pack_relay(msgpack_packer *pk, const struct relay_params *p)
 {
-	struct relay_params *p = arg;
-
 	msgpack_pack_map(pk, 1);
 	mc_pack_kv_str(pk, "tag", p->tag);
 }
@@ -305,8 +304,14 @@ h_relay(struct mc_req *req)
 	}
 	mc_map_u64(req->params, "timeout", &timeout, NULL);
 	d = mc_req_defer(req);
-	if (mc_conn_call(g_link, method, pack_relay, &p, (int)timeout, relay_cb, d) < 0)
+	pack_relay(mc_conn_begin(g_link, method), &p);
+	if (mc_conn_call(g_link, (int)timeout, relay_cb, d) < 0) {
 		mc_reply_err(d, MC_ERR_UNAVAILABLE, "link down");
+		return;
+	}
+	/* what was begun went with that call: another needs its own begin */
+	g_resend_refused = mc_conn_call(g_link, (int)timeout, relay_cb, NULL) < 0 &&
+			   mc_conn_notify(g_link) < 0;
 }
 
 static void
@@ -800,6 +805,8 @@ test_calls(const char *addr)
 	rc = rpcc_call(r, "relay", pack_relay_req, &echo, &m, &e);
 	TAP_OK(rc == 0 && mc_obj_streq(mc_map_get(m.body, "tag"), "relayed"),
 	       "mc_conn_call to another server gets its response");
+	TAP_OK(rc == 0 && g_resend_refused,
+	       "mc_conn_call and mc_conn_notify without a new mc_conn_begin are refused");
 	if (rc == 0)
 		mc_msg_release(&m);
 	t0 = now_ms();

@@ -185,18 +185,21 @@ void *mc_conn_data(const struct mc_conn *c);
 size_t mc_conn_outq_bytes(const struct mc_conn *c);
 
 /*
- * Asynchronous call on a connection (e.g. the peer's control link to the
- * master). params_fn packs the params map. cb runs once with the response
- * (resp != NULL) or with resp == NULL and err set when the connection
- * closed or timeout_ms passed (0 = no timeout).
+ * Asynchronous calls on a connection (e.g. the peer's control link to the
+ * master), built as mc/rpcc.h's are: mc_conn_begin(c, method) returns the
+ * packer for the params map (c not NULL), the caller packs one map into
+ * it, and mc_conn_call or mc_conn_notify queues the request (with an
+ * empty map when nothing was packed). Either fails (-1) when nothing was
+ * begun since the last one, or the connection is closing. cb runs once,
+ * with the response (resp != NULL), or with resp == NULL and err set when
+ * the connection closed or timeout_ms passed (0 = no timeout).
  */
-typedef void (*mc_pack_fn)(msgpack_packer *pk, void *arg);
 typedef void (*mc_call_cb)(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *err,
 			   void *arg);
-int mc_conn_call(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *params_arg,
-		 int timeout_ms, mc_call_cb cb, void *cb_arg);
-/* Send a notification [2, method, params]. */
-int mc_conn_notify(struct mc_conn *c, const char *method, mc_pack_fn params_fn, void *params_arg);
+msgpack_packer *mc_conn_begin(struct mc_conn *c, const char *method);
+int mc_conn_call(struct mc_conn *c, int timeout_ms, mc_call_cb cb, void *cb_arg);
+/* Send the request begun as a notification [2, method, params]. */
+int mc_conn_notify(struct mc_conn *c);
 
 /* ---- servers ---- */
 
