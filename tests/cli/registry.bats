@@ -76,26 +76,28 @@ listed_metrics() {
 	grep -o 'mc_[a-z_]*' "$MAN/$1" | sort -u
 }
 
+# all_listed NAME PAGE: after some traffic, every metric daemon NAME serves
+# is in man page PAGE.
+all_listed() {
+	echo x | mc-cli put k1
+	mc-cli get k1 >/dev/null
+	run comm -23 <(served_metrics "$1") <(listed_metrics "$2")
+	assert_success
+	assert_output ""
+}
+
 @test "registry: every metric the master serves is listed in mc-master(8)" {
 	mc_test_dir
 	mc_start_master --http 127.0.0.1:0
 	mc_start_peers 1
-	echo x | mc-cli put k1
-	mc-cli get k1 >/dev/null
-	run comm -23 <(served_metrics master) <(listed_metrics mc-master.8)
-	assert_success
-	assert_output ""
+	all_listed master mc-master.8
 }
 
 @test "registry: every metric the peer serves is listed in mc-peer(8)" {
 	mc_test_dir
 	mc_start_master
 	mc_start_peer p1 --http 127.0.0.1:0
-	echo x | mc-cli put k1
-	mc-cli get k1 >/dev/null
-	run comm -23 <(served_metrics p1) <(listed_metrics mc-peer.8)
-	assert_success
-	assert_output ""
+	all_listed p1 mc-peer.8
 }
 
 @test "registry: metric help speaks in one voice, a sentence each" {

@@ -78,39 +78,30 @@ static const struct mc_tool single = {
 
 static const struct mc_tool *under_test = &tool;
 
-/* mc_tool_fail in a child: the exit status for err. */
-static int fail_status(int code, const char *msg, char *errbuf, size_t cap);
-
-/* Run mc_tool_parse on args in a child; its exit status and stderr. */
+/*
+ * Run fn(arg) in a child with its stderr captured into errbuf; the
+ * child's exit status (fn exits), or -1.
+ */
 static int
-child(const char *const *args, char *errbuf, size_t cap)
+in_child(void (*fn)(const void *arg), const void *arg, char *errbuf, size_t cap)
 {
 	int p[2], status = -1;
-	pid_t pid;
+	size_t got = 0;
 	ssize_t n;
+	pid_t pid;
 
 	if (pipe(p) < 0)
 		return -1;
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		char *argv[16];
-		int argc = 0;
-
 		close(p[0]);
 		dup2(p[1], 2);
-		while (argc < 15 && args[argc] != NULL) {
-			argv[argc] = (char *)args[argc];
-			argc++;
-		}
-		argv[argc] = NULL;
-		char **av = argv;
-		mc_tool_parse(under_test, &argc, &av);
+		fn(arg);
 		_exit(0);
 	}
 	close(p[1]);
 	/* stderr arrives in several writes: read to the end */
-	size_t got = 0;
 	while (got < cap - 1 && (n = read(p[0], errbuf + got, cap - 1 - got)) > 0)
 		got += (size_t)n;
 	errbuf[got] = '\0';
@@ -119,33 +110,43 @@ child(const char *const *args, char *errbuf, size_t cap)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+static void
+parse_args(const void *arg)
+{
+	const char *const *args = arg;
+	char *argv[16];
+	char **av = argv;
+	int argc = 0;
+
+	while (argc < 15 && args[argc] != NULL) {
+		argv[argc] = (char *)args[argc];
+		argc++;
+	}
+	argv[argc] = NULL;
+	mc_tool_parse(under_test, &argc, &av);
+}
+
+/* Run mc_tool_parse on args in a child; its exit status and stderr. */
+static int
+child(const char *const *args, char *errbuf, size_t cap)
+{
+	return in_child(parse_args, args, errbuf, cap);
+}
+
+static void
+fail_with(const void *arg)
+{
+	mc_tool_fail(arg, "frob", "thing");
+}
+
+/* mc_tool_fail in a child: the exit status for an error of code and msg. */
 static int
 fail_status(int code, const char *msg, char *errbuf, size_t cap)
 {
-	int p[2], status = -1;
-	size_t got = 0;
-	ssize_t n;
-	pid_t pid;
+	struct mc_err e;
 
-	if (pipe(p) < 0)
-		return -1;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		struct mc_err e;
-
-		close(p[0]);
-		dup2(p[1], 2);
-		mc_err_set(&e, code, "%s", msg);
-		mc_tool_fail(&e, "frob", "thing");
-	}
-	close(p[1]);
-	while (got < cap - 1 && (n = read(p[0], errbuf + got, cap - 1 - got)) > 0)
-		got += (size_t)n;
-	errbuf[got] = '\0';
-	close(p[0]);
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	mc_err_set(&e, code, "%s", msg);
+	return in_child(fail_with, &e, errbuf, cap);
 }
 
 int
