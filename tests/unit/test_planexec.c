@@ -1,8 +1,8 @@
 /*
- * Unit tests for the plan-execution cursor (libmc/planexec.c): stages in
- * order, an evict stage stops at its target, a fallback runs only while
- * its scope's actual evictions are short of its condition and stops the
- * moment they reach it, and every outcome lands in the report.
+ * Unit tests for the plan-execution cursor (libmc/policy/planexec.c):
+ * stages in order, an evict stage stops at its target, a fallback runs
+ * only while its scope's actual evictions are short of its condition and
+ * stops the moment they reach it, and every outcome lands in the report.
  */
 #include <stdio.h>
 #include <stdlib.h>
