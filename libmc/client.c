@@ -15,6 +15,8 @@
  * under it) and about WAVE_BYTES of bulk per peer (so a peer never queues
  * more for us than its output cap allows). Whatever does not fit waits for
  * the next wave; a read that failed moves on to its next replica there.
+ * What one read or write says on the wire, and how its answer is
+ * checked, is the data plane's (mc/dataplane.h).
  */
 #include <limits.h>
 #include <pthread.h>
@@ -25,6 +27,7 @@
 
 #include "mc/checksum.h"
 #include "mc/client.h"
+#include "mc/dataplane.h"
 #include "mc/proto.h"
 #include "mc/rpcc.h"
 #include "mc/wire.h"
@@ -38,9 +41,6 @@
 #define DEFAULT_TIMEOUT_MS 30000
 /* Pause before a put refused for want of room asks again (once). */
 #define PUT_RETRY_NS (20 * 1000 * 1000)
-/* How much of a key goes into an error message: '%.*s', KSHOWN(len), key. */
-#define KSHOW 80
-#define KSHOWN(n) ((int)((n) < KSHOW ? (n) : KSHOW))
 
 struct peer_slot {
 	char addr[MC_ADDR_MAX];
@@ -159,23 +159,10 @@ key_err(struct mc_err *out, int code, const char *what, const char *key, size_t 
 	/* why may alias out->msg */
 	snprintf(buf, sizeof(buf), "%s", why);
 	if (addr && !strstr(buf, addr))
-		mc_err_set(out, code, "cannot %s '%.*s' %s %s: %s", what, KSHOWN(klen), key, prep,
-			   addr, buf);
+		mc_err_set(out, code, "cannot %s '%.*s' %s %s: %s", what, MC_KSHOWN(klen), key,
+			   prep, addr, buf);
 	else
-		mc_err_set(out, code, "cannot %s '%.*s': %s", what, KSHOWN(klen), key, buf);
-}
-
-/* A connect error must name the address (people need to know which one). */
-static void
-connect_err(struct mc_err *err, const char *addr)
-{
-	char buf[MC_ERR_MSG_MAX];
-
-	if (!err || strstr(err->msg, addr))
-		return;
-	snprintf(buf, sizeof(buf), "%s", err->msg);
-	mc_err_set(err, err->code ? err->code : MC_ERR_UNAVAILABLE, "cannot connect to %s: %s",
-		   addr, buf);
+		mc_err_set(out, code, "cannot %s '%.*s': %s", what, MC_KSHOWN(klen), key, buf);
 }
 
 /* The remote status in a batch item's error map, for per-key results. */
@@ -220,10 +207,8 @@ master_hello(const struct mc_client *c, struct mc_err *err)
 	struct mc_rpcc *r;
 
 	r = mc_rpcc_connect(c->master_addr, c->timeout_ms, err);
-	if (!r) {
-		connect_err(err, c->master_addr);
+	if (!r)
 		return NULL;
-	}
 	pk = mc_rpcc_begin(r, "hello");
 	msgpack_pack_map(pk, 2 + (c->token != NULL) + (c->domain != NULL));
 	mc_pack_kv_str(pk, "tenant", c->tenant);
@@ -349,10 +334,8 @@ peer_get(struct conns *t, const char *addr, bool *reused, struct mc_err *err)
 		return NULL;
 	}
 	victim->r = mc_rpcc_connect(addr, t->c->timeout_ms, err);
-	if (!victim->r) {
-		connect_err(err, addr);
+	if (!victim->r)
 		return NULL;
-	}
 	strcpy(victim->addr, addr);
 	victim->used = ++t->tick;
 	return victim->r;
@@ -473,7 +456,7 @@ mc_client_new(const struct mc_client_opts *given, struct mc_err *err)
 	strcpy(c->master_addr, master);
 	if (!*tenant || strlen(tenant) > MC_NAME_MAX) {
 		mc_err_set(err, MC_ERR_INVALID, "invalid tenant '%.*s': must be 1 to %d bytes",
-			   KSHOW, tenant, MC_NAME_MAX);
+			   MC_KSHOW, tenant, MC_NAME_MAX);
 		goto fail;
 	}
 	strcpy(c->tenant, tenant);
@@ -772,8 +755,7 @@ enum { ST_PENDING, ST_DONE, ST_FAILED };
 struct get_key {
 	const char *key;
 	size_t klen;
-	void *buf;
-	size_t cap;
+	struct mc_bulk_sink sink; /* where the bytes go, of the version's size */
 	uint64_t version, size, checksum;
 	uint64_t lease_id; /* this reader's lease, released once the read is over */
 	unsigned nrep, next;
@@ -790,7 +772,7 @@ parse_list(const msgpack_object *body, struct get_key *k, struct mc_err *err)
 	    mc_map_u64(body, "size", &k->size, err) != 1 ||
 	    mc_map_u64(body, "checksum", &k->checksum, err) != 1)
 		return mc_err_set(err, MC_ERR_PROTO, "malformed replica list for '%.*s'",
-				  KSHOWN(k->klen), k->key);
+				  MC_KSHOWN(k->klen), k->key);
 	/* An older master grants no lease ids: nothing to release. */
 	if (mc_map_u64(body, "lease_id", &k->lease_id, err) < 0)
 		k->lease_id = 0;
@@ -798,23 +780,26 @@ parse_list(const msgpack_object *body, struct get_key *k, struct mc_err *err)
 		return -1;
 	if (k->size > SIZE_MAX)
 		return mc_err_set(err, MC_ERR_TOO_LARGE, "'%.*s' is too large for memory",
-				  KSHOWN(k->klen), k->key);
+				  MC_KSHOWN(k->klen), k->key);
 	k->all_checksum = true;
 	k->state = ST_PENDING;
 	return 0;
+}
+
+/* The version a read or write is about, for the data plane. */
+static struct mc_dp_obj
+dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version, uint64_t checksum)
+{
+	return (struct mc_dp_obj){ t->c->tenant, key, klen, version, checksum };
 }
 
 static int
 read_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
-	msgpack_packer *pk = mc_rpcc_begin(r, "read");
+	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum);
 
-	msgpack_pack_map(pk, 3);
-	mc_pack_kv_str(pk, "tenant", t->c->tenant);
-	mc_pack_kv_strn(pk, "key", k->key, k->klen);
-	mc_pack_kv_u64(pk, "version", k->version);
-	return mc_rpcc_send(r, NULL, 0, err) < 0 ? -1 : 0;
+	return mc_dp_read_send(r, &o, err);
 }
 
 static void
@@ -828,101 +813,19 @@ read_fail(void *item, const char *addr, const struct mc_err *err)
 	k->next++;
 }
 
-/* What a peer's answer said, taken before its bulk is read. */
-struct reply_head {
-	int remote; /* -1 when the answer is an error, described in err */
-	struct mc_err err;
-	bool bulk;
-	uint64_t bulk_len;
-};
-
-/*
- * Read one answer's header and keep what the caller needs from it, then
- * release the message: it may point into the connection's buffer, which
- * reading the bulk reuses.
- */
-static int
-recv_head(struct mc_rpcc *r, struct reply_head *h, struct mc_err *err)
-{
-	struct mc_msg m;
-
-	if (mc_rpcc_recv(r, &m, err) < 0)
-		return -1;
-	h->remote = mc_msg_error(&m, &h->err);
-	h->bulk = m.has_bulk;
-	h->bulk_len = m.bulk_len;
-	mc_msg_release(&m);
-	return 0;
-}
-
-/*
- * Read size bytes of bulk into buf, hashing each chunk as soon as it
- * lands: the chunk is still in cache, and the peer keeps sending while
- * we hash, so verifying costs little beyond the transfer itself.
- * The checksum is left in t->csum.
- */
-#define CHECKSUM_CHUNK (256u << 10)
-
-static int
-read_bulk_checked(struct conns *t, struct mc_rpcc *r, void *buf, uint64_t size, struct mc_err *err)
-{
-	unsigned char *p = buf;
-
-	mc_checksum_stream_reset(t->csum);
-	for (uint64_t off = 0; off < size;) {
-		uint64_t n = size - off < CHECKSUM_CHUNK ? size - off : CHECKSUM_CHUNK;
-
-		if (mc_rpcc_read_bulk(r, p + off, n, err) < 0)
-			return -1;
-		mc_checksum_stream_update(t->csum, p + off, (size_t)n);
-		off += n;
-	}
-	return 0;
-}
-
 static int
 read_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
-	struct reply_head h;
-	struct mc_err e;
+	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum);
+	struct mc_err refused;
 
-	if (recv_head(r, &h, err) < 0)
+	if (mc_dp_read_recv(r, &o, &k->sink, t->csum, &refused, err) < 0)
 		return -1;
-	if (h.bulk && (h.remote < 0 || h.bulk_len != k->size)) {
-		/* a peer announcing far more than asked for is not worth draining */
-		if (h.bulk_len > k->size + WAVE_BYTES)
-			return mc_err_set(err, MC_ERR_PROTO,
-					  "peer sent %llu bytes for '%.*s', %llu expected",
-					  (unsigned long long)h.bulk_len, KSHOWN(k->klen), k->key,
-					  (unsigned long long)k->size);
-		if (mc_rpcc_skip_bulk(r, h.bulk_len, err) < 0)
-			return -1;
-		if (h.remote == 0) {
-			mc_err_set(&e, MC_ERR_PROTO,
-				   "size mismatch: %llu bytes sent, %llu expected",
-				   (unsigned long long)h.bulk_len, (unsigned long long)k->size);
-			read_fail(k, addr, &e);
-			return 0;
-		}
-	}
-	if (h.remote < 0) {
-		read_fail(k, addr, &h.err);
-		return 0;
-	}
-	if (!h.bulk && k->size > 0) {
-		mc_err_set(&e, MC_ERR_PROTO, "read answered without data");
-		read_fail(k, addr, &e);
-		return 0;
-	}
-	if (read_bulk_checked(t, r, k->buf, k->size, err) < 0)
-		return -1;
-	if (mc_checksum_stream_digest(t->csum) != k->checksum) {
-		mc_err_set(&e, MC_ERR_CHECKSUM, "checksum mismatch");
-		read_fail(k, addr, &e);
-		return 0;
-	}
-	k->state = ST_DONE;
+	if (refused.code != MC_OK)
+		read_fail(k, addr, &refused);
+	else
+		k->state = ST_DONE;
 	return 0;
 }
 
@@ -935,10 +838,10 @@ read_exhausted(struct get_key *k)
 	k->state = ST_FAILED;
 	if (k->nrep == 0)
 		mc_err_set(&k->err, MC_ERR_NOT_FOUND, "cannot get '%.*s': no replica",
-			   KSHOWN(k->klen), k->key);
+			   MC_KSHOWN(k->klen), k->key);
 	else if (k->all_checksum)
 		mc_err_set(&k->err, MC_ERR_CHECKSUM, "checksum mismatch on every replica of '%.*s'",
-			   KSHOWN(k->klen), k->key);
+			   MC_KSHOWN(k->klen), k->key);
 }
 
 /* Read every pending key, replica after replica, into its buffer. */
@@ -1068,13 +971,31 @@ mc_get(struct mc_client *c, const void *key, size_t key_len, void *buf, size_t c
 	*len = k->size;
 	if (k->size > cap) {
 		mc_err_set(err, MC_ERR_TOO_LARGE, "cannot get '%.*s': %llu bytes, buffer holds %zu",
-			   KSHOWN(key_len), (const char *)key, (unsigned long long)k->size, cap);
+			   MC_KSHOWN(key_len), (const char *)key, (unsigned long long)k->size, cap);
 		goto out;
 	}
-	k->buf = buf;
-	k->cap = cap;
+	mc_bulk_sink_mem(&k->sink, buf, k->size);
 	rc = get_finish(t, k, err);
 out:
+	release_leases(t, k, 1);
+	free(k);
+	return rc;
+}
+
+int
+mc_get_fd(struct mc_client *c, const void *key, size_t key_len, int fd, size_t *len,
+	  struct mc_err *err)
+{
+	struct conns *t = conns_of(c, err);
+	struct get_key *k = t ? get_one(t, key, key_len, err) : NULL;
+	int rc;
+
+	if (!k)
+		return -1;
+	*len = k->size;
+	mc_bulk_sink_fd(&k->sink, fd, 0, k->size);
+	rc = get_finish(t, k, err);
+	mc_bulk_sink_release(&k->sink);
 	release_leases(t, k, 1);
 	free(k);
 	return rc;
@@ -1092,19 +1013,18 @@ mc_get_alloc(struct mc_client *c, const void *key, size_t key_len, void **buf, s
 	if (!k)
 		return -1;
 	/* one spare byte so that an empty object still gets a real pointer */
-	k->buf = malloc(k->size + 1);
-	if (!k->buf) {
+	mc_bulk_sink_mem(&k->sink, malloc(k->size + 1), k->size);
+	if (!k->sink.data) {
 		mc_err_set(err, MC_ERR_SYSTEM, "cannot allocate %llu bytes for '%.*s'",
-			   (unsigned long long)k->size, KSHOWN(key_len), (const char *)key);
+			   (unsigned long long)k->size, MC_KSHOWN(key_len), (const char *)key);
 		goto out;
 	}
-	k->cap = k->size;
 	rc = get_finish(t, k, err);
 	if (rc == 0) {
-		*buf = k->buf;
+		*buf = k->sink.data;
 		*len = k->size;
 	} else {
-		free(k->buf);
+		free(k->sink.data);
 	}
 out:
 	release_leases(t, k, 1);
@@ -1160,8 +1080,7 @@ batch_get_chunk(struct conns *t, size_t n, const struct mc_key *keys, void *cons
 			results[i] = MC_ERR_TOO_LARGE;
 			continue;
 		}
-		k->buf = bufs[i];
-		k->cap = caps[i];
+		mc_bulk_sink_mem(&k->sink, bufs[i], k->size);
 		/* to be read: settled below */
 		results[i] = MC_OK;
 	}
@@ -1274,16 +1193,10 @@ write_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct put_rep *pr = item;
 	struct put_key *k = pr->owner;
-	msgpack_packer *pk = mc_rpcc_begin(r, "write");
+	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum);
+	struct mc_bulk_src src = mc_bulk_src_mem(k->buf, k->len);
 
-	msgpack_pack_map(pk, 6);
-	mc_pack_kv_str(pk, "tenant", t->c->tenant);
-	mc_pack_kv_strn(pk, "key", k->key, k->klen);
-	mc_pack_kv_u64(pk, "version", k->version);
-	mc_pack_kv_u64(pk, "len", k->len);
-	mc_pack_kv_u64(pk, "checksum", k->checksum);
-	mc_pack_kv_str(pk, "tier", pr->r.tier);
-	return mc_rpcc_send(r, k->len ? k->buf : NULL, k->len, err) < 0 ? -1 : 0;
+	return mc_dp_write_send(r, &o, pr->r.tier, &src, err);
 }
 
 static void
@@ -1302,15 +1215,13 @@ static int
 write_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct put_rep *pr = item;
-	struct reply_head h;
+	struct mc_err refused;
 
 	(void)t;
-	if (recv_head(r, &h, err) < 0)
+	if (mc_dp_write_recv(r, &refused, err) < 0)
 		return -1;
-	if (h.bulk && mc_rpcc_skip_bulk(r, h.bulk_len, err) < 0)
-		return -1;
-	if (h.remote < 0)
-		write_fail(pr, addr, &h.err);
+	if (refused.code != MC_OK)
+		write_fail(pr, addr, &refused);
 	else
 		pr->state = ST_DONE;
 	return 0;
@@ -1335,7 +1246,7 @@ put_started(struct put_key *k, const struct mc_msg *m)
 	if (mc_map_u64(m->body, "version", &k->version, &e) != 1 ||
 	    parse_replicas(m->body, reps, &k->nrep, &e) < 0) {
 		mc_err_set(&k->err, MC_ERR_PROTO, "cannot put '%.*s': malformed put_start answer",
-			   KSHOWN(k->klen), k->key);
+			   MC_KSHOWN(k->klen), k->key);
 		return;
 	}
 	/* started: from here on it must end with put_end or put_revoke */
@@ -1347,7 +1258,7 @@ put_started(struct put_key *k, const struct mc_msg *m)
 	}
 	if (k->nrep == 0)
 		mc_err_set(&k->err, MC_ERR_PROTO, "cannot put '%.*s': no replica placed",
-			   KSHOWN(k->klen), k->key);
+			   MC_KSHOWN(k->klen), k->key);
 }
 
 /* A key put_start refused for want of room, to be asked once more. */
@@ -1510,8 +1421,8 @@ put_finish(struct conns *t, struct put_key *ks, size_t n, struct mc_err *err)
 			mc_msg_release(&m);
 		}
 		if (!nok && k->err.code == 0)
-			mc_err_set(&k->err, MC_ERR_INTERNAL, "cannot put '%.*s'", KSHOWN(k->klen),
-				   k->key);
+			mc_err_set(&k->err, MC_ERR_INTERNAL, "cannot put '%.*s'",
+				   MC_KSHOWN(k->klen), k->key);
 	}
 	return 0;
 fail:
@@ -1715,7 +1626,7 @@ mc_exist(struct mc_client *c, const void *key, size_t key_len, struct mc_err *er
 	if (mc_map_bool(m.body, "exists", &yes, err) != 1) {
 		mc_msg_release(&m);
 		return mc_err_set(err, MC_ERR_PROTO, "malformed exist answer for '%.*s'",
-				  KSHOWN(key_len), (const char *)key);
+				  MC_KSHOWN(key_len), (const char *)key);
 	}
 	mc_msg_release(&m);
 	return yes ? 1 : 0;
@@ -1932,7 +1843,7 @@ mc_stat(struct mc_client *c, const void *key, size_t key_len, struct mc_err *err
 bad:
 	mc_msg_release(&m);
 	free(info);
-	mc_err_set(err, MC_ERR_PROTO, "malformed stat answer for '%.*s'", KSHOWN(key_len),
+	mc_err_set(err, MC_ERR_PROTO, "malformed stat answer for '%.*s'", MC_KSHOWN(key_len),
 		   (const char *)key);
 	return NULL;
 }

@@ -6,17 +6,20 @@
  * Input is one growable buffer. Every read is followed by a parse pass
  * that frames whole messages with mc_wire_check(), decodes and dispatches
  * them. A message that announces a bulk payload hands the stream over to
- * the bulk: either straight into the handler's destination (read-ahead
- * bytes are copied once, the rest is recv()'d in place) or into the bin.
+ * the bulk: either into the handler's sink (mc/bulk.h: read-ahead bytes
+ * are copied once, the rest is recv()'d into the sink's window, in place
+ * for memory) or into the bin.
  * Parsing resumes once the bulk is through.
  *
  * Output is a list of segments: small messages are coalesced into
  * inline buffers, large packed replies are adopted without a copy, and
- * bulk payloads are referenced with a release callback. Everything goes
- * out with sendmsg() over an iovec. Replies produced while a read pass is
- * running are coalesced and written once at its end, so a pipeline of
- * small requests costs one write; otherwise the write is tried at once
- * and EV_WRITE is armed only when the socket is full.
+ * bulk payloads are referenced with a release callback. Everything in
+ * memory goes out with sendmsg() over an iovec; a bulk from a file
+ * descriptor goes out with sendfile() in its turn. Replies produced
+ * while a read pass is running are coalesced and written once at its
+ * end, so a pipeline of small requests costs one write; otherwise the
+ * write is tried at once and EV_WRITE is armed only when the socket is
+ * full.
  *
  * Lifetime: a connection is reference counted. The open socket holds one
  * reference, every running callback pass holds one, and every deferred
@@ -90,6 +93,8 @@ struct seg {
 	char *adopt; /* adopted heap buffer freed on release, or NULL */
 	void (*release)(void *arg);
 	void *arg;
+	/* kind MC_BULK_FD: the bytes are this range of a file, data unused */
+	struct mc_bulk_src file;
 	char buf[]; /* inline segments only */
 };
 
@@ -132,7 +137,8 @@ struct mc_conn {
 	struct mc_req *held; /* deferred request the connection waits on (mc_req_hold) */
 	bool bulk_claimable;
 	int bulk_mode;
-	char *bulk_dest;
+	struct mc_bulk_sink *bulk_sink;
+	struct mc_bulk_sink bulk_mem; /* the sink of mc_req_recv_bulk's memory */
 	uint64_t bulk_left, bulk_got;
 	mc_bulk_done_fn bulk_done;
 	void *bulk_arg;
@@ -360,6 +366,18 @@ out_ref(struct mc_conn *c, const void *p, size_t n, void (*release)(void *), voi
 	return 0;
 }
 
+/* Queue a bulk from a source by reference. */
+static int
+out_src(struct mc_conn *c, const struct mc_bulk_src *src, void (*release)(void *), void *arg)
+{
+	if (out_ref(c, src->kind == MC_BULK_MEM ? src->data : NULL, (size_t)src->len, release, arg,
+		    NULL) < 0)
+		return -1;
+	if (src->kind != MC_BULK_MEM)
+		c->ot->file = *src;
+	return 0;
+}
+
 /* Drop n written bytes from the head of the queue. */
 static void
 out_consume(struct mc_conn *c, size_t n)
@@ -441,19 +459,26 @@ conn_flush(struct mc_conn *c)
 				off = 0;
 				continue;
 			}
+			if (s->file.kind != MC_BULK_MEM)
+				break; /* it goes on its own, once what precedes it is out */
 			iov[n].iov_base = (char *)s->data + off;
 			iov[n].iov_len = s->len - off;
 			off = 0;
 			n++;
 		}
 		if (n == 0) {
+			/* nothing left, or a file's range at the head (after empty segments) */
 			out_consume(c, 0);
-			break;
+			s = c->oh;
+			if (s == NULL || s->file.kind == MC_BULK_MEM)
+				break;
+			w = mc_bulk_src_send(&s->file, c->fd, c->ooff, FLUSH_BUDGET);
+		} else {
+			memset(&mh, 0, sizeof(mh));
+			mh.msg_iov = iov;
+			mh.msg_iovlen = (size_t)n;
+			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 		}
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = iov;
-		mh.msg_iovlen = (size_t)n;
-		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -851,11 +876,12 @@ req_is_deferred(const struct mc_req *req)
  * dropped, but the bulk's release still runs, exactly once.
  */
 static void
-reply_finish(struct mc_req *req, bool failed, const void *bulk, size_t blen,
+reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 	     void (*release)(void *), void *arg)
 {
 	struct mc_conn *c = req->conn;
 	bool deferred = req_is_deferred(req);
+	size_t blen = bulk != NULL ? (size_t)bulk->len : 0;
 	bool sent = false;
 
 	if (!req->replied)
@@ -882,10 +908,10 @@ reply_finish(struct mc_req *req, bool failed, const void *bulk, size_t blen,
 			rc = out_copy(c, req->reply.data, req->reply.size);
 		}
 		if (rc == 0 && release != NULL) {
-			rc = out_ref(c, bulk, blen, release, arg, NULL);
+			rc = out_src(c, bulk, release, arg);
 			sent = rc == 0;
 		} else if (rc == 0 && blen > 0) {
-			rc = out_ref(c, bulk, blen, NULL, NULL, NULL);
+			rc = out_src(c, bulk, NULL, NULL);
 		}
 		if (rc < 0) {
 			mc_warn("closing %s: out of memory queueing a reply", c->name);
@@ -933,14 +959,23 @@ mc_reply_ok_begin(struct mc_req *req)
 void
 mc_reply_end(struct mc_req *req)
 {
-	reply_finish(req, false, NULL, 0, NULL, NULL);
+	reply_finish(req, false, NULL, NULL, NULL);
 }
 
 void
 mc_reply_end_bulk(struct mc_req *req, const void *data, size_t len, void (*release)(void *arg),
 		  void *arg)
 {
-	reply_finish(req, false, data, len, release, arg);
+	struct mc_bulk_src src = mc_bulk_src_mem(data, len);
+
+	reply_finish(req, false, &src, release, arg);
+}
+
+void
+mc_reply_end_src(struct mc_req *req, const struct mc_bulk_src *src, void (*release)(void *arg),
+		 void *arg)
+{
+	reply_finish(req, false, src, release, arg);
 }
 
 void
@@ -964,7 +999,7 @@ mc_reply_err(struct mc_req *req, int code, const char *fmt, ...)
 	msgpack_sbuffer_clear(&req->reply);
 	msgpack_packer_init(&req->pk, &req->reply, msgpack_sbuffer_write);
 	mc_pack_response_err(&req->pk, req->id, code, msg);
-	reply_finish(req, true, NULL, 0, NULL, NULL);
+	reply_finish(req, true, NULL, NULL, NULL);
 }
 
 void
@@ -1026,13 +1061,22 @@ mc_req_recv_bulk(struct mc_req *req, void *dest, mc_bulk_done_fn done, void *arg
 {
 	struct mc_conn *c = req->conn;
 
-	if (c->closed || !c->bulk_claimable || !req->has_bulk)
+	mc_bulk_sink_mem(&c->bulk_mem, dest, req->bulk_len);
+	return mc_req_recv_bulk_to(req, &c->bulk_mem, done, arg);
+}
+
+int
+mc_req_recv_bulk_to(struct mc_req *req, struct mc_bulk_sink *sink, mc_bulk_done_fn done, void *arg)
+{
+	struct mc_conn *c = req->conn;
+
+	if (c->closed || !c->bulk_claimable || !req->has_bulk || sink->len != req->bulk_len)
 		return -1;
 	if (req != &c->cur && req != c->cur_deferred)
 		return -1;
 	c->bulk_claimable = false;
 	c->bulk_mode = BULK_RECV;
-	c->bulk_dest = dest;
+	c->bulk_sink = sink;
 	c->bulk_left = req->bulk_len;
 	c->bulk_got = 0;
 	c->bulk_done = done;
@@ -1059,20 +1103,45 @@ bulk_finish(struct mc_conn *c)
 		mc_reply_err(req, MC_ERR_INTERNAL, "no reply from handler");
 }
 
-/* Take what the input buffer already holds of the bulk. */
-static void
+/*
+ * The sink could not give a window or keep what landed in it (errno
+ * says why). The stream is inside the bulk and the handler expects all
+ * of it, so the connection closes, which tells the handler (ok false).
+ */
+static int
+sink_fail(struct mc_conn *c)
+{
+	mc_warn("closing %s: cannot store a bulk: %s", c->name, strerror(errno));
+	conn_shutdown(c);
+	return -1;
+}
+
+/* Take what the input buffer already holds of the bulk; -1 when closed. */
+static int
 bulk_take_buffered(struct mc_conn *c)
 {
-	size_t avail = c->in_end - c->in_start;
-	size_t k = avail;
+	while (c->in_end > c->in_start && c->bulk_left > 0) {
+		size_t k = c->in_end - c->in_start;
+		size_t n;
+		char *w;
 
-	if (k > c->bulk_left)
-		k = (size_t)c->bulk_left;
-	if (c->bulk_mode == BULK_RECV && k > 0)
-		memcpy(c->bulk_dest + c->bulk_got, c->in + c->in_start, k);
-	c->in_start += k;
-	c->bulk_got += k;
-	c->bulk_left -= k;
+		if (k > c->bulk_left)
+			k = (size_t)c->bulk_left;
+		if (c->bulk_mode == BULK_RECV) {
+			w = mc_bulk_sink_window(c->bulk_sink, c->bulk_got, &n);
+			if (w == NULL)
+				return sink_fail(c);
+			if (k > n)
+				k = n;
+			memcpy(w, c->in + c->in_start, k);
+			if (mc_bulk_sink_commit(c->bulk_sink, c->bulk_got, k) < 0)
+				return sink_fail(c);
+		}
+		c->in_start += k;
+		c->bulk_got += k;
+		c->bulk_left -= k;
+	}
+	return 0;
 }
 
 /*
@@ -1089,8 +1158,9 @@ bulk_read(struct mc_conn *c)
 		ssize_t n;
 
 		if (c->bulk_mode == BULK_RECV) {
-			dst = c->bulk_dest + c->bulk_got;
-			want = c->bulk_left > SSIZE_MAX ? SSIZE_MAX : (size_t)c->bulk_left;
+			dst = mc_bulk_sink_window(c->bulk_sink, c->bulk_got, &want);
+			if (dst == NULL)
+				return sink_fail(c);
 		} else {
 			/* the input buffer is empty while a bulk is in flight */
 			dst = c->in;
@@ -1112,6 +1182,9 @@ bulk_read(struct mc_conn *c)
 			return -1;
 		}
 		STAT_ADD(bytes_in, n);
+		if (c->bulk_mode == BULK_RECV &&
+		    mc_bulk_sink_commit(c->bulk_sink, c->bulk_got, (size_t)n) < 0)
+			return sink_fail(c);
 		c->bulk_got += (uint64_t)n;
 		c->bulk_left -= (uint64_t)n;
 	}
@@ -1155,7 +1228,8 @@ begin_skip(struct mc_conn *c, uint64_t len)
 	c->bulk_mode = BULK_SKIP;
 	c->bulk_left = len;
 	c->bulk_got = 0;
-	bulk_take_buffered(c);
+	/* nothing to store while skipping: taking the buffered bytes cannot fail */
+	(void)bulk_take_buffered(c);
 	if (c->bulk_left == 0)
 		c->bulk_mode = BULK_NONE;
 }
@@ -1219,8 +1293,7 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	if (c->closed)
 		return;
 	if (c->bulk_mode == BULK_RECV) {
-		bulk_take_buffered(c);
-		if (c->bulk_left == 0)
+		if (bulk_take_buffered(c) == 0 && c->bulk_left == 0)
 			bulk_finish(c);
 		return;
 	}

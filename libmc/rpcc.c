@@ -4,10 +4,11 @@
  * Requests are packed into one output buffer; a bulk is not copied but
  * remembered as a reference at its position in the stream, and the whole
  * queue leaves with sendmsg() over an iovec that interleaves the packed
- * bytes with the callers' buffers. Responses are framed from an input
- * buffer; a bulk that follows one is first taken from what was read
- * ahead, then received with MSG_WAITALL straight into the caller's
- * destination.
+ * bytes with the callers' buffers; a bulk from a file descriptor goes out
+ * with sendfile between them (mc/bulk.h). Responses are framed from an
+ * input buffer; a bulk that follows one is first taken from what was
+ * read ahead, then received with MSG_WAITALL straight into the caller's
+ * sink: in place for memory, through the sink's window otherwise.
  *
  * The socket is blocking with SO_RCVTIMEO/SO_SNDTIMEO set from the
  * connect timeout, so a silent daemon turns into MC_ERR_TIMEOUT instead
@@ -38,8 +39,7 @@
 
 struct bulk_ref {
 	size_t pos; /* offset in out where the bulk goes */
-	const char *data;
-	uint64_t len;
+	struct mc_bulk_src src;
 };
 
 struct mc_rpcc {
@@ -97,6 +97,19 @@ check_alive(struct mc_rpcc *r, struct mc_err *err)
 	return 0;
 }
 
+/* A connect error must name the address (people need to know which one). */
+static void
+connect_err(struct mc_err *err, const char *addr)
+{
+	char buf[MC_ERR_MSG_MAX];
+
+	if (!err || strstr(err->msg, addr))
+		return;
+	snprintf(buf, sizeof(buf), "%s", err->msg);
+	mc_err_set(err, err->code ? err->code : MC_ERR_UNAVAILABLE, "cannot connect to %s: %s",
+		   addr, buf);
+}
+
 struct mc_rpcc *
 mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err)
 {
@@ -142,6 +155,7 @@ mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err)
 	return r;
 fail:
 	mc_rpcc_close(r);
+	connect_err(err, addr);
 	return NULL;
 }
 
@@ -207,13 +221,22 @@ append_params(struct mc_rpcc *r)
 int64_t
 mc_rpcc_send(struct mc_rpcc *r, const void *bulk, uint64_t bulk_len, struct mc_err *err)
 {
+	struct mc_bulk_src src = mc_bulk_src_mem(bulk, bulk_len);
+
+	return mc_rpcc_send_src(r, &src, err);
+}
+
+int64_t
+mc_rpcc_send_src(struct mc_rpcc *r, const struct mc_bulk_src *src, struct mc_err *err)
+{
+	uint64_t bulk_len = src != NULL ? src->len : 0;
 	uint32_t id;
 
 	if (check_alive(r, err) < 0)
 		return -1;
 	if (r->method == NULL)
 		return mc_err_set(err, MC_ERR_INTERNAL, "no request begun on %s", r->addr);
-	if (bulk_len > 0 && bulk == NULL)
+	if (bulk_len > 0 && src->kind == MC_BULK_MEM && src->data == NULL)
 		return mc_err_set(err, MC_ERR_INVALID, "bulk of %llu bytes without data",
 				  (unsigned long long)bulk_len);
 	if (bulk_len > 0 && r->nbulks == r->bulks_cap) {
@@ -235,8 +258,7 @@ mc_rpcc_send(struct mc_rpcc *r, const void *bulk, uint64_t bulk_len, struct mc_e
 		struct bulk_ref *b = &r->bulks[r->nbulks++];
 
 		b->pos = r->out.size;
-		b->data = bulk;
-		b->len = bulk_len;
+		b->src = *src;
 	}
 	r->inflight++;
 	return id;
@@ -296,6 +318,22 @@ write_iov(struct mc_rpcc *r, struct iovec *iov, int n, struct mc_err *err)
 	return 0;
 }
 
+/* Send a source that is not memory, all of it. */
+static int
+send_src(struct mc_rpcc *r, const struct mc_bulk_src *src, struct mc_err *err)
+{
+	for (uint64_t at = 0; at < src->len;) {
+		ssize_t w = mc_bulk_src_send(src, r->fd, at, SSIZE_MAX / 2);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return io_fail(r, err, "cannot write to", errno);
+		at += (uint64_t)w;
+	}
+	return 0;
+}
+
 int
 mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
 {
@@ -320,9 +358,17 @@ mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
 			n++;
 			pos = end;
 		}
-		if (bi < r->nbulks) {
-			const char *p = r->bulks[bi].data;
-			uint64_t left = r->bulks[bi].len;
+		if (bi < r->nbulks && r->bulks[bi].src.kind != MC_BULK_MEM) {
+			/* what precedes it first, then the descriptor's bytes */
+			if (n > 0 && write_iov(r, iov, n, err) < 0)
+				return -1;
+			n = 0;
+			if (send_src(r, &r->bulks[bi].src, err) < 0)
+				return -1;
+			bi++;
+		} else if (bi < r->nbulks) {
+			const char *p = r->bulks[bi].src.data;
+			uint64_t left = r->bulks[bi].src.len;
 
 			while (left > 0) {
 				size_t k = left > SSIZE_MAX / 2 ? SSIZE_MAX / 2 : (size_t)left;
@@ -454,19 +500,32 @@ mc_rpcc_recv(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err)
 	return 0;
 }
 
-/* Take up to len read-ahead bytes (dest NULL: drop them). */
+/* Drop up to len read-ahead bytes; how many went. */
 static size_t
-take_buffered(struct mc_rpcc *r, char *dest, uint64_t len)
+drop_buffered(struct mc_rpcc *r, uint64_t len)
 {
 	size_t k = r->in_end - r->in_start;
 
 	if (k > len)
 		k = (size_t)len;
-	if (dest != NULL && k > 0)
-		memcpy(dest, r->in + r->in_start, k);
 	r->in_start += k;
 	r->bulk_pending -= k;
 	return k;
+}
+
+/*
+ * The sink's window at position at could not be had, or what landed in
+ * it not be kept: the stream is left inside the bulk, so the connection
+ * goes.
+ */
+static int
+sink_fail(struct mc_rpcc *r, struct mc_err *err)
+{
+	int e = errno;
+
+	mark_dead(r);
+	return mc_err_set(err, MC_ERR_SYSTEM, "cannot store a bulk from %s: %s", r->addr,
+			  mc_strerror(e));
 }
 
 /* The connection is up and the answer announced at least len more bulk bytes. */
@@ -484,17 +543,15 @@ bulk_ready(struct mc_rpcc *r, uint64_t len, const char *verb, struct mc_err *err
 }
 
 /*
- * Receive the len bulk bytes left after the buffered ones: into dest, or
- * with dest NULL into the (by then empty) input buffer as a bin.
+ * Receive len bulk bytes into the (by then empty) input buffer, to be
+ * thrown away.
  */
 static int
-recv_bulk(struct mc_rpcc *r, char *dest, uint64_t len, struct mc_err *err)
+recv_bin(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 {
 	while (len > 0) {
-		size_t cap = dest != NULL ? SSIZE_MAX : r->in_cap;
-		size_t want = len > cap ? cap : (size_t)len;
-		ssize_t n = recv(r->fd, dest != NULL ? dest : r->in, want,
-				 dest != NULL ? MSG_WAITALL : 0);
+		size_t want = len > r->in_cap ? r->in_cap : (size_t)len;
+		ssize_t n = recv(r->fd, r->in, want, 0);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -503,10 +560,58 @@ recv_bulk(struct mc_rpcc *r, char *dest, uint64_t len, struct mc_err *err)
 		}
 		if (n == 0)
 			return io_fail(r, err, "cannot read from", 0);
-		if (dest != NULL)
-			dest += n;
 		len -= (uint64_t)n;
 		r->bulk_pending -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Fill a sink's window of want bytes: from the read-ahead bytes first,
+ * then from the socket, whole (MSG_WAITALL). How many landed, or -1.
+ */
+static ssize_t
+fill_window(struct mc_rpcc *r, char *w, size_t want, struct mc_err *err)
+{
+	size_t got = r->in_end - r->in_start;
+
+	if (got > want)
+		got = want;
+	memcpy(w, r->in + r->in_start, got);
+	r->in_start += got;
+	while (got < want) {
+		ssize_t n = recv(r->fd, w + got, want - got, MSG_WAITALL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_fail(r, err, "cannot read from", errno);
+		}
+		if (n == 0)
+			return io_fail(r, err, "cannot read from", 0);
+		got += (size_t)n;
+	}
+	r->bulk_pending -= got;
+	return (ssize_t)got;
+}
+
+int
+mc_rpcc_read_bulk_to(struct mc_rpcc *r, struct mc_bulk_sink *sink, struct mc_err *err)
+{
+	if (bulk_ready(r, sink->len, "reading", err) < 0)
+		return -1;
+	for (uint64_t at = 0; at < sink->len;) {
+		size_t want;
+		char *w = mc_bulk_sink_window(sink, at, &want);
+		ssize_t got;
+
+		if (w == NULL)
+			return sink_fail(r, err);
+		if ((got = fill_window(r, w, want, err)) < 0)
+			return -1;
+		if (mc_bulk_sink_commit(sink, at, (size_t)got) < 0)
+			return sink_fail(r, err);
+		at += (uint64_t)got;
 	}
 	return 0;
 }
@@ -514,12 +619,10 @@ recv_bulk(struct mc_rpcc *r, char *dest, uint64_t len, struct mc_err *err)
 int
 mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err)
 {
-	size_t k;
+	struct mc_bulk_sink sink;
 
-	if (bulk_ready(r, len, "reading", err) < 0)
-		return -1;
-	k = take_buffered(r, dest, len);
-	return recv_bulk(r, (char *)dest + k, len - k, err);
+	mc_bulk_sink_mem(&sink, dest, len);
+	return mc_rpcc_read_bulk_to(r, &sink, err);
 }
 
 int
@@ -527,7 +630,7 @@ mc_rpcc_skip_bulk(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 {
 	if (bulk_ready(r, len, "skipping", err) < 0)
 		return -1;
-	return recv_bulk(r, NULL, len - take_buffered(r, NULL, len), err);
+	return recv_bin(r, len - drop_buffered(r, len), err);
 }
 
 int

@@ -234,12 +234,17 @@ cli_put(int argc, char **argv)
 	return MC_EXIT_OK;
 }
 
-/* Write the bytes to path via a temporary file, so readers never see half. */
+/*
+ * Get key into path via a temporary file, so readers never see half: the
+ * bytes go from the socket to the file a chunk at a time, never all in
+ * memory.
+ */
 static void
-write_file(const char *path, const char *buf, size_t len)
+get_to_file(const char *key, const char *path)
 {
-	size_t n = strlen(path);
+	size_t n = strlen(path), len;
 	char *tmp = malloc(n + 16);
+	struct mc_err err = { 0 };
 	mode_t mask;
 	int fd;
 
@@ -249,11 +254,15 @@ write_file(const char *path, const char *buf, size_t len)
 	fd = mkstemp(tmp);
 	if (fd < 0)
 		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, mc_strerror(errno));
+	if (mc_get_fd(mc_tool_client(), key, strlen(key), fd, &len, &err) < 0) {
+		close(fd);
+		unlink(tmp);
+		mc_tool_fail(&err, "get", key);
+	}
 	/* mkstemp makes 0600; give the file the mode a plain create would */
 	mask = umask(0);
 	umask(mask);
-	if (fchmod(fd, 0666 & ~mask) < 0 || mc_write_all(fd, buf, len) < 0 || close(fd) < 0 ||
-	    rename(tmp, path) < 0) {
+	if (fchmod(fd, 0666 & ~mask) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
 		int e = errno;
 
 		unlink(tmp);
@@ -271,11 +280,13 @@ cli_get(int argc, char **argv)
 	size_t len;
 
 	(void)argc;
+	if (get_o.output) {
+		get_to_file(key, get_o.output);
+		return MC_EXIT_OK;
+	}
 	if (mc_get_alloc(mc_tool_client(), key, strlen(key), &buf, &len, &err) < 0)
 		mc_tool_fail(&err, "get", key);
-	if (get_o.output)
-		write_file(get_o.output, buf, len);
-	else if (mc_write_all(1, buf, len) < 0)
+	if (mc_write_all(1, buf, len) < 0)
 		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", mc_strerror(errno));
 	free(buf);
 	return MC_EXIT_OK;

@@ -511,15 +511,9 @@ write_report(FILE *f, const void *arg, struct mc_err *err)
 static int
 sum_planned(struct job *j, struct mc_err *err)
 {
-	j->planned = calloc(j->plan.nstages + 1, sizeof(*j->planned));
+	j->planned = mc_plan_exec_planned(&j->plan);
 	if (j->planned == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the plan");
-	for (size_t i = 0; i < j->plan.nstages; i++) {
-		const struct mc_stage *s = &j->plan.stages[i];
-
-		for (size_t k = 0; k < s->nvictims; k++)
-			j->planned[i] += j->plan.view.c[s->victims[k]].bytes;
-	}
 	return 0;
 }
 

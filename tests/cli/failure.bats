@@ -144,6 +144,23 @@ object_gone() {
 	done
 }
 
+@test "failure: get -o FILE past a corrupt replica rewrites the file from the next one" {
+	local n src a out="$BATS_TEST_TMPDIR/out"
+	for n in 0 1; do
+		# several staging chunks, the last one short
+		src="$BATS_TEST_TMPDIR/f$n"
+		mc_random_file "$src" 1048579
+		mc-cli put "corr-o/$n" "$src" --replicas 2
+		a="$(mc_replica_addrs "corr-o/$n" | sed -n "$((n + 1))p")"
+		run -0 mc-cli corrupt "$a" "corr-o/$n" 1048000
+		run -0 mc-cli get "corr-o/$n" -o "$out"
+		cmp "$src" "$out"
+	done
+	# the temporary file went with the rename
+	run ls "$BATS_TEST_TMPDIR"
+	refute_output --partial .tmp.
+}
+
 @test "failure: corrupt at an explicit offset is still caught by the checksum" {
 	local src="$BATS_TEST_TMPDIR/src" a
 	mc_random_file "$src" 1000

@@ -8,6 +8,7 @@
  * the client.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -188,6 +189,93 @@ h_get(struct mc_req *req)
 	mc_reply_end_bulk(req, g_big, size, on_release, (void *)(intptr_t)i);
 }
 
+/*
+ * The file bulks come from and go to: FILE_SKEW bytes of junk, then the
+ * first FILE_BYTES of g_big, so every range read from it starts at an
+ * offset.
+ */
+#define FILE_SKEW 4093
+#define FILE_BYTES (8u << 20)
+static int g_file_fd = -1;
+static atomic_int g_file_releases;
+
+static void
+file_release(void *arg)
+{
+	close((int)(intptr_t)arg);
+	atomic_fetch_add(&g_file_releases, 1);
+}
+
+/* "getfile" {size}: the first size bytes of g_big, sent from the file. */
+static void
+h_getfile(struct mc_req *req)
+{
+	struct mc_bulk_src src;
+	uint64_t size = 0;
+	msgpack_packer *pk;
+	int fd;
+
+	mc_map_u64(req->params, "size", &size, NULL);
+	/* the reply owns a descriptor of its own, closed by its release */
+	fd = dup(g_file_fd);
+	if (fd < 0) {
+		mc_reply_err(req, MC_ERR_SYSTEM, "dup: %s", strerror(errno));
+		return;
+	}
+	src = mc_bulk_src_fd(fd, FILE_SKEW, size);
+	pk = mc_reply_ok_begin(req);
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "len", size);
+	mc_reply_end_src(req, &src, file_release, (void *)(intptr_t)fd);
+}
+
+struct putfile {
+	struct mc_bulk_sink sink;
+	int fd;
+};
+
+static void
+putfile_done(struct mc_req *req, bool ok, void *arg)
+{
+	struct putfile *pf = arg;
+	unsigned char *buf = malloc(req->bulk_len + 1);
+	msgpack_packer *pk;
+
+	if (ok && buf != NULL && pread(pf->fd, buf, req->bulk_len, 0) == (ssize_t)req->bulk_len) {
+		pk = mc_reply_ok_begin(req);
+		msgpack_pack_map(pk, 2);
+		mc_pack_kv_u64(pk, "got", req->bulk_len);
+		mc_pack_kv_u64(pk, "hash", XXH3_64bits(buf, req->bulk_len));
+		mc_reply_end(req);
+	} else {
+		mc_reply_err(req, MC_ERR_INTERNAL, "the file does not hold the bulk");
+	}
+	free(buf);
+	mc_bulk_sink_release(&pf->sink);
+	close(pf->fd);
+	free(pf);
+}
+
+/* "putfile": the bulk lands in a file (a sink), then is hashed from there. */
+static void
+h_putfile(struct mc_req *req)
+{
+	struct putfile *pf = calloc(1, sizeof(*pf));
+	char path[] = "/tmp/mc-test-conn-put.XXXXXX";
+	struct mc_req *d = NULL;
+
+	if (pf != NULL && (pf->fd = mkstemp(path)) >= 0) {
+		unlink(path);
+		mc_bulk_sink_fd(&pf->sink, pf->fd, 0, req->bulk_len);
+		d = mc_req_defer(req);
+		if (d != NULL && mc_req_recv_bulk_to(d, &pf->sink, putfile_done, pf) == 0)
+			return;
+		close(pf->fd);
+	}
+	free(pf);
+	mc_reply_err(d != NULL ? d : req, MC_ERR_INTERNAL, "cannot receive into a file");
+}
+
 struct slow {
 	struct event *ev;
 	struct mc_req *req;
@@ -348,6 +436,13 @@ static const struct mc_method methods_a2[] = {
 	{ NULL, NULL, 0 },
 };
 
+/* Bulks from and into files, served by A too. */
+static const struct mc_method methods_files[] = {
+	{ "getfile", h_getfile, MC_METHOD_BULK | MC_METHOD_READ_ONLY },
+	{ "putfile", h_putfile, MC_METHOD_BULK },
+	{ NULL, NULL, 0 },
+};
+
 static const struct mc_method methods_b[] = {
 	{ "echo", h_echo, 0 },
 	{ "never", h_never, 0 },
@@ -401,6 +496,7 @@ server_main(void *arg)
 	if (g_metrics == NULL || (g_reg_a = mc_registry_new(g_metrics, &err)) == NULL ||
 	    mc_registry_add(g_reg_a, methods_a, &err) != 0 ||
 	    mc_registry_add(g_reg_a, methods_a2, &err) != 0 ||
+	    mc_registry_add(g_reg_a, methods_files, &err) != 0 ||
 	    (g_reg_b = mc_registry_new(NULL, &err)) == NULL ||
 	    mc_registry_add(g_reg_b, methods_b, &err) != 0)
 		goto fail;
@@ -676,6 +772,157 @@ out:
 	free(src);
 	free(dst);
 	mc_rpcc_close(r);
+}
+
+/* A temporary file's descriptor, already unlinked; -1 on failure. */
+static int
+temp_file(void)
+{
+	char path[] = "/tmp/mc-test-conn.XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+/* Whether fd holds exactly the first n bytes of g_big at offset off. */
+static bool
+file_holds_big(int fd, off_t off, size_t n)
+{
+	unsigned char *buf = malloc(n + 1);
+	bool ok = buf != NULL && pread(fd, buf, n + 1, off) == (ssize_t)n &&
+		  memcmp(buf, g_big, n) == 0;
+
+	free(buf);
+	return ok;
+}
+
+/*
+ * Bulks from and into file descriptors: a reply sent from a file at an
+ * offset (sendfile), between replies from memory; a response received
+ * into a file (a sink); a request sent from a file; a request's bulk
+ * landing in a file on the daemon's side.
+ */
+static void
+test_fd_bulks(const char *addr, const char *label)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 10000, &e);
+	size_t size = (3u << 20) + 5, small = 1000;
+	struct kv big = { "size", size, NULL, 0 }, little = { "size", small, NULL, 0 };
+	unsigned char *dst = malloc(size);
+	struct mc_bulk_sink sink;
+	struct mc_bulk_src src;
+	struct mc_msg m;
+	uint64_t got = 0, hash = 0;
+	int before = atomic_load(&g_file_releases), fd, rc;
+
+	if (r == NULL || dst == NULL) {
+		TAP_OK(0, "file bulk setup over %s", label);
+		goto out;
+	}
+	rc = rpcc_call(r, "getfile", pack_kv, &big, &m, &e);
+	TAP_OK(rc == 0 && m.has_bulk && m.bulk_len == size,
+	       "a reply's bulk from a file is announced over %s", label);
+	if (rc == 0) {
+		mc_msg_release(&m);
+		TAP_OK(mc_rpcc_read_bulk(r, dst, size, &e) == 0 && memcmp(dst, g_big, size) == 0,
+		       "a reply's bulk from a file at an offset reads back byte-exact over %s",
+		       label);
+	}
+
+	/* echo, a file bulk, a memory bulk, echo: one queue, in order */
+	rc = rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)7, NULL, 0, &e) < 0 ||
+	     rpcc_send(r, "getfile", pack_kv, &little, NULL, 0, &e) < 0 ||
+	     rpcc_send(r, "get", pack_kv, &little, NULL, 0, &e) < 0 ||
+	     rpcc_send(r, "echo", pack_echo, (void *)(uintptr_t)8, NULL, 0, &e) < 0;
+	rc = rc || mc_rpcc_recv(r, &m, &e) < 0;
+	if (rc == 0)
+		mc_msg_release(&m);
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		rc = mc_rpcc_recv(r, &m, &e) < 0 || !m.has_bulk || m.bulk_len != small;
+		if (!rc)
+			mc_msg_release(&m);
+		memset(dst, 0, small);
+		rc = rc || mc_rpcc_read_bulk(r, dst, small, &e) < 0 || memcmp(dst, g_big, small);
+	}
+	rc = rc || mc_rpcc_recv(r, &m, &e) < 0;
+	if (rc == 0)
+		mc_msg_release(&m);
+	TAP_OK(rc == 0, "a file bulk keeps its place among memory replies over %s", label);
+
+	/* the response's bulk into a file, a window at a time */
+	fd = temp_file();
+	rc = fd < 0 || rpcc_call(r, "getfile", pack_kv, &big, &m, &e) < 0;
+	if (rc == 0) {
+		mc_msg_release(&m);
+		mc_bulk_sink_fd(&sink, fd, 10, size);
+		rc = mc_rpcc_read_bulk_to(r, &sink, &e);
+		mc_bulk_sink_release(&sink);
+	}
+	TAP_OK(rc == 0 && file_holds_big(fd, 10, size),
+	       "a response's bulk received into a file sink lands at its offset over %s", label);
+	if (fd >= 0)
+		close(fd);
+
+	/* a request's bulk sent from a file */
+	src = mc_bulk_src_fd(g_file_fd, FILE_SKEW, size);
+	rpcc_begin(r, "put", pack_put, &(struct kv){ "len", size, NULL, 0 });
+	rc = mc_rpcc_send_src(r, &src, &e) < 0 || mc_rpcc_recv(r, &m, &e) < 0;
+	TAP_OK(rc == 0 && mc_map_u64(m.body, "got", &got, NULL) == 1 &&
+		       mc_map_u64(m.body, "hash", &hash, NULL) == 1 && got == size &&
+		       hash == XXH3_64bits(g_big, size),
+	       "a request's bulk sent from a file lands byte-exact over %s", label);
+	if (rc == 0)
+		mc_msg_release(&m);
+
+	/* a request's bulk into a file on the daemon's side */
+	rpcc_begin(r, "putfile", pack_kv, &(struct kv){ "len", size, NULL, 0 });
+	rc = mc_rpcc_send(r, g_big, size, &e) < 0 || mc_rpcc_recv(r, &m, &e) < 0;
+	got = hash = 0;
+	TAP_OK(rc == 0 && mc_msg_error(&m, NULL) == 0 &&
+		       mc_map_u64(m.body, "got", &got, NULL) == 1 &&
+		       mc_map_u64(m.body, "hash", &hash, NULL) == 1 && got == size &&
+		       hash == XXH3_64bits(g_big, size),
+	       "a request's bulk received into a daemon's file sink lands byte-exact over %s",
+	       label);
+	if (rc == 0)
+		mc_msg_release(&m);
+	TAP_OK(echo_ok(r, 9), "the stream stays in step after file bulks over %s", label);
+	TAP_OK(atomic_load(&g_file_releases) - before == 3,
+	       "every file reply's release ran once (%d)", atomic_load(&g_file_releases) - before);
+out:
+	free(dst);
+	mc_rpcc_close(r);
+}
+
+/* A reply promising more bytes than its file has closes the connection. */
+static void
+test_short_file(const char *addr)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 10000, &e);
+	struct kv over = { "size", FILE_BYTES + 1000, NULL, 0 };
+	unsigned char *dst = malloc(FILE_BYTES + 1000);
+	int before = atomic_load(&g_file_releases);
+	struct mc_msg m;
+	int rc;
+
+	rc = r == NULL || dst == NULL || rpcc_call(r, "getfile", pack_kv, &over, &m, &e) < 0;
+	if (rc == 0) {
+		mc_msg_release(&m);
+		rc = mc_rpcc_read_bulk(r, dst, FILE_BYTES + 1000, &e);
+	}
+	TAP_OK(rc != 0 && e.code == MC_ERR_UNAVAILABLE,
+	       "a file shorter than its reply announced closes the connection: %s", e.msg);
+	mc_rpcc_close(r);
+	free(dst);
+	/* the server thread runs the release when it shuts the connection */
+	for (int i = 0; i < 500 && atomic_load(&g_file_releases) == before; i++)
+		usleep(2000);
+	TAP_OK(atomic_load(&g_file_releases) - before == 1,
+	       "the short file's release still ran once");
 }
 
 static void
@@ -1105,6 +1352,10 @@ main(void)
 		return 1;
 	for (size_t i = 0; i < BIG; i++)
 		g_big[i] = (unsigned char)(i * 40503u >> 7);
+	g_file_fd = temp_file();
+	if (g_file_fd < 0 || pwrite(g_file_fd, g_big + 1, FILE_SKEW, 0) != FILE_SKEW ||
+	    pwrite(g_file_fd, g_big, FILE_BYTES, FILE_SKEW) != FILE_BYTES)
+		return 1;
 	pthread_create(&th, NULL, server_main, NULL);
 	pthread_mutex_lock(&g_mu);
 	while (g_ready == 0)
@@ -1124,6 +1375,9 @@ main(void)
 	test_bulk(g_addr_unix, BIG, "unix");
 	test_bulk(g_addr_tcp, 1u << 20, "tcp");
 	test_bulk(g_addr_tcp, 0, "tcp");
+	test_fd_bulks(g_addr_unix, "unix");
+	test_fd_bulks(g_addr_tcp, "tcp");
+	test_short_file(g_addr_tcp);
 	test_unclaimed_bulk(g_addr_unix);
 	test_pipelined_bulks(g_addr_unix);
 	test_pipelined_bulks(g_addr_tcp);
@@ -1159,5 +1413,6 @@ main(void)
 	mc_registry_free(g_reg_b);
 	mc_metrics_free(g_metrics);
 	free(g_big);
+	close(g_file_fd);
 	return tap_done();
 }

@@ -1,10 +1,10 @@
 /*
- * Unit tests for the planner (libmc/planner.c): one group per principle
- * of the hierarchical eviction seed (Assign before Evict, specific scopes
- * first, Evict inside its scope, fallback by pressure), the safety of
- * leased and soft-pinned copies, determinism across streams and name
- * interning, and the scope paths (containment, escapes, "-" values).
- * Policies are written as text and parsed with mc_policy_parse.
+ * Unit tests for the planner (libmc/policy/planner.c): one group per
+ * principle of the hierarchical eviction seed (Assign before Evict,
+ * specific scopes first, Evict inside its scope, fallback by pressure),
+ * the safety of leased and soft-pinned copies, determinism across streams
+ * and name interning, and the scope paths (containment, escapes, "-"
+ * values). Policies are written as text and parsed with mc_policy_parse.
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /*
- * Unit tests for the eviction policy language (libmc/policy.c): the trees
- * the examples and the header's sample parse into, the defaults, every
- * error with the line it names, loading files, and that a failed parse
- * leaves nothing allocated (run under build-san to see leaks).
+ * Unit tests for the eviction policy language (libmc/policy/policy.c): the
+ * trees the examples and the header's sample parse into, the defaults,
+ * every error with the line it names, loading files, and that a failed
+ * parse leaves nothing allocated (run under build-san to see leaks).
  *
  * The example policies are read relative to the repository root: the
  * current directory under tests/run, else two levels above the binary

@@ -1,7 +1,8 @@
 /*
- * Unit tests for the rankers (libmc/ranker.c, libmc/rank_*.c). The views
- * are built by hand: a ranker reads only the records, so these tests pin
- * the orders without depending on the view's interning or streams.
+ * Unit tests for the rankers (libmc/policy/ranker.c,
+ * libmc/policy/rank_*.c). The views are built by hand: a ranker reads
+ * only the records, so these tests pin the orders without depending on
+ * the view's interning or streams.
  */
 #include <math.h>
 #include <stdio.h>

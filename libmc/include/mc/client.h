@@ -131,6 +131,16 @@ int mc_get(struct mc_client *c, const void *key, size_t key_len, void *buf, size
 /* Read into a malloc'd buffer the caller frees. */
 int mc_get_alloc(struct mc_client *c, const void *key, size_t key_len, void **buf, size_t *len,
 		 struct mc_err *err);
+/*
+ * Read into the file fd: the object's bytes are written at offsets 0 to
+ * its size with pwrite(2), so fd must be a regular file (or another kind
+ * pwrite takes); a read retried on another replica writes the same range
+ * again. *len gets the object size. Bytes of the file past the object
+ * are left as they were: give an empty file. The bytes never all sit in
+ * memory at once.
+ */
+int mc_get_fd(struct mc_client *c, const void *key, size_t key_len, int fd, size_t *len,
+	      struct mc_err *err);
 
 /* 1 present, 0 absent, -1 error. */
 int mc_exist(struct mc_client *c, const void *key, size_t key_len, struct mc_err *err);

@@ -12,9 +12,11 @@
  * be avoided: a handler that receives a request with a bulk calls
  * mc_req_recv_bulk() to have the bytes land at its own destination
  * (bytes already read ahead are copied once, the rest is recv()'d in
- * place); a bulk it does not claim is discarded. Outgoing bulks are
- * queued by reference and written with writev() straight from the
- * caller's memory, which must stay valid until its release callback runs.
+ * place), or mc_req_recv_bulk_to() for any sink of mc/bulk.h; a bulk it
+ * does not claim is discarded. Outgoing bulks are queued by reference
+ * and written with writev() straight from the caller's memory, or with
+ * sendfile() from a file descriptor's range (mc_reply_end_src), which
+ * must stay valid until its release callback runs.
  *
  * Every connection is capped: input message size, queued output bytes
  * (over the cap the connection is closed as a slow reader), and the
@@ -31,6 +33,7 @@
 #include <stdio.h>
 
 #include "mc/addr.h"
+#include "mc/bulk.h"
 #include "mc/err.h"
 #include "mc/wire.h"
 
@@ -125,6 +128,25 @@ void mc_reply_end(struct mc_req *req);
 /* Like mc_reply_end, but the result map carried "len": data follows by reference. */
 void mc_reply_end_bulk(struct mc_req *req, const void *data, size_t len, void (*release)(void *arg),
 		       void *arg);
+/*
+ * mc_reply_end_bulk with the bulk from a source (mc/bulk.h), e.g. a
+ * copy kept in a file:
+ *
+ *	struct mc_bulk_src src = mc_bulk_src_fd(fd, off, len);
+ *
+ *	mc_pack_kv_u64(pk, "len", len);	(in the result map)
+ *	mc_reply_end_src(req, &src, release, arg);
+ *
+ * The range [off, off + len) of fd is sent with sendfile() when its turn
+ * in the output queue comes, straight from the page cache. fd must stay
+ * open and the range unchanged until release(arg) runs, exactly once:
+ * after the last byte went, or when the connection closed first
+ * (release, not the connection, closes fd if it has to be closed). A
+ * file that turns out shorter than len closes the connection: the
+ * client was promised len bytes.
+ */
+void mc_reply_end_src(struct mc_req *req, const struct mc_bulk_src *src, void (*release)(void *arg),
+		      void *arg);
 /* Reply {} (empty result map). */
 void mc_reply_ok_empty(struct mc_req *req);
 void mc_reply_err(struct mc_req *req, int code, const char *fmt, ...)
@@ -141,6 +163,14 @@ void mc_reply_mc_err(struct mc_req *req, const struct mc_err *err);
  */
 typedef void (*mc_bulk_done_fn)(struct mc_req *req, bool ok, void *arg);
 int mc_req_recv_bulk(struct mc_req *req, void *dest, mc_bulk_done_fn done, void *arg);
+/*
+ * mc_req_recv_bulk into a sink (mc/bulk.h) of exactly req->bulk_len
+ * bytes, which must stay valid until done runs (the caller releases it
+ * then). A sink that cannot store its bytes closes the connection: done
+ * runs with ok == false.
+ */
+int mc_req_recv_bulk_to(struct mc_req *req, struct mc_bulk_sink *sink, mc_bulk_done_fn done,
+			void *arg);
 
 /*
  * Keep a request alive past its handler (for an asynchronous reply).

@@ -11,7 +11,11 @@
  *   - every victim tried is accounted in the report: evicted (bytes and
  *     copies) or kept, with its reason.
  * The caller revalidates and evicts each victim itself (it alone knows
- * its store) and tells the cursor the outcome before asking for the next.
+ * its store) and tells the cursor the outcome before asking for the next:
+ * the bytes that really went, or why the victim stays. A stage's
+ * shortfall (planned bytes that did not go) is thus carried to the next
+ * stage that covers its scope: a fallback, nested or global, makes up
+ * what actually is missing, never what was planned.
  */
 #ifndef MC_PLANEXEC_H
 #define MC_PLANEXEC_H
@@ -35,9 +39,19 @@ struct mc_plan_exec {
 };
 
 /*
+ * Each stage's planned bytes (its victims' bytes in the view), for
+ * mc_plan_exec_begin: a caller on an event loop computes them ahead,
+ * off the loop, since a reserve may list millions of victims. A
+ * malloc'd array the caller frees, or NULL when out of memory.
+ */
+uint64_t *mc_plan_exec_planned(const struct mc_plan *p);
+/*
  * Begin executing p into r (initialised by the caller, its stages
- * appended here). planned: each stage's planned bytes, or NULL to sum
- * them from the view when a stage opens.
+ * appended here). planned: from mc_plan_exec_planned, or NULL to sum
+ * each stage's when it opens. The cursor is resumable: a caller may
+ * stop between victims for as long as it likes (the master executes in
+ * slices across turns of its event loop) and carry on with the next
+ * mc_plan_exec_next, as long as p, planned and r stay as they were.
  */
 void mc_plan_exec_begin(struct mc_plan_exec *x, const struct mc_plan *p, const uint64_t *planned,
 			struct mc_report *r);

@@ -1,9 +1,9 @@
 /*
  * Rankers: the order in which one scope gives up its candidates (the
  * seed's Evict). A ranker scores a candidate; lower scores go first.
- * Each ranker is one file (libmc/rank_<name>.c) implementing struct
- * mc_ranker and one line in the table in libmc/ranker.c: policy is data,
- * mechanism is code.
+ * Each ranker is one file (libmc/policy/rank_<name>.c) implementing
+ * struct mc_ranker and one line in the table in libmc/policy/ranker.c:
+ * policy is data, mechanism is code.
  *
  *   lease       oldest lease expiry first (the classic default)
  *   lru         least recently accessed first

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "mc/addr.h"
+#include "mc/bulk.h"
 #include "mc/err.h"
 #include "mc/wire.h"
 
@@ -39,6 +40,7 @@ struct mc_rpcc *mc_client_master(struct mc_client *c);
  */
 struct mc_rpcc *mc_client_open_master(struct mc_client *c, struct mc_err *err);
 
+/* Connect to addr; an error names it. */
 struct mc_rpcc *mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err);
 void mc_rpcc_close(struct mc_rpcc *r);
 const char *mc_rpcc_addr(const struct mc_rpcc *r);
@@ -59,6 +61,12 @@ int mc_rpcc_begin_copy(struct mc_rpcc *dst, const struct mc_rpcc *src, struct mc
  */
 int64_t mc_rpcc_send(struct mc_rpcc *r, const void *bulk, uint64_t bulk_len, struct mc_err *err);
 /*
+ * mc_rpcc_send with the bulk from a source (mc/bulk.h; NULL: none): a
+ * descriptor's range leaves with sendfile when the queue is flushed, and
+ * must stay open and unchanged until then.
+ */
+int64_t mc_rpcc_send_src(struct mc_rpcc *r, const struct mc_bulk_src *src, struct mc_err *err);
+/*
  * Queue the request begun as a notification [2, method, params]: no id,
  * no answer. It leaves with the next flush, so a notification sent
  * before a request costs no round trip of its own.
@@ -78,6 +86,12 @@ int mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err);
  */
 int mc_rpcc_recv(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err);
 int mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err);
+/*
+ * Read sink->len bulk bytes into the sink (mc/bulk.h). A sink that
+ * cannot take its bytes (a full disk) fails the call with MC_ERR_SYSTEM
+ * and closes the connection: the stream is left inside the bulk.
+ */
+int mc_rpcc_read_bulk_to(struct mc_rpcc *r, struct mc_bulk_sink *sink, struct mc_err *err);
 int mc_rpcc_skip_bulk(struct mc_rpcc *r, uint64_t len, struct mc_err *err);
 
 /*

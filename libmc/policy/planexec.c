@@ -1,6 +1,8 @@
 /*
  * The plan-execution cursor (mc/planexec.h).
  */
+#include <stdlib.h>
+
 #include "mc/planexec.h"
 #include "mc/planner.h"
 
@@ -35,16 +37,31 @@ stage_over(const struct mc_plan_exec *x, const struct mc_stage *s, const struct 
 	return s->target > 0 && sr->evicted_bytes >= s->target;
 }
 
+/* A stage's planned bytes: its victims' bytes in the view. */
 static uint64_t
-stage_planned(const struct mc_plan_exec *x, const struct mc_stage *s)
+sum_victims(const struct mc_plan *p, const struct mc_stage *s)
 {
 	uint64_t sum = 0;
 
-	if (x->planned != NULL)
-		return x->planned[x->stage];
 	for (size_t k = 0; k < s->nvictims; k++)
-		sum += x->plan->view.c[s->victims[k]].bytes;
+		sum += p->view.c[s->victims[k]].bytes;
 	return sum;
+}
+
+uint64_t *
+mc_plan_exec_planned(const struct mc_plan *p)
+{
+	uint64_t *planned = calloc(p->nstages + 1, sizeof(*planned));
+
+	for (size_t i = 0; planned != NULL && i < p->nstages; i++)
+		planned[i] = sum_victims(p, &p->stages[i]);
+	return planned;
+}
+
+static uint64_t
+stage_planned(const struct mc_plan_exec *x, const struct mc_stage *s)
+{
+	return x->planned != NULL ? x->planned[x->stage] : sum_victims(x->plan, s);
 }
 
 int
