@@ -8,6 +8,7 @@
  * peer's end of the link is a socketpair served by a drop handler that
  * records what it received.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -52,13 +53,16 @@ static const struct mc_method peer_table[] = {
 	{ NULL, NULL, 0 },
 };
 
-/* The master's end closed: the peer is disconnected, as master_on_close does. */
+/*
+ * The master's end closed: the peer (ctx is its id; it may be gone) is
+ * disconnected, as master_on_close does.
+ */
 static void
 master_closed(struct mc_conn *c, void *ctx)
 {
-	struct peer *p = ctx;
+	struct peer *p = peers_find(&m.peers, (uint32_t)(uintptr_t)ctx);
 
-	if (p->conn == c)
+	if (p != NULL && p->conn == c)
 		p->conn = NULL;
 }
 
@@ -66,7 +70,7 @@ master_closed(struct mc_conn *c, void *ctx)
 static struct mc_conn *
 link_up(struct peer *p)
 {
-	struct mc_conn_ops mops = { .ctx = p, .on_close = master_closed };
+	struct mc_conn_ops mops = { .ctx = (void *)(uintptr_t)p->id, .on_close = master_closed };
 	struct mc_conn_ops pops = { .methods = peer_methods };
 	struct mc_conn *mc, *pc;
 	struct mc_err err;
