@@ -1,17 +1,14 @@
 /*
  * Eviction jobs: trigger -> view -> plan -> revalidated execution (see
  * evict.h). Everything here runs on the event loop except the planning,
- * which a worker thread does over data only the job owns (the view, a
- * reference to the policy, the plan bytes), then wakes the loop through
- * a pipe.
+ * which a job on the evictor's worker queue does over data only the job
+ * owns (the view, a reference to the policy, the plan bytes), and the
+ * release of a finished job's memory. The queue's completion brings the
+ * plan back to the loop.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "mc/clock.h"
 #include "mc/log.h"
@@ -20,6 +17,7 @@
 #include "mc/planner.h"
 #include "mc/policy.h"
 #include "mc/wire.h"
+#include "mc/workq.h"
 #include "candidates.h"
 #include "evict.h"
 #include "extplan.h"
@@ -32,6 +30,13 @@
 #define JOBS_MAX 64
 /* A slice yields after this long even when victims remain. */
 #define SLICE_NS 500000ull
+/*
+ * The evictor's workers: one plans while another releases the memory of
+ * the round before (or of a big answer just sent). A release that finds
+ * the queue full happens on the loop.
+ */
+#define WORKERS 2
+#define WORK_WAITING_MAX 256
 /* Objects the view build visits between clock checks. */
 #define BUILD_CHUNK 512
 /* The largest plan evict_plan takes. */
@@ -54,7 +59,7 @@ static const char *const trigger_names[TRIG_COUNT] = {
 enum pass_kind { PASS_EVICT, PASS_FALLBACK, PASS_SOFT_PINNED, PASS_COUNT };
 static const char *const pass_names[PASS_COUNT] = { "evict", "fallback", "soft_pinned" };
 
-/* A policy shared by the loop and planning threads; freed with its last user. */
+/* A policy shared by the loop and the plan jobs; freed with its last user. */
 struct policy_ref {
 	int refs; /* changed on the loop only */
 	struct mc_policy p;
@@ -103,9 +108,6 @@ struct job {
 	const char *planner_cmd;
 	uint64_t planner_timeout_ms;
 	bool soft_pinned_pass;
-	pthread_t thread;
-	bool thread_started;
-	int wake_fd; /* the thread writes a byte here when done */
 	struct mc_plan plan;
 	bool have_plan;
 	int plan_rc;
@@ -145,8 +147,9 @@ struct evictor {
 	void (*rounds_ended)(struct master *m);
 	struct event *ended_ev;
 	struct event *step_ev;
-	struct event *woke_ev;
-	int wake[2];
+	struct mc_workq *wq;
+	struct event *wq_ev; /* runs wq's completions on the loop */
+	bool stopping;	     /* evict_free: completions change nothing */
 	/* metrics */
 	struct mc_metric *rounds[TRIG_COUNT];
 	struct mc_metric *bytes[PASS_COUNT][TRIG_COUNT];
@@ -480,7 +483,7 @@ schedule_step(struct master *m)
 	evtimer_add(evictor_of(m)->step_ev, &now);
 }
 
-/* ---- planning (worker thread) ---- */
+/* ---- planning (on a worker) ---- */
 
 /* A `candidates` answer: the view in its msgpack stream form. */
 static int
@@ -517,13 +520,11 @@ sum_planned(struct job *j, struct mc_err *err)
 	return 0;
 }
 
-static void *
-plan_thread(void *arg)
+static void
+plan_work(void *arg)
 {
 	struct job *j = arg;
-	char c = 1;
 
-	offloop_nice();
 	if (j->plan_bytes == NULL && candidates_segment(&j->view, &j->caps, &j->plan_err) != 0) {
 		j->plan_rc = -1;
 	} else if (j->export_view) {
@@ -579,9 +580,6 @@ plan_thread(void *arg)
 		j->plan_rc = -1;
 		j->have_plan = false;
 	}
-	while (write(j->wake_fd, &c, 1) < 0 && errno == EINTR)
-		;
-	return NULL;
 }
 
 /* ---- freeing off the loop ---- */
@@ -593,12 +591,11 @@ drop_view_pages(struct mc_cand_view *v)
 	offloop_drop_pages(v->keys, v->keys_cap);
 }
 
-static void *
-free_thread(void *arg)
+static void
+free_work(void *arg)
 {
 	struct job *j = arg;
 
-	offloop_nice();
 	drop_view_pages(&j->view);
 	drop_view_pages(&j->plan.view);
 	offloop_drop_pages(j->done.slots, j->done.cap * sizeof(*j->done.slots));
@@ -606,20 +603,27 @@ free_thread(void *arg)
 		offloop_drop_pages(j->plan.stages[i].victims,
 				   j->plan.stages[i].cap * sizeof(*j->plan.stages[i].victims));
 	job_free(j);
-	return NULL;
+}
+
+/* A release the queue cancelled (it is being freed) happens here instead. */
+static void
+free_done(void *arg, bool cancelled)
+{
+	if (cancelled)
+		job_free(arg);
 }
 
 /*
  * Free a finished job. A round's view and plan can be hundreds of
  * megabytes, and handing that many pages back to the kernel takes
- * milliseconds, so a thread does it when one can be had.
+ * milliseconds, so a worker does it when one is free.
  */
 static void
 job_dispose(struct job *j)
 {
 	policy_put(j->policy); /* the count belongs to the loop */
 	j->policy = NULL;
-	if (!offloop_run(free_thread, j))
+	if (mc_workq_submit(evictor_of(j->m)->wq, free_work, free_done, j, NULL) != 0)
 		job_free(j);
 }
 
@@ -653,7 +657,7 @@ answer(struct job *j)
 		mc_pack_kv_u64(pk, "evicted_bytes", j->exec.evicted_bytes);
 		mc_pack_kv_u64(pk, "evicted_objects", j->exec.evicted_objects);
 	}
-	blob_reply(j->req, b);
+	blob_reply(j->req, b, evictor_of(j->m)->wq);
 	j->req = NULL;
 }
 
@@ -974,25 +978,20 @@ exec_slice(struct master *m, struct job *j, struct mc_err *err)
 
 /* ---- the job's steps ---- */
 
+static void plan_done(void *arg, bool cancelled);
+
 static void
 start_plan(struct master *m, struct job *j)
 {
-	struct evictor *e = evictor_of(m);
 	struct mc_err err = { 0 };
-	int rc;
 
 	j->phase = PH_PLAN;
 	j->t_plan = mc_mono_ns();
-	j->wake_fd = e->wake[1];
-	rc = pthread_create(&j->thread, NULL, plan_thread, j);
-	if (rc != 0) {
-		errno = rc;
-		mc_err_errno(&err, "cannot start the planning thread");
+	if (mc_workq_submit(evictor_of(m)->wq, plan_work, plan_done, j, &err) != 0) {
 		job_fail(j, &err);
 		job_finish(m, j);
 		return;
 	}
-	j->thread_started = true;
 }
 
 static void
@@ -1064,22 +1063,20 @@ step(struct master *m, struct job *j)
 
 static void planned(struct master *m, struct job *j);
 
-/* The planning thread is done. */
+/*
+ * The plan job is done, back on the loop. At shutdown (the queue being
+ * freed) the job stays as it is for evict_free to free.
+ */
 static void
-woke_cb(evutil_socket_t fd, short what, void *arg)
+plan_done(void *arg, bool cancelled)
 {
-	struct master *m = arg;
-	struct evictor *e = evictor_of(m);
-	struct job *j = e->running;
+	struct job *j = arg;
+	struct evictor *e = evictor_of(j->m);
 	uint64_t t0 = mc_mono_ns();
-	char buf[64];
 
-	(void)what;
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-	if (j == NULL || j->phase != PH_PLAN || !j->thread_started)
+	if (cancelled || e->stopping)
 		return;
-	planned(m, j);
+	planned(j->m, j);
 	mc_metric_observe(e->slice_seconds, (double)(mc_mono_ns() - t0) / 1e9);
 }
 
@@ -1089,8 +1086,6 @@ planned(struct master *m, struct job *j)
 	struct evictor *e = evictor_of(m);
 	struct mc_err err = { 0 };
 
-	pthread_join(j->thread, NULL);
-	j->thread_started = false;
 	mc_metric_observe(e->plan_seconds, (double)(mc_mono_ns() - j->t_plan) / 1e9);
 	if (j->planner_failed) {
 		mc_metric_inc(e->planner_fallbacks);
@@ -1780,17 +1775,15 @@ evict_init(struct master *m, struct mc_err *err)
 	if (e == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction");
 	m->ev = e;
-	e->wake[0] = e->wake[1] = -1;
 	if (load_config(m, &pol, &q, &nq, err) != 0)
 		return -1;
 	install_config(m, pol, q, nq);
-	if (pipe2(e->wake, O_CLOEXEC | O_NONBLOCK) != 0)
-		return mc_err_errno(err, "cannot make the eviction pipe");
+	if ((e->wq = mc_workq_new(WORKERS, WORK_WAITING_MAX, OFFLOOP_NICE, err)) == NULL)
+		return -1;
 	e->step_ev = evtimer_new(m->base, step_cb, m);
 	e->ended_ev = event_new(m->base, -1, 0, ended_cb, m);
-	e->woke_ev = event_new(m->base, e->wake[0], EV_READ | EV_PERSIST, woke_cb, m);
-	if (e->step_ev == NULL || e->woke_ev == NULL || e->ended_ev == NULL ||
-	    event_add(e->woke_ev, NULL) != 0)
+	e->wq_ev = offloop_watch(m->base, e->wq);
+	if (e->step_ev == NULL || e->wq_ev == NULL || e->ended_ev == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot set up eviction events");
 	if (metrics_init(m) != 0)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction metrics");
@@ -1806,9 +1799,12 @@ evict_free(struct master *m)
 
 	if (e == NULL)
 		return;
+	/* The running plan job ends first: it owns its job until its completion. */
+	e->stopping = true;
+	if (e->wq_ev != NULL)
+		event_free(e->wq_ev);
+	mc_workq_free(e->wq);
 	if (e->running != NULL) {
-		if (e->running->thread_started)
-			pthread_join(e->running->thread, NULL);
 		e->running->req = NULL;
 		job_free(e->running);
 		e->running = NULL;
@@ -1824,11 +1820,6 @@ evict_free(struct master *m)
 		event_free(e->step_ev);
 	if (e->ended_ev != NULL)
 		event_free(e->ended_ev);
-	if (e->woke_ev != NULL)
-		event_free(e->woke_ev);
-	for (int i = 0; i < 2; i++)
-		if (e->wake[i] >= 0)
-			close(e->wake[i]);
 	policy_put(e->policy);
 	quotas_free(e->quotas, e->nquotas);
 	free(e->quota_of);

@@ -89,6 +89,7 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 	/* Soft-pin expiry rides the same timer: only due entries cost anything. */
 	softpin_cleanup(m, mc_now_ms());
 	lease_expire(m, mc_now_ms());
+	peers_expire_tasks(&m->peers, mc_now_ms(), m->cfg.task_ttl);
 }
 
 static void
@@ -150,6 +151,7 @@ main(int argc, char **argv)
 	m.cfg.ready_fd = -1;
 	m.cfg.lease_ttl = 10000;
 	m.cfg.peer_ttl = 10000;
+	m.cfg.task_ttl = 10 * 60 * 1000;
 	m.cfg.put_timeout = 60000;
 	m.cfg.snapshot_keep = 3;
 	m.cfg.reconcile_timeout = 30000;
@@ -172,6 +174,9 @@ main(int argc, char **argv)
 		  set_positive_duration, &m.cfg.lease_ttl },
 		{ "peer-ttl", 0, "DURATION", NULL, "drop a peer silent for this long (default 10s)",
 		  set_positive_duration, &m.cfg.peer_ttl },
+		{ "task-ttl", 0, "DURATION", NULL,
+		  "retire a task a peer has not acknowledged for this long (default 10m)",
+		  set_positive_duration, &m.cfg.task_ttl },
 		{ "put-wait", 0, "DURATION", NULL,
 		  "a put finding no room waits this long for eviction (default 50ms; 0: fail at "
 		  "once)",

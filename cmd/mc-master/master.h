@@ -7,7 +7,8 @@
  * so there is no circle (callbacks, such as a put waiting on eviction's
  * rounds, are registered by the caller above):
  *   store.c, offloop.c, extplan.c   data and helpers; call nothing here
- *   peers.c                         the peer table; store.c
+ *   tasks.c                         work queued for peers; store.c
+ *   peers.c                         the peer table; tasks.c, store.c
  *   request.c                       every handler's helpers; store.c
  *   lease.c, softpin.c              read leases, soft pins; request.c, store.c
  *   ops.c                           replica and object changes; lease.c, softpin.c,
@@ -43,6 +44,7 @@
 #include "reconcile.h"
 #include "softpin.h"
 #include "store.h"
+#include "tasks.h"
 
 #define MASTER_VERSION "0.1.0"
 
@@ -54,6 +56,7 @@ struct master_cfg {
 	int max_conns;
 	uint64_t lease_ttl;   /* ms */
 	uint64_t peer_ttl;    /* ms */
+	uint64_t task_ttl;    /* ms a peer's task waits for its acknowledgement */
 	uint64_t put_timeout; /* ms */
 	uint64_t put_wait;    /* ms a put may wait for eviction to make room; 0: none */
 	const char *snapshot_dir;

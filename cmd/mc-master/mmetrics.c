@@ -99,6 +99,7 @@ mmetrics_init(struct master *m)
 	if (mx->reg == NULL)
 		return -1;
 	mc_metrics_on_collect(mx->reg, collect, m);
+	mc_metrics_on_collect(mx->reg, tasks_collect, &m->peers.tasks);
 	return 0;
 }
 

@@ -957,9 +957,9 @@ install(struct master *m, struct loader *L)
 		aseq = L->max_access_seq;
 	if (aseq < m->store.access_seq)
 		aseq = m->store.access_seq;
-	/* Queued drops name tenants by id in the old store: send them first. */
+	/* Tasks name tenants by id in the old store: send them first. */
 	peers_flush(&m->peers);
-	peers_discard_drops(&m->peers);
+	peers_retire_tasks(&m->peers);
 	/* Leases point at objects of the store about to go; readers fall back on their TTL. */
 	leases_clear(&m->leases);
 	store_free(&m->store);

@@ -1,43 +1,39 @@
 /*
- * Work kept off the event loop: worker threads, page release, and
- * answers that live in anonymous files (see offloop.h).
+ * Work kept off the event loop: the loop's side of a worker queue, page
+ * release, and answers that live in anonymous files (see offloop.h).
  */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "offloop.h"
 
-/* How much nicer than the loop the worker threads run. */
-#define WORKER_NICE 10
 /* Madvised at a time, so the lock is never held long. */
 #define DROP_STEP (4u << 20)
 /* Smaller blobs are freed where they are released. */
 #define BLOB_FREE_LATER (1u << 20)
 
-void
-offloop_nice(void)
+static void
+completions_cb(evutil_socket_t fd, short what, void *arg)
 {
-	setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
+	(void)fd;
+	(void)what;
+	mc_workq_complete(arg);
 }
 
-bool
-offloop_run(void *(*fn)(void *), void *arg)
+struct event *
+offloop_watch(struct event_base *base, struct mc_workq *wq)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	bool started = false;
+	struct event *ev =
+		event_new(base, mc_workq_fd(wq), EV_READ | EV_PERSIST, completions_cb, wq);
 
-	if (pthread_attr_init(&attr) == 0) {
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		started = pthread_create(&t, &attr, fn, arg) == 0;
-		pthread_attr_destroy(&attr);
+	if (ev != NULL && event_add(ev, NULL) != 0) {
+		event_free(ev);
+		ev = NULL;
 	}
-	return started;
+	return ev;
 }
 
 void
@@ -116,12 +112,18 @@ fail:
 	return NULL;
 }
 
-static void *
-blob_free_thread(void *arg)
+static void
+blob_free_work(void *arg)
 {
-	offloop_nice();
 	blob_free(arg);
-	return NULL;
+}
+
+/* A release the queue cancelled (it is being freed) happens here instead. */
+static void
+blob_free_done(void *arg, bool cancelled)
+{
+	if (cancelled)
+		blob_free(arg);
 }
 
 /* The release of a sent blob: off the loop when it is big. */
@@ -130,12 +132,14 @@ blob_release(void *arg)
 {
 	struct blob *b = arg;
 
-	if (b->len < BLOB_FREE_LATER || !offloop_run(blob_free_thread, b))
+	if (b->len < BLOB_FREE_LATER || b->wq == NULL ||
+	    mc_workq_submit(b->wq, blob_free_work, blob_free_done, b, NULL) != 0)
 		blob_free(b);
 }
 
 void
-blob_reply(struct mc_req *req, struct blob *b)
+blob_reply(struct mc_req *req, struct blob *b, struct mc_workq *wq)
 {
+	b->wq = wq;
 	mc_reply_end_bulk(req, b->map, b->len, blob_release, b);
 }

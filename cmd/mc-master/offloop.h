@@ -1,9 +1,10 @@
 /*
  * Work kept off the event loop. The loop answers reads; a few things an
  * eviction round or an export does with hundreds of megabytes would
- * hold it for tens of milliseconds, so they run on worker threads, and
- * big memory is given back in a way that does not stall the loop's own
- * page faults (munmap takes the address-space lock for writing).
+ * hold it for tens of milliseconds, so they run on a worker queue
+ * (mc/workq.h), and big memory is given back in a way that does not
+ * stall the loop's own page faults (munmap takes the address-space lock
+ * for writing).
  */
 #ifndef MASTER_OFFLOOP_H
 #define MASTER_OFFLOOP_H
@@ -14,12 +15,16 @@
 
 #include "mc/conn.h"
 #include "mc/err.h"
+#include "mc/workq.h"
 
-/* Called first on a worker thread: it runs niced, so the loop gets the CPU first. */
-void offloop_nice(void);
+/* How much nicer than the loop the master's workers run: the loop gets the CPU first. */
+#define OFFLOOP_NICE 10
 
-/* Run fn(arg) on a detached worker thread; false when none could be started. */
-bool offloop_run(void *(*fn)(void *), void *arg);
+/*
+ * The loop's side of a worker queue: a persistent event on its
+ * descriptor that runs its completions. NULL when it cannot be added.
+ */
+struct event *offloop_watch(struct event_base *base, struct mc_workq *wq);
 
 /*
  * Give back the pages of [p, p + len) before the memory is freed:
@@ -37,13 +42,17 @@ struct blob {
 	int fd;
 	void *map;
 	size_t len;
+	struct mc_workq *wq; /* where it is freed once sent, or NULL */
 };
 
 /* Write with fn(f, arg) into a new blob; NULL with err. */
 struct blob *blob_write(int (*fn)(FILE *f, const void *arg, struct mc_err *err), const void *arg,
 			struct mc_err *err);
 void blob_free(struct blob *b);
-/* Send b as req's bulk (the result map already packed); b is freed once sent. */
-void blob_reply(struct mc_req *req, struct blob *b);
+/*
+ * Send b as req's bulk (the result map already packed); b is freed once
+ * sent, by a job on wq when it is big.
+ */
+void blob_reply(struct mc_req *req, struct blob *b, struct mc_workq *wq);
 
 #endif

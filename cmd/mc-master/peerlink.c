@@ -107,8 +107,9 @@ reply_registered(struct mc_req *req, const struct peer *p, bool resumed)
 
 /*
  * The same peer on a new connection: it keeps its id, its replicas and
- * its queued drops; what it may have lost meanwhile comes in the delta
- * (or full) inventory it sends next.
+ * its tasks (those it has not acknowledged go again, by id); what it
+ * may have lost meanwhile comes in the delta (or full) inventory it
+ * sends next.
  */
 static void
 resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer *tmp,
@@ -249,6 +250,7 @@ h_peer_heartbeat(struct mc_req *req)
 	struct master *m = req->ctx;
 	struct peer *p;
 	struct peer tmp;
+	const msgpack_object *acks;
 	struct mc_err err;
 
 	p = need_peer(req);
@@ -261,11 +263,16 @@ h_peer_heartbeat(struct mc_req *req)
 		req_fail_err(req, &err);
 		return;
 	}
+	if ((acks = mc_map_get(req->params, "tasks")) != NULL &&
+	    tasks_ack(&m->peers.tasks, &p->tasks, acks, &err) != 0) {
+		req_fail_err(req, &err);
+		return;
+	}
 	memcpy(p->tiers, tmp.tiers, sizeof(p->tiers));
 	p->last_heartbeat = mc_now_ms();
 	p->heard = mc_mono_ms();
 	if (p->conn != req->conn) {
-		/* The peer came back on a new connection: drops go there now. */
+		/* The peer came back on a new connection: its tasks go there now. */
 		struct client *cl = req_client_get(req);
 		if (cl != NULL) {
 			cl->peer_id = p->id;

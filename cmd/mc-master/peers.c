@@ -1,5 +1,5 @@
 /*
- * Peer registry and the batching of drop notifications.
+ * Peer registry, and when each peer's tasks go out.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,15 +10,6 @@
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "peers.h"
-
-/* Bytes of keys in one drop message, well under any peer's max message. */
-#define DROP_MSG_KEY_BYTES (4u << 20)
-
-struct drop_batch {
-	const struct peers *p;
-	const struct peer *peer;
-	size_t from, to;
-};
 
 static void
 flush_cb(evutil_socket_t fd, short what, void *arg)
@@ -32,29 +23,20 @@ int
 peers_init(struct peers *p, struct event_base *base, const struct store *store, struct mc_err *err)
 {
 	memset(p, 0, sizeof(*p));
-	p->store = store;
+	tasks_init(&p->tasks, store);
 	p->next_id = 1;
 	p->flush_ev = event_new(base, -1, 0, flush_cb, p);
 	if (p->flush_ev == NULL)
-		return mc_err_set(err, MC_ERR_SYSTEM, "cannot create drop event");
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot create the task event");
 	return 0;
 }
 
 static void
-drops_clear(struct peer *peer)
-{
-	for (size_t i = 0; i < peer->ndrops; i++)
-		free(peer->drops[i].key);
-	peer->ndrops = 0;
-}
-
-static void
-peer_free(struct peer *peer)
+peer_free(struct peers *p, struct peer *peer)
 {
 	for (int t = 0; t < TIER_COUNT; t++)
 		free(peer->packed[t]);
-	drops_clear(peer);
-	free(peer->drops);
+	tasks_retire_all(&p->tasks, &peer->tasks);
 	free(peer);
 }
 
@@ -62,7 +44,7 @@ void
 peers_free(struct peers *p)
 {
 	for (uint32_t i = 0; i < p->n; i++)
-		peer_free(p->v[i]);
+		peer_free(p, p->v[i]);
 	free(p->v);
 	if (p->flush_ev != NULL)
 		event_free(p->flush_ev);
@@ -125,8 +107,7 @@ peers_del(struct peers *p, struct peer *peer)
 		p->n--;
 		break;
 	}
-	p->drops_lost += peer->ndrops;
-	peer_free(peer);
+	peer_free(p, peer);
 }
 
 struct fixbuf {
@@ -267,40 +248,14 @@ void
 peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key, size_t len,
 		 uint64_t version)
 {
-	struct drop *d;
-
 	/*
 	 * Queued even while the peer is disconnected: one that resumes its
 	 * registration still holds the bytes, and hears of the drop when it
 	 * is back (peers_attach). One that expires or registers anew takes
-	 * its queue with it (peers_del).
+	 * its tasks with it (peers_del).
 	 */
-	if (peer->ndrops >= PEER_DROPS_MAX) {
-		p->drops_lost++;
-		return;
-	}
-	if (peer->ndrops == peer->dcap) {
-		size_t cap = peer->dcap ? peer->dcap * 2 : 16;
-		d = realloc(peer->drops, cap * sizeof(*d));
-		if (d == NULL) {
-			p->drops_lost++;
-			return;
-		}
-		peer->drops = d;
-		peer->dcap = cap;
-	}
-	d = &peer->drops[peer->ndrops];
-	d->key = malloc(len ? len : 1);
-	if (d->key == NULL) {
-		p->drops_lost++;
-		return;
-	}
-	memcpy(d->key, key, len);
-	d->len = (uint32_t)len;
-	d->tenant = tenant;
-	d->version = version;
-	peer->ndrops++;
-	if (peer_connected(peer))
+	if (tasks_queue_drop(&p->tasks, &peer->tasks, tenant, key, len, version) == 0 &&
+	    peer_connected(peer))
 		schedule_flush(p);
 }
 
@@ -310,6 +265,7 @@ void
 peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn)
 {
 	peer->conn = conn;
+	tasks_relink(&peer->tasks);
 	/*
 	 * At once, not at the end of the turn: what goes out now precedes
 	 * the reply being built, so a peer acts on its drops before it
@@ -319,56 +275,25 @@ peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn)
 }
 
 void
-peers_discard_drops(struct peers *p)
+peers_expire_tasks(struct peers *p, uint64_t now, uint64_t ttl)
 {
-	for (uint32_t i = 0; i < p->n; i++) {
-		p->drops_lost += p->v[i]->ndrops;
-		drops_clear(p->v[i]);
-	}
+	for (uint32_t i = 0; i < p->n; i++)
+		tasks_expire(&p->tasks, &p->v[i]->tasks, now, ttl);
 }
 
-static void
-pack_drops(msgpack_packer *pk, const struct drop_batch *b)
+void
+peers_retire_tasks(struct peers *p)
 {
-	const struct store *s = b->p->store;
-
-	msgpack_pack_map(pk, 1);
-	mc_pack_key(pk, "items");
-	msgpack_pack_array(pk, b->to - b->from);
-	for (size_t i = b->from; i < b->to; i++) {
-		const struct drop *d = &b->peer->drops[i];
-		msgpack_pack_map(pk, 3);
-		mc_pack_kv_str(pk, "tenant",
-			       d->tenant < s->ntenants ? s->tenants[d->tenant].name
-						       : MC_DEFAULT_TENANT);
-		mc_pack_kv_strn(pk, "key", d->key, d->len);
-		mc_pack_kv_u64(pk, "version", d->version);
-	}
+	for (uint32_t i = 0; i < p->n; i++)
+		tasks_retire_all(&p->tasks, &p->v[i]->tasks);
 }
 
+/* A disconnected peer keeps its tasks for when it resumes. */
 static void
 flush_peer(struct peers *p, struct peer *peer)
 {
-	struct drop_batch b = { p, peer, 0, 0 };
-
-	/* A disconnected peer keeps its queue for when it resumes. */
-	if (peer->ndrops == 0 || !peer_connected(peer))
-		return;
-	while (b.from < peer->ndrops && peer_connected(peer)) {
-		size_t bytes = 0;
-		b.to = b.from;
-		while (b.to < peer->ndrops && bytes < DROP_MSG_KEY_BYTES)
-			bytes += peer->drops[b.to++].len;
-		pack_drops(mc_conn_begin(peer->conn, "drop"), &b);
-		if (mc_conn_notify(peer->conn) != 0) {
-			mc_warn("cannot send drops to peer %u (%s)", peer->id, peer->addr);
-			break;
-		}
-		b.from = b.to;
-	}
-	if (b.from < peer->ndrops)
-		p->drops_lost += peer->ndrops - b.from;
-	drops_clear(peer);
+	if (peer_connected(peer) && tasks_unsent(&peer->tasks))
+		tasks_send(&p->tasks, &peer->tasks, peer->conn, peer->id);
 }
 
 void

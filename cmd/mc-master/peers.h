@@ -1,8 +1,8 @@
 /*
  * The peer registry: who stores bytes, where, with how much room, and
- * whether it is still alive. Each peer also collects the `drop`
- * notifications owed to it; they go out in one message per peer at the
- * end of the event loop turn (peers_flush).
+ * whether it is still alive. Each peer also holds the tasks queued for
+ * it (tasks.h); what its link has not carried yet goes out at the end of
+ * the event loop turn (peers_flush).
  */
 #ifndef MASTER_PEERS_H
 #define MASTER_PEERS_H
@@ -16,11 +16,10 @@
 #include "mc/err.h"
 #include "mc/proto.h"
 #include "store.h"
+#include "tasks.h"
 
 #define PEERS_MAX 1024
 #define EVICT_MODE_MAX 32
-/* Queued drops per peer beyond which older ones are given up. */
-#define PEER_DROPS_MAX (1u << 20)
 /* Bytes of a session token; on the wire it is twice as many hex digits. */
 #define PEER_SESSION_LEN 16
 #define PEER_SESSION_HEX (2 * PEER_SESSION_LEN)
@@ -32,13 +31,6 @@ struct peer_tier {
 	bool present;
 	bool reached_high;    /* has been above the high watermark */
 	double occupancy_min; /* lowest used/capacity after a round since then */
-};
-
-struct drop {
-	uint64_t version;
-	uint32_t tenant;
-	uint32_t len;
-	char *key;
 };
 
 struct peer {
@@ -75,17 +67,15 @@ struct peer {
 	 */
 	char *packed[TIER_COUNT];
 	size_t packed_len[TIER_COUNT];
-	struct drop *drops;
-	size_t ndrops, dcap;
+	struct task_queue tasks;
 };
 
 struct peers {
 	struct peer **v;
 	uint32_t n;
 	uint32_t next_id;
-	const struct store *store; /* tenant names for drop messages */
+	struct tasks tasks; /* every peer's, and their counts */
 	struct event *flush_ev;
-	uint64_t drops_lost;
 };
 
 int peers_init(struct peers *p, struct event_base *base, const struct store *store,
@@ -96,7 +86,7 @@ struct peer *peers_find(const struct peers *p, uint32_t id);
 struct peer *peers_find_addr(const struct peers *p, const char *addr);
 /* A new empty entry with a fresh id; NULL with err when full. */
 struct peer *peers_add(struct peers *p, struct mc_err *err);
-/* Remove and free an entry (its queued drops are discarded, counted lost). */
+/* Remove and free an entry (its tasks are retired). */
 void peers_del(struct peers *p, struct peer *peer);
 
 /* Build peer->packed from its fields; -1 when out of memory. */
@@ -117,15 +107,20 @@ void peers_rep_complete(const struct peers *p, struct mrep *r);
 
 /*
  * Queue a drop of (tenant, key) up to version for the peer; best effort.
- * A disconnected peer's drops wait for it (at most PEER_DROPS_MAX).
+ * A disconnected peer's drops wait for it (at most TASKS_PER_PEER_MAX).
  */
 void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
 		      size_t len, uint64_t version);
-/* Make conn the peer's control connection and send the drops waiting for it. */
+/*
+ * Make conn the peer's control connection and send it every task the
+ * peer has not acknowledged.
+ */
 void peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn);
-/* Send every queued drop now to the peers that are connected. */
+/* Send every task not sent yet now to the peers that are connected. */
 void peers_flush(struct peers *p);
-/* Forget every queued drop (they name tenants of a store being replaced). */
-void peers_discard_drops(struct peers *p);
+/* Retire the tasks unacknowledged for ttl ms by now (mc_now_ms()). */
+void peers_expire_tasks(struct peers *p, uint64_t now, uint64_t ttl);
+/* Retire every task (they name tenants of a store being replaced). */
+void peers_retire_tasks(struct peers *p);
 
 #endif

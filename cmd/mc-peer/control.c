@@ -28,6 +28,14 @@
  * index's journal, then the entries linked since, as a delta. When the
  * journal forgot a removal in that range, the whole inventory goes
  * instead, and the master drops what it does not confirm.
+ *
+ * The master's drops carry task ids. The peer acknowledges each id it
+ * executed in its next heartbeat; the master sends every task not
+ * acknowledged again on a new link, in id order, so the highest id
+ * received since the last fresh registration tells a repeat: it is
+ * acknowledged again, not executed twice. Acknowledgements that no
+ * answered heartbeat carried are forgotten with the link, since the
+ * master sends their tasks again.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -58,6 +66,14 @@
 #define INVENTORY_NAME_BYTES (1u << 20)
 /* Longest session token taken from the master (it sends 32 hex digits). */
 #define SESSION_MAX 64
+/* Task ids acknowledged in one heartbeat at most: under 600 KiB of msgpack. */
+#define ACKS_PER_HEARTBEAT 65536
+/*
+ * Executed task ids waiting for a heartbeat at most, as many as the
+ * master queues for a peer; one beyond it is not acknowledged, and the
+ * master retires its task when it expires.
+ */
+#define ACKS_MAX (1u << 20)
 
 enum ctl_state {
 	CTL_IDLE,	 /* waiting for the retry timer */
@@ -94,6 +110,16 @@ struct control {
 	bool have_ack;
 	uint64_t acked;
 	bool synced; /* the report after the last registration is complete */
+	/*
+	 * The master's tasks: the highest id received since the last fresh
+	 * registration, and the ids executed that no answered heartbeat
+	 * acknowledged yet, oldest first; the heartbeat in flight carries
+	 * the first acks_inflight of them.
+	 */
+	uint64_t task_seen;
+	uint64_t *acks;
+	size_t nacks, acks_cap, acks_inflight;
+	uint64_t tasks_repeated;
 	/* the inventory report in progress (inv_walk != NULL) */
 	struct pindex_walk *inv_walk;
 	struct pobj **inv_items; /* MC_INVENTORY_CHUNK slots */
@@ -116,9 +142,11 @@ struct control {
 	void *done_arg;
 };
 
+static void h_drop(struct mc_req *req);
+
 /* What the master may ask on the control connection. */
 const struct mc_method peer_control_methods[] = {
-	{ "drop", peer_handle_drop, MC_METHOD_PEER },
+	{ "drop", h_drop, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
 };
 
@@ -279,6 +307,7 @@ on_close(struct mc_conn *c, void *ctx)
 		return;
 	ctl->conn = NULL;
 	ctl->hb_inflight = false;
+	ctl->nacks = ctl->acks_inflight = 0;
 	evtimer_del(ctl->hb_ev);
 	inventory_abort(ctl);
 	if (ctl->state == CTL_STOPPED)
@@ -320,10 +349,77 @@ pack_register(msgpack_packer *pk, const struct control *ctl)
 static void
 pack_heartbeat(msgpack_packer *pk, const struct control *ctl)
 {
-	msgpack_pack_map(pk, 3);
+	msgpack_pack_map(pk, 3 + (ctl->acks_inflight > 0));
 	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
 	mc_pack_kv_u64(pk, "seq", ctl->hb_seq);
 	pack_tiers(pk, ctl->p);
+	if (ctl->acks_inflight == 0)
+		return;
+	mc_pack_key(pk, "tasks");
+	msgpack_pack_array(pk, (uint32_t)ctl->acks_inflight);
+	for (size_t i = 0; i < ctl->acks_inflight; i++)
+		msgpack_pack_uint64(pk, ctl->acks[i]);
+}
+
+/* ---- the master's tasks ---- */
+
+static void
+ack_push(struct control *ctl, uint64_t id)
+{
+	if (ctl->nacks == ctl->acks_cap) {
+		size_t cap = ctl->acks_cap ? ctl->acks_cap * 2 : 256;
+		uint64_t *v;
+
+		if (cap > ACKS_MAX || (v = realloc(ctl->acks, cap * sizeof(*v))) == NULL)
+			return;
+		ctl->acks = v;
+		ctl->acks_cap = cap;
+	}
+	ctl->acks[ctl->nacks++] = id;
+}
+
+/* Whether to execute a drop item: not when its task was received already. */
+static bool
+admit_task(void *arg, const msgpack_object *item)
+{
+	struct control *ctl = arg;
+	uint64_t id;
+	bool fresh;
+
+	/* Without a task id (an older master) it is done and not acknowledged. */
+	if (mc_map_u64(item, "task", &id, NULL) != 1)
+		return true;
+	fresh = id > ctl->task_seen;
+	if (fresh)
+		ctl->task_seen = id;
+	else
+		ctl->tasks_repeated++;
+	ack_push(ctl, id);
+	return fresh;
+}
+
+static void
+h_drop(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	struct control *ctl = p->ctl;
+	uint64_t repeated = ctl->tasks_repeated;
+
+	peer_drop_items(req, admit_task, ctl);
+	if (ctl->tasks_repeated > repeated)
+		mc_info("master %s sent %llu tasks again that were executed already; "
+			"acknowledging them again",
+			ctl->master.text, (unsigned long long)(ctl->tasks_repeated - repeated));
+}
+
+/* The answered heartbeat acknowledged what it carried. */
+static void
+acks_taken(struct control *ctl)
+{
+	memmove(ctl->acks, ctl->acks + ctl->acks_inflight,
+		(ctl->nacks - ctl->acks_inflight) * sizeof(*ctl->acks));
+	ctl->nacks -= ctl->acks_inflight;
+	ctl->acks_inflight = 0;
 }
 
 static void
@@ -390,6 +486,8 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 				ctl->master.text, (unsigned long long)ctl->peer_id);
 		/* Acknowledgements of an earlier registration mean nothing to this one. */
 		ctl->have_ack = false;
+		ctl->task_seen = 0;
+		ctl->nacks = ctl->acks_inflight = 0;
 		ctl->peer_id = id;
 		memcpy(ctl->session, session, sizeof(ctl->session));
 		ctl->p->st.registrations++;
@@ -430,6 +528,7 @@ on_heartbeat(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *
 		return;
 	}
 	if (mc_msg_error(resp, &err) == 0) {
+		acks_taken(ctl);
 		/*
 		 * The master has heard of every change up to hb_seq, unless a
 		 * report is still on its way: then acknowledging would skip
@@ -449,11 +548,14 @@ on_heartbeat(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *
 		 */
 		mc_warn("master %s does not know peer %llu; registering again", ctl->master.text,
 			(unsigned long long)ctl->peer_id);
+		ctl->acks_inflight = 0;
 		evtimer_del(ctl->hb_ev);
 		inventory_abort(ctl);
 		start_register(ctl);
 		return;
 	}
+	/* What it carried goes again with the next one. */
+	ctl->acks_inflight = 0;
 	mc_warn("heartbeat refused by master %s: %s", ctl->master.text, err.msg);
 }
 
@@ -477,6 +579,7 @@ heartbeat_tick(evutil_socket_t unused, short what, void *arg)
 	if (timeout > 30000)
 		timeout = 30000;
 	ctl->hb_seq = pindex_seq(&ctl->p->index);
+	ctl->acks_inflight = ctl->nacks < ACKS_PER_HEARTBEAT ? ctl->nacks : ACKS_PER_HEARTBEAT;
 	pack_heartbeat(mc_conn_begin(ctl->conn, "peer_heartbeat"), ctl);
 	if (mc_conn_call(ctl->conn, (int)timeout, on_heartbeat, ctl) < 0) {
 		drop_link(ctl, "cannot send peer_heartbeat");
@@ -864,6 +967,7 @@ control_free(struct control *ctl)
 	free(ctl->inv_items);
 	free(ctl->inv_gone);
 	free(ctl->inv_names);
+	free(ctl->acks);
 	if (ctl->connect_ev)
 		event_free(ctl->connect_ev);
 	if (ctl->fd >= 0)

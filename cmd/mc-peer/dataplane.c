@@ -291,8 +291,18 @@ drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
 	return 0;
 }
 
+/* Drop item unless admit says it was done already. */
+static int
+drop_admitted(struct peer *p, const msgpack_object *item, peer_drop_admit_fn admit, void *arg,
+	      struct mc_err *err)
+{
+	if (admit != NULL && !admit(arg, item))
+		return 0;
+	return drop_one(p, item, err);
+}
+
 void
-peer_handle_drop(struct mc_req *req)
+peer_drop_items(struct mc_req *req, peer_drop_admit_fn admit, void *arg)
 {
 	struct peer *p = req->ctx;
 	const msgpack_object_array *items = mc_map_array(req->params, "items");
@@ -301,7 +311,7 @@ peer_handle_drop(struct mc_req *req)
 	int bad = 0;
 
 	if (!items) {
-		if (drop_one(p, req->params, &err) < 0)
+		if (drop_admitted(p, req->params, admit, arg, &err) < 0)
 			goto fail;
 		if (!req->notify)
 			mc_reply_ok_empty(req);
@@ -309,7 +319,7 @@ peer_handle_drop(struct mc_req *req)
 	}
 	/* A bad item must not stop the others from going. */
 	for (i = 0; i < items->size; i++) {
-		if (drop_one(p, &items->ptr[i], &err) < 0) {
+		if (drop_admitted(p, &items->ptr[i], admit, arg, &err) < 0) {
 			mc_warn("drop from %s: item %u: %s", mc_conn_peer_name(req->conn), i,
 				err.msg);
 			bad++;
@@ -328,6 +338,12 @@ fail:
 		mc_warn("drop from %s: %s", mc_conn_peer_name(req->conn), err.msg);
 	else
 		mc_reply_mc_err(req, &err);
+}
+
+void
+peer_handle_drop(struct mc_req *req)
+{
+	peer_drop_items(req, NULL, NULL);
 }
 
 /* ---- peer_stats ---- */

@@ -71,8 +71,15 @@ struct peer {
 extern const struct mc_method peer_data_methods[];
 extern const struct mc_method peer_control_methods[];
 
-/* Shared by the data-plane method and the master's notification. */
+/* The data-plane method: every item is dropped. */
 void peer_handle_drop(struct mc_req *req);
+/*
+ * Whether to drop an item (the control link skips the tasks it executed
+ * already); it may look at the item's other fields.
+ */
+typedef bool (*peer_drop_admit_fn)(void *arg, const msgpack_object *item);
+/* A drop request or notification, each item dropped when admit (if not NULL) agrees. */
+void peer_drop_items(struct mc_req *req, peer_drop_admit_fn admit, void *arg);
 
 /* ---- control.c: the link to the master ---- */
 

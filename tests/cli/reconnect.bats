@@ -259,6 +259,34 @@ peer_lacks() {
 	run -1 grep -E "$LOSS" "$MC_DIR/master.log"
 }
 
+# metric_is NAME SERIES VALUE: daemon NAME serves SERIES at VALUE.
+metric_is() {
+	[ "$(mc_metric "$1" "$2")" = "$3" ]
+}
+
+@test "reconnect: a drop executed but not acknowledged is sent again by its task id, and acknowledged without running twice" {
+	mc_stop master
+	mc_start_master --peer-ttl 1h --put-timeout 1h --http 127.0.0.1:0
+	start_proxy
+	mc_start_peer peer1 --master "$PROXY"
+	echo gone | mc-cli put doomed
+	echo kept | mc-cli put stays
+	# the peer's heartbeats, and the acknowledgements in them, stop at the proxy
+	kill -USR1 "$(mc_pid proxy)"
+	wait_log 10 proxy 'holding what clients send'
+	mc-cli rm doomed
+	wait_until 10 peer_lacks peer1 doomed
+	metric_is master 'mc_tasks_queued_total{kind="drop"}' 1
+	metric_is master 'mc_tasks_acked_total{kind="drop"}' 0
+	reset_link peer1 true
+	wait_log 10 peer1 'sent 1 tasks again that were executed already'
+	wait_until 10 metric_is master 'mc_tasks_acked_total{kind="drop"}' 1
+	metric_is master 'mc_tasks_resent_total{kind="drop"}' 1
+	metric_is master 'mc_tasks_expired_total{kind="drop"}' 0
+	[ "$(mc-cli get stays)" = kept ]
+	run -1 grep -E "$LOSS" "$MC_DIR/master.log"
+}
+
 @test "reconnect: an overflowed removal journal falls back to a whole inventory that drops the rest" {
 	start_proxy
 	mc_start_peer peer1 --master "$PROXY" --journal-max 1

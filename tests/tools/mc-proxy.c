@@ -9,6 +9,10 @@
  * orderly end) and exits: what a middlebox or a network failure does to
  * a long-lived link. Started again on the same address (SO_REUSEADDR,
  * and reset sockets leave no TIME_WAIT behind), it lets clients back in.
+ * On SIGUSR1 it stops reading what clients send, on the connections it
+ * holds and on those it accepts later, while the other way still flows:
+ * a link that fails in one direction, so a test can let a daemon's
+ * messages reach a client and keep the client's answers from it.
  *
  * One thread and one epoll set, level-triggered: each side reads only
  * while its buffer toward the other side has room, and writes while that
@@ -80,6 +84,7 @@ struct pair {
 
 static int ep = -1;
 static struct pair *pairs, *dead;
+static bool held; /* SIGUSR1: what clients send stays unread */
 
 /* A socket reset rather than closed: no FIN, no TIME_WAIT. */
 static void
@@ -144,7 +149,7 @@ interest(struct pair *p, int i)
 	struct epoll_event ev = { 0 };
 	const struct end *me = &p->e[i], *other = &p->e[1 - i];
 
-	if (!me->eof && me->len < BUF_BYTES)
+	if (!me->eof && me->len < BUF_BYTES && !(held && i == 0))
 		ev.events |= EPOLLIN;
 	if (other->len > other->off)
 		ev.events |= EPOLLOUT;
@@ -234,6 +239,24 @@ fail:
 	pair_close(p, false);
 }
 
+/* A signal arrived: false to stop, true when it was SIGUSR1 (hold). */
+static bool
+on_signal(int sfd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si) || si.ssi_signo != SIGUSR1)
+		return false;
+	mc_info("holding what clients send");
+	held = true;
+	for (struct pair *p = pairs, *next; p; p = next) {
+		next = p->next;
+		if (interest(p, 0) < 0)
+			pair_close(p, false);
+	}
+	return true;
+}
+
 static void
 accept_one(int lfd, const struct mc_addr *from, const struct mc_addr *to)
 {
@@ -277,6 +300,8 @@ accept_one(int lfd, const struct mc_addr *from, const struct mc_addr *to)
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, p->e[i].fd, &ev) < 0)
 			goto fail;
 	}
+	if (held && interest(p, 0) < 0)
+		goto fail;
 	return;
 oom:
 	reset_fd(ufd, !to->is_unix);
@@ -311,6 +336,7 @@ main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
 	if (sigprocmask(SIG_BLOCK, &sigs, NULL) < 0 ||
 	    (sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
 		mc_die(MC_EXIT_SOFTWARE, "cannot watch signals: %s", mc_strerror(errno));
@@ -336,9 +362,10 @@ main(int argc, char **argv)
 		for (int k = 0; k < n; k++) {
 			if (evs[k].data.ptr == NULL)
 				accept_one(lfd, &la, &ta);
-			else if (evs[k].data.ptr == &sfd)
-				goto stop;
-			else
+			else if (evs[k].data.ptr == &sfd) {
+				if (!on_signal(sfd))
+					goto stop;
+			} else
 				on_event(evs[k].data.ptr, evs[k].events);
 		}
 		free_dead();

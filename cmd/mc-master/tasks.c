@@ -1,0 +1,282 @@
+/*
+ * Tasks for peers: queueing, sending in id order, acknowledgements,
+ * expiry and retirement (see tasks.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "mc/proto.h"
+#include "mc/wire.h"
+#include "tasks.h"
+
+/* Bytes of keys in one message, well under any peer's max message. */
+#define MSG_KEY_BYTES (4u << 20)
+
+struct kind {
+	const char *name;   /* the kind label of the metrics */
+	const char *method; /* the notification that carries it: {items: [...]} */
+	/* one item of that notification, a map that ends with the task id */
+	void (*pack_item)(msgpack_packer *pk, const struct tasks *ts, const struct task *t);
+};
+
+static void
+pack_drop(msgpack_packer *pk, const struct tasks *ts, const struct task *t)
+{
+	const struct store *s = ts->store;
+
+	msgpack_pack_map(pk, 4);
+	mc_pack_kv_str(pk, "tenant",
+		       t->tenant < s->ntenants ? s->tenants[t->tenant].name : MC_DEFAULT_TENANT);
+	mc_pack_kv_strn(pk, "key", t->key, t->len);
+	mc_pack_kv_u64(pk, "version", t->version);
+	mc_pack_kv_u64(pk, "task", t->id);
+}
+
+static const struct kind kinds[TASK_KIND_COUNT] = {
+	[TASK_DROP] = { "drop", "drop", pack_drop },
+};
+
+void
+tasks_init(struct tasks *ts, const struct store *store)
+{
+	memset(ts, 0, sizeof(*ts));
+	ts->store = store;
+}
+
+/* t is done: a hole now, its memory given back. */
+static void
+task_done(struct task_queue *q, struct task *t)
+{
+	t->done = true;
+	free(t->key);
+	t->key = NULL;
+	q->live--;
+}
+
+/* Move the head past the holes, and the live tasks down when the holes before them pile up. */
+static void
+settle(struct task_queue *q)
+{
+	while (q->head < q->n && q->v[q->head].done)
+		q->head++;
+	if (q->unsent < q->head)
+		q->unsent = q->head;
+	if (q->head == q->n) {
+		q->head = q->n = q->unsent = 0;
+		return;
+	}
+	if (q->head < q->cap / 2)
+		return;
+	memmove(q->v, q->v + q->head, (q->n - q->head) * sizeof(*q->v));
+	q->n -= q->head;
+	q->unsent -= q->head;
+	q->head = 0;
+}
+
+int
+tasks_queue_drop(struct tasks *ts, struct task_queue *q, uint32_t tenant, const char *key,
+		 size_t len, uint64_t version)
+{
+	struct task *t;
+
+	if (q->live >= TASKS_PER_PEER_MAX)
+		goto refused;
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 16;
+
+		t = realloc(q->v, cap * sizeof(*t));
+		if (t == NULL)
+			goto refused;
+		q->v = t;
+		q->cap = cap;
+	}
+	t = &q->v[q->n];
+	*t = (struct task){
+		.id = ts->last_id + 1,
+		.queued = mc_now_ms(),
+		.kind = TASK_DROP,
+		.tenant = tenant,
+		.len = (uint32_t)len,
+		.version = version,
+		.key = malloc(len ? len : 1),
+	};
+	if (t->key == NULL)
+		goto refused;
+	memcpy(t->key, key, len);
+	ts->last_id++;
+	q->n++;
+	q->live++;
+	ts->count.queued[TASK_DROP]++;
+	return 0;
+refused:
+	ts->count.refused[TASK_DROP]++;
+	return -1;
+}
+
+bool
+tasks_unsent(const struct task_queue *q)
+{
+	for (size_t i = q->unsent; i < q->n; i++)
+		if (!q->v[i].done)
+			return true;
+	return false;
+}
+
+/* One message: the live tasks of one kind in v[from, to) (items of them). */
+static void
+pack_message(msgpack_packer *pk, const struct tasks *ts, const struct task_queue *q, size_t from,
+	     size_t to, size_t items)
+{
+	const struct kind *k = &kinds[q->v[from].kind];
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_key(pk, "items");
+	msgpack_pack_array(pk, (uint32_t)items);
+	for (size_t i = from; i < to; i++)
+		if (!q->v[i].done)
+			k->pack_item(pk, ts, &q->v[i]);
+}
+
+void
+tasks_send(struct tasks *ts, struct task_queue *q, struct mc_conn *conn, uint32_t peer_id)
+{
+	while (mc_conn_is_open(conn)) {
+		size_t from = q->unsent, to, items = 0, bytes = 0;
+		uint8_t kind;
+
+		while (from < q->n && q->v[from].done)
+			from++;
+		q->unsent = from;
+		if (from == q->n)
+			return;
+		kind = q->v[from].kind;
+		/* A run of one kind, cut by bytes: a message carries one method. */
+		for (to = from; to < q->n && bytes < MSG_KEY_BYTES; to++) {
+			if (q->v[to].done)
+				continue;
+			if (q->v[to].kind != kind)
+				break;
+			bytes += q->v[to].len;
+			items++;
+		}
+		pack_message(mc_conn_begin(conn, kinds[kind].method), ts, q, from, to, items);
+		if (mc_conn_notify(conn) != 0) {
+			mc_warn("cannot send %s tasks to peer %u", kinds[kind].name, peer_id);
+			return;
+		}
+		for (size_t i = from; i < to; i++) {
+			struct task *t = &q->v[i];
+
+			if (t->done)
+				continue;
+			if (t->sent)
+				ts->count.resent[t->kind]++;
+			t->sent = true;
+		}
+		q->unsent = to;
+	}
+}
+
+void
+tasks_relink(struct task_queue *q)
+{
+	q->unsent = q->head;
+}
+
+/* The task with that id in v[head, n), or NULL: ids increase along the queue. */
+static struct task *
+find(struct task_queue *q, uint64_t id)
+{
+	size_t lo = q->head, hi = q->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (q->v[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < q->n && q->v[lo].id == id ? &q->v[lo] : NULL;
+}
+
+int
+tasks_ack(struct tasks *ts, struct task_queue *q, const msgpack_object *ids, struct mc_err *err)
+{
+	const msgpack_object_array *a;
+
+	if (ids->type != MSGPACK_OBJECT_ARRAY)
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "field 'tasks' must be an array of task ids");
+	a = &ids->via.array;
+	for (uint32_t i = 0; i < a->size; i++)
+		if (a->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return mc_err_set(err, MC_ERR_INVALID, "tasks[%u] is not a task id", i);
+	for (uint32_t i = 0; i < a->size; i++) {
+		struct task *t = find(q, a->ptr[i].via.u64);
+
+		if (t == NULL || t->done)
+			continue;
+		ts->count.acked[t->kind]++;
+		task_done(q, t);
+	}
+	settle(q);
+	return 0;
+}
+
+void
+tasks_expire(struct tasks *ts, struct task_queue *q, uint64_t now, uint64_t ttl)
+{
+	/* Oldest first: the first one still within the bound ends the walk. */
+	for (size_t i = q->head; i < q->n; i++) {
+		struct task *t = &q->v[i];
+
+		if (t->done)
+			continue;
+		if (now < t->queued || now - t->queued < ttl)
+			break;
+		ts->count.expired[t->kind]++;
+		task_done(q, t);
+	}
+	settle(q);
+}
+
+void
+tasks_retire_all(struct tasks *ts, struct task_queue *q)
+{
+	for (size_t i = q->head; i < q->n; i++) {
+		struct task *t = &q->v[i];
+
+		if (t->done)
+			continue;
+		ts->count.retired[t->kind]++;
+		task_done(q, t);
+	}
+	free(q->v);
+	memset(q, 0, sizeof(*q));
+}
+
+size_t
+tasks_pending(const struct task_queue *q)
+{
+	return q->live;
+}
+
+void
+tasks_collect(struct mc_metrics *r, void *arg)
+{
+	const struct tasks *ts = arg;
+
+	for (int k = 0; k < TASK_KIND_COUNT; k++) {
+		struct mc_metric *s;
+
+#define X(stat, help)                                                                              \
+	s = mc_metric_get(r, "mc_tasks_" #stat "_total", MC_COUNTER, help, "kind", kinds[k].name); \
+	if (s != NULL)                                                                             \
+		mc_metric_set(s, (double)ts->count.stat[k]);
+		TASK_STATS(X)
+#undef X
+	}
+}

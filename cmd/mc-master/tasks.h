@@ -1,0 +1,121 @@
+/*
+ * Tasks: work the master queues for one peer, until the peer says it
+ * was done. A task has an id (unique in this master's run, increasing in
+ * the order tasks are queued) and a kind: a drop of a copy today; the
+ * peer's own eviction and replica copies later, each one more kind.
+ *
+ * A peer's tasks go out on its control link in id order, each once per
+ * link; the peer acknowledges the ids it executed in its heartbeats
+ * (mc-wire(5)). When the peer comes back on a new link, every task it
+ * has not acknowledged goes again, still in id order, so a peer that
+ * remembers the highest id it received knows a repeat when it sees one.
+ * A task left unacknowledged past a bound is retired as expired; the
+ * tasks of a peer that goes away, or that name a store being replaced,
+ * are retired with it. Every outcome is counted.
+ *
+ * The event loop owns all of this; peers.c holds each peer's queue.
+ */
+#ifndef MASTER_TASKS_H
+#define MASTER_TASKS_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc/conn.h"
+#include "mc/err.h"
+#include "mc/metrics.h"
+#include "store.h"
+
+/* A peer's tasks at most; one beyond it is refused. */
+#define TASKS_PER_PEER_MAX (1u << 20)
+
+enum task_kind { TASK_DROP, TASK_KIND_COUNT };
+
+/* What is counted per kind: the stat, its help. */
+#define TASK_STATS(X)                                                                           \
+	X(queued, "Tasks queued for peers.")                                                    \
+	X(acked, "Tasks a peer acknowledged as executed.")                                      \
+	X(resent, "Tasks sent again on a peer's new link, unacknowledged on the old one.")      \
+	X(expired, "Tasks retired unacknowledged after --task-ttl.")                            \
+	X(retired, "Tasks retired unacknowledged with their peer, or with the store replaced.") \
+	X(refused, "Tasks not queued: their peer's queue was full, or memory ran out.")
+
+struct task_counts {
+#define X(stat, help) uint64_t stat[TASK_KIND_COUNT];
+	TASK_STATS(X)
+#undef X
+};
+
+/*
+ * One task. Every kind names one copy: (tenant, key) up to version; a
+ * later kind adds its own fields.
+ */
+struct task {
+	uint64_t id;
+	uint64_t queued; /* mc_now_ms() */
+	uint8_t kind;	 /* enum task_kind */
+	bool sent;	 /* on some link already: sending it again is a resend */
+	bool done;	 /* acknowledged or retired: a hole until the head passes it */
+	uint32_t tenant;
+	uint32_t len;
+	uint64_t version;
+	char *key;
+};
+
+/*
+ * One peer's tasks, oldest first: v[head, n) in id order, with holes
+ * where tasks were acknowledged out of order. v[head, unsent) went out
+ * on the current link.
+ */
+struct task_queue {
+	struct task *v;
+	size_t head, n, cap;
+	size_t unsent;
+	size_t live; /* not done */
+};
+
+/* The master's side of all peers' tasks. */
+struct tasks {
+	const struct store *store; /* tenant names for the messages */
+	uint64_t last_id;
+	struct task_counts count;
+};
+
+void tasks_init(struct tasks *ts, const struct store *store);
+
+/*
+ * Queue a drop of (tenant, key) up to version; -1 when it is refused
+ * (counted).
+ */
+int tasks_queue_drop(struct tasks *ts, struct task_queue *q, uint32_t tenant, const char *key,
+		     size_t len, uint64_t version);
+/* Whether some task waits to go out on the current link. */
+bool tasks_unsent(const struct task_queue *q);
+/*
+ * Send what has not gone out on conn yet, in id order; what a failed
+ * send leaves waits for the next link.
+ */
+void tasks_send(struct tasks *ts, struct task_queue *q, struct mc_conn *conn, uint32_t peer_id);
+/* The peer is on a new link: everything it has not acknowledged goes again. */
+void tasks_relink(struct task_queue *q);
+/*
+ * The peer executed the tasks ids names (an array of ids): they are
+ * done. Ids it does not hold (retired, or acknowledged already) are
+ * ignored. -1 with err, changing nothing, when ids is not an array of
+ * unsigned integers.
+ */
+int tasks_ack(struct tasks *ts, struct task_queue *q, const msgpack_object *ids,
+	      struct mc_err *err);
+/* Retire the tasks queued at or before now - ttl (mc_now_ms()), unacknowledged. */
+void tasks_expire(struct tasks *ts, struct task_queue *q, uint64_t now, uint64_t ttl);
+/* Retire every task and free the queue's memory. */
+void tasks_retire_all(struct tasks *ts, struct task_queue *q);
+/* Tasks waiting for their acknowledgement (sent or not). */
+size_t tasks_pending(const struct task_queue *q);
+
+/* The counters as mc_tasks_*_total{kind} (an mc_metrics collector; arg is the tasks). */
+void tasks_collect(struct mc_metrics *r, void *arg);
+
+#endif
