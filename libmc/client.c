@@ -20,6 +20,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +31,7 @@
 #include "mc/dataplane.h"
 #include "mc/proto.h"
 #include "mc/rpcc.h"
+#include "mc/tier.h"
 #include "mc/wire.h"
 
 #define PEER_CACHE 32
@@ -548,7 +550,7 @@ parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep, str
 		if (mc_map_u64(o, "replica_id", &r->id, err) != 1 ||
 		    mc_map_strcpy(o, "addr", r->addr, sizeof(r->addr), err) != 1)
 			return mc_err_set(err, MC_ERR_PROTO, "malformed replica in a replica list");
-		strcpy(r->tier, "dram");
+		snprintf(r->tier, sizeof(r->tier), "%s", mc_tier_name(MC_TIER_DRAM));
 		if (mc_map_strcpy(o, "tier", r->tier, sizeof(r->tier), err) < 0)
 			return mc_err_set(err, MC_ERR_PROTO, "malformed tier in a replica list");
 	}

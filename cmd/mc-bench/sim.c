@@ -36,6 +36,7 @@
 #include "mc/planner.h"
 #include "mc/policy.h"
 #include "mc/refcache.h"
+#include "mc/tier.h"
 
 #include "bench.h"
 #include "trace.h"
@@ -340,7 +341,8 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 	mc_cand_view_free(&m->view);
 	mc_cand_view_init(&m->view);
 	int64_t pn = mc_cand_name(&m->view, "sim", 3, err);
-	int64_t tn0 = mc_cand_name(&m->view, "dram", 4, err);
+	const char *dram = mc_tier_name(MC_TIER_DRAM);
+	int64_t tn0 = mc_cand_name(&m->view, dram, strlen(dram), err);
 
 	if (pn < 0 || tn0 < 0)
 		return -1;

@@ -12,6 +12,7 @@
 #include "mc/log.h"
 #include "mc/parse.h"
 #include "mc/rpcc.h"
+#include "mc/tier.h"
 
 static int
 print_key(const void *key, size_t key_len, uint64_t size, uint64_t version, const char *type,
@@ -267,7 +268,7 @@ print_dram(const msgpack_object *peer)
 	uint32_t i;
 
 	for (i = 0; tiers && i < tiers->size; i++) {
-		if (!mc_obj_streq(mc_map_get(&tiers->ptr[i], "tier"), "dram"))
+		if (!mc_obj_streq(mc_map_get(&tiers->ptr[i], "tier"), mc_tier_name(MC_TIER_DRAM)))
 			continue;
 		mc_map_u64(&tiers->ptr[i], "used", &u, NULL);
 		mc_map_u64(&tiers->ptr[i], "capacity", &c, NULL);

@@ -746,8 +746,8 @@ load_replicas(struct loader *L, const msgpack_object *rec, uint64_t version, str
 	for (uint32_t j = 0; j < a->size; j++) {
 		const msgpack_object *e = &a->ptr[j];
 		uint64_t id = 0, peer = 0, rv = 0;
-		const char *tier = "dram", *state = "complete";
-		size_t tlen = 4, slen = 8;
+		const char *tier = tier_name(TIER_DRAM), *state = "complete";
+		size_t tlen = strlen(tier), slen = 8;
 		bool dynamic = false;
 		int t;
 

@@ -9,8 +9,6 @@
 #include "mc/proto.h"
 #include "store.h"
 
-static const char *const tier_names[TIER_COUNT] = { "dram", "ssd", "hbm", "cxl" };
-
 struct okey {
 	uint32_t tenant;
 	size_t len;
@@ -22,23 +20,6 @@ struct gkey {
 	size_t len;
 	const char *name;
 };
-
-const char *
-tier_name(int tier)
-{
-	if (tier < 0 || tier >= TIER_COUNT)
-		return "unknown";
-	return tier_names[tier];
-}
-
-int
-tier_parse(const char *s, size_t len)
-{
-	for (int i = 0; i < TIER_COUNT; i++)
-		if (strlen(tier_names[i]) == len && memcmp(tier_names[i], s, len) == 0)
-			return i;
-	return -1;
-}
 
 static char *
 dup_n(const char *s, size_t len)

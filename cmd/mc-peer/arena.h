@@ -1,6 +1,6 @@
 /*
- * The DRAM medium: one anonymous mapping of the configured size and a
- * page allocator over it.
+ * The DRAM medium's allocator (medium_dram.c): one anonymous mapping of
+ * the configured size and a page allocator over it.
  *
  * The mapping is MAP_NORESERVE and nothing is touched up front, so a
  * large arena costs nothing until objects land in it. Space is handed

@@ -318,12 +318,20 @@ on_close(struct mc_conn *c, void *ctx)
 static void
 pack_tiers(msgpack_packer *pk, struct peer *p)
 {
+	uint32_t n = 0;
+
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		n += p->media[t] != NULL;
 	mc_pack_key(pk, "tiers");
-	msgpack_pack_array(pk, 1);
-	msgpack_pack_map(pk, 3);
-	mc_pack_kv_str(pk, "tier", PEER_TIER_DRAM);
-	mc_pack_kv_u64(pk, "capacity", arena_capacity(p->arena));
-	mc_pack_kv_u64(pk, "used", arena_used(p->arena));
+	msgpack_pack_array(pk, n);
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		if (!p->media[t])
+			continue;
+		msgpack_pack_map(pk, 3);
+		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
+		mc_pack_kv_u64(pk, "capacity", medium_capacity(p->media[t]));
+		mc_pack_kv_u64(pk, "used", medium_used(p->media[t]));
+	}
 }
 
 static void
@@ -666,7 +674,7 @@ pack_inventory(msgpack_packer *pk, const struct control *ctl)
 		msgpack_pack_map(pk, 6);
 		mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
 		mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
-		mc_pack_kv_str(pk, "tier", PEER_TIER_DRAM);
+		mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
 		mc_pack_kv_u64(pk, "size", o->size);
 		mc_pack_kv_u64(pk, "version", o->version);
 		mc_pack_kv_u64(pk, "checksum", o->checksum);

@@ -2,9 +2,9 @@
  * The data plane: write, read, drop, peer_stats, corrupt.
  *
  * Bytes never pass through a buffer of ours: a write's bulk is received
- * straight into the space reserved for it in the arena, and a read's
- * reply sends the stored bytes by reference, holding a reference on the
- * entry until the connection layer has written them.
+ * straight into its medium's write destination, and a read's reply
+ * sends the bytes its medium lends by reference, holding a reference on
+ * the entry until the connection layer has written them.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -86,19 +86,20 @@ struct pending_write {
 	struct peer *p;
 	struct mc_req *req; /* deferred */
 	struct pobj *o;	    /* unlinked, one reference */
+	void *dest;	    /* where the bulk lands */
 	bool has_checksum;
 };
 
+/* Commit o, whose bytes were received at dest (NULL when there are none). */
 static void
-finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool has_checksum)
+finish_write(struct peer *p, struct mc_req *req, struct pobj *o, const void *dest,
+	     bool has_checksum)
 {
 	struct mc_err err;
 
-	if (!has_checksum && o->size > 0)
-		o->checksum = mc_checksum(arena_ptr(p->arena, o->off), o->size);
-	else if (!has_checksum)
-		o->checksum = mc_checksum("", 0);
-	if (pindex_publish(&p->index, o, &err) < 0) {
+	if (!has_checksum)
+		o->checksum = mc_checksum(o->size > 0 ? dest : "", o->size);
+	if (pool_commit(&p->pool, o, &err) < 0) {
 		pindex_release(&p->index, o);
 		mc_reply_mc_err(req, &err);
 		return;
@@ -118,7 +119,7 @@ write_done(struct mc_req *req, bool ok, void *arg)
 		pindex_release(&pw->p->index, pw->o);
 		mc_reply_err(pw->req, MC_ERR_UNAVAILABLE, "connection lost during write");
 	} else {
-		finish_write(pw->p, pw->req, pw->o, pw->has_checksum);
+		finish_write(pw->p, pw->req, pw->o, pw->dest, pw->has_checksum);
 	}
 	free(pw);
 }
@@ -131,12 +132,13 @@ h_write(struct mc_req *req)
 	struct name tenant, key, tier;
 	uint64_t version = 0, checksum = 0, len, off = 0, have;
 	struct pending_write *pw;
+	struct medium *m;
 	struct pobj *o;
-	int r;
+	int r, t;
 	char kb[80];
 
 	if (get_target(req->params, &tenant, &key, &err) < 0 ||
-	    get_name(req->params, "tier", 16, PEER_TIER_DRAM, &tier, &err) < 0)
+	    get_name(req->params, "tier", 16, mc_tier_name(MC_TIER_DRAM), &tier, &err) < 0)
 		goto bad;
 	if ((r = mc_map_u64(req->params, "version", &version, &err)) <= 0) {
 		if (r == 0)
@@ -149,45 +151,48 @@ h_write(struct mc_req *req)
 		mc_err_set(&err, MC_ERR_INVALID, "missing field 'len'");
 		goto bad;
 	}
-	if (tier.len != strlen(PEER_TIER_DRAM) || memcmp(tier.p, PEER_TIER_DRAM, tier.len) != 0) {
-		mc_err_set(&err, MC_ERR_INVALID, "unknown tier '%.*s'", (int)tier.len, tier.p);
+	if ((t = mc_tier_parse(tier.p, tier.len, &err)) < 0)
+		goto bad;
+	if (!(m = p->media[t])) {
+		mc_err_set(&err, MC_ERR_INVALID, "this peer has no %s tier", mc_tier_name(t));
 		goto bad;
 	}
 	len = req->bulk_len;
-	if (len > arena_capacity(p->arena)) {
-		mc_reply_err(req, MC_ERR_TOO_LARGE,
-			     "object of %llu bytes exceeds dram capacity %llu",
-			     (unsigned long long)len, (unsigned long long)arena_capacity(p->arena));
+	if (len > medium_capacity(m)) {
+		mc_reply_err(req, MC_ERR_TOO_LARGE, "object of %llu bytes exceeds %s capacity %llu",
+			     (unsigned long long)len, mc_tier_name(t),
+			     (unsigned long long)medium_capacity(m));
 		return;
 	}
 	/* Refuse a stale version before its bytes cross the wire. */
-	if (pindex_version(&p->index, tenant.p, tenant.len, key.p, key.len, &have) &&
+	if (pindex_version(&p->index, tenant.p, tenant.len, key.p, key.len, &have, NULL) &&
 	    have > version) {
 		mc_reply_err(req, MC_ERR_VERSION, "version %llu of '%s' is older than stored %llu",
 			     (unsigned long long)version, show_key(&key, kb, sizeof(kb)),
 			     (unsigned long long)have);
 		return;
 	}
-	if (len > 0 && arena_alloc(p->arena, len, &off, &err) < 0) {
+	if (len > 0 && medium_alloc(m, len, &off, &err) < 0) {
 		if (err.code == MC_ERR_NO_SPACE)
 			mc_reply_err(req, MC_ERR_NO_SPACE,
-				     "no space for %llu bytes in dram (used %llu of %llu)",
-				     (unsigned long long)len,
-				     (unsigned long long)arena_used(p->arena),
-				     (unsigned long long)arena_capacity(p->arena));
+				     "no space for %llu bytes in %s (used %llu of %llu)",
+				     (unsigned long long)len, mc_tier_name(t),
+				     (unsigned long long)medium_used(m),
+				     (unsigned long long)medium_capacity(m));
 		else
 			mc_reply_mc_err(req, &err);
 		return;
 	}
-	o = pobj_new(&p->index, tenant.p, tenant.len, key.p, key.len, version, len, checksum, off);
+	o = pobj_new(&p->index, tenant.p, tenant.len, key.p, key.len, version, len, checksum, t,
+		     off);
 	if (!o) {
 		if (len > 0)
-			arena_release(p->arena, off, len);
+			medium_release(m, off, len);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for an index entry");
 		return;
 	}
 	if (len == 0) {
-		finish_write(p, req, o, r == 1);
+		finish_write(p, req, o, NULL, r == 1);
 		return;
 	}
 	pw = malloc(sizeof(*pw));
@@ -198,6 +203,7 @@ h_write(struct mc_req *req)
 	}
 	pw->p = p;
 	pw->o = o;
+	pw->dest = medium_write_dest(m, off, len);
 	pw->has_checksum = r == 1;
 	pw->req = mc_req_defer(req);
 	if (!pw->req) {
@@ -206,7 +212,7 @@ h_write(struct mc_req *req)
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a deferred reply");
 		return;
 	}
-	if (mc_req_recv_bulk(pw->req, arena_ptr(p->arena, off), write_done, pw) < 0) {
+	if (mc_req_recv_bulk(pw->req, pw->dest, write_done, pw) < 0) {
 		pindex_release(&p->index, o);
 		mc_reply_err(pw->req, MC_ERR_INTERNAL, "cannot receive the bulk");
 		free(pw);
@@ -234,6 +240,7 @@ h_read(struct mc_req *req)
 	struct name tenant, key;
 	uint64_t version = 0;
 	struct pobj *o;
+	const void *bytes = NULL;
 	msgpack_packer *pk;
 	int r;
 	char kb[80];
@@ -260,6 +267,12 @@ h_read(struct mc_req *req)
 			     (unsigned long long)have);
 		return;
 	}
+	/* The medium lends its bytes; the reply holds o until they are sent. */
+	if (o->size > 0 && !(bytes = medium_read(p->media[o->tier], o->off, o->size, NULL, &err))) {
+		pindex_release(&p->index, o);
+		mc_reply_mc_err(req, &err);
+		return;
+	}
 	p->st.reads++;
 	p->st.bytes_out += o->size;
 	pk = mc_reply_ok_begin(req);
@@ -272,7 +285,7 @@ h_read(struct mc_req *req)
 		mc_reply_end_bulk(req, NULL, 0, NULL, NULL);
 		return;
 	}
-	mc_reply_end_bulk(req, arena_ptr(p->arena, o->off), o->size, read_release, o);
+	mc_reply_end_bulk(req, bytes, o->size, read_release, o);
 }
 
 /* ---- drop ---- */
@@ -281,13 +294,17 @@ static int
 drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
 {
 	struct name tenant, key;
+	struct pool_key k;
+	struct pool_result res;
 	uint64_t version = 0;
 	int r;
 
 	if (get_target(item, &tenant, &key, err) < 0 ||
 	    (r = mc_map_u64(item, "version", &version, err)) < 0)
 		return -1;
-	pindex_drop(&p->index, tenant.p, tenant.len, key.p, key.len, r == 1, version);
+	k = (struct pool_key){ tenant.p, tenant.len, key.p, key.len, r == 1, version };
+	/* The master (or a client) wants it gone: wherever it is, and never moved. */
+	pool_evict(&p->pool, &k, MC_TIER_NONE, POOL_DELETE, &res);
 	return 0;
 }
 
@@ -353,18 +370,23 @@ h_peer_stats(struct mc_req *req)
 {
 	struct peer *p = req->ctx;
 	msgpack_packer *pk;
-	uint64_t objects, bytes;
+	uint32_t n = 0;
 
-	pindex_counts(&p->index, &objects, &bytes);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		n += p->media[t] != NULL;
 	pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 6);
 	mc_pack_key(pk, "tiers");
-	msgpack_pack_array(pk, 1);
-	msgpack_pack_map(pk, 4);
-	mc_pack_kv_str(pk, "tier", PEER_TIER_DRAM);
-	mc_pack_kv_u64(pk, "capacity", arena_capacity(p->arena));
-	mc_pack_kv_u64(pk, "used", arena_used(p->arena));
-	mc_pack_kv_u64(pk, "objects", objects);
+	msgpack_pack_array(pk, n);
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		if (!p->media[t])
+			continue;
+		msgpack_pack_map(pk, 4);
+		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
+		mc_pack_kv_u64(pk, "capacity", medium_capacity(p->media[t]));
+		mc_pack_kv_u64(pk, "used", medium_used(p->media[t]));
+		mc_pack_kv_u64(pk, "objects", pindex_tier_objects(&p->index, t));
+	}
 	mc_pack_kv_u64(pk, "reads", p->st.reads);
 	mc_pack_kv_u64(pk, "writes", p->st.writes);
 	mc_pack_kv_u64(pk, "read_misses", p->st.read_misses);
@@ -407,7 +429,7 @@ h_corrupt(struct mc_req *req)
 			     show_key(&key, kb, sizeof(kb)));
 		return;
 	}
-	b = arena_ptr(p->arena, o->off);
+	b = medium_write_dest(p->media[o->tier], o->off, o->size);
 	b[offset % o->size] ^= 0xff;
 	mc_warn("fault injected: flipped byte %llu of '%s'", (unsigned long long)(offset % o->size),
 		show_key(&key, kb, sizeof(kb)));

@@ -69,7 +69,7 @@ marker_new(void)
 }
 
 int
-pindex_init(struct pindex *ix, struct arena *a, struct mc_err *err)
+pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err)
 {
 	memset(ix, 0, sizeof(*ix));
 	ix->head = marker_new();
@@ -82,7 +82,7 @@ pindex_init(struct pindex *ix, struct arena *a, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot initialise index lock");
 	}
 	mc_htab_init(&ix->tab);
-	ix->arena = a;
+	ix->media = media;
 	ix->gone_max = PINDEX_JOURNAL_MAX;
 	ix->gone_max_bytes = PINDEX_JOURNAL_NAME_BYTES;
 	return 0;
@@ -157,7 +157,7 @@ static void
 pobj_free(struct pindex *ix, struct pobj *o)
 {
 	if (o->size > 0)
-		arena_release(ix->arena, o->off, o->size);
+		medium_release(ix->media[o->tier], o->off, o->size);
 	free(o);
 }
 
@@ -181,7 +181,7 @@ pindex_destroy(struct pindex *ix)
 
 struct pobj *
 pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
-	 uint64_t version, uint64_t size, uint64_t checksum, uint64_t off)
+	 uint64_t version, uint64_t size, uint64_t checksum, int tier, uint64_t off)
 {
 	struct pobj *o;
 
@@ -199,7 +199,7 @@ pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, si
 	o->off = off;
 	o->last_access = mc_now_ms();
 	o->refs = 1;
-	o->tier = TIER_DRAM;
+	o->tier = (uint8_t)tier;
 	o->tenant_len = (uint16_t)tlen;
 	o->key_len = (uint16_t)klen;
 	memcpy(o->name, tenant, tlen);
@@ -207,7 +207,7 @@ pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, si
 	return o;
 }
 
-/* Unlink from the table and drop the index's reference; lock held. */
+/* Unlink from the table; the index's reference becomes the caller's. Lock held. */
 static void
 unlink_locked(struct pindex *ix, struct pobj *o)
 {
@@ -216,20 +216,21 @@ unlink_locked(struct pindex *ix, struct pobj *o)
 	if (mc_htab_remove(&ix->tab, o->hash, pobj_eq, &l) != o)
 		MC_BUG("index entry missing from its table");
 	list_del(o);
+	medium_untrack(ix->media[o->tier], &o->order);
 	o->linked = false;
 	ix->objects--;
+	ix->tier_objects[o->tier]--;
 	ix->bytes -= o->size;
 	gone_add(ix, o, ++ix->seq);
-	if (--o->refs == 0)
-		pobj_free(ix, o);
 }
 
 int
-pindex_publish(struct pindex *ix, struct pobj *o, struct mc_err *err)
+pindex_publish(struct pindex *ix, struct pobj *o, struct pobj **replaced, struct mc_err *err)
 {
 	struct lookup l = { o->name, o->tenant_len, pobj_key(o), o->key_len };
 	struct pobj *old;
 
+	*replaced = NULL;
 	pthread_mutex_lock(&ix->mu);
 	old = mc_htab_find(&ix->tab, o->hash, pobj_eq, &l);
 	if (old && old->version > o->version) {
@@ -246,14 +247,17 @@ pindex_publish(struct pindex *ix, struct pobj *o, struct mc_err *err)
 	}
 	if (old)
 		unlink_locked(ix, old);
+	*replaced = old;
 	if (mc_htab_insert(&ix->tab, o->hash, o) < 0) {
 		pthread_mutex_unlock(&ix->mu);
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot insert into the placement index");
 	}
 	list_add_before(ix->head, o);
+	medium_track(ix->media[o->tier], &o->order, o->size);
 	o->linked = true;
 	o->seq = ++ix->seq;
 	ix->objects++;
+	ix->tier_objects[o->tier]++;
 	ix->bytes += o->size;
 	pthread_mutex_unlock(&ix->mu);
 	return 0;
@@ -273,25 +277,30 @@ pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, const char *k
 	if (o) {
 		o->refs++;
 		o->last_access = now;
+		medium_track(ix->media[o->tier], &o->order, o->size);
 	}
 	pthread_mutex_unlock(&ix->mu);
 	return o;
 }
 
-void
+bool
 pindex_release(struct pindex *ix, struct pobj *o)
 {
+	bool last;
+
 	pthread_mutex_lock(&ix->mu);
 	if (o->refs == 0)
 		MC_BUG("index entry released once too often");
-	if (--o->refs == 0)
+	last = --o->refs == 0;
+	if (last)
 		pobj_free(ix, o);
 	pthread_mutex_unlock(&ix->mu);
+	return last;
 }
 
 int
 pindex_version(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
-	       uint64_t *version)
+	       uint64_t *version, int *tier)
 {
 	struct lookup l = { tenant, tlen, key, klen };
 	uint64_t h = name_hash(tenant, tlen, key, klen);
@@ -301,30 +310,33 @@ pindex_version(struct pindex *ix, const char *tenant, size_t tlen, const char *k
 	pthread_mutex_lock(&ix->mu);
 	o = mc_htab_find(&ix->tab, h, pobj_eq, &l);
 	if (o) {
-		*version = o->version;
+		if (version)
+			*version = o->version;
+		if (tier)
+			*tier = o->tier;
 		found = 1;
 	}
 	pthread_mutex_unlock(&ix->mu);
 	return found;
 }
 
-int
-pindex_drop(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
-	    bool has_version, uint64_t max_version)
+struct pobj *
+pindex_unlink(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
+	      int tier, bool has_version, uint64_t max_version)
 {
 	struct lookup l = { tenant, tlen, key, klen };
 	uint64_t h = name_hash(tenant, tlen, key, klen);
 	struct pobj *o;
-	int dropped = 0;
 
 	pthread_mutex_lock(&ix->mu);
 	o = mc_htab_find(&ix->tab, h, pobj_eq, &l);
-	if (o && (!has_version || o->version <= max_version)) {
+	if (o && (tier == MC_TIER_NONE || o->tier == tier) &&
+	    (!has_version || o->version <= max_version))
 		unlink_locked(ix, o);
-		dropped = 1;
-	}
+	else
+		o = NULL;
 	pthread_mutex_unlock(&ix->mu);
-	return dropped;
+	return o;
 }
 
 void
@@ -334,6 +346,17 @@ pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes)
 	*objects = ix->objects;
 	*bytes = ix->bytes;
 	pthread_mutex_unlock(&ix->mu);
+}
+
+uint64_t
+pindex_tier_objects(struct pindex *ix, int tier)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&ix->mu);
+	n = ix->tier_objects[tier];
+	pthread_mutex_unlock(&ix->mu);
+	return n;
 }
 
 /* ---- changes ---- */

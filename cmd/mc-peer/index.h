@@ -5,8 +5,10 @@
  * One mutex guards the table and every entry's reference count; bytes
  * are read and written outside it. An entry is owned by the index (one
  * reference while linked) and by each reader holding it; dropping or
- * replacing a copy unlinks it at once, and its arena space goes back
- * only when the last reference does.
+ * replacing a copy unlinks it at once, and its space goes back to its
+ * tier's medium only when the last reference does. Linked entries are
+ * also in their medium's order (medium.h), touched on every access; the
+ * index calls the ordering hooks under its lock.
  *
  * Besides the hash table, linked entries sit on one list in the order
  * they were linked, so that a walk (the inventory sent to the master)
@@ -33,9 +35,7 @@
 #include "mc/err.h"
 #include "mc/hash.h"
 
-#include "arena.h"
-
-enum pobj_tier { TIER_DRAM = 0 };
+#include "medium.h"
 
 struct pindex;
 
@@ -47,11 +47,12 @@ struct pobj {
 	uint64_t version;
 	uint64_t size;
 	uint64_t checksum;
-	uint64_t off; /* arena byte offset; meaningless when size == 0 */
+	uint64_t off; /* offset in the tier's medium; meaningless when size == 0 */
 	uint64_t last_access;
-	uint64_t seq; /* the index's change number when this entry was linked */
+	uint64_t seq;		   /* the index's change number when this entry was linked */
+	struct medium_order order; /* in the medium's order while linked */
 	uint32_t refs;
-	uint8_t tier;
+	uint8_t tier; /* enum mc_tier: the medium holding the bytes */
 	bool linked;
 	bool marker; /* a walk's place holder, not an object */
 	uint16_t tenant_len;
@@ -78,8 +79,9 @@ struct pindex {
 	struct mc_htab tab;
 	/* Circular list of linked entries, oldest first, around a marker. */
 	struct pobj *head;
-	struct arena *arena;
+	struct medium *const *media; /* the peer's, by tier */
 	uint64_t objects;
+	uint64_t tier_objects[MC_TIER_COUNT];
 	uint64_t bytes; /* object bytes held (exact, not page-rounded) */
 	uint64_t seq;	/* change number: bumped by every link and unlink */
 	/* The removal journal, oldest first, and its caps. */
@@ -89,15 +91,16 @@ struct pindex {
 	uint64_t gone_lost; /* newest seq of a removal the journal forgot */
 };
 
-int pindex_init(struct pindex *ix, struct arena *a, struct mc_err *err);
+/* media: the peer's table by tier, which must outlive the index. */
+int pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err);
 /* Cap the removal journal at max entries and max_bytes of names (0 entries: none kept). */
 void pindex_journal_limit(struct pindex *ix, size_t max, size_t max_bytes);
 /* Frees every entry still linked; readers must be gone. */
 void pindex_destroy(struct pindex *ix);
 
-/* A new, unlinked entry holding one reference (the caller's). */
+/* A new, unlinked entry holding one reference (the caller's), its bytes at (tier, off). */
 struct pobj *pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
-		      size_t klen, uint64_t version, uint64_t size, uint64_t checksum,
+		      size_t klen, uint64_t version, uint64_t size, uint64_t checksum, int tier,
 		      uint64_t off);
 
 static inline const char *
@@ -108,26 +111,36 @@ pobj_key(const struct pobj *o)
 
 /*
  * Link o (taking over the caller's reference), replacing any copy of an
- * older or equal version. A stored newer version refuses it:
- * MC_ERR_VERSION, and the caller keeps its reference.
+ * older or equal version: the replaced copy, unlinked, goes to
+ * *replaced with the reference the index held (NULL when there was
+ * none; set whatever the result). A stored newer version refuses o:
+ * MC_ERR_VERSION, and the caller keeps its reference. Freeing the
+ * replaced copy is the pool's (pool.h).
  */
-int pindex_publish(struct pindex *ix, struct pobj *o, struct mc_err *err);
+int pindex_publish(struct pindex *ix, struct pobj *o, struct pobj **replaced, struct mc_err *err);
 
 /* Find and take a reference (bumps last access), or NULL. */
 struct pobj *pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
 			    size_t klen);
-/* Drop a reference; the last one frees the bytes. */
-void pindex_release(struct pindex *ix, struct pobj *o);
+/* Drop a reference; the last one frees the bytes (and says so: true). */
+bool pindex_release(struct pindex *ix, struct pobj *o);
 
-/* Stored version of a key: 1 found, 0 absent. */
+/* Stored version and tier (either may be NULL) of a key: 1 found, 0 absent. */
 int pindex_version(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
-		   uint64_t *version);
+		   uint64_t *version, int *tier);
 
-/* Unlink the copy if its version <= max_version (any when !has_version): 1 dropped, 0 not. */
-int pindex_drop(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
-		bool has_version, uint64_t max_version);
+/*
+ * Unlink the copy on tier (any tier when MC_TIER_NONE) if its version
+ * is <= max_version (any when !has_version), and hand over the index's
+ * reference: the entry, or NULL when no copy matched. Only the pool
+ * calls this; it is what frees committed copies.
+ */
+struct pobj *pindex_unlink(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
+			   size_t klen, int tier, bool has_version, uint64_t max_version);
 
 void pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes);
+/* Copies linked on one tier. */
+uint64_t pindex_tier_objects(struct pindex *ix, int tier);
 
 /* ---- changes, for resuming a registration ---- */
 

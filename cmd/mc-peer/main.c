@@ -1,7 +1,8 @@
 /*
- * mc-peer: the storage daemon. Holds object bytes in one DRAM arena,
- * serves the data plane (write/read/drop) on --listen, and keeps a link
- * to the master (register, heartbeat, inventory, drop notifications).
+ * mc-peer: the storage daemon. Holds object bytes in its media (one per
+ * tier; a DRAM arena today), serves the data plane (write/read/drop) on
+ * --listen, and keeps a link to the master (register, heartbeat,
+ * inventory, drop notifications).
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include "mc/metrics.h"
 #include "mc/opt.h"
 
+#include "arena.h"
 #include "peer.h"
 
 #define UNREGISTER_TIMEOUT_MS 1000
@@ -89,12 +91,16 @@ set_nonempty(const char *v, void *target, char *why)
 	return 0;
 }
 
-static const struct mc_opt opts[] = {
+/* Set in main: the option of a tier's size is named after the tier (mc/tier.h). */
+#define OPT_DRAM 2
+
+static struct mc_opt opts[] = {
 	{ "master", 'm', "ADDR", "MC_MASTER", "master address (default 127.0.0.1:7300)", set_addr,
 	  &cfg.master },
 	{ "listen", 'l', "ADDR", NULL, "data-plane address (default 127.0.0.1:0)", set_addr,
 	  &cfg.listen },
-	{ "dram", 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram, &cfg.dram },
+	[OPT_DRAM] = { NULL, 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram,
+		       &cfg.dram },
 	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
 	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
@@ -129,8 +135,11 @@ static const struct mc_opt_spec spec = {
 
 struct peer_metrics {
 	struct mc_metrics *reg;
-	struct mc_metric *used, *capacity, *objects, *reads, *writes, *misses, *bytes_in,
-		*bytes_out, *malformed, *registrations, *resumes, *inventory_reports;
+	/* By tier, for the tiers this peer holds (NULL for the others). */
+	struct mc_metric *used[MC_TIER_COUNT], *capacity[MC_TIER_COUNT],
+		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT];
+	struct mc_metric *objects, *reads, *writes, *misses, *bytes_in, *bytes_out, *malformed,
+		*registrations, *resumes, *inventory_reports;
 };
 
 static void
@@ -144,8 +153,14 @@ collect(struct mc_metrics *m, void *arg)
 	(void)m;
 	pindex_counts(&p->index, &objects, &bytes);
 	mc_conn_stats_get(&cs);
-	mc_metric_set(pm->used, (double)arena_used(p->arena));
-	mc_metric_set(pm->capacity, (double)arena_capacity(p->arena));
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		if (!p->media[t])
+			continue;
+		mc_metric_set(pm->used[t], (double)medium_used(p->media[t]));
+		mc_metric_set(pm->capacity[t], (double)medium_capacity(p->media[t]));
+		for (int r = 0; r < POOL_REASON_COUNT; r++)
+			mc_metric_set(pm->evictions[t][r], (double)pool_evictions(&p->pool, t, r));
+	}
 	mc_metric_set(pm->objects, (double)objects);
 	mc_metric_set(pm->reads, (double)p->st.reads);
 	mc_metric_set(pm->writes, (double)p->st.writes);
@@ -169,11 +184,29 @@ metrics_new(struct peer *p)
 	pm->reg = r = mc_metrics_new();
 	if (!r)
 		goto fail;
-	pm->used =
-		mc_metric_get(r, "mc_peer_tier_bytes_used", MC_GAUGE,
-			      "Bytes allocated in the tier (whole pages).", "tier", PEER_TIER_DRAM);
-	pm->capacity = mc_metric_get(r, "mc_peer_tier_bytes_capacity", MC_GAUGE,
-				     "Capacity of the tier in bytes.", "tier", PEER_TIER_DRAM);
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		if (!p->media[t])
+			continue;
+		pm->used[t] = mc_metric_get(r, "mc_peer_tier_bytes_used", MC_GAUGE,
+					    "Bytes allocated in the tier (whole pages).", "tier",
+					    mc_tier_name(t));
+		pm->capacity[t] =
+			mc_metric_get(r, "mc_peer_tier_bytes_capacity", MC_GAUGE,
+				      "Capacity of the tier in bytes.", "tier", mc_tier_name(t));
+		if (!pm->used[t] || !pm->capacity[t])
+			goto fail;
+		for (int why = 0; why < POOL_REASON_COUNT; why++) {
+			char label[64];
+
+			snprintf(label, sizeof(label), "%s,%s", mc_tier_name(t),
+				 pool_reason_name(why));
+			pm->evictions[t][why] = mc_metric_get(
+				r, "mc_peer_evictions_total", MC_COUNTER,
+				"Copies freed, by tier and reason.", "tier,reason", label);
+			if (!pm->evictions[t][why])
+				goto fail;
+		}
+	}
 	pm->objects = mc_metric_get(r, "mc_peer_objects", MC_GAUGE, "Objects held.", NULL, NULL);
 	pm->reads =
 		mc_metric_get(r, "mc_peer_reads_total", MC_COUNTER, "Reads served.", NULL, NULL);
@@ -196,9 +229,9 @@ metrics_new(struct peer *p)
 	pm->inventory_reports =
 		mc_metric_get(r, "mc_peer_inventory_reports_total", MC_COUNTER,
 			      "Whole inventories reported to the master.", NULL, NULL);
-	if (!pm->used || !pm->capacity || !pm->objects || !pm->reads || !pm->writes ||
-	    !pm->misses || !pm->bytes_in || !pm->bytes_out || !pm->malformed ||
-	    !pm->registrations || !pm->resumes || !pm->inventory_reports)
+	if (!pm->objects || !pm->reads || !pm->writes || !pm->misses || !pm->bytes_in ||
+	    !pm->bytes_out || !pm->malformed || !pm->registrations || !pm->resumes ||
+	    !pm->inventory_reports)
 		goto fail;
 	mc_metrics_on_collect(r, collect, p);
 	return pm;
@@ -246,9 +279,11 @@ main(int argc, char **argv)
 	struct event *sigterm = NULL, *sigint = NULL;
 	struct mc_err err;
 	char host[256];
+	uint64_t largest = 0;
 	int i, code = MC_EXIT_SOFTWARE;
 
 	mc_log_init("mc-peer", 1);
+	opts[OPT_DRAM].name = mc_tier_name(MC_TIER_DRAM);
 	i = mc_opt_parse(&spec, argc, argv);
 	if (i < argc)
 		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
@@ -288,16 +323,18 @@ main(int argc, char **argv)
 		mc_complain("cannot create the event loop");
 		return MC_EXIT_SOFTWARE;
 	}
-	p.arena = arena_new(cfg.dram, &err);
-	if (!p.arena) {
-		mc_complain("cannot create the dram arena: %s", err.msg);
+	p.media[MC_TIER_DRAM] =
+		medium_open(MC_TIER_DRAM, &(struct medium_conf){ .size = cfg.dram }, &err);
+	if (!p.media[MC_TIER_DRAM]) {
+		mc_complain("cannot create the %s arena: %s", mc_tier_name(MC_TIER_DRAM), err.msg);
 		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
 		goto out_base;
 	}
-	if (pindex_init(&p.index, p.arena, &err) < 0) {
+	if (pindex_init(&p.index, p.media, &err) < 0) {
 		mc_complain("%s", err.msg);
-		goto out_arena;
+		goto out_media;
 	}
+	pool_init(&p.pool, &p.index);
 	pindex_journal_limit(&p.index, (size_t)cfg.journal_max, PINDEX_JOURNAL_NAME_BYTES);
 
 	/* the registry counts every method, so the metrics come first */
@@ -316,10 +353,14 @@ main(int argc, char **argv)
 	lim.max_conns = cfg.max_conns;
 	/*
 	 * A read queues the object by reference, so queued output is mostly
-	 * arena bytes that cost nothing extra; allow one whole-arena object
-	 * plus headers instead of cutting off readers of large objects.
+	 * medium bytes that cost nothing extra; allow one object as large as
+	 * the largest tier plus headers instead of cutting off readers of
+	 * large objects.
 	 */
-	lim.max_outq = (size_t)arena_capacity(p.arena) + (64u << 20);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		if (p.media[t] && medium_capacity(p.media[t]) > largest)
+			largest = medium_capacity(p.media[t]);
+	lim.max_outq = (size_t)largest + (64u << 20);
 	/*
 	 * Data-plane headers are small (a key is at most 4 KiB) and bulk
 	 * bytes do not count, so a 1 MiB cap on one message bounds what a
@@ -362,8 +403,11 @@ main(int argc, char **argv)
 	}
 	control_start(p.ctl);
 
-	mc_info("dram arena of %llu bytes; master %s; advertising %s",
-		(unsigned long long)arena_capacity(p.arena), master_addr.text, p.advertise);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		if (p.media[t])
+			mc_info("%s tier of %llu bytes", mc_tier_name(t),
+				(unsigned long long)medium_capacity(p.media[t]));
+	mc_info("master %s; advertising %s", master_addr.text, p.advertise);
 	mc_complain("listening on %s", bound.text);
 
 	if (event_base_dispatch(p.base) < 0) {
@@ -385,8 +429,9 @@ out_server:
 out_index:
 	mc_registry_free(data_methods);
 	pindex_destroy(&p.index);
-out_arena:
-	arena_free_all(p.arena);
+out_media:
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		medium_close(p.media[t]);
 out_base:
 	if (p.metrics) {
 		mc_metrics_free(p.metrics->reg);

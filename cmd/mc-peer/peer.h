@@ -1,14 +1,16 @@
 /*
- * mc-peer's shared state: the medium, the index, counters, and the
- * pieces main.c wires together (data plane in dataplane.c, master link
- * in control.c).
+ * mc-peer's shared state: the media, the index, the pool, counters, and
+ * the pieces main.c wires together (data plane in dataplane.c, master
+ * link in control.c).
  *
  * Who may call whom (no module calls one above it):
- *   arena.c      the DRAM medium; calls nothing here
- *   index.c      the placement index over it; calls arena.c
- *   dataplane.c  write/read/drop for clients; calls index.c, arena.c
- *   control.c    the link to the master; calls dataplane.c (drop), index.c, arena.c
- *   main.c       options, metrics, the method registries; calls everyone
+ *   arena.c        the DRAM medium's page allocator; calls nothing here
+ *   medium*.c      the media, one per tier, behind medium.h; medium_dram.c calls arena.c
+ *   index.c        the placement index over the media; calls medium.h
+ *   pool.c         commits and frees copies; calls index.c, medium.h
+ *   dataplane.c    write/read/drop for clients; calls pool.c, index.c, medium.h
+ *   control.c      the link to the master; calls dataplane.c (drop), index.c, medium.h
+ *   main.c         options, metrics, the method registries; calls everyone
  */
 #ifndef MC_PEER_PEER_H
 #define MC_PEER_PEER_H
@@ -21,10 +23,9 @@
 #include "mc/conn.h"
 #include "mc/err.h"
 
-#include "arena.h"
 #include "index.h"
-
-#define PEER_TIER_DRAM "dram"
+#include "medium.h"
+#include "pool.h"
 
 /*
  * Totals since start. Updated on the network thread only, so plain
@@ -46,8 +47,10 @@ struct peer_metrics;
 
 struct peer {
 	struct event_base *base;
-	struct arena *arena;
+	/* This peer's tiers: a medium for each it holds, NULL for the others. */
+	struct medium *media[MC_TIER_COUNT];
 	struct pindex index;
+	struct pool pool;
 	struct peer_counters st;
 	struct control *ctl;
 	struct peer_metrics *metrics; /* NULL without --http */

@@ -113,6 +113,30 @@ metric_at_least() {
 	[ "$(mc_metric p1 mc_peer_read_misses_total)" -eq $((m0 + 1)) ]
 }
 
+@test "metrics: the peer counts the copies it frees, by tier and reason" {
+	local del='mc_peer_evictions_total{tier="dram",reason="delete"}'
+	local rec='mc_peer_evictions_total{tier="dram",reason="reclaim"}'
+	local d0 r0
+	d0="$(mc_metric p1 "$del")"
+	r0="$(mc_metric p1 "$rec")"
+	[ -n "$d0" ] && [ -n "$r0" ]
+	echo one >"$BATS_TEST_TMPDIR/one"
+	mc-rpc --bulk "$BATS_TEST_TMPDIR/one" "$(mc_addr p1)" write tenant=t key=ev-1 version:=1
+	# a newer version written over a copy frees the old one
+	mc-rpc --bulk "$BATS_TEST_TMPDIR/one" "$(mc_addr p1)" write tenant=t key=ev-1 version:=2
+	[ "$(mc_metric p1 "$del")" -eq $((d0 + 1)) ]
+	mc-rpc "$(mc_addr p1)" drop tenant=t key=ev-1
+	[ "$(mc_metric p1 "$del")" -eq $((d0 + 2)) ]
+	# a drop of a copy the peer does not hold frees nothing
+	mc-rpc "$(mc_addr p1)" drop tenant=t key=ev-1
+	[ "$(mc_metric p1 "$del")" -eq $((d0 + 2)) ]
+	# rm through the master: its drop reaches the peer as a delete
+	echo x | mc-cli put ev-2
+	mc-cli rm ev-2
+	wait_until 5 metric_at_least p1 "$del" $((d0 + 3))
+	[ "$(mc_metric p1 "$rec")" -eq "$r0" ]
+}
+
 @test "metrics: malformed messages to the peer are counted" {
 	local m0
 	m0="$(mc_metric p1 mc_peer_malformed_messages_total)"

@@ -118,6 +118,18 @@ pwrite() {
 	prpc drop tenant=t key=half-2
 }
 
+@test "peer: a write names its tier: dram by default, a tier the peer lacks or an unknown one refused" {
+	echo x >"$BATS_TEST_TMPDIR/x"
+	prpc --bulk "$BATS_TEST_TMPDIR/x" write tenant=t key=tiered version:=1 tier=dram
+	run -0 prpc read tenant=t key=tiered
+	run -1 prpc --bulk "$BATS_TEST_TMPDIR/x" write tenant=t key=tiered-ssd version:=1 tier=ssd
+	assert_output --partial "this peer has no ssd tier"
+	run -1 prpc --bulk "$BATS_TEST_TMPDIR/x" write tenant=t key=tiered-ssd version:=1 tier=floppy
+	assert_output --partial "unknown tier 'floppy'"
+	run -1 prpc read tenant=t key=tiered-ssd
+	prpc drop tenant=t key=tiered
+}
+
 @test "peer: a write whose key is longer than MC_KEY_MAX is refused" {
 	local k
 	k="$(head -c 4097 /dev/zero | tr '\0' k)"

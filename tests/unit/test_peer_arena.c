@@ -1,5 +1,5 @@
 /*
- * Unit tests for the peer's DRAM medium (cmd/mc-peer/arena.c): whole
+ * Unit tests for the DRAM medium's page allocator (cmd/mc-peer/arena.c):
  * pages, no overlap, coalescing on release, a full arena refusing, and
  * a random run against a model of which pages are in use.
  */

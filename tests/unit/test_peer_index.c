@@ -1,38 +1,72 @@
 /*
- * Unit tests for the peer's placement index (cmd/mc-peer/index.c):
- * versions, references that keep replaced bytes alive, drops, the
- * change numbers and removal journal a resume reports, and walks.
+ * Unit tests for the peer's placement index (cmd/mc-peer/index.c) over
+ * a DRAM medium: versions, the replaced copy handed back, references
+ * that keep unlinked bytes alive, unlinks by version and tier, the
+ * medium's order kept on commit and access, the change numbers and
+ * removal journal a resume reports, and walks.
  */
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "index.h"
 #include "tap.h"
 
 #define T "tenant"
 
-static struct arena *arena;
+static struct medium *media[MC_TIER_COUNT];
+static struct medium *dram;
 static struct pindex ix;
 
-/* Publish key at version with size bytes placed in the arena; the error code, 0 when linked. */
+/*
+ * Publish key at version with size bytes placed in the DRAM medium,
+ * letting go of the copy it replaces as the pool would; the error
+ * code, 0 when linked.
+ */
 static int
 put(const char *key, uint64_t version, uint64_t size)
 {
 	struct mc_err err;
 	uint64_t off = 0;
-	struct pobj *o;
+	struct pobj *o, *old;
+	int rc;
 
-	if (size > 0 && arena_alloc(arena, size, &off, &err) != 0)
+	if (size > 0 && medium_alloc(dram, size, &off, &err) != 0)
 		return err.code;
-	o = pobj_new(&ix, T, strlen(T), key, strlen(key), version, size, version * 7, off);
+	o = pobj_new(&ix, T, strlen(T), key, strlen(key), version, size, version * 7, MC_TIER_DRAM,
+		     off);
 	if (o == NULL)
 		return MC_ERR_SYSTEM;
-	if (pindex_publish(&ix, o, &err) != 0) {
+	rc = pindex_publish(&ix, o, &old, &err);
+	if (old)
+		pindex_release(&ix, old);
+	if (rc != 0) {
 		pindex_release(&ix, o); /* refused: the caller's reference frees it */
 		return err.code;
 	}
 	return 0;
+}
+
+/* Unlink key on tier up to max_version (any with !has_version) and let go: 1 dropped. */
+static int
+drop_on(const char *key, int tier, bool has_version, uint64_t max_version)
+{
+	struct pobj *o =
+		pindex_unlink(&ix, T, strlen(T), key, strlen(key), tier, has_version, max_version);
+
+	if (o == NULL)
+		return 0;
+	pindex_release(&ix, o);
+	return 1;
+}
+
+static int
+drop(const char *key, bool has_version, uint64_t max_version)
+{
+	return drop_on(key, MC_TIER_NONE, has_version, max_version);
 }
 
 static uint64_t
@@ -40,7 +74,7 @@ version_of(const char *key)
 {
 	uint64_t v = 0;
 
-	return pindex_version(&ix, T, strlen(T), key, strlen(key), &v) == 1 ? v : 0;
+	return pindex_version(&ix, T, strlen(T), key, strlen(key), &v, NULL) == 1 ? v : 0;
 }
 
 static void
@@ -56,24 +90,73 @@ test_versions(void)
 	TAP_OK(held != NULL && held->version == 3 && held->size == 5000,
 	       "acquire: a reader holds version 3");
 	TAP_OK(put("a", 4, 100) == 0 && version_of("a") == 4, "publish: version 4 replaces it");
-	TAP_OK(arena_used(arena) == 3 * ARENA_PAGE,
+	TAP_OK(medium_used(dram) == 3 * ARENA_PAGE,
 	       "references: the replaced copy's pages stay while its reader holds them");
-	pindex_release(&ix, held);
-	TAP_OK(arena_used(arena) == ARENA_PAGE,
-	       "references: the last release gives the old pages back");
+	TAP_OK(pindex_release(&ix, held) && medium_used(dram) == ARENA_PAGE,
+	       "references: the last release gives the old pages back, and says so");
 	pindex_counts(&ix, &objects, &bytes);
 	TAP_OK(objects == 1 && bytes == 100, "counts: one object of 100 bytes");
-	TAP_OK(pindex_drop(&ix, T, strlen(T), "a", 1, true, 3) == 0 && version_of("a") == 4,
-	       "drop: a drop up to version 3 leaves version 4");
-	TAP_OK(pindex_drop(&ix, T, strlen(T), "a", 1, true, 4) == 1 && version_of("a") == 0 &&
-		       arena_used(arena) == 0,
-	       "drop: up to version 4 frees it");
-	TAP_OK(pindex_acquire(&ix, T, strlen(T), "a", 1) == NULL &&
-		       pindex_drop(&ix, T, strlen(T), "a", 1, false, 0) == 0,
-	       "drop: gone, and a second drop drops nothing");
+	TAP_OK(drop("a", true, 3) == 0 && version_of("a") == 4,
+	       "unlink: up to version 3 leaves version 4");
+	TAP_OK(drop_on("a", MC_TIER_SSD, false, 0) == 0 && version_of("a") == 4,
+	       "unlink: on another tier leaves the dram copy");
+	TAP_OK(drop_on("a", MC_TIER_DRAM, true, 4) == 1 && version_of("a") == 0 &&
+		       medium_used(dram) == 0,
+	       "unlink: on its tier up to version 4 frees it");
+	TAP_OK(pindex_acquire(&ix, T, strlen(T), "a", 1) == NULL && drop("a", false, 0) == 0,
+	       "unlink: gone, and a second unlink finds nothing");
 	TAP_OK(put("empty", 1, 0) == 0 && version_of("empty") == 1,
 	       "publish: an empty object takes no pages");
-	TAP_OK(pindex_drop(&ix, T, strlen(T), "empty", 5, false, 0) == 1, "drop: any version");
+	TAP_OK(drop("empty", false, 0) == 1, "unlink: any version");
+}
+
+/* The keys the medium offers, coldest first, joined by spaces. */
+static const char *
+offered(char *buf, size_t cap)
+{
+	struct medium_offer out[16];
+	size_t n = medium_offer(dram, out, 16), used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		const struct pobj *o =
+			(const struct pobj *)((char *)out[i].who - offsetof(struct pobj, order));
+
+		used += (size_t)snprintf(buf + used, cap - used, "%s%.*s", i ? " " : "",
+					 (int)o->key_len, pobj_key(o));
+	}
+	return buf;
+}
+
+static void
+test_order(void)
+{
+	struct pobj *o;
+	char buf[128];
+	int tier = MC_TIER_NONE;
+
+	put("o1", 1, 10);
+	put("o2", 1, 10);
+	put("o3", 1, 10);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o1 o2 o3") == 0,
+	       "order: commits line up coldest first (%s)", buf);
+	o = pindex_acquire(&ix, T, strlen(T), "o1", 2);
+	pindex_release(&ix, o);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o2 o3 o1") == 0,
+	       "order: an access makes a copy the warmest (%s)", buf);
+	put("o2", 2, 10);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o3 o1 o2") == 0,
+	       "order: a replacing commit takes the old copy's place out (%s)", buf);
+	drop("o3", false, 0);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o1 o2") == 0,
+	       "order: an unlinked copy is no longer offered (%s)", buf);
+	TAP_OK(pindex_tier_objects(&ix, MC_TIER_DRAM) == 2 &&
+		       pindex_tier_objects(&ix, MC_TIER_SSD) == 0 &&
+		       pindex_version(&ix, T, strlen(T), "o1", 2, NULL, &tier) == 1 &&
+		       tier == MC_TIER_DRAM,
+	       "tiers: two copies counted on dram, and o1 says where it is");
+	drop("o1", false, 0);
+	drop("o2", false, 0);
 }
 
 static void
@@ -87,7 +170,7 @@ test_journal(void)
 
 	put("j1", 1, 10);
 	put("j2", 1, 10);
-	pindex_drop(&ix, T, strlen(T), "j1", 2, false, 0);
+	drop("j1", false, 0);
 	TAP_OK(pindex_seq(&ix) == s0 + 3, "seq: two links and an unlink are three changes");
 	n = pindex_gone_next(&ix, &after, pindex_seq(&ix), out, 8, names, sizeof(names), &lost);
 	TAP_OK(n == 1 && !lost && out[0].key_len == 2 &&
@@ -105,11 +188,11 @@ test_journal(void)
 	/* a journal that keeps nothing says so */
 	pindex_journal_limit(&ix, 0, 0);
 	after = pindex_seq(&ix);
-	pindex_drop(&ix, T, strlen(T), "j2", 2, false, 0);
+	drop("j2", false, 0);
 	n = pindex_gone_next(&ix, &after, pindex_seq(&ix), out, 8, names, sizeof(names), &lost);
 	TAP_OK(n == 0 && lost, "journal: a forgotten removal marks the changes incomplete");
 	pindex_journal_limit(&ix, PINDEX_JOURNAL_MAX, PINDEX_JOURNAL_NAME_BYTES);
-	pindex_drop(&ix, T, strlen(T), "j1", 2, false, 0);
+	drop("j1", false, 0);
 }
 
 static void
@@ -131,8 +214,8 @@ test_walk(void)
 	since = pindex_seq(&ix);
 	w = pindex_walk_begin(&ix, &err);
 	TAP_OK(w != NULL, "walk: begins");
-	put("late", 1, 0); /* linked after the walk began: not visited */
-	pindex_drop(&ix, T, strlen(T), "w9", 2, false, 0); /* unlinked before reached */
+	put("late", 1, 0);    /* linked after the walk began: not visited */
+	drop("w9", false, 0); /* unlinked before reached */
 	while ((n = pindex_walk_next(w, got, 3, 1 << 20)) > 0) {
 		for (size_t i = 0; i < n; i++)
 			saw_late |=
@@ -156,12 +239,15 @@ main(void)
 {
 	struct mc_err err;
 
-	arena = arena_new(64 * ARENA_PAGE, &err);
-	TAP_OK(arena != NULL && pindex_init(&ix, arena, &err) == 0, "index over a 64-page arena");
+	dram = media[MC_TIER_DRAM] =
+		medium_open(MC_TIER_DRAM, &(struct medium_conf){ .size = 64 * ARENA_PAGE }, &err);
+	TAP_OK(dram != NULL && pindex_init(&ix, media, &err) == 0,
+	       "index over a 64-page dram medium");
 	test_versions();
+	test_order();
 	test_journal();
 	test_walk();
 	pindex_destroy(&ix);
-	arena_free_all(arena);
+	medium_close(dram);
 	return tap_done();
 }

@@ -166,7 +166,7 @@ int mc_batch_exist(struct mc_client *c, size_t n, const struct mc_key *keys, int
 struct mc_replica_info {
 	uint32_t peer_id;
 	const char *addr; /* the peer's data-plane address */
-	const char *tier; /* "dram", "ssd", ... */
+	const char *tier; /* the tier's name: dram, ssd, ... */
 	bool complete;	  /* false while it is being written */
 };
 

@@ -162,7 +162,7 @@
  *
  * ---- peer data plane (the peer's --listen address) ----
  *
- * write {tenant, key, version, len, checksum?, tier?="dram"} + len raw bytes
+ * write {tenant, key, version, len, checksum?, tier?=dram} + len raw bytes
  *   -> {}   Errors: no_space (bulk discarded), invalid, too_large.
  *   A newer version replaces an older copy atomically once all bytes are in.
  * read {tenant, key, version?} -> {len, version, checksum} + len raw bytes

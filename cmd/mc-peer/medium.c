@@ -1,0 +1,83 @@
+/*
+ * The table of media by tier, and the recency order media share.
+ */
+#include "medium.h"
+
+const struct medium_ops *const medium_types[MC_TIER_COUNT] = {
+	[MC_TIER_DRAM] = &medium_dram,
+};
+
+struct medium *
+medium_open(int tier, const struct medium_conf *conf, struct mc_err *err)
+{
+	struct medium *m;
+
+	if (tier < 0 || tier >= MC_TIER_COUNT || !medium_types[tier]) {
+		mc_err_set(err, MC_ERR_INVALID, "this peer cannot hold a %s tier",
+			   mc_tier_name(tier));
+		return NULL;
+	}
+	m = medium_types[tier]->open(conf, err);
+	if (m) {
+		m->ops = medium_types[tier];
+		m->tier = tier;
+	}
+	return m;
+}
+
+/* ---- recency ---- */
+
+void
+medium_lru_init(struct medium_lru *l)
+{
+	l->head.colder = l->head.warmer = &l->head;
+	l->head.tracked = true;
+}
+
+static void
+lru_unlink(struct medium_order *o)
+{
+	o->colder->warmer = o->warmer;
+	o->warmer->colder = o->colder;
+	o->colder = o->warmer = NULL;
+	o->tracked = false;
+}
+
+void
+medium_lru_track(struct medium_lru *l, struct medium_order *o, uint64_t bytes)
+{
+	struct medium_order *h = &l->head;
+
+	if (o->tracked)
+		lru_unlink(o);
+	/* The warm end is just before the head, going warmer. */
+	o->bytes = bytes;
+	o->colder = h->colder;
+	o->warmer = h;
+	h->colder->warmer = o;
+	h->colder = o;
+	o->tracked = true;
+}
+
+void
+medium_lru_untrack(struct medium_lru *l, struct medium_order *o)
+{
+	(void)l;
+	if (o->tracked)
+		lru_unlink(o);
+}
+
+size_t
+medium_lru_offer(const struct medium_lru *l, struct medium_offer *out, size_t max)
+{
+	const struct medium_order *h = &l->head;
+	struct medium_order *o;
+	size_t n = 0;
+
+	for (o = h->warmer; o != h && n < max; o = o->warmer) {
+		out[n].who = o;
+		out[n].bytes = o->bytes;
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,226 @@
+/*
+ * Unit tests for the peer's pool (cmd/mc-peer/pool.c): pool_evict's two
+ * reasons (delete drops and never moves a copy; reclaim drops today and
+ * hands the copy to a mover once there is a tier below and one to move
+ * it), bytes kept for a reader until it lets go, the copies pool_evict
+ * must leave alone, a superseding commit freeing the old copy, and the
+ * counts by tier and reason.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "arena.h"
+#include "pool.h"
+#include "tap.h"
+
+#define T "tenant"
+
+static struct medium *media[MC_TIER_COUNT];
+static struct pindex ix;
+static struct pool pl;
+
+/* What the stand-in mover was asked, and what it answers. */
+static struct {
+	int calls, from, to, answer;
+	char key[32];
+} mover;
+
+static int
+fake_demote(void *arg, const struct pool_key *k, int from, int to)
+{
+	(void)arg;
+	mover.calls++;
+	mover.from = from;
+	mover.to = to;
+	snprintf(mover.key, sizeof(mover.key), "%.*s", (int)k->key_len, k->key);
+	return mover.answer;
+}
+
+/* Commit key at version, size bytes in dram, through the pool: 0 or the error code. */
+static int
+put(const char *key, uint64_t version, uint64_t size)
+{
+	struct mc_err err;
+	uint64_t off = 0;
+	struct pobj *o;
+
+	if (size > 0 && medium_alloc(media[MC_TIER_DRAM], size, &off, &err) != 0)
+		return err.code;
+	o = pobj_new(&ix, T, strlen(T), key, strlen(key), version, size, 0, MC_TIER_DRAM, off);
+	if (pool_commit(&pl, o, &err) != 0) {
+		pindex_release(&ix, o);
+		return err.code;
+	}
+	return 0;
+}
+
+static bool
+held(const char *key)
+{
+	return pindex_version(&ix, T, strlen(T), key, strlen(key), NULL, NULL) == 1;
+}
+
+static struct pool_result
+evict(const char *key, int tier, enum pool_reason why)
+{
+	struct pool_key k = { T, strlen(T), key, strlen(key), false, 0 };
+	struct pool_result res;
+
+	pool_evict(&pl, &k, tier, why, &res);
+	return res;
+}
+
+static uint64_t
+freed(enum pool_reason why)
+{
+	return pool_evictions(&pl, MC_TIER_DRAM, why);
+}
+
+static void
+test_delete(void)
+{
+	struct pool_result r;
+	uint64_t d0 = freed(POOL_DELETE);
+
+	put("d", 1, 5000);
+	r = evict("d", MC_TIER_NONE, POOL_DELETE);
+	TAP_OK(r.outcome == POOL_FREED && r.tier == MC_TIER_DRAM && r.bytes == 5000 && !r.held,
+	       "delete: the copy is freed, and the result says where and how big");
+	TAP_OK(!held("d") && medium_used(media[MC_TIER_DRAM]) == 0 && freed(POOL_DELETE) == d0 + 1,
+	       "delete: gone from the index and its medium, counted as a delete");
+	r = evict("d", MC_TIER_NONE, POOL_DELETE);
+	TAP_OK(r.outcome == POOL_NONE && r.tier == MC_TIER_NONE && freed(POOL_DELETE) == d0 + 1,
+	       "delete: a second one finds nothing and counts nothing");
+
+	/* with a tier below and a mover ready, delete still never moves */
+	pl.demote = fake_demote;
+	mover.calls = 0;
+	mover.answer = 0;
+	put("d2", 1, 100);
+	r = evict("d2", MC_TIER_DRAM, POOL_DELETE);
+	TAP_OK(r.outcome == POOL_FREED && mover.calls == 0 && !held("d2"),
+	       "delete: never demotes, even with ssd below and a mover");
+	pl.demote = NULL;
+}
+
+static void
+test_reclaim(void)
+{
+	struct pool_result r;
+	uint64_t c0 = freed(POOL_RECLAIM), d0 = freed(POOL_DELETE);
+
+	put("r", 1, 3000);
+	r = evict("r", MC_TIER_DRAM, POOL_RECLAIM);
+	TAP_OK(r.outcome == POOL_FREED && r.tier == MC_TIER_DRAM && r.bytes == 3000 && !held("r"),
+	       "reclaim: with no mover it drops the copy and reports it");
+	TAP_OK(freed(POOL_RECLAIM) == c0 + 1 && freed(POOL_DELETE) == d0,
+	       "reclaim: counted as a reclaim, not a delete");
+
+	pl.demote = fake_demote;
+	mover.calls = 0;
+	mover.answer = 0;
+	put("m", 1, 3000);
+	r = evict("m", MC_TIER_DRAM, POOL_RECLAIM);
+	TAP_OK(r.outcome == POOL_DEMOTING && r.tier == MC_TIER_DRAM && mover.calls == 1 &&
+		       mover.from == MC_TIER_DRAM && mover.to == MC_TIER_SSD &&
+		       strcmp(mover.key, "m") == 0,
+	       "reclaim: with ssd below and a mover, the copy is handed down from dram to ssd");
+	TAP_OK(held("m") && freed(POOL_RECLAIM) == c0 + 1,
+	       "reclaim: a copy being moved stays where it is and is not counted freed");
+
+	mover.answer = -1;
+	r = evict("m", MC_TIER_NONE, POOL_RECLAIM);
+	TAP_OK(r.outcome == POOL_FREED && mover.calls == 2 && !held("m") &&
+		       freed(POOL_RECLAIM) == c0 + 2,
+	       "reclaim: when the mover cannot take it, the copy is dropped");
+
+	/* no tier below on this peer: the mover is not even asked */
+	media[MC_TIER_SSD] = NULL;
+	mover.answer = 0;
+	put("n", 1, 10);
+	r = evict("n", MC_TIER_DRAM, POOL_RECLAIM);
+	TAP_OK(r.outcome == POOL_FREED && mover.calls == 2,
+	       "reclaim: without a tier below, it drops and asks no mover");
+	pl.demote = NULL;
+}
+
+static void
+test_reader(void)
+{
+	struct medium *dram = media[MC_TIER_DRAM];
+	struct pool_result r;
+	struct pobj *o;
+
+	put("h", 1, 2 * ARENA_PAGE);
+	o = pindex_acquire(&ix, T, strlen(T), "h", 1);
+	r = evict("h", MC_TIER_NONE, POOL_DELETE);
+	TAP_OK(r.outcome == POOL_FREED && r.held && !held("h"),
+	       "reader: the copy leaves the index at once, and the result says it is held");
+	TAP_OK(medium_used(dram) == 2 * ARENA_PAGE && o->size == 2 * ARENA_PAGE,
+	       "reader: its bytes stay while the reader holds them");
+	pindex_release(&ix, o);
+	TAP_OK(medium_used(dram) == 0, "reader: and go back when it lets go");
+}
+
+static void
+test_leave_alone(void)
+{
+	struct pool_key k = { T, strlen(T), "v", 1, true, 4 };
+	struct pool_result r;
+
+	put("v", 5, 10);
+	pool_evict(&pl, &k, MC_TIER_NONE, POOL_DELETE, &r);
+	TAP_OK(r.outcome == POOL_NONE && held("v"), "evict: a newer version than asked stays");
+	r = evict("v", MC_TIER_SSD, POOL_DELETE);
+	TAP_OK(r.outcome == POOL_NONE && held("v"), "evict: a copy on another tier stays");
+	k.max_version = 5;
+	pool_evict(&pl, &k, MC_TIER_DRAM, POOL_DELETE, &r);
+	TAP_OK(r.outcome == POOL_FREED && !held("v"), "evict: its own version on its tier goes");
+}
+
+static void
+test_commit(void)
+{
+	struct medium *dram = media[MC_TIER_DRAM];
+	uint64_t d0 = freed(POOL_DELETE);
+
+	put("u", 1, 3 * ARENA_PAGE);
+	TAP_OK(put("u", 2, ARENA_PAGE) == 0 && medium_used(dram) == ARENA_PAGE &&
+		       freed(POOL_DELETE) == d0 + 1,
+	       "commit: a superseding upsert frees the old copy, counted as a delete");
+	TAP_OK(put("u", 1, ARENA_PAGE) == MC_ERR_VERSION && medium_used(dram) == ARENA_PAGE &&
+		       freed(POOL_DELETE) == d0 + 1,
+	       "commit: an older version is refused and frees nothing");
+	evict("u", MC_TIER_NONE, POOL_DELETE);
+	TAP_OK(strcmp(pool_reason_name(POOL_RECLAIM), "reclaim") == 0 &&
+		       strcmp(pool_reason_name(POOL_DELETE), "delete") == 0,
+	       "reasons: named reclaim and delete");
+}
+
+int
+main(void)
+{
+	struct mc_err err;
+	struct medium_conf conf = { .size = 64 * ARENA_PAGE };
+	struct medium *ssd;
+
+	media[MC_TIER_DRAM] = medium_open(MC_TIER_DRAM, &conf, &err);
+	/* No ssd medium exists yet: a second dram stands in below. */
+	ssd = medium_dram.open(&conf, &err);
+	ssd->ops = &medium_dram;
+	ssd->tier = MC_TIER_SSD;
+	media[MC_TIER_SSD] = ssd;
+	TAP_OK(media[MC_TIER_DRAM] && pindex_init(&ix, media, &err) == 0,
+	       "a pool over dram with a stand-in ssd below");
+	pool_init(&pl, &ix);
+	test_delete();
+	test_reclaim();
+	media[MC_TIER_SSD] = ssd;
+	test_reader();
+	test_leave_alone();
+	test_commit();
+	pindex_destroy(&ix);
+	medium_close(ssd);
+	medium_close(media[MC_TIER_DRAM]);
+	return tap_done();
+}
