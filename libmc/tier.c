@@ -12,10 +12,10 @@ static const struct {
 	const char *name;
 	int down;
 } tiers[MC_TIER_COUNT] = {
-	[MC_TIER_DRAM] = { "dram", MC_TIER_SSD },
-	[MC_TIER_SSD] = { "ssd", MC_TIER_NONE },
-	[MC_TIER_HBM] = { "hbm", MC_TIER_NONE },
-	[MC_TIER_CXL] = { "cxl", MC_TIER_NONE },
+	[MC_TIER_DRAM] = { MC_TIER_DRAM_NAME, MC_TIER_SSD },
+	[MC_TIER_SSD] = { MC_TIER_SSD_NAME, MC_TIER_NONE },
+	[MC_TIER_HBM] = { MC_TIER_HBM_NAME, MC_TIER_NONE },
+	[MC_TIER_CXL] = { MC_TIER_CXL_NAME, MC_TIER_NONE },
 };
 
 const char *

@@ -42,7 +42,7 @@ struct cand_build {
 	uint32_t npeers;
 	uint32_t *tenant_ids, *type_ids, *group_ids;
 	uint32_t ntenants, ntypes, ngroups;
-	uint32_t tier_ids[TIER_COUNT];
+	uint32_t tier_ids[MC_TIER_COUNT];
 };
 
 /* Intern s, remembering the id in *slot (0 while unknown). */
@@ -164,13 +164,13 @@ int
 candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err)
 {
 	out->n = 0;
-	out->v = calloc((size_t)b->npeers * TIER_COUNT + 1, sizeof(*out->v));
+	out->v = calloc((size_t)b->npeers * MC_TIER_COUNT + 1, sizeof(*out->v));
 	if (out->v == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
 	for (uint32_t i = 0; i < b->npeers; i++) {
 		const struct peer *p = peers_find(&b->m->peers, b->peers[i].id);
 
-		for (int t = 0; p != NULL && t < TIER_COUNT; t++)
+		for (int t = 0; p != NULL && t < MC_TIER_COUNT; t++)
 			if (p->tiers[t].present && b->tier_ids[t] != 0)
 				out->v[out->n++] =
 					(struct cand_cap){ b->peers[i].name, b->tier_ids[t],
@@ -210,7 +210,7 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 			continue;
 		if (f->by_tier && r[i].tier != f->tier)
 			continue;
-		if (r[i].tier >= TIER_COUNT || (cp = find_peer(b, r[i].peer)) == NULL)
+		if (r[i].tier >= MC_TIER_COUNT || (cp = find_peer(b, r[i].peer)) == NULL)
 			continue;
 		/* Object-wide fields, once for the first copy that qualifies. */
 		if (!named) {
@@ -241,7 +241,7 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 			chain_fields(b, o, &c);
 			named = true;
 		}
-		const char *tier = tier_name(r[i].tier);
+		const char *tier = mc_tier_name(r[i].tier);
 		if (cached_name(b, &b->tier_ids[r[i].tier], tier, strlen(tier), err) < 0)
 			return -1;
 		c.peer = cp->name;
@@ -365,7 +365,7 @@ candidates_filter_parse(const struct master *m, const msgpack_object *params, st
 		return -1;
 	if (rc > 0) {
 		f->by_tier = true;
-		f->tier = tier_parse(s, len);
+		f->tier = mc_tier_parse(s, len, NULL);
 		if (f->tier < 0)
 			return mc_err_set(err, MC_ERR_INVALID, "unknown tier '%.*s'",
 					  (int)(len > 32 ? 32 : len), s);

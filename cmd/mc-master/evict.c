@@ -849,7 +849,7 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	if (tier == -2) {
 		const char *tn = mc_cand_name_str(&j->plan.view, c->tier);
 
-		tier = tier_parse(tn, strlen(tn));
+		tier = mc_tier_parse(tn, strlen(tn), NULL);
 		j->tier_of[c->tier] = (int8_t)tier;
 	}
 	*reason = MC_FAIL_GONE;
@@ -1232,7 +1232,7 @@ scope_target(struct master *m, struct job *j)
 		if (!tier_usage(m, j->filter.peer, j->filter.tier, &used, &low, &cap))
 			return false;
 		snprintf(rd->scope, sizeof(rd->scope), "peer %u %s", j->filter.peer,
-			 tier_name(j->filter.tier));
+			 mc_tier_name(j->filter.tier));
 	} else {
 		uint64_t quota = quota_of(m, j->filter.tenant);
 
@@ -1274,15 +1274,15 @@ manual_round(struct master *m, struct job *j)
 
 			if (f->by_peer && p->id != f->peer)
 				continue;
-			for (int t = 0; t < TIER_COUNT; t++)
+			for (int t = 0; t < MC_TIER_COUNT; t++)
 				if (p->tiers[t].present && (!f->by_tier || t == f->tier))
 					used += p->tiers[t].used;
 		}
 		if (f->by_peer)
 			snprintf(rd->scope, sizeof(rd->scope), "peer %u%s%s", f->peer,
-				 f->by_tier ? " " : "", f->by_tier ? tier_name(f->tier) : "");
+				 f->by_tier ? " " : "", f->by_tier ? mc_tier_name(f->tier) : "");
 		else if (f->by_tier)
-			snprintf(rd->scope, sizeof(rd->scope), "tier %s", tier_name(f->tier));
+			snprintf(rd->scope, sizeof(rd->scope), "tier %s", mc_tier_name(f->tier));
 	}
 	rd->usage_at_start = used;
 	rd->target = j->target;
@@ -1358,7 +1358,7 @@ evict_tier_check(struct master *m, uint32_t peer, int tier)
 {
 	struct peer *p = peers_find(&m->peers, peer);
 
-	if (p != NULL && tier >= 0 && tier < TIER_COUNT)
+	if (p != NULL && tier >= 0 && tier < MC_TIER_COUNT)
 		check_tier(m, p, tier);
 }
 
@@ -1370,7 +1370,7 @@ evict_check_watermarks(struct master *m)
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
-		for (int t = 0; t < TIER_COUNT; t++)
+		for (int t = 0; t < MC_TIER_COUNT; t++)
 			check_tier(m, p, t);
 	}
 }
@@ -1383,7 +1383,7 @@ struct no_space_cand {
 };
 
 /* Tiers a copy may land on, best first (as placement tries them). */
-static const int fit_order[] = { TIER_DRAM, TIER_CXL, TIER_SSD };
+static const int fit_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
 
 uint64_t
 evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool *helps)
@@ -1486,7 +1486,7 @@ note_occupancy(struct master *m)
 	for (uint32_t i = 0; i < m->peers.n; i++) {
 		struct peer *p = m->peers.v[i];
 
-		for (int t = 0; t < TIER_COUNT; t++) {
+		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			struct peer_tier *pt = &p->tiers[t];
 			double occ;
 
@@ -1745,14 +1745,14 @@ evict_collect(struct mc_metrics *r, void *arg)
 	for (uint32_t i = 0; i < m->peers.n; i++) {
 		const struct peer *p = m->peers.v[i];
 
-		for (int t = 0; t < TIER_COUNT; t++) {
+		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			const struct peer_tier *pt = &p->tiers[t];
 			char label[64];
 			struct mc_metric *s;
 
 			if (!pt->present || !pt->reached_high)
 				continue;
-			snprintf(label, sizeof(label), "%u,%s", p->id, tier_name(t));
+			snprintf(label, sizeof(label), "%u,%s", p->id, mc_tier_name(t));
 			s = mc_metric_get(
 				r, "mc_tier_occupancy_min", MC_GAUGE,
 				"lowest fill of a peer tier after a round, since it first "

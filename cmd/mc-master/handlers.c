@@ -143,7 +143,7 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 			rank = 2;
 		else
 			rank = 4;
-		rank += v[i].tier != TIER_DRAM;
+		rank += v[i].tier != MC_TIER_DRAM;
 		/* A peer without its control link is likely dead: try it last. */
 		if (p->conn == NULL)
 			rank += 8;
@@ -625,7 +625,7 @@ h_stat(struct mc_req *req)
 		mc_pack_kv_str(pk, "addr", p != NULL ? p->addr : gh != NULL ? gh->addr : "");
 		mc_pack_kv_str(pk, "host", p != NULL ? p->host : gh != NULL ? gh->host : "");
 		mc_pack_kv_bool(pk, "confirmed", p != NULL);
-		mc_pack_kv_str(pk, "tier", tier_name(v[i].tier));
+		mc_pack_kv_str(pk, "tier", mc_tier_name(v[i].tier));
 		mc_pack_kv_str(pk, "state", v[i].state == REP_COMPLETE ? "complete" : "processing");
 		mc_pack_kv_u64(pk, "version", v[i].version);
 		mc_pack_kv_bool(pk, "dynamic", v[i].dynamic);
@@ -697,14 +697,14 @@ pack_tiers(msgpack_packer *pk, const struct peer *p)
 {
 	unsigned n = 0;
 
-	for (int t = 0; t < TIER_COUNT; t++)
+	for (int t = 0; t < MC_TIER_COUNT; t++)
 		n += p->tiers[t].present;
 	msgpack_pack_array(pk, n);
-	for (int t = 0; t < TIER_COUNT; t++) {
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->tiers[t].present)
 			continue;
 		msgpack_pack_map(pk, 4 + p->tiers[t].reached_high);
-		mc_pack_kv_str(pk, "tier", tier_name(t));
+		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", p->tiers[t].capacity);
 		/* the lowest fill a round left it at, once it has been over its high mark */
 		if (p->tiers[t].reached_high)

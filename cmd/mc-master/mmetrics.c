@@ -59,13 +59,13 @@ collect(struct mc_metrics *r, void *arg)
 	for (uint32_t i = 0; i < m->peers.n; i++) {
 		const struct peer *p = m->peers.v[i];
 
-		for (int t = 0; t < TIER_COUNT; t++) {
+		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			const struct peer_tier *pt = &p->tiers[t];
 			char label[64];
 
 			if (!pt->present)
 				continue;
-			snprintf(label, sizeof(label), "%u,%s", p->id, tier_name(t));
+			snprintf(label, sizeof(label), "%u,%s", p->id, mc_tier_name(t));
 			gauge(r, "mc_peer_tier_used_bytes",
 			      "Bytes the master accounts on a peer tier (copies and reservations).",
 			      "peer,tier", label, (double)pt->used);

@@ -140,7 +140,7 @@ pack_object(msgpack_packer *pk, struct store *s, const struct mobj *o)
 		msgpack_pack_map(pk, 6);
 		mc_pack_kv_u64(pk, "id", v[i].id);
 		mc_pack_kv_u64(pk, "peer", v[i].peer);
-		mc_pack_kv_str(pk, "tier", tier_name(v[i].tier));
+		mc_pack_kv_str(pk, "tier", mc_tier_name(v[i].tier));
 		mc_pack_kv_str(pk, "state", v[i].state == REP_COMPLETE ? "complete" : "processing");
 		mc_pack_kv_u64(pk, "version", v[i].version);
 		mc_pack_kv_bool(pk, "dynamic", v[i].dynamic);
@@ -746,7 +746,7 @@ load_replicas(struct loader *L, const msgpack_object *rec, uint64_t version, str
 	for (uint32_t j = 0; j < a->size; j++) {
 		const msgpack_object *e = &a->ptr[j];
 		uint64_t id = 0, peer = 0, rv = 0;
-		const char *tier = tier_name(TIER_DRAM), *state = "complete";
+		const char *tier = mc_tier_name(MC_TIER_DRAM), *state = "complete";
 		size_t tlen = strlen(tier), slen = 8;
 		bool dynamic = false;
 		int t;
@@ -758,7 +758,7 @@ load_replicas(struct loader *L, const msgpack_object *rec, uint64_t version, str
 		    mc_map_str(e, "state", &state, &slen, &why) < 0 ||
 		    mc_map_bool(e, "dynamic", &dynamic, &why) < 0)
 			return mc_err_set(err, MC_ERR_PROTO, "object record: bad replica %u", j);
-		if ((t = tier_parse(tier, tlen)) < 0)
+		if ((t = mc_tier_parse(tier, tlen, NULL)) < 0)
 			return mc_err_set(err, MC_ERR_PROTO, "object record: unknown tier '%.*s'",
 					  (int)(tlen > 16 ? 16 : tlen), tier);
 		if (mc_map_get(e, "version") == NULL)
@@ -919,7 +919,7 @@ recount_usage(struct master *m)
 	if (m->peers.n == 0)
 		return;
 	for (uint32_t i = 0; i < m->peers.n; i++)
-		for (int t = 0; t < TIER_COUNT; t++)
+		for (int t = 0; t < MC_TIER_COUNT; t++)
 			m->peers.v[i]->tiers[t].used = 0;
 	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
 		const struct mrep *v = obj_creps(o);

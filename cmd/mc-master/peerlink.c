@@ -35,7 +35,7 @@ read_tiers(const msgpack_object *params, struct peer *p, bool required, struct m
 
 		if (e->type != MSGPACK_OBJECT_MAP || mc_map_str(e, "tier", &name, &len, err) != 1)
 			return mc_err_set(err, MC_ERR_INVALID, "tiers[%u] needs a 'tier' name", j);
-		if ((t = tier_parse(name, len)) < 0)
+		if ((t = mc_tier_parse(name, len, NULL)) < 0)
 			return mc_err_set(err, MC_ERR_INVALID, "tiers[%u]: unknown tier '%.*s'", j,
 					  (int)(len > 32 ? 32 : len), name);
 		if (mc_map_u64(e, "capacity", &cap, err) < 0 ||
@@ -118,7 +118,7 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 	struct master *m = req->ctx;
 	struct mc_conn *old = p->conn;
 
-	for (int t = 0; t < TIER_COUNT; t++) {
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		/* used is the master's own count of what it placed there: kept. */
 		p->tiers[t].present = tmp->tiers[t].present;
 		p->tiers[t].capacity = tmp->tiers[t].capacity;
@@ -216,8 +216,8 @@ h_peer_register(struct mc_req *req)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", id);
 	cl->peer_id = id;
 	mc_info("peer %u registered: %s host %s domain %s dram %llu ssd %llu", id, p->addr, p->host,
-		p->domain[0] ? p->domain : "-", (unsigned long long)p->tiers[TIER_DRAM].capacity,
-		(unsigned long long)p->tiers[TIER_SSD].capacity);
+		p->domain[0] ? p->domain : "-", (unsigned long long)p->tiers[MC_TIER_DRAM].capacity,
+		(unsigned long long)p->tiers[MC_TIER_SSD].capacity);
 	recon_peer_registered(m, p);
 	reply_registered(req, p, false);
 	return;

@@ -34,7 +34,7 @@ peers_init(struct peers *p, struct event_base *base, const struct store *store, 
 static void
 peer_free(struct peers *p, struct peer *peer)
 {
-	for (int t = 0; t < TIER_COUNT; t++)
+	for (int t = 0; t < MC_TIER_COUNT; t++)
 		free(peer->packed[t]);
 	tasks_retire_all(&p->tasks, &peer->tasks);
 	free(peer);
@@ -133,13 +133,13 @@ fixbuf_write(void *arg, const char *buf, size_t len)
 int
 peer_prepack(struct peer *peer)
 {
-	for (int t = 0; t < TIER_COUNT; t++) {
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		struct fixbuf f = { .len = 0, .over = false };
 		msgpack_packer pk;
 
 		msgpack_packer_init(&pk, &f, fixbuf_write);
 		mc_pack_kv_str(&pk, "addr", peer->addr);
-		mc_pack_kv_str(&pk, "tier", tier_name(t));
+		mc_pack_kv_str(&pk, "tier", mc_tier_name(t));
 		mc_pack_kv_str(&pk, "host", peer->host);
 		mc_pack_kv_str(&pk, "domain", peer->domain);
 		if (f.over)

@@ -39,7 +39,7 @@ struct peer {
 	char host[MC_NAME_MAX + 1];
 	char domain[MC_NAME_MAX + 1];
 	char evict_mode[EVICT_MODE_MAX];
-	struct peer_tier tiers[TIER_COUNT];
+	struct peer_tier tiers[MC_TIER_COUNT];
 	uint64_t last_heartbeat; /* mc_now_ms(), for people */
 	uint64_t heard;		 /* mc_mono_ms() of the last registration or heartbeat */
 	uint64_t registered;
@@ -65,8 +65,8 @@ struct peer {
 	 * pairs), so the read path copies bytes instead of re-packing
 	 * strings. NULL when not built.
 	 */
-	char *packed[TIER_COUNT];
-	size_t packed_len[TIER_COUNT];
+	char *packed[MC_TIER_COUNT];
+	size_t packed_len[MC_TIER_COUNT];
 	struct task_queue tasks;
 };
 

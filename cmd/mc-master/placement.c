@@ -8,7 +8,7 @@
 #include "placement.h"
 
 /* Tiers a new copy may land on, best first. */
-static const int place_order[] = { TIER_DRAM, TIER_CXL, TIER_SSD };
+static const int place_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
 
 /*
  * The tier a copy of size bytes would use on peer, or -1; *free_out is

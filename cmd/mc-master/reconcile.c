@@ -172,8 +172,9 @@ item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 	    it->klen > MC_KEY_MAX)
 		return mc_err_set(err, MC_ERR_INVALID, "item needs a 'key' of 1..%d bytes",
 				  MC_KEY_MAX);
-	it->tier = TIER_DRAM;
-	if (mc_map_str(e, "tier", &tier, &len, err) == 1 && (it->tier = tier_parse(tier, len)) < 0)
+	it->tier = MC_TIER_DRAM;
+	if (mc_map_str(e, "tier", &tier, &len, err) == 1 &&
+	    (it->tier = mc_tier_parse(tier, len, NULL)) < 0)
 		return mc_err_set(err, MC_ERR_INVALID, "item has an unknown tier");
 	if (mc_map_u64(e, "size", &it->size, err) != 1 ||
 	    mc_map_u64(e, "version", &it->version, err) != 1 ||

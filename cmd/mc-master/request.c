@@ -133,7 +133,7 @@ req_pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r)
 		return;
 	}
 	mc_pack_kv_str(pk, "addr", p != NULL ? p->addr : "");
-	mc_pack_kv_str(pk, "tier", tier_name(r->tier));
+	mc_pack_kv_str(pk, "tier", mc_tier_name(r->tier));
 	mc_pack_kv_str(pk, "host", p != NULL ? p->host : "");
 	mc_pack_kv_str(pk, "domain", p != NULL ? p->domain : "");
 }

@@ -24,15 +24,6 @@
 
 struct master;
 
-/* The master's short spelling of the tiers of mc/tier.h. */
-enum tier {
-	TIER_DRAM = MC_TIER_DRAM,
-	TIER_SSD = MC_TIER_SSD,
-	TIER_HBM = MC_TIER_HBM,
-	TIER_CXL = MC_TIER_CXL,
-	TIER_COUNT = MC_TIER_COUNT
-};
-
 enum rep_state { REP_PROCESSING, REP_COMPLETE };
 
 enum sp_mode { SP_DISABLED, SP_PENDING, SP_ACTIVE };
@@ -185,19 +176,6 @@ struct store {
 
 int store_init(struct store *s, struct mc_err *err);
 void store_free(struct store *s);
-
-static inline const char *
-tier_name(int tier)
-{
-	return mc_tier_name(tier);
-}
-
-/* -1 when the name is not a known tier. */
-static inline int
-tier_parse(const char *s, size_t len)
-{
-	return mc_tier_parse(s, len, NULL);
-}
 
 /* Intern by name; the id, or -1 (err filled) when full or out of memory. */
 /*

@@ -91,16 +91,13 @@ set_nonempty(const char *v, void *target, char *why)
 	return 0;
 }
 
-/* Set in main: the option of a tier's size is named after the tier (mc/tier.h). */
-#define OPT_DRAM 2
-
-static struct mc_opt opts[] = {
+static const struct mc_opt opts[] = {
 	{ "master", 'm', "ADDR", "MC_MASTER", "master address (default 127.0.0.1:7300)", set_addr,
 	  &cfg.master },
 	{ "listen", 'l', "ADDR", NULL, "data-plane address (default 127.0.0.1:0)", set_addr,
 	  &cfg.listen },
-	[OPT_DRAM] = { NULL, 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram,
-		       &cfg.dram },
+	{ MC_TIER_DRAM_NAME, 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram,
+	  &cfg.dram },
 	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
 	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
@@ -283,7 +280,6 @@ main(int argc, char **argv)
 	int i, code = MC_EXIT_SOFTWARE;
 
 	mc_log_init("mc-peer", 1);
-	opts[OPT_DRAM].name = mc_tier_name(MC_TIER_DRAM);
 	i = mc_opt_parse(&spec, argc, argv);
 	if (i < argc)
 		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);

@@ -26,10 +26,10 @@ peer(const char *host, uint64_t dram_cap, uint64_t dram_used, uint64_t ssd_cap)
 
 	snprintf(p->host, sizeof(p->host), "%s", host);
 	p->heard = mc_mono_ms();
-	p->tiers[TIER_DRAM] =
+	p->tiers[MC_TIER_DRAM] =
 		(struct peer_tier){ .capacity = dram_cap, .used = dram_used, .present = true };
 	if (ssd_cap > 0)
-		p->tiers[TIER_SSD] = (struct peer_tier){ .capacity = ssd_cap, .present = true };
+		p->tiers[MC_TIER_SSD] = (struct peer_tier){ .capacity = ssd_cap, .present = true };
 	return p;
 }
 
@@ -64,35 +64,37 @@ main(void)
 	b = peer("h1", 100 * MIB, 0, 0);
 	c = peer("h2", 100 * MIB, 50 * MIB, 0);
 	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && pl.n == 1 &&
-		       placed(&pl, 0, b->id, TIER_DRAM),
+		       placed(&pl, 0, b->id, MC_TIER_DRAM),
 	       "one copy: the most free room (peer %u)", b->id);
-	TAP_OK(placement_pick(&m, MIB, 2, &pl, &err) == 0 && placed(&pl, 0, b->id, TIER_DRAM) &&
-		       placed(&pl, 1, c->id, TIER_DRAM),
+	TAP_OK(placement_pick(&m, MIB, 2, &pl, &err) == 0 && placed(&pl, 0, b->id, MC_TIER_DRAM) &&
+		       placed(&pl, 1, c->id, MC_TIER_DRAM),
 	       "two copies: another host before more room on the same host");
-	TAP_OK(placement_pick(&m, MIB, 3, &pl, &err) == 0 && placed(&pl, 2, a->id, TIER_DRAM),
+	TAP_OK(placement_pick(&m, MIB, 3, &pl, &err) == 0 && placed(&pl, 2, a->id, MC_TIER_DRAM),
 	       "three copies: the same host again once no other host is left");
-	TAP_OK(b->tiers[TIER_DRAM].used == 0 && a->tiers[TIER_DRAM].used == 10 * MIB,
+	TAP_OK(b->tiers[MC_TIER_DRAM].used == 0 && a->tiers[MC_TIER_DRAM].used == 10 * MIB,
 	       "choosing reserves nothing");
 	TAP_OK(placement_pick(&m, MIB, 4, &pl, &err) != 0 && err.code == MC_ERR_NO_SPACE,
 	       "four copies on three peers: no_space: %s", err.msg);
 
 	/* a dead peer is passed over */
 	b->heard = mc_mono_ms() - 20000;
-	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, a->id, TIER_DRAM),
+	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, a->id, MC_TIER_DRAM),
 	       "a peer silent past --peer-ttl is not chosen");
 	/* too big for any dram: the ssd of the one that has it */
 	reset();
 	a = peer("h1", 10 * MIB, 0, 0);
 	d = peer("h2", 10 * MIB, 0, 1000 * MIB);
-	TAP_OK(placement_pick(&m, 20 * MIB, 1, &pl, &err) == 0 && placed(&pl, 0, d->id, TIER_SSD),
+	TAP_OK(placement_pick(&m, 20 * MIB, 1, &pl, &err) == 0 &&
+		       placed(&pl, 0, d->id, MC_TIER_SSD),
 	       "too big for dram: the ssd tier that fits");
-	TAP_OK(placement_pick(&m, 5 * MIB, 1, &pl, &err) == 0 && placed(&pl, 0, a->id, TIER_DRAM),
+	TAP_OK(placement_pick(&m, 5 * MIB, 1, &pl, &err) == 0 &&
+		       placed(&pl, 0, a->id, MC_TIER_DRAM),
 	       "dram before ssd, however much room the ssd has; ties to the lower id");
 	TAP_OK(placement_pick(&m, 2000 * MIB, 1, &pl, &err) != 0 && err.code == MC_ERR_NO_SPACE,
 	       "bigger than every tier: no_space");
 	/* a tier over its capacity (accounting ahead of a report) is full, not negative */
-	a->tiers[TIER_DRAM].used = 11 * MIB;
-	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, d->id, TIER_DRAM),
+	a->tiers[MC_TIER_DRAM].used = 11 * MIB;
+	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, d->id, MC_TIER_DRAM),
 	       "an overfull tier is passed over");
 	peers_free(&m.peers);
 	store_free(&m.store);

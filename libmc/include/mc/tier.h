@@ -17,6 +17,15 @@
 
 enum mc_tier { MC_TIER_DRAM, MC_TIER_SSD, MC_TIER_HBM, MC_TIER_CXL, MC_TIER_COUNT };
 
+/*
+ * The names, for what must be spelled at compile time (a flag named
+ * after its tier, --dram); everything else asks mc_tier_name.
+ */
+#define MC_TIER_DRAM_NAME "dram"
+#define MC_TIER_SSD_NAME "ssd"
+#define MC_TIER_HBM_NAME "hbm"
+#define MC_TIER_CXL_NAME "cxl"
+
 /* No tier: the end of the chain, or "whichever tier holds it". */
 #define MC_TIER_NONE (-1)
 
