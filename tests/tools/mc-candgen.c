@@ -62,6 +62,7 @@
 #include "mc/err.h"
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/tier.h"
 
 #define BLOCK_TOKENS 512
 #define KV_BLOCK_BYTES (256u << 10)
@@ -497,7 +498,7 @@ main(int argc, char **argv)
 	nm.hidden = intern(&v, "hidden");
 	nm.peer[0] = intern(&v, "peer-1");
 	nm.peer[1] = intern(&v, "peer-2");
-	nm.dram = intern(&v, "dram");
+	nm.dram = intern(&v, mc_tier_name(MC_TIER_DRAM));
 	while (v.n < count) {
 		uint64_t s = t.streams++;
 		uint64_t shift = stream_shift(s, span);

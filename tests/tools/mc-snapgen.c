@@ -21,6 +21,7 @@
 #include "mc/log.h"
 #include "mc/opt.h"
 #include "mc/snapshot.h"
+#include "mc/tier.h"
 #include "mc/wire.h"
 
 static uint64_t count = 100, seed = 1, created = 1700000000000ull;
@@ -100,7 +101,7 @@ pack_object(msgpack_packer *pk, uint64_t i, const struct obj *o)
 		msgpack_pack_map(pk, 6);
 		mc_pack_kv_u64(pk, "id", i * 2 + r + 1);
 		mc_pack_kv_u64(pk, "peer", r + 1);
-		mc_pack_kv_str(pk, "tier", r == 0 ? "dram" : "ssd");
+		mc_pack_kv_str(pk, "tier", mc_tier_name(r == 0 ? MC_TIER_DRAM : MC_TIER_SSD));
 		mc_pack_kv_str(pk, "state", "complete");
 		mc_pack_kv_u64(pk, "version", i + 1);
 		mc_pack_kv_bool(pk, "dynamic", false);
