@@ -185,11 +185,22 @@ tasks_relink(struct task_queue *q)
 	q->unsent = q->head;
 }
 
-/* The task with that id in v[head, n), or NULL: ids increase along the queue. */
+/*
+ * The task with that id in v[head, n), or NULL: ids increase along the
+ * queue. *at is where the previous one was found: a peer acknowledges
+ * in the order it executed, which is id order, so the next id is most
+ * often the next slot, and a heartbeat's tens of thousands of ids cost
+ * one pass instead of a search each.
+ */
 static struct task *
-find(struct task_queue *q, uint64_t id)
+find(struct task_queue *q, uint64_t id, size_t *at)
 {
 	size_t lo = q->head, hi = q->n;
+
+	if (*at >= lo && *at < hi && q->v[*at].id == id)
+		return &q->v[(*at)++];
+	if (*at >= lo && *at < hi && q->v[*at].id < id)
+		lo = *at;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -199,13 +210,18 @@ find(struct task_queue *q, uint64_t id)
 		else
 			hi = mid;
 	}
-	return lo < q->n && q->v[lo].id == id ? &q->v[lo] : NULL;
+	if (lo < q->n && q->v[lo].id == id) {
+		*at = lo + 1;
+		return &q->v[lo];
+	}
+	return NULL;
 }
 
 int
 tasks_ack(struct tasks *ts, struct task_queue *q, const msgpack_object *ids, struct mc_err *err)
 {
 	const msgpack_object_array *a;
+	size_t at = 0;
 
 	if (ids->type != MSGPACK_OBJECT_ARRAY)
 		return mc_err_set(err, MC_ERR_INVALID,
@@ -215,7 +231,7 @@ tasks_ack(struct tasks *ts, struct task_queue *q, const msgpack_object *ids, str
 		if (a->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
 			return mc_err_set(err, MC_ERR_INVALID, "tasks[%u] is not a task id", i);
 	for (uint32_t i = 0; i < a->size; i++) {
-		struct task *t = find(q, a->ptr[i].via.u64);
+		struct task *t = find(q, a->ptr[i].via.u64, &at);
 
 		if (t == NULL || t->done)
 			continue;
