@@ -152,8 +152,12 @@ test_start_order_and_bound(void)
 	atomic_store(&jobs[0].gate, true);
 	wait_started(3);
 	TAP_OK(!atomic_load(&jobs[4].started), "then the next oldest");
-	for (int i = 2; i < 5; i++)
-		atomic_store(&jobs[i].gate, true);
+	/* one worker freed at a time, so which job it takes is what the order shows */
+	atomic_store(&jobs[2].gate, true);
+	wait_started(4);
+	TAP_OK(!atomic_load(&jobs[5].started), "a freed worker takes the older of two waiting");
+	atomic_store(&jobs[3].gate, true);
+	atomic_store(&jobs[4].gate, true);
 	complete_until(q, 6);
 	TAP_OK(order[0] + order[1] == 1 && order[2] == 2 && order[3] == 3 && order[4] == 4 &&
 		       order[5] == 5,
