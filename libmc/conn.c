@@ -704,7 +704,7 @@ unhold(struct mc_conn *c)
 
 /* One entry's counters (NULL series when the registry has no metrics). */
 struct mc_method_stats {
-	struct mc_metric *requests, *failures, *seconds;
+	struct mc_metric *requests, *failures, *seconds, *denied;
 };
 
 struct reg_entry {
@@ -764,8 +764,12 @@ mc_registry_add(struct mc_registry *r, const struct mc_method *table, struct mc_
 				r->metrics, "mc_request_seconds", MC_HISTOGRAM,
 				"Time from a request's arrival to its answer, by method.", "method",
 				m->name);
+			e->st.denied =
+				mc_metric_get(r->metrics, "mc_requests_denied_total", MC_COUNTER,
+					      "Requests refused for the caller's role, by method.",
+					      "method", m->name);
 			if (e->st.requests == NULL || e->st.failures == NULL ||
-			    e->st.seconds == NULL)
+			    e->st.seconds == NULL || e->st.denied == NULL)
 				return mc_err_set(err, MC_ERR_NO_SPACE,
 						  "out of memory for the method metrics");
 		}
@@ -1234,6 +1238,24 @@ begin_skip(struct mc_conn *c, uint64_t len)
 		c->bulk_mode = BULK_NONE;
 }
 
+/*
+ * Ask the daemon whether the caller may make this call; a refusal is
+ * answered here, as permission denied, and counted per method.
+ */
+static bool
+authorized(struct mc_req *r, const struct mc_conn_ops *ops)
+{
+	struct mc_err err;
+
+	if (ops->authorize(r, &err) == 0)
+		return true;
+	if (r->stats_ != NULL && r->stats_->denied != NULL)
+		mc_metric_inc(r->stats_->denied);
+	if (!r->notify)
+		mc_reply_err(r, MC_ERR_PERMISSION, "permission denied: %s", err.msg);
+	return false;
+}
+
 static void
 dispatch(struct mc_conn *c, const struct mc_msg *m)
 {
@@ -1274,7 +1296,9 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 		r->t0_ns_ = mc_mono_ns();
 	}
 	fn = entry != NULL ? entry->m->fn : c->ops.fallback;
-	if (fn != NULL) {
+	if (entry != NULL && c->ops.authorize != NULL && !authorized(r, &c->ops)) {
+		/* answered: the handler never sees a call its caller may not make */
+	} else if (fn != NULL) {
 		fn(r);
 	} else if (!r->notify) {
 		int n = m->method_len > 64 ? 64 : (int)m->method_len;

@@ -30,6 +30,7 @@ static const char *const status_names[MC_STATUS_COUNT] = {
 	[MC_ERR_TIMEOUT] = "timeout",
 	[MC_ERR_SYSTEM] = "system",
 	[MC_ERR_INTERNAL] = "internal",
+	[MC_ERR_PERMISSION] = "permission",
 };
 
 int
@@ -153,6 +154,8 @@ mc_status_exit_code(int code)
 	case MC_ERR_INTERNAL:
 	case MC_ERR_SYSTEM:
 		return MC_EXIT_SOFTWARE;
+	case MC_ERR_PERMISSION:
+		return MC_EXIT_NOPERM;
 	default:
 		return MC_EXIT_FAIL;
 	}

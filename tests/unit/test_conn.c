@@ -443,6 +443,25 @@ static const struct mc_method methods_files[] = {
 	{ NULL, NULL, 0 },
 };
 
+/* An operator's call behind A's authorize hook: refused to a caller saying role=tenant. */
+static const struct mc_method methods_guarded[] = {
+	{ "guarded", h_echo, MC_METHOD_ADMIN },
+	{ NULL, NULL, 0 },
+};
+
+static int
+authorize_a(struct mc_req *req, struct mc_err *err)
+{
+	const char *role;
+	size_t len;
+
+	if ((req->method->flags & MC_METHOD_ADMIN) == 0 ||
+	    mc_map_str(req->params, "role", &role, &len, err) <= 0 || len != 6 ||
+	    memcmp(role, "tenant", 6) != 0)
+		return 0;
+	return mc_err_set(err, MC_ERR_PERMISSION, "%s needs the admin role", req->method->name);
+}
+
 static const struct mc_method methods_b[] = {
 	{ "echo", h_echo, 0 },
 	{ "never", h_never, 0 },
@@ -477,8 +496,8 @@ set_ready(int v)
 static void *
 server_main(void *arg)
 {
-	struct mc_conn_ops ops_a = { NULL, NULL, on_close_a, NULL };
-	struct mc_conn_ops ops_b = { NULL, NULL, NULL, NULL };
+	struct mc_conn_ops ops_a = { .on_close = on_close_a, .authorize = authorize_a };
+	struct mc_conn_ops ops_b = { 0 };
 	struct mc_conn_limits lim = { MAX_MSG, 0, MAX_OUTQ, 0 };
 	/* TCP keeps the default output cap so a long bulk stream can queue */
 	struct mc_conn_limits lim_tcp = { MAX_MSG, 0, 0, 0 };
@@ -497,6 +516,7 @@ server_main(void *arg)
 	    mc_registry_add(g_reg_a, methods_a, &err) != 0 ||
 	    mc_registry_add(g_reg_a, methods_a2, &err) != 0 ||
 	    mc_registry_add(g_reg_a, methods_files, &err) != 0 ||
+	    mc_registry_add(g_reg_a, methods_guarded, &err) != 0 ||
 	    (g_reg_b = mc_registry_new(NULL, &err)) == NULL ||
 	    mc_registry_add(g_reg_b, methods_b, &err) != 0)
 		goto fail;
@@ -1274,6 +1294,13 @@ test_registry(void)
 	mc_registry_free(r);
 }
 
+static void
+pack_role(msgpack_packer *pk, void *arg)
+{
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_str(pk, "role", arg);
+}
+
 /* Calls the counted methods a known number of times; checked after the server stops. */
 static void
 test_method_traffic(const char *addr)
@@ -1292,6 +1319,14 @@ test_method_traffic(const char *addr)
 		       rpcc_call(r, "slow", NULL, NULL, &m, &e) == 0,
 	       "registry: traffic to count (3 failures, 4 notifications, a deferred answer)");
 	if (r != NULL) {
+		mc_msg_release(&m);
+		TAP_OK(rpcc_call(r, "guarded", pack_role, "tenant", &m, &e) < 0 &&
+			       e.code == MC_ERR_PERMISSION &&
+			       strcmp(e.msg, "permission denied: guarded needs the admin role") ==
+				       0,
+		       "authorize: a refused call is answered permission denied (%s)", e.msg);
+		TAP_OK(rpcc_call(r, "guarded", pack_role, "admin", &m, &e) == 0,
+		       "authorize: an allowed call reaches its handler");
 		mc_msg_release(&m);
 		mc_rpcc_close(r);
 	}
@@ -1327,6 +1362,11 @@ check_method_counts(void)
 	TAP_OK(slow >= 1 && series(text, "mc_request_seconds_count{method=\"slow\"}") == slow &&
 		       series(text, "mc_request_failures_total{method=\"slow\"}") == 0,
 	       "registry: deferred answers keep their entry: %.0f requests, as many timed", slow);
+	TAP_OK(series(text, "mc_requests_denied_total{method=\"guarded\"}") == 1 &&
+		       series(text, "mc_requests_total{method=\"guarded\"}") == 2 &&
+		       series(text, "mc_request_failures_total{method=\"guarded\"}") == 1 &&
+		       series(text, "mc_requests_denied_total{method=\"fail\"}") == 0,
+	       "authorize: refusals counted per method, as failures too");
 	TAP_OK(series(text, "mc_requests_total{method=\"never\"}") == -1,
 	       "registry: a registry without metrics counts nothing");
 	TAP_OK(series(text, "mc_requests_total{method=\"echo\"}") > 10 &&

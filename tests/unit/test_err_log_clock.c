@@ -20,7 +20,7 @@ test_status_names(void)
 					    "leased",	"invalid",     "busy",	  "version",
 					    "checksum", "unavailable", "proto",	  "too_large",
 					    "quota",	"denied",      "timeout", "system",
-					    "internal" };
+					    "internal", "permission" };
 	int i, ok = 1, trip = 1;
 
 	TAP_OK(sizeof(want) / sizeof(want[0]) == MC_STATUS_COUNT,
@@ -62,6 +62,7 @@ test_exit_codes(void)
 	TAP_OK(mc_status_exit_code(MC_ERR_INTERNAL) == 70 &&
 		       mc_status_exit_code(MC_ERR_SYSTEM) == 70,
 	       "exit: internal and system are 70");
+	TAP_OK(mc_status_exit_code(MC_ERR_PERMISSION) == 77, "exit: permission is 77 (NOPERM)");
 	for (i = 0; i < MC_STATUS_COUNT; i++) {
 		switch (i) {
 		case MC_OK:
@@ -72,6 +73,7 @@ test_exit_codes(void)
 		case MC_ERR_TIMEOUT:
 		case MC_ERR_INTERNAL:
 		case MC_ERR_SYSTEM:
+		case MC_ERR_PERMISSION:
 			continue;
 		}
 		if (mc_status_exit_code(i) != 1)

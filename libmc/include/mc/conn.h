@@ -91,7 +91,8 @@ struct mc_method {
  * module), found by name at dispatch. With metrics, the dispatcher
  * counts every entry's requests, error answers and time to answer as
  * mc_requests_total{method}, mc_request_failures_total{method} and
- * mc_request_seconds{method}; a deferred request keeps its entry, so
+ * mc_request_seconds{method}, and the calls the daemon's authorize
+ * hook refused as mc_requests_denied_total{method}; a deferred request keeps its entry, so
  * its reply is counted when it goes. Handlers count nothing themselves.
  */
 struct mc_registry;
@@ -196,6 +197,13 @@ struct mc_conn_ops {
 	void (*on_close)(struct mc_conn *c, void *ctx);
 	/* Optional: a notification/request whose method is not in the table. */
 	mc_handler_fn fallback;
+	/*
+	 * Optional: may the caller make this call (req->method, never NULL
+	 * here)? 0 yes; -1 with err saying why not, and the dispatcher
+	 * answers MC_ERR_PERMISSION ("permission denied: why") and counts
+	 * mc_requests_denied_total{method} instead of calling the handler.
+	 */
+	int (*authorize)(struct mc_req *req, struct mc_err *err);
 };
 
 /* Wrap an already connected socket (made non-blocking here). */

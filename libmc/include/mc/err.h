@@ -30,6 +30,7 @@ enum mc_status {
 	MC_ERR_TIMEOUT,	    /* a deadline passed */
 	MC_ERR_SYSTEM,	    /* an OS call failed; msg says which */
 	MC_ERR_INTERNAL,    /* a bug: an invariant did not hold */
+	MC_ERR_PERMISSION,  /* the caller's role may not make this call, or sent no valid token */
 	MC_STATUS_COUNT
 };
 
@@ -65,7 +66,8 @@ int mc_status_from_name(const char *name, size_t len);
 
 /*
  * Map a status to the process exit code of DESIGN.md section 8:
- * 0 ok, 1 operation failed, 64 usage, 65 bad data, 69 unavailable, 70 internal.
+ * 0 ok, 1 operation failed, 64 usage, 65 bad data, 69 unavailable, 70 internal,
+ * 77 permission denied.
  */
 int mc_status_exit_code(int code);
 
@@ -75,5 +77,6 @@ int mc_status_exit_code(int code);
 #define MC_EXIT_DATAERR 65
 #define MC_EXIT_UNAVAILABLE 69
 #define MC_EXIT_SOFTWARE 70
+#define MC_EXIT_NOPERM 77
 
 #endif
