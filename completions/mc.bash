@@ -83,17 +83,17 @@ _mc_complete()
 
 _mc_bench()
 {
-	local -A kinds=( ['--size']=SIZE ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N ['--clock']=STR ['--max-put-failures']=FRACTION ['--policy']=FILE ['--capacity']=SIZE ['--high']=FRACTION ['--low']=FRACTION ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION )
+	local -A kinds=( ['--size']=SIZE ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N ['--clock']=STR ['--max-put-failures']=FRACTION ['--policy']=FILE ['--capacity']=SIZE ['--high']=FRACTION ['--low']=FRACTION ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION )
 	local -A copts=( )
-	_mc_complete '--size --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --json --master --tenant --timeout --help --version --list-options' 'get lookup fill replay sim' kinds copts
+	_mc_complete '--size --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --json --master --tenant --token-file --timeout --help --version --list-options' 'get lookup fill replay sim' kinds copts
 }
 complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --parent']=KEY ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR )
-	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' )
-	_mc_complete '--json --master --tenant --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict' kinds copts
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --parent']=KEY ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR ['auth --auth-file']=FILE )
+	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' ['auth']='--auth-file --admin --peer' )
+	_mc_complete '--json --master --tenant --token-file --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict auth' kinds copts
 }
 complete -F _mc_cli mc-cli
 
@@ -107,32 +107,32 @@ complete -F _mc_evict_plan mc-evict-plan
 
 _mc_master()
 {
-	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--task-ttl']=DURATION ['--put-wait']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--default-soft-pin-ttl']=DURATION ['--max-soft-pin-ttl']=DURATION ['--evict-policy']=FILE ['--evict-high-watermark']=FRACTION ['--evict-low-watermark']=FRACTION ['--evict-lowerbound']=FRACTION ['--evict-planner']=CMD ['--evict-planner-timeout']=DURATION ['--evict-slice']=N ['--quota-file']=FILE ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
+	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--task-ttl']=DURATION ['--put-wait']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--default-soft-pin-ttl']=DURATION ['--max-soft-pin-ttl']=DURATION ['--evict-policy']=FILE ['--evict-high-watermark']=FRACTION ['--evict-low-watermark']=FRACTION ['--evict-lowerbound']=FRACTION ['--evict-planner']=CMD ['--evict-planner-timeout']=DURATION ['--evict-slice']=N ['--quota-file']=FILE ['--auth-file']=FILE ['--max-tenants']=N ['--max-types-per-tenant']=N ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --task-ttl --put-wait --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --reconcile-timeout --master-id --default-soft-pin-ttl --max-soft-pin-ttl --allow-evict-soft-pinned --evict-policy --evict-high-watermark --evict-low-watermark --evict-lowerbound --evict-planner --evict-planner-timeout --evict-slice --quota-file --config --max-conns --log-level --list-methods --help --version --list-options' '' kinds copts
+	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --task-ttl --put-wait --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --reconcile-timeout --master-id --default-soft-pin-ttl --max-soft-pin-ttl --allow-evict-soft-pinned --evict-policy --evict-high-watermark --evict-low-watermark --evict-lowerbound --evict-planner --evict-planner-timeout --evict-slice --quota-file --auth-file --max-tenants --max-types-per-tenant --insecure --config --max-conns --log-level --list-methods --help --version --list-options' '' kinds copts
 }
 complete -F _mc_master mc-master
 
 _mc_peer()
 {
-	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--max-conns']=N ['--journal-max']=N ['--log-level']=STR )
+	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--max-conns']=N ['--journal-max']=N ['--peer-secret-file']=FILE ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--master --listen --dram --http --ready-fd --domain --host-id --advertise --list-methods --fault-inject --max-conns --journal-max --log-level --help --version --list-options' '' kinds copts
+	_mc_complete '--master --listen --dram --http --ready-fd --domain --host-id --advertise --list-methods --fault-inject --max-conns --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_peer mc-peer
 
 _mc_snapshot()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['save --output']=FILE ['prune --keep']=N )
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION ['save --output']=FILE ['prune --keep']=N )
 	local -A copts=( ['save']='--output' ['restore']='--force' ['prune']='--keep --verbose' )
-	_mc_complete '--json --master --tenant --timeout --help --version --list-options' 'save restore verify inspect ls prune' kinds copts
+	_mc_complete '--json --master --tenant --token-file --timeout --help --version --list-options' 'save restore verify inspect ls prune' kinds copts
 }
 complete -F _mc_snapshot mc-snapshot
 
 _mc_softpin()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--timeout']=DURATION ['ls --due-within']=DURATION ['ls --limit']=N )
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION ['ls --due-within']=DURATION ['ls --limit']=N )
 	local -A copts=( ['ls']='--due-within --limit' )
-	_mc_complete '--json --master --tenant --timeout --help --version --list-options' 'show ls stats expire' kinds copts
+	_mc_complete '--json --master --tenant --token-file --timeout --help --version --list-options' 'show ls stats expire' kinds copts
 }
 complete -F _mc_softpin mc-softpin

@@ -383,3 +383,24 @@ fail:
 	close(fd);
 	return -1;
 }
+
+int
+mc_addr_is_local(const struct mc_addr *a)
+{
+	if (a->is_unix)
+		return 1;
+	if (a->ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&a->ss;
+
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (a->ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a->ss;
+		const uint8_t *b = in6->sin6_addr.s6_addr;
+
+		if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+			return 1;
+		return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && b[12] == 127;
+	}
+	return 0;
+}

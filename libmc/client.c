@@ -66,6 +66,8 @@ struct mc_client {
 	uint64_t id; /* unique in the process, so a thread's cache never mistakes a new client */
 	char master_addr[MC_ADDR_MAX];
 	char tenant[MC_NAME_MAX + 1];
+	/* named by the caller: hello names it; else the master's answer (the token's) says it */
+	bool tenant_given;
 	char host[256];
 	char *token;
 	char *domain;
@@ -200,9 +202,30 @@ pack_keys(msgpack_packer *pk, const struct mc_key *keys, size_t n)
 
 /* ---- connections ---- */
 
+/*
+ * A client that named no tenant speaks for the one the master bound to
+ * its token (the default one without authentication), as hello's answer
+ * says. Every connection gets the same answer, and the first comes
+ * before any data-plane call reads the name, so it is written once.
+ */
+static int
+learn_tenant(struct mc_client *c, const struct mc_msg *m, struct mc_err *err)
+{
+	char t[MC_NAME_MAX + 1] = "";
+
+	if (mc_map_strcpy(m->body, "tenant", t, sizeof(t), err) < 0)
+		return -1;
+	if (t[0] == '\0' || strcmp(t, c->tenant) == 0)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	strcpy(c->tenant, t);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
 /* A new master connection, greeted with hello: the tenant, token, host, domain. */
 static struct mc_rpcc *
-master_hello(const struct mc_client *c, struct mc_err *err)
+master_hello(struct mc_client *c, struct mc_err *err)
 {
 	msgpack_packer *pk;
 	struct mc_msg m;
@@ -212,8 +235,9 @@ master_hello(const struct mc_client *c, struct mc_err *err)
 	if (!r)
 		return NULL;
 	pk = mc_rpcc_begin(r, "hello");
-	msgpack_pack_map(pk, 2 + (c->token != NULL) + (c->domain != NULL));
-	mc_pack_kv_str(pk, "tenant", c->tenant);
+	msgpack_pack_map(pk, 1 + c->tenant_given + (c->token != NULL) + (c->domain != NULL));
+	if (c->tenant_given)
+		mc_pack_kv_str(pk, "tenant", c->tenant);
 	mc_pack_kv_str(pk, "host", c->host);
 	if (c->token)
 		mc_pack_kv_str(pk, "token", c->token);
@@ -224,6 +248,11 @@ master_hello(const struct mc_client *c, struct mc_err *err)
 
 		snprintf(why, sizeof(why), "%s", err->msg);
 		mc_err_set(err, err->code, "hello to master %s failed: %s", c->master_addr, why);
+		mc_rpcc_close(r);
+		return NULL;
+	}
+	if (!c->tenant_given && learn_tenant(c, &m, err) < 0) {
+		mc_msg_release(&m);
 		mc_rpcc_close(r);
 		return NULL;
 	}
@@ -432,6 +461,7 @@ mc_client_new(const struct mc_client_opts *given, struct mc_err *err)
 	struct mc_client *c;
 	struct conns *t;
 	const char *master, *tenant, *token, *domain;
+	bool c_tenant_given = false;
 
 	if (take_opts(&opts, sizeof(opts), given, "client options", "MC_CLIENT_OPTS_INIT", err) < 0)
 		return NULL;
@@ -443,6 +473,8 @@ mc_client_new(const struct mc_client_opts *given, struct mc_err *err)
 		master = MC_DEFAULT_MASTER;
 	if (!tenant)
 		tenant = MC_DEFAULT_TENANT;
+	else
+		c_tenant_given = true;
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -462,6 +494,7 @@ mc_client_new(const struct mc_client_opts *given, struct mc_err *err)
 		goto fail;
 	}
 	strcpy(c->tenant, tenant);
+	c->tenant_given = c_tenant_given;
 	if (opts.host)
 		snprintf(c->host, sizeof(c->host), "%s", opts.host);
 	else if (gethostname(c->host, sizeof(c->host) - 1) < 0)

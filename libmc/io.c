@@ -2,8 +2,11 @@
  * Plain descriptor I/O (mc/io.h).
  */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "mc/err.h"
 #include "mc/io.h"
 
 int
@@ -24,6 +27,37 @@ mc_write_all(int fd, const void *buf, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+mc_read_secret(const char *path, char *buf, size_t cap, char *why)
+{
+	FILE *f = fopen(path, "r");
+	size_t n, skip = 0;
+
+	if (f == NULL) {
+		snprintf(why, MC_ERR_MSG_MAX, "cannot read %s: %s", path, mc_strerror(errno));
+		return -1;
+	}
+	if (fgets(buf, (int)cap, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	n = strlen(buf);
+	if (n + 1 == cap && buf[n - 1] != '\n') {
+		snprintf(why, MC_ERR_MSG_MAX, "%s: the secret is longer than %zu bytes", path,
+			 cap - 2);
+		return -1;
+	}
+	while (n > 0 && strchr(" \t\r\n", buf[n - 1]) != NULL)
+		buf[--n] = '\0';
+	while (buf[skip] == ' ' || buf[skip] == '\t')
+		skip++;
+	memmove(buf, buf + skip, n - skip + 1);
+	if (buf[0] == '\0') {
+		snprintf(why, MC_ERR_MSG_MAX, "%s holds no secret", path);
+		return -1;
 	}
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include "mc/parse.h"
 #include "mc/proto.h"
 #include "mc/rpcc.h"
+#include "mc/io.h"
 #include "mc/tool.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
@@ -28,6 +29,8 @@
 static struct {
 	const char *master, *tenant;
 	uint64_t timeout_ms; /* 0: not given */
+	const char *token_file;
+	char token[256]; /* read from token_file */
 	uint64_t default_timeout_ms;
 	struct mc_client *client;
 	const struct mc_tool *tool;
@@ -41,6 +44,8 @@ static const struct mc_opt master_opts[] = {
 	  &st.master },
 	{ "tenant", 't', "STR", "MC_TENANT", "tenant to speak for (default \"default\")",
 	  mc_set_str, &st.tenant },
+	{ "token-file", 0, "FILE", NULL, "send the token in FILE on hello (instead of $MC_TOKEN)",
+	  mc_set_str, &st.token_file },
 	{ "timeout", 0, "DURATION", NULL, timeout_help, mc_set_duration, &st.timeout_ms },
 	{ 0 },
 };
@@ -482,6 +487,14 @@ mc_tool_client_opts(struct mc_client_opts *o)
 	o->master = st.master;
 	o->tenant = st.tenant;
 	o->timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
+	if (st.token_file != NULL) {
+		char why[MC_ERR_MSG_MAX];
+
+		if (st.token[0] == '\0' &&
+		    mc_read_secret(st.token_file, st.token, sizeof(st.token), why) != 0)
+			mc_die(MC_EXIT_USAGE, "invalid --token-file: %s", why);
+		o->token = st.token;
+	}
 }
 
 /*

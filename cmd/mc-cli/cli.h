@@ -43,4 +43,8 @@ extern const struct mc_opt cli_candidates_opts[], cli_evict_opts[];
 int cli_candidates(int argc, char **argv);
 int cli_evict(int argc, char **argv);
 
+/* auth.c: the master's auth file, offline. */
+extern const struct mc_opt cli_auth_opts[];
+int cli_auth(int argc, char **argv);
+
 #endif

@@ -87,6 +87,13 @@ static const struct mc_tool_cmd cmds[] = {
 	  .opts = cli_evict_opts,
 	  .flags = MC_TOOL_MASTER,
 	  .timeout_ms = CLI_EVICT_TIMEOUT_MS },
+	{ .name = "auth",
+	  .args = "add TENANT [--admin] | add --peer | rm NAME | ls",
+	  .help = "manage the master's --auth-file offline; add prints the new token once",
+	  .min_args = 1,
+	  .max_args = 2,
+	  .run = cli_auth,
+	  .opts = cli_auth_opts },
 	{ 0 },
 };
 

@@ -12,6 +12,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
+#include "auth.h"
 #include "evict.h"
 #include "handlers.h"
 #include "master.h"
@@ -205,17 +206,25 @@ h_hello(struct mc_req *req)
 	rc = req_opt_name(req->params, "tenant", &s, &len, &err);
 	if (rc < 0)
 		goto bad;
-	if (rc > 0 && (tenant = store_tenant_intern(&m->store, s, len, &err)) < 0)
+	if (m->auth_on) {
+		/* the token, not the caller, says which tenant it speaks for */
+		if (auth_hello(m, cl, req->params, rc > 0 ? s : NULL, len, &err) != 0)
+			goto bad;
+		tenant = cl->tenant;
+	} else if (rc > 0 && (tenant = store_tenant_intern(&m->store, s, len, &err)) < 0) {
 		goto bad;
+	}
 	if (mc_map_strcpy(req->params, "host", cl->host, sizeof(cl->host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", cl->domain, sizeof(cl->domain), &err) < 0)
 		goto bad;
 	cl->tenant = (uint32_t)tenant;
 	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 3);
+	msgpack_pack_map(pk, 4);
 	mc_pack_kv_str(pk, "version", MC_PROTO_VERSION);
 	mc_pack_kv_u64(pk, "max_msg", MC_WIRE_DEFAULT_MAX_MSG);
 	mc_pack_kv_str(pk, "server", "mc-master " MASTER_VERSION);
+	/* whom the connection speaks for: the token's tenant when it named none */
+	mc_pack_kv_str(pk, "tenant", m->store.tenants[cl->tenant].name);
 	mc_reply_end(req);
 	return;
 bad:

@@ -26,6 +26,7 @@
 #include "peerlink.h"
 #include "evict.h"
 #include "master.h"
+#include "auth.h"
 #include "ops.h"
 
 #define SWEEP_MS 100
@@ -92,6 +93,25 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 	peers_expire_tasks(&m->peers, mc_now_ms(), m->cfg.task_ttl);
 }
 
+/*
+ * Without authentication only this machine may reach the master: 1
+ * (complained) when addr (a flag's value, NULL: not given) is open to
+ * others.
+ */
+static int
+open_to_others(const char *flag, const char *addr)
+{
+	struct mc_addr a;
+	struct mc_err err;
+
+	if (addr == NULL || mc_addr_parse(addr, &a, &err) != 0 || mc_addr_is_local(&a))
+		return 0;
+	mc_complain("refusing %s %s without authentication: give --auth-file, or --insecure to "
+		    "serve anyone who can reach it",
+		    flag, addr);
+	return 1;
+}
+
 static void
 hup_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -102,6 +122,8 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	if (evict_reload(m, &err) != 0)
 		mc_warn("SIGHUP: kept the old eviction policy and quotas: %s", err.msg);
+	if (auth_reload(m, &err) != 0)
+		mc_warn("SIGHUP: kept the old auth file: %s", err.msg);
 }
 
 static void
@@ -139,7 +161,8 @@ int
 main(int argc, char **argv)
 {
 	static struct master m;
-	bool list_methods = false;
+	bool list_methods = false, insecure = false;
+	int max_tenants = TENANTS_MAX, max_types = 64;
 	struct mc_conn_limits lim = { 0 };
 	struct mc_conn_ops ops = { 0 };
 	struct mc_addr addr, bound;
@@ -234,6 +257,19 @@ main(int argc, char **argv)
 		{ "quota-file", 0, "FILE", NULL,
 		  "per-tenant quotas, \"TENANT SIZE\" a line, reloaded on SIGHUP", mc_set_str,
 		  &m.cfg.quota_file },
+		{ "auth-file", 0, "FILE", NULL,
+		  "tenants' and admins' token hashes and the peer secret (mc-auth(5)), reloaded on "
+		  "SIGHUP",
+		  mc_set_str, &m.cfg.auth_file },
+		{ "max-tenants", 0, "N", NULL,
+		  "tenants at most, created on first use (default 4096)", mc_set_positive_int,
+		  &max_tenants },
+		{ "max-types-per-tenant", 0, "N", NULL,
+		  "data types one tenant's puts may name (default 64)", mc_set_positive_int,
+		  &max_types },
+		{ "insecure", 0, NULL, NULL,
+		  "serve a non-loopback --listen or --http without --auth-file", mc_set_flag,
+		  &insecure },
 		{ "config", 0, "FILE", NULL, "read \"name = value\" options from FILE", mc_set_str,
 		  &m.cfg.config },
 		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
@@ -280,6 +316,14 @@ main(int argc, char **argv)
 		mc_complain("invalid --listen '%s': %s", m.cfg.listen, err.msg);
 		return MC_EXIT_USAGE;
 	}
+	if (!insecure && m.cfg.auth_file == NULL &&
+	    (open_to_others("--listen", m.cfg.listen) || open_to_others("--http", m.cfg.http)))
+		return MC_EXIT_USAGE;
+	if (max_tenants > (int)TENANTS_MAX || max_types > (int)TYPES_MAX) {
+		mc_complain("invalid --max-tenants or --max-types-per-tenant: at most %u and %u",
+			    TENANTS_MAX, TYPES_MAX);
+		return MC_EXIT_USAGE;
+	}
 	if (m.cfg.restore != NULL && strcmp(m.cfg.restore, "latest") == 0 &&
 	    m.cfg.snapshot_dir == NULL) {
 		mc_complain("invalid --restore 'latest': needs --snapshot-dir");
@@ -321,6 +365,8 @@ main(int argc, char **argv)
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
+	m.store.max_tenants = (uint32_t)max_tenants;
+	m.store.max_types_per_tenant = (uint32_t)max_types;
 	/* the registry first: modules register their collectors as they start */
 	if (mmetrics_init(&m) != 0) {
 		mc_complain("cannot start: out of memory for metrics");
@@ -331,6 +377,13 @@ main(int argc, char **argv)
 		goto out;
 	}
 	ops_hook_store(&m);
+	if (auth_open(&m, &err) != 0) {
+		mc_complain("cannot start: %s", err.msg);
+		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
+		goto out;
+	}
+	if (!m.auth_on)
+		mc_info("no --auth-file: every client may call everything, unauthenticated");
 	if (evict_init(&m, &err) != 0) {
 		mc_complain("cannot start eviction: %s", err.msg);
 		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
@@ -355,6 +408,7 @@ main(int argc, char **argv)
 	ops.methods = m.methods;
 	ops.ctx = &m;
 	ops.on_close = master_on_close;
+	ops.authorize = auth_authorize;
 	lim.max_conns = m.cfg.max_conns;
 	m.server = mc_server_new(m.base, &addr, &ops, &lim, &bound, &err);
 	if (m.server == NULL) {
@@ -417,6 +471,7 @@ out:
 	softpin_free(&m);
 	leases_free(&m.leases);
 	store_free(&m.store);
+	auth_close(&m);
 	event_base_free(m.base);
 	return status;
 }

@@ -10,6 +10,7 @@
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
  *   request.c                       every handler's helpers; store.c
+ *   auth.c                          roles from the auth file; request.c, store.c
  *   lease.c, softpin.c              read leases, soft pins; request.c, store.c
  *   ops.c                           replica and object changes; lease.c, softpin.c,
  *                                   peers.c, store.c
@@ -33,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mc/authfile.h"
 #include "mc/conn.h"
 #include "mc/metrics.h"
 #include "mc/proto.h"
@@ -72,17 +74,30 @@ struct master_cfg {
 	const char *evict_planner;	/* external planner command, or NULL */
 	uint64_t evict_planner_timeout; /* ms */
 	const char *quota_file;
+	const char *auth_file;	      /* NULL: no authentication */
 	double evict_high, evict_low; /* watermarks, fractions of a tier's capacity */
 	double evict_lowerbound;      /* automatic rounds' lowerbound fraction; < 0: the policy's */
 	int evict_slice;	      /* victims per slice of execution */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
+/* The auth file's entry a connection's token matched (role NONE: none). */
+struct auth_who {
+	int role; /* enum mc_auth_role */
+	char name[MC_NAME_MAX + 1];
+	uint8_t hash[MC_AUTH_HASH_LEN];
+};
+
 struct client {
 	uint32_t tenant;
 	uint32_t peer_id; /* 0: not a peer's control connection */
 	char host[MC_NAME_MAX + 1];
 	char domain[MC_NAME_MAX + 1];
+	struct auth_who who;
+	/* every client record, so that SIGHUP finds whose token went */
+	struct master *m;
+	struct mc_conn *conn;
+	struct client *prev, *next;
 };
 
 struct master {
@@ -103,6 +118,9 @@ struct master {
 	struct evictor *ev;
 	char master_id[64];
 	uint64_t started_ms;
+	struct mc_authfile auth;
+	bool auth_on;		/* --auth-file given */
+	struct client *clients; /* the connections that said something needing a record */
 };
 
 #endif

@@ -962,6 +962,9 @@ install(struct master *m, struct loader *L)
 	peers_retire_tasks(&m->peers);
 	/* Leases point at objects of the store about to go; readers fall back on their TTL. */
 	leases_clear(&m->leases);
+	/* the caps are the running master's options, not the snapshot's */
+	L->s.max_tenants = m->store.max_tenants;
+	L->s.max_types_per_tenant = m->store.max_types_per_tenant;
 	store_free(&m->store);
 	m->store = L->s;
 	ops_hook_store(m);

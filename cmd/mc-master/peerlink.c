@@ -9,6 +9,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
+#include "auth.h"
 #include "master.h"
 #include "ops.h"
 #include "peerlink.h"
@@ -194,6 +195,8 @@ h_peer_register(struct mc_req *req)
 	if (peer_session_new(&tmp, &err) != 0)
 		goto fail;
 	old = peers_find_addr(&m->peers, tmp.addr);
+	if (auth_check_takeover(m, old, &err) != 0)
+		goto fail;
 	/*
 	 * The same address without a valid resume: a restarted peer, or one
 	 * the master had given up on. Its objects are not erased; the old
@@ -233,7 +236,8 @@ need_peer(struct mc_req *req)
 	uint64_t id;
 	struct peer *p;
 
-	if (req_need_u64(req->params, "peer_id", &id, &err) != 0) {
+	if (req_need_u64(req->params, "peer_id", &id, &err) != 0 ||
+	    auth_check_peer(req, id, &err) != 0) {
 		req_fail_err(req, &err);
 		return NULL;
 	}

@@ -131,7 +131,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 
 	room->helps = false;
 	room->round = 0;
-	if ((type = store_type_intern(&m->store, a->type, a->tlen, err)) < 0)
+	if ((type = store_tenant_type(&m->store, tenant, a->type, a->tlen, err)) < 0)
 		return -1;
 	pl.n = 0;
 	h = store_key_hash(tenant, a->key, a->klen);

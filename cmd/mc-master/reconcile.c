@@ -8,6 +8,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
+#include "auth.h"
 #include "master.h"
 #include "ops.h"
 #include "reconcile.h"
@@ -462,6 +463,8 @@ h_peer_inventory(struct mc_req *req)
 			   "peer_inventory needs 'peer_id', bool 'done' and bool 'delta'");
 		goto fail;
 	}
+	if (auth_check_peer(req, id, &err) != 0)
+		goto fail;
 	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
 	if (p == NULL) {
 		mc_err_set(&err, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",

@@ -44,9 +44,24 @@ req_client(const struct mc_req *req)
 	return c != NULL ? c : &default_client;
 }
 
+static void
+client_free(void *arg)
+{
+	struct client *c = arg;
+
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		c->m->clients = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	free(c);
+}
+
 struct client *
 req_client_get(struct mc_req *req)
 {
+	struct master *m = req->ctx;
 	struct client *c = mc_conn_data(req->conn);
 
 	if (c != NULL)
@@ -54,7 +69,13 @@ req_client_get(struct mc_req *req)
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return NULL;
-	mc_conn_set_data(req->conn, c, free);
+	c->m = m;
+	c->conn = req->conn;
+	c->next = m->clients;
+	if (m->clients != NULL)
+		m->clients->prev = c;
+	m->clients = c;
+	mc_conn_set_data(req->conn, c, client_free);
 	return c;
 }
 

@@ -129,8 +129,11 @@ store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err
 
 	if (found >= 0)
 		return found;
-	if (s->ntenants >= TENANTS_MAX)
-		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many tenants (%u)", TENANTS_MAX);
+	uint32_t cap =
+		s->max_tenants != 0 && s->max_tenants < TENANTS_MAX ? s->max_tenants : TENANTS_MAX;
+
+	if (s->ntenants >= cap)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many tenants (%u)", cap);
 	struct tenant *t = realloc(s->tenants, (s->ntenants + 1) * sizeof(*t));
 	if (t == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
@@ -159,6 +162,28 @@ store_type_intern(struct store *s, const char *name, size_t len, struct mc_err *
 	if (t[s->ntypes] == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 	return s->ntypes++;
+}
+
+int64_t
+store_tenant_type(struct store *s, uint32_t tenant, const char *name, size_t len,
+		  struct mc_err *err)
+{
+	int64_t id = store_type_intern(s, name, len, err);
+	struct tenant *t;
+	uint64_t bit;
+
+	if (id < 0 || tenant >= s->ntenants)
+		return id;
+	t = &s->tenants[tenant];
+	bit = 1ull << (id % 64);
+	if (t->types_used[id / 64] & bit)
+		return id;
+	if (s->max_types_per_tenant != 0 && t->ntypes >= s->max_types_per_tenant)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "tenant '%s' has %u data types already",
+				  t->name, t->ntypes);
+	t->types_used[id / 64] |= bit;
+	t->ntypes++;
+	return id;
 }
 
 const char *

@@ -134,6 +134,9 @@ struct tenant {
 	uint64_t objects;
 	uint64_t bytes;
 	uint64_t quota; /* 0: none; from --quota-file, enforced by quota rounds (evict.c) */
+	/* the data types its puts named: a tenant may not fill the type table alone */
+	uint64_t types_used[TYPES_MAX / 64];
+	uint32_t ntypes;
 };
 
 struct group {
@@ -157,6 +160,8 @@ struct store {
 	uint32_t ntenants;
 	char **types;
 	uint32_t ntypes;
+	/* --max-tenants, --max-types-per-tenant; 0: TENANTS_MAX, no cap of its own */
+	uint32_t max_tenants, max_types_per_tenant;
 	uint64_t bytes; /* sum of object sizes */
 	uint64_t version_seq;
 	/*
@@ -188,6 +193,9 @@ bool store_name_ok(const char *s, size_t len);
 int64_t store_tenant_find(const struct store *s, const char *name, size_t len);
 int64_t store_tenant_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
 int64_t store_type_intern(struct store *s, const char *name, size_t len, struct mc_err *err);
+/* A type a tenant's put names: interned, and counted against max_types_per_tenant. */
+int64_t store_tenant_type(struct store *s, uint32_t tenant, const char *name, size_t len,
+			  struct mc_err *err);
 const char *store_type_name(const struct store *s, uint32_t id);
 struct group *store_group_get(struct store *s, uint32_t id);
 

@@ -515,6 +515,17 @@ start_register(struct control *ctl)
 {
 	ctl->state = CTL_REGISTERING;
 	ctl->resuming = ctl->session[0] != '\0';
+	if (ctl->p->secret[0] != '\0') {
+		/* a notification: the connection is served in order, so it binds the role first */
+		msgpack_packer *pk = mc_conn_begin(ctl->conn, "hello");
+
+		msgpack_pack_map(pk, 1);
+		mc_pack_kv_str(pk, "token", ctl->p->secret);
+		if (mc_conn_notify(ctl->conn) < 0) {
+			drop_link(ctl, "cannot send hello");
+			return;
+		}
+	}
 	pack_register(mc_conn_begin(ctl->conn, "peer_register"), ctl);
 	if (mc_conn_call(ctl->conn, REGISTER_TIMEOUT_MS, on_register, ctl) < 0)
 		drop_link(ctl, "cannot send peer_register");

@@ -14,6 +14,7 @@
 #include "mc/addr.h"
 #include "mc/conn.h"
 #include "mc/err.h"
+#include "mc/io.h"
 #include "mc/log.h"
 #include "mc/metrics.h"
 #include "mc/opt.h"
@@ -34,6 +35,8 @@ static struct {
 	int ready_fd;
 	bool fault_inject;
 	bool list_methods;
+	bool insecure;
+	const char *secret_file;
 	int max_conns;
 	uint64_t journal_max;
 } cfg = {
@@ -116,6 +119,11 @@ static const struct mc_opt opts[] = {
 	{ "journal-max", 0, "N", NULL,
 	  "removals remembered for resuming with the master (default 65536)", mc_set_u64,
 	  &cfg.journal_max },
+	{ "peer-secret-file", 0, "FILE", NULL,
+	  "authenticate to the master with the peers' secret in FILE (mc-auth(5))", mc_set_str,
+	  &cfg.secret_file },
+	{ "insecure", 0, NULL, NULL, "serve a non-loopback --listen or --http, unauthenticated",
+	  mc_set_flag, &cfg.insecure },
 	{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
 	  mc_set_log_level, NULL },
 	{ 0 },
@@ -303,6 +311,31 @@ main(int argc, char **argv)
 		mc_die(MC_EXIT_USAGE, "invalid --listen '%s': %s", cfg.listen, err.msg);
 	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
 		mc_die(MC_EXIT_USAGE, "invalid --master '%s': %s", cfg.master, err.msg);
+	if (!cfg.insecure) {
+		struct mc_addr h;
+
+		/* the data plane checks no one yet: only this machine may reach it */
+		if (!mc_addr_is_local(&listen_addr))
+			mc_die(MC_EXIT_USAGE,
+			       "refusing --listen %s without authentication: give --insecure to "
+			       "serve anyone who can reach it (the master takes --auth-file)",
+			       cfg.listen);
+		if (cfg.http != NULL && mc_addr_parse(cfg.http, &h, &err) == 0 &&
+		    !mc_addr_is_local(&h))
+			mc_die(MC_EXIT_USAGE,
+			       "refusing --http %s without authentication: give --insecure to "
+			       "serve anyone who can reach it",
+			       cfg.http);
+	}
+	if (cfg.secret_file != NULL) {
+		char why[MC_ERR_MSG_MAX];
+
+		if (mc_read_secret(cfg.secret_file, p.secret, sizeof(p.secret), why) != 0)
+			mc_die(MC_EXIT_USAGE, "invalid --peer-secret-file: %s", why);
+	} else {
+		mc_info("no --peer-secret-file: registering with the master unauthenticated");
+	}
+	mc_info("the data plane is unauthenticated and unencrypted");
 	if (!cfg.host_id) {
 		if (gethostname(host, sizeof(host)) < 0)
 			snprintf(host, sizeof(host), "localhost");

@@ -68,6 +68,8 @@ struct peer {
 	char advertise[MC_ADDR_MAX];
 	const char *host;
 	const char *domain;
+	/* the peers' secret of the master's auth file, said in hello; "" without */
+	char secret[256];
 };
 
 /* The data-plane methods (dataplane.c), and the control connection's (control.c). */

@@ -3,10 +3,10 @@
  * need a protocol step mc-cli never takes on its own (a put_start whose
  * writer then vanishes, a bare peer call).
  *
- * usage: mc-rpc [--tenant T] [--timeout-ms N] [--bulk FILE] [-o FILE]
- *               ADDR METHOD [FIELD...]
+ * usage: mc-rpc [--tenant T] [--token T] [--timeout-ms N] [--bulk FILE] [-o FILE]
+ *               [--wait-close] ADDR METHOD [FIELD...]
  * FIELD is NAME=STRING, or NAME:=VALUE with VALUE an unsigned integer,
- * true, false or null. With --tenant, a `hello {tenant}` goes first on
+ * true, false, null or [] (an empty array). With --tenant, a `hello {tenant}` goes first on
  * the same connection. --bulk sends FILE's bytes as the request's bulk
  * (adding "len"); -o writes a response's bulk to FILE (otherwise it is
  * skipped). The result map is printed as one JSON line. --stall FIFO
@@ -15,18 +15,23 @@
  * METHOD as a notification (no answer), then makes one `hello` round trip
  * on the same connection, so that once mc-rpc exits the server has
  * handled the notification (a connection is served in order); it prints
- * nothing.
+ * nothing. --token sends a `hello {token}` first (with the tenant when
+ * --tenant is given too). --wait-close, once the answer is printed,
+ * waits (up to --timeout-ms) for the server to close the connection,
+ * and exits 0 when it did, 69 when it did not.
  *
  * Exit status: 0 ok, 1 the call returned an error (printed as
  * "mc-rpc: METHOD: CODE: MSG"), 64 usage, 69 cannot connect or the
  * connection failed.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mc/err.h"
 #include "mc/parse.h"
@@ -62,10 +67,11 @@ check_fields(const struct fields *f)
 		if (eq[-1] != ':')
 			continue;
 		if (strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0 &&
-		    strcmp(eq + 1, "null") != 0 && mc_parse_u64(eq + 1, &u, NULL) < 0) {
+		    strcmp(eq + 1, "null") != 0 && strcmp(eq + 1, "[]") != 0 &&
+		    mc_parse_u64(eq + 1, &u, NULL) < 0) {
 			fprintf(stderr,
-				"%s: invalid field '%s': not an unsigned integer, true, false "
-				"or null\n",
+				"%s: invalid field '%s': not an unsigned integer, true, false, "
+				"null or []\n",
 				PROG, a);
 			return -1;
 		}
@@ -98,20 +104,47 @@ pack_fields(msgpack_packer *pk, void *arg)
 			msgpack_pack_false(pk);
 		else if (strcmp(v, "null") == 0)
 			msgpack_pack_nil(pk);
+		else if (strcmp(v, "[]") == 0)
+			msgpack_pack_array(pk, 0);
 		else if (mc_parse_u64(v, &u, NULL) == 0)
 			msgpack_pack_uint64(pk, u);
 	}
 }
 
+struct hello {
+	const char *tenant, *token; /* NULL: not sent */
+};
+
 static void
-pack_hello(msgpack_packer *pk, void *arg)
+pack_hello(msgpack_packer *pk, const struct hello *h)
 {
-	if (arg == NULL) {
-		msgpack_pack_map(pk, 0);
-		return;
+	msgpack_pack_map(pk, (h->tenant != NULL) + (h->token != NULL));
+	if (h->tenant != NULL)
+		mc_pack_kv_str(pk, "tenant", h->tenant);
+	if (h->token != NULL)
+		mc_pack_kv_str(pk, "token", h->token);
+}
+
+/* --wait-close: 0 once the server closed the connection, 69 when it did not in time. */
+static int
+wait_close(struct mc_rpcc *r, uint64_t timeout_ms)
+{
+	struct pollfd p = { .fd = mc_rpcc_fd(r), .events = POLLIN };
+	char b[256];
+
+	fflush(stdout);
+	for (;;) {
+		int n = poll(&p, 1, (int)timeout_ms);
+
+		if (n == 0) {
+			fprintf(stderr, "%s: the server kept the connection open\n", PROG);
+			return MC_EXIT_UNAVAILABLE;
+		}
+		if (n < 0 && errno != EINTR)
+			return MC_EXIT_UNAVAILABLE;
+		if (n > 0 && read(p.fd, b, sizeof(b)) <= 0)
+			return MC_EXIT_OK;
 	}
-	msgpack_pack_map(pk, 1);
-	mc_pack_kv_str(pk, "tenant", arg);
 }
 
 static int
@@ -254,17 +287,19 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [--tenant T] [--timeout-ms N] [--bulk FILE] [-o FILE] [--stall FIFO]\n"
-		"              [--notify]\n"
+		"usage: %s [--tenant T] [--token T] [--timeout-ms N] [--bulk FILE] [-o FILE]\n"
+		"              [--stall FIFO] [--notify] [--wait-close]\n"
 		"              ADDR METHOD\n"
-		"              [NAME=STR | NAME:=UINT|true|false|null]...\n",
+		"              [NAME=STR | NAME:=UINT|true|false|null|[]]...\n",
 		PROG);
 }
 
 int
 main(int argc, char **argv)
 {
-	const char *tenant = NULL, *bulk_path = NULL, *out = NULL;
+	const char *bulk_path = NULL, *out = NULL;
+	struct hello hello = { 0 };
+	bool closing = false;
 	char *bulk = NULL;
 	uint64_t timeout_ms = 5000;
 	struct fields f;
@@ -290,8 +325,14 @@ main(int argc, char **argv)
 			out = argv[i + 1];
 			i += 2;
 		} else if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc) {
-			tenant = argv[i + 1];
+			hello.tenant = argv[i + 1];
 			i += 2;
+		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+			hello.token = argv[i + 1];
+			i += 2;
+		} else if (strcmp(argv[i], "--wait-close") == 0) {
+			closing = true;
+			i++;
 		} else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
 			if (mc_parse_u64(argv[i + 1], &timeout_ms, NULL) < 0 || timeout_ms == 0 ||
 			    timeout_ms > 600000) {
@@ -327,8 +368,8 @@ main(int argc, char **argv)
 		return MC_EXIT_UNAVAILABLE;
 	}
 	rc = MC_EXIT_OK;
-	if (tenant != NULL) {
-		pack_hello(mc_rpcc_begin(r, "hello"), (void *)tenant);
+	if (hello.tenant != NULL || hello.token != NULL) {
+		pack_hello(mc_rpcc_begin(r, "hello"), &hello);
 		rc = call(r, "hello", NULL, 0, NULL, false);
 	}
 	if (rc == MC_EXIT_OK && notify) {
@@ -337,13 +378,15 @@ main(int argc, char **argv)
 			rc = transport_or_remote(argv[i + 1], &err);
 		} else {
 			/* a call after it shows the notification was read */
-			pack_hello(mc_rpcc_begin(r, "hello"), (void *)tenant);
+			pack_hello(mc_rpcc_begin(r, "hello"), &hello);
 			rc = call(r, "hello", NULL, 0, NULL, false);
 		}
 	} else if (rc == MC_EXIT_OK) {
 		pack_fields(mc_rpcc_begin(r, argv[i + 1]), &f);
 		rc = call(r, argv[i + 1], bulk, f.bulk_len, out, true);
 	}
+	if (closing)
+		rc = wait_close(r, timeout_ms);
 	mc_rpcc_close(r);
 	free(bulk);
 	return rc;

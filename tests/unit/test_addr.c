@@ -216,6 +216,28 @@ test_format(void)
 	TAP_OK(strcmp(buf, "uni") == 0, "format: output is truncated to the buffer");
 }
 
+static void
+test_is_local(void)
+{
+	static const struct {
+		const char *addr;
+		int local;
+	} cases[] = {
+		{ "127.0.0.1:7300", 1 },      { "127.255.0.9:1", 1 },
+		{ "[::1]:7300", 1 },	      { "[::ffff:127.0.0.1]:1", 1 },
+		{ "unix:/tmp/x.sock", 1 },    { "0.0.0.0:0", 0 },
+		{ "10.255.255.1:1", 0 },      { "[::]:7300", 0 },
+		{ "[::ffff:10.0.0.1]:1", 0 },
+	};
+	struct mc_addr a;
+	struct mc_err err;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		TAP_OK(mc_addr_parse(cases[i].addr, &a, &err) == 0 &&
+			       mc_addr_is_local(&a) == cases[i].local,
+		       "is_local: %s is %s", cases[i].addr, cases[i].local ? "local" : "not local");
+}
+
 int
 main(void)
 {
@@ -224,5 +246,6 @@ main(void)
 	test_tcp();
 	test_unix();
 	test_format();
+	test_is_local();
 	return tap_done();
 }

@@ -140,6 +140,37 @@ test_clock_and_chains(void)
 	store_destroy(&s, u);
 }
 
+/* --max-tenants and --max-types-per-tenant: tenants and types made on first use, capped. */
+static void
+test_caps(void)
+{
+	struct store c;
+	struct mc_err err;
+	int64_t a, b;
+
+	if (store_init(&c, &err) != 0)
+		return;
+	c.max_tenants = 3;
+	c.max_types_per_tenant = 2;
+	a = store_tenant_intern(&c, "a", 1, &err);
+	b = store_tenant_intern(&c, "b", 1, &err);
+	TAP_OK(a == 1 && b == 2 && store_tenant_intern(&c, "c", 1, &err) == -1 &&
+		       err.code == MC_ERR_TOO_LARGE && strcmp(err.msg, "too many tenants (3)") == 0,
+	       "caps: a tenant past --max-tenants is refused (%s)", err.msg);
+	TAP_OK(store_tenant_intern(&c, "a", 1, &err) == a, "caps: a known tenant still interns");
+	TAP_OK(store_tenant_type(&c, (uint32_t)a, "t1", 2, &err) >= 0 &&
+		       store_tenant_type(&c, (uint32_t)a, "t2", 2, &err) >= 0 &&
+		       store_tenant_type(&c, (uint32_t)a, "t1", 2, &err) >= 0,
+	       "caps: a tenant names its types again and again");
+	TAP_OK(store_tenant_type(&c, (uint32_t)a, "t3", 2, &err) == -1 &&
+		       err.code == MC_ERR_TOO_LARGE &&
+		       strcmp(err.msg, "tenant 'a' has 2 data types already") == 0,
+	       "caps: a third type of one tenant is refused (%s)", err.msg);
+	TAP_OK(store_tenant_type(&c, (uint32_t)b, "t3", 2, &err) >= 0,
+	       "caps: the cap is per tenant");
+	store_free(&c);
+}
+
 int
 main(void)
 {
@@ -150,6 +181,7 @@ main(void)
 	test_objects();
 	test_groups();
 	test_clock_and_chains();
+	test_caps();
 	store_free(&s);
 	return tap_done();
 }

@@ -29,6 +29,11 @@ int mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err);
 int mc_addr_listen(const struct mc_addr *a, int backlog, struct mc_addr *bound, struct mc_err *err);
 /* Blocking connect with a timeout (ms, 0 = none); TCP_NODELAY set. Returns fd. */
 int mc_addr_connect(const struct mc_addr *a, int timeout_ms, struct mc_err *err);
+/*
+ * 1 when only this machine can reach a: a unix socket, 127.0.0.0/8 or
+ * ::1 (or ::ffff:127.x). What the daemons serve without authentication.
+ */
+int mc_addr_is_local(const struct mc_addr *a);
 /* Render a sockaddr as "host:port" or "unix:/path". */
 void mc_addr_format(const struct sockaddr *sa, socklen_t len, char *buf, size_t cap);
 

@@ -12,4 +12,12 @@
  */
 int mc_write_all(int fd, const void *buf, size_t len);
 
+/*
+ * A secret kept in a file (a tool's --token-file, the peer's
+ * --peer-secret-file): its first line, without surrounding blanks, into
+ * buf (cap bytes, NUL-terminated). 0, or -1 with a reason in why
+ * (MC_ERR_MSG_MAX bytes) for an unreadable, empty or oversized one.
+ */
+int mc_read_secret(const char *path, char *buf, size_t cap, char *why);
+
 #endif

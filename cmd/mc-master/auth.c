@@ -1,0 +1,159 @@
+/*
+ * Roles from the auth file (auth.h).
+ */
+#include <sodium.h>
+#include <string.h>
+
+#include "auth.h"
+#include "mc/log.h"
+#include "mc/wire.h"
+#include "request.h"
+
+int
+auth_open(struct master *m, struct mc_err *err)
+{
+	if (m->cfg.auth_file == NULL)
+		return 0;
+	if (mc_authfile_load(&m->auth, m->cfg.auth_file, 0, err) != 0)
+		return -1;
+	m->auth_on = true;
+	return 0;
+}
+
+void
+auth_close(struct master *m)
+{
+	mc_authfile_free(&m->auth);
+}
+
+/* Is the entry cl authenticated with still in the file, unchanged? */
+static bool
+still_there(const struct mc_authfile *a, const struct auth_who *w)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].role == w->role && strcmp(a->v[i].name, w->name) == 0 &&
+		    sodium_memcmp(a->v[i].hash, w->hash, sizeof(w->hash)) == 0)
+			return true;
+	return false;
+}
+
+int
+auth_reload(struct master *m, struct mc_err *err)
+{
+	struct mc_authfile a;
+	size_t closed = 0;
+
+	if (!m->auth_on)
+		return 0;
+	if (mc_authfile_load(&a, m->cfg.auth_file, 0, err) != 0)
+		return -1;
+	mc_authfile_free(&m->auth);
+	m->auth = a;
+	for (struct client *cl = m->clients, *next; cl != NULL; cl = next) {
+		next = cl->next;
+		if (cl->who.role != MC_ROLE_NONE && !still_there(&m->auth, &cl->who)) {
+			mc_info("closing %s: its %s token for '%s' was removed",
+				mc_conn_peer_name(cl->conn), mc_auth_role_name(cl->who.role),
+				cl->who.name);
+			cl->who.role = MC_ROLE_NONE;
+			mc_conn_close(cl->conn, false);
+			closed++;
+		}
+	}
+	mc_info("reloaded %s: %zu entries, %zu connections closed", m->cfg.auth_file, m->auth.n,
+		closed);
+	return 0;
+}
+
+int
+auth_hello(struct master *m, struct client *cl, const msgpack_object *params, const char *tenant,
+	   size_t tenant_len, struct mc_err *err)
+{
+	const struct mc_auth_entry *e;
+	const char *tok;
+	size_t len;
+	int64_t t = 0;
+	int rc;
+
+	if (!m->auth_on)
+		return 0;
+	rc = mc_map_str(params, "token", &tok, &len, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 0)
+		return mc_err_set(err, MC_ERR_PERMISSION, "permission denied: hello needs a token");
+	e = mc_authfile_match(&m->auth, tok, len);
+	if (e == NULL)
+		return mc_err_set(err, MC_ERR_PERMISSION, "permission denied: unknown token");
+	if (e->role == MC_ROLE_TENANT && tenant != NULL &&
+	    (tenant_len != strlen(e->name) || memcmp(tenant, e->name, tenant_len) != 0))
+		return mc_err_set(err, MC_ERR_PERMISSION,
+				  "permission denied: the token speaks for tenant '%s' only",
+				  e->name);
+	if (e->role != MC_ROLE_PEER) {
+		if (tenant == NULL) {
+			tenant = e->name;
+			tenant_len = strlen(e->name);
+		}
+		if ((t = store_tenant_intern(&m->store, tenant, tenant_len, err)) < 0)
+			return -1;
+	}
+	cl->tenant = (uint32_t)t;
+	cl->who.role = e->role;
+	memcpy(cl->who.name, e->name, sizeof(cl->who.name));
+	memcpy(cl->who.hash, e->hash, sizeof(cl->who.hash));
+	return 0;
+}
+
+int
+auth_authorize(struct mc_req *req, struct mc_err *err)
+{
+	const struct master *m = req->ctx;
+	const struct mc_method *me = req->method;
+	int role;
+
+	if (!m->auth_on || strcmp(me->name, "hello") == 0)
+		return 0;
+	role = req_client(req)->who.role;
+	if (role == MC_ROLE_NONE)
+		return mc_err_set(err, MC_ERR_PERMISSION, "%s needs a hello with a valid token",
+				  me->name);
+	if ((me->flags & MC_METHOD_PEER) != 0)
+		return role == MC_ROLE_PEER
+			       ? 0
+			       : mc_err_set(err, MC_ERR_PERMISSION, "%s is for peers", me->name);
+	if ((me->flags & MC_METHOD_ADMIN) != 0)
+		return role == MC_ROLE_ADMIN ? 0
+					     : mc_err_set(err, MC_ERR_PERMISSION,
+							  "%s needs the admin role", me->name);
+	/* a tenant's call: a peer's secret speaks for no tenant */
+	if (role == MC_ROLE_PEER)
+		return mc_err_set(err, MC_ERR_PERMISSION, "%s is a tenant's call, not a peer's",
+				  me->name);
+	return 0;
+}
+
+int
+auth_check_peer(const struct mc_req *req, uint64_t id, struct mc_err *err)
+{
+	const struct master *m = req->ctx;
+	uint32_t mine = req_client(req)->peer_id;
+
+	if (!m->auth_on || (mine != 0 && mine == id))
+		return 0;
+	return mc_err_set(err, MC_ERR_PERMISSION,
+			  "permission denied: peer %llu is not the peer registered on this "
+			  "connection",
+			  (unsigned long long)id);
+}
+
+int
+auth_check_takeover(const struct master *m, const struct peer *holder, struct mc_err *err)
+{
+	if (!m->auth_on || holder == NULL || holder->conn == NULL ||
+	    !peer_alive(holder, m->cfg.peer_ttl))
+		return 0;
+	return mc_err_set(err, MC_ERR_PERMISSION,
+			  "permission denied: live peer %u holds %s; resume with its session",
+			  holder->id, holder->addr);
+}

@@ -1,0 +1,132 @@
+/*
+ * Unit tests for the master's roles (cmd/mc-master/auth.c): the auth
+ * file loaded and bound to a connection's client record by hello, the
+ * tenant a token may speak for, and the takeover of a live peer's address.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "mc/clock.h"
+#include "master.h"
+#include "tap.h"
+
+static struct master m;
+static char tok_alice[MC_AUTH_TOKEN_LEN + 1], tok_ops[MC_AUTH_TOKEN_LEN + 1],
+	tok_peer[MC_AUTH_TOKEN_LEN + 1];
+
+/* hello's params {token} (token NULL: none), unpacked into z. */
+static const msgpack_object *
+hello_params(msgpack_sbuffer *sb, msgpack_unpacked *z, const char *token)
+{
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, token != NULL);
+	if (token != NULL)
+		mc_pack_kv_str(&pk, "token", token);
+	msgpack_unpacked_init(z);
+	msgpack_unpack_next(z, sb->data, sb->size, NULL);
+	return &z->data;
+}
+
+static int
+hello(struct client *cl, const char *token, const char *tenant, struct mc_err *err)
+{
+	msgpack_sbuffer sb;
+	msgpack_unpacked z;
+	int rc;
+
+	rc = auth_hello(&m, cl, hello_params(&sb, &z, token), tenant,
+			tenant != NULL ? strlen(tenant) : 0, err);
+	msgpack_unpacked_destroy(&z);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+static void
+test_hello(void)
+{
+	struct client cl = { 0 };
+	struct mc_err err;
+
+	TAP_OK(hello(&cl, NULL, NULL, &err) == -1 && err.code == MC_ERR_PERMISSION &&
+		       strcmp(err.msg, "permission denied: hello needs a token") == 0 &&
+		       cl.who.role == MC_ROLE_NONE,
+	       "hello: no token, no role (%s)", err.msg);
+	TAP_OK(hello(&cl, "0123", NULL, &err) == -1 && err.code == MC_ERR_PERMISSION &&
+		       cl.who.role == MC_ROLE_NONE,
+	       "hello: a wrong token binds nothing (%s)", err.msg);
+	TAP_OK(hello(&cl, tok_alice, NULL, &err) == 0 && cl.who.role == MC_ROLE_TENANT &&
+		       strcmp(m.store.tenants[cl.tenant].name, "alice") == 0,
+	       "hello: a tenant's token speaks for its tenant");
+	memset(&cl, 0, sizeof(cl));
+	TAP_OK(hello(&cl, tok_alice, "bob", &err) == -1 && err.code == MC_ERR_PERMISSION &&
+		       strcmp(err.msg,
+			      "permission denied: the token speaks for tenant 'alice' only") == 0 &&
+		       cl.who.role == MC_ROLE_NONE && cl.tenant == 0,
+	       "hello: a tenant's token cannot choose another tenant");
+	TAP_OK(hello(&cl, tok_alice, "alice", &err) == 0, "hello: naming its own tenant is fine");
+	memset(&cl, 0, sizeof(cl));
+	TAP_OK(hello(&cl, tok_ops, "bob", &err) == 0 && cl.who.role == MC_ROLE_ADMIN &&
+		       strcmp(m.store.tenants[cl.tenant].name, "bob") == 0,
+	       "hello: an admin may act on any tenant");
+	memset(&cl, 0, sizeof(cl));
+	TAP_OK(hello(&cl, tok_peer, NULL, &err) == 0 && cl.who.role == MC_ROLE_PEER &&
+		       cl.tenant == 0,
+	       "hello: the peer secret binds the peer role and no tenant");
+}
+
+static void
+test_takeover(void)
+{
+	struct peer p = { 0 };
+	struct mc_err err;
+
+	snprintf(p.addr, sizeof(p.addr), "unix:/p1");
+	p.id = 7;
+	p.heard = mc_mono_ms();
+	p.conn = (struct mc_conn *)&p; /* connected: only compared with NULL */
+	m.cfg.peer_ttl = 60000;
+	TAP_OK(auth_check_takeover(&m, &p, &err) == -1 && err.code == MC_ERR_PERMISSION &&
+		       strstr(err.msg, "live peer 7 holds unix:/p1") != NULL,
+	       "takeover: a live, connected peer's address is refused (%s)", err.msg);
+	p.conn = NULL;
+	TAP_OK(auth_check_takeover(&m, &p, &err) == 0,
+	       "takeover: a peer whose link closed may be replaced (a restart)");
+	TAP_OK(auth_check_takeover(&m, NULL, &err) == 0, "takeover: a free address is free");
+	m.auth_on = false;
+	p.conn = (struct mc_conn *)&p;
+	TAP_OK(auth_check_takeover(&m, &p, &err) == 0, "takeover: without --auth-file, as before");
+	m.auth_on = true;
+}
+
+int
+main(void)
+{
+	char path[] = "/tmp/test_master_auth.XXXXXX";
+	struct mc_authfile a = { 0 };
+	struct mc_err err;
+	int fd = mkstemp(path);
+
+	close(fd);
+	if (mc_authfile_add(&a, MC_ROLE_TENANT, "alice", tok_alice, &err) != 0 ||
+	    mc_authfile_add(&a, MC_ROLE_ADMIN, "ops", tok_ops, &err) != 0 ||
+	    mc_authfile_add(&a, MC_ROLE_PEER, "peers", tok_peer, &err) != 0 ||
+	    mc_authfile_save(&a, path, &err) != 0 || store_init(&m.store, &err) != 0) {
+		fprintf(stderr, "test_master_auth: setup failed: %s\n", err.msg);
+		return 1;
+	}
+	mc_authfile_free(&a);
+	m.cfg.auth_file = path;
+	TAP_OK(auth_open(&m, &err) == 0 && m.auth_on && m.auth.n == 3,
+	       "open: the file's three entries");
+	test_hello();
+	test_takeover();
+	auth_close(&m);
+	store_free(&m.store);
+	unlink(path);
+	return tap_done();
+}
