@@ -77,6 +77,8 @@ auth_hello(struct master *m, struct client *cl, const msgpack_object *params, co
 
 	if (!m->auth_on)
 		return 0;
+	/* a hello that fails leaves no role behind, not even an earlier one */
+	cl->who.role = MC_ROLE_NONE;
 	rc = mc_map_str(params, "token", &tok, &len, err);
 	if (rc < 0)
 		return -1;

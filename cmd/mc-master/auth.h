@@ -24,7 +24,7 @@ void auth_close(struct master *m);
  * hello's authentication: bind cl's role and tenant from the token in
  * params. tenant is the hello's own tenant field (NULL when absent): a
  * tenant token may name only its own, an admin's any. 0, or -1 with err
- * (MC_ERR_PERMISSION) and cl unchanged. Without --auth-file: 0, nothing
+ * (MC_ERR_PERMISSION) and cl left with no role. Without --auth-file: 0, nothing
  * bound.
  */
 int auth_hello(struct master *m, struct client *cl, const msgpack_object *params,

@@ -647,6 +647,9 @@ h_stats(struct mc_req *req)
 {
 	struct master *m = req_begin(req);
 	const struct store *s = &m->store;
+	const struct client *cl = req_client(req);
+	/* an authenticated tenant sees its own line only, not who else is here */
+	bool own = m->auth_on && cl->who.role == MC_ROLE_TENANT;
 	struct evict_totals ev;
 
 	evict_totals(m, &ev);
@@ -656,8 +659,10 @@ h_stats(struct mc_req *req)
 	mc_pack_kv_u64(pk, "bytes", s->bytes);
 	mc_pack_kv_u64(pk, "peers", m->peers.n);
 	mc_pack_key(pk, "tenants");
-	msgpack_pack_array(pk, s->ntenants);
+	msgpack_pack_array(pk, own ? 1 : s->ntenants);
 	for (uint32_t i = 0; i < s->ntenants; i++) {
+		if (own && i != cl->tenant)
+			continue;
 		msgpack_pack_map(pk, 3 + (s->tenants[i].quota != 0));
 		mc_pack_kv_str(pk, "tenant", s->tenants[i].name);
 		mc_pack_kv_u64(pk, "objects", s->tenants[i].objects);

@@ -80,6 +80,12 @@ tok() {
 	assert_output --partial "not found"
 	run -0 env MC_TOKEN="$(tok bob)" mc-cli ls
 	refute_output --partial a-key
+	# stats shows a tenant its own line, not the other tenants
+	run -0 mc-rpc --token "$(tok bob)" "$MC_MASTER" stats
+	assert_output --partial '"tenants":[{"tenant":"bob"'
+	refute_output --partial '"alice"'
+	run -0 mc-rpc --token "$(tok ops)" "$MC_MASTER" stats
+	assert_output --partial '"tenant":"alice"'
 	# the admin names a tenant to act on it
 	run -0 env MC_TOKEN="$(tok ops)" mc-cli -t alice ls
 	assert_output a-key

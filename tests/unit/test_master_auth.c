@@ -69,6 +69,8 @@ test_hello(void)
 		       cl.who.role == MC_ROLE_NONE && cl.tenant == 0,
 	       "hello: a tenant's token cannot choose another tenant");
 	TAP_OK(hello(&cl, tok_alice, "alice", &err) == 0, "hello: naming its own tenant is fine");
+	TAP_OK(hello(&cl, "0123", NULL, &err) == -1 && cl.who.role == MC_ROLE_NONE,
+	       "hello: a failed hello drops the role an earlier one bound");
 	memset(&cl, 0, sizeof(cl));
 	TAP_OK(hello(&cl, tok_ops, "bob", &err) == 0 && cl.who.role == MC_ROLE_ADMIN &&
 		       strcmp(m.store.tenants[cl.tenant].name, "bob") == 0,
