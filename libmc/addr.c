@@ -404,3 +404,14 @@ mc_addr_is_local(const struct mc_addr *a)
 	}
 	return 0;
 }
+
+int
+mc_addr_check_local(const char *flag, const char *addr, const char *remedy, struct mc_err *err)
+{
+	struct mc_addr a;
+
+	if (addr == NULL || mc_addr_parse(addr, &a, err) != 0 || mc_addr_is_local(&a))
+		return 0;
+	return mc_err_set(err, MC_ERR_INVALID, "refusing %s %s without authentication: give %s",
+			  flag, addr, remedy);
+}

@@ -95,20 +95,18 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Without authentication only this machine may reach the master: 1
- * (complained) when addr (a flag's value, NULL: not given) is open to
- * others.
+ * (complained) when others could.
  */
 static int
 open_to_others(const char *flag, const char *addr)
 {
-	struct mc_addr a;
 	struct mc_err err;
 
-	if (addr == NULL || mc_addr_parse(addr, &a, &err) != 0 || mc_addr_is_local(&a))
+	if (mc_addr_check_local(flag, addr,
+				"--auth-file, or --insecure to serve anyone who can reach it",
+				&err) == 0)
 		return 0;
-	mc_complain("refusing %s %s without authentication: give --auth-file, or --insecure to "
-		    "serve anyone who can reach it",
-		    flag, addr);
+	mc_complain("%s", err.msg);
 	return 1;
 }
 

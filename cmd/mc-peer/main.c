@@ -23,6 +23,7 @@
 #include "peer.h"
 
 #define UNREGISTER_TIMEOUT_MS 1000
+#define INSECURE_REMEDY "--insecure to serve anyone who can reach it (the master takes --auth-file)"
 
 static struct {
 	const char *master;
@@ -311,22 +312,11 @@ main(int argc, char **argv)
 		mc_die(MC_EXIT_USAGE, "invalid --listen '%s': %s", cfg.listen, err.msg);
 	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
 		mc_die(MC_EXIT_USAGE, "invalid --master '%s': %s", cfg.master, err.msg);
-	if (!cfg.insecure) {
-		struct mc_addr h;
-
-		/* the data plane checks no one yet: only this machine may reach it */
-		if (!mc_addr_is_local(&listen_addr))
-			mc_die(MC_EXIT_USAGE,
-			       "refusing --listen %s without authentication: give --insecure to "
-			       "serve anyone who can reach it (the master takes --auth-file)",
-			       cfg.listen);
-		if (cfg.http != NULL && mc_addr_parse(cfg.http, &h, &err) == 0 &&
-		    !mc_addr_is_local(&h))
-			mc_die(MC_EXIT_USAGE,
-			       "refusing --http %s without authentication: give --insecure to "
-			       "serve anyone who can reach it",
-			       cfg.http);
-	}
+	/* the data plane checks no one yet: only this machine may reach it */
+	if (!cfg.insecure &&
+	    (mc_addr_check_local("--listen", cfg.listen, INSECURE_REMEDY, &err) != 0 ||
+	     mc_addr_check_local("--http", cfg.http, INSECURE_REMEDY, &err) != 0))
+		mc_die(MC_EXIT_USAGE, "%s", err.msg);
 	if (cfg.secret_file != NULL) {
 		char why[MC_ERR_MSG_MAX];
 

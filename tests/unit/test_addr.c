@@ -236,6 +236,14 @@ test_is_local(void)
 		TAP_OK(mc_addr_parse(cases[i].addr, &a, &err) == 0 &&
 			       mc_addr_is_local(&a) == cases[i].local,
 		       "is_local: %s is %s", cases[i].addr, cases[i].local ? "local" : "not local");
+	TAP_OK(mc_addr_check_local("--listen", "127.0.0.1:1", "X", &err) == 0 &&
+		       mc_addr_check_local("--http", NULL, "X", &err) == 0,
+	       "check_local: a loopback or absent address passes");
+	TAP_OK(mc_addr_check_local("--listen", "0.0.0.0:0", "--insecure", &err) == -1 &&
+		       strcmp(err.msg, "refusing --listen 0.0.0.0:0 without authentication: "
+				       "give --insecure") == 0,
+	       "check_local: an open one is refused, naming flag, address and remedy (%s)",
+	       err.msg);
 }
 
 int

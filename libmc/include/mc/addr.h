@@ -34,6 +34,13 @@ int mc_addr_connect(const struct mc_addr *a, int timeout_ms, struct mc_err *err)
  * ::1 (or ::ffff:127.x). What the daemons serve without authentication.
  */
 int mc_addr_is_local(const struct mc_addr *a);
+/*
+ * A daemon serving unauthenticated: 0 when addr, the value of flag
+ * (NULL: not given), is unparsable (the caller's own check names that)
+ * or local; -1 with err "refusing FLAG ADDR without authentication:
+ * give REMEDY" when others could reach it.
+ */
+int mc_addr_check_local(const char *flag, const char *addr, const char *remedy, struct mc_err *err);
 /* Render a sockaddr as "host:port" or "unix:/path". */
 void mc_addr_format(const struct sockaddr *sa, socklen_t len, char *buf, size_t cap);
 
