@@ -1092,7 +1092,8 @@ msnap_restore_startup(struct master *m)
 	if (strcmp(want, "latest") != 0) {
 		if (load_path(m, want, &out, &err) != 0) {
 			mc_complain("cannot restore '%s': %s", want, err.msg);
-			return err.code == MC_ERR_SYSTEM ? MC_EXIT_FAIL : MC_EXIT_DATAERR;
+			/* a file that cannot even be opened is bad input all the same */
+			return MC_EXIT_DATAERR;
 		}
 		log_restored(m, want, &out);
 		return 0;

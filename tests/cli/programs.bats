@@ -311,6 +311,11 @@ dram_field_is() {
 	assert_output --partial "$MC_DIR/no/such/dir/m.sock"
 }
 
+@test "programs: mc-master --restore of a missing file exits 65 naming the file" {
+	run -65 timeout 10 mc-master --listen "unix:$MC_DIR/x.sock" --restore "$MC_DIR/missing.mcs"
+	assert_output --partial "mc-master: cannot restore '$MC_DIR/missing.mcs': "
+}
+
 @test "programs: mc-master --config sets options and flags beat it" {
 	printf '# test config\nlease-ttl = 3s\n\npeer-ttl=1h\n' >"$MC_DIR/m.conf"
 	mc_start_master --config "$MC_DIR/m.conf"
