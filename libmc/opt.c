@@ -12,6 +12,7 @@
  * program wants exactly that.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -600,10 +601,26 @@ mc_set_positive_int(const char *v, void *target, char *why)
 int
 mc_set_fd(const char *v, void *target, char *why)
 {
+	int flags;
+
 	if (mc_set_int(v, target, why) != 0)
 		return -1;
 	if (*(int *)target < 0) {
 		snprintf(why, 200, "must be a file descriptor number");
+		return -1;
+	}
+	/*
+	 * Checked now, while the program can still refuse to start: written
+	 * to only once it serves, a bad descriptor would leave whoever waits
+	 * on it waiting, with nothing but a warning in a log.
+	 */
+	flags = fcntl(*(int *)target, F_GETFL);
+	if (flags < 0) {
+		snprintf(why, 200, "not an open file descriptor");
+		return -1;
+	}
+	if ((flags & O_ACCMODE) == O_RDONLY) {
+		snprintf(why, 200, "not open for writing");
 		return -1;
 	}
 	return 0;

@@ -316,6 +316,16 @@ dram_field_is() {
 	assert_output --partial "mc-master: cannot restore '$MC_DIR/missing.mcs': "
 }
 
+@test "programs: a --ready-fd that is not open for writing exits 64 naming the flag" {
+	run -64 timeout 10 mc-master --listen "unix:$MC_DIR/x.sock" --ready-fd 999
+	assert_output --partial "mc-master: invalid --ready-fd '999': not an open file descriptor"
+	run -64 timeout 10 mc-peer --master "unix:$MC_DIR/m.sock" --listen "unix:$MC_DIR/p.sock" \
+		--dram 1MiB --ready-fd 999
+	assert_output --partial "mc-peer: invalid --ready-fd '999': not an open file descriptor"
+	run -64 timeout 10 mc-master --listen "unix:$MC_DIR/x.sock" --ready-fd 5 5</dev/null
+	assert_output --partial "invalid --ready-fd '5': not open for writing"
+}
+
 @test "programs: mc-master --config sets options and flags beat it" {
 	printf '# test config\nlease-ttl = 3s\n\npeer-ttl=1h\n' >"$MC_DIR/m.conf"
 	mc_start_master --config "$MC_DIR/m.conf"

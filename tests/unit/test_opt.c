@@ -139,6 +139,36 @@ run_child(const struct mc_opt_spec *s, char **argv)
 	return c;
 }
 
+/* A descriptor's number as an option value. */
+static const char *
+fd_text(int fd, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%d", fd);
+	return buf;
+}
+
+static void
+test_set_fd(void)
+{
+	char why[201], n[16];
+	int p[2], i = -1;
+
+	if (pipe(p) != 0) {
+		TAP_OK(0, "setter: fd: a pipe to test with");
+		return;
+	}
+	TAP_OK(mc_set_fd(fd_text(p[1], n, sizeof(n)), &i, why) == 0 && i == p[1],
+	       "setter: fd takes a descriptor open for writing");
+	TAP_OK(mc_set_fd(fd_text(p[0], n, sizeof(n)), &i, why) == -1 &&
+		       strcmp(why, "not open for writing") == 0,
+	       "setter: fd refuses one open only for reading");
+	close(p[0]);
+	close(p[1]);
+	TAP_OK(mc_set_fd(fd_text(p[1], n, sizeof(n)), &i, why) == -1 &&
+		       strcmp(why, "not an open file descriptor") == 0,
+	       "setter: fd refuses one that is not open");
+}
+
 static void
 test_setters(void)
 {
@@ -170,8 +200,8 @@ test_setters(void)
 	TAP_OK(mc_set_positive_int("5", &i, why) == 0 && i == 5 &&
 		       mc_set_positive_int("0", &i, why) == -1 && strstr(why, "at least 1"),
 	       "setter: positive int refuses zero");
-	TAP_OK(mc_set_fd("3", &i, why) == 0 && i == 3 && mc_set_fd("-1", &i, why) == -1,
-	       "setter: fd refuses negative numbers");
+	TAP_OK(mc_set_fd("-1", &i, why) == -1, "setter: fd refuses negative numbers");
+	test_set_fd();
 	TAP_OK(mc_set_log_level("warn", NULL, why) == 0 &&
 		       mc_set_log_level("loud", NULL, why) == -1 && strstr(why, "debug"),
 	       "setter: log level names the levels it accepts");

@@ -73,7 +73,7 @@ int mc_set_u64(const char *v, void *target, char *why);		 /* uint64_t */
 int mc_set_int(const char *v, void *target, char *why);		 /* int */
 int mc_set_double(const char *v, void *target, char *why);	 /* double */
 int mc_set_positive_int(const char *v, void *target, char *why); /* int, at least 1 */
-int mc_set_fd(const char *v, void *target, char *why);		 /* int, a file descriptor */
+int mc_set_fd(const char *v, void *target, char *why);		 /* int, an fd open for writing */
 /* Sets the process's log level (target unused): debug, info, warn, error. */
 int mc_set_log_level(const char *v, void *target, char *why);
 
