@@ -23,6 +23,7 @@
 #include "mc/log.h"
 #include "mc/opt.h"
 #include "mc/parse.h"
+#include "mc/proto.h"
 
 #define WHY_MAX 200
 #define DEFAULT_VERSION MC_VERSION
@@ -623,6 +624,24 @@ mc_set_fd(const char *v, void *target, char *why)
 		snprintf(why, 200, "not open for writing");
 		return -1;
 	}
+	return 0;
+}
+
+int
+mc_set_name(const char *v, void *target, char *why)
+{
+	size_t len = strlen(v);
+
+	if (len == 0) {
+		snprintf(why, 200, "must not be empty");
+		return -1;
+	}
+	/* refused here, or the far end refuses every message that carries it */
+	if (len > MC_NAME_MAX) {
+		snprintf(why, 200, "%zu characters, over the wire limit of %d", len, MC_NAME_MAX);
+		return -1;
+	}
+	*(const char **)target = v;
 	return 0;
 }
 

@@ -84,17 +84,6 @@ set_dram(const char *v, void *target, char *why)
 	return 0;
 }
 
-static int
-set_nonempty(const char *v, void *target, char *why)
-{
-	if (!*v) {
-		snprintf(why, 200, "must not be empty");
-		return -1;
-	}
-	*(const char **)target = v;
-	return 0;
-}
-
 static const struct mc_opt opts[] = {
 	{ "master", 'm', "ADDR", "MC_MASTER", "master address (default 127.0.0.1:7300)", set_addr,
 	  &cfg.master },
@@ -106,9 +95,9 @@ static const struct mc_opt opts[] = {
 	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
 	{ "domain", 0, "STR", "MC_DOMAIN", "failure/network domain (default \"default\")",
-	  set_nonempty, &cfg.domain },
+	  mc_set_name, &cfg.domain },
 	{ "host-id", 0, "STR", NULL, "host name given to the master (default the hostname)",
-	  set_nonempty, &cfg.host_id },
+	  mc_set_name, &cfg.host_id },
 	{ "advertise", 0, "ADDR", NULL,
 	  "address clients reach this peer at (default the bound one)", set_addr, &cfg.advertise },
 	{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",

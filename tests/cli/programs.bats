@@ -362,6 +362,25 @@ dram_field_is() {
 	run -1 mc_peer_listed "unix:$MC_DIR/adv.sock"
 }
 
+@test "programs: mc-peer refuses a --host-id or --domain over the wire limit at start" {
+	local long at_limit
+	long="$(printf 'h%.0s' {1..129})"
+	at_limit="${long:1}"
+	run -64 timeout 10 mc-peer --master "unix:$MC_DIR/m.sock" --listen "unix:$MC_DIR/p.sock" \
+		--dram 1MiB --host-id "$long"
+	assert_output --partial "mc-peer: invalid --host-id '$long': 129 characters, over the wire limit of 128"
+	run -64 timeout 10 mc-peer --master "unix:$MC_DIR/m.sock" --listen "unix:$MC_DIR/p.sock" \
+		--dram 1MiB --domain "$long"
+	assert_output --partial "invalid --domain '$long': 129 characters, over the wire limit of 128"
+	run -64 env MC_DOMAIN="$long" timeout 10 mc-peer --master "unix:$MC_DIR/m.sock" \
+		--listen "unix:$MC_DIR/p.sock" --dram 1MiB
+	assert_output --partial "over the wire limit of 128"
+	# 128 characters are still a name the master takes
+	mc_start_master
+	MC_PEER_DRAM=16MiB mc_start_peer longname --host-id "$at_limit" --domain "$at_limit"
+	mc_peers_json | jq_true --arg h "$at_limit" '.host == $h and .domain == $h'
+}
+
 @test "programs: MC_DOMAIN sets mc-peer's default domain" {
 	mc_start_master
 	MC_DOMAIN=env-dom mc_start_peer envdom

@@ -7,6 +7,7 @@
 
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/proto.h"
 #include "tap.h"
 
 static const char *o_listen, *o_config;
@@ -170,6 +171,23 @@ test_set_fd(void)
 }
 
 static void
+test_set_name(void)
+{
+	char why[201], v[MC_NAME_MAX + 2];
+	const char *s = NULL;
+
+	memset(v, 'h', sizeof(v) - 1);
+	v[sizeof(v) - 1] = '\0';
+	TAP_OK(mc_set_name(v, &s, why) == -1 && s == NULL && strstr(why, "129 characters") &&
+		       strstr(why, "wire limit of 128"),
+	       "setter: name refuses one over the wire limit, saying both lengths");
+	v[MC_NAME_MAX] = '\0';
+	TAP_OK(mc_set_name(v, &s, why) == 0 && s == v, "setter: name takes one at the limit");
+	TAP_OK(mc_set_name("", &s, why) == -1 && strstr(why, "empty"),
+	       "setter: name refuses an empty one");
+}
+
+static void
 test_setters(void)
 {
 	char why[256];
@@ -202,6 +220,7 @@ test_setters(void)
 	       "setter: positive int refuses zero");
 	TAP_OK(mc_set_fd("-1", &i, why) == -1, "setter: fd refuses negative numbers");
 	test_set_fd();
+	test_set_name();
 	TAP_OK(mc_set_log_level("warn", NULL, why) == 0 &&
 		       mc_set_log_level("loud", NULL, why) == -1 && strstr(why, "debug"),
 	       "setter: log level names the levels it accepts");
