@@ -24,6 +24,9 @@
 #include "mc/tool.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
+/* How the dispatcher (libmc/conn.c) answers a method it does not serve. */
+#define UNKNOWN_METHOD "unknown method '"
+#define NOT_OFFERED "does not offer it (not a master, or an older one)"
 
 /* What -m, -t and --timeout said; the client they made. */
 static struct {
@@ -552,15 +555,19 @@ mc_tool_fail(const struct mc_err *err, const char *verb, const char *what)
 		code = MC_EXIT_FAIL;
 		break;
 	case MC_ERR_INVALID:
-		/* the service is missing, the command line was fine */
-		if (strncmp(err->msg, "unknown method", 14) == 0) {
+		/*
+		 * The service is missing, the command line was fine. The
+		 * dispatcher's answer may come wrapped in what was being
+		 * done ("hello to master X failed: unknown method 'hello'",
+		 * a peer's address given as the master's), so it is looked
+		 * for anywhere in the message.
+		 */
+		if (strstr(err->msg, UNKNOWN_METHOD) != NULL) {
 			if (what != NULL)
-				mc_die(MC_EXIT_UNAVAILABLE,
-				       "cannot %s '%s': the master at %s does not offer it (%s)",
-				       verb, what, mc_tool_master_addr(), err->msg);
-			mc_die(MC_EXIT_UNAVAILABLE,
-			       "cannot %s: the master at %s does not offer it (%s)", verb,
-			       mc_tool_master_addr(), err->msg);
+				mc_die(MC_EXIT_UNAVAILABLE, "cannot %s '%s': %s %s: %s", verb, what,
+				       mc_tool_master_addr(), NOT_OFFERED, err->msg);
+			mc_die(MC_EXIT_UNAVAILABLE, "cannot %s: %s %s: %s", verb,
+			       mc_tool_master_addr(), NOT_OFFERED, err->msg);
 		}
 		break;
 	}

@@ -46,16 +46,12 @@ const struct mc_opt cli_candidates_opts[] = {
 
 /*
  * A failed call: one line naming what was being done, and the exit
- * status of the master's code (DESIGN.md section 8).
+ * status of the master's code, as every tool maps it (mc/tool.h).
  */
 static _Noreturn void
 call_fail(const char *doing, const struct mc_err *err)
 {
-	int code = mc_status_exit_code(err->code);
-
-	if (code == MC_EXIT_OK)
-		code = MC_EXIT_SOFTWARE;
-	mc_die(code, "cannot %s: %s", doing, err->msg);
+	mc_tool_fail(err, doing, NULL);
 }
 
 /*

@@ -168,13 +168,14 @@ admin_call(const char *method, struct mc_msg *m)
 {
 	struct mc_rpcc *r = mc_tool_master();
 	struct mc_err err = { 0 };
+	char doing[64];
 
 	if (!r)
 		mc_die(MC_EXIT_UNAVAILABLE, "cannot reach the master");
-	if (mc_rpcc_call0(r, method, m, &err) < 0)
-		mc_die(mc_status_exit_code(err.code) ? mc_status_exit_code(err.code)
-						     : MC_EXIT_SOFTWARE,
-		       "cannot get %s: %s", method, err.msg);
+	if (mc_rpcc_call0(r, method, m, &err) < 0) {
+		snprintf(doing, sizeof(doing), "get %s", method);
+		mc_tool_fail(&err, doing, NULL);
+	}
 }
 
 /*

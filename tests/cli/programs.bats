@@ -175,6 +175,18 @@ check_list_options() {
 	assert_output --partial "mc-cli: cannot connect to unix:$MC_DIR/master.sock: connection refused"
 }
 
+@test "programs: mc-cli pointed at a peer instead of a master exits 69, not 64" {
+	mc_start_master
+	MC_PEER_DRAM=16MiB mc_start_peers 1
+	local peer
+	peer="$(mc_addr peer1)"
+	run -69 mc-cli -m "$peer" stat
+	assert_output --partial "mc-cli: cannot connect to the master: $peer does not offer it"
+	assert_output --partial "unknown method 'hello'"
+	run -69 mc-cli -m "$peer" get k
+	run -69 mc-cli -m "$peer" peers
+}
+
 @test "programs: MC_MASTER is the default master address of mc-cli" {
 	run -69 env MC_MASTER="unix:$MC_DIR/env.sock" mc-cli exist k
 	assert_output --partial "unix:$MC_DIR/env.sock"

@@ -233,6 +233,13 @@ main(void)
 	TAP_OK(fail_status(MC_ERR_INVALID, "unknown method 'frob'", err, sizeof(err)) == 69 &&
 		       strstr(err, "does not offer it"),
 	       "fail: a master without the method lacks the service (69)");
+	TAP_OK(fail_status(MC_ERR_INVALID, "hello to master a:1 failed: unknown method 'hello'",
+			   err, sizeof(err)) == 69 &&
+		       strstr(err, "does not offer it (not a master, or an older one)") &&
+		       strstr(err, "unknown method 'hello'"),
+	       "fail: ... also when the answer comes wrapped, as hello to a peer's address does");
+	TAP_OK(fail_status(MC_ERR_INVALID, "unknown tier 'floppy'", err, sizeof(err)) == 64,
+	       "fail: any other invalid answer is still a usage error (64)");
 	TAP_OK(fail_status(MC_ERR_PROTO, "bad", err, sizeof(err)) == 65, "fail: bad data is 65");
 	return tap_done();
 }
