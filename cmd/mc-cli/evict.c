@@ -527,8 +527,44 @@ print_plan(const struct mc_plan *p)
 	printf(", lowerbound %s\n", mc_fmt_size(p->lowerbound, b, sizeof(b)));
 }
 
-/* Decode the answer's bulk and print it as people or --json want it. */
-static void
+/*
+ * The victims the report says were gone: named on stderr, so that a
+ * plan of keys that no longer exist does not pass for work done. Only
+ * gone ones and nothing evicted is a failure (1, as not found is); some
+ * gone beside work done is what a plan made a while ago expects.
+ */
+static int
+missing_status(const struct mc_report *r)
+{
+	uint64_t planned = 0, evicted = 0, failed = 0, gone = 0;
+
+	for (size_t i = 0; i < r->nstages; i++) {
+		const struct mc_stage_report *sr = &r->stages[i];
+
+		planned += sr->planned_objects;
+		evicted += sr->evicted_objects;
+		failed += sr->nfailures;
+		for (size_t j = 0; j < sr->nfailures; j++)
+			gone += sr->failures[j].reason == MC_FAIL_GONE;
+	}
+	if (gone == 0)
+		return MC_EXIT_OK;
+	if (evicted == 0 && gone == failed) {
+		mc_complain("nothing evicted: %" PRIu64 " of %" PRIu64
+			    " planned entries named missing objects",
+			    gone, planned);
+		return MC_EXIT_FAIL;
+	}
+	mc_complain("%" PRIu64 " of %" PRIu64 " planned entries named missing objects", gone,
+		    planned);
+	return MC_EXIT_OK;
+}
+
+/*
+ * Decode the answer's bulk and print it as people or --json want it;
+ * returns the exit status (missing_status for a report).
+ */
+static int
 show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 {
 	const char *what = is_plan ? "plan" : "report";
@@ -562,8 +598,10 @@ show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 		mc_die(MC_EXIT_FAIL, "%s", err.msg);
 	if (fflush(stdout) != 0)
 		mc_die(MC_EXIT_FAIL, "cannot write the %s: %s", what, mc_strerror(errno));
+	rc = is_plan ? MC_EXIT_OK : missing_status(&rep);
 	mc_report_free(&rep);
 	mc_plan_free(&p);
+	return rc;
 }
 
 int
@@ -618,9 +656,9 @@ cli_evict(int argc, char **argv)
 		is_plan = ev_o.dry_run;
 		evict_call(r, NULL, 0, doing, &is_plan, &len);
 	}
-	if (ev_o.raw)
+	if (ev_o.raw) {
 		copy_out(r, len, doing, is_plan ? "the plan" : "the report");
-	else
-		show_answer(r, len, is_plan, doing);
-	return MC_EXIT_OK;
+		return MC_EXIT_OK;
+	}
+	return show_answer(r, len, is_plan, doing);
 }

@@ -181,6 +181,37 @@ cluster() {
 	mc-cli exist "$leased"
 }
 
+# plan_keys FILE: the keys of a JSON-lines plan's victims, one a line.
+plan_keys() {
+	jq -r 'select(.t == "stage") | .victims[].key' "$1"
+}
+
+@test "evict: a plan whose every entry is gone exits 1, counting them" {
+	cluster
+	mc-cli --json evict --target 250000 --dry-run >"$BATS_TEST_TMPDIR/round.plan"
+	local k
+	for k in $(plan_keys "$BATS_TEST_TMPDIR/round.plan"); do
+		mc-cli rm "$k"
+	done
+	run mc-cli evict --plan - <"$BATS_TEST_TMPDIR/round.plan"
+	assert_failure 1
+	assert_line --regexp '^  failed default/k[0-9]: gone$'
+	assert_line "mc-cli: nothing evicted: 3 of 3 planned entries named missing objects"
+	run mc-cli --json evict --plan "$BATS_TEST_TMPDIR/round.plan"
+	assert_failure 1
+	assert_output --partial "3 of 3 planned entries named missing objects"
+}
+
+@test "evict: a plan with some entries gone succeeds and counts the missing ones" {
+	cluster
+	mc-cli --json evict --target 250000 --dry-run >"$BATS_TEST_TMPDIR/round.plan"
+	mc-cli rm "$(plan_keys "$BATS_TEST_TMPDIR/round.plan" | head -n 1)"
+	run mc-cli evict --plan "$BATS_TEST_TMPDIR/round.plan"
+	assert_success
+	assert_line --regexp '^evicted 2 objects, '
+	assert_line "mc-cli: 1 of 3 planned entries named missing objects"
+}
+
 @test "evict: --json prints the report as JSON lines, --raw as msgpack" {
 	cluster
 	mc-cli --json evict --target 150000 --dry-run >"$BATS_TEST_TMPDIR/a.plan"
