@@ -628,6 +628,16 @@ mc_set_fd(const char *v, void *target, char *why)
 }
 
 int
+mc_set_amount(const char *v, void *target, char *why)
+{
+	struct mc_err err = { 0 };
+
+	if (mc_parse_amount(v, target, &err) < 0)
+		return why_from(why, &err);
+	return 0;
+}
+
+int
 mc_set_name(const char *v, void *target, char *why)
 {
 	size_t len = strlen(v);

@@ -106,6 +106,44 @@ mc_parse_percent(const char *s, uint64_t *micro, struct mc_err *err)
 	return 0;
 }
 
+uint64_t
+mc_percent_of(uint64_t whole, uint64_t micro)
+{
+	/*
+	 * whole * micro / MC_PERCENT_WHOLE without overflow: q * micro <=
+	 * whole because micro <= MC_PERCENT_WHOLE, and r * micro < 10^16.
+	 * Integers throughout, so "20%" of 1000 bytes is 200, never 201
+	 * through a binary fraction rounded up.
+	 */
+	uint64_t q = whole / MC_PERCENT_WHOLE, r = whole % MC_PERCENT_WHOLE;
+
+	return q * micro + (r * micro + MC_PERCENT_WHOLE - 1) / MC_PERCENT_WHOLE;
+}
+
+int
+mc_parse_amount(const char *s, struct mc_amount *a, struct mc_err *err)
+{
+	size_t len = s != NULL ? strlen(s) : 0;
+	struct mc_amount v = { 0 };
+
+	/* the '%' decides, so "20%" is never read as a size with a bad unit */
+	if (len > 0 && s[len - 1] == '%') {
+		if (mc_parse_percent(s, &v.pct_micro, err) < 0)
+			return -1;
+		v.is_pct = true;
+	} else if (mc_parse_size(s, &v.bytes, err) < 0) {
+		return -1;
+	}
+	*a = v;
+	return 0;
+}
+
+uint64_t
+mc_amount_bytes(const struct mc_amount *a, uint64_t whole)
+{
+	return a->is_pct ? mc_percent_of(whole, a->pct_micro) : a->bytes;
+}
+
 static uint64_t
 size_unit(const char *u)
 {

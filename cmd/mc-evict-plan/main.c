@@ -19,6 +19,18 @@
 
 struct evictplan ep;
 
+/* mc_set_amount, keeping the text for messages and to know it was given. */
+static int
+amount_set(const char *v, void *target, char *why)
+{
+	struct amount *a = target;
+
+	if (mc_set_amount(v, &a->v, why) < 0)
+		return -1;
+	a->text = v;
+	return 0;
+}
+
 static const struct mc_opt opts[] = {
 	{ "policy", 'p', "FILE", NULL, "the eviction policy (default: global `evict lease`)",
 	  mc_set_str, &ep.policy },

@@ -137,18 +137,18 @@ evictplan_run(void)
 	struct mc_plan_params pp = { 0 };
 	struct mc_err err = { 0 };
 
-	if (!ep.target.is_pct && ep.lowerbound.text != NULL && !ep.lowerbound.is_pct)
-		check_bounds(ep.target.bytes, ep.lowerbound.bytes);
+	if (!ep.target.v.is_pct && ep.lowerbound.text != NULL && !ep.lowerbound.v.is_pct)
+		check_bounds(ep.target.v.bytes, ep.lowerbound.v.bytes);
 	if (!ep.json && !ep.explain && isatty(STDOUT_FILENO))
 		mc_die(MC_EXIT_USAGE, "refusing to write a plan to a terminal; use --json, "
 				      "--explain or a pipe");
 	load_policy(&pol);
 	read_view(&view);
 
-	pp.target = amount_bytes(&ep.target, view_bytes(&view));
+	pp.target = mc_amount_bytes(&ep.target.v, mc_cand_view_bytes(&view));
 	pp.lowerbound = MC_PLAN_DEFAULT_LOWERBOUND;
 	if (ep.lowerbound.text != NULL)
-		pp.lowerbound = amount_bytes(&ep.lowerbound, pp.target);
+		pp.lowerbound = mc_amount_bytes(&ep.lowerbound.v, pp.target);
 	check_bounds(pp.target, pp.lowerbound);
 	pp.soft_pinned_pass = ep.soft_pinned_pass;
 	pp.now = 0; /* the view's created time: the plan depends on the view alone */

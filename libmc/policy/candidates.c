@@ -206,6 +206,19 @@ grow_keys(struct mc_cand_view *v, uint64_t need, struct mc_err *err)
 	return 0;
 }
 
+uint64_t
+mc_cand_view_bytes(const struct mc_cand_view *v)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < v->n; i++) {
+		if (UINT64_MAX - sum < v->c[i].bytes)
+			return UINT64_MAX;
+		sum += v->c[i].bytes;
+	}
+	return sum;
+}
+
 int
 mc_cand_add(struct mc_cand_view *v, const struct mc_cand *c, const char *key, size_t key_len,
 	    struct mc_err *err)

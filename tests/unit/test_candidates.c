@@ -775,10 +775,31 @@ test_speed(void)
 	mc_cand_view_free(&w);
 }
 
+static void
+test_view_bytes(void)
+{
+	struct mc_cand_view v;
+	struct mc_cand c = { 0 };
+	struct mc_err err;
+
+	mc_cand_view_init(&v);
+	TAP_OK(mc_cand_view_bytes(&v) == 0, "view bytes: an empty view holds none");
+	c.bytes = 10;
+	mc_cand_add(&v, &c, "a", 1, &err);
+	c.bytes = 32;
+	mc_cand_add(&v, &c, "b", 1, &err);
+	TAP_OK(mc_cand_view_bytes(&v) == 42, "view bytes: the sum of the candidates' bytes");
+	c.bytes = UINT64_MAX - 1;
+	mc_cand_add(&v, &c, "c", 1, &err);
+	TAP_OK(mc_cand_view_bytes(&v) == UINT64_MAX, "view bytes: saturates instead of wrapping");
+	mc_cand_view_free(&v);
+}
+
 int
 main(void)
 {
 	test_view();
+	test_view_bytes();
 	test_round_trip(false);
 	test_round_trip(true);
 	test_bad_msgpack();

@@ -191,12 +191,40 @@ test_format(void)
 	}
 }
 
+static void
+test_amounts(void)
+{
+	struct mc_err err = { 0 };
+	struct mc_amount a = { 0 };
+
+	TAP_OK(mc_parse_amount("2KiB", &a, &err) == 0 && !a.is_pct && a.bytes == 2048 &&
+		       mc_amount_bytes(&a, 1) == 2048,
+	       "amount: a size is bytes, whatever the whole");
+	TAP_OK(mc_parse_amount("20%", &a, &err) == 0 && a.is_pct && a.pct_micro == 20000000 &&
+		       mc_amount_bytes(&a, 1000) == 200,
+	       "amount: a percentage is of the whole, exactly");
+	TAP_OK(mc_parse_amount("12.5%", &a, &err) == 0 && mc_amount_bytes(&a, 3) == 1,
+	       "amount: a percentage is rounded up, never less than asked");
+	TAP_OK(mc_parse_amount("100%", &a, &err) == 0 &&
+		       mc_amount_bytes(&a, UINT64_MAX) == UINT64_MAX &&
+		       mc_parse_amount("0.000001%", &a, &err) == 0 &&
+		       mc_amount_bytes(&a, UINT64_MAX) == UINT64_MAX / MC_PERCENT_WHOLE + 1,
+	       "amount: the largest whole does not overflow");
+	a = (struct mc_amount){ .bytes = 7 };
+	TAP_OK(mc_parse_amount("120%", &a, &err) == -1 && strstr(err.msg, "at most 100%") &&
+		       a.bytes == 7 && !a.is_pct,
+	       "amount: a bad percentage says why and leaves the amount alone");
+	TAP_OK(mc_parse_amount("12XB", &a, &err) == -1 && strstr(err.msg, "unknown unit 'XB'"),
+	       "amount: a bad size says why");
+}
+
 int
 main(void)
 {
 	test_sizes();
 	test_durations();
 	test_numbers();
+	test_amounts();
 	test_format();
 	return tap_done();
 }

@@ -112,6 +112,9 @@ mc_cand_key(const struct mc_cand_view *v, const struct mc_cand *c)
 	return v->keys + c->key_off;
 }
 
+/* The sum of the candidates' bytes, saturating: what "20%" of a view is of. */
+uint64_t mc_cand_view_bytes(const struct mc_cand_view *v);
+
 /* ---- streams ---- */
 
 /* Write the header and every record of v to f; json: JSON lines instead. */

@@ -74,6 +74,8 @@ int mc_set_int(const char *v, void *target, char *why);		 /* int */
 int mc_set_double(const char *v, void *target, char *why);	 /* double */
 int mc_set_positive_int(const char *v, void *target, char *why); /* int, at least 1 */
 int mc_set_fd(const char *v, void *target, char *why);		 /* int, an fd open for writing */
+/* struct mc_amount (mc/parse.h): a size, or a percentage "20%". */
+int mc_set_amount(const char *v, void *target, char *why);
 /* const char *, 1 to MC_NAME_MAX bytes: a name the wire carries (host, domain). */
 int mc_set_name(const char *v, void *target, char *why);
 /* Sets the process's log level (target unused): debug, info, warn, error. */

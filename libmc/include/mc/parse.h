@@ -27,6 +27,20 @@ int mc_parse_bool(const char *s, bool *out, struct mc_err *err);
 #define MC_PERCENT_MICRO 1000000u
 #define MC_PERCENT_WHOLE (100u * MC_PERCENT_MICRO)
 int mc_parse_percent(const char *s, uint64_t *micro, struct mc_err *err);
+/* micro millionths of a percent of whole, rounded up: never less than asked. */
+uint64_t mc_percent_of(uint64_t whole, uint64_t micro);
+/*
+ * An amount of bytes as eviction asks for one: a size ("2GiB", "4096")
+ * or a percentage ("20%", "12.5%") of a whole known only later (a
+ * view's bytes, a target), which mc_amount_bytes applies then.
+ */
+struct mc_amount {
+	bool is_pct;
+	uint64_t pct_micro; /* when is_pct: millionths of a percent, 0..MC_PERCENT_WHOLE */
+	uint64_t bytes;	    /* when !is_pct */
+};
+int mc_parse_amount(const char *s, struct mc_amount *a, struct mc_err *err);
+uint64_t mc_amount_bytes(const struct mc_amount *a, uint64_t whole);
 /* Render for people: 1536 -> "1.5KiB", 1500 -> "1.5s". buf of 32 is enough. */
 char *mc_fmt_size(uint64_t bytes, char *buf, size_t cap);
 char *mc_fmt_duration_ms(uint64_t ms, char *buf, size_t cap);
