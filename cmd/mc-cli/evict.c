@@ -220,7 +220,8 @@ cli_candidates(int argc, char **argv)
 
 static struct {
 	const char *plan; /* a file, or "-" for stdin */
-	uint64_t target, lowerbound;
+	/* sizes or percentages, as mc-evict-plan takes them; the master applies the latter */
+	struct mc_amount target, lowerbound;
 	bool has_target, has_lowerbound;
 	const char *peer, *tier, *tenant;
 	bool dry_run, raw;
@@ -229,9 +230,11 @@ static struct {
 static int
 set_target(const char *v, void *target, char *why)
 {
-	if (mc_set_size(v, target, why) < 0)
+	const struct mc_amount *a = target;
+
+	if (mc_set_amount(v, target, why) < 0)
 		return -1;
-	if (*(uint64_t *)target == 0) {
+	if ((a->is_pct ? a->pct_micro : a->bytes) == 0) {
 		snprintf(why, 200, "a round must free at least one byte");
 		return -1;
 	}
@@ -242,7 +245,7 @@ set_target(const char *v, void *target, char *why)
 static int
 set_lowerbound(const char *v, void *target, char *why)
 {
-	if (mc_set_size(v, target, why) < 0)
+	if (mc_set_amount(v, target, why) < 0)
 		return -1;
 	ev_o.has_lowerbound = true;
 	return 0;
@@ -251,11 +254,14 @@ set_lowerbound(const char *v, void *target, char *why)
 const struct mc_opt cli_evict_opts[] = {
 	{ "plan", 0, "FILE", NULL, "execute this plan (msgpack or JSON lines; - for stdin)",
 	  mc_set_str, &ev_o.plan },
-	{ "target", 0, "SIZE", NULL, "have the master plan and run a round freeing SIZE",
+	{ "target", 0, "SIZE", NULL,
+	  "have the master plan and run a round freeing SIZE, or a percentage of the view's "
+	  "bytes (\"20%\")",
 	  set_target, &ev_o.target },
 	{ "lowerbound", 0, "SIZE", NULL,
-	  "with --target: the least the round must free (default: the policy's)", set_lowerbound,
-	  &ev_o.lowerbound },
+	  "with --target: the least the round must free, or a percentage of the target "
+	  "(default: the policy's)",
+	  set_lowerbound, &ev_o.lowerbound },
 	{ "tenant", 0, "STR", NULL, "with --target: only this tenant's copies", mc_set_str,
 	  &ev_o.tenant },
 	{ "peer", 0, "ID", NULL, "with --target: only copies on this peer (its id or address)",
@@ -273,9 +279,10 @@ static _Noreturn void
 evict_usage(const char *msg)
 {
 	mc_complain("evict: %s", msg);
-	fprintf(stderr, "usage: mc-cli evict --plan FILE|- [OPTIONS]\n"
-			"       mc-cli evict --target SIZE [--lowerbound SIZE] [--tenant T] "
-			"[--peer P] [--tier T] [--dry-run] [OPTIONS]\n");
+	fprintf(stderr,
+		"usage: mc-cli evict --plan FILE|- [OPTIONS]\n"
+		"       mc-cli evict --target SIZE|PCT [--lowerbound SIZE|PCT] [--tenant T] "
+		"[--peer P] [--tier T] [--dry-run] [OPTIONS]\n");
 	exit(MC_EXIT_USAGE);
 }
 
@@ -283,7 +290,7 @@ static void
 check_evict_args(void)
 {
 	if (ev_o.plan == NULL && !ev_o.has_target)
-		evict_usage("give --plan FILE or --target SIZE");
+		evict_usage("give --plan FILE or --target SIZE|PCT");
 	if (ev_o.plan != NULL && ev_o.has_target)
 		evict_usage("--plan and --target exclude each other");
 	if (ev_o.plan != NULL) {
@@ -300,7 +307,9 @@ check_evict_args(void)
 			evict_usage(msg);
 		}
 	}
-	if (ev_o.has_lowerbound && ev_o.lowerbound > ev_o.target)
+	/* a percentage of the target is never over it; a size over a percentage the master checks */
+	if (ev_o.has_lowerbound && !ev_o.target.is_pct && !ev_o.lowerbound.is_pct &&
+	    ev_o.lowerbound.bytes > ev_o.target.bytes)
 		evict_usage("--lowerbound is over --target");
 	if (ev_o.raw && cli.json)
 		evict_usage("--raw and --json exclude each other");
@@ -604,6 +613,20 @@ show_answer(struct mc_rpcc *r, uint64_t len, bool is_plan, const char *doing)
 	return rc;
 }
 
+/* An amount for evict_run: NAME in bytes, or NAME_pct in millionths of a percent. */
+static void
+pack_amount(msgpack_packer *pk, const char *name, const struct mc_amount *a)
+{
+	char pct_name[32];
+
+	if (!a->is_pct) {
+		mc_pack_kv_u64(pk, name, a->bytes);
+		return;
+	}
+	snprintf(pct_name, sizeof(pct_name), "%s_pct", name);
+	mc_pack_kv_u64(pk, pct_name, a->pct_micro);
+}
+
 int
 cli_evict(int argc, char **argv)
 {
@@ -641,9 +664,9 @@ cli_evict(int argc, char **argv)
 		msgpack_pack_map(pk, 1 + ev_o.has_lowerbound + (ev_o.peer != NULL) +
 					     (ev_o.tenant != NULL) + (ev_o.tier != NULL) +
 					     ev_o.dry_run);
-		mc_pack_kv_u64(pk, "target", ev_o.target);
+		pack_amount(pk, "target", &ev_o.target);
 		if (ev_o.has_lowerbound)
-			mc_pack_kv_u64(pk, "lowerbound", ev_o.lowerbound);
+			pack_amount(pk, "lowerbound", &ev_o.lowerbound);
 		if (ev_o.tenant != NULL)
 			mc_pack_kv_str(pk, "tenant", ev_o.tenant);
 		if (ev_o.peer != NULL)

@@ -87,6 +87,8 @@ struct job {
 	struct cand_filter filter;
 	bool empty; /* the filter names nothing that exists: plan nothing */
 	uint64_t target, lowerbound;
+	/* evict_run's percentages, of the view's bytes and of the target: applied once built */
+	struct mc_amount pct_target, pct_lowerbound;
 	bool dry_run;
 	bool export_view;   /* a `candidates` call: build and answer the view, no round */
 	struct mc_req *req; /* deferred request to answer, or NULL */
@@ -520,6 +522,31 @@ sum_planned(struct job *j, struct mc_err *err)
 	return 0;
 }
 
+/*
+ * evict_run's percentages made bytes, on the view they are of, as
+ * mc-evict-plan makes them: the target of the view's bytes, the
+ * lowerbound of the target. -1 when a lowerbound is above such a target.
+ */
+static int
+apply_percentages(struct job *j, struct mc_err *err)
+{
+	char t[32], l[32];
+
+	if (j->pct_target.is_pct) {
+		j->target = mc_amount_bytes(&j->pct_target, mc_cand_view_bytes(&j->view));
+		j->round.target = j->target;
+	}
+	if (j->pct_lowerbound.is_pct)
+		j->lowerbound = mc_amount_bytes(&j->pct_lowerbound, j->target);
+	/* a lowerbound in bytes could not be checked against such a target before */
+	if (j->pct_target.is_pct && j->lowerbound != MC_PLAN_DEFAULT_LOWERBOUND &&
+	    j->lowerbound > j->target)
+		return mc_err_set(err, MC_ERR_INVALID, "lowerbound %s is above the target of %s",
+				  mc_fmt_size(j->lowerbound, l, sizeof(l)),
+				  mc_fmt_size(j->target, t, sizeof(t)));
+	return 0;
+}
+
 static void
 plan_work(void *arg)
 {
@@ -540,6 +567,8 @@ plan_work(void *arg)
 			fclose(f);
 		}
 		j->have_plan = j->plan_rc == 0;
+	} else if (apply_percentages(j, &j->plan_err) != 0) {
+		j->plan_rc = -1;
 	} else {
 		struct mc_plan_params pp = {
 			.target = j->target,
@@ -1578,13 +1607,38 @@ oom:
 	handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 }
 
+/*
+ * An amount of evict_run: bytes under NAME, or millionths of a percent
+ * under NAME_pct. 1 when given, 0 when neither is, -1 with err.
+ */
+static int
+read_amount(const msgpack_object *params, const char *name, struct mc_amount *a, struct mc_err *err)
+{
+	char pct_name[32];
+	int rb, rp;
+
+	snprintf(pct_name, sizeof(pct_name), "%s_pct", name);
+	*a = (struct mc_amount){ 0 };
+	if ((rb = mc_map_u64(params, name, &a->bytes, err)) < 0 ||
+	    (rp = mc_map_u64(params, pct_name, &a->pct_micro, err)) < 0)
+		return -1;
+	if (rb > 0 && rp > 0)
+		return mc_err_set(err, MC_ERR_INVALID, "give '%s' or '%s', not both", name,
+				  pct_name);
+	if (rp > 0 && a->pct_micro > MC_PERCENT_WHOLE)
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "'%s' of %llu millionths of a percent is over 100%%", pct_name,
+				  (unsigned long long)a->pct_micro);
+	a->is_pct = rp > 0;
+	return rb > 0 || rp > 0;
+}
+
 static void
 h_evict_run(struct mc_req *req)
 {
 	struct master *m = req->ctx;
 	struct mc_err err = { 0 };
 	struct job *j = NULL;
-	uint64_t v;
 	int rc;
 
 	j = job_new(m, TRIG_MANUAL);
@@ -1593,15 +1647,17 @@ h_evict_run(struct mc_req *req)
 		return;
 	}
 	j->says_kind = true;
-	if (mc_map_u64(req->params, "target", &j->target, &err) != 1 || j->target == 0) {
-		if (err.code == 0)
-			mc_err_set(&err, MC_ERR_INVALID, "evict_run needs a target above 0 bytes");
+	if ((rc = read_amount(req->params, "target", &j->pct_target, &err)) < 0)
+		goto fail;
+	j->target = j->pct_target.bytes;
+	if (rc == 0 || (j->pct_target.is_pct ? j->pct_target.pct_micro == 0 : j->target == 0)) {
+		mc_err_set(&err, MC_ERR_INVALID, "evict_run needs a target above 0 bytes");
 		goto fail;
 	}
-	if ((rc = mc_map_u64(req->params, "lowerbound", &v, &err)) < 0)
+	if ((rc = read_amount(req->params, "lowerbound", &j->pct_lowerbound, &err)) < 0)
 		goto fail;
-	if (rc > 0)
-		j->lowerbound = v;
+	if (rc > 0 && !j->pct_lowerbound.is_pct)
+		j->lowerbound = j->pct_lowerbound.bytes;
 	if (mc_map_bool(req->params, "dry_run", &j->dry_run, &err) < 0)
 		goto fail;
 	/* The same filter as candidates: a round sees the view that call would. */

@@ -64,6 +64,18 @@ plan_file() {
 	assert_output --partial "invalid --target '0'"
 }
 
+@test "evict: a bad percentage names the flag, as mc-evict-plan does" {
+	run mc-cli -m "$NOWHERE" evict --target 120%
+	assert_failure 64
+	assert_output --partial "invalid --target '120%': a percentage is at most 100%"
+	run mc-cli -m "$NOWHERE" evict --target 0%
+	assert_failure 64
+	assert_output --partial "invalid --target '0%'"
+	run mc-cli -m "$NOWHERE" evict --target 1MiB --lowerbound 5.1234567%
+	assert_failure 64
+	assert_output --partial "invalid --lowerbound '5.1234567%'"
+}
+
 @test "evict: a --lowerbound over --target is a usage error" {
 	run mc-cli -m "$NOWHERE" evict --target 1MiB --lowerbound 2MiB
 	assert_failure 64
@@ -164,6 +176,34 @@ cluster() {
 	[ "$(tail -n +2 <<<"$output" | jq -s '[.[].victims[]] | length')" -eq 3 ]
 	mc-cli exist k1
 	mc-cli exist k6
+}
+
+@test "evict: --target takes a percentage of the view's bytes, as mc-evict-plan does" {
+	cluster
+	local total want
+	mc-cli --json candidates >"$BATS_TEST_TMPDIR/view.json"
+	total="$(tail -n +2 "$BATS_TEST_TMPDIR/view.json" | jq -s 'map(.bytes) | add')"
+	want=$(((total * 20 + 99) / 100))
+	run mc-cli --json evict --target 20% --lowerbound 50% --dry-run
+	assert_success
+	head -n 1 <<<"$output" | jq_true --argjson t "$want" \
+		'.target == $t and .lowerbound == (($t + 1) / 2 | floor)'
+	# the same plan's numbers as the offline planner's over the same view
+	mc-evict-plan -p "$BATS_TEST_TMPDIR/lease.policy" --target 20% --lowerbound 50% --json \
+		<"$BATS_TEST_TMPDIR/view.json" | head -n 1 |
+		jq_true --argjson t "$want" '.target == $t and .lowerbound == (($t + 1) / 2 | floor)'
+	# a round run for a percentage reports the bytes it stood for
+	run mc-cli --json evict --target 20% --tenant bob -t bob
+	assert_success
+	head -n 1 <<<"$output" | jq_true '.round.target == 20000 and .round.usage_at_start == 100000'
+	run -1 mc-cli -t bob exist b1
+}
+
+@test "evict: a size --lowerbound above a percentage --target is refused by the master" {
+	cluster
+	run mc-cli evict --target 1% --lowerbound 1MiB --dry-run
+	assert_failure 64
+	assert_output --partial "lowerbound 1MiB is above the target of"
 }
 
 @test "evict: a dry-run plan fed back through --plan prints a report" {
