@@ -275,7 +275,8 @@ child_main(struct master *m, int fd, int errw)
 	} else {
 		size_t removed;
 		if (mc_snap_prune(m->cfg.snapshot_dir, (size_t)m->cfg.snapshot_keep, &removed,
-				  &err) != 0)
+				  &err) != 0 ||
+		    mc_snap_clean_tmp(m->cfg.snapshot_dir, &removed, &err) != 0)
 			status = CHILD_PRUNE_FAILED;
 	}
 	if (status != 0) {
@@ -557,6 +558,15 @@ msnap_init(struct master *m, struct mc_err *err)
 		if (n > 0)
 			sn->last_created = name_created(paths[0]);
 		mc_snap_list_free(paths, n);
+		/*
+		 * A writer killed with the master that forked it leaves its
+		 * temporary behind; no child of this master is writing yet.
+		 */
+		if (mc_snap_clean_tmp(m->cfg.snapshot_dir, &n, err) != 0)
+			mc_warn("%s", err->msg);
+		else if (n > 0)
+			mc_info("removed %zu unfinished snapshot files from %s", n,
+				m->cfg.snapshot_dir);
 	}
 	sn->sigchld_ev = evsignal_new(m->base, SIGCHLD, sigchld_cb, m);
 	if (sn->sigchld_ev == NULL || event_add(sn->sigchld_ev, NULL) != 0)

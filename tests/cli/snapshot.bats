@@ -372,6 +372,37 @@ seq_records_are() {
 	mc-cli stat tmpf/000000 >/dev/null
 }
 
+@test "snapshot: a dead writer's temporary file is removed at the next start; snapshots and other files stay" {
+	start_cluster
+	mc-fill --prefix tmpf/ -n 10 put
+	local file
+	file="$(save_now)"
+	# what a writer killed together with its master leaves behind
+	head -c 100 "$file" >"$SNAPDIR/.mc-snapshot-Dead01"
+	: >"$SNAPDIR/.mc-snapshot-Dead02"
+	echo mine >"$SNAPDIR/.mc-snapshot-notours"
+	echo mine >"$SNAPDIR/notes.txt"
+	restart_master
+	[ ! -e "$SNAPDIR/.mc-snapshot-Dead01" ]
+	[ ! -e "$SNAPDIR/.mc-snapshot-Dead02" ]
+	[ -e "$file" ] && [ -e "$SNAPDIR/.mc-snapshot-notours" ] && [ -e "$SNAPDIR/notes.txt" ]
+	grep -q "removed 2 unfinished snapshot files from $SNAPDIR" "$MC_DIR/master.log"
+	mc-snapshot verify "$file"
+}
+
+@test "snapshot: a temporary file a live writer holds locked survives the start; the next prune removes it once let go" {
+	local f="$SNAPDIR/.mc-snapshot-Live01"
+	# held here on fd 8, which the daemons do not inherit
+	exec 8>"$f"
+	flock -n 8
+	start_cluster 8>&-
+	[ -e "$f" ]
+	exec 8>&-
+	# a snapshot's prune cleans up too, not only a start
+	save_now
+	[ ! -e "$f" ]
+}
+
 @test "snapshot: /metrics reports the last snapshot's objects, time and failures" {
 	start_master --http 127.0.0.1:0
 	mc_start_peers 1
