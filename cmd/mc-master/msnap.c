@@ -22,8 +22,6 @@
 #include "msnap.h"
 #include "ops.h"
 
-/* A snapshot pushed by snapshot_restore is kept in memory: cap it. */
-#define RESTORE_MAX_BULK (64ull << 30)
 /* Table slots pre-sized from a file's header at most (it is not trusted). */
 #define RESERVE_MAX (1u << 21)
 /* Exit status of a child that wrote the file but could not prune. */
@@ -540,8 +538,11 @@ msnap_init(struct master *m, struct mc_err *err)
 				       "Snapshots that failed.", NULL, NULL);
 	sn->m_objects = mc_metric_get(reg, "mc_snapshot_objects", MC_GAUGE,
 				      "Objects in the last good snapshot.", NULL, NULL);
+	sn->m_restore_too_large = mc_metric_get(
+		reg, "mc_snapshot_restore_too_large_total", MC_COUNTER,
+		"Restores refused for a snapshot over --max-restore-bytes.", NULL, NULL);
 	if (sn->m_last_success == NULL || sn->m_duration == NULL || sn->m_failures == NULL ||
-	    sn->m_objects == NULL)
+	    sn->m_objects == NULL || sn->m_restore_too_large == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory for snapshot metrics");
 	if (m->cfg.snapshot_dir != NULL) {
 		char **paths;
@@ -1424,9 +1425,16 @@ h_snapshot_restore(struct mc_req *req)
 			     "snapshot_restore needs 'len' and that many bytes of a snapshot");
 		return;
 	}
-	if (len > RESTORE_MAX_BULK) {
-		handler_fail(req, MC_ERR_TOO_LARGE, "snapshot of %llu bytes, limit %llu",
-			     (unsigned long long)len, (unsigned long long)RESTORE_MAX_BULK);
+	/*
+	 * The bytes are held in memory until the last one is in. Refused
+	 * here, before any arrive, they are read past and dropped: the
+	 * connection stays usable.
+	 */
+	if (len > m->cfg.max_restore_bytes) {
+		mc_metric_inc(m->snap.m_restore_too_large);
+		handler_fail(req, MC_ERR_TOO_LARGE,
+			     "snapshot of %llu bytes over --max-restore-bytes (%llu)",
+			     (unsigned long long)len, (unsigned long long)m->cfg.max_restore_bytes);
 		return;
 	}
 	if (m->snap.restoring) {

@@ -51,6 +51,7 @@ struct msnap {
 	bool restoring;		  /* a snapshot_restore bulk is coming in */
 	struct snap_last last;
 	struct mc_metric *m_last_success, *m_duration, *m_failures, *m_objects;
+	struct mc_metric *m_restore_too_large;
 };
 
 int msnap_init(struct master *m, struct mc_err *err);

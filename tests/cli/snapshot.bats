@@ -611,6 +611,26 @@ softpin_restart() {
 	mc-cli stat s/000099 >/dev/null
 }
 
+@test "snapshot: restore of a file over --max-restore-bytes is refused and counted while other clients' requests go on" {
+	mc_require_bins mc-snapgen
+	start_master --http 127.0.0.1:0 --max-restore-bytes 4KiB
+	mc_start_peers 1
+	local f="$BATS_TEST_TMPDIR/big.mcs" fill
+	mc-snapgen --count 500 -o "$f"
+	[ "$(stat -c %s "$f")" -gt 4096 ]
+	mc-fill --prefix during/ -n 3000 put &
+	fill=$!
+	run -1 mc-snapshot restore "$f"
+	assert_output --partial 'over --max-restore-bytes (4096)'
+	# the refused bytes are read past and dropped: the connection stays open
+	run -69 mc-rpc --wait-close --timeout-ms 300 --bulk "$f" "$MC_MASTER" snapshot_restore
+	assert_output --partial 'too_large: snapshot of'
+	wait "$fill"
+	mc-fill --prefix during/ -n 3000 check
+	mc-cli --json stat | jq -e '.objects == 3000'
+	assert_equal "$(mc_metric master mc_snapshot_restore_too_large_total)" 2
+}
+
 # ---- periodic snapshots ----
 
 @test "snapshot: --snapshot-interval with --snapshot-keep 2 keeps taking snapshots and leaves 2 files" {
