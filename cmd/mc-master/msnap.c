@@ -977,7 +977,15 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 		L->skipped++;
 		return 0;
 	}
-	if ((tid = store_tenant_type(&L->s, (uint32_t)tenant, type, ylen, &why)) < 0) {
+	/*
+	 * The default type is every tenant's: objects adopted from peers
+	 * take it without counting it, so a file may hold it past the cap.
+	 */
+	if (ylen == strlen(MC_DEFAULT_TYPE) && memcmp(type, MC_DEFAULT_TYPE, ylen) == 0)
+		tid = store_type_intern(&L->s, type, ylen, &why);
+	else
+		tid = store_tenant_type(&L->s, (uint32_t)tenant, type, ylen, &why);
+	if (tid < 0) {
 		if (why.code != MC_ERR_TOO_LARGE)
 			return mc_err_set(err, why.code, "%s", why.msg);
 		return mc_err_set(err, MC_ERR_PROTO,

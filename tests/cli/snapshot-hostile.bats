@@ -148,6 +148,12 @@ refused() {
 		--max-types-per-tenant 4
 }
 
+@test "snapshot: the default type does not count against --max-types-per-tenant, as objects adopted from peers take it uncounted" {
+	mc-snapgen --count 40 --general-every 2 -o "$BATS_TEST_TMPDIR/general.mcs"
+	mc_start_master --restore "$BATS_TEST_TMPDIR/general.mcs" --max-types-per-tenant 2
+	mc-cli --json stat | jq -e '.objects == 40'
+}
+
 @test "hostile snapshot: more peer records than the master could have known are refused" {
 	refused many-peers 'more than 2048 peer records'
 }

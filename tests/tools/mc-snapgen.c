@@ -3,7 +3,7 @@
  * tests of mc-snapshot and anything else that reads snapshot files.
  *
  *   mc-snapgen [--count N] [--seed S] [--created MS] [--next-version N]
- *              [--hostile CASE] [-o FILE]
+ *              [--general-every N] [--hostile CASE] [-o FILE]
  *
  * The file holds one meta record, three tenants ("default", "t1",
  * "t2"), two peers and N objects whose tenant, type, size, group, pins
@@ -19,7 +19,9 @@
  * replica on a peer the file does not list, a header count the records
  * do not add up to, and so on (--hostile list names them all). A master
  * must refuse each one. --next-version sets the meta record's counter,
- * for tests of a master close to the last version.
+ * for tests of a master close to the last version; --general-every N
+ * gives every Nth object the default type, as a master gives the objects
+ * it adopts from peers.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -35,7 +37,7 @@
 #include "mc/tier.h"
 #include "mc/wire.h"
 
-static uint64_t count = 100, seed = 1, created = 1700000000000ull, next_version;
+static uint64_t count = 100, seed = 1, created = 1700000000000ull, next_version, general_every;
 static const char *out = "-", *hostile;
 
 static const struct mc_opt opts[] = {
@@ -45,6 +47,8 @@ static const struct mc_opt opts[] = {
 	  &created },
 	{ "next-version", 0, "N", NULL, "the meta record's next_version (default count + 1)",
 	  mc_set_u64, &next_version },
+	{ "general-every", 0, "N", NULL, "every Nth object, of any tenant, of type general",
+	  mc_set_u64, &general_every },
 	{ "hostile", 0, "CASE", NULL, "write one thing wrong in the file ('list': the cases)",
 	  mc_set_str, &hostile },
 	{ "output", 'o', "FILE", NULL, "where to write (default '-': stdout)", mc_set_str, &out },
@@ -173,6 +177,8 @@ pack_object(msgpack_packer *pk, uint64_t i, const struct obj *o)
 	snprintf(type, sizeof(type), "%s", o->tenant == 0 ? "kv" : types[o->type]);
 	if (is("many-types"))
 		snprintf(type, sizeof(type), "ty%02" PRIu64, i);
+	if (general_every > 0 && i % general_every == 0)
+		snprintf(type, sizeof(type), "%s", MC_DEFAULT_TYPE);
 	if (first && is("version-zero"))
 		version = 0;
 	if (first && is("version-max"))
@@ -233,7 +239,7 @@ main(int argc, char **argv)
 {
 	static const struct mc_opt_spec spec = {
 		.usage = "mc-snapgen [--count N] [--seed S] [--created MS] [--next-version N] "
-			 "[--hostile CASE] [-o FILE]",
+			 "[--general-every N] [--hostile CASE] [-o FILE]",
 		.summary = "write a synthetic mc snapshot",
 		.opts = opts,
 	};
