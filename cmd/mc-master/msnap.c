@@ -951,10 +951,6 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	if (access_seq == UINT64_MAX || created_seq == UINT64_MAX)
 		return mc_err_set(err, MC_ERR_PROTO,
 				  "object record: access sequence at its maximum");
-	if (splen == 6 && memcmp(sp, "active", 6) == 0 && sp_ttl > L->m->cfg.max_soft_pin_ttl)
-		return mc_err_set(err, MC_ERR_PROTO,
-				  "object record: soft pin ttl of %llu ms over --max-soft-pin-ttl",
-				  (unsigned long long)sp_ttl);
 	/* Tenant records come first: an object of any other tenant is made up. */
 	tenant = store_tenant_find(&L->s, tname, tlen);
 	if (tenant < 0 || !(L->tenant_listed[tenant / 64] & (1ull << (tenant % 64))))
@@ -1008,7 +1004,9 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	o->access_count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
 	/*
 	 * Deadlines past what this master could grant from now are cut to
-	 * that, so a file cannot hold an object up for ever.
+	 * that, so a file cannot hold an object up for ever. Cut, not
+	 * refused: a clock or an option that moved since is no reason to
+	 * lose the file.
 	 */
 	until = mc_add_sat(L->now, L->m->cfg.lease_ttl);
 	o->lease_deadline = lease < until ? lease : until;
@@ -1026,7 +1024,8 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 		until = mc_add_sat(L->now, L->m->cfg.max_soft_pin_ttl);
 		o->sp_mode = SP_ACTIVE;
 		o->sp_deadline = sp_deadline < until ? sp_deadline : until;
-		o->sp_ttl = sp_ttl;
+		o->sp_ttl =
+			sp_ttl < L->m->cfg.max_soft_pin_ttl ? sp_ttl : L->m->cfg.max_soft_pin_ttl;
 	}
 	for (unsigned i = 0; i < nrep; i++) {
 		struct mrep *r = store_rep_add(o);

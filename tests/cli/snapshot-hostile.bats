@@ -158,8 +158,25 @@ refused() {
 	refused many-peers 'more than 2048 peer records'
 }
 
-@test "hostile snapshot: a soft pin ttl over --max-soft-pin-ttl is refused" {
-	refused pin-ttl 'object record: soft pin ttl of 1000000000000 ms over --max-soft-pin-ttl'
+@test "snapshot: leases and soft pins a file makes last for ever are cut to what the master could grant from now" {
+	local now
+	now="$(clock_now)"
+	mc-snapgen --count 12 --created "$now" --far-deadlines -o "$BATS_TEST_TMPDIR/far.mcs"
+	mc_start_master --restore "$BATS_TEST_TMPDIR/far.mcs" --reconcile-timeout 1h \
+		--lease-ttl 10s --max-soft-pin-ttl 1h
+	local i t rec active=0
+	for i in $(seq -f %08g 0 11); do
+		# mc-snapgen spreads its objects over three tenants
+		for t in default t1 t2; do
+			rec="$(MC_TENANT=$t mc_stat_json "obj/$i" 2>/dev/null)" && break
+		done
+		jq -e --argjson l $((now + 10000)) '.lease_deadline == $l' <<<"$rec"
+		if [ "$(jq -r .soft_pin <<<"$rec")" = active ]; then
+			jq -e --argjson d $((now + 3600000)) '.soft_pin_deadline == $d' <<<"$rec"
+			active=$((active + 1))
+		fi
+	done
+	[ "$active" -gt 0 ]
 }
 
 # ---- references to nothing ----

@@ -3,7 +3,7 @@
  * tests of mc-snapshot and anything else that reads snapshot files.
  *
  *   mc-snapgen [--count N] [--seed S] [--created MS] [--next-version N]
- *              [--general-every N] [--hostile CASE] [-o FILE]
+ *              [--general-every N] [--far-deadlines] [--hostile CASE] [-o FILE]
  *
  * The file holds one meta record, three tenants ("default", "t1",
  * "t2"), two peers and N objects whose tenant, type, size, group, pins
@@ -21,7 +21,8 @@
  * must refuse each one. --next-version sets the meta record's counter,
  * for tests of a master close to the last version; --general-every N
  * gives every Nth object the default type, as a master gives the objects
- * it adopts from peers.
+ * it adopts from peers; --far-deadlines makes every lease and active
+ * soft pin (and its ttl) last until 2^64-1.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -39,6 +40,7 @@
 
 static uint64_t count = 100, seed = 1, created = 1700000000000ull, next_version, general_every;
 static const char *out = "-", *hostile;
+static bool far;
 
 static const struct mc_opt opts[] = {
 	{ "count", 'n', "N", NULL, "objects to write (default 100)", mc_set_u64, &count },
@@ -49,6 +51,8 @@ static const struct mc_opt opts[] = {
 	  mc_set_u64, &next_version },
 	{ "general-every", 0, "N", NULL, "every Nth object, of any tenant, of type general",
 	  mc_set_u64, &general_every },
+	{ "far-deadlines", 0, NULL, NULL, "leases and soft pins that end at 2^64-1 ms", mc_set_flag,
+	  &far },
 	{ "hostile", 0, "CASE", NULL, "write one thing wrong in the file ('list': the cases)",
 	  mc_set_str, &hostile },
 	{ "output", 'o', "FILE", NULL, "where to write (default '-': stdout)", mc_set_str, &out },
@@ -77,7 +81,6 @@ static const struct {
 	{ "dup-key", "two objects of one key" },
 	{ "unlisted-tenant", "an object of a tenant with no tenant record" },
 	{ "many-types", "one tenant's objects of 12 types (for a low --max-types-per-tenant)" },
-	{ "pin-ttl", "an active soft pin of a 10^12 ms ttl" },
 	{ "seq-max", "an object's access sequence at 2^64-1" },
 	{ "dup-replica-id", "one object's two replicas of one id" },
 	{ "dup-replica-id-across", "two objects' replicas of one id" },
@@ -139,8 +142,6 @@ draw_object(uint64_t *s, uint64_t i, struct obj *o)
 	draw(s, o);
 	if (i == 0 && is("dup-replica-id"))
 		o->nrep = 2;
-	if (i == 0 && is("pin-ttl"))
-		o->active = true;
 	if (i == 0 && is("huge-size"))
 		o->size = UINT64_MAX;
 	if (is("many-types"))
@@ -196,11 +197,10 @@ pack_object(msgpack_packer *pk, uint64_t i, const struct obj *o)
 	mc_pack_kv_u64(pk, "created", created - 1000 + i % 1000);
 	mc_pack_kv_u64(pk, "last_access", created - i % 500);
 	mc_pack_kv_u64(pk, "access_count", i % 17);
-	mc_pack_kv_u64(pk, "lease_deadline", 0);
+	mc_pack_kv_u64(pk, "lease_deadline", far ? UINT64_MAX : 0);
 	mc_pack_kv_str(pk, "sp_mode", o->active ? "active" : "disabled");
-	mc_pack_kv_u64(pk, "sp_deadline", o->active ? created + 60000 : 0);
-	mc_pack_kv_u64(pk, "sp_ttl",
-		       o->active ? (first && is("pin-ttl") ? 1000000000000 : 60000) : 0);
+	mc_pack_kv_u64(pk, "sp_deadline", o->active ? (far ? UINT64_MAX : created + 60000) : 0);
+	mc_pack_kv_u64(pk, "sp_ttl", o->active ? (far ? UINT64_MAX : 60000) : 0);
 	if (first && is("seq-max"))
 		mc_pack_kv_u64(pk, "access_seq", UINT64_MAX);
 	mc_pack_key(pk, "replicas");
@@ -239,7 +239,7 @@ main(int argc, char **argv)
 {
 	static const struct mc_opt_spec spec = {
 		.usage = "mc-snapgen [--count N] [--seed S] [--created MS] [--next-version N] "
-			 "[--general-every N] [--hostile CASE] [-o FILE]",
+			 "[--general-every N] [--far-deadlines] [--hostile CASE] [-o FILE]",
 		.summary = "write a synthetic mc snapshot",
 		.opts = opts,
 	};
