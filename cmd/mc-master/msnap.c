@@ -309,6 +309,12 @@ snap_start(struct master *m, struct mc_err *err)
 		fd = mkostemp(sn->tmp, O_CLOEXEC);
 		if (fd < 0)
 			return mc_err_errno(err, "cannot create '%s'", sn->tmp);
+		/*
+		 * Nameless from the start: the child writes through fd, this
+		 * process maps the result through its own copy, and a master
+		 * killed in between leaves nothing behind in TMPDIR.
+		 */
+		unlink(sn->tmp);
 		snprintf(sn->path, sizeof(sn->path), "%s", sn->tmp);
 	}
 	if (pipe2(pfd, O_CLOEXEC) != 0) {
@@ -327,7 +333,10 @@ snap_start(struct master *m, struct mc_err *err)
 		close(pfd[0]);
 		child_main(m, fd, pfd[1]);
 	}
-	close(fd);
+	if (sn->in_dir)
+		close(fd);
+	else
+		sn->stream_fd = fd;
 	close(pfd[1]);
 	if (fcntl(pfd[0], F_SETFL, O_NONBLOCK) != 0)
 		mc_warn("snapshot: cannot make the error pipe non-blocking");
@@ -342,7 +351,8 @@ fail:
 		close(pfd[1]);
 	}
 	close(fd);
-	unlink(sn->tmp);
+	if (sn->in_dir)
+		unlink(sn->tmp);
 	return -1;
 }
 
@@ -413,8 +423,12 @@ finish_ok(struct master *m, uint64_t millis)
 
 	for (size_t i = 0; i < sn->nwait; i++)
 		stream |= sn->waiters[i].stream;
-	if (stream)
+	if (!sn->in_dir) {
+		fd = sn->stream_fd;
+		sn->stream_fd = -1;
+	} else if (stream) {
 		fd = open(sn->path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd >= 0 ? fstat(fd, &st) == 0 : stat(sn->path, &st) == 0)
 		size = (uint64_t)st.st_size;
 	sn->last.valid = true;
@@ -431,11 +445,9 @@ finish_ok(struct master *m, uint64_t millis)
 	for (size_t i = 0; i < sn->nwait; i++)
 		reply_saved(m, &sn->waiters[i], fd, size);
 	sn->nwait = 0;
+	/* A streamed temporary lives on in the mappings only. */
 	if (fd >= 0)
 		close(fd);
-	/* A streamed temporary lives on in the mappings only. */
-	if (!sn->in_dir)
-		unlink(sn->path);
 }
 
 static void
@@ -445,7 +457,11 @@ finish_fail(struct master *m, const char *why)
 
 	mc_metric_inc(sn->m_failures);
 	mc_warn("snapshot %s failed: %s", sn->path, why);
-	unlink(sn->tmp);
+	if (sn->in_dir)
+		unlink(sn->tmp);
+	if (sn->stream_fd >= 0)
+		close(sn->stream_fd);
+	sn->stream_fd = -1;
 	for (size_t i = 0; i < sn->nwait; i++)
 		handler_fail(sn->waiters[i].req, MC_ERR_SYSTEM, "snapshot failed: %s", why);
 	sn->nwait = 0;
@@ -528,6 +544,7 @@ msnap_init(struct master *m, struct mc_err *err)
 	struct mc_metrics *reg = m->mx.reg;
 
 	sn->err_fd = -1;
+	sn->stream_fd = -1;
 	sn->m_last_success = mc_metric_get(reg, "mc_snapshot_last_success_timestamp", MC_GAUGE,
 					   "When the last good snapshot was taken (seconds "
 					   "since the epoch).",
@@ -595,10 +612,11 @@ msnap_free(struct master *m)
 		if (!sn->in_dir) {
 			kill(sn->pid, SIGKILL);
 			waitpid(sn->pid, NULL, 0);
-			unlink(sn->tmp);
 		}
 		close(sn->err_fd);
 	}
+	if (sn->stream_fd >= 0)
+		close(sn->stream_fd);
 	for (size_t i = 0; i < sn->nwait; i++)
 		mc_reply_err(sn->waiters[i].req, MC_ERR_UNAVAILABLE, "the master is stopping");
 	free(sn->waiters);
@@ -608,6 +626,7 @@ msnap_free(struct master *m)
 		event_free(sn->sigchld_ev);
 	memset(sn, 0, sizeof(*sn));
 	sn->err_fd = -1;
+	sn->stream_fd = -1;
 }
 
 /* ---- loading ---- */

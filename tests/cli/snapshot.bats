@@ -570,6 +570,25 @@ softpin_restart() {
 	[ "$(find "$BATS_TEST_TMPDIR" -maxdepth 1 -name '*streamed*' | grep -c .)" -eq 1 ]
 }
 
+@test "snapshot: a master killed while its child writes a streamed snapshot leaves no file in TMPDIR" {
+	mc_require_bins mc-snapgen
+	export TMPDIR="$MC_DIR/tmp"
+	mkdir -p "$TMPDIR"
+	# enough objects that the child is seen writing
+	mc-snapgen --count 300000 -o "$BATS_TEST_TMPDIR/many.mcs"
+	mc_start_master --restore "$BATS_TEST_TMPDIR/many.mcs" --reconcile-timeout 1h
+	mc-snapshot save -o "$BATS_TEST_TMPDIR/out.mcs" 2>/dev/null &
+	local saver=$!
+	writing() {
+		mc-rpc "$MC_MASTER" snapshot_status | jq -e '.in_progress' >/dev/null
+	}
+	wait_until 20 writing
+	mc_kill9 master
+	wait "$saver" || true
+	run find "$TMPDIR" -name 'mc-snapshot-*'
+	assert_output ''
+}
+
 @test "snapshot: save -o - writes the file to stdout" {
 	start_cluster
 	mc-fill --prefix s/ -n 100 put
