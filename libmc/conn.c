@@ -207,7 +207,7 @@ limits_norm(struct mc_conn_limits *out, const struct mc_conn_limits *in)
 	if (out->max_msg == 0)
 		out->max_msg = MC_WIRE_DEFAULT_MAX_MSG;
 	if (out->max_bulk == 0)
-		out->max_bulk = (uint64_t)1 << 40;
+		out->max_bulk = MC_CONN_MAX_BULK;
 	if (out->max_outq == 0)
 		out->max_outq = (size_t)256 << 20;
 	if (out->max_conns <= 0)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -675,25 +676,98 @@ mc_snap_verify_fd(int fd, struct mc_snap_header *h, uint64_t *records, struct mc
 
 /* ---- files and directories ---- */
 
+#define TMP_PREFIX ".mc-snapshot-"
+#define TMP_RANDOM 6 /* the XXXXXX mkostemp fills in */
+
 int
 mc_snap_create_tmp(const char *dir, char *tmp, size_t cap, struct mc_err *err)
 {
-	int fd, n;
+	struct stat st;
+	int fd, n, tries;
 
-	n = snprintf(tmp, cap, "%s/.mc-snapshot-XXXXXX", dir);
-	if (n < 0 || (size_t)n >= cap)
-		return mc_err_set(err, MC_ERR_INVALID, "snapshot directory name too long: %s", dir);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return mc_err_errno(err, "cannot create a snapshot in %s", dir);
-	/* mkostemp makes 0600; snapshots are meant to be read by admins' tools */
-	if (fchmod(fd, 0644) < 0) {
-		mc_err_errno(err, "cannot create a snapshot in %s", dir);
+	for (tries = 0; tries < 8; tries++) {
+		n = snprintf(tmp, cap, "%s/" TMP_PREFIX "XXXXXX", dir);
+		if (n < 0 || (size_t)n >= cap)
+			return mc_err_set(err, MC_ERR_INVALID,
+					  "snapshot directory name too long: %s", dir);
+		fd = mkostemp(tmp, O_CLOEXEC);
+		if (fd < 0)
+			return mc_err_errno(err, "cannot create a snapshot in %s", dir);
+		/*
+		 * mkostemp makes 0600; snapshots are meant to be read by
+		 * admins' tools. The lock marks the file as being written.
+		 */
+		if (fchmod(fd, 0644) < 0 || flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0) {
+			mc_err_errno(err, "cannot create a snapshot in %s", dir);
+			close(fd);
+			unlink(tmp);
+			return -1;
+		}
+		/* a cleaner took it for a dead writer's before the lock: again */
+		if (st.st_nlink > 0)
+			return fd;
 		close(fd);
-		unlink(tmp);
-		return -1;
 	}
-	return fd;
+	return mc_err_set(err, MC_ERR_SYSTEM, "cannot create a snapshot in %s: it keeps vanishing",
+			  dir);
+}
+
+/* Whether name is one mc_snap_create_tmp() could have made. */
+static bool
+tmp_name(const char *name)
+{
+	size_t len = strlen(name), i;
+
+	if (len != strlen(TMP_PREFIX) + TMP_RANDOM ||
+	    strncmp(name, TMP_PREFIX, strlen(TMP_PREFIX)) != 0)
+		return false;
+	for (i = strlen(TMP_PREFIX); i < len; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	return true;
+}
+
+int
+mc_snap_clean_tmp(const char *dir, size_t *removed, struct mc_err *err)
+{
+	struct dirent *de;
+	size_t gone = 0;
+	int rc = 0;
+	DIR *d;
+
+	if (removed != NULL)
+		*removed = 0;
+	d = opendir(dir);
+	if (d == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		return mc_err_errno(err, "cannot list %s", dir);
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		int fd;
+
+		if (!tmp_name(de->d_name))
+			continue;
+		/* not through a link, and a fifo of that name cannot block the open */
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* a writer holds its file locked until the rename: a live one is left alone */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+				gone++;
+			else if (errno != ENOENT && rc == 0)
+				rc = mc_err_errno(err, "cannot remove %s/%s", dir, de->d_name);
+		}
+		close(fd);
+	}
+	closedir(d);
+	if (removed != NULL)
+		*removed = gone;
+	return rc;
 }
 
 /* fsync the directory holding path, so a rename in it survives a crash. */

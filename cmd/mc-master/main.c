@@ -44,6 +44,18 @@ set_positive_duration(const char *v, void *target, char *why)
 }
 
 static int
+set_positive_size(const char *v, void *target, char *why)
+{
+	if (mc_set_size(v, target, why) != 0)
+		return -1;
+	if (*(uint64_t *)target == 0) {
+		snprintf(why, 200, "must be more than zero");
+		return -1;
+	}
+	return 0;
+}
+
+static int
 set_master_id(const char *v, void *target, char *why)
 {
 	size_t len = strlen(v);
@@ -175,6 +187,7 @@ main(int argc, char **argv)
 	m.cfg.task_ttl = 10 * 60 * 1000;
 	m.cfg.put_timeout = 60000;
 	m.cfg.snapshot_keep = 3;
+	m.cfg.max_restore_bytes = 4ull << 30;
 	m.cfg.reconcile_timeout = 30000;
 	m.cfg.default_soft_pin_ttl = 30 * 60 * 1000;
 	m.cfg.max_soft_pin_ttl = 24 * 60 * 60 * 1000;
@@ -215,6 +228,9 @@ main(int argc, char **argv)
 		{ "restore", 0, "FILE", NULL,
 		  "load a snapshot at start (\"latest\": the newest in --snapshot-dir)", mc_set_str,
 		  &m.cfg.restore },
+		{ "max-restore-bytes", 0, "SIZE", NULL,
+		  "largest snapshot snapshot_restore takes; held in memory (default 4GiB)",
+		  set_positive_size, &m.cfg.max_restore_bytes },
 		{ "reconcile-timeout", 0, "DURATION", NULL,
 		  "after a restore, drop replicas no peer confirmed by then (default 30s)",
 		  set_positive_duration, &m.cfg.reconcile_timeout },

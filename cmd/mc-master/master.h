@@ -65,6 +65,7 @@ struct master_cfg {
 	uint64_t snapshot_interval; /* ms; 0: no periodic snapshots */
 	int snapshot_keep;
 	const char *restore;	    /* FILE, "latest" or NULL */
+	uint64_t max_restore_bytes; /* a snapshot_restore's file, held in memory */
 	uint64_t reconcile_timeout; /* ms */
 	const char *master_id;
 	uint64_t default_soft_pin_ttl;	/* ms */

@@ -22,8 +22,6 @@
 #include "msnap.h"
 #include "ops.h"
 
-/* A snapshot pushed by snapshot_restore is kept in memory: cap it. */
-#define RESTORE_MAX_BULK (64ull << 30)
 /* Table slots pre-sized from a file's header at most (it is not trusted). */
 #define RESERVE_MAX (1u << 21)
 /* Exit status of a child that wrote the file but could not prune. */
@@ -55,6 +53,15 @@ struct loader {
 	uint32_t next_fresh; /* ids for snapshot peers whose own id is taken */
 	uint64_t objects, skipped, tenants;
 	uint64_t now;
+	/* what the records hold, held against the header once all are read */
+	uint64_t bytes;
+	bool meta_seen;
+	/* tenants a tenant record named, and the ids those records carried */
+	uint64_t tenant_listed[TENANTS_MAX / 64];
+	uint64_t tenant_ids[TENANTS_MAX / 64];
+	/* every replica id of the file, sorted at the end to find one listed twice */
+	uint32_t *rep_ids;
+	size_t nrep_ids, rep_ids_cap;
 };
 
 struct restore_out {
@@ -266,7 +273,8 @@ child_main(struct master *m, int fd, int errw)
 	} else {
 		size_t removed;
 		if (mc_snap_prune(m->cfg.snapshot_dir, (size_t)m->cfg.snapshot_keep, &removed,
-				  &err) != 0)
+				  &err) != 0 ||
+		    mc_snap_clean_tmp(m->cfg.snapshot_dir, &removed, &err) != 0)
 			status = CHILD_PRUNE_FAILED;
 	}
 	if (status != 0) {
@@ -301,6 +309,12 @@ snap_start(struct master *m, struct mc_err *err)
 		fd = mkostemp(sn->tmp, O_CLOEXEC);
 		if (fd < 0)
 			return mc_err_errno(err, "cannot create '%s'", sn->tmp);
+		/*
+		 * Nameless from the start: the child writes through fd, this
+		 * process maps the result through its own copy, and a master
+		 * killed in between leaves nothing behind in TMPDIR.
+		 */
+		unlink(sn->tmp);
 		snprintf(sn->path, sizeof(sn->path), "%s", sn->tmp);
 	}
 	if (pipe2(pfd, O_CLOEXEC) != 0) {
@@ -319,7 +333,10 @@ snap_start(struct master *m, struct mc_err *err)
 		close(pfd[0]);
 		child_main(m, fd, pfd[1]);
 	}
-	close(fd);
+	if (sn->in_dir)
+		close(fd);
+	else
+		sn->stream_fd = fd;
 	close(pfd[1]);
 	if (fcntl(pfd[0], F_SETFL, O_NONBLOCK) != 0)
 		mc_warn("snapshot: cannot make the error pipe non-blocking");
@@ -334,7 +351,8 @@ fail:
 		close(pfd[1]);
 	}
 	close(fd);
-	unlink(sn->tmp);
+	if (sn->in_dir)
+		unlink(sn->tmp);
 	return -1;
 }
 
@@ -405,8 +423,12 @@ finish_ok(struct master *m, uint64_t millis)
 
 	for (size_t i = 0; i < sn->nwait; i++)
 		stream |= sn->waiters[i].stream;
-	if (stream)
+	if (!sn->in_dir) {
+		fd = sn->stream_fd;
+		sn->stream_fd = -1;
+	} else if (stream) {
 		fd = open(sn->path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd >= 0 ? fstat(fd, &st) == 0 : stat(sn->path, &st) == 0)
 		size = (uint64_t)st.st_size;
 	sn->last.valid = true;
@@ -423,11 +445,9 @@ finish_ok(struct master *m, uint64_t millis)
 	for (size_t i = 0; i < sn->nwait; i++)
 		reply_saved(m, &sn->waiters[i], fd, size);
 	sn->nwait = 0;
+	/* A streamed temporary lives on in the mappings only. */
 	if (fd >= 0)
 		close(fd);
-	/* A streamed temporary lives on in the mappings only. */
-	if (!sn->in_dir)
-		unlink(sn->path);
 }
 
 static void
@@ -437,7 +457,11 @@ finish_fail(struct master *m, const char *why)
 
 	mc_metric_inc(sn->m_failures);
 	mc_warn("snapshot %s failed: %s", sn->path, why);
-	unlink(sn->tmp);
+	if (sn->in_dir)
+		unlink(sn->tmp);
+	if (sn->stream_fd >= 0)
+		close(sn->stream_fd);
+	sn->stream_fd = -1;
 	for (size_t i = 0; i < sn->nwait; i++)
 		handler_fail(sn->waiters[i].req, MC_ERR_SYSTEM, "snapshot failed: %s", why);
 	sn->nwait = 0;
@@ -520,6 +544,7 @@ msnap_init(struct master *m, struct mc_err *err)
 	struct mc_metrics *reg = m->mx.reg;
 
 	sn->err_fd = -1;
+	sn->stream_fd = -1;
 	sn->m_last_success = mc_metric_get(reg, "mc_snapshot_last_success_timestamp", MC_GAUGE,
 					   "When the last good snapshot was taken (seconds "
 					   "since the epoch).",
@@ -530,8 +555,11 @@ msnap_init(struct master *m, struct mc_err *err)
 				       "Snapshots that failed.", NULL, NULL);
 	sn->m_objects = mc_metric_get(reg, "mc_snapshot_objects", MC_GAUGE,
 				      "Objects in the last good snapshot.", NULL, NULL);
+	sn->m_restore_too_large = mc_metric_get(
+		reg, "mc_snapshot_restore_too_large_total", MC_COUNTER,
+		"Restores refused for a snapshot over --max-restore-bytes.", NULL, NULL);
 	if (sn->m_last_success == NULL || sn->m_duration == NULL || sn->m_failures == NULL ||
-	    sn->m_objects == NULL)
+	    sn->m_objects == NULL || sn->m_restore_too_large == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory for snapshot metrics");
 	if (m->cfg.snapshot_dir != NULL) {
 		char **paths;
@@ -548,6 +576,15 @@ msnap_init(struct master *m, struct mc_err *err)
 		if (n > 0)
 			sn->last_created = name_created(paths[0]);
 		mc_snap_list_free(paths, n);
+		/*
+		 * A writer killed with the master that forked it leaves its
+		 * temporary behind; no child of this master is writing yet.
+		 */
+		if (mc_snap_clean_tmp(m->cfg.snapshot_dir, &n, err) != 0)
+			mc_warn("%s", err->msg);
+		else if (n > 0)
+			mc_info("removed %zu unfinished snapshot files from %s", n,
+				m->cfg.snapshot_dir);
 	}
 	sn->sigchld_ev = evsignal_new(m->base, SIGCHLD, sigchld_cb, m);
 	if (sn->sigchld_ev == NULL || event_add(sn->sigchld_ev, NULL) != 0)
@@ -575,10 +612,11 @@ msnap_free(struct master *m)
 		if (!sn->in_dir) {
 			kill(sn->pid, SIGKILL);
 			waitpid(sn->pid, NULL, 0);
-			unlink(sn->tmp);
 		}
 		close(sn->err_fd);
 	}
+	if (sn->stream_fd >= 0)
+		close(sn->stream_fd);
 	for (size_t i = 0; i < sn->nwait; i++)
 		mc_reply_err(sn->waiters[i].req, MC_ERR_UNAVAILABLE, "the master is stopping");
 	free(sn->waiters);
@@ -588,6 +626,7 @@ msnap_free(struct master *m)
 		event_free(sn->sigchld_ev);
 	memset(sn, 0, sizeof(*sn));
 	sn->err_fd = -1;
+	sn->stream_fd = -1;
 }
 
 /* ---- loading ---- */
@@ -614,16 +653,49 @@ rec_name(const msgpack_object *rec, const char *field, const char **s, size_t *l
 	return 1;
 }
 
+/* Set bit i of v; whether it was set already. */
+static bool
+bit_test_set(uint64_t *v, uint32_t i)
+{
+	uint64_t b = 1ull << (i % 64);
+	bool was = (v[i / 64] & b) != 0;
+
+	v[i / 64] |= b;
+	return was;
+}
+
+/*
+ * The counters the master goes on from. Each must be able to advance:
+ * one at its maximum would wrap, and hand out again what it handed out
+ * before.
+ */
 static int
 load_meta(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 {
 	struct mc_err why;
 
+	if (L->meta_seen)
+		return mc_err_set(err, MC_ERR_PROTO, "meta record listed twice");
+	L->meta_seen = true;
 	if (mc_map_u64(rec, "next_version", &L->next_version, &why) < 0 ||
 	    mc_map_u64(rec, "next_replica_id", &L->next_replica, &why) < 0 ||
 	    mc_map_u64(rec, "next_peer_id", &L->next_peer, &why) < 0 ||
 	    mc_map_u64(rec, "access_seq", &L->access_seq, &why) < 0)
 		return proto_err(err, "meta", &why);
+	if (L->next_version == 0 || L->next_version > VERSION_MAX + 1)
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "meta record: next_version %llu leaves no version to write",
+				  (unsigned long long)L->next_version);
+	if (L->next_replica > (uint64_t)UINT32_MAX + 1)
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "meta record: next_replica_id %llu beyond the replica ids",
+				  (unsigned long long)L->next_replica);
+	if (L->next_peer > UINT32_MAX)
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "meta record: next_peer_id %llu beyond the peer ids",
+				  (unsigned long long)L->next_peer);
+	if (L->access_seq == UINT64_MAX)
+		return mc_err_set(err, MC_ERR_PROTO, "meta record: access_seq at its maximum");
 	return 0;
 }
 
@@ -633,17 +705,31 @@ load_tenant(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	struct mc_err why;
 	const char *name;
 	size_t len;
-	uint64_t quota = 0;
+	uint64_t quota = 0, file_id = 0;
 	int64_t id;
+	int has_id;
 
 	if (rec_name(rec, "name", &name, &len, &why) != 1 ||
-	    mc_map_u64(rec, "quota", &quota, &why) < 0) {
+	    mc_map_u64(rec, "quota", &quota, &why) < 0 ||
+	    (has_id = mc_map_u64(rec, "id", &file_id, &why)) < 0) {
 		if (mc_map_get(rec, "name") == NULL)
 			mc_err_set(&why, MC_ERR_PROTO, "missing name");
 		return proto_err(err, "tenant", &why);
 	}
-	if ((id = store_tenant_intern(&L->s, name, len, err)) < 0)
-		return -1;
+	if (has_id == 1 && file_id >= TENANTS_MAX)
+		return mc_err_set(err, MC_ERR_PROTO, "tenant record: id %llu out of range",
+				  (unsigned long long)file_id);
+	if (has_id == 1 && bit_test_set(L->tenant_ids, (uint32_t)file_id))
+		return mc_err_set(err, MC_ERR_PROTO, "tenant id %llu listed twice",
+				  (unsigned long long)file_id);
+	if ((id = store_tenant_intern(&L->s, name, len, &why)) < 0) {
+		if (why.code != MC_ERR_TOO_LARGE)
+			return mc_err_set(err, why.code, "%s", why.msg);
+		return mc_err_set(err, MC_ERR_PROTO, "tenant record: %s: see --max-tenants",
+				  why.msg);
+	}
+	if (bit_test_set(L->tenant_listed, (uint32_t)id))
+		return mc_err_set(err, MC_ERR_PROTO, "tenant '%.*s' listed twice", (int)len, name);
 	L->s.tenants[id].quota = quota;
 	L->tenants++;
 	return 0;
@@ -676,6 +762,9 @@ load_peer(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 		mc_err_set(&why, MC_ERR_PROTO, "needs an id and an addr");
 		return proto_err(err, "peer", &why);
 	}
+	/* live peers and the ghosts of a churn: the table is scanned per replica */
+	if (L->nmap >= 2 * PEERS_MAX)
+		return mc_err_set(err, MC_ERR_PROTO, "more than %u peer records", 2 * PEERS_MAX);
 	for (uint32_t i = 0; i < L->nmap; i++)
 		if (L->map[i].file_id == id)
 			return mc_err_set(err, MC_ERR_PROTO, "peer %llu listed twice",
@@ -726,10 +815,28 @@ map_peer(const struct loader *L, uint64_t file_id)
 	return NULL;
 }
 
+/* Remember a replica id, for the check that none is listed twice. */
+static int
+note_rep_id(struct loader *L, uint32_t id, struct mc_err *err)
+{
+	if (L->nrep_ids == L->rep_ids_cap) {
+		size_t cap = L->rep_ids_cap ? 2 * L->rep_ids_cap : 1024;
+		uint32_t *v = realloc(L->rep_ids, cap * sizeof(*v));
+
+		if (v == NULL)
+			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		L->rep_ids = v;
+		L->rep_ids_cap = cap;
+	}
+	L->rep_ids[L->nrep_ids++] = id;
+	return 0;
+}
+
 /*
  * The replicas of an object record worth keeping: COMPLETE copies of
- * the object's version on a peer the file named. PROCESSING ones belong
- * to writers that are gone.
+ * the object's version. PROCESSING ones belong to writers that are gone.
+ * Every entry, kept or not, must name a peer the file listed, a tier,
+ * and an id and a version the counters could have handed out.
  */
 static int
 load_replicas(struct loader *L, const msgpack_object *rec, uint64_t version, struct mrep *out,
@@ -749,9 +856,10 @@ load_replicas(struct loader *L, const msgpack_object *rec, uint64_t version, str
 		const char *tier = mc_tier_name(MC_TIER_DRAM), *state = "complete";
 		size_t tlen = strlen(tier), slen = 8;
 		bool dynamic = false;
+		const struct peer_map *pm;
 		int t;
 
-		if (e->type != MSGPACK_OBJECT_MAP || mc_map_u64(e, "id", &id, &why) < 0 ||
+		if (e->type != MSGPACK_OBJECT_MAP || mc_map_u64(e, "id", &id, &why) != 1 ||
 		    mc_map_u64(e, "peer", &peer, &why) != 1 ||
 		    mc_map_u64(e, "version", &rv, &why) < 0 ||
 		    mc_map_str(e, "tier", &tier, &tlen, &why) < 0 ||
@@ -761,15 +869,29 @@ load_replicas(struct loader *L, const msgpack_object *rec, uint64_t version, str
 		if ((t = mc_tier_parse(tier, tlen, NULL)) < 0)
 			return mc_err_set(err, MC_ERR_PROTO, "object record: unknown tier '%.*s'",
 					  (int)(tlen > 16 ? 16 : tlen), tier);
+		if (id == 0 || id > UINT32_MAX)
+			return mc_err_set(err, MC_ERR_PROTO,
+					  "object record: replica id %llu out of range",
+					  (unsigned long long)id);
+		if ((pm = map_peer(L, peer)) == NULL)
+			return mc_err_set(err, MC_ERR_PROTO,
+					  "object record: replica on peer %llu, which the file "
+					  "does not list",
+					  (unsigned long long)peer);
 		if (mc_map_get(e, "version") == NULL)
 			rv = version;
+		if (rv == 0 || rv > VERSION_MAX)
+			return mc_err_set(err, MC_ERR_PROTO,
+					  "object record: replica version %llu out of range",
+					  (unsigned long long)rv);
+		if (rv > L->max_version)
+			L->max_version = rv;
+		if (note_rep_id(L, (uint32_t)id, err) != 0)
+			return -1;
 		if (slen != 8 || memcmp(state, "complete", 8) != 0 || rv != version)
 			continue;
-		const struct peer_map *pm = map_peer(L, peer);
-		if (pm == NULL)
-			continue;
 		memset(&out[*n], 0, sizeof(out[*n]));
-		out[*n].id = id <= UINT32_MAX ? (uint32_t)id : 0;
+		out[*n].id = (uint32_t)id;
 		out[*n].peer = pm->id;
 		out[*n].tier = (uint8_t)t;
 		out[*n].state = REP_COMPLETE;
@@ -790,7 +912,7 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	const char *tname, *key, *type = MC_DEFAULT_TYPE, *group = NULL, *sp = "disabled";
 	size_t tlen, klen, ylen = strlen(MC_DEFAULT_TYPE), glen = 0, splen = 8;
 	uint64_t size = 0, version = 0, checksum = 0, created = 0, last_access = 0, count = 0;
-	uint64_t lease = 0, sp_deadline = 0, sp_ttl = 0;
+	uint64_t lease = 0, sp_deadline = 0, sp_ttl = 0, until;
 	/* absent in files written before the master numbered accesses */
 	uint64_t access_seq = 0, created_seq = 0;
 	/* absent before prefix chains and LRFU values */
@@ -802,12 +924,15 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	struct mobj *o;
 
 	if (rec_name(rec, "tenant", &tname, &tlen, &why) != 1 ||
-	    mc_map_str(rec, "key", &key, &klen, &why) != 1 || klen == 0 || klen > MC_KEY_MAX ||
+	    mc_map_str(rec, "key", &key, &klen, &why) != 1 || klen == 0 ||
 	    mc_map_u64(rec, "size", &size, &why) != 1 ||
 	    mc_map_u64(rec, "version", &version, &why) != 1) {
 		mc_err_set(&why, MC_ERR_PROTO, "needs tenant, key, size and version");
 		return proto_err(err, "object", &why);
 	}
+	if (klen > MC_KEY_MAX)
+		return mc_err_set(err, MC_ERR_PROTO, "object record: key of %zu bytes over %d",
+				  klen, MC_KEY_MAX);
 	if (mc_map_u64(rec, "checksum", &checksum, &why) < 0 ||
 	    rec_name(rec, "type", &type, &ylen, &why) < 0 ||
 	    rec_name(rec, "group", &group, &glen, &why) < 0 ||
@@ -834,6 +959,23 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 		mc_err_set(&why, MC_ERR_PROTO, "crf or worth out of range");
 		return proto_err(err, "object", &why);
 	}
+	/* the limits a put meets on the wire */
+	if (version == 0 || version > VERSION_MAX)
+		return mc_err_set(err, MC_ERR_PROTO, "object record: version %llu out of range",
+				  (unsigned long long)version);
+	if (size > MC_CONN_MAX_BULK)
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "object record: size %llu over the largest object (%llu)",
+				  (unsigned long long)size, (unsigned long long)MC_CONN_MAX_BULK);
+	if (access_seq == UINT64_MAX || created_seq == UINT64_MAX)
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "object record: access sequence at its maximum");
+	/* Tenant records come first: an object of any other tenant is made up. */
+	tenant = store_tenant_find(&L->s, tname, tlen);
+	if (tenant < 0 || !(L->tenant_listed[tenant / 64] & (1ull << (tenant % 64))))
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "object record: tenant '%.*s' has no tenant record", (int)tlen,
+				  tname);
 	if (load_replicas(L, rec, version, reps, &nrep, err) != 0)
 		return -1;
 	if (version > L->max_version)
@@ -842,14 +984,28 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 		L->max_access_seq = access_seq;
 	if (created_seq > L->max_access_seq)
 		L->max_access_seq = created_seq;
+	if (size > UINT64_MAX - L->bytes)
+		return mc_err_set(err, MC_ERR_PROTO, "object records: sizes add up past 2^64");
+	L->bytes += size;
 	/* Never completed, or every copy was on its way: nothing to read. */
 	if (nrep == 0) {
 		L->skipped++;
 		return 0;
 	}
-	if ((tenant = store_tenant_intern(&L->s, tname, tlen, err)) < 0 ||
-	    (tid = store_type_intern(&L->s, type, ylen, err)) < 0)
-		return -1;
+	/*
+	 * The default type is every tenant's: objects adopted from peers
+	 * take it without counting it, so a file may hold it past the cap.
+	 */
+	if (ylen == strlen(MC_DEFAULT_TYPE) && memcmp(type, MC_DEFAULT_TYPE, ylen) == 0)
+		tid = store_type_intern(&L->s, type, ylen, &why);
+	else
+		tid = store_tenant_type(&L->s, (uint32_t)tenant, type, ylen, &why);
+	if (tid < 0) {
+		if (why.code != MC_ERR_TOO_LARGE)
+			return mc_err_set(err, why.code, "%s", why.msg);
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "object record: %s: see --max-types-per-tenant", why.msg);
+	}
 	uint64_t h = store_key_hash((uint32_t)tenant, key, klen);
 	if (store_find(&L->s, h, (uint32_t)tenant, key, klen) != NULL)
 		return mc_err_set(err, MC_ERR_PROTO, "object record: key listed twice");
@@ -865,7 +1021,14 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	o->access_seq = access_seq;
 	o->created_seq = created_seq;
 	o->access_count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
-	o->lease_deadline = lease;
+	/*
+	 * Deadlines past what this master could grant from now are cut to
+	 * that, so a file cannot hold an object up for ever. Cut, not
+	 * refused: a clock or an option that moved since is no reason to
+	 * lose the file.
+	 */
+	until = mc_add_sat(L->now, L->m->cfg.lease_ttl);
+	o->lease_deadline = lease < until ? lease : until;
 	o->parent = parent;
 	o->depth = depth > UINT8_MAX ? UINT8_MAX : (uint8_t)depth;
 	o->children = children > UINT16_MAX ? UINT16_MAX : (uint16_t)children;
@@ -877,9 +1040,11 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	 * cache now, and a pending one waited for a write that is gone.
 	 */
 	if (splen == 6 && memcmp(sp, "active", 6) == 0 && sp_deadline > L->now) {
+		until = mc_add_sat(L->now, L->m->cfg.max_soft_pin_ttl);
 		o->sp_mode = SP_ACTIVE;
-		o->sp_deadline = sp_deadline;
-		o->sp_ttl = sp_ttl;
+		o->sp_deadline = sp_deadline < until ? sp_deadline : until;
+		o->sp_ttl =
+			sp_ttl < L->m->cfg.max_soft_pin_ttl ? sp_ttl : L->m->cfg.max_soft_pin_ttl;
 	}
 	for (unsigned i = 0; i < nrep; i++) {
 		struct mrep *r = store_rep_add(o);
@@ -907,6 +1072,51 @@ load_record(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	if (mc_obj_streq(t, "meta"))
 		return load_meta(L, rec, err);
 	return 0; /* a kind from a newer writer */
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* What can be judged only once every record is in. */
+static int
+loader_finish(struct loader *L, const struct mc_snap_header *h, struct mc_err *err)
+{
+	const struct {
+		const char *what;
+		uint64_t said, held;
+	} counts[] = {
+		{ "objects", h->objects, L->objects + L->skipped },
+		{ "peers", h->peers, L->nmap },
+		{ "tenants", h->tenants, L->tenants },
+		{ "bytes", h->bytes, L->bytes },
+	};
+
+	if (!L->meta_seen)
+		return mc_err_set(err, MC_ERR_PROTO, "no meta record");
+	if (L->next_version <= L->max_version)
+		return mc_err_set(err, MC_ERR_PROTO,
+				  "meta record: next_version %llu is not above version %llu, "
+				  "which the file holds",
+				  (unsigned long long)L->next_version,
+				  (unsigned long long)L->max_version);
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		if (counts[i].said != counts[i].held)
+			return mc_err_set(err, MC_ERR_PROTO,
+					  "header says %llu %s, the records hold %llu",
+					  (unsigned long long)counts[i].said, counts[i].what,
+					  (unsigned long long)counts[i].held);
+	if (L->nrep_ids > 1)
+		qsort(L->rep_ids, L->nrep_ids, sizeof(*L->rep_ids), cmp_u32);
+	for (size_t i = 1; i < L->nrep_ids; i++)
+		if (L->rep_ids[i] == L->rep_ids[i - 1])
+			return mc_err_set(err, MC_ERR_PROTO, "replica id %u listed twice",
+					  L->rep_ids[i]);
+	return 0;
 }
 
 /* Peer usage follows the replicas placed on them; recount after a swap. */
@@ -1010,6 +1220,9 @@ load_fd(struct master *m, int fd, struct restore_out *out, struct mc_err *err)
 	L.next_fresh = m->peers.next_id;
 	if (store_init(&L.s, err) != 0)
 		return -1;
+	/* a file holds no more tenants and types than puts could have made */
+	L.s.max_tenants = m->store.max_tenants;
+	L.s.max_types_per_tenant = m->store.max_types_per_tenant;
 	/* Connections hold tenant ids: keep each one naming the same tenant. */
 	for (uint32_t i = 0; i < m->store.ntenants; i++) {
 		const char *name = m->store.tenants[i].name;
@@ -1027,9 +1240,10 @@ load_fd(struct master *m, int fd, struct restore_out *out, struct mc_err *err)
 	while ((rc = mc_snap_reader_next(r, &rec, err)) == 1)
 		if (load_record(&L, rec, err) != 0)
 			goto fail;
-	if (rc < 0)
+	if (rc < 0 || loader_finish(&L, &out->h, err) != 0)
 		goto fail;
 	mc_snap_reader_close(r);
+	free(L.rep_ids);
 	out->objects = L.objects;
 	out->skipped = L.skipped;
 	out->peers = L.nmap;
@@ -1043,6 +1257,7 @@ fail:
 	store_free(&L.s);
 	free(L.ghosts);
 	free(L.map);
+	free(L.rep_ids);
 	/*
 	 * Nothing of the rejected file may linger in the index before the
 	 * next candidate: re-derive it from the store we kept (empty at
@@ -1237,9 +1452,16 @@ h_snapshot_restore(struct mc_req *req)
 			     "snapshot_restore needs 'len' and that many bytes of a snapshot");
 		return;
 	}
-	if (len > RESTORE_MAX_BULK) {
-		handler_fail(req, MC_ERR_TOO_LARGE, "snapshot of %llu bytes, limit %llu",
-			     (unsigned long long)len, (unsigned long long)RESTORE_MAX_BULK);
+	/*
+	 * The bytes are held in memory until the last one is in. Refused
+	 * here, before any arrive, they are read past and dropped: the
+	 * connection stays usable.
+	 */
+	if (len > m->cfg.max_restore_bytes) {
+		mc_metric_inc(m->snap.m_restore_too_large);
+		handler_fail(req, MC_ERR_TOO_LARGE,
+			     "snapshot of %llu bytes over --max-restore-bytes (%llu)",
+			     (unsigned long long)len, (unsigned long long)m->cfg.max_restore_bytes);
 		return;
 	}
 	if (m->snap.restoring) {

@@ -37,9 +37,10 @@ struct snap_last {
 };
 
 struct msnap {
-	pid_t pid;   /* the writing child; 0 when none */
-	int err_fd;  /* read end of the child's error pipe */
-	bool in_dir; /* into --snapshot-dir (else a temporary for streaming) */
+	pid_t pid;     /* the writing child; 0 when none */
+	int err_fd;    /* read end of the child's error pipe */
+	bool in_dir;   /* into --snapshot-dir (else a temporary for streaming) */
+	int stream_fd; /* that temporary, unlinked already; -1 when none */
 	char tmp[PATH_MAX];
 	char path[PATH_MAX]; /* the finished file */
 	uint64_t created, objects, started_ns;
@@ -51,6 +52,7 @@ struct msnap {
 	bool restoring;		  /* a snapshot_restore bulk is coming in */
 	struct snap_last last;
 	struct mc_metric *m_last_success, *m_duration, *m_failures, *m_objects;
+	struct mc_metric *m_restore_too_large;
 };
 
 int msnap_init(struct master *m, struct mc_err *err);

@@ -131,6 +131,11 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 
 	room->helps = false;
 	room->round = 0;
+	/* A counter that wrapped would hand out versions readers already saw. */
+	if (m->store.version_seq >= VERSION_MAX)
+		return mc_err_set(
+			err, MC_ERR_TOO_LARGE,
+			"no version left to write: the version counter is at its maximum");
 	if ((type = store_tenant_type(&m->store, tenant, a->type, a->tlen, err)) < 0)
 		return -1;
 	pl.n = 0;

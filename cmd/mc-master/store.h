@@ -32,6 +32,12 @@ enum sp_action { SP_PRESERVE, SP_ENABLE, SP_DISABLE };
 #define NO_GROUP 0u
 #define TENANTS_MAX 4096u
 #define TYPES_MAX 1024u
+/*
+ * The last version a put hands out. A snapshot records the next one,
+ * which then stays below UINT64_MAX: a loader refuses that as a counter
+ * with nowhere left to go, and nothing ever wraps back to version 1.
+ */
+#define VERSION_MAX (UINT64_MAX - 2)
 
 struct mrep {
 	uint64_t version; /* the object version this copy holds */

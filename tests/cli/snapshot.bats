@@ -372,6 +372,37 @@ seq_records_are() {
 	mc-cli stat tmpf/000000 >/dev/null
 }
 
+@test "snapshot: a dead writer's temporary file is removed at the next start; snapshots and other files stay" {
+	start_cluster
+	mc-fill --prefix tmpf/ -n 10 put
+	local file
+	file="$(save_now)"
+	# what a writer killed together with its master leaves behind
+	head -c 100 "$file" >"$SNAPDIR/.mc-snapshot-Dead01"
+	: >"$SNAPDIR/.mc-snapshot-Dead02"
+	echo mine >"$SNAPDIR/.mc-snapshot-notours"
+	echo mine >"$SNAPDIR/notes.txt"
+	restart_master
+	[ ! -e "$SNAPDIR/.mc-snapshot-Dead01" ]
+	[ ! -e "$SNAPDIR/.mc-snapshot-Dead02" ]
+	[ -e "$file" ] && [ -e "$SNAPDIR/.mc-snapshot-notours" ] && [ -e "$SNAPDIR/notes.txt" ]
+	grep -q "removed 2 unfinished snapshot files from $SNAPDIR" "$MC_DIR/master.log"
+	mc-snapshot verify "$file"
+}
+
+@test "snapshot: a temporary file a live writer holds locked survives the start; the next prune removes it once let go" {
+	local f="$SNAPDIR/.mc-snapshot-Live01"
+	# held here on fd 8, which the daemons do not inherit
+	exec 8>"$f"
+	flock -n 8
+	start_cluster 8>&-
+	[ -e "$f" ]
+	exec 8>&-
+	# a snapshot's prune cleans up too, not only a start
+	save_now
+	[ ! -e "$f" ]
+}
+
 @test "snapshot: /metrics reports the last snapshot's objects, time and failures" {
 	start_master --http 127.0.0.1:0
 	mc_start_peers 1
@@ -539,6 +570,25 @@ softpin_restart() {
 	[ "$(find "$BATS_TEST_TMPDIR" -maxdepth 1 -name '*streamed*' | grep -c .)" -eq 1 ]
 }
 
+@test "snapshot: a master killed while its child writes a streamed snapshot leaves no file in TMPDIR" {
+	mc_require_bins mc-snapgen
+	export TMPDIR="$MC_DIR/tmp"
+	mkdir -p "$TMPDIR"
+	# enough objects that the child is seen writing
+	mc-snapgen --count 300000 -o "$BATS_TEST_TMPDIR/many.mcs"
+	mc_start_master --restore "$BATS_TEST_TMPDIR/many.mcs" --reconcile-timeout 1h
+	mc-snapshot save -o "$BATS_TEST_TMPDIR/out.mcs" 2>/dev/null &
+	local saver=$!
+	writing() {
+		mc-rpc "$MC_MASTER" snapshot_status | jq -e '.in_progress' >/dev/null
+	}
+	wait_until 20 writing
+	mc_kill9 master
+	wait "$saver" || true
+	run find "$TMPDIR" -name 'mc-snapshot-*'
+	assert_output ''
+}
+
 @test "snapshot: save -o - writes the file to stdout" {
 	start_cluster
 	mc-fill --prefix s/ -n 100 put
@@ -578,6 +628,26 @@ softpin_restart() {
 	run -0 mc-snapshot restore "$f" --force
 	mc-cli stat s/000000 >/dev/null
 	mc-cli stat s/000099 >/dev/null
+}
+
+@test "snapshot: restore of a file over --max-restore-bytes is refused and counted while other clients' requests go on" {
+	mc_require_bins mc-snapgen
+	start_master --http 127.0.0.1:0 --max-restore-bytes 4KiB
+	mc_start_peers 1
+	local f="$BATS_TEST_TMPDIR/big.mcs" fill
+	mc-snapgen --count 500 -o "$f"
+	[ "$(stat -c %s "$f")" -gt 4096 ]
+	mc-fill --prefix during/ -n 3000 put &
+	fill=$!
+	run -1 mc-snapshot restore "$f"
+	assert_output --partial 'over --max-restore-bytes (4096)'
+	# the refused bytes are read past and dropped: the connection stays open
+	run -69 mc-rpc --wait-close --timeout-ms 300 --bulk "$f" "$MC_MASTER" snapshot_restore
+	assert_output --partial 'too_large: snapshot of'
+	wait "$fill"
+	mc-fill --prefix during/ -n 3000 check
+	mc-cli --json stat | jq -e '.objects == 3000'
+	assert_equal "$(mc_metric master mc_snapshot_restore_too_large_total)" 2
 }
 
 # ---- periodic snapshots ----

@@ -869,6 +869,67 @@ test_commit(void)
 }
 
 static void
+test_clean_tmp(void)
+{
+	static const char *others[] = { ".mc-snapshot-AbC1234", ".mc-snapshot-Ab-123",
+					"mc-snapshot-1.mcs", "notes.txt", "target" };
+	struct mc_err err = { 0 };
+	char dir[300], live[400], held[400], p[600];
+	size_t removed = 99, i;
+	int fd, hfd, go[2];
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/clean", tmpdir);
+	mkdir(dir, 0755);
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, others[i]);
+		put_file(p, "x", 1);
+	}
+	snprintf(p, sizeof(p), "%s/.mc-snapshot-AbC123", dir);
+	put_file(p, "x", 1);
+	snprintf(p, sizeof(p), "%s/.mc-snapshot-dirXYZ", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/.mc-snapshot-link01", dir);
+	TAP_OK(symlink("target", p) == 0, "clean_tmp: set up a link named like a temporary");
+
+	/* one writer here, one in a forked child that holds the only copy of its fd */
+	fd = mc_snap_create_tmp(dir, live, sizeof(live), &err);
+	hfd = mc_snap_create_tmp(dir, held, sizeof(held), &err);
+	TAP_OK(fd >= 0 && hfd >= 0 && pipe(go) == 0, "clean_tmp: two writers started");
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		close(go[1]);
+		_exit(read(go[0], &c, 1) < 0);
+	}
+	close(hfd);
+	close(go[0]);
+
+	TAP_OK(mc_snap_clean_tmp(dir, &removed, &err) == 0 && removed == 1,
+	       "clean_tmp: only the dead writer's temporary goes (%zu removed)", removed);
+	TAP_OK(!exists(dir, ".mc-snapshot-AbC123") && access(live, F_OK) == 0 &&
+		       access(held, F_OK) == 0,
+	       "clean_tmp: files a writer or its child still holds stay");
+	TAP_OK(exists(dir, ".mc-snapshot-AbC1234") && exists(dir, ".mc-snapshot-Ab-123") &&
+		       exists(dir, "mc-snapshot-1.mcs") && exists(dir, "notes.txt") &&
+		       exists(dir, ".mc-snapshot-dirXYZ") && exists(dir, ".mc-snapshot-link01") &&
+		       exists(dir, "target"),
+	       "clean_tmp: other names, a directory and a link (and its target) stay");
+
+	/* the child dies: its lock goes with it */
+	close(go[1]);
+	waitpid(pid, NULL, 0);
+	close(fd);
+	TAP_OK(mc_snap_clean_tmp(dir, &removed, &err) == 0 && removed == 2 &&
+		       access(live, F_OK) < 0 && access(held, F_OK) < 0,
+	       "clean_tmp: once their writers are gone, their temporaries go");
+	snprintf(p, sizeof(p), "%s/nope", tmpdir);
+	TAP_OK(mc_snap_clean_tmp(p, &removed, &err) == 0 && removed == 0,
+	       "clean_tmp: a missing directory has nothing to clean");
+}
+
+static void
 rm_tree(const char *dir)
 {
 	struct dirent *de;
@@ -912,6 +973,7 @@ main(void)
 	test_pipe();
 	test_list_prune();
 	test_commit();
+	test_clean_tmp();
 	rm_tree(tmpdir);
 	return tap_done();
 }

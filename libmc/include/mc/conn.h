@@ -109,9 +109,15 @@ const char *mc_method_flags_str(unsigned flags, char *buf, size_t cap);
 /* A daemon's --list-methods: "NAME FLAGS" a line ("-" for no flags). */
 void mc_registry_print(const struct mc_registry *r, FILE *f);
 
+/*
+ * Bulk bytes of one message unless a daemon sets less: also the largest
+ * object a client can write to a peer.
+ */
+#define MC_CONN_MAX_BULK ((uint64_t)1 << 40)
+
 struct mc_conn_limits {
 	size_t max_msg;	   /* msgpack bytes of one message; 0 = MC_WIRE_DEFAULT_MAX_MSG */
-	uint64_t max_bulk; /* bulk bytes of one message; 0 = 1 TiB */
+	uint64_t max_bulk; /* bulk bytes of one message; 0 = MC_CONN_MAX_BULK */
 	size_t max_outq;   /* queued output bytes before closing; 0 = 256 MiB */
 	int max_conns;	   /* listener: open connections; 0 = 4096 */
 };

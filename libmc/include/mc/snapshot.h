@@ -93,7 +93,9 @@ int mc_snap_verify_fd(int fd, struct mc_snap_header *h, uint64_t *records, struc
 /*
  * Create DIR/.mc-snapshot-XXXXXX for writing; *tmp gets its path.
  * mc_snap_commit() fsyncs and closes fd, renames tmp to final and fsyncs
- * DIR. On failure the temporary file is removed.
+ * DIR. On failure the temporary file is removed. The file stays locked
+ * (flock) while fd, or a copy of it in a forked child, is open: that is
+ * how mc_snap_clean_tmp() tells a live writer from a dead one.
  */
 int mc_snap_create_tmp(const char *dir, char *tmp, size_t cap, struct mc_err *err);
 int mc_snap_commit(int fd, const char *tmp, const char *final, struct mc_err *err);
@@ -108,5 +110,11 @@ int mc_snap_list(const char *dir, char ***paths, size_t *n, struct mc_err *err);
 void mc_snap_list_free(char **paths, size_t n);
 /* Remove all but the newest keep files; *removed counts them. */
 int mc_snap_prune(const char *dir, size_t keep, size_t *removed, struct mc_err *err);
+/*
+ * Remove the temporaries of writers that died before their rename: files
+ * named exactly like mc_snap_create_tmp() names them that no writer
+ * holds locked. Nothing else in dir is touched. *removed counts them.
+ */
+int mc_snap_clean_tmp(const char *dir, size_t *removed, struct mc_err *err);
 
 #endif
