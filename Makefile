@@ -8,16 +8,17 @@ CC ?= cc
 # The one version: every program's --version, the soname, mc.pc.
 VERSION := 0.1.0
 SOVERSION := 0
-# What the client library needs; the daemons need libevent besides.
+# What the client library needs; the daemons need libevent besides, and
+# libsodium for the data plane's grants (the client carries them opaque).
 CLIENT_PKGS := msgpack libzstd libxxhash
-PKGS := $(CLIENT_PKGS) libevent libevent_pthreads
+PKGS := $(CLIENT_PKGS) libevent libevent_pthreads libsodium
 
 CFLAGS ?= -O2 -g
 MC_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC \
 	-DMC_VERSION='"$(VERSION)"' \
 	-Ilibmc/include $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CLIENT_LDLIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null || echo -lmsgpackc -lzstd -lxxhash) -lpthread -lm
-LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmsgpackc -levent -levent_pthreads -lzstd -lxxhash) -lpthread -lm
+LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmsgpackc -levent -levent_pthreads -lzstd -lxxhash -lsodium) -lpthread -lm
 BUILD := build
 
 # The unit tests again, under AddressSanitizer and UBSan (make check).
@@ -58,7 +59,7 @@ C_FILES := $(wildcard libmc/*.c libmc/*.h libmc/policy/*.c libmc/policy/*.h \
 
 # make deps: what a fresh Debian 12 machine needs to build, test, bench, check.
 DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
-	libxxhash-dev libibverbs-dev bats bats-support bats-assert redis-server \
+	libxxhash-dev libsodium-dev libibverbs-dev bats bats-support bats-assert redis-server \
 	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq zstd
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
