@@ -31,8 +31,8 @@ SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 LIB_SRC := $(wildcard libmc/*.c libmc/policy/*.c)
 # The modules on libevent serve only the daemons: they go into an internal
 # archive, so the installed libmc (client API, codecs, policy engine)
-# pulls nothing of libevent into a user's build.
-DAEMON_SRC := libmc/conn.c libmc/metrics.c
+# pulls nothing of libevent (or libsodium: grants) into a user's build.
+DAEMON_SRC := libmc/conn.c libmc/metrics.c libmc/grant.c
 LIB_OBJ := $(filter-out $(DAEMON_SRC:%.c=$(BUILD)/%.o),$(LIB_SRC:%.c=$(BUILD)/%.o))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 LIBS := $(BUILD)/libmc-daemon.a $(BUILD)/libmc.a
