@@ -2,9 +2,6 @@
  * Data-plane grants (mc/grant.h). The tag is crypto_auth's HMAC-SHA-512-256,
  * computed incrementally so a 4 KiB key is never copied to be signed.
  */
-#include <string.h>
-
-#include <sodium.h>
 
 #include "mc/grant.h"
 
@@ -55,10 +52,10 @@ mc_grant_peer_key(const struct mc_grant_master *m, uint32_t peer,
  * scopes sign the same bytes.
  */
 static void
-tag(const unsigned char key[MC_GRANT_KEY_BYTES], const unsigned char head[1 + 4 + 8],
+tag(const struct mc_grant_signer *signer, const unsigned char head[1 + 4 + 8],
     const struct mc_grant_scope *s, unsigned char out[MC_GRANT_TAG_BYTES])
 {
-	crypto_auth_hmacsha512256_state st;
+	crypto_auth_hmacsha512256_state st = signer->st;
 	unsigned char fixed[1 + 4 + 8 + 8 + 4 + 4];
 
 	fixed[0] = (unsigned char)s->action;
@@ -67,7 +64,6 @@ tag(const unsigned char key[MC_GRANT_KEY_BYTES], const unsigned char head[1 + 4 
 	put_be(fixed + 13, s->len, 8);
 	put_be(fixed + 21, s->tlen, 4);
 	put_be(fixed + 25, s->klen, 4);
-	crypto_auth_hmacsha512256_init(&st, key, MC_GRANT_KEY_BYTES);
 	crypto_auth_hmacsha512256_update(&st, head, 1 + 4 + 8);
 	crypto_auth_hmacsha512256_update(&st, fixed, sizeof(fixed));
 	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)s->tenant, s->tlen);
@@ -79,14 +75,32 @@ tag(const unsigned char key[MC_GRANT_KEY_BYTES], const unsigned char head[1 + 4 
 #define GRANT_FORMAT 1
 
 void
+mc_grant_signer_init(struct mc_grant_signer *s, uint32_t gen,
+		     const unsigned char key[MC_GRANT_KEY_BYTES])
+{
+	s->gen = gen;
+	crypto_auth_hmacsha512256_init(&s->st, key, MC_GRANT_KEY_BYTES);
+}
+
+void
+mc_grant_sign_with(const struct mc_grant_signer *s, const struct mc_grant_scope *scope,
+		   uint64_t expiry_ms, unsigned char out[MC_GRANT_BYTES])
+{
+	out[0] = GRANT_FORMAT;
+	put_be(out + 1, s->gen, 4);
+	put_be(out + 5, expiry_ms, 8);
+	tag(s, out, scope, out + 13);
+}
+
+void
 mc_grant_sign(const unsigned char key[MC_GRANT_KEY_BYTES], uint32_t gen,
 	      const struct mc_grant_scope *scope, uint64_t expiry_ms,
 	      unsigned char out[MC_GRANT_BYTES])
 {
-	out[0] = GRANT_FORMAT;
-	put_be(out + 1, gen, 4);
-	put_be(out + 5, expiry_ms, 8);
-	tag(key, out, scope, out + 13);
+	struct mc_grant_signer s;
+
+	mc_grant_signer_init(&s, gen, key);
+	mc_grant_sign_with(&s, scope, expiry_ms, out);
 }
 
 const char *
@@ -110,18 +124,17 @@ mc_grant_keys_add(struct mc_grant_keys *ks, uint32_t gen,
 {
 	int i = 0;
 
-	if (ks->k[0].set && ks->k[0].gen != gen) {
-		if (ks->k[1].set && ks->k[1].gen == gen) {
+	if (ks->k[0].set && ks->k[0].s.gen != gen) {
+		if (ks->k[1].set && ks->k[1].s.gen == gen) {
 			i = 1; /* an older key again: refresh it, keep the current */
-		} else if ((int32_t)(gen - ks->k[0].gen) > 0) {
+		} else if ((int32_t)(gen - ks->k[0].s.gen) > 0) {
 			ks->k[1] = ks->k[0];
 		} else {
 			i = 1; /* older than the current one: it can only be the previous */
 		}
 	}
 	ks->k[i].set = true;
-	ks->k[i].gen = gen;
-	memcpy(ks->k[i].key, key, MC_GRANT_KEY_BYTES);
+	mc_grant_signer_init(&ks->k[i].s, gen, key);
 	ks->k[i].offset_ms = (int64_t)(local_now - master_now);
 }
 
@@ -138,11 +151,11 @@ mc_grant_verify(const struct mc_grant_keys *ks, const struct mc_grant_scope *sco
 		return MC_GRANT_MISSING;
 	gen = (uint32_t)get_be(g + 1, 4);
 	for (i = 0; i < 2; i++)
-		if (ks->k[i].set && ks->k[i].gen == gen)
+		if (ks->k[i].set && ks->k[i].s.gen == gen)
 			break;
 	if (i == 2)
 		return MC_GRANT_UNKNOWN;
-	tag(ks->k[i].key, g, scope, want);
+	tag(&ks->k[i].s, g, scope, want);
 	if (crypto_verify_32(want, g + 13) != 0)
 		return MC_GRANT_FORGED;
 	/* The expiry on this peer's clock; the signature vouches for it. */

@@ -28,7 +28,12 @@ int mgrants_rotate(struct mgrants *g, struct mc_err *err);
  * its own (peer_register's answer and the grant_key notification).
  */
 void mgrants_pack_key(msgpack_packer *pk, const struct mgrants *g, uint32_t peer);
-/* The grant for scope, as a bin of MC_GRANT_BYTES, good for the ttl from now. */
-void mgrants_pack(msgpack_packer *pk, struct mgrants *g, const struct mc_grant_scope *scope);
+/*
+ * The grant for scope, as a bin of MC_GRANT_BYTES, good for the ttl from
+ * now. cache (NULL: none) keeps scope's peer's key ready between calls;
+ * it is renewed when the master's key is not the one it was made from.
+ */
+void mgrants_pack(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *cache,
+		  const struct mc_grant_scope *scope);
 
 #endif

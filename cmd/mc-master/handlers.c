@@ -28,7 +28,7 @@
 /* A readable replica with what the caller needs to rank it. */
 struct cand {
 	const struct mrep *r;
-	const struct peer *p;
+	struct peer *p; /* its grant key is made ready on first use */
 	int rank;
 };
 
@@ -129,7 +129,7 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < o->nrep; i++) {
-		const struct peer *p;
+		struct peer *p;
 		int rank;
 
 		if (v[i].state != REP_COMPLETE || v[i].version != o->version)

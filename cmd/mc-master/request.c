@@ -122,7 +122,7 @@ req_opt_name(const msgpack_object *params, const char *field, const char **s, si
 }
 
 void
-req_pack_replica(msgpack_packer *pk, struct master *m, const struct peer *p, const struct mrep *r,
+req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
 		 struct mc_grant_scope *scope)
 {
 	msgpack_pack_map(pk, 7);
@@ -130,7 +130,7 @@ req_pack_replica(msgpack_packer *pk, struct master *m, const struct peer *p, con
 	mc_pack_kv_u64(pk, "peer_id", r->peer);
 	scope->peer = r->peer;
 	mc_pack_key(pk, "grant");
-	mgrants_pack(pk, &m->grants, scope);
+	mgrants_pack(pk, &m->grants, p != NULL ? &p->grant_signer : NULL, scope);
 	if (p != NULL && p->packed[r->tier] != NULL) {
 		/* The peer's fixed fields, packed once at registration. */
 		pk->callback(pk->data, p->packed[r->tier], p->packed_len[r->tier]);

@@ -45,7 +45,7 @@ int req_opt_name(const msgpack_object *params, const char *field, const char **s
  * domain}; p may be NULL. The grant lets the caller do scope's action
  * (its peer is r's) on that copy.
  */
-void req_pack_replica(msgpack_packer *pk, struct master *m, const struct peer *p,
-		      const struct mrep *r, struct mc_grant_scope *scope);
+void req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
+		      struct mc_grant_scope *scope);
 
 #endif

@@ -436,7 +436,7 @@ h_grant_key(struct mc_req *req)
 			ctl->state != CTL_REGISTERED ? " before registering" : ": ",
 			ctl->state != CTL_REGISTERED ? "" : err.msg);
 	else
-		mc_info("took grant key generation %u from master %s", p->grants.keys.k[0].gen,
+		mc_info("took grant key generation %u from master %s", p->grants.keys.k[0].s.gen,
 			ctl->master.text);
 	if (!req->notify)
 		mc_reply_ok_empty(req);

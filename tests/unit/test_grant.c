@@ -140,7 +140,7 @@ test_rotation(void)
 		       mc_grant_verify(&ks, &s, g2, sizeof(g2), 1000, 0) == MC_GRANT_OK,
 	       "rotate: the current and the previous key are accepted");
 	hand_over(&ks, &m1, 7, 1000); /* a late repeat of the old key */
-	TAP_OK(ks.k[0].gen == 2 && ks.k[1].gen == 1,
+	TAP_OK(ks.k[0].s.gen == 2 && ks.k[1].s.gen == 1,
 	       "rotate: a repeat of the previous key does not make it current");
 	hand_over(&ks, &m3, 7, 1000);
 	TAP_OK(mc_grant_verify(&ks, &s, g1, sizeof(g1), 1000, 0) == MC_GRANT_UNKNOWN,

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sodium.h>
+
 #include "mc/err.h"
 
 #define MC_GRANT_KEY_BYTES 32
@@ -56,7 +58,21 @@ int mc_grant_master_init(struct mc_grant_master *m, uint32_t gen, struct mc_err 
 /* The key of peer under m, handed to that peer alone. */
 void mc_grant_peer_key(const struct mc_grant_master *m, uint32_t peer,
 		       unsigned char out[MC_GRANT_KEY_BYTES]);
+/*
+ * A key of one generation made ready to sign or check with: the HMAC
+ * state after the key, so each grant hashes only its own bytes.
+ */
+struct mc_grant_signer {
+	uint32_t gen;
+	crypto_auth_hmacsha512256_state st;
+};
+
+void mc_grant_signer_init(struct mc_grant_signer *s, uint32_t gen,
+			  const unsigned char key[MC_GRANT_KEY_BYTES]);
 /* Sign a grant for scope, expiring at expiry_ms on the issuer's clock, into out. */
+void mc_grant_sign_with(const struct mc_grant_signer *s, const struct mc_grant_scope *scope,
+			uint64_t expiry_ms, unsigned char out[MC_GRANT_BYTES]);
+/* The same with a key not made ready. */
 void mc_grant_sign(const unsigned char key[MC_GRANT_KEY_BYTES], uint32_t gen,
 		   const struct mc_grant_scope *scope, uint64_t expiry_ms,
 		   unsigned char out[MC_GRANT_BYTES]);
@@ -81,8 +97,7 @@ const char *mc_grant_verdict_name(int v);
 struct mc_grant_keys {
 	struct {
 		bool set;
-		uint32_t gen;
-		unsigned char key[MC_GRANT_KEY_BYTES];
+		struct mc_grant_signer s;
 		int64_t offset_ms; /* local clock minus the master's */
 	} k[2];			   /* k[0] current, k[1] previous */
 };
