@@ -29,7 +29,7 @@
 /* A readable replica with what the caller needs to rank it. */
 struct cand {
 	const struct mrep *r;
-	const struct peer *p;
+	struct peer *p; /* its grant key is made ready on first use */
 	int rank;
 };
 
@@ -130,7 +130,7 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < o->nrep; i++) {
-		const struct peer *p;
+		struct peer *p;
 		int rank;
 
 		if (v[i].state != REP_COMPLETE || v[i].version != o->version)
@@ -171,9 +171,14 @@ touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 
 /* The fields of a get_replica_list answer, after "key" for batch items. */
 static void
-pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint64_t lease_id,
-	 const struct cand *c, unsigned n)
+pack_grl(msgpack_packer *pk, struct master *m, const struct mobj *o, const char *key, size_t len,
+	 uint64_t lease_id, const struct cand *c, unsigned n)
 {
+	const char *tenant = m->store.tenants[o->tenant].name;
+	struct mc_grant_scope scope = {
+		tenant, strlen(tenant), key, len, o->version, o->size, 0, MC_GRANT_READ,
+	};
+
 	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "size", o->size);
@@ -185,7 +190,7 @@ pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint6
 	mc_pack_key(pk, "replicas");
 	msgpack_pack_array(pk, n);
 	for (unsigned i = 0; i < n; i++)
-		req_pack_replica(pk, c[i].p, c[i].r);
+		req_pack_replica(pk, m, c[i].p, c[i].r, &scope);
 }
 
 static void
@@ -256,7 +261,7 @@ h_get_replica_list(struct mc_req *req)
 		goto out;
 	}
 	lease = touch(m, o, cl->tenant, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, o, lease, c, n);
+	pack_grl(mc_reply_ok_begin(req), m, o, key, len, lease, c, n);
 	mc_reply_end(req);
 out:
 }
@@ -305,7 +310,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
 			continue;
 		}
-		pack_grl(pk, m, o, touch(m, o, cl->tenant, now), c, n);
+		pack_grl(pk, m, o, key, len, touch(m, o, cl->tenant, now), c, n);
 	}
 	mc_reply_end(req);
 out:

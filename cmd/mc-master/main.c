@@ -122,6 +122,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 		mc_warn("SIGHUP: kept the old eviction policy and quotas: %s", err.msg);
 	if (auth_reload(m, &err) != 0)
 		mc_warn("SIGHUP: kept the old auth file: %s", err.msg);
+	peerlink_rotate_grants(m);
 }
 
 static void
@@ -184,6 +185,7 @@ main(int argc, char **argv)
 	m.cfg.evict_planner_timeout = 10000;
 	m.cfg.evict_slice = 256;
 	m.cfg.put_wait = 50;
+	m.cfg.grant_ttl = 30000;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -198,6 +200,9 @@ main(int argc, char **argv)
 		{ "task-ttl", 0, "DURATION", NULL,
 		  "retire a task a peer has not acknowledged for this long (default 10m)",
 		  set_positive_duration, &m.cfg.task_ttl },
+		{ "grant-ttl", 0, "DURATION", NULL,
+		  "a data-plane grant is good for this long after it is issued (default 30s)",
+		  set_positive_duration, &m.cfg.grant_ttl },
 		{ "put-wait", 0, "DURATION", NULL,
 		  "a put finding no room waits this long for eviction (default 50ms; 0: fail at "
 		  "once)",
@@ -387,7 +392,7 @@ main(int argc, char **argv)
 		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
 		goto out;
 	}
-	if (put_init(&m, &err) != 0) {
+	if (mgrants_init(&m.grants, m.cfg.grant_ttl, &err) != 0 || put_init(&m, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}

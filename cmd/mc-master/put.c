@@ -209,6 +209,10 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	}
 	m->store.version_seq = version;
 
+	const char *tname = m->store.tenants[tenant].name;
+	struct mc_grant_scope scope = {
+		tname, strlen(tname), a->key, a->klen, version, a->size, 0, MC_GRANT_WRITE,
+	};
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 2);
 	mc_pack_kv_u64(pk, "version", version);
@@ -217,7 +221,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version)
-			req_pack_replica(pk, peers_find(&m->peers, v[i].peer), &v[i]);
+			req_pack_replica(pk, m, peers_find(&m->peers, v[i].peer), &v[i], &scope);
 	mc_reply_end(req);
 	return 0;
 }

@@ -40,7 +40,12 @@ int req_opt_key(const msgpack_object *params, const char *field, const char **ke
 int req_opt_name(const msgpack_object *params, const char *field, const char **s, size_t *len,
 		 struct mc_err *err);
 
-/* One replica entry {replica_id, peer_id, addr, tier, host, domain}; p may be NULL. */
-void req_pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r);
+/*
+ * One replica entry {replica_id, peer_id, grant, addr, tier, host,
+ * domain}; p may be NULL. The grant lets the caller do scope's action
+ * (its peer is r's) on that copy.
+ */
+void req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
+		      struct mc_grant_scope *scope);
 
 #endif

@@ -5,6 +5,11 @@
  * straight into its medium's write destination, and a read's reply
  * sends the bytes its medium lends by reference, holding a reference on
  * the entry until the connection layer has written them.
+ *
+ * A read or a write carries the master's grant for exactly that copy
+ * (mc/grant.h), checked once per request before any byte moves. For
+ * now a grant that does not cover its request is only counted, by
+ * reason, so a deployment sees what refusing would refuse.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -12,6 +17,7 @@
 #include <string.h>
 
 #include "mc/checksum.h"
+#include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
@@ -78,6 +84,54 @@ show_key(const struct name *k, char *buf, size_t cap)
 	}
 	buf[n] = '\0';
 	return buf;
+}
+
+/* ---- grants ---- */
+
+int
+peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err)
+{
+	uint64_t gen = 0, now = 0;
+	const char *key;
+	size_t klen = 0;
+
+	if (gk == NULL || gk->type != MSGPACK_OBJECT_MAP || mc_map_u64(gk, "gen", &gen, err) != 1 ||
+	    mc_map_u64(gk, "now", &now, err) != 1 || mc_map_str(gk, "key", &key, &klen, err) != 1 ||
+	    klen != MC_GRANT_KEY_BYTES || gen > UINT32_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "a grant key needs gen, key and now");
+	/* Keys are derived for one id: those of another are worth nothing now. */
+	if (peer_id != p->grants.peer_id)
+		memset(&p->grants.keys, 0, sizeof(p->grants.keys));
+	p->grants.peer_id = peer_id;
+	mc_grant_keys_add(&p->grants.keys, (uint32_t)gen, (const unsigned char *)key, now,
+			  mc_steady_ms());
+	return 0;
+}
+
+/*
+ * Whether req carries a grant for action on (tenant, key, version, len)
+ * at this peer; if not, the refusal is counted by its reason.
+ */
+static bool
+granted(struct peer *p, struct mc_req *req, const struct name *tenant, const struct name *key,
+	uint64_t version, uint64_t len, int action)
+{
+	const char *g = NULL;
+	size_t glen = 0;
+	struct mc_grant_scope s = { tenant->p, tenant->len,	  key->p, key->len, version,
+				    len,       p->grants.peer_id, action };
+	int v = MC_GRANT_MISSING;
+
+	if (p->grants.peer_id != 0 && mc_map_str(req->params, "grant", &g, &glen, NULL) == 1)
+		v = mc_grant_verify(&p->grants.keys, &s, g, glen, mc_steady_ms(),
+				    p->grants.skew_ms);
+	if (v == MC_GRANT_OK)
+		return true;
+	p->grants.refused[v]++;
+	mc_debug("%s from %s without a grant for this copy: %s",
+		 action == MC_GRANT_READ ? "read" : "write", mc_conn_peer_name(req->conn),
+		 mc_grant_verdict_name(v));
+	return false;
 }
 
 /* ---- write ---- */
@@ -151,6 +205,7 @@ h_write(struct mc_req *req)
 		mc_err_set(&err, MC_ERR_INVALID, "missing field 'len'");
 		goto bad;
 	}
+	granted(p, req, &tenant, &key, version, req->bulk_len, MC_GRANT_WRITE);
 	if ((t = mc_tier_parse(tier.p, tier.len, &err)) < 0)
 		goto bad;
 	if (!(m = p->media[t])) {
@@ -267,6 +322,7 @@ h_read(struct mc_req *req)
 			     (unsigned long long)have);
 		return;
 	}
+	granted(p, req, &tenant, &key, o->version, o->size, MC_GRANT_READ);
 	/* The medium lends its bytes; the reply holds o until they are sent. */
 	if (o->size > 0 && !(bytes = medium_read(p->media[o->tier], o->off, o->size, NULL, &err))) {
 		pindex_release(&p->index, o);

@@ -40,12 +40,14 @@ static struct {
 	const char *secret_file;
 	int max_conns;
 	uint64_t journal_max;
+	uint64_t grant_skew;
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
 	.domain = "default",
 	.ready_fd = -1,
 	.journal_max = PINDEX_JOURNAL_MAX,
+	.grant_skew = 2000,
 };
 
 static int
@@ -113,6 +115,9 @@ static const struct mc_opt opts[] = {
 	  "address clients reach this peer at (default the bound one)", set_addr, &cfg.advertise },
 	{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
 	  mc_set_flag, &cfg.list_methods },
+	{ "grant-skew", 0, "DURATION", NULL,
+	  "accept a grant this long past its expiry (default 2s)", mc_set_duration,
+	  &cfg.grant_skew },
 	{ "fault-inject", 0, NULL, NULL, "enable the corrupt method (tests only)", mc_set_flag,
 	  &cfg.fault_inject },
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
@@ -145,7 +150,7 @@ struct peer_metrics {
 	struct mc_metric *used[MC_TIER_COUNT], *capacity[MC_TIER_COUNT],
 		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT];
 	struct mc_metric *objects, *reads, *writes, *misses, *bytes_in, *bytes_out, *malformed,
-		*registrations, *resumes, *inventory_reports;
+		*registrations, *resumes, *inventory_reports, *refused[MC_GRANT_VERDICTS];
 };
 
 static void
@@ -177,6 +182,8 @@ collect(struct mc_metrics *m, void *arg)
 	mc_metric_set(pm->registrations, (double)p->st.registrations);
 	mc_metric_set(pm->resumes, (double)p->st.resumes);
 	mc_metric_set(pm->inventory_reports, (double)p->st.inventory_reports);
+	for (int v = MC_GRANT_OK + 1; v < MC_GRANT_VERDICTS; v++)
+		mc_metric_set(pm->refused[v], (double)p->grants.refused[v]);
 }
 
 static struct peer_metrics *
@@ -235,6 +242,12 @@ metrics_new(struct peer *p)
 	pm->inventory_reports =
 		mc_metric_get(r, "mc_peer_inventory_reports_total", MC_COUNTER,
 			      "Whole inventories reported to the master.", NULL, NULL);
+	for (int v = MC_GRANT_OK + 1; v < MC_GRANT_VERDICTS; v++)
+		if (!(pm->refused[v] =
+			      mc_metric_get(r, "mc_peer_grants_refused_total", MC_COUNTER,
+					    "Reads and writes refused for their grant, by reason.",
+					    "reason", mc_grant_verdict_name(v))))
+			goto fail;
 	if (!pm->objects || !pm->reads || !pm->writes || !pm->misses || !pm->bytes_in ||
 	    !pm->bytes_out || !pm->malformed || !pm->registrations || !pm->resumes ||
 	    !pm->inventory_reports)
@@ -335,6 +348,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	p.fault_inject = cfg.fault_inject;
+	p.grants.skew_ms = cfg.grant_skew;
 	p.host = cfg.host_id;
 	p.domain = cfg.domain;
 	p.base = event_base_new();

@@ -35,6 +35,12 @@ struct mc_dp_obj {
 	size_t klen;
 	uint64_t version;
 	uint64_t checksum; /* of the version's bytes (mc/checksum.h) */
+	/*
+	 * The master's grant for this copy at this peer, opaque bytes sent
+	 * as they came (glen 0: none, and the peer refuses).
+	 */
+	const void *grant;
+	size_t glen;
 };
 
 /*
