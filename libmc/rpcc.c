@@ -89,6 +89,22 @@ io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
 	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, mc_strerror(e));
 }
 
+/*
+ * One recv into buf, retried on EINTR: the bytes read (at least one), or
+ * -1 through io_fail when the socket fails, times out or closes.
+ */
+static ssize_t
+recv_some(struct mc_rpcc *r, void *buf, size_t want, int flags, struct mc_err *err)
+{
+	ssize_t n;
+
+	while ((n = recv(r->fd, buf, want, flags)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return io_fail(r, err, "cannot read from", n < 0 ? errno : 0);
+	return n;
+}
+
 static int
 check_alive(struct mc_rpcc *r, struct mc_err *err)
 {
@@ -430,15 +446,8 @@ fill(struct mc_rpcc *r, struct mc_err *err)
 					  r->max_msg);
 		}
 	}
-	for (;;) {
-		n = recv(r->fd, r->in + r->in_end, r->in_cap - r->in_end, 0);
-		if (n >= 0 || errno != EINTR)
-			break;
-	}
-	if (n < 0)
-		return io_fail(r, err, "cannot read from", errno);
-	if (n == 0)
-		return io_fail(r, err, "cannot read from", 0);
+	if ((n = recv_some(r, r->in + r->in_end, r->in_cap - r->in_end, 0, err)) < 0)
+		return -1;
 	r->in_end += (size_t)n;
 	return 0;
 }
@@ -551,15 +560,10 @@ recv_bin(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 {
 	while (len > 0) {
 		size_t want = len > r->in_cap ? r->in_cap : (size_t)len;
-		ssize_t n = recv(r->fd, r->in, want, 0);
+		ssize_t n = recv_some(r, r->in, want, 0, err);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return io_fail(r, err, "cannot read from", errno);
-		}
-		if (n == 0)
-			return io_fail(r, err, "cannot read from", 0);
+		if (n < 0)
+			return -1;
 		len -= (uint64_t)n;
 		r->bulk_pending -= (uint64_t)n;
 	}
@@ -580,15 +584,10 @@ fill_window(struct mc_rpcc *r, char *w, size_t want, struct mc_err *err)
 	memcpy(w, r->in + r->in_start, got);
 	r->in_start += got;
 	while (got < want) {
-		ssize_t n = recv(r->fd, w + got, want - got, MSG_WAITALL);
+		ssize_t n = recv_some(r, w + got, want - got, MSG_WAITALL, err);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return io_fail(r, err, "cannot read from", errno);
-		}
-		if (n == 0)
-			return io_fail(r, err, "cannot read from", 0);
+		if (n < 0)
+			return -1;
 		got += (size_t)n;
 	}
 	r->bulk_pending -= got;
