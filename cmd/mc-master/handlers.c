@@ -764,7 +764,7 @@ h_peers(struct mc_req *req)
 }
 
 const struct mc_method handler_methods[] = {
-	{ "hello", h_hello, MC_METHOD_READ_ONLY },
+	{ "hello", h_hello, MC_METHOD_READ_ONLY | MC_METHOD_OPEN },
 	{ "get_replica_list", h_get_replica_list, MC_METHOD_READ_ONLY },
 	{ "batch_get_replica_list", h_batch_get_replica_list, MC_METHOD_READ_ONLY },
 	{ "exist", h_exist, MC_METHOD_READ_ONLY },
