@@ -834,17 +834,19 @@ parse_list(const msgpack_object *body, struct get_key *k, struct mc_err *err)
 
 /* The version a read or write is about, for the data plane. */
 static struct mc_dp_obj
-dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version, uint64_t checksum,
-       const struct rep *r)
+dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version, uint64_t len,
+       uint64_t checksum, const struct rep *r)
 {
-	return (struct mc_dp_obj){ t->c->tenant, key, klen, version, checksum, r->grant, r->glen };
+	return (struct mc_dp_obj){ t->c->tenant, key,	   klen,     version,
+				   len,		 checksum, r->grant, r->glen };
 }
 
 static int
 read_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
-	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum, &k->rep[k->next]);
+	struct mc_dp_obj o =
+		dp_obj(t, k->key, k->klen, k->version, k->size, k->checksum, &k->rep[k->next]);
 
 	return mc_dp_read_send(r, &o, err);
 }
@@ -864,7 +866,8 @@ static int
 read_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
-	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum, &k->rep[k->next]);
+	struct mc_dp_obj o =
+		dp_obj(t, k->key, k->klen, k->version, k->size, k->checksum, &k->rep[k->next]);
 	struct mc_err refused;
 
 	if (mc_dp_read_recv(r, &o, &k->sink, t->csum, &refused, err) < 0)
@@ -1240,7 +1243,7 @@ write_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct put_rep *pr = item;
 	struct put_key *k = pr->owner;
-	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum, &pr->r);
+	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->len, k->checksum, &pr->r);
 	struct mc_bulk_src src = mc_bulk_src_mem(k->buf, k->len);
 
 	return mc_dp_write_send(r, &o, pr->r.tier, &src, err);

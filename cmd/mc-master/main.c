@@ -143,8 +143,8 @@ static struct mc_registry *
 master_registry(struct mc_metrics *metrics, struct mc_err *err)
 {
 	const struct mc_method *const tables[] = {
-		handler_methods, put_methods,	lease_methods,	  softpin_methods,
-		evict_methods,	 msnap_methods, peerlink_methods, recon_methods,
+		handler_methods, put_methods,	   lease_methods, softpin_methods, evict_methods,
+		msnap_methods,	 peerlink_methods, recon_methods, commit_methods,
 	};
 	struct mc_registry *r = mc_registry_new(metrics, err);
 
@@ -185,6 +185,7 @@ main(int argc, char **argv)
 	m.cfg.evict_planner_timeout = 10000;
 	m.cfg.evict_slice = 256;
 	m.cfg.put_wait = 50;
+	m.cfg.write_ack_wait = 5000;
 	m.cfg.grant_ttl = 30000;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
@@ -207,6 +208,10 @@ main(int argc, char **argv)
 		  "a put finding no room waits this long for eviction (default 50ms; 0: fail at "
 		  "once)",
 		  mc_set_duration, &m.cfg.put_wait },
+		{ "write-ack-wait", 0, "DURATION", NULL,
+		  "a put_end waits this long for its peers to confirm the bytes (default 5s; 0: "
+		  "not at all)",
+		  mc_set_duration, &m.cfg.write_ack_wait },
 		{ "put-timeout", 0, "DURATION", NULL,
 		  "discard writes unfinished after this long (default 60s)", set_positive_duration,
 		  &m.cfg.put_timeout },
@@ -392,7 +397,8 @@ main(int argc, char **argv)
 		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
 		goto out;
 	}
-	if (mgrants_init(&m.grants, m.cfg.grant_ttl, &err) != 0 || put_init(&m, &err) != 0) {
+	if (mgrants_init(&m.grants, m.cfg.grant_ttl, &err) != 0 || put_init(&m, &err) != 0 ||
+	    commit_init(&m, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
@@ -457,6 +463,7 @@ out:
 	if (m.http != NULL)
 		mc_http_stop(m.http);
 	put_free(&m);
+	commit_free(&m);
 	if (m.sweep_ev != NULL)
 		event_free(m.sweep_ev);
 	if (sigterm != NULL)

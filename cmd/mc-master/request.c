@@ -100,6 +100,17 @@ req_check_key(size_t len, struct mc_err *err)
 	return 0;
 }
 
+bool
+req_ids_name(const msgpack_object_array *ids, uint32_t id)
+{
+	if (ids == NULL)
+		return true;
+	for (uint32_t j = 0; j < ids->size; j++)
+		if (ids->ptr[j].via.u64 == id)
+			return true;
+	return false;
+}
+
 int
 req_need_key(const msgpack_object *params, const char **key, size_t *len, struct mc_err *err)
 {

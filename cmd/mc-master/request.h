@@ -29,6 +29,9 @@ struct client *req_client_get(struct mc_req *req);
 /* A required unsigned field: 0, or -1 with err when missing or not a u64. */
 int req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err);
 
+/* Whether ids (a checked array of replica ids; NULL: all) names id. */
+bool req_ids_name(const msgpack_object_array *ids, uint32_t id);
+
 /* A key of 1..MC_KEY_MAX bytes: 0, or -1 with err. */
 int req_check_key(size_t len, struct mc_err *err);
 /* The required "key" field, its length checked. */

@@ -144,6 +144,7 @@ struct control {
 
 static void h_drop(struct mc_req *req);
 static void h_grant_key(struct mc_req *req);
+static void write_ack(void *arg, const struct pobj *o);
 
 /* What the master may ask on the control connection. */
 const struct mc_method peer_control_methods[] = {
@@ -885,6 +886,8 @@ control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 		return NULL;
 	}
 	ctl->p = p;
+	p->committed = write_ack;
+	p->committed_arg = ctl;
 	ctl->master = *master;
 	ctl->fd = -1;
 	ctl->state = CTL_IDLE;
@@ -1003,6 +1006,7 @@ control_free(struct control *ctl)
 		return;
 	ctl->state = CTL_STOPPED;
 	ctl->done = NULL;
+	ctl->p->committed = NULL;
 	c = ctl->conn;
 	if (c) {
 		/* on_close and pending call callbacks see no link and do nothing. */
@@ -1027,4 +1031,30 @@ control_free(struct control *ctl)
 		event_free(ctl->stop_ev);
 	mc_registry_free(ctl->methods);
 	free(ctl);
+}
+
+/*
+ * Tell the master that o's bytes are committed here (p->committed). Lost
+ * with the link: the master then completes nothing it was not told of,
+ * and the put fails or is tried again.
+ */
+static void
+write_ack(void *arg, const struct pobj *o)
+{
+	struct control *ctl = arg;
+	msgpack_packer *pk;
+
+	if (ctl->state != CTL_REGISTERED || ctl->conn == NULL)
+		return;
+	pk = mc_conn_begin(ctl->conn, "write_ack");
+	msgpack_pack_map(pk, 6);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
+	mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
+	mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
+	mc_pack_kv_u64(pk, "version", o->version);
+	mc_pack_kv_u64(pk, "size", o->size);
+	if (mc_conn_notify(ctl->conn) < 0)
+		mc_warn("cannot confirm a write to master %s: its put_end will not complete it",
+			ctl->master.text);
 }

@@ -66,6 +66,13 @@ struct peer {
 	struct peer_counters st;
 	struct peer_grants grants;
 	struct control *ctl;
+	/*
+	 * Told of every write a grant covered once its bytes are committed:
+	 * the control link confirms it to the master (write_ack), so its
+	 * put_end may complete this copy. NULL: nobody is.
+	 */
+	void (*committed)(void *arg, const struct pobj *o);
+	void *committed_arg;
 	struct peer_metrics *metrics; /* NULL without --http */
 	struct mc_metrics *registry;  /* metrics->reg: where methods are counted, or NULL */
 	bool fault_inject;
@@ -89,8 +96,6 @@ struct peer {
 extern const struct mc_method peer_data_methods[];
 extern const struct mc_method peer_control_methods[];
 
-/* The data-plane method: every item is dropped. */
-void peer_handle_drop(struct mc_req *req);
 /*
  * Take the grant key gk {gen, key, now} the master sent for peer_id
  * (peer_register's answer, grant_key); -1 with err when malformed.

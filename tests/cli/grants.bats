@@ -1,11 +1,15 @@
 #!/usr/bin/env bats
 #
-# Data-plane grants: the master signs one per replica in every put_start
+# Data-plane grants, and commits that need the bytes.
+#
+# The master signs one per replica in every put_start
 # and get_replica_list answer, for exactly that copy at that peer; the
-# peer checks each read and write against it and counts, by reason,
-# those it does not cover (mc_peer_grants_refused_total). Keys rotate on
-# SIGHUP; a grant outlives one rotation, not two. Time moves by the fake
-# clock.
+# peer serves a read or a write only with a grant that covers it, and
+# refuses the others with permission, counted by reason
+# (mc_peer_grants_refused_total). Keys rotate on SIGHUP; a grant
+# outlives one rotation, not two. Time moves by the fake clock. A
+# put_end completes only the replicas whose peer confirmed the bytes on
+# its own connection (write_ack), waiting up to --write-ack-wait.
 
 load helpers
 
@@ -14,7 +18,8 @@ GRANT_TTL_MS=5000
 setup_file() {
 	mc_require_bins mc-master mc-peer mc-cli mc-rpc
 	mc_file_dir
-	mc_start_master --grant-ttl "${GRANT_TTL_MS}ms" --peer-ttl 1000h --put-timeout 1000h
+	mc_start_master --grant-ttl "${GRANT_TTL_MS}ms" --peer-ttl 1000h --put-timeout 1000h \
+		--http 127.0.0.1:0 --write-ack-wait 2s
 	mc_start_peer p1 --http 127.0.0.1:0 --grant-skew 1s
 	mc_start_peer p2 --http 127.0.0.1:0 --grant-skew 1s
 }
@@ -33,6 +38,23 @@ refused() {
 # refused_one_more PEER REASON BEFORE: PEER counted one more under REASON.
 refused_one_more() {
 	[ "$(refused "$1" "$2")" -eq $(($3 + 1)) ]
+}
+
+# refuses PEER REASON CMD...: CMD fails with permission for REASON, and
+# PEER counts it.
+refuses() {
+	local peer="$1" reason="$2" n
+	shift 2
+	n="$(refused "$peer" "$reason")"
+	run -1 "$@"
+	assert_output --partial "permission denied"
+	assert_output --partial "($reason)"
+	refused_one_more "$peer" "$reason" "$n"
+}
+
+# objects PEER: how many copies PEER holds.
+objects() {
+	mc-rpc "$(mc_addr "$1")" peer_stats | jq '[.tiers[].objects] | add'
 }
 
 # start KEY FILE: a put_start of FILE's size on both peers; sets VERSION
@@ -77,60 +99,60 @@ put_on() {
 	done
 }
 
-@test "grants: a write without a grant, or with a forged one, is counted" {
-	local n f="$BATS_TEST_TMPDIR/f"
+@test "grants: a write without a grant, or with a forged one, is refused and stores nothing" {
+	local n f="$BATS_TEST_TMPDIR/f" bad
 	echo abc >"$f"
 	start forged "$f"
-	n="$(refused p1 missing)"
-	mc-rpc --bulk "$f" "$(mc_addr p1)" write tenant=default key=forged version:="$VERSION"
-	refused_one_more p1 missing "$n"
+	n="$(objects p1)"
+	refuses p1 missing mc-rpc --bulk "$f" "$(mc_addr p1)" write tenant=default key=forged \
+		version:="$VERSION"
 	# the same grant with its last byte changed
-	n="$(refused p1 forged)"
-	local bad
 	bad="$(base64 -d <<<"$G1" | head -c 44 | cat - <(printf 'x') | base64 -w0)"
-	put_on p1 "$bad" forged "$VERSION" "$f"
-	refused_one_more p1 forged "$n"
+	refuses p1 forged put_on p1 "$bad" forged "$VERSION" "$f"
+	[ "$(objects p1)" -eq "$n" ]
+	# a drop on the data port is refused too: drops come from the master
+	run -1 mc-rpc "$(mc_addr p1)" drop tenant=default key=forged
+	assert_output --partial "permission denied"
 }
 
-@test "grants: another copy's grant (key, version or length) or another peer's is counted" {
+@test "grants: another copy's grant (key, version or length) or another peer's is refused" {
 	local n f="$BATS_TEST_TMPDIR/f" g="$BATS_TEST_TMPDIR/g"
 	echo abc >"$f"
 	echo abcd >"$g"
 	start copy "$f"
-	n="$(refused p1 forged)"
-	put_on p1 "$G1" other-key "$VERSION" "$f"
-	refused_one_more p1 forged "$n"
-	n="$(refused p1 forged)"
-	put_on p1 "$G1" copy "$VERSION" "$g"
-	refused_one_more p1 forged "$n"
+	refuses p1 forged put_on p1 "$G1" other-key "$VERSION" "$f"
+	refuses p1 forged put_on p1 "$G1" copy "$VERSION" "$g"
 	# p2's grant shown to p1
-	n="$(refused p1 forged)"
-	put_on p1 "$G2" copy "$VERSION" "$f"
-	refused_one_more p1 forged "$n"
-	# the right one is not counted
+	refuses p1 forged put_on p1 "$G2" copy "$VERSION" "$f"
+	# the right one is taken
 	n="$(refused p1 forged)"
 	put_on p1 "$G1" copy "$VERSION" "$f"
 	[ "$(refused p1 forged)" -eq "$n" ]
-	# nor does it cover the next version
-	put_on p1 "$G1" copy $((VERSION + 1)) "$f"
-	refused_one_more p1 forged "$n"
+	# but does not cover the next version
+	refuses p1 forged put_on p1 "$G1" copy $((VERSION + 1)) "$f"
 }
 
-@test "grants: a read grant does not write, and a read is checked too" {
-	local n out f="$BATS_TEST_TMPDIR/f" rg
+@test "grants: a read grant does not write, and a read needs its grant" {
+	local out f="$BATS_TEST_TMPDIR/f" rg v got="$BATS_TEST_TMPDIR/got"
 	echo abc >"$f"
 	mc-cli put --replicas 2 rd <"$f"
 	out="$(mc-rpc "$MC_MASTER" get_replica_list key=rd)"
 	rg="$(jq -r --arg a "$(mc_addr p1)" '.replicas[] | select(.addr == $a) | .grant' <<<"$out")"
-	n="$(refused p1 forged)"
-	put_on p1 "$rg" rd "$(jq -r .version <<<"$out")" "$f"
-	refused_one_more p1 forged "$n"
-	n="$(refused p1 missing)"
-	mc-rpc "$(mc_addr p1)" read tenant=default key=rd >/dev/null
-	refused_one_more p1 missing "$n"
-	n="$(refused p1 forged)"
-	mc-rpc "$(mc_addr p1)" read tenant=default key=rd grant:=b64:"$rg" >/dev/null
-	[ "$(refused p1 forged)" -eq "$n" ]
+	v="$(jq -r .version <<<"$out")"
+	refuses p1 forged put_on p1 "$rg" rd "$v" "$f"
+	refuses p1 missing mc-rpc "$(mc_addr p1)" read tenant=default key=rd
+	# without a grant, a stored key and an absent one get the same answer
+	refuses p1 missing mc-rpc "$(mc_addr p1)" read tenant=default key=never-stored
+	# another tenant guessing the key gets nothing with the default tenant's grant
+	refuses p1 forged mc-rpc "$(mc_addr p1)" read tenant=other key=rd version:="$v" size:=4 \
+		grant:=b64:"$rg"
+	refuses p1 forged mc-rpc "$(mc_addr p1)" read tenant=default key=rd version:="$v" size:=5 \
+		grant:=b64:"$rg"
+	run -1 mc-rpc "$(mc_addr p1)" read tenant=default key=rd grant:=b64:"$rg"
+	assert_output --partial "names its version and size"
+	mc-rpc -o "$got" "$(mc_addr p1)" read tenant=default key=rd version:="$v" size:=4 \
+		grant:=b64:"$rg" >/dev/null
+	cmp "$f" "$got"
 }
 
 @test "grants: a grant past its ttl and the peer's skew is expired" {
@@ -143,9 +165,7 @@ put_on() {
 	put_on p1 "$G1" late "$VERSION" "$f"
 	[ "$(refused p1 expired)" -eq "$n" ]
 	advance_clock 1000
-	n="$(refused p2 expired)"
-	put_on p2 "$G2" late "$VERSION" "$f"
-	refused_one_more p2 expired "$n"
+	refuses p2 expired put_on p2 "$G2" late "$VERSION" "$f"
 }
 
 @test "grants: after one SIGHUP an old grant is good; after two it is refused" {
@@ -162,7 +182,58 @@ put_on() {
 	[ "$(refused p1 unknown_key)$(refused p1 forged)" = "$n" ]
 	kill -HUP "$(mc_pid master)"
 	wait_until 10 grep -q 'took grant key generation 3' "$MC_DIR/p1.log"
-	n="$(refused p1 unknown_key)"
-	put_on p1 "$g_old" rot1 "$v_old" "$f"
-	refused_one_more p1 unknown_key "$n"
+	refuses p1 unknown_key put_on p1 "$g_old" rot1 "$v_old" "$f"
+}
+
+@test "commit: a put_end for bytes nobody wrote commits nothing and erases the object" {
+	local n f="$BATS_TEST_TMPDIR/f"
+	echo abc >"$f"
+	start phantom "$f"
+	n="$(mc_metric master mc_replicas_unconfirmed_total)"
+	run -69 mc-rpc "$MC_MASTER" put_end key=phantom version:="$VERSION"
+	assert_output --partial "no peer confirmed the bytes"
+	[ "$(mc_metric master mc_replicas_unconfirmed_total)" -eq $((n + 2)) ]
+	run -1 mc-rpc "$MC_MASTER" get_replica_list key=phantom
+	assert_output --partial not_found
+}
+
+@test "commit: only the replica whose peer confirmed its bytes becomes COMPLETE" {
+	local f="$BATS_TEST_TMPDIR/f" got="$BATS_TEST_TMPDIR/got"
+	echo abc >"$f"
+	start half "$f"
+	put_on p1 "$G1" half "$VERSION" "$f"
+	mc-rpc "$MC_MASTER" put_end key=half version:="$VERSION"
+	run -0 mc-rpc "$MC_MASTER" get_replica_list key=half
+	jq_true --arg a "$(mc_addr p1)" '(.replicas | length) == 1 and .replicas[0].addr == $a' \
+		<<<"$output"
+	mc-rpc -o "$got" "$(mc_addr p1)" read tenant=default key=half version:="$VERSION" size:=4 \
+		grant:=b64:"$(jq -r '.replicas[0].grant' <<<"$output")" >/dev/null
+	cmp "$f" "$got"
+}
+
+@test "commit: a put_end that came before the confirmation waits for it" {
+	local n f="$BATS_TEST_TMPDIR/f" out="$BATS_TEST_TMPDIR/end"
+	echo abc >"$f"
+	start late-ack "$f"
+	n="$(mc_metric master mc_put_end_waits_total)"
+	mc-rpc "$MC_MASTER" put_end key=late-ack version:="$VERSION" >"$out" 2>&1 &
+	local ender=$!
+	wait_until 10 [ "$(mc_metric master mc_put_end_waits_total)" -gt "$n" ]
+	put_on p1 "$G1" late-ack "$VERSION" "$f"
+	put_on p2 "$G2" late-ack "$VERSION" "$f"
+	wait "$ender"
+	run -0 mc-rpc "$MC_MASTER" get_replica_list key=late-ack
+	jq_true '(.replicas | length) == 2' <<<"$output"
+}
+
+@test "commit: a write_ack from a connection that is not that peer's is refused" {
+	local f="$BATS_TEST_TMPDIR/f" id
+	echo abc >"$f"
+	start forged-ack "$f"
+	id="$(mc-rpc "$MC_MASTER" peers | jq -r --arg a "$(mc_addr p1)" '.peers[] | select(.addr == $a) | .peer_id')"
+	run -1 mc-rpc "$MC_MASTER" write_ack peer_id:="$id" tenant=default key=forged-ack \
+		version:="$VERSION" size:=4
+	assert_output --partial "permission denied"
+	run -69 mc-rpc "$MC_MASTER" put_end key=forged-ack version:="$VERSION"
+	assert_output --partial "no peer confirmed"
 }
