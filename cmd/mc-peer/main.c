@@ -23,7 +23,9 @@
 #include "peer.h"
 
 #define UNREGISTER_TIMEOUT_MS 1000
-#define INSECURE_REMEDY "--insecure to serve anyone who can reach it (the master takes --auth-file)"
+#define INSECURE_REMEDY                                                                         \
+	"--peer-secret-file to serve a master with --auth-file, or --insecure to serve anyone " \
+	"who can reach it"
 
 static struct {
 	const char *master;
@@ -118,7 +120,8 @@ static const struct mc_opt opts[] = {
 	{ "grant-skew", 0, "DURATION", NULL,
 	  "accept a grant this long past its expiry (default 2s)", mc_set_duration,
 	  &cfg.grant_skew },
-	{ "fault-inject", 0, NULL, NULL, "enable the corrupt method (tests only)", mc_set_flag,
+	{ "fault-inject", 0, NULL, NULL,
+	  "tests only: serve corrupt, ungranted reads and writes, and data-port drops", mc_set_flag,
 	  &cfg.fault_inject },
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
 	  mc_set_positive_int, &cfg.max_conns },
@@ -325,11 +328,19 @@ main(int argc, char **argv)
 		mc_die(MC_EXIT_USAGE, "invalid --listen '%s': %s", cfg.listen, err.msg);
 	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
 		mc_die(MC_EXIT_USAGE, "invalid --master '%s': %s", cfg.master, err.msg);
-	/* the data plane checks no one yet: only this machine may reach it */
-	if (!cfg.insecure &&
+	/*
+	 * Reads and writes need the master's grants, but a peer that cannot
+	 * prove itself to the master may be talking to a false one: beyond
+	 * this machine only with the peers' secret, or when told to.
+	 */
+	if (!cfg.insecure && cfg.secret_file == NULL &&
 	    (mc_addr_check_local("--listen", cfg.listen, INSECURE_REMEDY, &err) != 0 ||
 	     mc_addr_check_local("--http", cfg.http, INSECURE_REMEDY, &err) != 0))
 		mc_die(MC_EXIT_USAGE, "%s", err.msg);
+	/* Fault injection lets anyone make and drop copies: never beyond this machine. */
+	if (cfg.fault_inject && !mc_addr_is_local(&listen_addr))
+		mc_die(MC_EXIT_USAGE, "refusing --fault-inject with --listen %s: only on loopback",
+		       cfg.listen);
 	if (cfg.secret_file != NULL) {
 		char why[MC_ERR_MSG_MAX];
 
@@ -338,7 +349,8 @@ main(int argc, char **argv)
 	} else {
 		mc_info("no --peer-secret-file: registering with the master unauthenticated");
 	}
-	mc_info("the data plane is unauthenticated and unencrypted");
+	mc_info("reads and writes need the master's grants%s; traffic is unencrypted",
+		cfg.fault_inject ? " (--fault-inject: or none at all)" : "");
 	if (!cfg.host_id) {
 		if (gethostname(host, sizeof(host)) < 0)
 			snprintf(host, sizeof(host), "localhost");
