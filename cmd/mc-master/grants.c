@@ -1,18 +1,74 @@
 /*
  * Grants issued by the master (grants.h). Lookups sign a grant for every
- * replica they list, so each peer's key is kept ready (struct peer) and
- * a grant hashes only its own bytes.
+ * replica they list, so each peer's key is kept ready (struct peer), a
+ * grant hashes only its own bytes, and a read grant already signed this
+ * epoch comes from the cache.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "mc/clock.h"
 #include "mc/wire.h"
 #include "grants.h"
 
-int
-mgrants_init(struct mgrants *g, uint64_t ttl, struct mc_err *err)
+struct mgrant_slot {
+	uint64_t key_hash;
+	uint64_t version, len;
+	uint64_t epoch;
+	uint32_t tenant, peer, gen;
+	bool used;
+	unsigned char grant[MC_GRANT_BYTES];
+};
+
+/* The slots of the cache at most: 2^24 of 96 bytes, 1.5 GiB. */
+#define SLOTS_MAX ((size_t)1 << 24)
+
+static void
+collect(struct mc_metrics *r, void *arg)
 {
+	const struct mgrants *g = arg;
+	static const char help[] = "Data-plane grants handed out, signed or from the cache.";
+	struct mc_metric *m;
+
+	if ((m = mc_metric_get(r, "mc_grants_total", MC_COUNTER, help, "outcome", "signed")))
+		mc_metric_set(m, (double)g->signed_grants);
+	if ((m = mc_metric_get(r, "mc_grants_total", MC_COUNTER, help, "outcome", "cached")))
+		mc_metric_set(m, (double)g->cached_grants);
+	if ((m = mc_metric_get(r, "mc_grant_key_rotations_total", MC_COUNTER,
+			       "New grant keys drawn since start (each SIGHUP).", NULL, NULL)))
+		mc_metric_set(m, (double)g->rotations);
+}
+
+int
+mgrants_init(struct mgrants *g, uint64_t ttl, size_t cache_slots, struct mc_metrics *reg,
+	     struct mc_err *err)
+{
+	memset(g, 0, sizeof(*g));
 	g->ttl = ttl;
-	g->issued = g->rotations = 0;
+	if (cache_slots > SLOTS_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "a grant cache of %zu slots is over %zu",
+				  cache_slots, SLOTS_MAX);
+	if (cache_slots > 0) {
+		g->nslots = 1;
+		while (g->nslots < cache_slots)
+			g->nslots <<= 1;
+		/* calloc: untouched slots cost no memory until a lookup lands there */
+		g->slots = calloc(g->nslots, sizeof(*g->slots));
+		if (g->slots == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE,
+					  "no memory for a grant cache of %zu", g->nslots);
+	}
+	if (reg != NULL)
+		mc_metrics_on_collect(reg, collect, g);
 	return mc_grant_master_init(&g->key, 1, err);
+}
+
+void
+mgrants_free(struct mgrants *g)
+{
+	free(g->slots);
+	g->slots = NULL;
+	g->nslots = 0;
 }
 
 int
@@ -52,22 +108,72 @@ ready(const struct mgrants *g, struct mc_grant_signer *s, uint32_t peer)
 	return s;
 }
 
-void
-mgrants_pack(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *cache,
-	     const struct mc_grant_scope *scope)
+/* The slot that a grant for id and scope lives in, or may. */
+static struct mgrant_slot *
+slot_of(const struct mgrants *g, const struct mgrant_ident *id, const struct mc_grant_scope *s)
 {
+	/* mix in the version and peer so one key's copies and versions spread out */
+	uint64_t h = id->key_hash ^ (s->version * 0x9e3779b97f4a7c15ull) ^
+		     ((uint64_t)s->peer * 0xc2b2ae3d27d4eb4full);
+
+	return &g->slots[(h ^ (h >> 29)) & (g->nslots - 1)];
+}
+
+static bool
+slot_holds(const struct mgrant_slot *sl, const struct mgrant_ident *id,
+	   const struct mc_grant_scope *s, uint32_t gen, uint64_t epoch)
+{
+	return sl->used && sl->key_hash == id->key_hash && sl->tenant == id->tenant &&
+	       sl->version == s->version && sl->len == s->len && sl->peer == s->peer &&
+	       sl->gen == gen && sl->epoch == epoch;
+}
+
+void
+mgrants_pack_at(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *signer,
+		const struct mc_grant_scope *scope, const struct mgrant_ident *id, uint64_t now)
+{
+	uint64_t q = g->ttl / 8 > 0 ? g->ttl / 8 : 1, epoch = now / q;
+	uint64_t expiry = mc_add_sat(mc_add_sat(epoch, 1) * q, g->ttl);
+	struct mgrant_slot *sl = NULL;
 	unsigned char out[MC_GRANT_BYTES];
 	struct mc_grant_signer local;
 	const struct mc_grant_signer *s;
 
-	if (cache == NULL)
+	if (id != NULL && g->slots != NULL && scope->action == MC_GRANT_READ) {
+		sl = slot_of(g, id, scope);
+		if (slot_holds(sl, id, scope, g->key.gen, epoch)) {
+			g->cached_grants++;
+			msgpack_pack_bin(pk, MC_GRANT_BYTES);
+			msgpack_pack_bin_body(pk, sl->grant, MC_GRANT_BYTES);
+			return;
+		}
+	}
+	if (signer == NULL)
 		s = ready(g, &local, scope->peer);
-	else if (cache->gen != g->key.gen)
-		s = ready(g, cache, scope->peer);
+	else if (signer->gen != g->key.gen)
+		s = ready(g, signer, scope->peer);
 	else
-		s = cache;
-	mc_grant_sign_with(s, scope, mc_add_sat(mc_steady_ms(), g->ttl), out);
+		s = signer;
+	mc_grant_sign_with(s, scope, expiry, out);
+	g->signed_grants++;
+	if (sl != NULL) {
+		*sl = (struct mgrant_slot){ .key_hash = id->key_hash,
+					    .version = scope->version,
+					    .len = scope->len,
+					    .epoch = epoch,
+					    .tenant = id->tenant,
+					    .peer = scope->peer,
+					    .gen = g->key.gen,
+					    .used = true };
+		memcpy(sl->grant, out, MC_GRANT_BYTES);
+	}
 	msgpack_pack_bin(pk, sizeof(out));
 	msgpack_pack_bin_body(pk, out, sizeof(out));
-	g->issued++;
+}
+
+void
+mgrants_pack(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *signer,
+	     const struct mc_grant_scope *scope, const struct mgrant_ident *id)
+{
+	mgrants_pack_at(pk, g, signer, scope, id, mc_steady_ms());
 }

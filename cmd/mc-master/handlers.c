@@ -178,6 +178,7 @@ pack_grl(msgpack_packer *pk, struct master *m, const struct mobj *o, const char 
 	struct mc_grant_scope scope = {
 		tenant, strlen(tenant), key, len, o->version, o->size, 0, MC_GRANT_READ,
 	};
+	struct mgrant_ident id = { store_key_hash(o->tenant, key, len), o->tenant };
 
 	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "version", o->version);
@@ -190,7 +191,7 @@ pack_grl(msgpack_packer *pk, struct master *m, const struct mobj *o, const char 
 	mc_pack_key(pk, "replicas");
 	msgpack_pack_array(pk, n);
 	for (unsigned i = 0; i < n; i++)
-		req_pack_replica(pk, m, c[i].p, c[i].r, &scope);
+		req_pack_replica(pk, m, c[i].p, c[i].r, &scope, &id);
 }
 
 static void

@@ -187,6 +187,7 @@ main(int argc, char **argv)
 	m.cfg.put_wait = 50;
 	m.cfg.write_ack_wait = 5000;
 	m.cfg.grant_ttl = 30000;
+	m.cfg.grant_cache = 65536;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -204,6 +205,10 @@ main(int argc, char **argv)
 		{ "grant-ttl", 0, "DURATION", NULL,
 		  "a data-plane grant is good for this long after it is issued (default 30s)",
 		  set_positive_duration, &m.cfg.grant_ttl },
+		{ "grant-cache", 0, "N", NULL,
+		  "keep up to N read grants to hand out again within their epoch (default 65536; "
+		  "0: sign each)",
+		  mc_set_u64, &m.cfg.grant_cache },
 		{ "put-wait", 0, "DURATION", NULL,
 		  "a put finding no room waits this long for eviction (default 50ms; 0: fail at "
 		  "once)",
@@ -397,8 +402,8 @@ main(int argc, char **argv)
 		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
 		goto out;
 	}
-	if (mgrants_init(&m.grants, m.cfg.grant_ttl, &err) != 0 || put_init(&m, &err) != 0 ||
-	    commit_init(&m, &err) != 0) {
+	if (mgrants_init(&m.grants, m.cfg.grant_ttl, m.cfg.grant_cache, m.mx.reg, &err) != 0 ||
+	    put_init(&m, &err) != 0 || commit_init(&m, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
@@ -464,6 +469,7 @@ out:
 		mc_http_stop(m.http);
 	put_free(&m);
 	commit_free(&m);
+	mgrants_free(&m.grants);
 	if (m.sweep_ev != NULL)
 		event_free(m.sweep_ev);
 	if (sigterm != NULL)

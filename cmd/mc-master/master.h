@@ -65,6 +65,7 @@ struct master_cfg {
 	uint64_t put_timeout;	 /* ms */
 	uint64_t put_wait;	 /* ms a put may wait for eviction to make room; 0: none */
 	uint64_t grant_ttl;	 /* ms a data-plane grant is good for */
+	uint64_t grant_cache;	 /* read grants kept to hand out again */
 	uint64_t write_ack_wait; /* ms a put_end waits for its peers' confirmation */
 	const char *snapshot_dir;
 	uint64_t snapshot_interval; /* ms; 0: no periodic snapshots */

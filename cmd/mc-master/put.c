@@ -222,7 +222,8 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version)
-			req_pack_replica(pk, m, peers_find(&m->peers, v[i].peer), &v[i], &scope);
+			req_pack_replica(pk, m, peers_find(&m->peers, v[i].peer), &v[i], &scope,
+					 NULL);
 	mc_reply_end(req);
 	return 0;
 }

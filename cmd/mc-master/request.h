@@ -46,9 +46,10 @@ int req_opt_name(const msgpack_object *params, const char *field, const char **s
 /*
  * One replica entry {replica_id, peer_id, grant, addr, tier, host,
  * domain}; p may be NULL. The grant lets the caller do scope's action
- * (its peer is r's) on that copy.
+ * (its peer is r's) on that copy; id (NULL: none) lets a read grant
+ * come from the cache (grants.h).
  */
 void req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
-		      struct mc_grant_scope *scope);
+		      struct mc_grant_scope *scope, const struct mgrant_ident *id);
 
 #endif

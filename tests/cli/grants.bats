@@ -164,8 +164,25 @@ put_on() {
 	n="$(refused p1 expired)"
 	put_on p1 "$G1" late "$VERSION" "$f"
 	[ "$(refused p1 expired)" -eq "$n" ]
-	advance_clock 1000
+	# past the ttl rounded up to its epoch (an eighth of it) and the skew
+	advance_clock $((GRANT_TTL_MS / 8 + 1000))
 	refuses p2 expired put_on p2 "$G2" late "$VERSION" "$f"
+}
+
+@test "grants: readers of a copy within an epoch get one grant, signed once" {
+	local s0 c0 out1 out2 out3
+	echo abc | mc-cli put --replicas 2 shared
+	s0="$(mc_metric master 'mc_grants_total{outcome="signed"}')"
+	c0="$(mc_metric master 'mc_grants_total{outcome="cached"}')"
+	out1="$(mc-rpc "$MC_MASTER" get_replica_list key=shared | jq -c '[.replicas[].grant]')"
+	out2="$(mc-rpc "$MC_MASTER" get_replica_list key=shared | jq -c '[.replicas[].grant]')"
+	[ "$out1" = "$out2" ]
+	[ "$(mc_metric master 'mc_grants_total{outcome="cached"}')" -ge $((c0 + 2)) ]
+	# the next epoch signs anew, with a later expiry
+	advance_clock $((GRANT_TTL_MS / 8))
+	out3="$(mc-rpc "$MC_MASTER" get_replica_list key=shared | jq -c '[.replicas[].grant]')"
+	[ "$out3" != "$out1" ]
+	[ "$(mc_metric master 'mc_grants_total{outcome="signed"}')" -ge $((s0 + 4)) ]
 }
 
 @test "grants: after one SIGHUP an old grant is good; after two it is refused" {
