@@ -11,6 +11,8 @@
 #include "mc/wire.h"
 #include "grants.h"
 
+#define WAYS 2
+
 struct mgrant_slot {
 	uint64_t key_hash;
 	uint64_t version, len;
@@ -49,7 +51,7 @@ mgrants_init(struct mgrants *g, uint64_t ttl, size_t cache_slots, struct mc_metr
 		return mc_err_set(err, MC_ERR_INVALID, "a grant cache of %zu slots is over %zu",
 				  cache_slots, SLOTS_MAX);
 	if (cache_slots > 0) {
-		g->nslots = 1;
+		g->nslots = WAYS;
 		while (g->nslots < cache_slots)
 			g->nslots <<= 1;
 		/* calloc: untouched slots cost no memory until a lookup lands there */
@@ -108,15 +110,37 @@ ready(const struct mgrants *g, struct mc_grant_signer *s, uint32_t peer)
 	return s;
 }
 
-/* The slot that a grant for id and scope lives in, or may. */
+/*
+ * A key's read grants share one bucket of WAYS slots (one for each of
+ * two replicas), found by the key's hash alone, so a batch lookup can
+ * fetch it into the cache along with the object (mgrants_prefetch).
+ */
+static struct mgrant_slot *
+bucket_of(const struct mgrants *g, uint64_t key_hash)
+{
+	return &g->slots[(key_hash & (g->nslots / WAYS - 1)) * WAYS];
+}
+
+void
+mgrants_prefetch(const struct mgrants *g, uint64_t key_hash)
+{
+	if (g->slots != NULL)
+		__builtin_prefetch(bucket_of(g, key_hash));
+}
+
+/* The slot of id and scope in its bucket: the one holding its peer's grant, or the one to take. */
 static struct mgrant_slot *
 slot_of(const struct mgrants *g, const struct mgrant_ident *id, const struct mc_grant_scope *s)
 {
-	/* mix in the version and peer so one key's copies and versions spread out */
-	uint64_t h = id->key_hash ^ (s->version * 0x9e3779b97f4a7c15ull) ^
-		     ((uint64_t)s->peer * 0xc2b2ae3d27d4eb4full);
+	struct mgrant_slot *b = bucket_of(g, id->key_hash);
 
-	return &g->slots[(h ^ (h >> 29)) & (g->nslots - 1)];
+	for (int i = 0; i < WAYS; i++)
+		if (b[i].used && b[i].key_hash == id->key_hash && b[i].peer == s->peer)
+			return &b[i];
+	for (int i = 0; i < WAYS; i++)
+		if (!b[i].used)
+			return &b[i];
+	return &b[s->peer % WAYS];
 }
 
 static bool

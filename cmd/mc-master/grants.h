@@ -7,8 +7,8 @@
  * the ttl, plus the ttl: every grant is good for at least --grant-ttl
  * and at most an eighth more. So a copy's read grant is the same bytes
  * for every reader within an epoch, and the master signs it once an
- * epoch: a small direct-mapped cache (--grant-cache slots) hands the
- * same bytes out again. A slot is found by a hash of the tenant and key
+ * epoch: a small cache (--grant-cache slots, two for each key hash) hands
+ * the same bytes out again. A slot is found by a hash of the tenant and key
  * and holds the rest of what the grant covers (tenant id, version,
  * size, peer, key generation, epoch), so a hash collision between two
  * keys can give a tenant a grant the peer refuses for that key, never
@@ -50,6 +50,8 @@ struct mgrant_ident {
 int mgrants_init(struct mgrants *g, uint64_t ttl, size_t cache_slots, struct mc_metrics *reg,
 		 struct mc_err *err);
 void mgrants_free(struct mgrants *g);
+/* Start fetching the cache's slots of the key whose store hash is key_hash. */
+void mgrants_prefetch(const struct mgrants *g, uint64_t key_hash);
 /* A new key; grants signed under the one before stay good at the peers for one rotation. */
 int mgrants_rotate(struct mgrants *g, struct mc_err *err);
 /*

@@ -99,6 +99,7 @@ prefetch_key(struct master *m, uint32_t tenant, const msgpack_object *k)
 		return 0;
 	hash = store_key_hash(tenant, key, len);
 	store_prefetch(&m->store, hash);
+	mgrants_prefetch(&m->grants, hash);
 	return hash;
 }
 
@@ -169,16 +170,16 @@ touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 	return lease_grant(m, o, tenant, now);
 }
 
-/* The fields of a get_replica_list answer, after "key" for batch items. */
+/* The fields of a get_replica_list answer, after "key" for batch items; hash is the key's. */
 static void
 pack_grl(msgpack_packer *pk, struct master *m, const struct mobj *o, const char *key, size_t len,
-	 uint64_t lease_id, const struct cand *c, unsigned n)
+	 uint64_t hash, uint64_t lease_id, const struct cand *c, unsigned n)
 {
 	const char *tenant = m->store.tenants[o->tenant].name;
 	struct mc_grant_scope scope = {
 		tenant, strlen(tenant), key, len, o->version, o->size, 0, MC_GRANT_READ,
 	};
-	struct mgrant_ident id = { store_key_hash(o->tenant, key, len), o->tenant };
+	struct mgrant_ident id = { hash, o->tenant };
 
 	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "version", o->version);
@@ -262,7 +263,8 @@ h_get_replica_list(struct mc_req *req)
 		goto out;
 	}
 	lease = touch(m, o, cl->tenant, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, o, key, len, lease, c, n);
+	pack_grl(mc_reply_ok_begin(req), m, o, key, len, store_key_hash(cl->tenant, key, len),
+		 lease, c, n);
 	mc_reply_end(req);
 out:
 }
@@ -311,7 +313,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
 			continue;
 		}
-		pack_grl(pk, m, o, key, len, touch(m, o, cl->tenant, now), c, n);
+		pack_grl(pk, m, o, key, len, hash, touch(m, o, cl->tenant, now), c, n);
 	}
 	mc_reply_end(req);
 out:
