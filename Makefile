@@ -8,7 +8,9 @@ CC ?= cc
 # The one version: every program's --version, the soname, mc.pc.
 VERSION := 0.1.0
 SOVERSION := 0
-# What the client library needs; the daemons need libevent and libsodium besides.
+# What the client library needs; the daemons need libevent and libsodium
+# besides (the auth file's hashes, the data plane's grants, which the
+# client carries opaque).
 CLIENT_PKGS := msgpack libzstd libxxhash
 PKGS := $(CLIENT_PKGS) libevent libevent_pthreads libsodium
 
@@ -30,8 +32,8 @@ SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 LIB_SRC := $(wildcard libmc/*.c libmc/policy/*.c)
 # The modules on libevent serve only the daemons: they go into an internal
 # archive, so the installed libmc (client API, codecs, policy engine)
-# pulls nothing of libevent into a user's build.
-DAEMON_SRC := libmc/conn.c libmc/metrics.c libmc/authfile.c
+# pulls nothing of libevent or libsodium into a user's build.
+DAEMON_SRC := libmc/conn.c libmc/metrics.c libmc/authfile.c libmc/grant.c
 LIB_OBJ := $(filter-out $(DAEMON_SRC:%.c=$(BUILD)/%.o),$(LIB_SRC:%.c=$(BUILD)/%.o))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 LIBS := $(BUILD)/libmc-daemon.a $(BUILD)/libmc.a

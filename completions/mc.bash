@@ -107,17 +107,17 @@ complete -F _mc_evict_plan mc-evict-plan
 
 _mc_master()
 {
-	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--task-ttl']=DURATION ['--put-wait']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--max-restore-bytes']=SIZE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--default-soft-pin-ttl']=DURATION ['--max-soft-pin-ttl']=DURATION ['--evict-policy']=FILE ['--evict-high-watermark']=FRACTION ['--evict-low-watermark']=FRACTION ['--evict-lowerbound']=FRACTION ['--evict-planner']=CMD ['--evict-planner-timeout']=DURATION ['--evict-slice']=N ['--quota-file']=FILE ['--auth-file']=FILE ['--max-tenants']=N ['--max-types-per-tenant']=N ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
+	local -A kinds=( ['--listen']=ADDR ['--http']=ADDR ['--ready-fd']=N ['--lease-ttl']=DURATION ['--peer-ttl']=DURATION ['--task-ttl']=DURATION ['--grant-ttl']=DURATION ['--grant-cache']=N ['--put-wait']=DURATION ['--write-ack-wait']=DURATION ['--put-timeout']=DURATION ['--snapshot-dir']=DIR ['--snapshot-interval']=DURATION ['--snapshot-keep']=N ['--restore']=FILE ['--max-restore-bytes']=SIZE ['--reconcile-timeout']=DURATION ['--master-id']=STR ['--default-soft-pin-ttl']=DURATION ['--max-soft-pin-ttl']=DURATION ['--evict-policy']=FILE ['--evict-high-watermark']=FRACTION ['--evict-low-watermark']=FRACTION ['--evict-lowerbound']=FRACTION ['--evict-planner']=CMD ['--evict-planner-timeout']=DURATION ['--evict-slice']=N ['--quota-file']=FILE ['--auth-file']=FILE ['--max-tenants']=N ['--max-types-per-tenant']=N ['--config']=FILE ['--max-conns']=N ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --task-ttl --put-wait --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --max-restore-bytes --reconcile-timeout --master-id --default-soft-pin-ttl --max-soft-pin-ttl --allow-evict-soft-pinned --evict-policy --evict-high-watermark --evict-low-watermark --evict-lowerbound --evict-planner --evict-planner-timeout --evict-slice --quota-file --auth-file --max-tenants --max-types-per-tenant --insecure --config --max-conns --log-level --list-methods --help --version --list-options' '' kinds copts
+	_mc_complete '--listen --http --ready-fd --lease-ttl --peer-ttl --task-ttl --grant-ttl --grant-cache --put-wait --write-ack-wait --put-timeout --snapshot-dir --snapshot-interval --snapshot-keep --restore --max-restore-bytes --reconcile-timeout --master-id --default-soft-pin-ttl --max-soft-pin-ttl --allow-evict-soft-pinned --evict-policy --evict-high-watermark --evict-low-watermark --evict-lowerbound --evict-planner --evict-planner-timeout --evict-slice --quota-file --auth-file --max-tenants --max-types-per-tenant --insecure --config --max-conns --log-level --list-methods --help --version --list-options' '' kinds copts
 }
 complete -F _mc_master mc-master
 
 _mc_peer()
 {
-	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--max-conns']=N ['--journal-max']=N ['--peer-secret-file']=FILE ['--log-level']=STR )
+	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--grant-skew']=DURATION ['--max-conns']=N ['--journal-max']=N ['--peer-secret-file']=FILE ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--master --listen --dram --http --ready-fd --domain --host-id --advertise --list-methods --fault-inject --max-conns --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts
+	_mc_complete '--master --listen --dram --http --ready-fd --domain --host-id --advertise --list-methods --grant-skew --fault-inject --max-conns --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_peer mc-peer
 

@@ -558,16 +558,22 @@ mc_client_master(struct mc_client *c)
 
 /* ---- replica lists ---- */
 
+/* Room for a grant: opaque here, the peer alone reads it. */
+#define GRANT_MAX 128
+
 struct rep {
 	uint64_t id;
 	char addr[MC_ADDR_MAX];
 	char tier[16];
+	unsigned char grant[GRANT_MAX];
+	size_t glen;
 };
 
 static int
 parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep, struct mc_err *err)
 {
 	const msgpack_object_array *a = mc_map_array(body, "replicas");
+	const char *g;
 	uint32_t i;
 
 	*nrep = 0;
@@ -586,6 +592,11 @@ parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep, str
 		snprintf(r->tier, sizeof(r->tier), "%s", mc_tier_name(MC_TIER_DRAM));
 		if (mc_map_strcpy(o, "tier", r->tier, sizeof(r->tier), err) < 0)
 			return mc_err_set(err, MC_ERR_PROTO, "malformed tier in a replica list");
+		r->glen = 0;
+		if (mc_map_str(o, "grant", &g, &r->glen, err) < 0 || r->glen > GRANT_MAX)
+			return mc_err_set(err, MC_ERR_PROTO, "malformed grant in a replica list");
+		if (r->glen > 0)
+			memcpy(r->grant, g, r->glen);
 	}
 	*nrep = a->size;
 	return 0;
@@ -823,16 +834,19 @@ parse_list(const msgpack_object *body, struct get_key *k, struct mc_err *err)
 
 /* The version a read or write is about, for the data plane. */
 static struct mc_dp_obj
-dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version, uint64_t checksum)
+dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version, uint64_t len,
+       uint64_t checksum, const struct rep *r)
 {
-	return (struct mc_dp_obj){ t->c->tenant, key, klen, version, checksum };
+	return (struct mc_dp_obj){ t->c->tenant, key,	   klen,     version,
+				   len,		 checksum, r->grant, r->glen };
 }
 
 static int
 read_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
-	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum);
+	struct mc_dp_obj o =
+		dp_obj(t, k->key, k->klen, k->version, k->size, k->checksum, &k->rep[k->next]);
 
 	return mc_dp_read_send(r, &o, err);
 }
@@ -852,7 +866,8 @@ static int
 read_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, struct mc_err *err)
 {
 	struct get_key *k = item;
-	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum);
+	struct mc_dp_obj o =
+		dp_obj(t, k->key, k->klen, k->version, k->size, k->checksum, &k->rep[k->next]);
 	struct mc_err refused;
 
 	if (mc_dp_read_recv(r, &o, &k->sink, t->csum, &refused, err) < 0)
@@ -1228,7 +1243,7 @@ write_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 {
 	struct put_rep *pr = item;
 	struct put_key *k = pr->owner;
-	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->checksum);
+	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->len, k->checksum, &pr->r);
 	struct mc_bulk_src src = mc_bulk_src_mem(k->buf, k->len);
 
 	return mc_dp_write_send(r, &o, pr->r.tier, &src, err);

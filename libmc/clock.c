@@ -118,6 +118,20 @@ mc_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t
+mc_steady_ms(void)
+{
+	const char *path;
+
+	if (atomic_load(&forced_ms) != 0)
+		return mc_now_ms();
+	if ((path = atomic_load(&fake_path)) == NULL) {
+		mc_clock_use_env();
+		path = atomic_load(&fake_path);
+	}
+	return *path != '\0' ? mc_now_ms() : mc_mono_ms();
+}
+
 void
 mc_clock_set_fake(uint64_t ms)
 {

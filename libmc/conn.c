@@ -824,10 +824,9 @@ mc_method_flags_str(unsigned flags, char *buf, size_t cap)
 		unsigned bit;
 		const char *name;
 	} names[] = {
-		{ MC_METHOD_ADMIN, "admin" },
-		{ MC_METHOD_PEER, "peer" },
-		{ MC_METHOD_BULK, "bulk" },
-		{ MC_METHOD_READ_ONLY, "read-only" },
+		{ MC_METHOD_ADMIN, "admin" }, { MC_METHOD_PEER, "peer" },
+		{ MC_METHOD_BULK, "bulk" },   { MC_METHOD_READ_ONLY, "read-only" },
+		{ MC_METHOD_OPEN, "open" },
 	};
 	size_t len = 0;
 

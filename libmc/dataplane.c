@@ -38,15 +38,28 @@ recv_head(struct mc_rpcc *r, struct head *h, struct mc_err *err)
 	return 0;
 }
 
+/* The grant as a bin field; nothing when there is none. */
+static void
+pack_grant(msgpack_packer *pk, const struct mc_dp_obj *o)
+{
+	if (o->glen == 0)
+		return;
+	mc_pack_key(pk, "grant");
+	msgpack_pack_bin(pk, o->glen);
+	msgpack_pack_bin_body(pk, o->grant, o->glen);
+}
+
 int
 mc_dp_read_send(struct mc_rpcc *r, const struct mc_dp_obj *o, struct mc_err *err)
 {
 	msgpack_packer *pk = mc_rpcc_begin(r, "read");
 
-	msgpack_pack_map(pk, 3);
+	msgpack_pack_map(pk, 4 + (o->glen > 0));
 	mc_pack_kv_str(pk, "tenant", o->tenant);
 	mc_pack_kv_strn(pk, "key", o->key, o->klen);
 	mc_pack_kv_u64(pk, "version", o->version);
+	mc_pack_kv_u64(pk, "size", o->len);
+	pack_grant(pk, o);
 	return mc_rpcc_send(r, NULL, 0, err) < 0 ? -1 : 0;
 }
 
@@ -111,7 +124,8 @@ mc_dp_write_send(struct mc_rpcc *r, const struct mc_dp_obj *o, const char *tier,
 {
 	msgpack_packer *pk = mc_rpcc_begin(r, "write");
 
-	msgpack_pack_map(pk, 6);
+	msgpack_pack_map(pk, 6 + (o->glen > 0));
+	pack_grant(pk, o);
 	mc_pack_kv_str(pk, "tenant", o->tenant);
 	mc_pack_kv_strn(pk, "key", o->key, o->klen);
 	mc_pack_kv_u64(pk, "version", o->version);

@@ -1,6 +1,6 @@
 /*
  * Closed-loop load: get (bytes through peers), lookup (batched
- * get_replica_list on the master) and fill (metadata-only puts).
+ * get_replica_list on the master) and fill (puts of zero bytes).
  */
 #include <poll.h>
 #include <pthread.h>
@@ -350,112 +350,52 @@ out:
 	free(pf);
 }
 
-struct put_args {
-	const char *key;
-	uint64_t size, version;
-};
-
-static void
-pack_put_start(msgpack_packer *pk, const struct put_args *a)
-{
-	msgpack_pack_map(pk, 5);
-	mc_pack_kv_str(pk, "key", a->key);
-	mc_pack_kv_u64(pk, "size", a->size);
-	mc_pack_kv_u64(pk, "replicas", 1);
-	mc_pack_kv_u64(pk, "checksum", 0);
-	mc_pack_kv_bool(pk, "upsert", true);
-}
-
-static void
-pack_put_end(msgpack_packer *pk, const struct put_args *a)
-{
-	msgpack_pack_map(pk, 2);
-	mc_pack_kv_str(pk, "key", a->key);
-	mc_pack_kv_u64(pk, "version", a->version);
-}
-
 /*
- * Send method for each of pa[0..n), then read the n answers in order.
- * A failed answer fails the call with err naming the key; on_answer (may
- * be NULL) takes what it needs from each good answer.
+ * Put count objects of o->size zero bytes, FILL_WINDOW keys a batch call
+ * (upserts, one replica each). They go through the client like any put:
+ * a replica becomes COMPLETE only once its peer confirmed the bytes, so
+ * there is no metadata-only shortcut. The first key that fails fails
+ * the fill, named with its reason.
  */
 static int
-pipeline(struct mc_rpcc *r, const char *method, struct put_args *pa, unsigned n,
-	 int (*on_answer)(const struct mc_msg *, struct put_args *, struct mc_err *),
-	 struct mc_err *err)
+fill_objects(const struct bench_opts *o, struct mc_err *err)
 {
-	bool start = strcmp(method, "put_start") == 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		msgpack_packer *pk = mc_rpcc_begin(r, method);
-
-		if (start)
-			pack_put_start(pk, &pa[i]);
-		else
-			pack_put_end(pk, &pa[i]);
-		if (mc_rpcc_send(r, NULL, 0, err) < 0)
-			return -1;
-	}
-	if (mc_rpcc_flush(r, err) < 0)
-		return -1;
-	for (unsigned i = 0; i < n; i++) {
-		struct mc_msg resp;
-		int rc;
-
-		if (mc_rpcc_recv(r, &resp, err) < 0)
-			return -1;
-		rc = mc_msg_error(&resp, err);
-		if (rc == 0 && on_answer != NULL)
-			rc = on_answer(&resp, &pa[i], err);
-		mc_msg_release(&resp);
-		if (rc < 0) {
-			struct mc_err why = *err; /* err->msg cannot format itself */
-
-			return mc_err_set(err, why.code ? why.code : MC_ERR_PROTO, "%s '%s': %s",
-					  method, pa[i].key, why.msg);
-		}
-	}
-	return 0;
-}
-
-static int
-take_version(const struct mc_msg *resp, struct put_args *pa, struct mc_err *err)
-{
-	if (mc_map_u64(resp->body, "version", &pa->version, err) != 1)
-		return mc_err_set(err, MC_ERR_PROTO, "no version in the answer");
-	return 0;
-}
-
-/*
- * Create count objects' metadata through put_start/put_end, pipelined
- * FILL_WINDOW at a time. No bytes are written: this measures the
- * master's side only (memory per object, put throughput).
- */
-static int
-fill_metadata(const struct bench_opts *o, struct mc_err *err)
-{
-	struct mc_rpcc *r = master_open(err);
-	char keys[FILL_WINDOW][KEY_CAP];
-	struct put_args pa[FILL_WINDOW];
+	struct mc_client *c = mc_tool_client();
+	static char keys[FILL_WINDOW][KEY_CAP];
+	struct mc_key ks[FILL_WINDOW];
+	const void *bufs[FILL_WINDOW];
+	size_t lens[FILL_WINDOW];
+	int results[FILL_WINDOW];
+	struct mc_put_opts po = MC_PUT_OPTS_INIT;
+	void *zero = calloc(1, o->size ? o->size : 1);
 	int rc = -1;
 
-	if (r == NULL)
-		return -1;
+	if (zero == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory for a %llu-byte value",
+				  (unsigned long long)o->size);
+	po.upsert = true;
 	for (uint64_t base = 0; base < o->count; base += FILL_WINDOW) {
 		unsigned n =
 			o->count - base < FILL_WINDOW ? (unsigned)(o->count - base) : FILL_WINDOW;
 
 		for (unsigned i = 0; i < n; i++) {
 			bench_key(keys[i], KEY_CAP, o->prefix, base + i, o->key_len);
-			pa[i] = (struct put_args){ .key = keys[i], .size = o->size };
+			ks[i] = (struct mc_key){ keys[i], strlen(keys[i]) };
+			bufs[i] = zero;
+			lens[i] = o->size;
 		}
-		if (pipeline(r, "put_start", pa, n, take_version, err) < 0 ||
-		    pipeline(r, "put_end", pa, n, NULL, err) < 0)
+		if (mc_batch_put(c, n, ks, bufs, lens, &po, results, err) < 0)
 			goto out;
+		for (unsigned i = 0; i < n; i++)
+			if (results[i] != MC_OK) {
+				mc_err_set(err, results[i], "put '%s': %s", keys[i],
+					   mc_status_name(results[i]));
+				goto out;
+			}
 	}
 	rc = 0;
 out:
-	mc_rpcc_close(r);
+	free(zero);
 	return rc;
 }
 
@@ -472,7 +412,7 @@ bench_lookup(const struct bench_opts *o)
 
 	fo.count = o->keys;
 	fo.size = 4096;
-	if (fill_metadata(&fo, &err) < 0) {
+	if (fill_objects(&fo, &err) < 0) {
 		mc_complain("cannot create keys: %s", err.msg);
 		return mc_status_exit_code(err.code);
 	}
@@ -501,7 +441,7 @@ bench_fill(const struct bench_opts *o)
 	uint64_t t0 = mc_mono_ns();
 	double s;
 
-	if (fill_metadata(o, &err) < 0) {
+	if (fill_objects(o, &err) < 0) {
 		mc_complain("fill failed: %s", err.msg);
 		return mc_status_exit_code(err.code);
 	}

@@ -3,7 +3,7 @@
  *
  *   mc-bench get      many clients reading objects of one size
  *   mc-bench lookup   batched get_replica_list calls against the master
- *   mc-bench fill     metadata-only puts, for memory per object
+ *   mc-bench fill     puts of zero bytes, for memory per object
  *   mc-bench replay   a request trace (JSON lines with hash_ids) against a cluster
  *   mc-bench sim      the same trace through a policy offline, beside references
  *
@@ -181,7 +181,7 @@ static const struct mc_tool_cmd cmds[] = {
 	  .flags = MC_TOOL_MASTER },
 	{ .name = "fill",
 	  .args = "",
-	  .help = "create --count objects' metadata (no bytes moved)",
+	  .help = "put --count objects of --size zero bytes",
 	  .run = run_fill,
 	  .flags = MC_TOOL_MASTER },
 	{ .name = "replay",

@@ -114,7 +114,7 @@ auth_authorize(struct mc_req *req, struct mc_err *err)
 	const struct mc_method *me = req->method;
 	int role;
 
-	if (!m->auth_on || strcmp(me->name, "hello") == 0)
+	if (!m->auth_on || (me->flags & MC_METHOD_OPEN))
 		return 0;
 	role = req_client(req)->who.role;
 	if (role == MC_ROLE_NONE)

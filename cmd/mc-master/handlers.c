@@ -29,7 +29,7 @@
 /* A readable replica with what the caller needs to rank it. */
 struct cand {
 	const struct mrep *r;
-	const struct peer *p;
+	struct peer *p; /* its grant key is made ready on first use */
 	int rank;
 };
 
@@ -99,6 +99,7 @@ prefetch_key(struct master *m, uint32_t tenant, const msgpack_object *k)
 		return 0;
 	hash = store_key_hash(tenant, key, len);
 	store_prefetch(&m->store, hash);
+	mgrants_prefetch(&m->grants, hash);
 	return hash;
 }
 
@@ -130,7 +131,7 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < o->nrep; i++) {
-		const struct peer *p;
+		struct peer *p;
 		int rank;
 
 		if (v[i].state != REP_COMPLETE || v[i].version != o->version)
@@ -169,11 +170,17 @@ touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 	return lease_grant(m, o, tenant, now);
 }
 
-/* The fields of a get_replica_list answer, after "key" for batch items. */
+/* The fields of a get_replica_list answer, after "key" for batch items; hash is the key's. */
 static void
-pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint64_t lease_id,
-	 const struct cand *c, unsigned n)
+pack_grl(msgpack_packer *pk, struct master *m, const struct mobj *o, const char *key, size_t len,
+	 uint64_t hash, uint64_t lease_id, const struct cand *c, unsigned n)
 {
+	const char *tenant = m->store.tenants[o->tenant].name;
+	struct mc_grant_scope scope = {
+		tenant, strlen(tenant), key, len, o->version, o->size, 0, MC_GRANT_READ,
+	};
+	struct mgrant_ident id = { hash, o->tenant };
+
 	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "size", o->size);
@@ -185,7 +192,7 @@ pack_grl(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint6
 	mc_pack_key(pk, "replicas");
 	msgpack_pack_array(pk, n);
 	for (unsigned i = 0; i < n; i++)
-		req_pack_replica(pk, c[i].p, c[i].r);
+		req_pack_replica(pk, m, c[i].p, c[i].r, &scope, &id);
 }
 
 static void
@@ -256,7 +263,8 @@ h_get_replica_list(struct mc_req *req)
 		goto out;
 	}
 	lease = touch(m, o, cl->tenant, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, o, lease, c, n);
+	pack_grl(mc_reply_ok_begin(req), m, o, key, len, store_key_hash(cl->tenant, key, len),
+		 lease, c, n);
 	mc_reply_end(req);
 out:
 }
@@ -305,7 +313,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
 			continue;
 		}
-		pack_grl(pk, m, o, touch(m, o, cl->tenant, now), c, n);
+		pack_grl(pk, m, o, key, len, hash, touch(m, o, cl->tenant, now), c, n);
 	}
 	mc_reply_end(req);
 out:
@@ -759,7 +767,7 @@ h_peers(struct mc_req *req)
 }
 
 const struct mc_method handler_methods[] = {
-	{ "hello", h_hello, MC_METHOD_READ_ONLY },
+	{ "hello", h_hello, MC_METHOD_READ_ONLY | MC_METHOD_OPEN },
 	{ "get_replica_list", h_get_replica_list, MC_METHOD_READ_ONLY },
 	{ "batch_get_replica_list", h_batch_get_replica_list, MC_METHOD_READ_ONLY },
 	{ "exist", h_exist, MC_METHOD_READ_ONLY },

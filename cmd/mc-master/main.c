@@ -134,6 +134,7 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 		mc_warn("SIGHUP: kept the old eviction policy and quotas: %s", err.msg);
 	if (auth_reload(m, &err) != 0)
 		mc_warn("SIGHUP: kept the old auth file: %s", err.msg);
+	peerlink_rotate_grants(m);
 }
 
 static void
@@ -154,8 +155,8 @@ static struct mc_registry *
 master_registry(struct mc_metrics *metrics, struct mc_err *err)
 {
 	const struct mc_method *const tables[] = {
-		handler_methods, put_methods,	lease_methods,	  softpin_methods,
-		evict_methods,	 msnap_methods, peerlink_methods, recon_methods,
+		handler_methods, put_methods,	   lease_methods, softpin_methods, evict_methods,
+		msnap_methods,	 peerlink_methods, recon_methods, commit_methods,
 	};
 	struct mc_registry *r = mc_registry_new(metrics, err);
 
@@ -197,6 +198,9 @@ main(int argc, char **argv)
 	m.cfg.evict_planner_timeout = 10000;
 	m.cfg.evict_slice = 256;
 	m.cfg.put_wait = 50;
+	m.cfg.write_ack_wait = 5000;
+	m.cfg.grant_ttl = 30000;
+	m.cfg.grant_cache = 65536;
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -211,10 +215,21 @@ main(int argc, char **argv)
 		{ "task-ttl", 0, "DURATION", NULL,
 		  "retire a task a peer has not acknowledged for this long (default 10m)",
 		  set_positive_duration, &m.cfg.task_ttl },
+		{ "grant-ttl", 0, "DURATION", NULL,
+		  "a data-plane grant is good for this long after it is issued (default 30s)",
+		  set_positive_duration, &m.cfg.grant_ttl },
+		{ "grant-cache", 0, "N", NULL,
+		  "keep up to N read grants to hand out again within their epoch (default 65536; "
+		  "0: sign each)",
+		  mc_set_u64, &m.cfg.grant_cache },
 		{ "put-wait", 0, "DURATION", NULL,
 		  "a put finding no room waits this long for eviction (default 50ms; 0: fail at "
 		  "once)",
 		  mc_set_duration, &m.cfg.put_wait },
+		{ "write-ack-wait", 0, "DURATION", NULL,
+		  "a put_end waits this long for its peers to confirm the bytes (default 5s; 0: "
+		  "not at all)",
+		  mc_set_duration, &m.cfg.write_ack_wait },
 		{ "put-timeout", 0, "DURATION", NULL,
 		  "discard writes unfinished after this long (default 60s)", set_positive_duration,
 		  &m.cfg.put_timeout },
@@ -403,7 +418,8 @@ main(int argc, char **argv)
 		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
 		goto out;
 	}
-	if (put_init(&m, &err) != 0) {
+	if (mgrants_init(&m.grants, m.cfg.grant_ttl, m.cfg.grant_cache, m.mx.reg, &err) != 0 ||
+	    put_init(&m, &err) != 0 || commit_init(&m, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
@@ -468,6 +484,8 @@ out:
 	if (m.http != NULL)
 		mc_http_stop(m.http);
 	put_free(&m);
+	commit_free(&m);
+	mgrants_free(&m.grants);
 	if (m.sweep_ev != NULL)
 		event_free(m.sweep_ev);
 	if (sigterm != NULL)

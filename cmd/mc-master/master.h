@@ -7,6 +7,7 @@
  * so there is no circle (callbacks, such as a put waiting on eviction's
  * rounds, are registered by the caller above):
  *   store.c, offloop.c, extplan.c   data and helpers; call nothing here
+ *   grants.c                        data-plane grants; calls nothing here
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
  *   request.c                       every handler's helpers; store.c
@@ -38,6 +39,8 @@
 #include "mc/conn.h"
 #include "mc/metrics.h"
 #include "mc/proto.h"
+#include "commit.h"
+#include "grants.h"
 #include "lease.h"
 #include "mmetrics.h"
 #include "msnap.h"
@@ -56,11 +59,14 @@ struct master_cfg {
 	const char *config;
 	int ready_fd;
 	int max_conns;
-	uint64_t lease_ttl;   /* ms */
-	uint64_t peer_ttl;    /* ms */
-	uint64_t task_ttl;    /* ms a peer's task waits for its acknowledgement */
-	uint64_t put_timeout; /* ms */
-	uint64_t put_wait;    /* ms a put may wait for eviction to make room; 0: none */
+	uint64_t lease_ttl;	 /* ms */
+	uint64_t peer_ttl;	 /* ms */
+	uint64_t task_ttl;	 /* ms a peer's task waits for its acknowledgement */
+	uint64_t put_timeout;	 /* ms */
+	uint64_t put_wait;	 /* ms a put may wait for eviction to make room; 0: none */
+	uint64_t grant_ttl;	 /* ms a data-plane grant is good for */
+	uint64_t grant_cache;	 /* read grants kept to hand out again */
+	uint64_t write_ack_wait; /* ms a put_end waits for its peers' confirmation */
 	const char *snapshot_dir;
 	uint64_t snapshot_interval; /* ms; 0: no periodic snapshots */
 	int snapshot_keep;
@@ -116,6 +122,8 @@ struct master {
 	struct softpin sp;
 	struct leases leases;
 	struct put_waits put_waits;
+	struct commits commits;
+	struct mgrants grants;
 	struct evictor *ev;
 	char master_id[64];
 	uint64_t started_ms;

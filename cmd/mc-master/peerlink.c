@@ -97,8 +97,11 @@ reply_registered(struct mc_req *req, const struct peer *p, bool resumed)
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 
 	peer_session_hex(p, hex);
-	msgpack_pack_map(pk, 5);
+	msgpack_pack_map(pk, 6);
 	mc_pack_kv_u64(pk, "peer_id", p->id);
+	/* The key of this peer id: a resumed or new identity gets its own. */
+	mc_pack_key(pk, "grant_key");
+	mgrants_pack_key(pk, &m->grants, p->id);
 	mc_pack_kv_str(pk, "session", hex);
 	mc_pack_kv_bool(pk, "resumed", resumed);
 	mc_pack_kv_u64(pk, "heartbeat_ms", HEARTBEAT_MS);
@@ -315,6 +318,27 @@ master_on_close(struct mc_conn *c, void *ctx)
 		p->conn = NULL;
 		mc_info("peer %u (%s) control connection closed", p->id, p->addr);
 	}
+}
+
+void
+peerlink_rotate_grants(struct master *m)
+{
+	struct mc_err err;
+
+	if (mgrants_rotate(&m->grants, &err) < 0) {
+		mc_warn("SIGHUP: kept the old grant key: %s", err.msg);
+		return;
+	}
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		struct peer *p = m->peers.v[i];
+
+		if (p == NULL || p->conn == NULL)
+			continue;
+		mgrants_pack_key(mc_conn_begin(p->conn, "grant_key"), &m->grants, p->id);
+		if (mc_conn_notify(p->conn) != 0)
+			mc_warn("cannot send the new grant key to peer %u", p->id);
+	}
+	mc_info("rotated the grant key to generation %u", m->grants.key.gen);
 }
 
 const struct mc_method peerlink_methods[] = {

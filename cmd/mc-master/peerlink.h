@@ -9,7 +9,14 @@
 
 #include "mc/conn.h"
 
+struct master;
+
 void master_on_close(struct mc_conn *c, void *ctx);
+/*
+ * A new grant key (SIGHUP), sent at once to every connected peer; one
+ * that is not connected gets it when it registers again.
+ */
+void peerlink_rotate_grants(struct master *m);
 
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method peerlink_methods[];

@@ -14,6 +14,7 @@
 #include "mc/addr.h"
 #include "mc/conn.h"
 #include "mc/err.h"
+#include "mc/grant.h"
 #include "mc/proto.h"
 #include "store.h"
 #include "tasks.h"
@@ -67,6 +68,12 @@ struct peer {
 	 */
 	char *packed[MC_TIER_COUNT];
 	size_t packed_len[MC_TIER_COUNT];
+	/*
+	 * This peer's grant key, derived and made ready at its first grant
+	 * under the master's current key (gen 0: not yet), so a grant costs
+	 * only the hashing of its own bytes.
+	 */
+	struct mc_grant_signer grant_signer;
 	struct task_queue tasks;
 };
 

@@ -17,6 +17,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
+#include "commit.h"
 #include "evict.h"
 #include "master.h"
 #include "ops.h"
@@ -214,6 +215,10 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	}
 	m->store.version_seq = version;
 
+	const char *tname = m->store.tenants[tenant].name;
+	struct mc_grant_scope scope = {
+		tname, strlen(tname), a->key, a->klen, version, a->size, 0, MC_GRANT_WRITE,
+	};
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 2);
 	mc_pack_kv_u64(pk, "version", version);
@@ -222,7 +227,8 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version)
-			req_pack_replica(pk, peers_find(&m->peers, v[i].peer), &v[i]);
+			req_pack_replica(pk, m, peers_find(&m->peers, v[i].peer), &v[i], &scope,
+					 NULL);
 	mc_reply_end(req);
 	return 0;
 }
@@ -528,17 +534,6 @@ write_target(struct mc_req *req, const msgpack_object_array **ids)
 	return o;
 }
 
-static bool
-named(const msgpack_object_array *ids, uint32_t id)
-{
-	if (ids == NULL)
-		return true;
-	for (uint32_t j = 0; j < ids->size; j++)
-		if (ids->ptr[j].via.u64 == id)
-			return true;
-	return false;
-}
-
 static void
 h_put_end(struct mc_req *req)
 {
@@ -546,28 +541,8 @@ h_put_end(struct mc_req *req)
 	const msgpack_object_array *ids;
 	struct mobj *o = write_target(req, &ids);
 
-	if (o == NULL)
-		return;
-	uint64_t version = store_pending_get(&m->store, o)->version;
-	struct mrep *v = obj_reps(o);
-	struct placement done = { .n = 0 };
-	for (unsigned i = 0; i < o->nrep; i++)
-		if (v[i].version == version && v[i].state == REP_PROCESSING &&
-		    named(ids, v[i].id)) {
-			peers_rep_complete(&m->peers, &v[i]);
-			if (done.n < MC_REPLICAS_MAX) {
-				done.peer[done.n] = v[i].peer;
-				done.tier[done.n++] = v[i].tier;
-			}
-		}
-	ops_settle(m, o, NULL);
-	/*
-	 * A commit that leaves a tier over its high watermark starts its
-	 * round now: the copies just committed are ones it may evict.
-	 */
-	for (unsigned i = 0; i < done.n; i++)
-		evict_tier_check(m, done.peer[i], done.tier[i]);
-	mc_reply_ok_empty(req);
+	if (o != NULL)
+		commit_end(m, req, o, ids);
 }
 
 static void
@@ -582,7 +557,7 @@ h_put_revoke(struct mc_req *req)
 	uint64_t version = store_pending_get(&m->store, o)->version;
 	for (unsigned i = o->nrep; i-- > 0;) {
 		const struct mrep *r = &obj_reps(o)[i];
-		if (r->version == version && r->state == REP_PROCESSING && named(ids, r->id))
+		if (r->version == version && r->state == REP_PROCESSING && req_ids_name(ids, r->id))
 			ops_rep_remove(m, o, i, true);
 	}
 	ops_settle(m, o, NULL);

@@ -100,6 +100,17 @@ req_check_key(size_t len, struct mc_err *err)
 	return 0;
 }
 
+bool
+req_ids_name(const msgpack_object_array *ids, uint32_t id)
+{
+	if (ids == NULL)
+		return true;
+	for (uint32_t j = 0; j < ids->size; j++)
+		if (ids->ptr[j].via.u64 == id)
+			return true;
+	return false;
+}
+
 int
 req_need_key(const msgpack_object *params, const char **key, size_t *len, struct mc_err *err)
 {
@@ -143,11 +154,15 @@ req_opt_name(const msgpack_object *params, const char *field, const char **s, si
 }
 
 void
-req_pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r)
+req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
+		 struct mc_grant_scope *scope, const struct mgrant_ident *id)
 {
-	msgpack_pack_map(pk, 6);
+	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "replica_id", r->id);
 	mc_pack_kv_u64(pk, "peer_id", r->peer);
+	scope->peer = r->peer;
+	mc_pack_key(pk, "grant");
+	mgrants_pack(pk, &m->grants, p != NULL ? &p->grant_signer : NULL, scope, id);
 	if (p != NULL && p->packed[r->tier] != NULL) {
 		/* The peer's fixed fields, packed once at registration. */
 		pk->callback(pk->data, p->packed[r->tier], p->packed_len[r->tier]);

@@ -29,6 +29,9 @@ struct client *req_client_get(struct mc_req *req);
 /* A required unsigned field: 0, or -1 with err when missing or not a u64. */
 int req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err);
 
+/* Whether ids (a checked array of replica ids; NULL: all) names id. */
+bool req_ids_name(const msgpack_object_array *ids, uint32_t id);
+
 /* A key of 1..MC_KEY_MAX bytes: 0, or -1 with err. */
 int req_check_key(size_t len, struct mc_err *err);
 /* The required "key" field, its length checked. */
@@ -40,7 +43,13 @@ int req_opt_key(const msgpack_object *params, const char *field, const char **ke
 int req_opt_name(const msgpack_object *params, const char *field, const char **s, size_t *len,
 		 struct mc_err *err);
 
-/* One replica entry {replica_id, peer_id, addr, tier, host, domain}; p may be NULL. */
-void req_pack_replica(msgpack_packer *pk, const struct peer *p, const struct mrep *r);
+/*
+ * One replica entry {replica_id, peer_id, grant, addr, tier, host,
+ * domain}; p may be NULL. The grant lets the caller do scope's action
+ * (its peer is r's) on that copy; id (NULL: none) lets a read grant
+ * come from the cache (grants.h).
+ */
+void req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
+		      struct mc_grant_scope *scope, const struct mgrant_ident *id);
 
 #endif

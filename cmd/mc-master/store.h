@@ -47,6 +47,9 @@ struct mrep {
 	uint8_t state;
 	uint8_t dynamic; /* made by hot replication, not by a put */
 	uint8_t mark;	 /* its peer's mark when last known there (struct peer) */
+	/* While PROCESSING: its put_end named it; its peer confirmed the bytes (commit.h). */
+	uint8_t ended : 1;
+	uint8_t written : 1;
 };
 
 struct mobj {

@@ -143,10 +143,13 @@ struct control {
 };
 
 static void h_drop(struct mc_req *req);
+static void h_grant_key(struct mc_req *req);
+static void write_ack(void *arg, const struct pobj *o);
 
 /* What the master may ask on the control connection. */
 const struct mc_method peer_control_methods[] = {
 	{ "drop", h_drop, MC_METHOD_PEER },
+	{ "grant_key", h_grant_key, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
 };
 
@@ -420,6 +423,26 @@ h_drop(struct mc_req *req)
 			ctl->master.text, (unsigned long long)(ctl->tasks_repeated - repeated));
 }
 
+/* A rotated grant key, for the id this peer registered under. */
+static void
+h_grant_key(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	struct control *ctl = p->ctl;
+	struct mc_err err;
+
+	if (ctl->state != CTL_REGISTERED ||
+	    peer_grant_key(p, (uint32_t)ctl->peer_id, req->params, &err) < 0)
+		mc_warn("master %s sent a grant key this peer cannot take%s%s", ctl->master.text,
+			ctl->state != CTL_REGISTERED ? " before registering" : ": ",
+			ctl->state != CTL_REGISTERED ? "" : err.msg);
+	else
+		mc_info("took grant key generation %u from master %s", p->grants.keys.k[0].s.gen,
+			ctl->master.text);
+	if (!req->notify)
+		mc_reply_ok_empty(req);
+}
+
 /* The answered heartbeat acknowledged what it carried. */
 static void
 acks_taken(struct control *ctl)
@@ -475,6 +498,12 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 		return;
 	}
 	resumed = resumed && ctl->resuming && id == ctl->peer_id;
+	/* Without its key this peer could serve no grant: not registered, then. */
+	if (id > UINT32_MAX ||
+	    peer_grant_key(ctl->p, (uint32_t)id, mc_map_get(resp->body, "grant_key"), &err) < 0) {
+		drop_link(ctl, "peer_register answer has no usable grant_key");
+		return;
+	}
 	if (mc_map_u64(resp->body, "heartbeat_ms", &hb, &err) < 0 || hb == 0)
 		hb = DEFAULT_HEARTBEAT_MS;
 	/* A master asking for heartbeats faster than 10 ms is not taken literally. */
@@ -857,6 +886,8 @@ control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 		return NULL;
 	}
 	ctl->p = p;
+	p->committed = write_ack;
+	p->committed_arg = ctl;
 	ctl->master = *master;
 	ctl->fd = -1;
 	ctl->state = CTL_IDLE;
@@ -975,6 +1006,7 @@ control_free(struct control *ctl)
 		return;
 	ctl->state = CTL_STOPPED;
 	ctl->done = NULL;
+	ctl->p->committed = NULL;
 	c = ctl->conn;
 	if (c) {
 		/* on_close and pending call callbacks see no link and do nothing. */
@@ -999,4 +1031,30 @@ control_free(struct control *ctl)
 		event_free(ctl->stop_ev);
 	mc_registry_free(ctl->methods);
 	free(ctl);
+}
+
+/*
+ * Tell the master that o's bytes are committed here (p->committed). Lost
+ * with the link: the master then completes nothing it was not told of,
+ * and the put fails or is tried again.
+ */
+static void
+write_ack(void *arg, const struct pobj *o)
+{
+	struct control *ctl = arg;
+	msgpack_packer *pk;
+
+	if (ctl->state != CTL_REGISTERED || ctl->conn == NULL)
+		return;
+	pk = mc_conn_begin(ctl->conn, "write_ack");
+	msgpack_pack_map(pk, 6);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
+	mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
+	mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
+	mc_pack_kv_u64(pk, "version", o->version);
+	mc_pack_kv_u64(pk, "size", o->size);
+	if (mc_conn_notify(ctl->conn) < 0)
+		mc_warn("cannot confirm a write to master %s: its put_end will not complete it",
+			ctl->master.text);
 }

@@ -5,6 +5,17 @@
  * straight into its medium's write destination, and a read's reply
  * sends the bytes its medium lends by reference, holding a reference on
  * the entry until the connection layer has written them.
+ *
+ * A read or a write carries the master's grant for exactly that copy
+ * (mc/grant.h), checked once per request before any byte moves; one it
+ * does not cover is refused with permission and counted by reason. A
+ * peer started with --fault-inject (tests only, loopback only) also
+ * serves a request that carries no grant at all, and a drop sent to
+ * its data port: that is how tests make a copy the master never
+ * placed, or lose one behind its back. A grant that is there but wrong
+ * is refused even then. Every write a grant covered is confirmed to the
+ * master on the control link once its bytes are committed, so a put_end
+ * can complete only copies that exist.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -12,6 +23,7 @@
 #include <string.h>
 
 #include "mc/checksum.h"
+#include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
@@ -80,6 +92,61 @@ show_key(const struct name *k, char *buf, size_t cap)
 	return buf;
 }
 
+/* ---- grants ---- */
+
+int
+peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err)
+{
+	uint64_t gen = 0, now = 0;
+	const char *key;
+	size_t klen = 0;
+
+	if (gk == NULL || gk->type != MSGPACK_OBJECT_MAP || mc_map_u64(gk, "gen", &gen, err) != 1 ||
+	    mc_map_u64(gk, "now", &now, err) != 1 || mc_map_str(gk, "key", &key, &klen, err) != 1 ||
+	    klen != MC_GRANT_KEY_BYTES || gen > UINT32_MAX)
+		return mc_err_set(err, MC_ERR_INVALID, "a grant key needs gen, key and now");
+	/* Keys are derived for one id: those of another are worth nothing now. */
+	if (peer_id != p->grants.peer_id)
+		memset(&p->grants.keys, 0, sizeof(p->grants.keys));
+	p->grants.peer_id = peer_id;
+	mc_grant_keys_add(&p->grants.keys, (uint32_t)gen, (const unsigned char *)key, now,
+			  mc_steady_ms());
+	return 0;
+}
+
+/*
+ * Whether req may act on (tenant, key, version, len) at this peer: it
+ * carries a grant for exactly that, or (with --fault-inject) none at
+ * all. Otherwise the refusal is answered and counted by its reason.
+ * *covered tells whether a grant covered it.
+ */
+static bool
+granted(struct peer *p, struct mc_req *req, const struct name *tenant, const struct name *key,
+	uint64_t version, uint64_t len, int action, bool *covered)
+{
+	const char *g = NULL;
+	size_t glen = 0;
+	struct mc_grant_scope s = { tenant->p, tenant->len,	  key->p, key->len, version,
+				    len,       p->grants.peer_id, action };
+	int v = MC_GRANT_MISSING, has = mc_map_str(req->params, "grant", &g, &glen, NULL);
+	const char *what = action == MC_GRANT_READ ? "read" : "write";
+
+	if (p->grants.peer_id != 0 && has == 1)
+		v = mc_grant_verify(&p->grants.keys, &s, g, glen, mc_steady_ms(),
+				    p->grants.skew_ms);
+	*covered = v == MC_GRANT_OK;
+	if (v == MC_GRANT_OK || (p->fault_inject && has == 0))
+		return true;
+	p->grants.refused[v]++;
+	mc_debug("%s from %s without a grant for this copy: %s", what, mc_conn_peer_name(req->conn),
+		 mc_grant_verdict_name(v));
+	mc_reply_err(req, MC_ERR_PERMISSION,
+		     "permission denied: %s needs the master's grant for "
+		     "this copy (%s)",
+		     what, mc_grant_verdict_name(v));
+	return false;
+}
+
 /* ---- write ---- */
 
 struct pending_write {
@@ -88,12 +155,13 @@ struct pending_write {
 	struct pobj *o;	    /* unlinked, one reference */
 	void *dest;	    /* where the bulk lands */
 	bool has_checksum;
+	bool granted; /* a grant covered it: the master hears of its commit */
 };
 
 /* Commit o, whose bytes were received at dest (NULL when there are none). */
 static void
 finish_write(struct peer *p, struct mc_req *req, struct pobj *o, const void *dest,
-	     bool has_checksum)
+	     bool has_checksum, bool granted)
 {
 	struct mc_err err;
 
@@ -106,6 +174,9 @@ finish_write(struct peer *p, struct mc_req *req, struct pobj *o, const void *des
 	}
 	p->st.writes++;
 	p->st.bytes_in += o->size;
+	/* The confirmation leaves before the answer, so it is on its way when put_end comes. */
+	if (granted && p->committed != NULL)
+		p->committed(p->committed_arg, o);
 	mc_reply_ok_empty(req);
 }
 
@@ -119,7 +190,7 @@ write_done(struct mc_req *req, bool ok, void *arg)
 		pindex_release(&pw->p->index, pw->o);
 		mc_reply_err(pw->req, MC_ERR_UNAVAILABLE, "connection lost during write");
 	} else {
-		finish_write(pw->p, pw->req, pw->o, pw->dest, pw->has_checksum);
+		finish_write(pw->p, pw->req, pw->o, pw->dest, pw->has_checksum, pw->granted);
 	}
 	free(pw);
 }
@@ -135,6 +206,7 @@ h_write(struct mc_req *req)
 	struct medium *m;
 	struct pobj *o;
 	int r, t;
+	bool covered;
 	char kb[80];
 
 	if (get_target(req->params, &tenant, &key, &err) < 0 ||
@@ -151,6 +223,8 @@ h_write(struct mc_req *req)
 		mc_err_set(&err, MC_ERR_INVALID, "missing field 'len'");
 		goto bad;
 	}
+	if (!granted(p, req, &tenant, &key, version, req->bulk_len, MC_GRANT_WRITE, &covered))
+		return;
 	if ((t = mc_tier_parse(tier.p, tier.len, &err)) < 0)
 		goto bad;
 	if (!(m = p->media[t])) {
@@ -192,7 +266,7 @@ h_write(struct mc_req *req)
 		return;
 	}
 	if (len == 0) {
-		finish_write(p, req, o, NULL, r == 1);
+		finish_write(p, req, o, NULL, r == 1, covered);
 		return;
 	}
 	pw = malloc(sizeof(*pw));
@@ -205,6 +279,7 @@ h_write(struct mc_req *req)
 	pw->o = o;
 	pw->dest = medium_write_dest(m, off, len);
 	pw->has_checksum = r == 1;
+	pw->granted = covered;
 	pw->req = mc_req_defer(req);
 	if (!pw->req) {
 		free(pw);
@@ -232,24 +307,38 @@ read_release(void *arg)
 	pindex_release(o->ix, o);
 }
 
+/*
+ * The grant is checked before the index is looked at, so a caller
+ * without one learns nothing, not even whether the key is stored: a
+ * granted read names the version and the size its grant covers (as
+ * "size": "len" would announce a bulk after the request).
+ */
 static void
 h_read(struct mc_req *req)
 {
 	struct peer *p = req->ctx;
 	struct mc_err err;
 	struct name tenant, key;
-	uint64_t version = 0;
+	uint64_t version = 0, len = 0;
 	struct pobj *o;
 	const void *bytes = NULL;
 	msgpack_packer *pk;
-	int r;
+	int r, rl;
+	bool covered;
 	char kb[80];
 
 	if (get_target(req->params, &tenant, &key, &err) < 0 ||
-	    (r = mc_map_u64(req->params, "version", &version, &err)) < 0) {
+	    (r = mc_map_u64(req->params, "version", &version, &err)) < 0 ||
+	    (rl = mc_map_u64(req->params, "size", &len, &err)) < 0) {
 		mc_reply_mc_err(req, &err);
 		return;
 	}
+	if (mc_map_get(req->params, "grant") != NULL && (r == 0 || rl == 0)) {
+		mc_reply_err(req, MC_ERR_INVALID, "a read with a grant names its version and size");
+		return;
+	}
+	if (!granted(p, req, &tenant, &key, version, len, MC_GRANT_READ, &covered))
+		return;
 	o = pindex_acquire(&p->index, tenant.p, tenant.len, key.p, key.len);
 	if (!o) {
 		p->st.read_misses++;
@@ -257,14 +346,15 @@ h_read(struct mc_req *req)
 			     show_key(&key, kb, sizeof(kb)));
 		return;
 	}
-	if (r == 1 && o->version != version) {
-		uint64_t have = o->version;
+	if ((r == 1 && o->version != version) || (rl == 1 && o->size != len)) {
+		uint64_t have = o->version, size = o->size;
 
 		pindex_release(&p->index, o);
 		p->st.read_misses++;
-		mc_reply_err(req, MC_ERR_NOT_FOUND, "no copy of '%s' at version %llu (have %llu)",
+		mc_reply_err(req, MC_ERR_NOT_FOUND,
+			     "no copy of '%s' at version %llu (have version %llu of %llu bytes)",
 			     show_key(&key, kb, sizeof(kb)), (unsigned long long)version,
-			     (unsigned long long)have);
+			     (unsigned long long)have, (unsigned long long)size);
 		return;
 	}
 	/* The medium lends its bytes; the reply holds o until they are sent. */
@@ -357,9 +447,18 @@ fail:
 		mc_reply_mc_err(req, &err);
 }
 
-void
-peer_handle_drop(struct mc_req *req)
+/* Drops come from the master on the control link; the data port takes them only in tests. */
+static void
+h_drop(struct mc_req *req)
 {
+	struct peer *p = req->ctx;
+
+	if (!p->fault_inject) {
+		mc_reply_err(req, MC_ERR_PERMISSION,
+			     "permission denied: drops come from the master (a data-port drop "
+			     "needs mc-peer --fault-inject)");
+		return;
+	}
 	peer_drop_items(req, NULL, NULL);
 }
 
@@ -441,7 +540,7 @@ h_corrupt(struct mc_req *req)
 const struct mc_method peer_data_methods[] = {
 	{ "write", h_write, MC_METHOD_BULK },
 	{ "read", h_read, MC_METHOD_BULK | MC_METHOD_READ_ONLY },
-	{ "drop", peer_handle_drop, MC_METHOD_ADMIN },
+	{ "drop", h_drop, MC_METHOD_ADMIN },
 	{ "peer_stats", h_peer_stats, MC_METHOD_READ_ONLY },
 	{ "corrupt", h_corrupt, MC_METHOD_ADMIN },
 	{ NULL, NULL, 0 },

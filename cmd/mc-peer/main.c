@@ -23,7 +23,9 @@
 #include "peer.h"
 
 #define UNREGISTER_TIMEOUT_MS 1000
-#define INSECURE_REMEDY "--insecure to serve anyone who can reach it (the master takes --auth-file)"
+#define INSECURE_REMEDY                                                                         \
+	"--peer-secret-file to serve a master with --auth-file, or --insecure to serve anyone " \
+	"who can reach it"
 
 static struct {
 	const char *master;
@@ -40,12 +42,14 @@ static struct {
 	const char *secret_file;
 	int max_conns;
 	uint64_t journal_max;
+	uint64_t grant_skew;
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
 	.domain = "default",
 	.ready_fd = -1,
 	.journal_max = PINDEX_JOURNAL_MAX,
+	.grant_skew = 2000,
 };
 
 static int
@@ -102,7 +106,11 @@ static const struct mc_opt opts[] = {
 	  "address clients reach this peer at (default the bound one)", set_addr, &cfg.advertise },
 	{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
 	  mc_set_flag, &cfg.list_methods },
-	{ "fault-inject", 0, NULL, NULL, "enable the corrupt method (tests only)", mc_set_flag,
+	{ "grant-skew", 0, "DURATION", NULL,
+	  "accept a grant this long past its expiry (default 2s)", mc_set_duration,
+	  &cfg.grant_skew },
+	{ "fault-inject", 0, NULL, NULL,
+	  "tests only: serve corrupt, ungranted reads and writes, and data-port drops", mc_set_flag,
 	  &cfg.fault_inject },
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
 	  mc_set_positive_int, &cfg.max_conns },
@@ -134,7 +142,7 @@ struct peer_metrics {
 	struct mc_metric *used[MC_TIER_COUNT], *capacity[MC_TIER_COUNT],
 		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT];
 	struct mc_metric *objects, *reads, *writes, *misses, *bytes_in, *bytes_out, *malformed,
-		*registrations, *resumes, *inventory_reports;
+		*registrations, *resumes, *inventory_reports, *refused[MC_GRANT_VERDICTS];
 };
 
 static void
@@ -166,6 +174,8 @@ collect(struct mc_metrics *m, void *arg)
 	mc_metric_set(pm->registrations, (double)p->st.registrations);
 	mc_metric_set(pm->resumes, (double)p->st.resumes);
 	mc_metric_set(pm->inventory_reports, (double)p->st.inventory_reports);
+	for (int v = MC_GRANT_OK + 1; v < MC_GRANT_VERDICTS; v++)
+		mc_metric_set(pm->refused[v], (double)p->grants.refused[v]);
 }
 
 static struct peer_metrics *
@@ -224,6 +234,12 @@ metrics_new(struct peer *p)
 	pm->inventory_reports =
 		mc_metric_get(r, "mc_peer_inventory_reports_total", MC_COUNTER,
 			      "Whole inventories reported to the master.", NULL, NULL);
+	for (int v = MC_GRANT_OK + 1; v < MC_GRANT_VERDICTS; v++)
+		if (!(pm->refused[v] =
+			      mc_metric_get(r, "mc_peer_grants_refused_total", MC_COUNTER,
+					    "Reads and writes refused for their grant, by reason.",
+					    "reason", mc_grant_verdict_name(v))))
+			goto fail;
 	if (!pm->objects || !pm->reads || !pm->writes || !pm->misses || !pm->bytes_in ||
 	    !pm->bytes_out || !pm->malformed || !pm->registrations || !pm->resumes ||
 	    !pm->inventory_reports)
@@ -301,11 +317,19 @@ main(int argc, char **argv)
 		mc_die(MC_EXIT_USAGE, "invalid --listen '%s': %s", cfg.listen, err.msg);
 	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
 		mc_die(MC_EXIT_USAGE, "invalid --master '%s': %s", cfg.master, err.msg);
-	/* the data plane checks no one yet: only this machine may reach it */
-	if (!cfg.insecure &&
+	/*
+	 * Reads and writes need the master's grants, but a peer that cannot
+	 * prove itself to the master may be talking to a false one: beyond
+	 * this machine only with the peers' secret, or when told to.
+	 */
+	if (!cfg.insecure && cfg.secret_file == NULL &&
 	    (mc_addr_check_local("--listen", cfg.listen, INSECURE_REMEDY, &err) != 0 ||
 	     mc_addr_check_local("--http", cfg.http, INSECURE_REMEDY, &err) != 0))
 		mc_die(MC_EXIT_USAGE, "%s", err.msg);
+	/* Fault injection lets anyone make and drop copies: never beyond this machine. */
+	if (cfg.fault_inject && !mc_addr_is_local(&listen_addr))
+		mc_die(MC_EXIT_USAGE, "refusing --fault-inject with --listen %s: only on loopback",
+		       cfg.listen);
 	if (cfg.secret_file != NULL) {
 		char why[MC_ERR_MSG_MAX];
 
@@ -314,7 +338,8 @@ main(int argc, char **argv)
 	} else {
 		mc_info("no --peer-secret-file: registering with the master unauthenticated");
 	}
-	mc_info("the data plane is unauthenticated and unencrypted");
+	mc_info("reads and writes need the master's grants%s; traffic is unencrypted",
+		cfg.fault_inject ? " (--fault-inject: or none at all)" : "");
 	if (!cfg.host_id) {
 		if (gethostname(host, sizeof(host)) < 0)
 			snprintf(host, sizeof(host), "localhost");
@@ -324,6 +349,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	p.fault_inject = cfg.fault_inject;
+	p.grants.skew_ms = cfg.grant_skew;
 	p.host = cfg.host_id;
 	p.domain = cfg.domain;
 	p.base = event_base_new();

@@ -22,6 +22,7 @@
 #include "mc/addr.h"
 #include "mc/conn.h"
 #include "mc/err.h"
+#include "mc/grant.h"
 
 #include "index.h"
 #include "medium.h"
@@ -42,6 +43,17 @@ struct peer_counters {
 	uint64_t inventory_reports; /* whole inventories the master answered */
 };
 
+/*
+ * What lets this peer check grants: its id at the master (grants name
+ * it), the master's keys for that id, and the refusals by reason.
+ */
+struct peer_grants {
+	uint32_t peer_id; /* 0 until registered: no grant is good then */
+	struct mc_grant_keys keys;
+	uint64_t skew_ms; /* --grant-skew */
+	uint64_t refused[MC_GRANT_VERDICTS];
+};
+
 struct control;
 struct peer_metrics;
 
@@ -52,7 +64,15 @@ struct peer {
 	struct pindex index;
 	struct pool pool;
 	struct peer_counters st;
+	struct peer_grants grants;
 	struct control *ctl;
+	/*
+	 * Told of every write a grant covered once its bytes are committed:
+	 * the control link confirms it to the master (write_ack), so its
+	 * put_end may complete this copy. NULL: nobody is.
+	 */
+	void (*committed)(void *arg, const struct pobj *o);
+	void *committed_arg;
 	struct peer_metrics *metrics; /* NULL without --http */
 	struct mc_metrics *registry;  /* metrics->reg: where methods are counted, or NULL */
 	bool fault_inject;
@@ -76,8 +96,11 @@ struct peer {
 extern const struct mc_method peer_data_methods[];
 extern const struct mc_method peer_control_methods[];
 
-/* The data-plane method: every item is dropped. */
-void peer_handle_drop(struct mc_req *req);
+/*
+ * Take the grant key gk {gen, key, now} the master sent for peer_id
+ * (peer_register's answer, grant_key); -1 with err when malformed.
+ */
+int peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err);
 /*
  * Whether to drop an item (the control link skips the tasks it executed
  * already); it may look at the item's other fields.

@@ -173,7 +173,18 @@ tok() {
 	assert_output --partial "refusing --http 10.255.255.1:1"
 	run -64 mc-peer --dram 1MiB --listen 10.255.255.1:1
 	assert_output --partial "refusing --listen 10.255.255.1:1 without authentication"
+	assert_output --partial "--peer-secret-file"
 	assert_output --partial "--insecure"
+}
+
+@test "insecure: a peer with the peers' secret may listen beyond loopback; with --fault-inject never" {
+	echo "not-a-real-secret" >"$MC_DIR/peer.secret"
+	# past the check, the bind of an address this host lacks is what fails
+	run mc-peer --dram 1MiB --listen 10.255.255.1:1 --peer-secret-file "$MC_DIR/peer.secret"
+	[ "$status" -ne 0 ] && [ "$status" -ne 64 ]
+	refute_output --partial "refusing"
+	run -64 mc-peer --dram 1MiB --listen 10.255.255.1:1 --insecure --fault-inject
+	assert_output --partial "refusing --fault-inject with --listen 10.255.255.1:1"
 }
 
 @test "insecure: without --auth-file the master says it authenticates nobody" {

@@ -113,5 +113,5 @@ field() {
 
 @test "bench: fill past the cluster's capacity fails naming the key and the reason" {
 	run -1 mc-bench fill --prefix full --count 300 --size 1MiB
-	assert_output --regexp "put_start 'full-[0-9]+\.*': no space"
+	assert_output --regexp "put 'full-[0-9]+\.*': no_space"
 }

@@ -442,13 +442,31 @@ sp_put() {
 	head -c "$size" /dev/zero | mc-cli put "$key" "$@"
 }
 
-# sp_start KEY SIZE REPLICAS [FIELDS...]: a bare put_start (its replicas
-# stay PROCESSING); prints its result. Add upsert:=true, soft_pin=...,
-# soft_pin_ttl_ms:=N as needed.
-sp_start() {
+# sp_start_bare KEY SIZE REPLICAS [FIELDS...]: a put_start alone, no
+# bytes written anywhere (the write is to be revoked); prints its result.
+sp_start_bare() {
 	local key="$1" size="$2" n="$3"
 	shift 3
 	sp_rpc put_start key="$key" size:="$size" replicas:="$n" checksum:=1 "$@"
+}
+
+# sp_start KEY SIZE REPLICAS [FIELDS...]: a put_start whose SIZE zero
+# bytes then go to every replica's peer with its grant, so each peer
+# confirms them, but with no put_end: its replicas stay PROCESSING until
+# the test ends them. Prints put_start's result. Add upsert:=true,
+# soft_pin=..., soft_pin_ttl_ms:=N as needed.
+sp_start() {
+	local key="$1" size="$2" n="$3" out rc=0 v addr grant tier
+	shift 3
+	out="$(sp_start_bare "$key" "$size" "$n" "$@")" || rc=$?
+	echo "$out"
+	[ "$rc" -eq 0 ] || return "$rc"
+	head -c "$size" /dev/zero >"$MC_DIR/sp_start.bytes"
+	v="$(jq -r .version <<<"$out")"
+	while read -r addr grant tier; do
+		mc-rpc --bulk "$MC_DIR/sp_start.bytes" "$addr" write tenant=default key="$key" \
+			version:="$v" tier="$tier" grant:=b64:"$grant" >/dev/null || return 1
+	done < <(jq -r '.replicas[] | "\(.addr) \(.grant) \(.tier)"' <<<"$out")
 }
 
 # mc_metrics_url NAME: the /metrics URL daemon NAME logged (it runs --http).

@@ -9,7 +9,7 @@ setup_file() {
 	mc_require_bins mc-master mc-peer mc-cli mc-garbage mc-rpc
 	mc_file_dir
 	mc_start_master --peer-ttl 1h --put-timeout 1h --http 127.0.0.1:0
-	MC_PEER_DRAM=32MiB mc_start_peer p1 --http 127.0.0.1:0
+	MC_PEER_DRAM=32MiB mc_start_peer p1 --http 127.0.0.1:0 --fault-inject
 }
 
 teardown_file() {

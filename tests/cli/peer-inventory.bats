@@ -4,6 +4,9 @@
 # and report their inventory (peer_inventory), from which the new master
 # adopts what they hold. Every test runs its own cluster, since each one
 # kills its master.
+#
+# The peers run with --fault-inject: the tests write, read and drop
+# copies on a peer behind the master's back, without its grants.
 
 load helpers
 
@@ -95,7 +98,7 @@ stats_objects_is() {
 }
 
 @test "peer inventory: a peer keeps serving reads while the master is down and registers again" {
-	mc_start_peer peer1
+	mc_start_peer peer1 --fault-inject
 	local src="$BATS_TEST_TMPDIR/src" got="$BATS_TEST_TMPDIR/got"
 	mc_random_file "$src" 70000
 	mc-cli put down-key "$src"
@@ -109,7 +112,7 @@ stats_objects_is() {
 }
 
 @test "peer inventory: objects put before a master restart are adopted and read back byte-exact" {
-	mc_start_peers 2
+	mc_start_peers 2 --fault-inject
 	local d="$BATS_TEST_TMPDIR"
 	mc_random_file "$d/small" 1
 	mc_random_file "$d/mid" 65536
@@ -133,7 +136,7 @@ stats_objects_is() {
 }
 
 @test "peer inventory: an inventory of several chunks is adopted whole" {
-	mc_start_peer peer1
+	mc_start_peer peer1 --fault-inject
 	local d="$BATS_TEST_TMPDIR" n total=2100
 	# straight to the peer, one process per write: quick enough and no
 	# master involved, so only the inventory can tell the master of them
@@ -150,7 +153,7 @@ stats_objects_is() {
 }
 
 @test "peer inventory: a copy that disagrees with the master's is dropped on its peer, the good one stays" {
-	mc_start_peers 2
+	mc_start_peers 2 --fault-inject
 	local d="$BATS_TEST_TMPDIR"
 	mc_random_file "$d/good" 5000
 	mc_random_file "$d/bad" 4000
@@ -175,7 +178,7 @@ stats_objects_is() {
 }
 
 @test "peer inventory: metrics count registrations and whole inventory reports" {
-	mc_start_peer peer1 --http 127.0.0.1:0
+	mc_start_peer peer1 --fault-inject --http 127.0.0.1:0
 	local url
 	url="$(grep -o 'http://[0-9.]*:[0-9]*/metrics' "$MC_DIR/peer1.log" | head -n 1)"
 	[ -n "$url" ]

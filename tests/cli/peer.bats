@@ -169,11 +169,17 @@ pwrite() {
 	assert_output --partial not_found
 }
 
-@test "peer: corrupt is denied without --fault-inject" {
+@test "peer: without --fault-inject, corrupt is denied and raw writes, reads and drops are refused" {
 	echo x >"$BATS_TEST_TMPDIR/x"
-	mc-rpc --bulk "$BATS_TEST_TMPDIR/x" "$(mc_addr plain)" write tenant=t key=safe version:=1
 	run -1 mc-rpc "$(mc_addr plain)" corrupt tenant=t key=safe offset:=0
 	assert_output --partial denied
+	run -1 mc-rpc --bulk "$BATS_TEST_TMPDIR/x" "$(mc_addr plain)" write tenant=t key=safe \
+		version:=1
+	assert_output --partial "permission denied"
+	run -1 mc-rpc "$(mc_addr plain)" read tenant=t key=safe
+	assert_output --partial "permission denied"
+	run -1 mc-rpc "$(mc_addr plain)" drop tenant=t key=safe
+	assert_output --partial "permission denied"
 }
 
 @test "peer: an unknown method gets an error reply and the peer keeps serving" {
@@ -192,7 +198,7 @@ read_is_not_found() {
 }
 
 @test "peer: a copy dropped while being read is unlinked at once but its bytes live until the read ends" {
-	MC_PEER_DRAM=8MiB mc_start_peer slow
+	MC_PEER_DRAM=8MiB mc_start_peer slow --fault-inject
 	local addr src other got fifo hdr
 	addr="$(mc_addr slow)"
 	src="$BATS_TEST_TMPDIR/src" other="$BATS_TEST_TMPDIR/other"

@@ -8,6 +8,9 @@
 # anew at an address the master still knows has its copies confirmed
 # with their metadata, and the rest dropped. Every test runs its own
 # cluster: each one stops or kills a daemon.
+#
+# The peers run with --fault-inject: the tests write, read and drop
+# copies on a peer behind the master's back, without its grants.
 
 load helpers
 
@@ -153,7 +156,7 @@ peer_lacks() {
 }
 
 @test "reconnect: a master stalled past the peer's link timeout keeps the peer, its replicas and their metadata" {
-	mc_start_peer peer1
+	mc_start_peer peer1 --fault-inject
 	put_objects
 	local id before="$BATS_TEST_TMPDIR/before" after="$BATS_TEST_TMPDIR/after"
 	id="$(mc_peer_id "$(mc_addr peer1)")"
@@ -182,7 +185,7 @@ peer_lacks() {
 
 @test "reconnect: a reset control connection resumes the same peer with everything kept" {
 	start_proxy
-	mc_start_peer peer1 --master "$PROXY"
+	mc_start_peer peer1 --fault-inject --master "$PROXY"
 	put_objects
 	local id before="$BATS_TEST_TMPDIR/before" after="$BATS_TEST_TMPDIR/after"
 	id="$(mc_peer_id "$(mc_addr peer1)")"
@@ -203,8 +206,8 @@ peer_lacks() {
 
 @test "reconnect: a delta names only the changes since the last acknowledged heartbeat, and drops what the peer removed" {
 	start_proxy
-	mc_start_peer peer1 --master "$PROXY"
-	mc_start_peer peer2 --master "$PROXY"
+	mc_start_peer peer1 --fault-inject --master "$PROXY"
+	mc_start_peer peer2 --fault-inject --master "$PROXY"
 	put_objects
 	local d="$BATS_TEST_TMPDIR"
 	mc_random_file "$d/two" 3000
@@ -249,7 +252,7 @@ peer_lacks() {
 
 @test "reconnect: drops for a disconnected peer wait for it and reach it once it resumes" {
 	start_proxy
-	mc_start_peer peer1 --master "$PROXY"
+	mc_start_peer peer1 --fault-inject --master "$PROXY"
 	echo gone | mc-cli put doomed
 	echo kept | mc-cli put stays
 	run -0 mc-rpc "$(mc_addr peer1)" read tenant=default key=doomed
@@ -268,7 +271,7 @@ metric_is() {
 	mc_stop master
 	mc_start_master --peer-ttl 1h --put-timeout 1h --http 127.0.0.1:0
 	start_proxy
-	mc_start_peer peer1 --master "$PROXY"
+	mc_start_peer peer1 --fault-inject --master "$PROXY"
 	echo gone | mc-cli put doomed
 	echo kept | mc-cli put stays
 	# the peer's heartbeats, and the acknowledgements in them, stop at the proxy
@@ -289,7 +292,7 @@ metric_is() {
 
 @test "reconnect: an overflowed removal journal falls back to a whole inventory that drops the rest" {
 	start_proxy
-	mc_start_peer peer1 --master "$PROXY" --journal-max 1
+	mc_start_peer peer1 --fault-inject --master "$PROXY" --journal-max 1
 	put_objects
 	local before="$BATS_TEST_TMPDIR/before" after="$BATS_TEST_TMPDIR/after"
 	acked
@@ -311,7 +314,7 @@ metric_is() {
 }
 
 @test "reconnect: a peer restarted at a known address keeps the metadata of the copies it reports" {
-	mc_start_peer peer1
+	mc_start_peer peer1 --fault-inject
 	put_objects
 	local d="$BATS_TEST_TMPDIR" old v k
 	local before="$d/before" after="$d/after"
@@ -321,7 +324,7 @@ metric_is() {
 	# the new process holds two of the old copies before the master hears
 	# of it: the master sleeps while they are written to its data plane
 	kill -STOP "$(mc_pid master)"
-	mc_start_peer peer1b --listen "unix:$MC_DIR/peer1.sock" &
+	mc_start_peer peer1b --fault-inject --listen "unix:$MC_DIR/peer1.sock" &
 	local starter=$!
 	wait_log 10 peer1b 'listening on'
 	for k in pinned/1 soft/1; do

@@ -383,8 +383,8 @@ active_is() {
 
 @test "softpin: revoking the last eligible replica clears Pending (an upsert falls back, unpinned)" {
 	sp_put p4 8 --soft-pin disable
-	# another size: placed anew on both peers
-	run -0 sp_start p4 16 2 upsert:=true soft_pin=enable soft_pin_ttl_ms:=30000
+	# another size: placed anew on both peers, and revoked before any byte is written
+	run -0 sp_start_bare p4 16 2 upsert:=true soft_pin=enable soft_pin_ttl_ms:=30000
 	local v ids
 	v="$(jq -r .version <<<"$output")"
 	mapfile -t ids < <(jq -r '.replicas[].replica_id' <<<"$output")

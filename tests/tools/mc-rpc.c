@@ -6,7 +6,9 @@
  * usage: mc-rpc [--tenant T] [--token T] [--timeout-ms N] [--bulk FILE] [-o FILE]
  *               [--wait-close] ADDR METHOD [FIELD...]
  * FIELD is NAME=STRING, or NAME:=VALUE with VALUE an unsigned integer,
- * true, false, null or [] (an empty array). With --tenant, a `hello {tenant}` goes first on
+ * true, false, null, [] (an empty array), or b64:BASE64 for a bin (as the
+ * JSON output shows one, so a grant printed by one call is passed on to the
+ * next). With --tenant, a `hello {tenant}` goes first on
  * the same connection. --bulk sends FILE's bytes as the request's bulk
  * (adding "len"); -o writes a response's bulk to FILE (otherwise it is
  * skipped). The result map is printed as one JSON line. --stall FIFO
@@ -48,6 +50,35 @@ struct fields {
 	uint64_t bulk_len; /* packed as "len" when has_bulk */
 };
 
+/*
+ * Decode base64 s into out (NULL: only check it); its length, or -1 when
+ * s is not base64. The output is never longer than s.
+ */
+static long
+unbase64(const char *s, unsigned char *out)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint32_t acc = 0;
+	int bits = 0;
+	long n = 0;
+
+	for (; *s != '\0' && *s != '='; s++) {
+		const char *c = strchr(abc, *s);
+
+		if (c == NULL)
+			return -1;
+		acc = acc << 6 | (uint32_t)(c - abc);
+		if ((bits += 6) >= 8) {
+			bits -= 8;
+			if (out != NULL)
+				out[n] = (unsigned char)(acc >> bits);
+			n++;
+		}
+	}
+	return n;
+}
+
 /* Check every FIELD before connecting, so a typo is a usage error. */
 static int
 check_fields(const struct fields *f)
@@ -68,10 +99,11 @@ check_fields(const struct fields *f)
 			continue;
 		if (strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0 &&
 		    strcmp(eq + 1, "null") != 0 && strcmp(eq + 1, "[]") != 0 &&
-		    mc_parse_u64(eq + 1, &u, NULL) < 0) {
+		    mc_parse_u64(eq + 1, &u, NULL) < 0 &&
+		    (strncmp(eq + 1, "b64:", 4) != 0 || unbase64(eq + 5, NULL) < 0)) {
 			fprintf(stderr,
 				"%s: invalid field '%s': not an unsigned integer, true, false, "
-				"null or []\n",
+				"null, [] or b64:BASE64\n",
 				PROG, a);
 			return -1;
 		}
@@ -108,6 +140,14 @@ pack_fields(msgpack_packer *pk, void *arg)
 			msgpack_pack_array(pk, 0);
 		else if (mc_parse_u64(v, &u, NULL) == 0)
 			msgpack_pack_uint64(pk, u);
+		else if (strncmp(v, "b64:", 4) == 0) {
+			unsigned char *b = malloc(strlen(v));
+			long n = b != NULL ? unbase64(v + 4, b) : -1;
+
+			msgpack_pack_bin(pk, n > 0 ? (size_t)n : 0);
+			msgpack_pack_bin_body(pk, b, n > 0 ? (size_t)n : 0);
+			free(b);
+		}
 	}
 }
 

@@ -2,8 +2,9 @@
  * mc-softpin-check: protocol steps of the soft-pin suite and benchmark
  * that mc-cli and mc-rpc cannot take on their own (replica id arrays,
  * thousands of pinned writes, a cleanup cycle timed right after the
- * fake clock moves). Writes are metadata only: put_start and put_end, no
- * bytes reach a peer.
+ * fake clock moves). A write is put_start, OBJ_SIZE zero bytes to each
+ * replica's peer with its grant, then put_end: the master completes
+ * only replicas whose peer confirmed the bytes.
  *
  *   mc-softpin-check [--tenant T] ADDR pin PREFIX FIRST COUNT KEY_LEN ACTION
  *                                   [STEP [DUE DUE_TTL_MS]]
@@ -46,8 +47,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mc/addr.h"
+#include "mc/bulk.h"
+#include "mc/dataplane.h"
 #include "mc/err.h"
 #include "mc/parse.h"
+#include "mc/proto.h"
 #include "mc/rpcc.h"
 #include "mc/wire.h"
 
@@ -57,6 +62,8 @@
 /* writes in flight on the connection at once (pipelined) */
 #define PIPE_DEPTH 256
 #define MAX_IDS 64
+/* peers written to: a connection each, kept for the whole run */
+#define MAX_PEERS 16
 
 struct put_args {
 	const char *key;
@@ -212,6 +219,97 @@ recv_ok(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err)
 	return 0;
 }
 
+/* ---- the bytes of a write ---- */
+
+static const char *tenant_name = "default"; /* --tenant, for the data plane */
+
+static struct {
+	char addr[MC_ADDR_MAX];
+	struct mc_rpcc *r;
+} peers[MAX_PEERS];
+static int npeers;
+
+/* The data-plane connection to addr, opened on first use; NULL with err. */
+static struct mc_rpcc *
+peer_conn(const char *addr, size_t len, struct mc_err *err)
+{
+	for (int i = 0; i < npeers; i++)
+		if (strlen(peers[i].addr) == len && memcmp(peers[i].addr, addr, len) == 0)
+			return peers[i].r;
+	if (npeers == MAX_PEERS || len >= MC_ADDR_MAX) {
+		mc_err_set(err, MC_ERR_INVALID, "more than %d peers, or a bad address", MAX_PEERS);
+		return NULL;
+	}
+	memcpy(peers[npeers].addr, addr, len);
+	peers[npeers].addr[len] = '\0';
+	peers[npeers].r = mc_rpcc_connect(peers[npeers].addr, 60000, err);
+	return peers[npeers].r != NULL ? peers[npeers++].r : NULL;
+}
+
+/* A write queued on a peer connection, whose answer is still to read. */
+struct sent_write {
+	struct mc_rpcc *r;
+};
+
+/*
+ * Queue OBJ_SIZE zero bytes of key at version to every replica of a
+ * put_start answer, each with its grant; append the connections to
+ * sent (cap entries, *n used). -1 with err.
+ */
+static int
+write_replicas(const msgpack_object *answer, const char *key, uint64_t version,
+	       struct sent_write *sent, size_t cap, size_t *n, struct mc_err *err)
+{
+	static const char zero[OBJ_SIZE];
+	const msgpack_object_array *reps = mc_map_array(answer, "replicas");
+	struct mc_bulk_src src = mc_bulk_src_mem(zero, OBJ_SIZE);
+
+	for (uint32_t i = 0; reps != NULL && i < reps->size; i++) {
+		const msgpack_object *rep = &reps->ptr[i];
+		const char *addr, *tier, *grant;
+		size_t alen, tlen, glen;
+		struct mc_rpcc *r;
+
+		if (mc_map_str(rep, "addr", &addr, &alen, err) != 1 ||
+		    mc_map_str(rep, "tier", &tier, &tlen, err) != 1 ||
+		    mc_map_str(rep, "grant", &grant, &glen, err) != 1)
+			return mc_err_set(err, MC_ERR_PROTO,
+					  "a replica without addr, tier or grant");
+		if (*n == cap)
+			return mc_err_set(err, MC_ERR_INVALID, "too many replicas");
+		if ((r = peer_conn(addr, alen, err)) == NULL)
+			return -1;
+		char tier_name[16];
+		snprintf(tier_name, sizeof(tier_name), "%.*s", (int)tlen, tier);
+		struct mc_dp_obj o = { tenant_name, key, strlen(key), version,
+				       OBJ_SIZE,    0,	 grant,	      glen };
+		if (mc_dp_write_send(r, &o, tier_name, &src, err) < 0)
+			return -1;
+		sent[(*n)++].r = r;
+	}
+	return 0;
+}
+
+/* Flush every peer connection, then read the n answers of sent in order. */
+static int
+writes_done(struct sent_write *sent, size_t n, struct mc_err *err)
+{
+	struct mc_err refused;
+
+	for (int i = 0; i < npeers; i++)
+		if (mc_rpcc_flush(peers[i].r, err) < 0)
+			return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (mc_dp_write_recv(sent[i].r, &refused, err) < 0)
+			return -1;
+		if (refused.code != MC_OK) {
+			*err = refused;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * Pipelined upserts: up to PIPE_DEPTH put_starts on the wire, then their
  * put_ends. Keys of one batch are distinct, so none is busy.
@@ -222,7 +320,9 @@ cmd_pin(struct mc_rpcc *r, char **argv, int argc)
 	uint64_t first, count, key_len, ttl = 0, step = 1, due = 0, due_ttl = 0;
 	uint64_t done = 0;
 	static char keys[PIPE_DEPTH][KEY_CAP];
+	static struct sent_write sent[PIPE_DEPTH * MC_REPLICAS_MAX];
 	uint64_t versions[PIPE_DEPTH];
+	size_t nsent;
 	bool disable = strcmp(argc > 4 ? argv[4] : "", "disable") == 0;
 	struct mc_err err;
 	struct mc_msg resp;
@@ -253,6 +353,7 @@ cmd_pin(struct mc_rpcc *r, char **argv, int argc)
 		}
 		if (mc_rpcc_flush(r, &err) < 0)
 			return fail_call("put_start", NULL, &err);
+		nsent = 0;
 		for (size_t k = 0; k < n; k++) {
 			if (recv_ok(r, &resp, &err) < 0)
 				return fail_call("put_start", keys[k], &err);
@@ -262,8 +363,15 @@ cmd_pin(struct mc_rpcc *r, char **argv, int argc)
 				fprintf(stderr, "%s: put_start '%s': no version\n", PROG, keys[k]);
 				return MC_EXIT_FAIL;
 			}
+			if (write_replicas(resp.body, keys[k], versions[k], sent,
+					   sizeof(sent) / sizeof(sent[0]), &nsent, &err) < 0) {
+				mc_msg_release(&resp);
+				return fail_call("write", keys[k], &err);
+			}
 			mc_msg_release(&resp);
 		}
+		if (writes_done(sent, nsent, &err) < 0)
+			return fail_call("write", NULL, &err);
 		for (size_t k = 0; k < n; k++) {
 			struct end_args a = { keys[k], versions[k], NULL, -1 };
 
@@ -304,6 +412,14 @@ cmd_reenable(struct mc_rpcc *r, char **argv, int argc)
 			mc_msg_release(&resp);
 			fprintf(stderr, "%s: put_start '%s': no version\n", PROG, argv[0]);
 			return MC_EXIT_FAIL;
+		}
+		struct sent_write sent[MC_REPLICAS_MAX];
+		size_t nsent = 0;
+		if (write_replicas(resp.body, argv[0], version, sent, MC_REPLICAS_MAX, &nsent,
+				   &err) < 0 ||
+		    writes_done(sent, nsent, &err) < 0) {
+			mc_msg_release(&resp);
+			return fail_call("write", argv[0], &err);
 		}
 		mc_msg_release(&resp);
 		struct end_args e = { argv[0], version, NULL, -1 };
@@ -506,6 +622,7 @@ main(int argc, char **argv)
 
 	if (argc > 2 && strcmp(argv[1], "--tenant") == 0) {
 		tenant = argv[2];
+		tenant_name = tenant;
 		i = 3;
 	}
 	if (argc - i < 2) {

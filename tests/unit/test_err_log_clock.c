@@ -230,6 +230,7 @@ test_clock(void)
 		fclose(f);
 	}
 	TAP_OK(mc_now_ms() == 99000, "clock: rewriting the file moves time on the next call");
+	TAP_OK(mc_steady_ms() == 99000, "clock: the steady clock follows the fake clock file");
 	f = fopen(path, "w");
 	if (f != NULL)
 		fclose(f);
@@ -250,6 +251,12 @@ test_clock(void)
 	TAP_OK(mc_now_ms() >= real, "clock: without the variable time is real");
 	t = mc_mono_ns();
 	TAP_OK(mc_mono_ns() >= t, "clock: monotonic clock does not go back");
+	t = mc_steady_ms();
+	TAP_OK(t <= mc_mono_ms() && t + 1000 > mc_mono_ms(),
+	       "clock: without a fake clock the steady clock is the monotonic one");
+	mc_clock_set_fake(42);
+	TAP_OK(mc_steady_ms() == 42, "clock: set_fake forces the steady clock too");
+	mc_clock_set_fake(0);
 }
 
 static void

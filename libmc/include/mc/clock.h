@@ -28,6 +28,12 @@ mc_mono_ms(void)
 {
 	return mc_mono_ns() / 1000000u;
 }
+/*
+ * The monotonic clock in milliseconds, or the fake clock when one is set
+ * (MC_FAKE_CLOCK, mc_clock_set_fake): for expiries that must not follow
+ * the wall clock, yet that tests move by hand.
+ */
+uint64_t mc_steady_ms(void);
 /* Unit tests: force a value (non-zero) or return to the normal clock (0). */
 void mc_clock_set_fake(uint64_t ms);
 

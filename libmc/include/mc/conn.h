@@ -78,6 +78,8 @@ enum mc_method_flags {
 	MC_METHOD_BULK = 1u << 2,
 	/* changes no stored state (a read's lease, or its release, is the reader's own) */
 	MC_METHOD_READ_ONLY = 1u << 3,
+	/* callable before the connection has a role: how it gets one */
+	MC_METHOD_OPEN = 1u << 4,
 };
 
 struct mc_method {

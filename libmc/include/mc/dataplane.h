@@ -34,7 +34,14 @@ struct mc_dp_obj {
 	const void *key;
 	size_t klen;
 	uint64_t version;
+	uint64_t len;	   /* the version's size: a read names it (size), for its grant */
 	uint64_t checksum; /* of the version's bytes (mc/checksum.h) */
+	/*
+	 * The master's grant for this copy at this peer, opaque bytes sent
+	 * as they came (glen 0: none, and the peer refuses).
+	 */
+	const void *grant;
+	size_t glen;
 };
 
 /*

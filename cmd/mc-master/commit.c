@@ -1,0 +1,315 @@
+/*
+ * The commit of a write (commit.h). Each replica of a write in progress
+ * carries two marks: ended (its client's put_end named it) and written
+ * (its peer's write_ack confirmed the bytes). It becomes COMPLETE when
+ * it has both. A put_end whose replicas are all confirmed answers at
+ * once, which is the common case: a peer confirms on its control link
+ * before it answers the client's write, so the confirmation is on its
+ * way before the put_end is sent. Otherwise the put_end waits; a waiter
+ * keeps the object's name, not a pointer, and finds it again, since the
+ * write may be abandoned (revoke, timeout, a dead peer) meanwhile.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/log.h"
+#include "mc/wire.h"
+#include "commit.h"
+#include "evict.h"
+#include "master.h"
+#include "ops.h"
+#include "placement.h"
+#include "request.h"
+
+struct commit_wait {
+	struct commit_wait *prev, *next;
+	struct master *m;
+	struct mc_req *req; /* deferred, its connection held */
+	struct event *timer;
+	uint32_t tenant;
+	uint64_t version;
+	size_t klen;
+	char key[];
+};
+
+/* The object being written at version under (tenant, key), or NULL. */
+static struct mobj *
+find_write(struct master *m, uint32_t tenant, const char *key, size_t klen, uint64_t version)
+{
+	struct mobj *o =
+		store_find(&m->store, store_key_hash(tenant, key, klen), tenant, key, klen);
+	const struct pending *p = o != NULL ? store_pending_get(&m->store, o) : NULL;
+
+	return p != NULL && p->version == version ? o : NULL;
+}
+
+/* Whether a replica of version was ended but not confirmed yet. */
+static bool
+awaits_ack(const struct mobj *o, uint64_t version)
+{
+	const struct mrep *v = obj_creps(o);
+
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (v[i].version == version && v[i].state == REP_PROCESSING && v[i].ended &&
+		    !v[i].written)
+			return true;
+	return false;
+}
+
+/*
+ * Complete the ended replicas of version that were confirmed and
+ * discard those that were not; answer req.
+ */
+static void
+settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t version)
+{
+	struct placement done = { .n = 0 };
+	unsigned dropped = 0;
+
+	for (unsigned i = o->nrep; i-- > 0;) {
+		struct mrep *r = &obj_reps(o)[i];
+
+		if (r->version != version || r->state != REP_PROCESSING || !r->ended)
+			continue;
+		if (!r->written) {
+			ops_rep_remove(m, o, i, true);
+			dropped++;
+			continue;
+		}
+		peers_rep_complete(&m->peers, r);
+		if (done.n < MC_REPLICAS_MAX) {
+			done.peer[done.n] = r->peer;
+			done.tier[done.n++] = r->tier;
+		}
+	}
+	m->commits.unconfirmed += dropped;
+	ops_settle(m, o, NULL); /* o may be gone from here on */
+	/*
+	 * A commit that leaves a tier over its high watermark starts its
+	 * round now: the copies just committed are ones it may evict.
+	 */
+	for (unsigned i = 0; i < done.n; i++)
+		evict_tier_check(m, done.peer[i], done.tier[i]);
+	if (done.n == 0 && dropped > 0)
+		handler_fail(req, MC_ERR_UNAVAILABLE,
+			     "no peer confirmed the bytes of version %llu: nothing committed",
+			     (unsigned long long)version);
+	else
+		mc_reply_ok_empty(req);
+}
+
+static void
+wait_free(struct master *m, struct commit_wait *w)
+{
+	struct commits *cs = &m->commits;
+
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		cs->head = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	cs->n--;
+	event_free(w->timer);
+	free(w);
+}
+
+/* The waiter's wait is over (expired: for good); settle it if it can be. */
+static void
+wait_try(struct master *m, struct commit_wait *w, bool expired)
+{
+	struct mobj *o = find_write(m, w->tenant, w->key, w->klen, w->version);
+
+	if (o == NULL)
+		handler_fail(w->req, MC_ERR_VERSION, "the write of version %llu was abandoned",
+			     (unsigned long long)w->version);
+	else if (expired || !awaits_ack(o, w->version))
+		settle_ended(m, w->req, o, w->version);
+	else
+		return;
+	wait_free(m, w);
+}
+
+static void
+wait_expired(evutil_socket_t fd, short what, void *arg)
+{
+	struct commit_wait *w = arg;
+
+	(void)fd;
+	(void)what;
+	wait_try(w->m, w, true);
+}
+
+/* Make req wait for o's confirmations; -1 when it cannot (req is still the caller's). */
+static int
+wait_for_acks(struct master *m, struct mc_req *req, uint32_t tenant, const struct mobj *o,
+	      uint64_t version)
+{
+	struct commits *cs = &m->commits;
+	struct timeval tv = { (time_t)(m->cfg.write_ack_wait / 1000),
+			      (suseconds_t)(m->cfg.write_ack_wait % 1000) * 1000 };
+	size_t klen = o->key_len;
+	struct commit_wait *w = calloc(1, sizeof(*w) + klen);
+
+	if (w == NULL)
+		return -1;
+	w->m = m;
+	w->tenant = tenant;
+	w->version = version;
+	w->klen = klen;
+	memcpy(w->key, o->key, klen);
+	w->timer = evtimer_new(m->base, wait_expired, w);
+	if (w->timer == NULL || evtimer_add(w->timer, &tv) != 0)
+		goto fail;
+	w->req = mc_req_defer(req);
+	if (w->req == NULL)
+		goto fail;
+	if (mc_req_hold(w->req) != 0) {
+		/* Deferred but not held: the request is w->req's now, answered at once. */
+		handler_fail(w->req, MC_ERR_SYSTEM, "cannot wait for the peers' confirmation");
+		event_free(w->timer);
+		free(w);
+		return 0;
+	}
+	w->next = cs->head;
+	if (cs->head != NULL)
+		cs->head->prev = w;
+	cs->head = w;
+	cs->n++;
+	cs->waited++;
+	return 0;
+fail:
+	if (w->timer != NULL)
+		event_free(w->timer);
+	free(w);
+	return -1;
+}
+
+void
+commit_end(struct master *m, struct mc_req *req, struct mobj *o, const msgpack_object_array *ids)
+{
+	uint64_t version = store_pending_get(&m->store, o)->version;
+	struct mrep *v = obj_reps(o);
+
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (v[i].version == version && v[i].state == REP_PROCESSING &&
+		    req_ids_name(ids, v[i].id))
+			v[i].ended = 1;
+	if (awaits_ack(o, version) && m->cfg.write_ack_wait > 0 &&
+	    wait_for_acks(m, req, req_client(req)->tenant, o, version) == 0)
+		return;
+	settle_ended(m, req, o, version);
+}
+
+/* A confirmation for (tenant, key, version): every put_end it completes goes on. */
+static void
+acked(struct master *m, uint32_t tenant, const char *key, size_t klen, uint64_t version)
+{
+	struct commit_wait *w = m->commits.head, *next;
+
+	for (; w != NULL; w = next) {
+		next = w->next;
+		if (w->tenant == tenant && w->version == version && w->klen == klen &&
+		    memcmp(w->key, key, klen) == 0)
+			wait_try(m, w, false);
+	}
+}
+
+static void
+h_write_ack(struct mc_req *req)
+{
+	struct master *m = req_begin(req);
+	struct mc_err err;
+	const char *tname, *key;
+	size_t tlen, klen;
+	uint64_t id, version, size;
+	int64_t tenant;
+	struct mobj *o;
+	struct mrep *r = NULL;
+
+	if (req_need_u64(req->params, "peer_id", &id, &err) != 0 ||
+	    req_need_u64(req->params, "version", &version, &err) != 0 ||
+	    req_need_u64(req->params, "size", &size, &err) != 0 ||
+	    req_need_key(req->params, &key, &klen, &err) != 0)
+		goto fail;
+	if (mc_map_str(req->params, "tenant", &tname, &tlen, &err) != 1 ||
+	    !store_name_ok(tname, tlen)) {
+		mc_err_set(&err, MC_ERR_INVALID, "write_ack needs a valid 'tenant'");
+		goto fail;
+	}
+	/* Only the peer registered on this connection confirms its own writes. */
+	if (req_client(req)->peer_id == 0 || req_client(req)->peer_id != id) {
+		mc_err_set(&err, MC_ERR_PERMISSION,
+			   "permission denied: peer %llu is not the peer registered on this "
+			   "connection",
+			   (unsigned long long)id);
+		goto fail;
+	}
+	tenant = store_tenant_find(&m->store, tname, tlen);
+	o = tenant < 0 ? NULL : find_write(m, (uint32_t)tenant, key, klen, version);
+	for (unsigned i = 0; o != NULL && i < o->nrep && r == NULL; i++) {
+		struct mrep *c = &obj_reps(o)[i];
+		if (c->peer == id && c->version == version && c->state == REP_PROCESSING)
+			r = c;
+	}
+	if (r == NULL || size != store_pending_get(&m->store, o)->size) {
+		/* Abandoned or already done; or the peer holds another length than was placed. */
+		m->commits.stale_acks++;
+		mc_reply_ok_empty(req);
+		return;
+	}
+	r->written = 1;
+	m->commits.acks++;
+	if (r->ended)
+		acked(m, (uint32_t)tenant, key, klen, version);
+	mc_reply_ok_empty(req);
+	return;
+fail:
+	req_fail_err(req, &err);
+}
+
+static void
+commit_collect(struct mc_metrics *r, void *arg)
+{
+	const struct commits *cs = &((struct master *)arg)->commits;
+	static const char help[] = "Write confirmations from peers, by outcome.";
+	struct mc_metric *s;
+
+	if ((s = mc_metric_get(r, "mc_write_acks_total", MC_COUNTER, help, "outcome", "taken")))
+		mc_metric_set(s, (double)cs->acks);
+	if ((s = mc_metric_get(r, "mc_write_acks_total", MC_COUNTER, help, "outcome", "stale")))
+		mc_metric_set(s, (double)cs->stale_acks);
+	if ((s = mc_metric_get(r, "mc_put_end_waits_total", MC_COUNTER,
+			       "Puts whose put_end waited for a peer's confirmation.", NULL, NULL)))
+		mc_metric_set(s, (double)cs->waited);
+	if ((s = mc_metric_get(r, "mc_replicas_unconfirmed_total", MC_COUNTER,
+			       "Replicas ended by a put_end that no peer confirmed, discarded.",
+			       NULL, NULL)))
+		mc_metric_set(s, (double)cs->unconfirmed);
+}
+
+int
+commit_init(struct master *m, struct mc_err *err)
+{
+	(void)err;
+	memset(&m->commits, 0, sizeof(m->commits));
+	mc_metrics_on_collect(m->mx.reg, commit_collect, m);
+	return 0;
+}
+
+void
+commit_free(struct master *m)
+{
+	while (m->commits.head != NULL) {
+		struct commit_wait *w = m->commits.head;
+
+		/* The loop is gone: the connections are, too. */
+		mc_reply_err(w->req, MC_ERR_UNAVAILABLE, "master stopping");
+		wait_free(m, w);
+	}
+}
+
+const struct mc_method commit_methods[] = {
+	{ "write_ack", h_write_ack, MC_METHOD_PEER },
+	{ NULL, NULL, 0 },
+};
