@@ -21,6 +21,13 @@
  * write is tried at once and EV_WRITE is armed only when the socket is
  * full.
  *
+ * Limits of accepted connections: one timer per connection serves the
+ * header and the idle timeout. Traffic only moves timestamps; the timer
+ * checks them when it fires and re-arms itself for what is left, so a
+ * busy connection costs no timer operations beyond one when a read pass
+ * ends inside a message. The listener counts its connections per
+ * address in a hash table.
+ *
  * Lifetime: a connection is reference counted. The open socket holds one
  * reference, every running callback pass holds one, and every deferred
  * request holds one, so closing from inside a handler or callback never
@@ -42,8 +49,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "mc/checksum.h"
 #include "mc/clock.h"
 #include "mc/conn.h"
+#include "mc/hash.h"
 #include "mc/log.h"
 #include "mc/metrics.h"
 
@@ -163,6 +172,23 @@ struct mc_conn {
 
 	void *data;
 	void (*data_free)(void *);
+
+	/* limits of an accepted connection (limit_ev NULL: no timeout applies) */
+	struct event *limit_ev;
+	uint64_t msg_ns;	 /* when the message being read began; 0: none is partial */
+	uint64_t active_ns;	 /* last traffic, or the end of work in flight */
+	uint64_t nparsed;	 /* messages framed so far */
+	int ndeferred;		 /* deferred requests not answered yet */
+	bool keep;		 /* mc_conn_keep: never idle */
+	struct addr_count *addr; /* its address's count on the server, or NULL */
+};
+
+/* Open connections from one address: family tag, then the address bytes. */
+#define ADDR_KEY_LEN 17
+struct addr_count {
+	unsigned char key[ADDR_KEY_LEN];
+	uint64_t hash;
+	int n;
 };
 
 struct mc_server {
@@ -174,7 +200,14 @@ struct mc_server {
 	struct mc_addr addr;
 	struct mc_conn *conns;
 	int nconns;
+	struct mc_htab per_addr; /* struct addr_count, with max_conns_per_addr */
 };
+
+static bool
+addr_count_eq(const void *entry, const void *key)
+{
+	return memcmp(((const struct addr_count *)entry)->key, key, ADDR_KEY_LEN) == 0;
+}
 
 /*
  * Process-wide counters. A daemon may run several loops in threads, so
@@ -195,6 +228,36 @@ mc_conn_stats_get(struct mc_conn_stats *out)
 	out->malformed = __atomic_load_n(&g_stats.malformed, __ATOMIC_RELAXED);
 	out->bytes_in = __atomic_load_n(&g_stats.bytes_in, __ATOMIC_RELAXED);
 	out->bytes_out = __atomic_load_n(&g_stats.bytes_out, __ATOMIC_RELAXED);
+	out->header_timeouts = __atomic_load_n(&g_stats.header_timeouts, __ATOMIC_RELAXED);
+	out->idle_timeouts = __atomic_load_n(&g_stats.idle_timeouts, __ATOMIC_RELAXED);
+	out->refused_per_addr = __atomic_load_n(&g_stats.refused_per_addr, __ATOMIC_RELAXED);
+	out->refused_max_conns = __atomic_load_n(&g_stats.refused_max_conns, __ATOMIC_RELAXED);
+}
+
+void
+mc_conn_stats_export(struct mc_metrics *r)
+{
+	struct mc_conn_stats st;
+	const struct {
+		const char *reason;
+		const uint64_t *v;
+	} rows[] = {
+		{ "header_timeout", &st.header_timeouts },
+		{ "idle_timeout", &st.idle_timeouts },
+		{ "per_addr", &st.refused_per_addr },
+		{ "max_conns", &st.refused_max_conns },
+	};
+
+	mc_conn_stats_get(&st);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct mc_metric *m = mc_metric_get(
+			r, "mc_connections_closed_total", MC_COUNTER,
+			"Connections closed or refused by a connection limit, by reason.", "reason",
+			rows[i].reason);
+
+		if (m != NULL)
+			mc_metric_set(m, (double)*rows[i].v);
+	}
 }
 
 static void
@@ -493,6 +556,8 @@ conn_flush(struct mc_conn *c)
 		STAT_ADD(bytes_out, w);
 		out_consume(c, (size_t)w);
 		written += (size_t)w;
+		if (c->limit_ev != NULL)
+			c->active_ns = mc_mono_ns();
 		if (written >= FLUSH_BUDGET && c->oh != NULL && !c->closed) {
 			/* the rest when the loop comes back to this socket */
 			wev_set(c, true);
@@ -545,6 +610,136 @@ on_write(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
+/* ---- limits of accepted connections ---- */
+
+/* A limit in ms as nanoseconds, saturating. */
+static uint64_t
+ms_ns(uint64_t ms)
+{
+	return ms > UINT64_MAX / 1000000u ? UINT64_MAX : ms * 1000000u;
+}
+
+/* Fire in ns (at most an hour: the check re-arms for what is left). */
+static void
+limit_arm(struct mc_conn *c, uint64_t ns)
+{
+	struct timeval tv;
+
+	if (ns > ms_ns(3600 * 1000))
+		ns = ms_ns(3600 * 1000);
+	tv.tv_sec = (time_t)(ns / 1000000000u);
+	tv.tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
+	if (event_add(c->limit_ev, &tv) != 0)
+		mc_warn("%s: cannot arm its timeouts", c->name);
+}
+
+/* Work in flight that the idle timeout waits for. */
+static bool
+conn_busy(const struct mc_conn *c)
+{
+	return c->bulk_mode != BULK_NONE || c->ndeferred > 0 || c->calls != NULL || c->oh != NULL ||
+	       c->closing;
+}
+
+static void
+on_limit(evutil_socket_t fd, short what, void *arg)
+{
+	struct mc_conn *c = arg;
+	uint64_t now = mc_mono_ns(), due;
+
+	(void)fd;
+	(void)what;
+	if (c->msg_ns != 0 && c->lim.header_timeout_ms > 0) {
+		due = mc_add_sat(c->msg_ns, ms_ns(c->lim.header_timeout_ms));
+		if (now < due) {
+			limit_arm(c, due - now);
+			return;
+		}
+		STAT_ADD(header_timeouts, 1);
+		mc_info("closing %s: no whole message %llu ms after its first byte", c->name,
+			(unsigned long long)c->lim.header_timeout_ms);
+		conn_shutdown(c);
+		return;
+	}
+	/* a message that begins arms the timer again */
+	if (c->lim.idle_timeout_ms == 0 || c->keep)
+		return;
+	if (conn_busy(c)) {
+		limit_arm(c, ms_ns(c->lim.idle_timeout_ms));
+		return;
+	}
+	due = mc_add_sat(c->active_ns, ms_ns(c->lim.idle_timeout_ms));
+	if (now < due) {
+		limit_arm(c, due - now);
+		return;
+	}
+	STAT_ADD(idle_timeouts, 1);
+	mc_debug("closing %s: idle for %llu ms", c->name,
+		 (unsigned long long)c->lim.idle_timeout_ms);
+	conn_shutdown(c);
+}
+
+/*
+ * After a read pass: there was traffic, and a message left partial in
+ * the buffer starts the header clock, or keeps it running when it is
+ * the same message as before.
+ */
+static void
+limit_after_read(struct mc_conn *c, uint64_t parsed_before)
+{
+	uint64_t now = mc_mono_ns();
+
+	c->active_ns = now;
+	if (c->bulk_mode != BULK_NONE || c->held != NULL || c->in_end == c->in_start) {
+		c->msg_ns = 0;
+		return;
+	}
+	if (c->msg_ns != 0 && c->nparsed == parsed_before)
+		return;
+	c->msg_ns = now;
+	if (c->lim.header_timeout_ms > 0)
+		limit_arm(c, ms_ns(c->lim.header_timeout_ms));
+}
+
+/* The connection was just accepted: its first message is due, or it idles. */
+static int
+limit_start(struct mc_conn *c)
+{
+	uint64_t first;
+
+	if (c->lim.header_timeout_ms == 0 && c->lim.idle_timeout_ms == 0)
+		return 0;
+	c->limit_ev = evtimer_new(c->base, on_limit, c);
+	if (c->limit_ev == NULL)
+		return -1;
+	c->active_ns = mc_mono_ns();
+	c->msg_ns = c->lim.header_timeout_ms > 0 ? c->active_ns : 0;
+	first = c->msg_ns != 0 ? c->lim.header_timeout_ms : c->lim.idle_timeout_ms;
+	limit_arm(c, ms_ns(first));
+	return 0;
+}
+
+/* The key of a client's address: all unix clients share one (all zero). */
+static void
+addr_key(const struct sockaddr_storage *ss, unsigned char key[ADDR_KEY_LEN])
+{
+	memset(key, 0, ADDR_KEY_LEN);
+	if (ss->ss_family == AF_INET) {
+		key[0] = 4;
+		memcpy(key + 1, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a6)) {
+			key[0] = 4;
+			memcpy(key + 1, a6->s6_addr + 12, 4);
+		} else {
+			key[0] = 6;
+			memcpy(key + 1, a6->s6_addr, 16);
+		}
+	}
+}
+
 /* ---- closing ---- */
 
 static void
@@ -563,6 +758,11 @@ server_unlink(struct mc_conn *c)
 	c->sprev = c->snext = NULL;
 	c->srv = NULL;
 	s->nconns--;
+	if (c->addr != NULL && --c->addr->n == 0) {
+		mc_htab_remove(&s->per_addr, c->addr->hash, addr_count_eq, c->addr->key);
+		free(c->addr);
+	}
+	c->addr = NULL;
 }
 
 static void
@@ -605,6 +805,9 @@ conn_shutdown(struct mc_conn *c)
 	event_free(c->rev);
 	event_free(c->wev);
 	c->rev = c->wev = NULL;
+	if (c->limit_ev != NULL)
+		event_free(c->limit_ev);
+	c->limit_ev = NULL;
 	c->wev_on = false;
 	close(c->fd);
 	c->fd = -1;
@@ -659,6 +862,12 @@ const char *
 mc_conn_peer_name(const struct mc_conn *c)
 {
 	return c->name;
+}
+
+void
+mc_conn_keep(struct mc_conn *c)
+{
+	c->keep = true;
 }
 
 void
@@ -940,6 +1149,9 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 			c->cur_deferred = NULL;
 		if (c->held == req)
 			unhold(c);
+		c->ndeferred--;
+		if (c->limit_ev != NULL)
+			c->active_ns = mc_mono_ns();
 		msgpack_sbuffer_destroy(&req->reply);
 		free(req);
 		conn_unref(c); /* the deferred request's */
@@ -1041,6 +1253,7 @@ mc_req_defer(struct mc_req *req)
 	if (c->bulk_req == req)
 		c->bulk_req = d;
 	c->cur_deferred = d;
+	c->ndeferred++;
 	conn_ref(c);
 	return d;
 }
@@ -1352,6 +1565,7 @@ conn_parse(struct mc_conn *c)
 			return;
 		}
 		c->in_start += mlen;
+		c->nparsed++;
 		dispatch(c, &m);
 		mc_msg_release(&m);
 	}
@@ -1442,6 +1656,7 @@ static void
 on_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct mc_conn *c = arg;
+	uint64_t parsed;
 
 	(void)fd;
 	(void)what;
@@ -1450,6 +1665,7 @@ on_read(evutil_socket_t fd, short what, void *arg)
 		return;
 	conn_ref(c);
 	c->in_read = true;
+	parsed = c->nparsed;
 	conn_read(c);
 	/* a bulk that completed may leave whole messages behind it */
 	if (!c->closed && c->bulk_mode == BULK_NONE)
@@ -1457,6 +1673,8 @@ on_read(evutil_socket_t fd, short what, void *arg)
 	c->in_read = false;
 	if (!c->closed)
 		conn_kick(c);
+	if (!c->closed && c->limit_ev != NULL)
+		limit_after_read(c, parsed);
 	conn_unref(c);
 }
 
@@ -1686,11 +1904,17 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 
 	(void)what;
 	for (i = 0; i < ACCEPT_BURST; i++) {
+		unsigned char key[ADDR_KEY_LEN];
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof(ss);
+		struct addr_count *ac = NULL;
 		struct mc_conn *c;
 		struct mc_err e;
+		uint64_t h = 0;
 		int fd;
 
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		memset(&ss, 0, sizeof(ss));
+		fd = accept4(lfd, (struct sockaddr *)&ss, &sslen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -1715,10 +1939,24 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			return;
 		}
 		if (s->nconns >= s->lim.max_conns) {
+			STAT_ADD(refused_max_conns, 1);
 			mc_warn("refusing a connection on %s: %d connections open", s->addr.text,
 				s->nconns);
 			close(fd);
 			continue;
+		}
+		if (s->lim.max_conns_per_addr > 0) {
+			addr_key(&ss, key);
+			h = mc_hash64(key, sizeof(key), 0);
+			ac = mc_htab_find(&s->per_addr, h, addr_count_eq, key);
+			if (ac != NULL && ac->n >= s->lim.max_conns_per_addr) {
+				STAT_ADD(refused_per_addr, 1);
+				mc_warn("refusing a connection on %s: %d connections open from its "
+					"address",
+					s->addr.text, ac->n);
+				close(fd);
+				continue;
+			}
 		}
 		if (!s->addr.is_unix) {
 			int sndbuf = TCP_SNDBUF;
@@ -1732,6 +1970,27 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			close(fd);
 			continue;
 		}
+		if (limit_start(c) < 0) {
+			mc_warn("cannot serve a connection on %s: cannot arm its timeouts",
+				s->addr.text);
+			mc_conn_close(c, false);
+			continue;
+		}
+		if (s->lim.max_conns_per_addr > 0 && ac == NULL) {
+			ac = calloc(1, sizeof(*ac));
+			if (ac == NULL || mc_htab_insert(&s->per_addr, h, ac) < 0) {
+				free(ac);
+				mc_warn("cannot serve a connection on %s: out of memory",
+					s->addr.text);
+				mc_conn_close(c, false);
+				continue;
+			}
+			memcpy(ac->key, key, sizeof(key));
+			ac->hash = h;
+		}
+		if (ac != NULL)
+			ac->n++;
+		c->addr = ac;
 		c->accepted = true;
 		c->srv = s;
 		c->snext = s->conns;
@@ -1760,6 +2019,7 @@ mc_server_new(struct event_base *base, const struct mc_addr *addr, const struct 
 	if (ops != NULL)
 		s->ops = *ops;
 	limits_norm(&s->lim, lim);
+	mc_htab_init(&s->per_addr);
 	s->fd = mc_addr_listen(addr, 1024, &s->addr, err);
 	if (s->fd < 0)
 		goto fail;
@@ -1799,6 +2059,7 @@ mc_server_free(struct mc_server *s)
 	}
 	while (s->conns != NULL)
 		conn_shutdown(s->conns);
+	mc_htab_free(&s->per_addr);
 	free(s);
 }
 

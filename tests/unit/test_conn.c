@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -36,6 +37,7 @@
 #define MAX_MSG (1u << 20)
 #define MAX_OUTQ (4u << 20)
 #define NTOKENS 4096
+#define TIMEOUT_MS 100 /* the header and idle timeouts of the timed server */
 
 /* ---- server side (runs on the server thread) ---- */
 
@@ -82,10 +84,15 @@ rpcc_notify(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, struct
 
 static struct event_base *g_base;
 static struct mc_server *g_srv_unix, *g_srv_tcp, *g_srv_b, *g_srv_one;
+/* the connection limits: timeouts; per address over TCP and over a unix socket */
+static struct mc_server *g_srv_timed, *g_srv_peraddr, *g_srv_peraddr_unix;
 static struct mc_conn *g_link;	     /* A -> B */
 static atomic_bool g_resend_refused; /* set by h_relay, on the server thread */
 static char g_unix_path[128];
 static char g_addr_unix[MC_ADDR_MAX], g_addr_tcp[MC_ADDR_MAX], g_addr_one[MC_ADDR_MAX];
+static char g_addr_timed[MC_ADDR_MAX], g_addr_peraddr[MC_ADDR_MAX],
+	g_addr_peraddr_unix[MC_ADDR_MAX];
+static char g_unix_path2[128];
 static unsigned char *g_big; /* what "get" serves */
 
 static atomic_int g_gets;	/* get replies queued */
@@ -297,13 +304,17 @@ slow_fire(evutil_socket_t fd, short what, void *arg)
 	atomic_fetch_add(&g_slow_done, 1);
 }
 
-/* Answer req 50 ms from now; hold: its connection reads nothing meanwhile. */
+/* Answer req "ms" (50) ms from now; hold: its connection reads nothing meanwhile. */
 static void
 slow_start(struct mc_req *req, bool hold)
 {
-	struct timeval tv = { 0, 50 * 1000 };
+	uint64_t ms = 50;
+	struct timeval tv;
 	struct slow *s = calloc(1, sizeof(*s));
 
+	mc_map_u64(req->params, "ms", &ms, NULL);
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000 * 1000);
 	if (s == NULL) {
 		mc_reply_err(req, MC_ERR_INTERNAL, "oom");
 		return;
@@ -339,6 +350,35 @@ h_note(struct mc_req *req)
 	atomic_fetch_add(&g_notes, 1);
 	if (!req->notify)
 		mc_reply_ok_empty(req);
+}
+
+static void
+ask_cb(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *err, void *arg)
+{
+	(void)c;
+	(void)resp;
+	(void)err;
+	(void)arg;
+}
+
+/* Call "echo" back on the caller's own connection, and answer at once. */
+static void
+h_ask(struct mc_req *req)
+{
+	msgpack_packer *pk = mc_conn_begin(req->conn, "echo");
+
+	msgpack_pack_map(pk, 0);
+	if (mc_conn_call(req->conn, 0, ask_cb, NULL) < 0)
+		mc_reply_err(req, MC_ERR_INTERNAL, "cannot call back");
+	else
+		mc_reply_ok_empty(req);
+}
+
+static void
+h_keep_me(struct mc_req *req)
+{
+	mc_conn_keep(req->conn);
+	mc_reply_ok_empty(req);
 }
 
 static void
@@ -430,6 +470,12 @@ static const struct mc_method methods_a[] = {
 	{ NULL, NULL, 0 },
 };
 
+/* The timed server's: what keeps a connection busy, or kept. */
+static const struct mc_method methods_limits[] = {
+	{ "echo", h_echo, 0 }, { "slow", h_slow, 0 },	    { "get", h_get, MC_METHOD_BULK },
+	{ "ask", h_ask, 0 },   { "keep_me", h_keep_me, 0 }, { NULL, NULL, 0 },
+};
+
 /* Another module's table in the same registry. */
 static const struct mc_method methods_a2[] = {
 	{ "fail", h_fail, MC_METHOD_ADMIN },
@@ -470,7 +516,7 @@ static const struct mc_method methods_b[] = {
 
 /* methods_a and methods_a2, counted in g_metrics; methods_b, uncounted */
 static struct mc_metrics *g_metrics;
-static struct mc_registry *g_reg_a, *g_reg_b;
+static struct mc_registry *g_reg_a, *g_reg_b, *g_reg_limits;
 
 static void
 on_close_a(struct mc_conn *c, void *ctx)
@@ -497,11 +543,14 @@ static void *
 server_main(void *arg)
 {
 	struct mc_conn_ops ops_a = { .on_close = on_close_a, .authorize = authorize_a };
-	struct mc_conn_ops ops_b = { 0 };
-	struct mc_conn_limits lim = { MAX_MSG, 0, MAX_OUTQ, 0 };
+	struct mc_conn_ops ops_b = { 0 }, ops_limits = { 0 };
+	struct mc_conn_limits lim = { .max_msg = MAX_MSG, .max_outq = MAX_OUTQ };
 	/* TCP keeps the default output cap so a long bulk stream can queue */
-	struct mc_conn_limits lim_tcp = { MAX_MSG, 0, 0, 0 };
-	struct mc_conn_limits lim_one = { 0, 0, 0, 1 };
+	struct mc_conn_limits lim_tcp = { .max_msg = MAX_MSG };
+	struct mc_conn_limits lim_one = { .max_conns = 1 };
+	struct mc_conn_limits lim_timed = { .header_timeout_ms = TIMEOUT_MS,
+					    .idle_timeout_ms = TIMEOUT_MS };
+	struct mc_conn_limits lim_peraddr = { .max_conns_per_addr = 2 };
 	struct mc_addr a, bound;
 	struct mc_err err;
 	char buf[160];
@@ -518,10 +567,13 @@ server_main(void *arg)
 	    mc_registry_add(g_reg_a, methods_files, &err) != 0 ||
 	    mc_registry_add(g_reg_a, methods_guarded, &err) != 0 ||
 	    (g_reg_b = mc_registry_new(NULL, &err)) == NULL ||
-	    mc_registry_add(g_reg_b, methods_b, &err) != 0)
+	    mc_registry_add(g_reg_b, methods_b, &err) != 0 ||
+	    (g_reg_limits = mc_registry_new(NULL, &err)) == NULL ||
+	    mc_registry_add(g_reg_limits, methods_limits, &err) != 0)
 		goto fail;
 	ops_a.methods = g_reg_a;
 	ops_b.methods = g_reg_b;
+	ops_limits.methods = g_reg_limits;
 	snprintf(buf, sizeof(buf), "unix:%s", g_unix_path);
 	if (mc_addr_parse(buf, &a, &err) < 0 ||
 	    (g_srv_unix = mc_server_new(g_base, &a, &ops_a, &lim, &bound, &err)) == NULL)
@@ -540,6 +592,21 @@ server_main(void *arg)
 	    (g_srv_one = mc_server_new(g_base, &a, &ops_b, &lim_one, &bound, &err)) == NULL)
 		goto fail;
 	snprintf(g_addr_one, sizeof(g_addr_one), "%s", bound.text);
+	if (mc_addr_parse("127.0.0.1:0", &a, &err) < 0 ||
+	    (g_srv_timed = mc_server_new(g_base, &a, &ops_limits, &lim_timed, &bound, &err)) ==
+		    NULL)
+		goto fail;
+	snprintf(g_addr_timed, sizeof(g_addr_timed), "%s", bound.text);
+	if (mc_addr_parse("127.0.0.1:0", &a, &err) < 0 ||
+	    (g_srv_peraddr = mc_server_new(g_base, &a, &ops_b, &lim_peraddr, &bound, &err)) == NULL)
+		goto fail;
+	snprintf(g_addr_peraddr, sizeof(g_addr_peraddr), "%s", bound.text);
+	snprintf(buf, sizeof(buf), "unix:%s", g_unix_path2);
+	if (mc_addr_parse(buf, &a, &err) < 0 ||
+	    (g_srv_peraddr_unix = mc_server_new(g_base, &a, &ops_b, &lim_peraddr, &bound, &err)) ==
+		    NULL)
+		goto fail;
+	snprintf(g_addr_peraddr_unix, sizeof(g_addr_peraddr_unix), "%s", bound.text);
 	set_ready(1);
 	event_base_dispatch(g_base);
 
@@ -548,6 +615,9 @@ server_main(void *arg)
 	mc_server_free(g_srv_tcp);
 	mc_server_free(g_srv_b);
 	mc_server_free(g_srv_one);
+	mc_server_free(g_srv_timed);
+	mc_server_free(g_srv_peraddr);
+	mc_server_free(g_srv_peraddr_unix);
 	/* deferred requests outlive their connections: answering drops them */
 	for (i = 0; i < g_nnever; i++)
 		mc_reply_ok_empty(g_never[i]);
@@ -1259,6 +1329,219 @@ test_hold(const char *addr)
 	mc_rpcc_close(r);
 }
 
+/* ---- connection limits ---- */
+
+/* Send one whole request (empty params) on a raw socket; -1 on error. */
+static int
+raw_request(int fd, uint32_t id, const char *method, uint64_t ms)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	ssize_t n;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	mc_pack_request(&pk, id, method);
+	if (ms > 0) {
+		msgpack_pack_map(&pk, 1);
+		mc_pack_kv_u64(&pk, "ms", ms);
+	} else {
+		msgpack_pack_map(&pk, 0);
+	}
+	n = send(fd, sb.data, sb.size, MSG_NOSIGNAL);
+	n = n == (ssize_t)sb.size ? 0 : -1;
+	msgpack_sbuffer_destroy(&sb);
+	return (int)n;
+}
+
+/* Some bytes arrive on fd (an answer), not EOF, within its receive timeout. */
+static int
+raw_answered(int fd)
+{
+	char buf[256];
+
+	return recv(fd, buf, sizeof(buf), 0) > 0;
+}
+
+static void
+test_header_timeout(void)
+{
+	static const unsigned char partial[] = { 0x94, 0x00, 0x01 };
+	struct mc_conn_stats s0, s1;
+	int fd;
+
+	mc_conn_stats_get(&s0);
+	fd = raw_connect(g_addr_timed);
+	TAP_OK(fd >= 0 && send(fd, partial, sizeof(partial), MSG_NOSIGNAL) == 3 &&
+		       drain_to_eof(fd) == 0,
+	       "limits: a connection that sent 3 bytes of a header is closed");
+	close(fd);
+	fd = raw_connect(g_addr_timed);
+	TAP_OK(fd >= 0 && drain_to_eof(fd) == 0,
+	       "limits: a connection that never sends its first message is closed");
+	close(fd);
+	mc_conn_stats_get(&s1);
+	TAP_OK(s1.header_timeouts == s0.header_timeouts + 2 && s1.idle_timeouts == s0.idle_timeouts,
+	       "limits: both are counted as header timeouts");
+	fd = raw_connect(g_addr_timed);
+	TAP_OK(fd >= 0 && raw_request(fd, 1, "echo", 0) == 0 &&
+		       send(fd, partial, sizeof(partial), MSG_NOSIGNAL) == 3 &&
+		       drain_to_eof(fd) > 0,
+	       "limits: a header stalled behind an answered request is closed too");
+	close(fd);
+	mc_conn_stats_get(&s0);
+	TAP_OK(s0.header_timeouts == s1.header_timeouts + 1, "limits: counted once more");
+}
+
+static void
+test_idle_timeout(void)
+{
+	struct mc_conn_stats s0, s1;
+	int fd;
+
+	mc_conn_stats_get(&s0);
+	fd = raw_connect(g_addr_timed);
+	TAP_OK(fd >= 0 && raw_request(fd, 1, "echo", 0) == 0 && drain_to_eof(fd) > 0,
+	       "limits: an answered connection left idle is closed");
+	close(fd);
+	mc_conn_stats_get(&s1);
+	TAP_OK(s1.idle_timeouts == s0.idle_timeouts + 1 && s1.header_timeouts == s0.header_timeouts,
+	       "limits: it is counted as an idle timeout");
+}
+
+/*
+ * Work in flight keeps a connection open past the idle timeout. Each
+ * case opens a plain idle connection after the busy one and waits for
+ * the server to close it: the busy one's deadline came first, so had it
+ * been idle it would be closed by then.
+ */
+static void
+test_idle_waits_for_work(void)
+{
+	struct mc_rpcc *r;
+	struct mc_msg m;
+	struct mc_err e;
+	struct kv slow = { "ms", 4 * TIMEOUT_MS, NULL, 0 };
+	int a, b;
+	long long got;
+	bool ok;
+
+	r = mc_rpcc_connect(g_addr_timed, 2000, &e);
+	ok = r != NULL && rpcc_call(r, "slow", pack_kv, &slow, &m, &e) == 0;
+	TAP_OK(ok, "limits: a deferred request four idle timeouts long is answered");
+	if (ok)
+		mc_msg_release(&m);
+	mc_rpcc_close(r);
+
+	a = raw_connect(g_addr_timed);
+	TAP_OK(a >= 0 && raw_request(a, 1, "ask", 0) == 0 && raw_answered(a),
+	       "limits: a server's call back on a connection goes out");
+	b = raw_connect(g_addr_timed);
+	TAP_OK(b >= 0 && raw_request(b, 1, "echo", 0) == 0 && drain_to_eof(b) > 0 &&
+		       raw_request(a, 2, "echo", 0) == 0 && raw_answered(a),
+	       "limits: a connection with a call awaiting its answer is not idle");
+	close(a);
+	close(b);
+
+	a = raw_connect(g_addr_timed);
+	TAP_OK(a >= 0 && raw_request(a, 1, "keep_me", 0) == 0 && raw_answered(a),
+	       "limits: a connection is kept by its daemon");
+	b = raw_connect(g_addr_timed);
+	TAP_OK(b >= 0 && raw_request(b, 1, "echo", 0) == 0 && drain_to_eof(b) > 0 &&
+		       raw_request(a, 2, "echo", 0) == 0 && raw_answered(a),
+	       "limits: a kept connection is never idle");
+	close(a);
+	close(b);
+
+	/* 64 MiB stays queued in the server while nobody reads it */
+	a = raw_connect(g_addr_timed);
+	{
+		struct kv size = { "size", BIG, NULL, 0 };
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		mc_pack_request(&pk, 1, "get");
+		pack_kv(&pk, &size);
+		TAP_OK(a >= 0 && send(a, sb.data, sb.size, MSG_NOSIGNAL) == (ssize_t)sb.size,
+		       "limits: a bulk read is asked for and left unread");
+		msgpack_sbuffer_destroy(&sb);
+	}
+	b = raw_connect(g_addr_timed);
+	TAP_OK(b >= 0 && raw_request(b, 1, "echo", 0) == 0 && drain_to_eof(b) > 0,
+	       "limits: another connection idles out meanwhile");
+	got = a >= 0 ? drain_to_eof(a) : -1;
+	TAP_OK(got > (long long)BIG,
+	       "limits: a bulk being sent is not idle: all of it arrives (%lld bytes)", got);
+	close(a);
+	close(b);
+}
+
+/* A TCP connection from a given loopback address. */
+static int
+connect_from(const char *from, const char *addr)
+{
+	struct timeval tv = { 2, 0 };
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	struct mc_addr a;
+	struct mc_err e;
+	int fd;
+
+	if (mc_addr_parse(addr, &a, &e) < 0 || inet_pton(AF_INET, from, &src.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
+	    connect(fd, (struct sockaddr *)&a.ss, a.len) < 0) {
+		close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* The third connection of one address is refused; others' are served. */
+static void
+per_addr_case(const char *addr, const char *label, bool other)
+{
+	struct mc_conn_stats s0, s1;
+	int a, b, c, d = -1;
+
+	mc_conn_stats_get(&s0);
+	a = raw_connect(addr);
+	b = raw_connect(addr);
+	TAP_OK(a >= 0 && b >= 0 && raw_request(a, 1, "echo", 0) == 0 && raw_answered(a) &&
+		       raw_request(b, 1, "echo", 0) == 0 && raw_answered(b),
+	       "limits: %s: two connections from one address are served", label);
+	c = raw_connect(addr);
+	TAP_OK(c >= 0 && drain_to_eof(c) == 0, "limits: %s: a third one is closed at once", label);
+	mc_conn_stats_get(&s1);
+	TAP_OK(s1.refused_per_addr == s0.refused_per_addr + 1,
+	       "limits: %s: it is counted as over the per-address cap", label);
+	if (other) {
+		d = connect_from("127.0.0.2", addr);
+		TAP_OK(d >= 0 && raw_request(d, 1, "echo", 0) == 0 && raw_answered(d),
+		       "limits: %s: another address is served meanwhile", label);
+	}
+	TAP_OK(raw_request(a, 2, "echo", 0) == 0 && raw_answered(a),
+	       "limits: %s: the admitted ones are unaffected", label);
+	close(a);
+	close(b);
+	close(c);
+	if (d >= 0)
+		close(d);
+}
+
+static void
+test_per_addr(void)
+{
+	per_addr_case(g_addr_peraddr, "tcp", true);
+	/* every unix client is the same address */
+	per_addr_case(g_addr_peraddr_unix, "unix", false);
+}
+
 /* ---- the method registry ---- */
 
 static void
@@ -1387,6 +1670,7 @@ main(void)
 	mc_log_set_level(getenv("MC_TEST_DEBUG") ? MC_LOG_DEBUG : MC_LOG_ERROR);
 	evthread_use_pthreads();
 	snprintf(g_unix_path, sizeof(g_unix_path), "/tmp/mc-test-conn-%d.sock", (int)getpid());
+	snprintf(g_unix_path2, sizeof(g_unix_path2), "/tmp/mc-test-conn-%d-2.sock", (int)getpid());
 	g_big = malloc(BIG);
 	if (g_big == NULL)
 		return 1;
@@ -1431,6 +1715,10 @@ main(void)
 	test_hold(g_addr_unix);
 	test_registry();
 	test_method_traffic(g_addr_unix);
+	test_header_timeout();
+	test_idle_timeout();
+	test_idle_waits_for_work();
+	test_per_addr();
 
 	{
 		struct mc_rpcc *r = mc_rpcc_connect("unix:/tmp/mc-test-conn-nobody.sock", 500, &e);
@@ -1451,6 +1739,7 @@ main(void)
 	check_method_counts();
 	mc_registry_free(g_reg_a);
 	mc_registry_free(g_reg_b);
+	mc_registry_free(g_reg_limits);
 	mc_metrics_free(g_metrics);
 	free(g_big);
 	close(g_file_fd);

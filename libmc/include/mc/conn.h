@@ -20,7 +20,10 @@
  *
  * Every connection is capped: input message size, queued output bytes
  * (over the cap the connection is closed as a slow reader), and the
- * listener caps open connections.
+ * listener caps open connections, in all and from one address. An
+ * accepted connection is also closed when a message's header stalls
+ * (the header timeout) or when nothing is in flight on it for long (the
+ * idle timeout); both run on the monotonic clock.
  */
 #ifndef MC_CONN_H
 #define MC_CONN_H
@@ -122,6 +125,18 @@ struct mc_conn_limits {
 	uint64_t max_bulk; /* bulk bytes of one message; 0 = MC_CONN_MAX_BULK */
 	size_t max_outq;   /* queued output bytes before closing; 0 = 256 MiB */
 	int max_conns;	   /* listener: open connections; 0 = 4096 */
+	/* listener: open connections from one IP address, every unix client being one; 0 = no cap */
+	int max_conns_per_addr;
+	/*
+	 * Accepted connections, in ms, 0 = none. header_timeout: a message's
+	 * header (everything before its bulk) must be whole this long after
+	 * its first byte arrived, and the first one this long after the
+	 * accept. idle_timeout: closed after this long with nothing in
+	 * flight: no message being read, no bulk either way, no deferred
+	 * request, no call awaiting its answer, no output queued.
+	 */
+	uint64_t header_timeout_ms;
+	uint64_t idle_timeout_ms;
 };
 
 /*
@@ -225,6 +240,12 @@ struct mc_conn *mc_conn_connect(struct event_base *base, const struct mc_addr *a
 void mc_conn_close(struct mc_conn *c, bool flush);
 bool mc_conn_is_open(const struct mc_conn *c);
 const char *mc_conn_peer_name(const struct mc_conn *c); /* for log lines */
+/*
+ * The daemon keeps this connection open by a liveness check of its own
+ * (a peer's control link: heartbeats and --peer-ttl), so the idle
+ * timeout never closes it; the header timeout still applies.
+ */
+void mc_conn_keep(struct mc_conn *c);
 /* Per-connection user data (e.g. the tenant a client speaks for). */
 void mc_conn_set_data(struct mc_conn *c, void *data, void (*free_fn)(void *));
 void *mc_conn_data(const struct mc_conn *c);
@@ -260,10 +281,21 @@ struct mc_server *mc_server_new(struct event_base *base, const struct mc_addr *a
 void mc_server_free(struct mc_server *s); /* closes listener and all its conns */
 int mc_server_conn_count(const struct mc_server *s);
 
-/* Counters a daemon exports: totals since start. */
+/*
+ * Counters a daemon exports: totals since start. The limits: connections
+ * closed by the header and the idle timeout, and refused at accept over
+ * the per-address and the global cap.
+ */
 struct mc_conn_stats {
 	uint64_t accepted, closed, malformed, bytes_in, bytes_out;
+	uint64_t header_timeouts, idle_timeouts, refused_per_addr, refused_max_conns;
 };
 void mc_conn_stats_get(struct mc_conn_stats *out); /* process-wide */
+/*
+ * Set mc_connections_closed_total{reason} in r from those limits'
+ * counters: reason header_timeout, idle_timeout, per_addr, max_conns
+ * (a daemon adds its own reasons to the same family).
+ */
+void mc_conn_stats_export(struct mc_metrics *r);
 
 #endif
