@@ -277,6 +277,16 @@ limits_norm(struct mc_conn_limits *out, const struct mc_conn_limits *in)
 		out->max_conns = 4096;
 }
 
+void
+mc_conn_limits_daemon(struct mc_conn_limits *lim)
+{
+	memset(lim, 0, sizeof(*lim));
+	lim->max_conns = 4096;
+	lim->max_conns_per_addr = 1024;
+	lim->header_timeout_ms = 10 * 1000;
+	lim->idle_timeout_ms = 5 * 60 * 1000;
+}
+
 /* ---- lifetime ---- */
 
 static void

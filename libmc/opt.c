@@ -578,6 +578,18 @@ mc_set_int(const char *v, void *target, char *why)
 }
 
 int
+mc_set_count(const char *v, void *target, char *why)
+{
+	if (mc_set_int(v, target, why) != 0)
+		return -1;
+	if (*(int *)target < 0) {
+		snprintf(why, WHY_MAX, "must be 0 or more");
+		return -1;
+	}
+	return 0;
+}
+
+int
 mc_set_double(const char *v, void *target, char *why)
 {
 	struct mc_err err = { 0 };

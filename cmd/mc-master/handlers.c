@@ -224,6 +224,12 @@ h_hello(struct mc_req *req)
 	if (mc_map_strcpy(req->params, "host", cl->host, sizeof(cl->host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", cl->domain, sizeof(cl->domain), &err) < 0)
 		goto bad;
+	if (req_client_bind_tenant(m, cl, (uint32_t)tenant, &err) != 0) {
+		/* over its tenant's cap: the connection goes once told why */
+		req_fail_err(req, &err);
+		mc_conn_close(req->conn, true);
+		return;
+	}
 	cl->tenant = (uint32_t)tenant;
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 4);

@@ -28,6 +28,7 @@
 #include "master.h"
 #include "auth.h"
 #include "ops.h"
+#include "request.h"
 
 #define SWEEP_MS 100
 
@@ -137,6 +138,14 @@ hup_cb(evutil_socket_t sig, short what, void *arg)
 	peerlink_rotate_grants(m);
 }
 
+/* A connection closed: a peer's control link goes, its tenant has one fewer. */
+static void
+conn_closed(struct mc_conn *c, void *ctx)
+{
+	master_on_close(c, ctx);
+	req_client_closed(c);
+}
+
 static void
 stop_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -201,6 +210,7 @@ main(int argc, char **argv)
 	m.cfg.write_ack_wait = 5000;
 	m.cfg.grant_ttl = 30000;
 	m.cfg.grant_cache = 65536;
+	mc_conn_limits_daemon(&lim);
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
@@ -303,6 +313,21 @@ main(int argc, char **argv)
 		  &m.cfg.config },
 		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
 		  mc_set_positive_int, &m.cfg.max_conns },
+		{ "max-conns-per-addr", 0, "N", NULL,
+		  "open connections from one address at most, all unix clients being one "
+		  "(default 1024; 0: no cap)",
+		  mc_set_count, &lim.max_conns_per_addr },
+		{ "max-conns-per-tenant", 0, "N", NULL,
+		  "connections whose hello names one tenant at most (default 0: no cap)",
+		  mc_set_count, &m.cfg.max_conns_per_tenant },
+		{ "header-timeout", 0, "DURATION", NULL,
+		  "close a connection whose message header is not whole this long after its first "
+		  "byte (default 10s; 0: never)",
+		  mc_set_duration, &lim.header_timeout_ms },
+		{ "idle-timeout", 0, "DURATION", NULL,
+		  "close a connection with nothing in flight for this long, peers' control links "
+		  "aside (default 5m; 0: never)",
+		  mc_set_duration, &lim.idle_timeout_ms },
 		{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
 		  mc_set_log_level, NULL },
 		{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
@@ -437,7 +462,7 @@ main(int argc, char **argv)
 	}
 	ops.methods = m.methods;
 	ops.ctx = &m;
-	ops.on_close = master_on_close;
+	ops.on_close = conn_closed;
 	ops.authorize = auth_authorize;
 	lim.max_conns = m.cfg.max_conns;
 	m.server = mc_server_new(m.base, &addr, &ops, &lim, &bound, &err);

@@ -59,6 +59,8 @@ struct master_cfg {
 	const char *config;
 	int ready_fd;
 	int max_conns;
+	/* connections whose hello bound one tenant; 0: no cap */
+	int max_conns_per_tenant;
 	uint64_t lease_ttl;	 /* ms */
 	uint64_t peer_ttl;	 /* ms */
 	uint64_t task_ttl;	 /* ms a peer's task waits for its acknowledgement */
@@ -97,6 +99,9 @@ struct auth_who {
 
 struct client {
 	uint32_t tenant;
+	/* counted against counted_tenant's --max-conns-per-tenant */
+	bool counted;
+	uint32_t counted_tenant;
 	uint32_t peer_id; /* 0: not a peer's control connection */
 	char host[MC_NAME_MAX + 1];
 	char domain[MC_NAME_MAX + 1];
@@ -130,6 +135,9 @@ struct master {
 	struct mc_authfile auth;
 	bool auth_on;		/* --auth-file given */
 	struct client *clients; /* the connections that said something needing a record */
+	/* connections counted per tenant, and hellos refused over --max-conns-per-tenant */
+	uint32_t tenant_conns[TENANTS_MAX];
+	uint64_t refused_per_tenant;
 };
 
 #endif

@@ -52,6 +52,9 @@ collect(struct mc_metrics *r, void *arg)
 		      (double)t->bytes);
 		gauge(r, "mc_tenant_objects", "Objects per tenant.", "tenant", t->name,
 		      (double)t->objects);
+		gauge(r, "mc_tenant_connections",
+		      "Connections whose hello bound the tenant, as --max-conns-per-tenant counts.",
+		      "tenant", t->name, (double)m->tenant_conns[i]);
 	}
 	for (uint32_t i = 0; i < m->peers.n; i++)
 		if (peer_alive(m->peers.v[i], m->cfg.peer_ttl))
@@ -86,6 +89,12 @@ collect(struct mc_metrics *r, void *arg)
 			    "Connections closed for a malformed or oversized message.", NULL, NULL);
 	if (mal != NULL)
 		mc_metric_set(mal, (double)cs.malformed);
+	mc_conn_stats_export(r);
+	mal = mc_metric_get(r, "mc_connections_closed_total", MC_COUNTER,
+			    "Connections closed or refused by a connection limit, by reason.",
+			    "reason", "per_tenant");
+	if (mal != NULL)
+		mc_metric_set(mal, (double)m->refused_per_tenant);
 	struct mallinfo2 mi = mallinfo2();
 	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
 }

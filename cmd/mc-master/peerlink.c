@@ -218,6 +218,7 @@ h_peer_register(struct mc_req *req)
 	p->heard = mc_mono_ms();
 	p->mark = 1;
 	p->conn = req->conn;
+	mc_conn_keep(req->conn); /* as peers_attach does */
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", id);
 	cl->peer_id = id;

@@ -265,6 +265,8 @@ void
 peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn)
 {
 	peer->conn = conn;
+	/* its heartbeats and --peer-ttl watch the link, not the idle timeout */
+	mc_conn_keep(conn);
 	tasks_relink(&peer->tasks);
 	/*
 	 * At once, not at the end of the turn: what goes out now precedes

@@ -80,6 +80,40 @@ req_client_get(struct mc_req *req)
 }
 
 int
+req_client_bind_tenant(struct master *m, struct client *cl, uint32_t tenant, struct mc_err *err)
+{
+	bool count = cl->who.role != MC_ROLE_PEER && cl->who.role != MC_ROLE_ADMIN;
+	int cap = m->cfg.max_conns_per_tenant;
+
+	if (cl->counted && cl->counted_tenant == tenant && count)
+		return 0;
+	if (count && cap > 0 && m->tenant_conns[tenant] >= (uint32_t)cap) {
+		m->refused_per_tenant++;
+		return mc_err_set(err, MC_ERR_UNAVAILABLE,
+				  "too many connections for tenant '%s': %u open",
+				  m->store.tenants[tenant].name, m->tenant_conns[tenant]);
+	}
+	if (cl->counted)
+		m->tenant_conns[cl->counted_tenant]--;
+	cl->counted = count;
+	cl->counted_tenant = tenant;
+	if (count)
+		m->tenant_conns[tenant]++;
+	return 0;
+}
+
+void
+req_client_closed(struct mc_conn *c)
+{
+	struct client *cl = mc_conn_data(c);
+
+	if (cl != NULL && cl->counted) {
+		cl->m->tenant_conns[cl->counted_tenant]--;
+		cl->counted = false;
+	}
+}
+
+int
 req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err)
 {
 	int rc = mc_map_u64(params, name, out, err);

@@ -25,6 +25,15 @@ void req_fail_err(struct mc_req *req, const struct mc_err *err);
 const struct client *req_client(const struct mc_req *req);
 /* The connection's client record, made on first use; NULL when out of memory. */
 struct client *req_client_get(struct mc_req *req);
+/*
+ * hello binds cl to tenant: count its connection there, a peer's or an
+ * operator's aside. -1 with err (and nothing changed) when the tenant
+ * has --max-conns-per-tenant connections already.
+ */
+int req_client_bind_tenant(struct master *m, struct client *cl, uint32_t tenant,
+			   struct mc_err *err);
+/* The connection closed: its tenant has one fewer (on_close). */
+void req_client_closed(struct mc_conn *c);
 
 /* A required unsigned field: 0, or -1 with err when missing or not a u64. */
 int req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err);

@@ -43,6 +43,8 @@ static struct {
 	int max_conns;
 	uint64_t journal_max;
 	uint64_t grant_skew;
+	/* the listener's limits from their options (mc_conn_limits_daemon first) */
+	struct mc_conn_limits lim;
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
@@ -114,6 +116,17 @@ static const struct mc_opt opts[] = {
 	  &cfg.fault_inject },
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
 	  mc_set_positive_int, &cfg.max_conns },
+	{ "max-conns-per-addr", 0, "N", NULL,
+	  "open data-plane connections from one address at most, all unix clients being one "
+	  "(default 1024; 0: no cap)",
+	  mc_set_count, &cfg.lim.max_conns_per_addr },
+	{ "header-timeout", 0, "DURATION", NULL,
+	  "close a connection whose message header is not whole this long after its first byte "
+	  "(default 10s; 0: never)",
+	  mc_set_duration, &cfg.lim.header_timeout_ms },
+	{ "idle-timeout", 0, "DURATION", NULL,
+	  "close a connection with nothing in flight for this long (default 5m; 0: never)",
+	  mc_set_duration, &cfg.lim.idle_timeout_ms },
 	{ "journal-max", 0, "N", NULL,
 	  "removals remembered for resuming with the master (default 65536)", mc_set_u64,
 	  &cfg.journal_max },
@@ -153,9 +166,9 @@ collect(struct mc_metrics *m, void *arg)
 	struct mc_conn_stats cs;
 	uint64_t objects, bytes;
 
-	(void)m;
 	pindex_counts(&p->index, &objects, &bytes);
 	mc_conn_stats_get(&cs);
+	mc_conn_stats_export(m);
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->media[t])
 			continue;
@@ -283,7 +296,7 @@ main(int argc, char **argv)
 	static struct peer p;
 	struct mc_addr listen_addr, master_addr, bound, http_bound;
 	struct mc_conn_ops ops = { 0 };
-	struct mc_conn_limits lim = { 0 };
+	struct mc_conn_limits lim;
 	struct mc_server *server = NULL;
 	struct mc_registry *data_methods = NULL;
 	struct mc_http *http = NULL;
@@ -294,6 +307,7 @@ main(int argc, char **argv)
 	int i, code = MC_EXIT_SOFTWARE;
 
 	mc_log_init("mc-peer", 1);
+	mc_conn_limits_daemon(&cfg.lim);
 	i = mc_opt_parse(&spec, argc, argv);
 	if (i < argc)
 		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
@@ -384,6 +398,7 @@ main(int argc, char **argv)
 	}
 	ops.methods = data_methods;
 	ops.ctx = &p;
+	lim = cfg.lim;
 	lim.max_conns = cfg.max_conns;
 	/*
 	 * A read queues the object by reference, so queued output is mostly

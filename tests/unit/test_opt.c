@@ -218,6 +218,9 @@ test_setters(void)
 	TAP_OK(mc_set_positive_int("5", &i, why) == 0 && i == 5 &&
 		       mc_set_positive_int("0", &i, why) == -1 && strstr(why, "at least 1"),
 	       "setter: positive int refuses zero");
+	TAP_OK(mc_set_count("0", &i, why) == 0 && i == 0 && mc_set_count("7", &i, why) == 0 &&
+		       i == 7 && mc_set_count("-1", &i, why) == -1 && strstr(why, "0 or more"),
+	       "setter: count takes zero, refuses negatives");
 	TAP_OK(mc_set_fd("-1", &i, why) == -1, "setter: fd refuses negative numbers");
 	test_set_fd();
 	test_set_name();

@@ -140,6 +140,14 @@ struct mc_conn_limits {
 };
 
 /*
+ * What a daemon's listener starts from before its options: 4096
+ * connections, a quarter of them from one address at most, a 10 s
+ * header timeout and a 5 min idle timeout (its control links, kept by
+ * heartbeats, are exempt: mc_conn_keep).
+ */
+void mc_conn_limits_daemon(struct mc_conn_limits *lim);
+
+/*
  * Replying. Exactly one reply per request (none for notifications).
  * mc_reply_ok_begin() returns a packer positioned where the result map
  * goes: the handler packs one map (msgpack_pack_map(pk, n) then n

@@ -73,6 +73,7 @@ int mc_set_u64(const char *v, void *target, char *why);		 /* uint64_t */
 int mc_set_int(const char *v, void *target, char *why);		 /* int */
 int mc_set_double(const char *v, void *target, char *why);	 /* double */
 int mc_set_positive_int(const char *v, void *target, char *why); /* int, at least 1 */
+int mc_set_count(const char *v, void *target, char *why);	 /* int, 0 or more */
 int mc_set_fd(const char *v, void *target, char *why);		 /* int, an fd open for writing */
 /* struct mc_amount (mc/parse.h): a size, or a percentage "20%". */
 int mc_set_amount(const char *v, void *target, char *why);
