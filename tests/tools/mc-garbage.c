@@ -16,14 +16,21 @@
  * make the server close that connection (without our half-close), while
  * the probe connection keeps working. --hold N opens N idle connections
  * at once (a flood past --max-conns or the fd limit), keeps them for
- * --hold-ms, then closes them.
+ * --hold-ms, then closes them. With --stall K each of them first sends
+ * the first K bytes of a request, a header that never completes; with
+ * --request METHOD each is answered one request first, then idles.
+ * --until-closed holds them until the server closed every one (within
+ * --max-ms) instead, and --from IP connects them from that local address
+ * over TCP, so that they are another client's than the test's own.
  *
  * Exit status: 0 the server survived, 1 it did not (a connect failed
  * mid-run, a connection was left open, the probe went unanswered, or the
  * time budget ran out), 64 usage, 69 the first connect failed.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,6 +61,10 @@ struct opts {
 	bool dry_run;
 	uint64_t hold;
 	uint64_t hold_ms;
+	uint64_t stall;
+	const char *request;
+	bool until_closed;
+	const char *from;
 	const char *addr;
 };
 
@@ -918,6 +929,89 @@ dry_run(const struct opts *o)
 	return 0;
 }
 
+/* dial, from a given local IPv4 address. */
+static int
+dial_from(const struct mc_addr *a, const char *from, int timeout_ms, struct mc_err *err)
+{
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	int fd;
+
+	if (a->ss.ss_family != AF_INET || inet_pton(AF_INET, from, &src.sin_addr) != 1) {
+		mc_err_set(err, MC_ERR_INVALID, "--from needs an IPv4 address and a TCP server");
+		return -1;
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
+	    connect(fd, (const struct sockaddr *)&a->ss, a->len) < 0) {
+		mc_err_errno(err, "cannot connect from %s to %s", from, a->text);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* The first n bytes of a well-formed request: a header still on its way. */
+static int
+send_stall(int fd, uint64_t n)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int rc;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 4);
+	msgpack_pack_uint8(&pk, 0);
+	msgpack_pack_uint32(&pk, 1);
+	msgpack_pack_str(&pk, 5);
+	msgpack_pack_str_body(&pk, "stats", 5);
+	msgpack_pack_map(&pk, 0);
+	rc = send_all(fd, sb.data, n < sb.size - 1 ? (size_t)n : sb.size - 1);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+/*
+ * Wait until the server closed every connection in fds, at most max_ms;
+ * returns how many it closed.
+ */
+static uint64_t
+wait_all_closed(int *fds, uint64_t n, uint64_t max_ms)
+{
+	uint64_t deadline = now_ms() + max_ms, closed = 0, i;
+	struct pollfd *p = calloc(n, sizeof(*p));
+	char buf[4096];
+
+	if (p == NULL)
+		return 0;
+	for (i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	while (closed < n) {
+		uint64_t now = now_ms();
+
+		if (now >= deadline)
+			break;
+		if (poll(p, (nfds_t)n, (int)(deadline - now)) <= 0)
+			continue;
+		for (i = 0; i < n; i++) {
+			ssize_t r;
+
+			if (p[i].fd < 0 || p[i].revents == 0)
+				continue;
+			r = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR)))
+				continue;
+			p[i].fd = -1; /* poll skips it from now on */
+			closed++;
+		}
+	}
+	free(p);
+	return closed;
+}
+
 /*
  * A connection flood: open up to o->hold idle connections (stopping at
  * the first that fails: the server's cap or our own fd limit), keep them
@@ -927,7 +1021,7 @@ dry_run(const struct opts *o)
 static int
 run_hold(const struct opts *o, const struct mc_addr *a)
 {
-	uint64_t n = 0, open_ok = 0;
+	uint64_t n = 0, open_ok = 0, answered = 0;
 	struct mc_err err;
 	int *fds = calloc(o->hold, sizeof(*fds));
 
@@ -936,10 +1030,31 @@ run_hold(const struct opts *o, const struct mc_addr *a)
 		return -1;
 	}
 	for (n = 0; n < o->hold; n++) {
-		fds[n] = dial(a, o->timeout_ms, &err);
+		fds[n] = o->from != NULL ? dial_from(a, o->from, o->timeout_ms, &err)
+					 : dial(a, o->timeout_ms, &err);
 		if (fds[n] < 0)
 			break;
 		open_ok++;
+		/* a connection the server refused fails here: it is closed already */
+		if (o->stall > 0)
+			(void)send_stall(fds[n], o->stall);
+		else if (o->request != NULL && probe(fds[n], o->request, 1, o->timeout_ms) == 0)
+			answered++;
+	}
+	if (o->from != NULL && open_ok == 0)
+		fprintf(stderr, "%s: %s\n", PROG, err.msg);
+	if (o->until_closed) {
+		uint64_t closed = wait_all_closed(fds, open_ok, o->max_ms);
+
+		for (n = 0; n < open_ok; n++)
+			close(fds[n]);
+		free(fds);
+		if (o->request != NULL)
+			printf("%s: %s: %" PRIu64 " of %" PRIu64 " connections answered '%s'\n",
+			       PROG, o->addr, answered, open_ok, o->request);
+		printf("%s: %s: %" PRIu64 " of %" PRIu64 " connections closed by the server\n",
+		       PROG, o->addr, closed, open_ok);
+		return closed == open_ok && open_ok == o->hold ? 0 : -1;
 	}
 	if (o->hold_ms > 0) {
 		struct timespec ts = { (time_t)(o->hold_ms / 1000),
@@ -961,7 +1076,9 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [--seed N] [--count N] [--timeout-ms N] [--max-ms N]\n"
-		"                  [--probe METHOD] [--isolation] [--hold N [--hold-ms MS]] ADDR\n"
+		"                  [--probe METHOD] [--isolation]\n"
+		"                  [--hold N [--hold-ms MS] [--stall K | --request METHOD]\n"
+		"                   [--until-closed] [--from IP]] ADDR\n"
 		"       %s --dry-run [--seed N] [--count N]\n",
 		PROG, PROG);
 }
@@ -1009,6 +1126,19 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (parse_u64(a, v, &o->hold_ms) < 0)
 				return -1;
 			i++;
+		} else if (strcmp(a, "--stall") == 0) {
+			if (parse_u64(a, v, &o->stall) < 0)
+				return -1;
+			i++;
+		} else if (strcmp(a, "--request") == 0 || strcmp(a, "--from") == 0) {
+			if (v == NULL) {
+				fprintf(stderr, "%s: %s needs a value\n", PROG, a);
+				return -1;
+			}
+			*(strcmp(a, "--from") == 0 ? &o->from : &o->request) = v;
+			i++;
+		} else if (strcmp(a, "--until-closed") == 0) {
+			o->until_closed = true;
 		} else if (strcmp(a, "--dry-run") == 0) {
 			o->dry_run = true;
 		} else if (strcmp(a, "--isolation") == 0) {
