@@ -125,7 +125,6 @@ garbage_bg() {
 	run cat "$BATS_TEST_TMPDIR/g.out"
 	assert_output --partial "20 of 20 connections answered 'peer_stats'"
 	assert_output --partial "20 of 20 connections closed by the server"
-	# a client's kept connection to the peer was closed too: it reconnects
 	served idle-peer-after
 }
 
