@@ -666,8 +666,9 @@ on_limit(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		STAT_ADD(header_timeouts, 1);
-		mc_info("closing %s: no whole message %llu ms after its first byte", c->name,
-			(unsigned long long)c->lim.header_timeout_ms);
+		mc_info("closing %s: no whole message %llu ms after %s", c->name,
+			(unsigned long long)c->lim.header_timeout_ms,
+			c->in_end > c->in_start ? "its first byte" : "connecting");
 		conn_shutdown(c);
 		return;
 	}
