@@ -115,9 +115,9 @@ complete -F _mc_master mc-master
 
 _mc_peer()
 {
-	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--grant-skew']=DURATION ['--max-conns']=N ['--journal-max']=N ['--peer-secret-file']=FILE ['--log-level']=STR )
+	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--grant-skew']=DURATION ['--write-timeout']=DURATION ['--max-conns']=N ['--journal-max']=N ['--peer-secret-file']=FILE ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--master --listen --dram --http --ready-fd --domain --host-id --advertise --list-methods --grant-skew --fault-inject --max-conns --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts
+	_mc_complete '--master --listen --dram --http --ready-fd --domain --host-id --advertise --list-methods --grant-skew --write-timeout --fault-inject --max-conns --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_peer mc-peer
 
