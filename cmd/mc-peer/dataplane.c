@@ -24,6 +24,7 @@
 
 #include "mc/checksum.h"
 #include "mc/clock.h"
+#include "mc/fault.h"
 #include "mc/log.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
@@ -267,6 +268,10 @@ h_write(struct mc_req *req)
 	}
 	if (!granted(p, req, &tenant, &key, version, req->bulk_len, MC_GRANT_WRITE, &covered))
 		return;
+	if (mc_fault("write")) {
+		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: write");
+		return;
+	}
 	if ((t = mc_tier_parse(tier.p, tier.len, &err)) < 0)
 		goto bad;
 	if (!(m = p->media[t])) {
@@ -399,6 +404,10 @@ h_read(struct mc_req *req)
 	}
 	if (!granted(p, req, &tenant, &key, version, len, MC_GRANT_READ, &covered))
 		return;
+	if (mc_fault("read")) {
+		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: read");
+		return;
+	}
 	o = pindex_acquire(&p->index, tenant.p, tenant.len, key.p, key.len);
 	if (!o) {
 		p->st.read_misses++;
@@ -443,6 +452,7 @@ h_read(struct mc_req *req)
 static int
 drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
 {
+	char kb[80];
 	struct name tenant, key;
 	struct pool_key k;
 	struct pool_result res;
@@ -452,6 +462,10 @@ drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
 	if (get_target(item, &tenant, &key, err) < 0 ||
 	    (r = mc_map_u64(item, "version", &version, err)) < 0)
 		return -1;
+	if (mc_fault("drop")) {
+		mc_warn("fault injected: a drop of '%s' lost", show_key(&key, kb, sizeof(kb)));
+		return 0;
+	}
 	k = (struct pool_key){ tenant.p, tenant.len, key.p, key.len, r == 1, version };
 	/* The master (or a client) wants it gone: wherever it is, and never moved. */
 	pool_evict(&p->pool, &k, MC_TIER_NONE, POOL_DELETE, &res);
