@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mc/fault.h"
+#include "mc/log.h"
 #include "mc/parse.h"
 
 #define FAULTS_MAX 32
@@ -182,6 +183,8 @@ mc_fault(const char *name)
 		f->fired += fire;
 	}
 	pthread_mutex_unlock(&lock);
+	if (fire)
+		mc_warn("fault %s fired", name);
 	if (wait)
 		pause_at(name);
 	return fire;
