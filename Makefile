@@ -175,6 +175,13 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	examples/local-cluster.sh
 
+# A soak of SECONDS (default 60) with kills, restarts and faults; not in
+# CI. It prints each invariant with its count (tests/soak/run).
+SECONDS ?= 60
+soak: deps
+	@$(MAKE) --no-print-directory all
+	tests/soak/run $(SECONDS)
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	tests/bench/run

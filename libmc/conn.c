@@ -52,6 +52,7 @@
 #include "mc/checksum.h"
 #include "mc/clock.h"
 #include "mc/conn.h"
+#include "mc/fault.h"
 #include "mc/hash.h"
 #include "mc/log.h"
 #include "mc/metrics.h"
@@ -1112,6 +1113,11 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 	conn_ref(c);
 	if (req->replied) {
 		mc_warn("%s: second reply to request %u dropped", c->name, req->id);
+	} else if (!req->notify && !c->closed && !c->closing && req->method != NULL &&
+		   mc_fault2("reply", req->method->name)) {
+		/* The work is done, its answer lost with the connection. */
+		mc_warn("fault injected: %s reply on %s lost", req->method->name, c->name);
+		conn_shutdown(c);
 	} else if (!req->notify && !c->closed && !c->closing) {
 		int rc;
 

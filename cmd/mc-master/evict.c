@@ -52,7 +52,7 @@
 
 static const char *const trigger_names[TRIG_COUNT] = {
 	[TRIG_WATERMARK] = "watermark", [TRIG_NO_SPACE] = "no_space", [TRIG_QUOTA] = "quota",
-	[TRIG_MANUAL] = "manual",	[TRIG_PLAN] = "plan",
+	[TRIG_BUDGET] = "budget",	[TRIG_MANUAL] = "manual",     [TRIG_PLAN] = "plan",
 };
 
 /* Which pass a victim came from, for the metrics. */
@@ -75,9 +75,10 @@ enum phase { PH_QUEUED, PH_BUILD, PH_PLAN, PH_EXEC };
 /*
  * What an automatic round is for. A watermark scope is one (peer, tier):
  * the watermark and no-space triggers share its round. A quota scope is
- * one tenant. At most one round runs or waits per scope.
+ * one tenant. The store scope is every object, for --max-objects. At
+ * most one round runs or waits per scope.
  */
-enum scope_kind { SCOPE_NONE, SCOPE_TIER, SCOPE_TENANT };
+enum scope_kind { SCOPE_NONE, SCOPE_TIER, SCOPE_TENANT, SCOPE_STORE };
 
 struct job {
 	struct job *next;
@@ -1251,12 +1252,42 @@ tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *
  * mark plus what the waiting puts need, so that once they are placed the
  * scope sits at its low mark. False when there is nothing to do.
  */
+/*
+ * The store's round: the objects above the budget's low mark, plus one
+ * for each put waiting on it. Plans count bytes, so the target is those
+ * objects at the store's mean object size; the round's record gives the
+ * store's bytes against the low mark at that size.
+ */
+static bool
+store_target(struct master *m, struct job *j)
+{
+	struct mc_round *rd = &j->round;
+	uint64_t count = m->store.objects.count, want = mc_add_sat(count, j->waiting);
+	uint64_t low = (uint64_t)((double)m->cfg.max_objects * m->cfg.evict_low), mean;
+
+	if (m->cfg.max_objects == 0 || count == 0 || want <= low)
+		return false;
+	mean = m->store.bytes / count > 0 ? m->store.bytes / count : 1;
+	snprintf(rd->scope, sizeof(rd->scope), "store of %llu objects", (unsigned long long)count);
+	rd->usage_at_start = m->store.bytes;
+	rd->low = low * mean;
+	rd->waiting = j->waiting * mean;
+	rd->target = (want - low) * mean;
+	j->target = rd->target;
+	if (m->cfg.evict_lowerbound >= 0)
+		j->lowerbound = (uint64_t)((double)j->target * m->cfg.evict_lowerbound);
+	j->has_round = true;
+	return true;
+}
+
 static bool
 scope_target(struct master *m, struct job *j)
 {
 	struct mc_round *rd = &j->round;
 	uint64_t used = 0, low = 0, cap = 0;
 
+	if (j->scope == SCOPE_STORE)
+		return store_target(m, j);
 	if (j->scope == SCOPE_TIER) {
 		if (!tier_usage(m, j->filter.peer, j->filter.tier, &used, &low, &cap))
 			return false;
@@ -1391,9 +1422,20 @@ evict_tier_check(struct master *m, uint32_t peer, int tier)
 		check_tier(m, p, tier);
 }
 
+static uint64_t
+store_round(struct master *m, int trigger, uint64_t need)
+{
+	struct cand_filter f = { 0 };
+
+	return scope_round(m, trigger, SCOPE_STORE, &f, scope_key(SCOPE_STORE, 0, 0, 0), need);
+}
+
 void
 evict_check_watermarks(struct master *m)
 {
+	if (m->cfg.max_objects > 0 &&
+	    (double)m->store.objects.count > (double)m->cfg.max_objects * m->cfg.evict_high)
+		store_round(m, TRIG_BUDGET, 0);
 	for (uint32_t i = 0; i < m->peers.n; i++) {
 		struct peer *p = m->peers.v[i];
 
@@ -1488,6 +1530,21 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 			  "tenant '%s' over its quota: %llu + %llu bytes of %llu; eviction started",
 			  t->name, (unsigned long long)t->bytes, (unsigned long long)add,
 			  (unsigned long long)quota);
+}
+
+int
+evict_objects_check(struct master *m, uint64_t *round, bool *helps, struct mc_err *err)
+{
+	uint64_t count = m->store.objects.count;
+
+	if (m->cfg.max_objects == 0 || count < m->cfg.max_objects)
+		return 0;
+	*helps = count > 0;
+	if (round != NULL)
+		*round = store_round(m, TRIG_BUDGET, 1);
+	return mc_err_set(err, MC_ERR_NO_SPACE,
+			  "the master holds %llu objects, its --max-objects %llu; eviction started",
+			  (unsigned long long)count, (unsigned long long)m->cfg.max_objects);
 }
 
 void

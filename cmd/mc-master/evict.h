@@ -40,6 +40,7 @@ enum evict_trigger {
 	TRIG_QUOTA,
 	TRIG_MANUAL, /* evict_run */
 	TRIG_PLAN,   /* evict_plan */
+	TRIG_BUDGET, /* the store at --max-objects */
 	TRIG_COUNT
 };
 
@@ -51,7 +52,7 @@ int evict_reload(struct master *m, struct mc_err *err);
 
 /*
  * Rounds are one per scope: a (peer, tier) for the watermark and no-space
- * triggers, a tenant for its quota. A trigger joins the scope's queued or
+ * triggers, a tenant for its quota, the whole store for --max-objects. A trigger joins the scope's queued or
  * running round, or queues one; a round's target is computed when it
  * starts: the usage above the scope's low mark plus what the puts waiting
  * on it need. There is no minimum interval between rounds, except that a
@@ -79,6 +80,16 @@ uint64_t evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool
  */
 int evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round, bool *helps,
 		      struct mc_err *err);
+/*
+ * A put that would create a new object: 0 when the store holds fewer than
+ * --max-objects (or there is no such budget); else -1 with
+ * MC_ERR_NO_SPACE in err, *helps telling whether eviction could make
+ * room, and when round is not NULL the store's round joined or queued,
+ * *round its seq (0: none, the scope is stalled). The store's round also
+ * starts by itself past --evict-high-watermark of the budget
+ * (evict_check_watermarks) and evicts down to the low one.
+ */
+int evict_objects_check(struct master *m, uint64_t *round, bool *helps, struct mc_err *err);
 /* Rounds started, and what they evicted, since the master started. */
 struct evict_totals {
 	uint64_t rounds, evicted_bytes, evicted_objects;

@@ -303,6 +303,11 @@ main(int argc, char **argv)
 		{ "max-tenants", 0, "N", NULL,
 		  "tenants at most, created on first use (default 4096)", mc_set_positive_int,
 		  &max_tenants },
+		{ "max-objects", 0, "N", NULL,
+		  "hold at most N objects: past the high watermark of it a round evicts down to "
+		  "the "
+		  "low one, and a new object at N waits for it (default 0: no budget)",
+		  mc_set_u64, &m.cfg.max_objects },
 		{ "max-types-per-tenant", 0, "N", NULL,
 		  "data types one tenant's puts may name (default 64)", mc_set_positive_int,
 		  &max_types },

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "mc/clock.h"
+#include "mc/fault.h"
 #include "mc/log.h"
 #include "mc/snapshot.h"
 #include "mc/wire.h"
@@ -164,6 +165,8 @@ write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 	size_t cur = 0;
 	struct mobj *o;
 
+	if (mc_fault("snapshot.write"))
+		return mc_err_set(err, MC_ERR_SYSTEM, "fault injected: snapshot write");
 	memset(&h, 0, sizeof(h));
 	snprintf(h.format, sizeof(h.format), "%s", MC_SNAP_FORMAT);
 	h.version = MC_SNAP_VERSION;

@@ -146,6 +146,10 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 		return mc_err_set(err, MC_ERR_EXISTS, "key exists");
 	if (o != NULL && o->writing)
 		return mc_err_set(err, MC_ERR_BUSY, "key is being written");
+	/* A new object past --max-objects waits for the store's round. */
+	if (o == NULL &&
+	    evict_objects_check(m, trigger ? &room->round : NULL, &room->helps, err) != 0)
+		return -1;
 	/* Over its quota, a tenant makes room among its own copies first. */
 	add = o == NULL ? a->size : a->size > o->size ? a->size - o->size : 0;
 	if (evict_quota_check(m, tenant, add, trigger ? &room->round : NULL, &room->helps, err) !=

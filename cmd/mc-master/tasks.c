@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "mc/clock.h"
+#include "mc/fault.h"
 #include "mc/log.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
@@ -161,10 +162,18 @@ tasks_send(struct tasks *ts, struct task_queue *q, struct mc_conn *conn, uint32_
 			bytes += q->v[to].len;
 			items++;
 		}
-		pack_message(mc_conn_begin(conn, kinds[kind].method), ts, q, from, to, items);
-		if (mc_conn_notify(conn) != 0) {
-			mc_warn("cannot send %s tasks to peer %u", kinds[kind].name, peer_id);
-			return;
+		if (mc_fault("task.send")) {
+			/* Lost on the way: sent as far as the master knows, never received. */
+			mc_warn("fault injected: %zu %s tasks for peer %u lost", items,
+				kinds[kind].name, peer_id);
+		} else {
+			pack_message(mc_conn_begin(conn, kinds[kind].method), ts, q, from, to,
+				     items);
+			if (mc_conn_notify(conn) != 0) {
+				mc_warn("cannot send %s tasks to peer %u", kinds[kind].name,
+					peer_id);
+				return;
+			}
 		}
 		for (size_t i = from; i < to; i++) {
 			struct task *t = &q->v[i];

@@ -24,6 +24,7 @@
 
 #include "mc/checksum.h"
 #include "mc/clock.h"
+#include "mc/fault.h"
 #include "mc/log.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
@@ -154,6 +155,13 @@ struct pending_write {
 	struct mc_req *req; /* deferred */
 	struct pobj *o;	    /* unlinked, one reference */
 	void *dest;	    /* where the bulk lands */
+	struct mc_bulk_sink sink;
+	/*
+	 * Armed again at every span that lands (--write-timeout, NULL: none):
+	 * a writer that stops sending loses its connection, and its space
+	 * comes back, instead of holding it for ever.
+	 */
+	struct event *stall;
 	bool has_checksum;
 	bool granted; /* a grant covered it: the master hears of its commit */
 };
@@ -186,6 +194,8 @@ write_done(struct mc_req *req, bool ok, void *arg)
 	struct pending_write *pw = arg;
 
 	(void)req; /* the deferred copy in pw is the one to answer through */
+	if (pw->stall != NULL)
+		event_free(pw->stall);
 	if (!ok) {
 		pindex_release(&pw->p->index, pw->o);
 		mc_reply_err(pw->req, MC_ERR_UNAVAILABLE, "connection lost during write");
@@ -193,6 +203,39 @@ write_done(struct mc_req *req, bool ok, void *arg)
 		finish_write(pw->p, pw->req, pw->o, pw->dest, pw->has_checksum, pw->granted);
 	}
 	free(pw);
+}
+
+static void
+write_stalled(evutil_socket_t fd, short what, void *arg)
+{
+	struct pending_write *pw = arg;
+
+	(void)fd;
+	(void)what;
+	pw->p->st.writes_abandoned++;
+	mc_warn("write from %s stalled for %llu ms: abandoned, its %llu bytes freed",
+		mc_conn_peer_name(pw->req->conn), (unsigned long long)pw->p->write_timeout_ms,
+		(unsigned long long)pw->o->size);
+	/* Closing runs write_done (not ok), which releases the entry and its space. */
+	mc_conn_close(pw->req->conn, false);
+}
+
+static void
+stall_timer_add(struct pending_write *pw)
+{
+	struct timeval tv = { (time_t)(pw->p->write_timeout_ms / 1000),
+			      (suseconds_t)(pw->p->write_timeout_ms % 1000) * 1000 };
+
+	evtimer_add(pw->stall, &tv);
+}
+
+/* A span of the bulk landed: the writer is alive, the stall timer starts over. */
+static void
+write_progress(const void *data, size_t n, void *arg)
+{
+	(void)data;
+	(void)n;
+	stall_timer_add(arg);
 }
 
 static void
@@ -225,6 +268,10 @@ h_write(struct mc_req *req)
 	}
 	if (!granted(p, req, &tenant, &key, version, req->bulk_len, MC_GRANT_WRITE, &covered))
 		return;
+	if (mc_fault("write")) {
+		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: write");
+		return;
+	}
 	if ((t = mc_tier_parse(tier.p, tier.len, &err)) < 0)
 		goto bad;
 	if (!(m = p->media[t])) {
@@ -280,14 +327,32 @@ h_write(struct mc_req *req)
 	pw->dest = medium_write_dest(m, off, len);
 	pw->has_checksum = r == 1;
 	pw->granted = covered;
+	pw->stall = NULL;
+	mc_bulk_sink_mem(&pw->sink, pw->dest, len);
+	if (p->write_timeout_ms > 0) {
+		if ((pw->stall = evtimer_new(p->base, write_stalled, pw)) == NULL) {
+			free(pw);
+			pindex_release(&p->index, o);
+			mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a write timer");
+			return;
+		}
+		pw->sink.tap = write_progress;
+		pw->sink.tap_arg = pw;
+	}
 	pw->req = mc_req_defer(req);
 	if (!pw->req) {
+		if (pw->stall != NULL)
+			event_free(pw->stall);
 		free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a deferred reply");
 		return;
 	}
-	if (mc_req_recv_bulk(pw->req, pw->dest, write_done, pw) < 0) {
+	if (pw->stall != NULL)
+		stall_timer_add(pw);
+	if (mc_req_recv_bulk_to(pw->req, &pw->sink, write_done, pw) < 0) {
+		if (pw->stall != NULL)
+			event_free(pw->stall);
 		pindex_release(&p->index, o);
 		mc_reply_err(pw->req, MC_ERR_INTERNAL, "cannot receive the bulk");
 		free(pw);
@@ -339,6 +404,10 @@ h_read(struct mc_req *req)
 	}
 	if (!granted(p, req, &tenant, &key, version, len, MC_GRANT_READ, &covered))
 		return;
+	if (mc_fault("read")) {
+		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: read");
+		return;
+	}
 	o = pindex_acquire(&p->index, tenant.p, tenant.len, key.p, key.len);
 	if (!o) {
 		p->st.read_misses++;
@@ -383,6 +452,7 @@ h_read(struct mc_req *req)
 static int
 drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
 {
+	char kb[80];
 	struct name tenant, key;
 	struct pool_key k;
 	struct pool_result res;
@@ -392,6 +462,10 @@ drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
 	if (get_target(item, &tenant, &key, err) < 0 ||
 	    (r = mc_map_u64(item, "version", &version, err)) < 0)
 		return -1;
+	if (mc_fault("drop")) {
+		mc_warn("fault injected: a drop of '%s' lost", show_key(&key, kb, sizeof(kb)));
+		return 0;
+	}
 	k = (struct pool_key){ tenant.p, tenant.len, key.p, key.len, r == 1, version };
 	/* The master (or a client) wants it gone: wherever it is, and never moved. */
 	pool_evict(&p->pool, &k, MC_TIER_NONE, POOL_DELETE, &res);

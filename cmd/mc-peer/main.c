@@ -45,6 +45,7 @@ static struct {
 	uint64_t grant_skew;
 	/* the listener's limits from their options (mc_conn_limits_daemon first) */
 	struct mc_conn_limits lim;
+	uint64_t write_timeout;
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
@@ -52,6 +53,7 @@ static struct {
 	.ready_fd = -1,
 	.journal_max = PINDEX_JOURNAL_MAX,
 	.grant_skew = 2000,
+	.write_timeout = 30000,
 };
 
 static int
@@ -111,6 +113,10 @@ static const struct mc_opt opts[] = {
 	{ "grant-skew", 0, "DURATION", NULL,
 	  "accept a grant this long past its expiry (default 2s)", mc_set_duration,
 	  &cfg.grant_skew },
+	{ "write-timeout", 0, "DURATION", NULL,
+	  "abandon a write whose bytes stop coming for this long, freeing its space (default "
+	  "30s; 0: never)",
+	  mc_set_duration, &cfg.write_timeout },
 	{ "fault-inject", 0, NULL, NULL,
 	  "tests only: serve corrupt, ungranted reads and writes, and data-port drops", mc_set_flag,
 	  &cfg.fault_inject },
@@ -154,8 +160,9 @@ struct peer_metrics {
 	/* By tier, for the tiers this peer holds (NULL for the others). */
 	struct mc_metric *used[MC_TIER_COUNT], *capacity[MC_TIER_COUNT],
 		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT];
-	struct mc_metric *objects, *reads, *writes, *misses, *bytes_in, *bytes_out, *malformed,
-		*registrations, *resumes, *inventory_reports, *refused[MC_GRANT_VERDICTS];
+	struct mc_metric *objects, *reads, *writes, *abandoned, *misses, *bytes_in, *bytes_out,
+		*malformed, *registrations, *resumes, *inventory_reports,
+		*refused[MC_GRANT_VERDICTS];
 };
 
 static void
@@ -181,6 +188,7 @@ collect(struct mc_metrics *m, void *arg)
 	mc_metric_set(pm->reads, (double)p->st.reads);
 	mc_metric_set(pm->writes, (double)p->st.writes);
 	mc_metric_set(pm->misses, (double)p->st.read_misses);
+	mc_metric_set(pm->abandoned, (double)p->st.writes_abandoned);
 	mc_metric_set(pm->bytes_in, (double)p->st.bytes_in);
 	mc_metric_set(pm->bytes_out, (double)p->st.bytes_out);
 	mc_metric_set(pm->malformed, (double)cs.malformed);
@@ -232,6 +240,9 @@ metrics_new(struct peer *p)
 		mc_metric_get(r, "mc_peer_writes_total", MC_COUNTER, "Writes stored.", NULL, NULL);
 	pm->misses = mc_metric_get(r, "mc_peer_read_misses_total", MC_COUNTER,
 				   "Reads of a key or version not held.", NULL, NULL);
+	pm->abandoned =
+		mc_metric_get(r, "mc_peer_writes_abandoned_total", MC_COUNTER,
+			      "Writes abandoned when their bytes stopped coming.", NULL, NULL);
 	pm->bytes_in = mc_metric_get(r, "mc_peer_bytes_in_total", MC_COUNTER,
 				     "Object bytes written.", NULL, NULL);
 	pm->bytes_out = mc_metric_get(r, "mc_peer_bytes_out_total", MC_COUNTER,
@@ -253,9 +264,9 @@ metrics_new(struct peer *p)
 					    "Reads and writes refused for their grant, by reason.",
 					    "reason", mc_grant_verdict_name(v))))
 			goto fail;
-	if (!pm->objects || !pm->reads || !pm->writes || !pm->misses || !pm->bytes_in ||
-	    !pm->bytes_out || !pm->malformed || !pm->registrations || !pm->resumes ||
-	    !pm->inventory_reports)
+	if (!pm->objects || !pm->reads || !pm->writes || !pm->misses || !pm->abandoned ||
+	    !pm->bytes_in || !pm->bytes_out || !pm->malformed || !pm->registrations ||
+	    !pm->resumes || !pm->inventory_reports)
 		goto fail;
 	mc_metrics_on_collect(r, collect, p);
 	return pm;
@@ -364,6 +375,7 @@ main(int argc, char **argv)
 
 	p.fault_inject = cfg.fault_inject;
 	p.grants.skew_ms = cfg.grant_skew;
+	p.write_timeout_ms = cfg.write_timeout;
 	p.host = cfg.host_id;
 	p.domain = cfg.domain;
 	p.base = event_base_new();

@@ -36,6 +36,7 @@ struct peer_counters {
 	uint64_t reads;
 	uint64_t writes;
 	uint64_t read_misses;
+	uint64_t writes_abandoned; /* stalled past --write-timeout */
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 	uint64_t registrations;	    /* accepted by the master as a new peer */
@@ -77,6 +78,7 @@ struct peer {
 	struct mc_metrics *registry;  /* metrics->reg: where methods are counted, or NULL */
 	bool fault_inject;
 	bool stopping;
+	uint64_t write_timeout_ms; /* --write-timeout; 0: none */
 	/*
 	 * --ready-fd, written once the master has accepted the first
 	 * registration (a peer the master does not know serves nobody),

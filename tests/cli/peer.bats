@@ -224,3 +224,38 @@ read_is_not_found() {
 	wait_until 5 mc-rpc --bulk "$other" "$addr" write tenant=t key=reuse2 version:=1
 	mc_stop slow
 }
+
+# used PEER: the bytes PEER's tiers hold now.
+used() {
+	mc-rpc "$(mc_addr "$1")" peer_stats | jq '[.tiers[].used] | add'
+}
+
+used_is() {
+	[ "$(used "$1")" -eq "$2" ]
+}
+
+@test "peer: a write whose bytes stop coming is abandoned after --write-timeout and its space freed" {
+	MC_PEER_DRAM=8MiB mc_start_peer stall --fault-inject --write-timeout 200ms --http 127.0.0.1:0
+	local addr big="$BATS_TEST_TMPDIR/big" small="$BATS_TEST_TMPDIR/small" got="$BATS_TEST_TMPDIR/got"
+	addr="$(mc_addr stall)"
+	mc_random_file "$big" $((6 << 20))
+	mc_random_file "$small" 1000
+	[ "$(used stall)" -eq 0 ]
+	# a writer that announces 6 MiB, sends 1000 bytes and stops
+	mc-rpc --timeout-ms 10000 --bulk "$big" --bulk-short 1000 "$addr" write tenant=t \
+		key=stalled version:=1 &
+	local writer=$!
+	wait_until 10 used_is stall $((6 << 20))
+	# meanwhile another client writes and reads
+	mc-rpc --bulk "$small" "$addr" write tenant=t key=alive version:=1
+	mc-rpc -o "$got" "$addr" read tenant=t key=alive >/dev/null
+	cmp "$small" "$got"
+	mc-rpc "$addr" drop tenant=t key=alive
+	# the stalled writer's connection is closed by the peer, and its space comes back
+	wait "$writer"
+	wait_until 10 used_is stall 0
+	[ "$(mc_metric stall mc_peer_writes_abandoned_total)" -eq 1 ]
+	run -1 mc-rpc "$addr" read tenant=t key=stalled
+	assert_output --partial not_found
+	mc_stop stall
+}

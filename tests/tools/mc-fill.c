@@ -6,6 +6,10 @@
  *   mc-fill [OPTIONS] put      store --count objects under --prefix
  *   mc-fill [OPTIONS] check    read them back and compare byte-exact
  *   mc-fill [OPTIONS] absent   succeed only if none of them exists
+ *   mc-fill [OPTIONS] verify   read them back: each one is byte-exact or
+ *                              cleanly missing (for soaks, where faults
+ *                              and kills lose objects but must never
+ *                              corrupt one); fails only on wrong bytes
  *   mc-fill [OPTIONS] softpin IN OUT
  *                              copy snapshot IN to OUT, giving every
  *                              object under --prefix an active soft pin
@@ -73,12 +77,13 @@ static const struct mc_cmd cmds[] = {
 	{ "put", "store --count objects under --prefix" },
 	{ "check", "read them back and compare byte-exact" },
 	{ "absent", "succeed only if none of them exists" },
+	{ "verify", "each one byte-exact or cleanly missing; only wrong bytes fail" },
 	{ "softpin", "IN OUT: copy a snapshot, soft-pinning the objects under --prefix" },
 	{ 0 },
 };
 
 static const struct mc_opt_spec spec = {
-	.usage = "mc-fill [OPTIONS] put|check|absent|softpin IN OUT",
+	.usage = "mc-fill [OPTIONS] put|check|absent|verify|softpin IN OUT",
 	.summary = "write and check many objects of deterministic content",
 	.opts = opts,
 	.cmds = cmds,
@@ -220,12 +225,17 @@ run_put(struct mc_client *c, struct batch *b)
 	return bad ? MC_EXIT_FAIL : MC_EXIT_OK;
 }
 
+/*
+ * check (every object there, byte-exact) or, with verify, every object
+ * byte-exact or missing: not_found and failed reads are counted, not
+ * failures, and only a wrong size or wrong bytes fail.
+ */
 static int
-run_check(struct mc_client *c, struct batch *b)
+run_check(struct mc_client *c, struct batch *b, bool verify)
 {
 	unsigned char *want = malloc(fo.max_size + 1);
 	struct mc_err err = { 0 };
-	uint64_t bad = 0;
+	uint64_t bad = 0, ok = 0, missing = 0, failed = 0;
 
 	if (want == NULL)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
@@ -241,18 +251,32 @@ run_check(struct mc_client *c, struct batch *b)
 			const char *why = NULL;
 
 			key_bytes(b->keys[i], want, len);
+			if (verify && b->results[i] == MC_ERR_NOT_FOUND) {
+				missing++;
+				continue;
+			}
+			if (verify && b->results[i] != MC_OK) {
+				failed++;
+				continue;
+			}
 			if (b->results[i] != MC_OK)
 				why = mc_status_name(b->results[i]);
 			else if (b->lens[i] != len)
 				why = "wrong size";
 			else if (memcmp(b->bufs[i], want, len) != 0)
 				why = "bytes differ";
+			ok += why == NULL;
 			if (why != NULL && bad++ < SHOW_BAD)
 				mc_complain("%s: %s", b->keys[i], why);
 		}
 	}
 	free(want);
-	printf("checked %" PRIu64 " objects: %" PRIu64 " bad\n", fo.count, bad);
+	if (verify)
+		printf("verified %" PRIu64 " objects: %" PRIu64 " exact, %" PRIu64
+		       " missing, %" PRIu64 " unreadable, %" PRIu64 " wrong\n",
+		       fo.count, ok, missing, failed, bad);
+	else
+		printf("checked %" PRIu64 " objects: %" PRIu64 " bad\n", fo.count, bad);
 	return bad ? MC_EXIT_FAIL : MC_EXIT_OK;
 }
 
@@ -439,7 +463,8 @@ main(int argc, char **argv)
 			mc_die(MC_EXIT_USAGE, "softpin needs IN and OUT");
 		return run_softpin(argv[i], argv[i + 1]);
 	}
-	if (strcmp(cmd, "put") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "absent") != 0)
+	if (strcmp(cmd, "put") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "absent") != 0 &&
+	    strcmp(cmd, "verify") != 0)
 		mc_die(MC_EXIT_USAGE, "unknown command '%s'; try 'mc-fill --help'", cmd);
 	co.master = fo.master;
 	co.tenant = fo.tenant;
@@ -450,8 +475,8 @@ main(int argc, char **argv)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
 	if (strcmp(cmd, "put") == 0)
 		rc = run_put(c, &b);
-	else if (strcmp(cmd, "check") == 0)
-		rc = run_check(c, &b);
+	else if (strcmp(cmd, "check") == 0 || strcmp(cmd, "verify") == 0)
+		rc = run_check(c, &b, strcmp(cmd, "verify") == 0);
 	else
 		rc = run_absent(c, &b);
 	batch_free(&b);

@@ -4,7 +4,7 @@
  * writer then vanishes, a bare peer call).
  *
  * usage: mc-rpc [--tenant T] [--token T] [--timeout-ms N] [--bulk FILE] [-o FILE]
- *               [--wait-close] ADDR METHOD [FIELD...]
+ *               [--bulk-short N] [--wait-close] ADDR METHOD [FIELD...]
  * FIELD is NAME=STRING, or NAME:=VALUE with VALUE an unsigned integer,
  * true, false, null, [] (an empty array), or b64:BASE64 for a bin (as the
  * JSON output shows one, so a grant printed by one call is passed on to the
@@ -20,7 +20,9 @@
  * nothing. --token sends a `hello {token}` first (with the tenant when
  * --tenant is given too). --wait-close, once the answer is printed,
  * waits (up to --timeout-ms) for the server to close the connection,
- * and exits 0 when it did, 69 when it did not.
+ * and exits 0 when it did, 69 when it did not. --bulk-short N announces
+ * all of --bulk's bytes but sends only the first N, then waits as
+ * --wait-close does: a writer that stalls in the middle of its bulk.
  *
  * Exit status: 0 ok, 1 the call returned an error (printed as
  * "mc-rpc: METHOD: CODE: MSG"), 64 usage, 69 cannot connect or the
@@ -328,7 +330,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [--tenant T] [--token T] [--timeout-ms N] [--bulk FILE] [-o FILE]\n"
-		"              [--stall FIFO] [--notify] [--wait-close]\n"
+		"              [--stall FIFO] [--notify] [--wait-close] [--bulk-short N]\n"
 		"              ADDR METHOD\n"
 		"              [NAME=STR | NAME:=UINT|true|false|null|[]]...\n",
 		PROG);
@@ -345,7 +347,8 @@ main(int argc, char **argv)
 	struct fields f;
 	struct mc_rpcc *r;
 	struct mc_err err;
-	bool notify = false;
+	bool notify = false, short_bulk = false;
+	uint64_t short_len = 0;
 	int i = 1, rc;
 
 	while (i < argc && argv[i][0] == '-') {
@@ -369,6 +372,14 @@ main(int argc, char **argv)
 			i += 2;
 		} else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
 			hello.token = argv[i + 1];
+			i += 2;
+		} else if (strcmp(argv[i], "--bulk-short") == 0 && i + 1 < argc) {
+			if (mc_parse_u64(argv[i + 1], &short_len, NULL) < 0) {
+				fprintf(stderr, "%s: invalid --bulk-short '%s'\n", PROG,
+					argv[i + 1]);
+				return MC_EXIT_USAGE;
+			}
+			short_bulk = true;
 			i += 2;
 		} else if (strcmp(argv[i], "--wait-close") == 0) {
 			closing = true;
@@ -421,6 +432,14 @@ main(int argc, char **argv)
 			pack_hello(mc_rpcc_begin(r, "hello"), &hello);
 			rc = call(r, "hello", NULL, 0, NULL, false);
 		}
+	} else if (rc == MC_EXIT_OK && short_bulk) {
+		pack_fields(mc_rpcc_begin(r, argv[i + 1]), &f);
+		if (mc_rpcc_send(r, bulk, short_len < f.bulk_len ? short_len : f.bulk_len, &err) <
+			    0 ||
+		    mc_rpcc_flush(r, &err) < 0)
+			rc = transport_or_remote(argv[i + 1], &err);
+		else
+			closing = true;
 	} else if (rc == MC_EXIT_OK) {
 		pack_fields(mc_rpcc_begin(r, argv[i + 1]), &f);
 		rc = call(r, argv[i + 1], bulk, f.bulk_len, out, true);
