@@ -64,7 +64,7 @@ DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq zstd
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
-	check-man check-san install clean deps completions fuzz
+	check-man check-san install clean deps completions fuzz fuzz-build fuzz-check
 # Keep objects: they are intermediate files of chained pattern rules, which
 # make would otherwise delete after every build and then rebuild.
 .SECONDARY:
@@ -217,21 +217,59 @@ check-san:
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 tests/run
 
 # ---- fuzz ----
-# make fuzz [FUZZ_SECONDS=60]: each tests/fuzz/*.c target under libFuzzer
-# with AddressSanitizer and UBSan, built with clang over libmc's sources.
+# make fuzz [FUZZ_SECONDS=60]: each target tests/fuzz/fuzz_*.c under
+# libFuzzer with AddressSanitizer and UBSan, for FUZZ_SECONDS each. The
+# objects are built with clang into build-fuzz/, by the same rules as
+# build/: fuzz_PROG_THING.c links PROG's modules as a unit test does,
+# the other files of tests/fuzz/ are the targets' shared helpers. A
+# target starts from its seed corpus, tests/fuzz/corpus/TARGET/, and
+# replays every input that ever crashed it, tests/fuzz/regress/TARGET/;
+# what it finds besides goes to build-fuzz/corpus/TARGET/, a crasher to
+# build-fuzz/crash/TARGET-*. make check runs the short pass, fuzz-check.
 FUZZ_SECONDS ?= 60
-FUZZ_SRC := $(wildcard tests/fuzz/*.c)
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilibmc/include \
-	-fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_BUILD := build-fuzz
+FUZZ_CC := clang
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_HELPERS := $(filter-out $(FUZZ_SRC),$(wildcard tests/fuzz/*.c))
+FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_RUN := -max_len=65536 -timeout=10 -print_final_stats=1
 
-fuzz:
-	@mkdir -p $(BUILD)/fuzz
-	@for f in $(FUZZ_SRC); do \
-		t=$(BUILD)/fuzz/$$(basename $$f .c); \
-		clang $(FUZZ_FLAGS) -o $$t $$f $(LIB_SRC) $(LDLIBS) || exit 1; \
-		echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
-		$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 || exit 1; \
+$(BUILD)/tests/fuzz/%.o: MC_CFLAGS += -Itests/fuzz $(if $(call unit_prog,$(notdir $*)),-Icmd/$(call unit_prog,$(notdir $*)))
+
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(FUZZ_HELPERS:%.c=$(BUILD)/%.o) $$(if $$(call unit_prog,$$*),$$(call prog_mods,$$(call unit_prog,$$*))) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz-build:
+	@command -v $(FUZZ_CC) >/dev/null || { \
+		echo "fuzz: needs $(FUZZ_CC) (make deps installs it)"; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) CFLAGS="$(FUZZ_CFLAGS)" \
+		$(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz/%)
+
+# Every target with the libFuzzer options $(1); each prints its
+# executions and what it found, and the first that fails stops the run.
+fuzz_all = for t in $(FUZZ_NAMES); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crash tests/fuzz/regress/$$t; \
+		$(FUZZ_BUILD)/fuzz/$$t $(FUZZ_RUN) $(1) -artifact_prefix=$(FUZZ_BUILD)/crash/$$t- \
+			$(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t tests/fuzz/regress/$$t \
+			>$(FUZZ_BUILD)/$$t.log 2>&1; \
+		rc=$$?; \
+		echo "fuzz: $$t: $$(grep -h '^stat::number_of_executed_units' \
+			$(FUZZ_BUILD)/$$t.log | tr -dc 0-9) executions"; \
+		if [ $$rc -ne 0 ]; then \
+			grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' $(FUZZ_BUILD)/$$t.log; \
+			echo "fuzz: $$t failed, see $(FUZZ_BUILD)/$$t.log"; exit 1; \
+		fi; \
 	done
+
+fuzz: fuzz-build
+	@$(call fuzz_all,-max_total_time=$(FUZZ_SECONDS))
+
+# make check's pass: every seed and regression input, then 5 s of each.
+fuzz-check: fuzz-build
+	@$(call fuzz_all,-max_total_time=5)
 
 # ---- install ----
 
@@ -268,4 +306,4 @@ install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(COMPLETIONS
 FORCE:
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) bin
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD) bin
