@@ -21,6 +21,8 @@ MC_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC \
 CLIENT_LDLIBS := $(shell pkg-config --libs $(CLIENT_PKGS) 2>/dev/null || echo -lmsgpackc -lzstd -lxxhash) -lpthread -lm
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lmsgpackc -levent -levent_pthreads -lzstd -lxxhash -lsodium) -lpthread -lm
 BUILD := build
+# Where the programs go; make test SANITIZE=1 builds them into bin-san/.
+BIN_DIR := bin
 
 # The unit tests again, under AddressSanitizer and UBSan (make check).
 SAN_BUILD := build-san
@@ -41,7 +43,7 @@ SONAME := libmc.so.$(SOVERSION)
 # A program is a cmd/ folder holding at least one .c file, so an empty
 # folder someone just created does not break the build.
 PROGS := $(sort $(patsubst cmd/%/,%,$(dir $(wildcard cmd/*/*.c))))
-BINS := $(PROGS:%=bin/%)
+BINS := $(PROGS:%=$(BIN_DIR)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
@@ -59,12 +61,15 @@ C_FILES := $(wildcard libmc/*.c libmc/*.h libmc/policy/*.c libmc/policy/*.h \
 	tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c tests/bench/*.h)
 
 # make deps: what a fresh Debian 12 machine needs to build, test, bench, check.
+# clang (with libFuzzer, in libclang-rt) builds only the fuzz targets:
+# without it everything else still builds, and make fuzz says it is missing.
 DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	libxxhash-dev libsodium-dev libibverbs-dev bats bats-support bats-assert redis-server \
-	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq zstd
+	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq zstd \
+	clang libclang-rt-14-dev
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
-	check-man check-san install clean deps completions fuzz
+	check-man check-san install clean deps completions fuzz fuzz-build fuzz-check san-build
 # Keep objects: they are intermediate files of chained pattern rules, which
 # make would otherwise delete after every build and then rebuild.
 .SECONDARY:
@@ -103,8 +108,8 @@ $(BUILD)/libmc.so: $(LIB_OBJ)
 # prerequisites is replaced by the stem before secondary expansion.
 prog_objs = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/$(1)/*.c))
 .SECONDEXPANSION:
-bin/%: $$(call prog_objs,$$*) $(LIBS)
-	@mkdir -p bin
+$(BIN_DIR)/%: $$(call prog_objs,$$*) $(LIBS)
+	@mkdir -p $(BIN_DIR)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # A unit test named test_PROG_THING.c (PROG a program without its mc-
@@ -161,9 +166,16 @@ deps:
 
 # deps first, then a fresh make so the build sees what deps installed
 # (pkg-config flags are computed when make starts).
+# make test SANITIZE=1: the same tests against ASan+UBSan builds of every
+# program, tool and unit test (build-san/, bin-san/; see SAN_ENV).
 test: deps
+ifeq ($(SANITIZE),1)
+	@$(MAKE) --no-print-directory san-build
+	@$(call san_run,$(SAN_ENV) tests/run)
+else
 	@$(MAKE) --no-print-directory all
 	tests/run
+endif
 
 unit: $(UNIT_BINS)
 	@MC_TEST_BATS=0 tests/run
@@ -193,7 +205,7 @@ bench: deps
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 
-check: check-format check-cppcheck check-man check-san
+check: check-format check-cppcheck check-man check-san fuzz-check
 
 check-format:
 	clang-format --dry-run --Werror $(C_FILES)
@@ -211,34 +223,103 @@ check-cppcheck:
 check-man:
 	mandoc -Tlint -Wwarning $(MAN_PAGES)
 
-# Leaks are errors, except option values read from a --config file: they
-# are kept for the life of the process on purpose (LSAN_SUPPRESSIONS).
+# The sanitizer builds: every program, tool and unit test under ASan and
+# UBSan, in build-san/ and bin-san/. Leaks are errors, except option
+# values read from a --config file: they are kept for the life of the
+# process on purpose (LSAN_SUPPRESSIONS). An ASan or LSan report goes to
+# a file of build-san/reports/ instead of stderr, so a daemon's is seen
+# although nobody reads its stderr, and a tool's does not disturb a test
+# that compares output: after the run, any report fails it. UBSan (gcc's
+# does not take log_path) stops the program at its first report, on its
+# stderr, which fails the test that ran it.
+SAN_BIN := bin-san
 LSAN_SUPPRESSIONS := leak:apply_config
-check-san:
-	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CFLAGS="$(SAN_CFLAGS)" \
-		$(UNIT_SRC:tests/unit/%.c=$(SAN_BUILD)/tests/%)
-	@printf '%s\n' $(LSAN_SUPPRESSIONS) >$(SAN_BUILD)/lsan.supp
-	MC_TEST_BUILD=$(SAN_BUILD) MC_TEST_BATS=0 \
-		ASAN_OPTIONS=detect_leaks=1 \
-		LSAN_OPTIONS=suppressions=$(CURDIR)/$(SAN_BUILD)/lsan.supp:print_suppressions=0 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 tests/run
+SAN_REPORTS := $(CURDIR)/$(SAN_BUILD)/reports
+SAN_ENV := MC_TEST_BUILD=$(SAN_BUILD) MC_TEST_BIN=$(SAN_BIN) MC_TEST_TOOLS=$(SAN_BUILD)/tools \
+	MC_BATS_TIMEOUT=1800 \
+	ASAN_OPTIONS=detect_leaks=1:log_path=$(SAN_REPORTS)/asan \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/$(SAN_BUILD)/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Run $(1) with an empty report folder; fail when it fails or left a report.
+san_run = rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS) && \
+	printf '%s\n' $(LSAN_SUPPRESSIONS) >$(SAN_BUILD)/lsan.supp && \
+	{ $(1); rc=$$?; \
+	for f in $(SAN_REPORTS)/*; do [ -e "$$f" ] || continue; \
+		echo "sanitizer report $$f:"; cat "$$f"; rc=1; done; \
+	exit $$rc; }
+
+san-build:
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) BIN_DIR=$(SAN_BIN) CFLAGS="$(SAN_CFLAGS)" \
+		$(PROGS:%=$(SAN_BIN)/%) $(UNIT_SRC:tests/unit/%.c=$(SAN_BUILD)/tests/%) \
+		$(TOOL_SRC:tests/tools/%.c=$(SAN_BUILD)/tools/%)
+
+# make check: the unit tests, then the bats suites SAN_SUITES, all
+# under the sanitizers. Every suite under them takes about 8 minutes on
+# two cores, too much for a check that CI runs after make test; these
+# cover each daemon's requests, the data plane and its grants,
+# authentication, the abuse suites, snapshots (hostile ones too),
+# eviction, leases, failures and reconnection, and the tools' error
+# paths. make test SANITIZE=1 runs every suite.
+SAN_SUITES := $(addprefix tests/cli/,auth.bats bench.bats client.bats evict.bats failure.bats \
+	grants.bats lease.bats peer.bats reconnect.bats robust.bats snapshot.bats \
+	snapshot-hostile.bats store.bats)
+check-san: san-build
+	@$(call san_run,$(SAN_ENV) MC_TEST_SUITES="$(SAN_SUITES)" tests/run)
 
 # ---- fuzz ----
-# make fuzz [FUZZ_SECONDS=60]: each tests/fuzz/*.c target under libFuzzer
-# with AddressSanitizer and UBSan, built with clang over libmc's sources.
+# make fuzz [FUZZ_SECONDS=60]: each target tests/fuzz/fuzz_*.c under
+# libFuzzer with AddressSanitizer and UBSan, for FUZZ_SECONDS each. The
+# objects are built with clang into build-fuzz/, by the same rules as
+# build/: fuzz_PROG_THING.c links PROG's modules as a unit test does,
+# the other files of tests/fuzz/ are the targets' shared helpers. A
+# target starts from its seed corpus, tests/fuzz/corpus/TARGET/, and
+# replays every input that ever crashed it, tests/fuzz/regress/TARGET/;
+# what it finds besides goes to build-fuzz/corpus/TARGET/, a crasher to
+# build-fuzz/crash/TARGET-*. make check runs the short pass, fuzz-check.
 FUZZ_SECONDS ?= 60
-FUZZ_SRC := $(wildcard tests/fuzz/*.c)
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilibmc/include \
-	-fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_BUILD := build-fuzz
+FUZZ_CC := clang
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_HELPERS := $(filter-out $(FUZZ_SRC),$(wildcard tests/fuzz/*.c))
+FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_RUN := -max_len=65536 -timeout=10 -print_final_stats=1
 
-fuzz:
-	@mkdir -p $(BUILD)/fuzz
-	@for f in $(FUZZ_SRC); do \
-		t=$(BUILD)/fuzz/$$(basename $$f .c); \
-		clang $(FUZZ_FLAGS) -o $$t $$f $(LIB_SRC) $(LDLIBS) || exit 1; \
-		echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
-		$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 || exit 1; \
+$(BUILD)/tests/fuzz/%.o: MC_CFLAGS += -Itests/fuzz $(if $(call unit_prog,$(notdir $*)),-Icmd/$(call unit_prog,$(notdir $*)))
+
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(FUZZ_HELPERS:%.c=$(BUILD)/%.o) $$(if $$(call unit_prog,$$*),$$(call prog_mods,$$(call unit_prog,$$*))) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz-build:
+	@command -v $(FUZZ_CC) >/dev/null || { \
+		echo "fuzz: needs $(FUZZ_CC) (make deps installs it)"; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) CFLAGS="$(FUZZ_CFLAGS)" \
+		$(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz/%)
+
+# Every target with the libFuzzer options $(1); each prints its
+# executions and what it found, and the first that fails stops the run.
+fuzz_all = for t in $(FUZZ_NAMES); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crash tests/fuzz/regress/$$t; \
+		$(FUZZ_BUILD)/fuzz/$$t $(FUZZ_RUN) $(1) -artifact_prefix=$(FUZZ_BUILD)/crash/$$t- \
+			$(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t tests/fuzz/regress/$$t \
+			>$(FUZZ_BUILD)/$$t.log 2>&1; \
+		rc=$$?; \
+		echo "fuzz: $$t: $$(grep -h '^stat::number_of_executed_units' \
+			$(FUZZ_BUILD)/$$t.log | tr -dc 0-9) executions"; \
+		if [ $$rc -ne 0 ]; then \
+			grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' $(FUZZ_BUILD)/$$t.log; \
+			echo "fuzz: $$t failed, see $(FUZZ_BUILD)/$$t.log"; exit 1; \
+		fi; \
 	done
+
+fuzz: fuzz-build
+	@$(call fuzz_all,-max_total_time=$(FUZZ_SECONDS))
+
+# make check's pass: every seed and regression input, then 5 s of each.
+fuzz-check: fuzz-build
+	@$(call fuzz_all,-max_total_time=5)
 
 # ---- install ----
 
@@ -275,4 +356,4 @@ install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(COMPLETIONS
 FORCE:
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) bin
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD) bin $(SAN_BIN)

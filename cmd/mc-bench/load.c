@@ -158,14 +158,18 @@ bench_get(const struct bench_opts *o)
 		bench_key(key, sizeof(key), o->prefix, k, 0);
 		if (mc_put(c, key, strlen(key), val, o->size, &po, &err) < 0) {
 			mc_complain("cannot put '%s': %s", key, err.msg);
-			return mc_status_exit_code(err.code);
+			rc = mc_status_exit_code(err.code);
+			goto out;
 		}
 	}
-	free(val);
-	if (run_workers(o, get_worker, w, &wall, &cpu) < 0)
-		return MC_EXIT_SOFTWARE;
+	if (run_workers(o, get_worker, w, &wall, &cpu) < 0) {
+		rc = MC_EXIT_SOFTWARE;
+		goto out;
+	}
 	snprintf(extra, sizeof(extra), " size=%llu", (unsigned long long)o->size);
 	rc = report_load("get", o, w, wall, cpu, extra);
+out:
+	free(val);
 	free(w);
 	return rc;
 }

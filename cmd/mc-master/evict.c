@@ -1613,6 +1613,8 @@ plan_received(struct mc_req *req, bool ok, void *arg)
 	if (!ok) {
 		j->req = NULL;
 		job_free(j);
+		/* The connection is gone: this only frees the request (and its hold on it). */
+		mc_reply_err(req, MC_ERR_UNAVAILABLE, "connection lost");
 		return;
 	}
 	if (job_queue(m, j) != 0) {

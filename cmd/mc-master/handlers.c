@@ -261,18 +261,17 @@ h_get_replica_list(struct mc_req *req)
 
 	if (req_need_key(req->params, &key, &len, &err) != 0) {
 		req_fail_err(req, &err);
-		goto out;
+		return;
 	}
 	o = lookup(m, cl->tenant, key, len);
 	if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
 		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
-		goto out;
+		return;
 	}
 	lease = touch(m, o, cl->tenant, mc_now_ms());
 	pack_grl(mc_reply_ok_begin(req), m, o, key, len, store_key_hash(cl->tenant, key, len),
 		 lease, c, n);
 	mc_reply_end(req);
-out:
 }
 
 static void
@@ -287,7 +286,7 @@ h_batch_get_replica_list(struct mc_req *req)
 
 	if (keys == NULL) {
 		req_fail_err(req, &err);
-		goto out;
+		return;
 	}
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);
@@ -322,7 +321,6 @@ h_batch_get_replica_list(struct mc_req *req)
 		pack_grl(pk, m, o, key, len, hash, touch(m, o, cl->tenant, now), c, n);
 	}
 	mc_reply_end(req);
-out:
 }
 
 static void

@@ -29,6 +29,7 @@
 #include "auth.h"
 #include "ops.h"
 #include "request.h"
+#include "start.h"
 
 #define SWEEP_MS 100
 
@@ -156,27 +157,6 @@ stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(m->base);
 }
 
-/*
- * The methods the master serves: each module's own table. metrics NULL:
- * uncounted (--list-methods).
- */
-static struct mc_registry *
-master_registry(struct mc_metrics *metrics, struct mc_err *err)
-{
-	const struct mc_method *const tables[] = {
-		handler_methods, put_methods,	   lease_methods, softpin_methods, evict_methods,
-		msnap_methods,	 peerlink_methods, recon_methods, commit_methods,
-	};
-	struct mc_registry *r = mc_registry_new(metrics, err);
-
-	for (size_t i = 0; r != NULL && i < sizeof(tables) / sizeof(tables[0]); i++)
-		if (mc_registry_add(r, tables[i], err) != 0) {
-			mc_registry_free(r);
-			return NULL;
-		}
-	return r;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -190,26 +170,7 @@ main(int argc, char **argv)
 	struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
 	int status = MC_EXIT_SOFTWARE;
 
-	m.cfg.listen = MC_DEFAULT_MASTER;
-	m.cfg.ready_fd = -1;
-	m.cfg.lease_ttl = 10000;
-	m.cfg.peer_ttl = 10000;
-	m.cfg.task_ttl = 10 * 60 * 1000;
-	m.cfg.put_timeout = 60000;
-	m.cfg.snapshot_keep = 3;
-	m.cfg.max_restore_bytes = 4ull << 30;
-	m.cfg.reconcile_timeout = 30000;
-	m.cfg.default_soft_pin_ttl = 30 * 60 * 1000;
-	m.cfg.max_soft_pin_ttl = 24 * 60 * 60 * 1000;
-	m.cfg.evict_high = 0.9;
-	m.cfg.evict_low = 0.7;
-	m.cfg.evict_lowerbound = -1; /* the policy's */
-	m.cfg.evict_planner_timeout = 10000;
-	m.cfg.evict_slice = 256;
-	m.cfg.put_wait = 50;
-	m.cfg.write_ack_wait = 5000;
-	m.cfg.grant_ttl = 30000;
-	m.cfg.grant_cache = 65536;
+	master_defaults(&m.cfg);
 	mc_conn_limits_daemon(&lim);
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
@@ -420,43 +381,8 @@ main(int argc, char **argv)
 		mc_complain("cannot create the event loop");
 		return MC_EXIT_SOFTWARE;
 	}
-	if (store_init(&m.store, &err) != 0 || peers_init(&m.peers, m.base, &m.store, &err) != 0) {
-		mc_complain("cannot start: %s", err.msg);
+	if ((status = master_start(&m, (uint32_t)max_tenants, (uint32_t)max_types)) != 0)
 		goto out;
-	}
-	m.store.max_tenants = (uint32_t)max_tenants;
-	m.store.max_types_per_tenant = (uint32_t)max_types;
-	/* the registry first: modules register their collectors as they start */
-	if (mmetrics_init(&m) != 0) {
-		mc_complain("cannot start: out of memory for metrics");
-		goto out;
-	}
-	if (softpin_init(&m, &err) != 0 || leases_init(&m, &err) != 0) {
-		mc_complain("cannot start: %s", err.msg);
-		goto out;
-	}
-	ops_hook_store(&m);
-	if (auth_open(&m, &err) != 0) {
-		mc_complain("cannot start: %s", err.msg);
-		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
-		goto out;
-	}
-	if (!m.auth_on)
-		mc_info("no --auth-file: every client may call everything, unauthenticated");
-	if (evict_init(&m, &err) != 0) {
-		mc_complain("cannot start eviction: %s", err.msg);
-		status = err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
-		goto out;
-	}
-	if (mgrants_init(&m.grants, m.cfg.grant_ttl, m.cfg.grant_cache, m.mx.reg, &err) != 0 ||
-	    put_init(&m, &err) != 0 || commit_init(&m, &err) != 0) {
-		mc_complain("cannot start: %s", err.msg);
-		goto out;
-	}
-	if (msnap_init(&m, &err) != 0) {
-		mc_complain("cannot start snapshots: %s", err.msg);
-		goto out;
-	}
 	/* Restore before listening: nobody sees a half-loaded master. */
 	if (m.cfg.restore != NULL && (status = msnap_restore_startup(&m)) != 0)
 		goto out;

@@ -24,7 +24,8 @@
  *                                   ops.c, and the above
  *   peerlink.c, msnap.c, handlers.c the peers' calls, snapshots, the object calls
  *   mmetrics.c                      the registry and the store's gauges
- *   main.c                          options, start and stop, the method registry
+ *   start.c                         defaults, start-up, the method registry; everyone
+ *   main.c                          options, the listener, stop; start.c
  * Each module serves its own methods (a table in its header) and
  * registers its own metrics collector; the dispatcher counts requests.
  */

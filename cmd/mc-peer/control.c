@@ -447,6 +447,9 @@ h_grant_key(struct mc_req *req)
 static void
 acks_taken(struct control *ctl)
 {
+	/* none carried: acks may still be NULL, which memmove may not see */
+	if (ctl->acks_inflight == 0)
+		return;
 	memmove(ctl->acks, ctl->acks + ctl->acks_inflight,
 		(ctl->nacks - ctl->acks_inflight) * sizeof(*ctl->acks));
 	ctl->nacks -= ctl->acks_inflight;

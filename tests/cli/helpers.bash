@@ -23,7 +23,8 @@ bats_require_minimum_version 1.5.0
 
 MC_ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 export MC_ROOT
-export PATH="$MC_ROOT/bin:$MC_ROOT/build/tools:$PATH"
+# tests/run names the builds under test (make test SANITIZE=1: bin-san/)
+export PATH="$MC_ROOT/${MC_TEST_BIN:-bin}:$MC_ROOT/${MC_TEST_TOOLS:-build/tools}:$PATH"
 
 # A realistic epoch (2023-11-14) so nothing mistakes it for "unset".
 MC_CLOCK_START=1700000000000

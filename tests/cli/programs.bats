@@ -70,7 +70,7 @@ check_list_options() {
 	local p v
 	v=$(sed -n 's/^VERSION := //p' "$MC_ROOT/Makefile")
 	[ -n "$v" ]
-	for p in "$MC_ROOT"/bin/mc-*; do
+	for p in "$MC_ROOT/${MC_TEST_BIN:-bin}"/mc-*; do
 		run -0 "$p" --version
 		assert_output "$(basename "$p") $v"
 	done

@@ -22,7 +22,10 @@
  * for tests of a master close to the last version; --general-every N
  * gives every Nth object the default type, as a master gives the objects
  * it adopts from peers; --far-deadlines makes every lease and active
- * soft pin (and its ttl) last until 2^64-1.
+ * soft pin (and its ttl) last until 2^64-1. --plain writes the header's
+ * counts as one map and then the records, as bare msgpack, with no
+ * compression and no trailer: the snapshot fuzzer's input, which it
+ * seals into a file itself so that its mutations reach the contents.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -33,6 +36,7 @@
 
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/io.h"
 #include "mc/proto.h"
 #include "mc/snapshot.h"
 #include "mc/tier.h"
@@ -40,7 +44,10 @@
 
 static uint64_t count = 100, seed = 1, created = 1700000000000ull, next_version, general_every;
 static const char *out = "-", *hostile;
-static bool far;
+static bool far, plain;
+/* --plain: the whole output, written at the end */
+static msgpack_sbuffer plain_sb;
+static msgpack_packer plain_pk;
 
 static const struct mc_opt opts[] = {
 	{ "count", 'n', "N", NULL, "objects to write (default 100)", mc_set_u64, &count },
@@ -55,6 +62,8 @@ static const struct mc_opt opts[] = {
 	  &far },
 	{ "hostile", 0, "CASE", NULL, "write one thing wrong in the file ('list': the cases)",
 	  mc_set_str, &hostile },
+	{ "plain", 0, NULL, NULL, "header counts and records as bare msgpack (a fuzzer's input)",
+	  mc_set_flag, &plain },
 	{ "output", 'o', "FILE", NULL, "where to write (default '-': stdout)", mc_set_str, &out },
 	{ 0 },
 };
@@ -222,12 +231,19 @@ pack_object(msgpack_packer *pk, uint64_t i, const struct obj *o)
 	}
 }
 
+/* Where the next record goes. */
+static msgpack_packer *
+rec(struct mc_snap_writer *w)
+{
+	return plain ? &plain_pk : mc_snap_writer_record(w);
+}
+
 static int
 end(struct mc_snap_writer *w)
 {
 	struct mc_err err = { 0 };
 
-	if (mc_snap_writer_end_record(w, &err) < 0) {
+	if (!plain && mc_snap_writer_end_record(w, &err) < 0) {
 		mc_snap_writer_abort(w);
 		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
 	}
@@ -239,13 +255,14 @@ main(int argc, char **argv)
 {
 	static const struct mc_opt_spec spec = {
 		.usage = "mc-snapgen [--count N] [--seed S] [--created MS] [--next-version N] "
-			 "[--general-every N] [--far-deadlines] [--hostile CASE] [-o FILE]",
+			 "[--general-every N] [--far-deadlines] [--hostile CASE] [--plain] [-o "
+			 "FILE]",
 		.summary = "write a synthetic mc snapshot",
 		.opts = opts,
 	};
 	struct mc_err err = { 0 };
 	struct mc_snap_header h = { 0 };
-	struct mc_snap_writer *w;
+	struct mc_snap_writer *w = NULL;
 	msgpack_packer *pk;
 	struct obj o;
 	uint64_t s, i, ntenants, npeers;
@@ -287,12 +304,22 @@ main(int argc, char **argv)
 	h.peers = npeers + is("header-peers");
 	h.tenants = ntenants + is("header-tenants");
 	h.bytes += is("header-bytes");
-	w = mc_snap_writer_open(fd, &h, 0, &err);
-	if (w == NULL)
+	if (plain) {
+		msgpack_sbuffer_init(&plain_sb);
+		msgpack_packer_init(&plain_pk, &plain_sb, msgpack_sbuffer_write);
+		msgpack_pack_map(&plain_pk, 6);
+		mc_pack_kv_str(&plain_pk, "master_id", h.master_id);
+		mc_pack_kv_u64(&plain_pk, "created", h.created);
+		mc_pack_kv_u64(&plain_pk, "objects", h.objects);
+		mc_pack_kv_u64(&plain_pk, "peers", h.peers);
+		mc_pack_kv_u64(&plain_pk, "tenants", h.tenants);
+		mc_pack_kv_u64(&plain_pk, "bytes", h.bytes);
+	} else if ((w = mc_snap_writer_open(fd, &h, 0, &err)) == NULL) {
 		mc_die(MC_EXIT_FAIL, "%s", err.msg);
+	}
 
 	for (i = 0; i < (is("no-meta") ? 0u : is("two-metas") ? 2u : 1u); i++) {
-		pk = mc_snap_writer_record(w);
+		pk = rec(w);
 		msgpack_pack_map(pk, is("access-seq-max") ? 5 : 4);
 		mc_pack_kv_str(pk, "t", "meta");
 		mc_pack_kv_u64(pk, "next_version",
@@ -314,7 +341,7 @@ main(int argc, char **argv)
 			snprintf(name, sizeof(name), "x%02" PRIu64, i - 3);
 		if (i == 2 && is("dup-tenant-name"))
 			snprintf(name, sizeof(name), "%s", tenants[1]);
-		pk = mc_snap_writer_record(w);
+		pk = rec(w);
 		msgpack_pack_map(pk, 4);
 		mc_pack_kv_str(pk, "t", "tenant");
 		mc_pack_kv_u64(pk, "id", i == 1 && is("dup-tenant-id") ? 1 : i + 1);
@@ -326,7 +353,7 @@ main(int argc, char **argv)
 		char addr[64];
 
 		snprintf(addr, sizeof(addr), "127.0.0.1:%" PRIu64, 7400 + i);
-		pk = mc_snap_writer_record(w);
+		pk = rec(w);
 		msgpack_pack_map(pk, 5);
 		mc_pack_kv_str(pk, "t", "peer");
 		mc_pack_kv_u64(pk, "id", i == 1 && is("dup-peer-id") ? 1 : i + 1);
@@ -338,11 +365,16 @@ main(int argc, char **argv)
 	s = seed;
 	for (i = 0; i < count; i++) {
 		draw_object(&s, i, &o);
-		pack_object(mc_snap_writer_record(w), i, &o);
+		pack_object(rec(w), i, &o);
 		end(w);
 	}
-	if (mc_snap_writer_finish(w, &err) < 0)
+	if (plain) {
+		if (mc_write_all(fd, plain_sb.data, plain_sb.size) < 0)
+			mc_die(MC_EXIT_FAIL, "cannot write '%s'", out);
+		msgpack_sbuffer_destroy(&plain_sb);
+	} else if (mc_snap_writer_finish(w, &err) < 0) {
 		mc_die(MC_EXIT_FAIL, "%s", err.msg);
+	}
 	if (fd != STDOUT_FILENO && close(fd) < 0)
 		mc_die(MC_EXIT_FAIL, "cannot write '%s'", out);
 	return MC_EXIT_OK;
