@@ -52,6 +52,11 @@ refuses() {
 	refused_one_more "$peer" "$reason" "$n"
 }
 
+# metric_above DAEMON SERIES N: the series is above N now (read anew on each call).
+metric_above() {
+	[ "$(mc_metric "$1" "$2")" -gt "$3" ]
+}
+
 # objects PEER: how many copies PEER holds.
 objects() {
 	mc-rpc "$(mc_addr "$1")" peer_stats | jq '[.tiers[].objects] | add'
@@ -235,7 +240,7 @@ put_on() {
 	n="$(mc_metric master mc_put_end_waits_total)"
 	mc-rpc "$MC_MASTER" put_end key=late-ack version:="$VERSION" >"$out" 2>&1 &
 	local ender=$!
-	wait_until 10 [ "$(mc_metric master mc_put_end_waits_total)" -gt "$n" ]
+	wait_until 10 metric_above master mc_put_end_waits_total "$n"
 	put_on p1 "$G1" late-ack "$VERSION" "$f"
 	put_on p2 "$G2" late-ack "$VERSION" "$f"
 	wait "$ender"
