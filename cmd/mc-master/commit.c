@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "commit.h"
@@ -146,8 +147,7 @@ wait_for_acks(struct master *m, struct mc_req *req, uint32_t tenant, const struc
 	      uint64_t version)
 {
 	struct commits *cs = &m->commits;
-	struct timeval tv = { (time_t)(m->cfg.write_ack_wait / 1000),
-			      (suseconds_t)(m->cfg.write_ack_wait % 1000) * 1000 };
+	struct timeval tv = mc_ms_timeval(m->cfg.write_ack_wait);
 	size_t klen = o->key_len;
 	struct commit_wait *w = calloc(1, sizeof(*w) + klen);
 
@@ -288,13 +288,11 @@ commit_collect(struct mc_metrics *r, void *arg)
 		mc_metric_set(s, (double)cs->unconfirmed);
 }
 
-int
-commit_init(struct master *m, struct mc_err *err)
+void
+commit_init(struct master *m)
 {
-	(void)err;
 	memset(&m->commits, 0, sizeof(m->commits));
 	mc_metrics_on_collect(m->mx.reg, commit_collect, m);
-	return 0;
 }
 
 void

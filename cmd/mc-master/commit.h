@@ -30,7 +30,7 @@ struct commits {
 	uint64_t unconfirmed;	   /* replicas ended but never confirmed, discarded */
 };
 
-int commit_init(struct master *m, struct mc_err *err);
+void commit_init(struct master *m);
 /* Answer every waiting put_end (the master is stopping). */
 void commit_free(struct master *m);
 /*

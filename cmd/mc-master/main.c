@@ -33,28 +33,27 @@
 
 #define SWEEP_MS 100
 
+/* rc of a setter that filled the uint64_t at target, or -1 with why when it set 0. */
 static int
-set_positive_duration(const char *v, void *target, char *why)
+nonzero(int rc, const void *target, char *why)
 {
-	if (mc_set_duration(v, target, why) != 0)
-		return -1;
-	if (*(uint64_t *)target == 0) {
+	if (rc == 0 && *(const uint64_t *)target == 0) {
 		snprintf(why, 200, "must be more than zero");
 		return -1;
 	}
-	return 0;
+	return rc;
+}
+
+static int
+set_positive_duration(const char *v, void *target, char *why)
+{
+	return nonzero(mc_set_duration(v, target, why), target, why);
 }
 
 static int
 set_positive_size(const char *v, void *target, char *why)
 {
-	if (mc_set_size(v, target, why) != 0)
-		return -1;
-	if (*(uint64_t *)target == 0) {
-		snprintf(why, 200, "must be more than zero");
-		return -1;
-	}
-	return 0;
+	return nonzero(mc_set_size(v, target, why), target, why);
 }
 
 static int

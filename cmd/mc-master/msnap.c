@@ -593,8 +593,7 @@ msnap_init(struct master *m, struct mc_err *err)
 	if (sn->sigchld_ev == NULL || event_add(sn->sigchld_ev, NULL) != 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot watch for SIGCHLD");
 	if (m->cfg.snapshot_interval > 0) {
-		struct timeval tv = { (time_t)(m->cfg.snapshot_interval / 1000),
-				      (suseconds_t)(m->cfg.snapshot_interval % 1000) * 1000 };
+		struct timeval tv = mc_ms_timeval(m->cfg.snapshot_interval);
 		sn->interval_ev = event_new(m->base, -1, EV_PERSIST, interval_cb, m);
 		if (sn->interval_ev == NULL || event_add(sn->interval_ev, &tv) != 0)
 			return mc_err_set(err, MC_ERR_SYSTEM, "cannot set the snapshot timer");

@@ -360,8 +360,7 @@ wait_for_room(struct master *m, struct mc_req *req, uint32_t tenant, const struc
 	      const struct room *room)
 {
 	struct put_waits *ws = &m->put_waits;
-	struct timeval tv = { (time_t)(m->cfg.put_wait / 1000),
-			      (suseconds_t)(m->cfg.put_wait % 1000) * 1000 };
+	struct timeval tv = mc_ms_timeval(m->cfg.put_wait);
 	struct put_wait *w;
 
 	if (ws->n >= WAITERS_MAX)

@@ -78,10 +78,11 @@ master_start(struct master *m, uint32_t max_tenants, uint32_t max_types)
 		return err.code == MC_ERR_INVALID ? MC_EXIT_DATAERR : MC_EXIT_SOFTWARE;
 	}
 	if (mgrants_init(&m->grants, m->cfg.grant_ttl, m->cfg.grant_cache, m->mx.reg, &err) != 0 ||
-	    put_init(m, &err) != 0 || commit_init(m, &err) != 0) {
+	    put_init(m, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		return MC_EXIT_SOFTWARE;
 	}
+	commit_init(m);
 	if (msnap_init(m, &err) != 0) {
 		mc_complain("cannot start snapshots: %s", err.msg);
 		return MC_EXIT_SOFTWARE;

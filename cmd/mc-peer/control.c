@@ -46,6 +46,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/proto.h"
 #include "mc/wire.h"
@@ -157,14 +158,6 @@ static void start_register(struct control *ctl);
 static void inventory_start(struct control *ctl, bool delta);
 static void inventory_abort(struct control *ctl);
 
-static struct timeval
-ms_tv(uint64_t ms)
-{
-	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-
-	return tv;
-}
-
 /* strerror() text in the lowercase voice of our messages. */
 static const char *
 errtext(int e, char *buf, size_t cap)
@@ -178,7 +171,7 @@ errtext(int e, char *buf, size_t cap)
 static void
 schedule_retry(struct control *ctl, const char *why)
 {
-	struct timeval tv = ms_tv(ctl->backoff_ms);
+	struct timeval tv = mc_ms_timeval(ctl->backoff_ms);
 
 	ctl->state = CTL_IDLE;
 	if (ctl->logged_backoff != ctl->backoff_ms) {
@@ -260,7 +253,7 @@ static void
 try_connect(evutil_socket_t unused, short what, void *arg)
 {
 	struct control *ctl = arg;
-	struct timeval tv = ms_tv(CONNECT_TIMEOUT_MS);
+	struct timeval tv = mc_ms_timeval(CONNECT_TIMEOUT_MS);
 	char eb[128];
 
 	(void)unused;
@@ -466,7 +459,7 @@ pack_unregister(msgpack_packer *pk, const struct control *ctl)
 static void
 schedule_heartbeat(struct control *ctl)
 {
-	struct timeval tv = ms_tv(ctl->heartbeat_ms);
+	struct timeval tv = mc_ms_timeval(ctl->heartbeat_ms);
 
 	evtimer_add(ctl->hb_ev, &tv);
 }
@@ -977,7 +970,7 @@ void
 control_shutdown(struct control *ctl, int timeout_ms, void (*done)(void *arg), void *arg)
 {
 	bool registered = ctl->state == CTL_REGISTERED && ctl->conn;
-	struct timeval tv = ms_tv((uint64_t)timeout_ms);
+	struct timeval tv = mc_ms_timeval((uint64_t)timeout_ms);
 
 	ctl->state = CTL_STOPPED;
 	ctl->done = done;

@@ -223,8 +223,7 @@ write_stalled(evutil_socket_t fd, short what, void *arg)
 static void
 stall_timer_add(struct pending_write *pw)
 {
-	struct timeval tv = { (time_t)(pw->p->write_timeout_ms / 1000),
-			      (suseconds_t)(pw->p->write_timeout_ms % 1000) * 1000 };
+	struct timeval tv = mc_ms_timeval(pw->p->write_timeout_ms);
 
 	evtimer_add(pw->stall, &tv);
 }

@@ -13,6 +13,7 @@
 #define MC_CLOCK_H
 
 #include <stdint.h>
+#include <sys/time.h>
 
 uint64_t mc_now_ms(void);
 /*
@@ -36,6 +37,15 @@ mc_mono_ms(void)
 uint64_t mc_steady_ms(void);
 /* Unit tests: force a value (non-zero) or return to the normal clock (0). */
 void mc_clock_set_fake(uint64_t ms);
+
+/* ms milliseconds as a timeval, for libevent's timers. */
+static inline struct timeval
+mc_ms_timeval(uint64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+
+	return tv;
+}
 
 /* a + b, saturating at UINT64_MAX instead of wrapping. */
 static inline uint64_t
