@@ -144,17 +144,25 @@ struct control {
 };
 
 static void h_drop(struct mc_req *req);
+static void h_evict(struct mc_req *req);
+static void h_committed(struct mc_req *req);
 static void h_grant_key(struct mc_req *req);
 static void write_ack(void *arg, const struct pobj *o);
+static void copy_moved(void *arg, const struct pobj *o, int from);
+static void copy_dropped(void *arg, const struct pobj *o, enum pool_drop_why why);
+static void tier_full(void *arg, int tier);
 
 /* What the master may ask on the control connection. */
 const struct mc_method peer_control_methods[] = {
 	{ "drop", h_drop, MC_METHOD_PEER },
+	{ "evict", h_evict, MC_METHOD_PEER },
+	{ "committed", h_committed, MC_METHOD_PEER },
 	{ "grant_key", h_grant_key, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
 };
 
 static void start_register(struct control *ctl);
+static void session_save(const struct control *ctl);
 static void inventory_start(struct control *ctl, bool delta);
 static void inventory_abort(struct control *ctl);
 
@@ -323,10 +331,14 @@ pack_tiers(msgpack_packer *pk, struct peer *p)
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->media[t])
 			continue;
-		msgpack_pack_map(pk, 3);
+		msgpack_pack_map(pk, 5);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", medium_capacity(p->media[t]));
 		mc_pack_kv_u64(pk, "used", medium_used(p->media[t]));
+		mc_pack_key(pk, "high");
+		msgpack_pack_double(pk, p->marks[t].high);
+		mc_pack_key(pk, "low");
+		msgpack_pack_double(pk, p->marks[t].low);
 	}
 }
 
@@ -409,11 +421,73 @@ h_drop(struct mc_req *req)
 	struct control *ctl = p->ctl;
 	uint64_t repeated = ctl->tasks_repeated;
 
-	peer_drop_items(req, admit_task, ctl);
+	peer_free_items(req, POOL_DELETE, admit_task, ctl);
 	if (ctl->tasks_repeated > repeated)
 		mc_info("master %s sent %llu tasks again that were executed already; "
 			"acknowledging them again",
 			ctl->master.text, (unsigned long long)(ctl->tasks_repeated - repeated));
+}
+
+/* The master's rounds: each victim reclaimed from the tier it was charged to. */
+static void
+h_evict(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+
+	peer_free_items(req, POOL_RECLAIM, admit_task, p->ctl);
+}
+
+/*
+ * The commit notice: what the master knows of a copy once put_end made
+ * it readable, kept with the copy (and in its extent header, on a tier
+ * that survives a restart) so that the inventory can tell a master that
+ * lost it. A notice for a copy this peer no longer holds at that
+ * version is ignored.
+ */
+static void
+h_committed(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	const char *tenant = MC_DEFAULT_TENANT, *key, *type = "", *group = "";
+	size_t tlen = strlen(MC_DEFAULT_TENANT), klen, type_len = 0, group_len = 0;
+	uint64_t version = 0, remaining = 0;
+	bool hard_pin = false;
+	struct medium_meta meta;
+	struct pmeta *pm;
+	struct mc_err err;
+	struct pobj *o;
+
+	if (mc_map_str(req->params, "tenant", &tenant, &tlen, &err) < 0 ||
+	    mc_map_str(req->params, "key", &key, &klen, &err) != 1 ||
+	    mc_map_u64(req->params, "version", &version, &err) != 1 ||
+	    mc_map_str(req->params, "type", &type, &type_len, &err) < 0 ||
+	    mc_map_str(req->params, "group", &group, &group_len, &err) < 0 ||
+	    mc_map_bool(req->params, "hard_pin", &hard_pin, &err) < 0 ||
+	    mc_map_u64(req->params, "sp_remaining", &remaining, &err) < 0 ||
+	    type_len > MC_NAME_MAX || group_len > MC_NAME_MAX) {
+		mc_warn("malformed commit notice from master %s", p->ctl->master.text);
+		return;
+	}
+	o = pindex_acquire(&p->index, tenant, tlen, key, klen);
+	if (!o)
+		return;
+	if (o->version != version) {
+		pindex_release(&p->index, o);
+		return;
+	}
+	pm = pmeta_new(type, type_len, group, group_len, hard_pin,
+		       remaining ? mc_add_sat(mc_now_ms(), remaining) : 0);
+	if (!pm) {
+		pindex_release(&p->index, o);
+		mc_warn("out of memory for a copy's metadata: a restart forgets its pins");
+		return;
+	}
+	pindex_set_meta(&p->index, o, pm);
+	pobj_medium_meta(o, &meta);
+	if (o->size > 0 && medium_seal(p->media[o->tier], o->off, o->size, &meta, &err) < 0)
+		mc_warn("cannot keep a copy's metadata in its %s header: %s", mc_tier_name(o->tier),
+			err.msg);
+	pindex_release(&p->index, o);
 }
 
 /* A rotated grant key, for the id this peer registered under. */
@@ -523,6 +597,7 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 		ctl->nacks = ctl->acks_inflight = 0;
 		ctl->peer_id = id;
 		memcpy(ctl->session, session, sizeof(ctl->session));
+		session_save(ctl);
 		ctl->p->st.registrations++;
 		mc_info("registered with master %s as peer %llu (heartbeat every %llu ms)",
 			ctl->master.text, (unsigned long long)id,
@@ -533,6 +608,55 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 	ctl->p->ready_fd = -1;
 	schedule_heartbeat(ctl);
 	inventory_start(ctl, resumed && ctl->have_ack);
+}
+
+/*
+ * The session kept beside copies that survive a restart (p->session_path,
+ * "PEER_ID TOKEN\n"): a peer started again on them resumes its entry at
+ * the master, which keeps the metadata of the copies it reports.
+ */
+static void
+session_load(struct control *ctl)
+{
+	const char *path = ctl->p->session_path;
+	unsigned long long id;
+	char token[SESSION_MAX + 1];
+	FILE *f;
+
+	if (!path || !(f = fopen(path, "r")))
+		return;
+	if (fscanf(f, "%llu %64s", &id, token) == 2 && id > 0 && id <= UINT32_MAX) {
+		ctl->peer_id = id;
+		memcpy(ctl->session, token, sizeof(ctl->session));
+		mc_info("resuming as peer %llu with the session kept in %s", id, path);
+	} else {
+		mc_warn("ignoring %s: not a session this peer wrote", path);
+	}
+	fclose(f);
+}
+
+static void
+session_save(const struct control *ctl)
+{
+	const char *path = ctl->p->session_path;
+	char tmp[4096];
+	FILE *f;
+	int bad;
+
+	if (!path || ctl->session[0] == '\0')
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!(f = fopen(tmp, "w"))) {
+		mc_warn("cannot keep the session in %s: %s", tmp, strerror(errno));
+		return;
+	}
+	bad = fprintf(f, "%llu %s\n", (unsigned long long)ctl->peer_id, ctl->session) < 0;
+	bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) != 0) {
+		mc_warn("cannot keep the session in %s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
 }
 
 static void
@@ -706,14 +830,22 @@ pack_inventory(msgpack_packer *pk, const struct control *ctl)
 	msgpack_pack_array(pk, (uint32_t)ctl->inv_n);
 	for (i = 0; i < ctl->inv_n; i++) {
 		const struct pobj *o = ctl->inv_items[i];
+		const struct pmeta *pm = o->meta;
 
-		msgpack_pack_map(pk, 6);
+		msgpack_pack_map(pk, 6 + (pm ? 3 + (pm->group_len > 0) : 0));
 		mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
 		mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
 		mc_pack_kv_u64(pk, "size", o->size);
 		mc_pack_kv_u64(pk, "version", o->version);
 		mc_pack_kv_u64(pk, "checksum", o->checksum);
+		if (!pm)
+			continue;
+		mc_pack_kv_strn(pk, "type", pm->names, pm->type_len);
+		if (pm->group_len > 0)
+			mc_pack_kv_strn(pk, "group", pm->names + pm->type_len, pm->group_len);
+		mc_pack_kv_bool(pk, "hard_pin", pm->hard_pin);
+		mc_pack_kv_u64(pk, "sp_deadline", pm->sp_deadline);
 	}
 	mc_pack_kv_bool(pk, "done", ctl->inv_last);
 }
@@ -884,11 +1016,18 @@ control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 	ctl->p = p;
 	p->committed = write_ack;
 	p->committed_arg = ctl;
+	p->full = tier_full;
+	p->full_arg = ctl;
+	p->pool.on_drop = copy_dropped;
+	p->pool.on_drop_arg = ctl;
+	if (p->mover)
+		mover_on_moved(p->mover, copy_moved, ctl);
 	ctl->master = *master;
 	ctl->fd = -1;
 	ctl->state = CTL_IDLE;
 	ctl->backoff_ms = BACKOFF_MIN_MS;
 	ctl->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+	session_load(ctl);
 	ctl->methods = mc_registry_new(p->registry, err);
 	if (ctl->methods == NULL || mc_registry_add(ctl->methods, peer_control_methods, err) != 0)
 		goto fail;
@@ -1003,6 +1142,10 @@ control_free(struct control *ctl)
 	ctl->state = CTL_STOPPED;
 	ctl->done = NULL;
 	ctl->p->committed = NULL;
+	ctl->p->full = NULL;
+	ctl->p->pool.on_drop = NULL;
+	if (ctl->p->mover)
+		mover_on_moved(ctl->p->mover, NULL, NULL);
 	c = ctl->conn;
 	if (c) {
 		/* on_close and pending call callbacks see no link and do nothing. */
@@ -1030,6 +1173,32 @@ control_free(struct control *ctl)
 }
 
 /*
+ * A notification about one copy to the master, its peer_id, tenant and
+ * key packed (the caller packs fields more): NULL when there is no link.
+ */
+static msgpack_packer *
+copy_notice(struct control *ctl, const char *method, const struct pobj *o, uint32_t fields)
+{
+	msgpack_packer *pk;
+
+	if (ctl->state != CTL_REGISTERED || ctl->conn == NULL)
+		return NULL;
+	pk = mc_conn_begin(ctl->conn, method);
+	msgpack_pack_map(pk, 3 + fields);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
+	mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
+	return pk;
+}
+
+static void
+copy_notice_send(struct control *ctl, const char *method, const char *lost)
+{
+	if (mc_conn_notify(ctl->conn) < 0)
+		mc_warn("cannot send %s to master %s: %s", method, ctl->master.text, lost);
+}
+
+/*
  * Tell the master that o's bytes are committed here (p->committed). Lost
  * with the link: the master then completes nothing it was not told of,
  * and the put fails or is tried again.
@@ -1038,19 +1207,58 @@ static void
 write_ack(void *arg, const struct pobj *o)
 {
 	struct control *ctl = arg;
-	msgpack_packer *pk;
+	msgpack_packer *pk = copy_notice(ctl, "write_ack", o, 3);
 
-	if (ctl->state != CTL_REGISTERED || ctl->conn == NULL)
+	if (!pk)
 		return;
-	pk = mc_conn_begin(ctl->conn, "write_ack");
-	msgpack_pack_map(pk, 6);
-	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
-	mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
-	mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
 	mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "size", o->size);
-	if (mc_conn_notify(ctl->conn) < 0)
-		mc_warn("cannot confirm a write to master %s: its put_end will not complete it",
-			ctl->master.text);
+	copy_notice_send(ctl, "write_ack", "its put_end will not complete it");
+}
+
+/*
+ * A copy moved between tiers (the mover's hook), or was dropped for
+ * capacity (the pool's): the master routes reads by where copies are.
+ * Lost with the link, the next inventory tells it.
+ */
+static void
+copy_moved(void *arg, const struct pobj *o, int from)
+{
+	struct control *ctl = arg;
+	msgpack_packer *pk = copy_notice(ctl, "copy_moved", o, 4);
+
+	if (!pk)
+		return;
+	mc_pack_kv_u64(pk, "version", o->version);
+	mc_pack_kv_u64(pk, "size", o->size);
+	mc_pack_kv_str(pk, "from", mc_tier_name(from));
+	mc_pack_kv_str(pk, "to", mc_tier_name(o->tier));
+	copy_notice_send(ctl, "copy_moved", "the next inventory tells it");
+}
+
+static void
+copy_dropped(void *arg, const struct pobj *o, enum pool_drop_why why)
+{
+	struct control *ctl = arg;
+	msgpack_packer *pk = copy_notice(ctl, "copy_dropped", o, 3);
+
+	if (!pk)
+		return;
+	mc_pack_kv_u64(pk, "version", o->version);
+	mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
+	mc_pack_kv_str(pk, "reason", pool_drop_why_name(why));
+	copy_notice_send(ctl, "copy_dropped", "the next inventory tells it");
+}
+
+/* A write found tier full: the next heartbeat goes now, with the usage. */
+static void
+tier_full(void *arg, int tier)
+{
+	struct control *ctl = arg;
+	struct timeval now = { 0, 0 };
+
+	(void)tier;
+	if (ctl->state == CTL_REGISTERED && !ctl->hb_inflight)
+		evtimer_add(ctl->hb_ev, &now);
 }

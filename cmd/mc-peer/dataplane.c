@@ -171,10 +171,18 @@ static void
 finish_write(struct peer *p, struct mc_req *req, struct pobj *o, const void *dest,
 	     bool has_checksum, bool granted)
 {
+	struct medium_meta meta;
 	struct mc_err err;
 
 	if (!has_checksum)
 		o->checksum = mc_checksum(o->size > 0 ? dest : "", o->size);
+	/* Sealed before it is linked: a copy readable on a lasting tier survives a restart. */
+	pobj_medium_meta(o, &meta);
+	if (o->size > 0 && medium_seal(p->media[o->tier], o->off, o->size, &meta, &err) < 0) {
+		pindex_release(&p->index, o);
+		mc_reply_mc_err(req, &err);
+		return;
+	}
 	if (pool_commit(&p->pool, o, &err) < 0) {
 		pindex_release(&p->index, o);
 		mc_reply_mc_err(req, &err);
@@ -293,6 +301,9 @@ h_write(struct mc_req *req)
 		return;
 	}
 	if (len > 0 && medium_alloc(m, len, &off, &err) < 0) {
+		/* Nothing is evicted here: whoever evicts hears of the usage at once. */
+		if (err.code == MC_ERR_NO_SPACE && p->full)
+			p->full(p->full_arg, t);
 		if (err.code == MC_ERR_NO_SPACE)
 			mc_reply_err(req, MC_ERR_NO_SPACE,
 				     "no space for %llu bytes in %s (used %llu of %llu)",
@@ -372,6 +383,25 @@ read_release(void *arg)
 }
 
 /*
+ * --promote-on-read: a copy read below DRAM moves up, on the mover,
+ * while DRAM is under its high watermark; this read is served from
+ * where the copy is now, and never waits for it.
+ */
+static void
+promote(struct peer *p, const struct pobj *o)
+{
+	struct medium *dram = p->media[MC_TIER_DRAM];
+	struct pool_key k;
+
+	if (p->promote == PROMOTE_OFF || o->tier == MC_TIER_DRAM || !p->mover || o->moving ||
+	    (double)(medium_used(dram) + o->size) >
+		    p->marks[MC_TIER_DRAM].high * (double)medium_capacity(dram))
+		return;
+	k = (struct pool_key){ o->name, o->tenant_len, pobj_key(o), o->key_len, true, o->version };
+	mover_promote(p->mover, &k, o->tier, MC_TIER_DRAM);
+}
+
+/*
  * The grant is checked before the index is looked at, so a caller
  * without one learns nothing, not even whether the key is stored: a
  * granted read names the version and the size its grant covers (as
@@ -433,6 +463,7 @@ h_read(struct mc_req *req)
 	}
 	p->st.reads++;
 	p->st.bytes_out += o->size;
+	promote(p, o);
 	pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 3);
 	mc_pack_kv_u64(pk, "len", o->size);
@@ -446,43 +477,52 @@ h_read(struct mc_req *req)
 	mc_reply_end_bulk(req, bytes, o->size, read_release, o);
 }
 
-/* ---- drop ---- */
+/* ---- drop and evict ---- */
 
+/*
+ * Free the copy item names {tenant, key, version?, tier?} for why: a
+ * drop deletes it wherever it is; an evict reclaims it from the tier it
+ * was charged to (any without one), demoting it when there is a tier
+ * below.
+ */
 static int
-drop_one(struct peer *p, const msgpack_object *item, struct mc_err *err)
+free_one(struct peer *p, const msgpack_object *item, enum pool_reason why, struct mc_err *err)
 {
 	char kb[80];
-	struct name tenant, key;
+	struct name tenant, key, tier;
 	struct pool_key k;
 	struct pool_result res;
 	uint64_t version = 0;
-	int r;
+	int r, t = MC_TIER_NONE;
 
 	if (get_target(item, &tenant, &key, err) < 0 ||
-	    (r = mc_map_u64(item, "version", &version, err)) < 0)
+	    (r = mc_map_u64(item, "version", &version, err)) < 0 ||
+	    get_name(item, "tier", 16, "", &tier, err) < 0)
 		return -1;
-	if (mc_fault("drop")) {
-		mc_warn("fault injected: a drop of '%s' lost", show_key(&key, kb, sizeof(kb)));
+	if (tier.len > 0 && (t = mc_tier_parse(tier.p, tier.len, err)) < 0)
+		return -1;
+	if (mc_fault(why == POOL_DELETE ? "drop" : "evict")) {
+		mc_warn("fault injected: %s of '%s' lost",
+			why == POOL_DELETE ? "a drop" : "an evict", show_key(&key, kb, sizeof(kb)));
 		return 0;
 	}
 	k = (struct pool_key){ tenant.p, tenant.len, key.p, key.len, r == 1, version };
-	/* The master (or a client) wants it gone: wherever it is, and never moved. */
-	pool_evict(&p->pool, &k, MC_TIER_NONE, POOL_DELETE, &res);
+	pool_evict(&p->pool, &k, why == POOL_DELETE ? MC_TIER_NONE : t, why, &res);
 	return 0;
 }
 
-/* Drop item unless admit says it was done already. */
+/* Free item unless admit says it was done already. */
 static int
-drop_admitted(struct peer *p, const msgpack_object *item, peer_drop_admit_fn admit, void *arg,
-	      struct mc_err *err)
+free_admitted(struct peer *p, const msgpack_object *item, enum pool_reason why,
+	      peer_drop_admit_fn admit, void *arg, struct mc_err *err)
 {
 	if (admit != NULL && !admit(arg, item))
 		return 0;
-	return drop_one(p, item, err);
+	return free_one(p, item, why, err);
 }
 
 void
-peer_drop_items(struct mc_req *req, peer_drop_admit_fn admit, void *arg)
+peer_free_items(struct mc_req *req, enum pool_reason why, peer_drop_admit_fn admit, void *arg)
 {
 	struct peer *p = req->ctx;
 	const msgpack_object_array *items = mc_map_array(req->params, "items");
@@ -491,7 +531,7 @@ peer_drop_items(struct mc_req *req, peer_drop_admit_fn admit, void *arg)
 	int bad = 0;
 
 	if (!items) {
-		if (drop_admitted(p, req->params, admit, arg, &err) < 0)
+		if (free_admitted(p, req->params, why, admit, arg, &err) < 0)
 			goto fail;
 		if (!req->notify)
 			mc_reply_ok_empty(req);
@@ -499,9 +539,9 @@ peer_drop_items(struct mc_req *req, peer_drop_admit_fn admit, void *arg)
 	}
 	/* A bad item must not stop the others from going. */
 	for (i = 0; i < items->size; i++) {
-		if (drop_admitted(p, &items->ptr[i], admit, arg, &err) < 0) {
-			mc_warn("drop from %s: item %u: %s", mc_conn_peer_name(req->conn), i,
-				err.msg);
+		if (free_admitted(p, &items->ptr[i], why, admit, arg, &err) < 0) {
+			mc_warn("%s from %s: item %u: %s", req->method->name,
+				mc_conn_peer_name(req->conn), i, err.msg);
 			bad++;
 		}
 	}
@@ -515,7 +555,7 @@ peer_drop_items(struct mc_req *req, peer_drop_admit_fn admit, void *arg)
 	return;
 fail:
 	if (req->notify)
-		mc_warn("drop from %s: %s", mc_conn_peer_name(req->conn), err.msg);
+		mc_warn("%s from %s: %s", req->method->name, mc_conn_peer_name(req->conn), err.msg);
 	else
 		mc_reply_mc_err(req, &err);
 }
@@ -532,7 +572,7 @@ h_drop(struct mc_req *req)
 			     "needs mc-peer --fault-inject)");
 		return;
 	}
-	peer_drop_items(req, NULL, NULL);
+	peer_free_items(req, POOL_DELETE, NULL, NULL);
 }
 
 /* ---- peer_stats ---- */

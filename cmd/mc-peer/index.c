@@ -158,7 +158,30 @@ pobj_free(struct pindex *ix, struct pobj *o)
 {
 	if (o->size > 0)
 		medium_release(ix->media[o->tier], o->off, o->size);
+	free(o->meta);
 	free(o);
+}
+
+struct pmeta *
+pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len, bool hard_pin,
+	  uint64_t sp_deadline)
+{
+	struct pmeta *pm;
+
+	if (type_len > UINT16_MAX || group_len > UINT16_MAX)
+		return NULL;
+	pm = malloc(sizeof(*pm) + type_len + group_len);
+	if (!pm)
+		return NULL;
+	pm->sp_deadline = sp_deadline;
+	pm->hard_pin = hard_pin;
+	pm->type_len = (uint16_t)type_len;
+	pm->group_len = (uint16_t)group_len;
+	if (type_len > 0)
+		memcpy(pm->names, type, type_len);
+	if (group_len > 0)
+		memcpy(pm->names + type_len, group, group_len);
+	return pm;
 }
 
 void
@@ -207,9 +230,9 @@ pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, si
 	return o;
 }
 
-/* Unlink from the table; the index's reference becomes the caller's. Lock held. */
+/* Take o out of the table, the list and its medium's order. Lock held. */
 static void
-unlink_locked(struct pindex *ix, struct pobj *o)
+detach_locked(struct pindex *ix, struct pobj *o)
 {
 	struct lookup l = { o->name, o->tenant_len, pobj_key(o), o->key_len };
 
@@ -221,7 +244,29 @@ unlink_locked(struct pindex *ix, struct pobj *o)
 	ix->objects--;
 	ix->tier_objects[o->tier]--;
 	ix->bytes -= o->size;
+}
+
+/* Unlink from the table; the index's reference becomes the caller's. Lock held. */
+static void
+unlink_locked(struct pindex *ix, struct pobj *o)
+{
+	detach_locked(ix, o);
 	gone_add(ix, o, ++ix->seq);
+}
+
+/* Link o, which must fit (the table reserved). Lock held. */
+static void
+attach_locked(struct pindex *ix, struct pobj *o)
+{
+	if (mc_htab_insert(&ix->tab, o->hash, o) < 0)
+		MC_BUG("index insert failed after its reserve");
+	list_add_before(ix->head, o);
+	medium_track(ix->media[o->tier], &o->order, o->size);
+	o->linked = true;
+	o->seq = ++ix->seq;
+	ix->objects++;
+	ix->tier_objects[o->tier]++;
+	ix->bytes += o->size;
 }
 
 int
@@ -248,19 +293,97 @@ pindex_publish(struct pindex *ix, struct pobj *o, struct pobj **replaced, struct
 	if (old)
 		unlink_locked(ix, old);
 	*replaced = old;
-	if (mc_htab_insert(&ix->tab, o->hash, o) < 0) {
-		pthread_mutex_unlock(&ix->mu);
-		return mc_err_set(err, MC_ERR_SYSTEM, "cannot insert into the placement index");
-	}
-	list_add_before(ix->head, o);
-	medium_track(ix->media[o->tier], &o->order, o->size);
-	o->linked = true;
-	o->seq = ++ix->seq;
-	ix->objects++;
-	ix->tier_objects[o->tier]++;
-	ix->bytes += o->size;
+	attach_locked(ix, o);
 	pthread_mutex_unlock(&ix->mu);
 	return 0;
+}
+
+int
+pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *err)
+{
+	struct lookup l = { old->name, old->tenant_len, pobj_key(old), old->key_len };
+
+	pthread_mutex_lock(&ix->mu);
+	if (!old->linked || mc_htab_find(&ix->tab, old->hash, pobj_eq, &l) != old) {
+		pthread_mutex_unlock(&ix->mu);
+		return mc_err_set(err, MC_ERR_NOT_FOUND, "the copy was dropped or superseded");
+	}
+	if (o->version != old->version || o->size != old->size || o->hash != old->hash)
+		MC_BUG("a move's copy differs from its source");
+	/* The key stays held throughout: no removal for the journal, a new link for deltas. */
+	detach_locked(ix, old);
+	o->last_access = old->last_access;
+	attach_locked(ix, o);
+	pthread_mutex_unlock(&ix->mu);
+	return 0;
+}
+
+int
+pindex_claim(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
+	     int tier, bool has_version, uint64_t max_version, struct pobj **out)
+{
+	struct lookup l = { tenant, tlen, key, klen };
+	uint64_t h = name_hash(tenant, tlen, key, klen);
+	struct pobj *o;
+	int r = -1;
+
+	*out = NULL;
+	pthread_mutex_lock(&ix->mu);
+	o = mc_htab_find(&ix->tab, h, pobj_eq, &l);
+	if (o && (tier == MC_TIER_NONE || o->tier == tier) &&
+	    (!has_version || o->version <= max_version)) {
+		r = o->moving ? 0 : 1;
+		if (r == 1) {
+			o->moving = true;
+			o->refs++;
+			*out = o;
+		}
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return r;
+}
+
+void
+pindex_unclaim(struct pindex *ix, struct pobj *o)
+{
+	pthread_mutex_lock(&ix->mu);
+	o->moving = false;
+	pthread_mutex_unlock(&ix->mu);
+	pindex_release(ix, o);
+}
+
+void
+pobj_medium_meta(const struct pobj *o, struct medium_meta *out)
+{
+	const struct pmeta *pm = o->meta;
+
+	*out = (struct medium_meta){
+		.tenant = o->name,
+		.tenant_len = o->tenant_len,
+		.key = pobj_key(o),
+		.key_len = o->key_len,
+		.type = pm ? pm->names : "",
+		.type_len = pm ? pm->type_len : 0,
+		.group = pm ? pm->names + pm->type_len : "",
+		.group_len = pm ? pm->group_len : 0,
+		.version = o->version,
+		.size = o->size,
+		.checksum = o->checksum,
+		.sp_deadline = pm ? pm->sp_deadline : 0,
+		.hard_pin = pm && pm->hard_pin,
+	};
+}
+
+void
+pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta)
+{
+	struct pmeta *was;
+
+	pthread_mutex_lock(&ix->mu);
+	was = o->meta;
+	o->meta = meta;
+	pthread_mutex_unlock(&ix->mu);
+	free(was);
 }
 
 struct pobj *

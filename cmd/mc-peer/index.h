@@ -39,6 +39,23 @@
 
 struct pindex;
 
+/*
+ * What the master told this peer about a copy when it committed it
+ * (the commit notice), kept so that a restarted peer can report it:
+ * type and group names, hard pin, and the soft pin's deadline as
+ * wall-clock ms since the epoch (0: none). Never changes afterwards.
+ */
+struct pmeta {
+	uint64_t sp_deadline;
+	bool hard_pin;
+	uint16_t type_len, group_len;
+	char names[]; /* type bytes then group bytes, not NUL-terminated */
+};
+
+/* A pmeta of these fields (one allocation; free() frees it), or NULL. */
+struct pmeta *pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len,
+			bool hard_pin, uint64_t sp_deadline);
+
 struct pobj {
 	struct pindex *ix; /* so a release callback needs only the entry */
 	/* On the index's list while linked (walk markers sit on it too). */
@@ -51,10 +68,16 @@ struct pobj {
 	uint64_t last_access;
 	uint64_t seq;		   /* the index's change number when this entry was linked */
 	struct medium_order order; /* in the medium's order while linked */
+	/*
+	 * NULL until the commit notice; set and read on the event loop only
+	 * (pindex_set_meta), freed with the entry.
+	 */
+	struct pmeta *meta;
 	uint32_t refs;
 	uint8_t tier; /* enum mc_tier: the medium holding the bytes */
 	bool linked;
 	bool marker; /* a walk's place holder, not an object */
+	bool moving; /* a transition to another tier owns it (pindex_claim) */
 	uint16_t tenant_len;
 	uint16_t key_len;
 	char name[]; /* tenant bytes then key bytes, not NUL-terminated */
@@ -124,6 +147,31 @@ struct pobj *pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, 
 			    size_t klen);
 /* Drop a reference; the last one frees the bytes (and says so: true). */
 bool pindex_release(struct pindex *ix, struct pobj *o);
+
+/*
+ * Claim the linked copy of a key for a transition: on tier (any when
+ * MC_TIER_NONE), at most max_version when has_version. 1 with *out
+ * holding a reference and the copy marked moving; 0 when it is moving
+ * already (*out NULL); -1 when no copy matches. pindex_unclaim ends it.
+ */
+int pindex_claim(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
+		 int tier, bool has_version, uint64_t max_version, struct pobj **out);
+/* The transition that claimed o is over: o is no longer moving; the reference is dropped. */
+void pindex_unclaim(struct pindex *ix, struct pobj *o);
+/*
+ * Link o in old's place, taking over the caller's reference to o, when
+ * old is still the linked copy of its key: the same key, version and
+ * size, on another tier (a finished move). 0 with old unlinked and its
+ * index reference handed to the caller; MC_ERR_NOT_FOUND when old is no
+ * longer linked (dropped or superseded meanwhile): nothing changes and
+ * o stays the caller's.
+ */
+int pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *err);
+/* What o's extent header keeps (medium.h); strings point into o and its meta. */
+void pobj_medium_meta(const struct pobj *o, struct medium_meta *out);
+
+/* Attach meta to o (replacing and freeing what it had). The event loop only. */
+void pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta);
 
 /* Stored version and tier (either may be NULL) of a key: 1 found, 0 absent. */
 int pindex_version(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,

@@ -6,9 +6,11 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mc/addr.h"
@@ -35,6 +37,11 @@ static struct {
 	const char *host_id;
 	const char *advertise;
 	uint64_t dram;
+	const char *ssd;
+	uint64_t ssd_size;
+	struct peer_marks marks[MC_TIER_COUNT];
+	bool marks_set[MC_TIER_COUNT];
+	const char *promote;
 	int ready_fd;
 	bool fault_inject;
 	bool list_methods;
@@ -54,7 +61,48 @@ static struct {
 	.journal_max = PINDEX_JOURNAL_MAX,
 	.grant_skew = 2000,
 	.write_timeout = 30000,
+	.marks = { [MC_TIER_DRAM] = { 0.9, 0.7 }, [MC_TIER_SSD] = { 0.9, 0.7 } },
 };
+
+/* HIGH:LOW, two fractions of a tier's capacity with 0 < LOW < HIGH <= 1. */
+static int
+set_marks(const char *v, void *target, char *why)
+{
+	struct peer_marks *pm = target;
+	char *end;
+	double high, low;
+
+	errno = 0;
+	high = strtod(v, &end);
+	if (errno != 0 || end == v || *end != ':') {
+		snprintf(why, 200, "not HIGH:LOW (fractions, e.g. 0.9:0.7)");
+		return -1;
+	}
+	low = strtod(end + 1, &end);
+	if (errno != 0 || *end != '\0') {
+		snprintf(why, 200, "not HIGH:LOW (fractions, e.g. 0.9:0.7)");
+		return -1;
+	}
+	if (!(high > 0 && high <= 1 && low > 0 && low < high)) {
+		snprintf(why, 200, "needs 0 < LOW < HIGH <= 1");
+		return -1;
+	}
+	pm->high = high;
+	pm->low = low;
+	cfg.marks_set[pm == &cfg.marks[MC_TIER_DRAM] ? MC_TIER_DRAM : MC_TIER_SSD] = true;
+	return 0;
+}
+
+static int
+set_promote(const char *v, void *target, char *why)
+{
+	if (strcmp(v, "move") != 0) {
+		snprintf(why, 200, "must be 'move'");
+		return -1;
+	}
+	*(const char **)target = v;
+	return 0;
+}
 
 static int
 set_addr(const char *v, void *target, char *why)
@@ -99,6 +147,21 @@ static const struct mc_opt opts[] = {
 	  &cfg.listen },
 	{ MC_TIER_DRAM_NAME, 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram,
 	  &cfg.dram },
+	{ MC_TIER_SSD_NAME, 0, "PATH", NULL,
+	  "an SSD tier below DRAM: a file of extents, or a directory to keep it in", mc_set_str,
+	  &cfg.ssd },
+	{ "ssd-size", 0, "SIZE", NULL, "bytes the SSD tier may hold (required with --ssd)",
+	  mc_set_size, &cfg.ssd_size },
+	{ "dram-watermarks", 0, "HIGH:LOW", NULL,
+	  "DRAM usage that starts eviction and where it stops (default 0.9:0.7)", set_marks,
+	  &cfg.marks[MC_TIER_DRAM] },
+	{ "ssd-watermarks", 0, "HIGH:LOW", NULL,
+	  "SSD usage that starts eviction and where it stops (default 0.9:0.7)", set_marks,
+	  &cfg.marks[MC_TIER_SSD] },
+	{ "promote-on-read", 0, "MODE", NULL,
+	  "move: a read of an SSD copy moves it up to DRAM, while DRAM is under its high "
+	  "watermark (default off)",
+	  set_promote, &cfg.promote },
 	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
 	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
@@ -147,8 +210,8 @@ static const struct mc_opt opts[] = {
 };
 
 static const struct mc_opt_spec spec = {
-	.usage = "mc-peer --dram SIZE [OPTIONS]",
-	.summary = "storage daemon of mc: holds object bytes in DRAM and serves them",
+	.usage = "mc-peer --dram SIZE [--ssd PATH --ssd-size SIZE] [OPTIONS]",
+	.summary = "storage daemon of mc: holds object bytes in DRAM and on SSD and serves them",
 	.opts = opts,
 	.version = "mc-peer 0.1.0",
 };
@@ -159,7 +222,11 @@ struct peer_metrics {
 	struct mc_metrics *reg;
 	/* By tier, for the tiers this peer holds (NULL for the others). */
 	struct mc_metric *used[MC_TIER_COUNT], *capacity[MC_TIER_COUNT],
-		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT];
+		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT], *drops[MC_TIER_COUNT][POOL_DROP_WHYS],
+		*moving[MC_TIER_COUNT];
+	struct mc_metric *outcomes[POOL_OUTCOMES];
+	/* by kind: queued, done, failed, retried, lost, no_room (mover_stats order) */
+	struct mc_metric *moves[MOVE_KINDS][6];
 	struct mc_metric *objects, *reads, *writes, *abandoned, *misses, *bytes_in, *bytes_out,
 		*malformed, *registrations, *resumes, *inventory_reports,
 		*refused[MC_GRANT_VERDICTS];
@@ -183,6 +250,22 @@ collect(struct mc_metrics *m, void *arg)
 		mc_metric_set(pm->capacity[t], (double)medium_capacity(p->media[t]));
 		for (int r = 0; r < POOL_REASON_COUNT; r++)
 			mc_metric_set(pm->evictions[t][r], (double)pool_evictions(&p->pool, t, r));
+		for (int w = 0; w < POOL_DROP_WHYS; w++)
+			mc_metric_set(pm->drops[t][w], (double)atomic_load(&p->pool.dropped[t][w]));
+		mc_metric_set(pm->moving[t], p->mover ? (double)mover_in_flight(p->mover, t) : 0);
+	}
+	for (int oc = 0; oc < POOL_OUTCOMES; oc++)
+		mc_metric_set(pm->outcomes[oc], (double)atomic_load(&p->pool.outcomes[oc]));
+	if (p->mover) {
+		const struct mover_stats *ms = mover_stats(p->mover);
+
+		for (int k = 0; k < MOVE_KINDS; k++) {
+			const uint64_t v[6] = { ms->queued[k],	ms->done[k], ms->failed[k],
+						ms->retried[k], ms->lost[k], ms->no_room[k] };
+
+			for (int i = 0; i < 6; i++)
+				mc_metric_set(pm->moves[k][i], (double)v[i]);
+		}
 	}
 	mc_metric_set(pm->objects, (double)objects);
 	mc_metric_set(pm->reads, (double)p->st.reads);
@@ -221,6 +304,22 @@ metrics_new(struct peer *p)
 				      "Capacity of the tier in bytes.", "tier", mc_tier_name(t));
 		if (!pm->used[t] || !pm->capacity[t])
 			goto fail;
+		for (int w = 0; w < POOL_DROP_WHYS; w++) {
+			char label[64];
+
+			snprintf(label, sizeof(label), "%s,%s", mc_tier_name(t),
+				 pool_drop_why_name(w));
+			if (!(pm->drops[t][w] = mc_metric_get(
+				      r, "mc_peer_capacity_drops_total", MC_COUNTER,
+				      "Copies dropped for capacity instead of moved down, by tier "
+				      "and why.",
+				      "tier,reason", label)))
+				goto fail;
+		}
+		if (!(pm->moving[t] = mc_metric_get(r, "mc_peer_moving_bytes", MC_GAUGE,
+						    "Bytes being moved out of the tier.", "tier",
+						    mc_tier_name(t))))
+			goto fail;
 		for (int why = 0; why < POOL_REASON_COUNT; why++) {
 			char label[64];
 
@@ -230,6 +329,26 @@ metrics_new(struct peer *p)
 				r, "mc_peer_evictions_total", MC_COUNTER,
 				"Copies freed, by tier and reason.", "tier,reason", label);
 			if (!pm->evictions[t][why])
+				goto fail;
+		}
+	}
+	for (int oc = 0; oc < POOL_OUTCOMES; oc++)
+		if (!(pm->outcomes[oc] = mc_metric_get(r, "mc_peer_pool_evicts_total", MC_COUNTER,
+						       "Copies asked to be freed, by outcome.",
+						       "outcome", pool_outcome_name(oc))))
+			goto fail;
+	for (int k = 0; k < MOVE_KINDS && p->mover; k++) {
+		static const char *const outcome[6] = { "queued",  "done", "failed",
+							"retried", "lost", "no_room" };
+
+		for (int i = 0; i < 6; i++) {
+			char label[64];
+
+			snprintf(label, sizeof(label), "%s,%s", mover_kind_name(k), outcome[i]);
+			if (!(pm->moves[k][i] = mc_metric_get(
+				      r, "mc_peer_moves_total", MC_COUNTER,
+				      "Moves between tiers (demotions and promotions), by outcome.",
+				      "kind,outcome", label)))
 				goto fail;
 		}
 	}
@@ -279,6 +398,43 @@ fail:
 
 /* ---- start and stop ---- */
 
+/* Flags that name a tier this peer does not have, or half of one: refused at start. */
+static void
+check_tiers(void)
+{
+	if (cfg.ssd && cfg.ssd_size == 0)
+		mc_die(MC_EXIT_USAGE, "--ssd needs --ssd-size SIZE");
+	if (!cfg.ssd && cfg.ssd_size > 0)
+		mc_die(MC_EXIT_USAGE, "--ssd-size needs --ssd PATH");
+	if (!cfg.ssd && cfg.marks_set[MC_TIER_SSD])
+		mc_die(MC_EXIT_USAGE, "--ssd-watermarks needs --ssd PATH");
+	if (!cfg.ssd && cfg.promote)
+		mc_die(MC_EXIT_USAGE,
+		       "--promote-on-read needs --ssd PATH (a tier to promote from)");
+}
+
+/*
+ * The SSD tier: opened (a file that cannot be had refuses the start),
+ * its copies from before a restart taken back, the mover that demotes
+ * into it, and the session kept beside it.
+ */
+static int
+open_ssd(struct peer *p, char *session, size_t cap, struct mc_err *err)
+{
+	struct medium_conf conf = { .size = cfg.ssd_size, .path = cfg.ssd };
+	struct stat st;
+
+	p->media[MC_TIER_SSD] = medium_open(MC_TIER_SSD, &conf, err);
+	if (!p->media[MC_TIER_SSD])
+		return -1;
+	if (stat(cfg.ssd, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(session, cap, "%s/session", cfg.ssd);
+	else
+		snprintf(session, cap, "%s.session", cfg.ssd);
+	p->session_path = session;
+	return 0;
+}
+
 static void
 stopped(void *arg)
 {
@@ -313,7 +469,7 @@ main(int argc, char **argv)
 	struct mc_http *http = NULL;
 	struct event *sigterm = NULL, *sigint = NULL;
 	struct mc_err err;
-	char host[256];
+	char host[256], session[4096];
 	uint64_t largest = 0;
 	int i, code = MC_EXIT_SOFTWARE;
 
@@ -338,6 +494,7 @@ main(int argc, char **argv)
 	}
 	if (cfg.dram == 0)
 		mc_die(MC_EXIT_USAGE, "missing --dram SIZE (the DRAM arena size)");
+	check_tiers();
 	if (mc_addr_parse(cfg.listen, &listen_addr, &err) < 0)
 		mc_die(MC_EXIT_USAGE, "invalid --listen '%s': %s", cfg.listen, err.msg);
 	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
@@ -390,12 +547,39 @@ main(int argc, char **argv)
 		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
 		goto out_base;
 	}
+	if (cfg.ssd && open_ssd(&p, session, sizeof(session), &err) < 0) {
+		mc_complain("cannot open the %s tier at '%s': %s", mc_tier_name(MC_TIER_SSD),
+			    cfg.ssd, err.msg);
+		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
+		goto out_media;
+	}
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		p.marks[t] = cfg.marks[t];
+	p.promote = cfg.promote ? PROMOTE_MOVE : PROMOTE_OFF;
 	if (pindex_init(&p.index, p.media, &err) < 0) {
 		mc_complain("%s", err.msg);
 		goto out_media;
 	}
 	pool_init(&p.pool, &p.index);
 	pindex_journal_limit(&p.index, (size_t)cfg.journal_max, PINDEX_JOURNAL_NAME_BYTES);
+	if (p.media[MC_TIER_SSD]) {
+		uint64_t found;
+
+		if (pool_recover(&p.pool, MC_TIER_SSD, &found, &err) < 0) {
+			mc_complain("cannot recover the %s tier: %s", mc_tier_name(MC_TIER_SSD),
+				    err.msg);
+			goto out_index;
+		}
+		if (found > 0)
+			mc_info("%llu copies kept on %s from before; reporting them to the master",
+				(unsigned long long)found, mc_tier_name(MC_TIER_SSD));
+		if (!(p.mover = mover_new(p.base, &p.pool, &err))) {
+			mc_complain("%s", err.msg);
+			goto out_index;
+		}
+		p.pool.demote = mover_demote;
+		p.pool.demote_arg = p.mover;
+	}
 
 	/* the registry counts every method, so the metrics come first */
 	if (cfg.http && !(p.metrics = metrics_new(&p))) {
@@ -489,6 +673,8 @@ out_server:
 	mc_server_free(server);
 out_index:
 	mc_registry_free(data_methods);
+	/* Before the index: its completions give their claims back. */
+	mover_free(p.mover);
 	pindex_destroy(&p.index);
 out_media:
 	for (int t = 0; t < MC_TIER_COUNT; t++)

@@ -38,10 +38,23 @@ struct medium_offer {
 	uint64_t bytes;
 };
 
+/* What a copy's extent header keeps, so that a restarted peer can report the copy. */
+struct medium_meta {
+	const char *tenant, *key, *type, *group;
+	uint16_t tenant_len, key_len, type_len, group_len;
+	uint64_t version, size, checksum;
+	uint64_t sp_deadline; /* wall-clock ms since the epoch, 0 none */
+	bool hard_pin;
+};
+
 /* What a medium is opened with; a field a medium does not use is ignored. */
 struct medium_conf {
-	uint64_t size; /* bytes the tier may hold */
+	uint64_t size;	  /* bytes the tier may hold */
+	const char *path; /* where a tier kept on disk keeps it */
 };
+
+/* A copy recover found; meta's strings live only during the call. 0 keeps it, -1 releases it. */
+typedef int (*medium_found_fn)(void *arg, uint64_t off, const struct medium_meta *meta);
 
 struct medium;
 
@@ -67,6 +80,14 @@ struct medium_ops {
 	 * len bytes at off into. What is there is the stored copy.
 	 */
 	void *(*write_dest)(struct medium *m, uint64_t off, uint64_t len);
+	/* Copy len bytes from buf in at off. */
+	int (*write)(struct medium *m, uint64_t off, const void *buf, uint64_t len,
+		     struct mc_err *err);
+	/* Make the copy at off recoverable after a restart; NULL: nothing to do. */
+	int (*seal)(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta *meta,
+		    struct mc_err *err);
+	/* Once, after open: the sealed copies that verify; NULL: nothing survives a restart. */
+	int (*recover)(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err);
 	uint64_t (*capacity)(struct medium *m);
 	/* Bytes allocated, in the medium's units (whole pages for DRAM). */
 	uint64_t (*used)(struct medium *m);
@@ -145,6 +166,25 @@ static inline void *
 medium_write_dest(struct medium *m, uint64_t off, uint64_t len)
 {
 	return m->ops->write_dest(m, off, len);
+}
+
+static inline int
+medium_write(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct mc_err *err)
+{
+	return m->ops->write(m, off, buf, len, err);
+}
+
+static inline int
+medium_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta *meta,
+	    struct mc_err *err)
+{
+	return m->ops->seal ? m->ops->seal(m, off, len, meta, err) : 0;
+}
+
+static inline int
+medium_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
+{
+	return m->ops->recover ? m->ops->recover(m, fn, arg, err) : 0;
 }
 
 static inline uint64_t

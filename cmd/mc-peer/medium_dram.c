@@ -102,6 +102,14 @@ dram_write_dest(struct medium *m, uint64_t off, uint64_t len)
 	return arena_ptr(dram_of(m)->a, off);
 }
 
+static int
+dram_write(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct mc_err *err)
+{
+	(void)err;
+	memcpy(arena_ptr(dram_of(m)->a, off), buf, len);
+	return 0;
+}
+
 static uint64_t
 dram_capacity(struct medium *m)
 {
@@ -141,6 +149,7 @@ const struct medium_ops medium_dram = {
 	.read = dram_read,
 	.read_fd = dram_read_fd,
 	.write_dest = dram_write_dest,
+	.write = dram_write,
 	.capacity = dram_capacity,
 	.used = dram_used,
 	.track = dram_track,

@@ -8,8 +8,10 @@
  *   medium*.c      the media, one per tier, behind medium.h; medium_dram.c calls arena.c
  *   index.c        the placement index over the media; calls medium.h
  *   pool.c         commits and frees copies; calls index.c, medium.h
- *   dataplane.c    write/read/drop for clients; calls pool.c, index.c, medium.h
- *   control.c      the link to the master; calls dataplane.c (drop), index.c, medium.h
+ *   mover.c        copies between tiers (demotion, promotion); calls pool.c, index.c, medium.h
+ *   dataplane.c    write/read/drop for clients; calls mover.c, pool.c, index.c, medium.h
+ *   control.c      the link to the master; calls dataplane.c (drop), mover.c, pool.c,
+ *                  index.c, medium.h
  *   main.c         options, metrics, the method registries; calls everyone
  */
 #ifndef MC_PEER_PEER_H
@@ -26,6 +28,7 @@
 
 #include "index.h"
 #include "medium.h"
+#include "mover.h"
 #include "pool.h"
 
 /*
@@ -58,12 +61,25 @@ struct peer_grants {
 struct control;
 struct peer_metrics;
 
+/* A tier's watermarks: fractions of its capacity, 0 < low < high <= 1. */
+struct peer_marks {
+	double high, low;
+};
+
+/* What --promote-on-read does with a read of a copy below DRAM. */
+enum peer_promote { PROMOTE_OFF, PROMOTE_MOVE };
+
 struct peer {
 	struct event_base *base;
 	/* This peer's tiers: a medium for each it holds, NULL for the others. */
 	struct medium *media[MC_TIER_COUNT];
 	struct pindex index;
 	struct pool pool;
+	struct mover *mover; /* NULL: one tier, nothing to move between */
+	struct peer_marks marks[MC_TIER_COUNT];
+	enum peer_promote promote;
+	/* Where the master session is kept across restarts (with --ssd), or NULL. */
+	const char *session_path;
 	struct peer_counters st;
 	struct peer_grants grants;
 	struct control *ctl;
@@ -74,6 +90,9 @@ struct peer {
 	 */
 	void (*committed)(void *arg, const struct pobj *o);
 	void *committed_arg;
+	/* A write found its tier full: the master should hear of the usage now. NULL: nobody. */
+	void (*full)(void *arg, int tier);
+	void *full_arg;
 	struct peer_metrics *metrics; /* NULL without --http */
 	struct mc_metrics *registry;  /* metrics->reg: where methods are counted, or NULL */
 	bool fault_inject;
@@ -104,12 +123,15 @@ extern const struct mc_method peer_control_methods[];
  */
 int peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err);
 /*
- * Whether to drop an item (the control link skips the tasks it executed
+ * Whether to free an item (the control link skips the tasks it executed
  * already); it may look at the item's other fields.
  */
 typedef bool (*peer_drop_admit_fn)(void *arg, const msgpack_object *item);
-/* A drop request or notification, each item dropped when admit (if not NULL) agrees. */
-void peer_drop_items(struct mc_req *req, peer_drop_admit_fn admit, void *arg);
+/*
+ * A drop (why: delete) or evict (reclaim) request or notification, each
+ * item freed through pool_evict when admit (if not NULL) agrees.
+ */
+void peer_free_items(struct mc_req *req, enum pool_reason why, peer_drop_admit_fn admit, void *arg);
 
 /* ---- control.c: the link to the master ---- */
 

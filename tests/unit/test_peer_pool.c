@@ -6,6 +6,7 @@
  * must leave alone, a superseding commit freeing the old copy, and the
  * counts by tier and reason.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,22 @@ fake_demote(void *arg, const struct pool_key *k, int from, int to)
 	mover.to = to;
 	snprintf(mover.key, sizeof(mover.key), "%.*s", (int)k->key_len, k->key);
 	return mover.answer;
+}
+
+/* What the drop hook was told last, and how often. */
+static struct {
+	int calls;
+	enum pool_drop_why why;
+	int tier;
+} told;
+
+static void
+on_drop(void *arg, const struct pobj *o, enum pool_drop_why why)
+{
+	(void)arg;
+	told.calls++;
+	told.why = why;
+	told.tier = o->tier;
 }
 
 /* Commit key at version, size bytes in dram, through the pool: 0 or the error code. */
@@ -128,20 +145,58 @@ test_reclaim(void)
 	TAP_OK(held("m") && freed(POOL_RECLAIM) == c0 + 1,
 	       "reclaim: a copy being moved stays where it is and is not counted freed");
 
+	mover.answer = 1;
+	r = evict("m", MC_TIER_DRAM, POOL_RECLAIM);
+	TAP_OK(r.outcome == POOL_IN_FLIGHT && held("m") && freed(POOL_RECLAIM) == c0 + 1,
+	       "reclaim: a copy a transition owns already is in flight, and stays");
+
+	told.calls = 0;
 	mover.answer = -1;
 	r = evict("m", MC_TIER_NONE, POOL_RECLAIM);
-	TAP_OK(r.outcome == POOL_FREED && mover.calls == 2 && !held("m") &&
+	TAP_OK(r.outcome == POOL_FREED && mover.calls == 3 && !held("m") &&
 		       freed(POOL_RECLAIM) == c0 + 2,
 	       "reclaim: when the mover cannot take it, the copy is dropped");
+	TAP_OK(told.calls == 1 && told.why == POOL_DROP_NO_SPACE && told.tier == MC_TIER_DRAM,
+	       "reclaim: that drop is told, as no room below");
 
 	/* no tier below on this peer: the mover is not even asked */
 	media[MC_TIER_SSD] = NULL;
 	mover.answer = 0;
 	put("n", 1, 10);
 	r = evict("n", MC_TIER_DRAM, POOL_RECLAIM);
-	TAP_OK(r.outcome == POOL_FREED && mover.calls == 2,
+	TAP_OK(r.outcome == POOL_FREED && mover.calls == 3,
 	       "reclaim: without a tier below, it drops and asks no mover");
+	TAP_OK(told.calls == 2 && told.why == POOL_DROP_RECLAIM,
+	       "reclaim: and that drop is told as a plain reclaim");
 	pl.demote = NULL;
+}
+
+static void
+test_drop(void)
+{
+	struct pool_key k = { T, strlen(T), "f", 1, true, 1 };
+	struct pool_result r;
+	uint64_t c0 = freed(POOL_RECLAIM), o0 = atomic_load(&pl.outcomes[POOL_FREED]);
+
+	told.calls = 0;
+	put("f", 1, 100);
+	pool_drop(&pl, &k, MC_TIER_DRAM, POOL_DROP_FAILED, &r);
+	TAP_OK(r.outcome == POOL_FREED && !held("f") && freed(POOL_RECLAIM) == c0 + 1 &&
+		       told.calls == 1 && told.why == POOL_DROP_FAILED &&
+		       atomic_load(&pl.dropped[MC_TIER_DRAM][POOL_DROP_FAILED]) == 1,
+	       "pool_drop: a failed move's copy goes, counted as a reclaim and told why");
+	pool_drop(&pl, &k, MC_TIER_DRAM, POOL_DROP_FAILED, &r);
+	TAP_OK(r.outcome == POOL_NONE && told.calls == 1, "pool_drop: an absent copy: nothing");
+	TAP_OK(atomic_load(&pl.outcomes[POOL_FREED]) == o0,
+	       "pool_drop: not counted among pool_evict's outcomes");
+	TAP_OK(strcmp(pool_outcome_name(POOL_DEMOTING), "demotion_queued") == 0 &&
+		       strcmp(pool_outcome_name(POOL_IN_FLIGHT), "in_flight") == 0 &&
+		       strcmp(pool_drop_why_name(POOL_DROP_NO_SPACE), "no_space") == 0,
+	       "outcomes and drop reasons: spelled as the metrics label them");
+	told.calls = 0;
+	put("g", 1, 100);
+	evict("g", MC_TIER_NONE, POOL_DELETE);
+	TAP_OK(told.calls == 0, "a delete is not told: whoever asked for it knows");
 }
 
 static void
@@ -213,12 +268,14 @@ main(void)
 	TAP_OK(media[MC_TIER_DRAM] && pindex_init(&ix, media, &err) == 0,
 	       "a pool over dram with a stand-in ssd below");
 	pool_init(&pl, &ix);
+	pl.on_drop = on_drop;
 	test_delete();
 	test_reclaim();
 	media[MC_TIER_SSD] = ssd;
 	test_reader();
 	test_leave_alone();
 	test_commit();
+	test_drop();
 	pindex_destroy(&ix);
 	medium_close(ssd);
 	medium_close(media[MC_TIER_DRAM]);
