@@ -10,6 +10,11 @@
  *                              cleanly missing (for soaks, where faults
  *                              and kills lose objects but must never
  *                              corrupt one); fails only on wrong bytes
+ *   mc-fill [OPTIONS] hotset   a steady put stream past a tier's
+ *                              watermark: keys [0, --hot) first, then the
+ *                              rest one put at a time, re-reading the
+ *                              hot keys after every --every puts; then
+ *                              where the hot keys live, and verify
  *   mc-fill [OPTIONS] softpin IN OUT
  *                              copy snapshot IN to OUT, giving every
  *                              object under --prefix an active soft pin
@@ -43,6 +48,8 @@ static struct {
 	const char *master, *tenant, *prefix, *type, *group;
 	uint64_t count, start, min_size, max_size, replicas, batch;
 	uint64_t deadline, ttl;
+	uint64_t hot, every;
+	const char *tier;
 	bool hard_pin;
 } fo = {
 	.prefix = "fill/",
@@ -51,6 +58,9 @@ static struct {
 	.replicas = 1,
 	.batch = 256,
 	.ttl = 60000,
+	.hot = 16,
+	.every = 64,
+	.tier = "dram",
 };
 
 static const struct mc_opt opts[] = {
@@ -70,6 +80,12 @@ static const struct mc_opt opts[] = {
 	  &fo.deadline },
 	{ "ttl", 0, "DURATION", NULL, "soft-pin ttl (softpin, default 60s)", mc_set_duration,
 	  &fo.ttl },
+	{ "hot", 0, "N", NULL, "keys re-read throughout (hotset, default 16)", mc_set_u64,
+	  &fo.hot },
+	{ "every", 0, "N", NULL, "puts between re-reads of the hot keys (hotset, default 64)",
+	  mc_set_u64, &fo.every },
+	{ "hot-tier", 0, "TIER", NULL, "where the hot keys must stay (hotset, default dram)",
+	  mc_set_str, &fo.tier },
 	{ 0 },
 };
 
@@ -78,12 +94,13 @@ static const struct mc_cmd cmds[] = {
 	{ "check", "read them back and compare byte-exact" },
 	{ "absent", "succeed only if none of them exists" },
 	{ "verify", "each one byte-exact or cleanly missing; only wrong bytes fail" },
+	{ "hotset", "a put stream re-reading a hot set; where it lives; then verify" },
 	{ "softpin", "IN OUT: copy a snapshot, soft-pinning the objects under --prefix" },
 	{ 0 },
 };
 
 static const struct mc_opt_spec spec = {
-	.usage = "mc-fill [OPTIONS] put|check|absent|verify|softpin IN OUT",
+	.usage = "mc-fill [OPTIONS] put|check|absent|verify|hotset|softpin IN OUT",
 	.summary = "write and check many objects of deterministic content",
 	.opts = opts,
 	.cmds = cmds,
@@ -303,6 +320,120 @@ run_absent(struct mc_client *c, struct batch *b)
 	return there ? MC_EXIT_FAIL : MC_EXIT_OK;
 }
 
+/* ---- hotset: a put stream past a watermark, a hot set read throughout ---- */
+
+struct hot_counts {
+	uint64_t puts, put_failed, no_space, reads, missed, wrong, elsewhere;
+};
+
+/* Put key i, one call; false when the put failed (counted). */
+static bool
+hot_put(struct mc_client *c, uint64_t i, unsigned char *buf, struct hot_counts *hc)
+{
+	struct mc_put_opts po = MC_PUT_OPTS_INIT;
+	struct mc_err err = { 0 };
+	char key[KEY_CAP];
+	size_t len;
+
+	key_name(key, i);
+	len = key_size(key);
+	key_bytes(key, buf, len);
+	po.replicas = (unsigned)fo.replicas;
+	po.type = fo.type;
+	hc->puts++;
+	if (mc_put(c, key, strlen(key), buf, len, &po, &err) == 0)
+		return true;
+	hc->put_failed++;
+	hc->no_space += err.code == MC_ERR_NO_SPACE;
+	if (hc->put_failed <= SHOW_BAD)
+		mc_complain("cannot put '%s': %s", key, err.msg);
+	return false;
+}
+
+/* Read the hot keys back, byte-exact. */
+static void
+hot_read(struct mc_client *c, struct batch *b, unsigned char *want, struct hot_counts *hc)
+{
+	struct mc_err err = { 0 };
+
+	for (uint64_t done = 0; done < fo.hot; done += b->n) {
+		size_t n = fo.hot - done < b->n ? (size_t)(fo.hot - done) : b->n;
+
+		batch_keys(b, fo.start + done, n, false);
+		if (mc_batch_get(c, n, b->keyp, (void *const *)b->bufs, b->caps, b->lens,
+				 b->results, &err) < 0)
+			mc_die(mc_status_exit_code(err.code), "batch get failed: %s", err.msg);
+		for (size_t i = 0; i < n; i++) {
+			size_t len = key_size(b->keys[i]);
+
+			hc->reads++;
+			key_bytes(b->keys[i], want, len);
+			if (b->results[i] != MC_OK) {
+				if (hc->missed++ < SHOW_BAD)
+					mc_complain("hot key %s: %s", b->keys[i],
+						    mc_status_name(b->results[i]));
+			} else if (b->lens[i] != len || memcmp(b->bufs[i], want, len) != 0) {
+				hc->wrong++;
+				mc_complain("hot key %s: wrong bytes", b->keys[i]);
+			}
+		}
+	}
+}
+
+/* Hot keys with a copy anywhere but --hot-tier. */
+static void
+hot_where(struct mc_client *c, struct hot_counts *hc)
+{
+	char key[KEY_CAP];
+
+	for (uint64_t i = 0; i < fo.hot; i++) {
+		struct mc_err err = { 0 };
+		struct mc_object_info *info;
+		bool there = false;
+
+		key_name(key, fo.start + i);
+		if ((info = mc_stat(c, key, strlen(key), &err)) != NULL) {
+			for (size_t r = 0; r < info->nreplicas; r++)
+				there |= strcmp(info->replicas[r].tier, fo.tier) == 0;
+			mc_object_info_free(info);
+		}
+		if (!there && hc->elsewhere++ < SHOW_BAD)
+			mc_complain("hot key %s: no copy in %s", key, fo.tier);
+	}
+}
+
+static int
+run_hotset(struct mc_client *c, struct batch *b)
+{
+	unsigned char *buf = malloc(fo.max_size + 1), *want = malloc(fo.max_size + 1);
+	struct hot_counts hc = { 0 };
+	int rc;
+
+	if (!buf || !want)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	if (fo.hot > fo.count || fo.every == 0)
+		mc_die(MC_EXIT_USAGE, "hotset needs --hot <= --count and --every > 0");
+	for (uint64_t i = 0; i < fo.count; i++) {
+		hot_put(c, fo.start + i, buf, &hc);
+		if (i >= fo.hot && (i - fo.hot + 1) % fo.every == 0)
+			hot_read(c, b, want, &hc);
+	}
+	hot_read(c, b, want, &hc);
+	hot_where(c, &hc);
+	printf("hotset: %" PRIu64 " puts, %" PRIu64 " failed (%" PRIu64 " no_space); %" PRIu64
+	       " hot reads, %" PRIu64 " missed, %" PRIu64 " wrong; %" PRIu64
+	       " hot keys outside %s\n",
+	       hc.puts, hc.put_failed, hc.no_space, hc.reads, hc.missed, hc.wrong, hc.elsewhere,
+	       fo.tier);
+	fflush(stdout);
+	free(buf);
+	free(want);
+	rc = run_check(c, b, true);
+	if (hc.put_failed || hc.missed || hc.wrong || hc.elsewhere)
+		return MC_EXIT_FAIL;
+	return rc;
+}
+
 /* ---- softpin: rewrite a snapshot ---- */
 
 static bool
@@ -464,7 +595,7 @@ main(int argc, char **argv)
 		return run_softpin(argv[i], argv[i + 1]);
 	}
 	if (strcmp(cmd, "put") != 0 && strcmp(cmd, "check") != 0 && strcmp(cmd, "absent") != 0 &&
-	    strcmp(cmd, "verify") != 0)
+	    strcmp(cmd, "verify") != 0 && strcmp(cmd, "hotset") != 0)
 		mc_die(MC_EXIT_USAGE, "unknown command '%s'; try 'mc-fill --help'", cmd);
 	co.master = fo.master;
 	co.tenant = fo.tenant;
@@ -477,6 +608,8 @@ main(int argc, char **argv)
 		rc = run_put(c, &b);
 	else if (strcmp(cmd, "check") == 0 || strcmp(cmd, "verify") == 0)
 		rc = run_check(c, &b, strcmp(cmd, "verify") == 0);
+	else if (strcmp(cmd, "hotset") == 0)
+		rc = run_hotset(c, &b);
 	else
 		rc = run_absent(c, &b);
 	batch_free(&b);
