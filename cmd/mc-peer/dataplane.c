@@ -560,19 +560,36 @@ fail:
 		mc_reply_mc_err(req, &err);
 }
 
-/* Drops come from the master on the control link; the data port takes them only in tests. */
+/*
+ * Drops and evicts come from the master on the control link; the data
+ * port takes them only in tests.
+ */
 static void
-h_drop(struct mc_req *req)
+free_from_data_port(struct mc_req *req, enum pool_reason why)
 {
 	struct peer *p = req->ctx;
+	const char *what = why == POOL_DELETE ? "drop" : "evict";
 
 	if (!p->fault_inject) {
 		mc_reply_err(req, MC_ERR_PERMISSION,
-			     "permission denied: drops come from the master (a data-port drop "
-			     "needs mc-peer --fault-inject)");
+			     "permission denied: %ss come from the master (a data-port %s "
+			     "needs mc-peer --fault-inject)",
+			     what, what);
 		return;
 	}
-	peer_free_items(req, POOL_DELETE, NULL, NULL);
+	peer_free_items(req, why, NULL, NULL);
+}
+
+static void
+h_drop(struct mc_req *req)
+{
+	free_from_data_port(req, POOL_DELETE);
+}
+
+static void
+h_evict(struct mc_req *req)
+{
+	free_from_data_port(req, POOL_RECLAIM);
 }
 
 /* ---- peer_stats ---- */
@@ -654,6 +671,7 @@ const struct mc_method peer_data_methods[] = {
 	{ "write", h_write, MC_METHOD_BULK },
 	{ "read", h_read, MC_METHOD_BULK | MC_METHOD_READ_ONLY },
 	{ "drop", h_drop, MC_METHOD_ADMIN },
+	{ "evict", h_evict, MC_METHOD_ADMIN },
 	{ "peer_stats", h_peer_stats, MC_METHOD_READ_ONLY },
 	{ "corrupt", h_corrupt, MC_METHOD_ADMIN },
 	{ NULL, NULL, 0 },
