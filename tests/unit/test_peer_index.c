@@ -234,6 +234,79 @@ test_walk(void)
 	pindex_walk_end(w);
 }
 
+/* A copy of key's linked entry, on the same medium (a move within dram, for the swap). */
+static struct pobj *
+copy_of(const struct pobj *o)
+{
+	uint64_t off = 0;
+
+	if (o->size > 0 && medium_alloc(dram, o->size, &off, NULL) != 0)
+		return NULL;
+	return pobj_new(&ix, o->name, o->tenant_len, pobj_key(o), o->key_len, o->version, o->size,
+			o->checksum, MC_TIER_DRAM, off);
+}
+
+static void
+test_claim_swap(void)
+{
+	struct pobj *o, *again, *n, *cur;
+	struct mc_err err;
+	uint64_t seq0, gone0 = ix.ngone;
+
+	put("mv", 3, 100);
+	TAP_OK(pindex_claim(&ix, T, strlen(T), "mv", 2, MC_TIER_DRAM, false, 0, &o) == 1 && o &&
+		       o->moving,
+	       "claim: a linked copy is claimed, marked moving, with a reference");
+	TAP_OK(pindex_claim(&ix, T, strlen(T), "mv", 2, MC_TIER_NONE, false, 0, &again) == 0 &&
+		       again == NULL,
+	       "claim: a second claim is told it is moving already");
+	TAP_OK(pindex_claim(&ix, T, strlen(T), "mv", 2, MC_TIER_SSD, false, 0, &again) == -1 &&
+		       pindex_claim(&ix, T, strlen(T), "mv", 2, MC_TIER_NONE, true, 2, &again) ==
+			       -1,
+	       "claim: another tier, or a newer version than asked, is no such copy");
+	seq0 = pindex_seq(&ix);
+	n = copy_of(o);
+	TAP_OK(pindex_swap(&ix, o, n, &err) == 0 && !o->linked && n->linked,
+	       "swap: the new copy takes the old one's place");
+	cur = pindex_acquire(&ix, T, strlen(T), "mv", 2);
+	TAP_OK(cur == n && ix.ngone == gone0 && pindex_seq(&ix) > seq0,
+	       "swap: the key stays held: no removal journaled, a new link numbered");
+	pindex_release(&ix, cur);
+	again = copy_of(o);
+	TAP_OK(pindex_swap(&ix, o, again, &err) < 0 && err.code == MC_ERR_NOT_FOUND &&
+		       !again->linked,
+	       "swap: an old copy no longer linked is not swapped");
+	pindex_release(&ix, again); /* refused: still ours */
+	pindex_release(&ix, o);	    /* the index's reference, handed over by the swap */
+	pindex_unclaim(&ix, o);	    /* the claim's */
+	TAP_OK(drop_on("mv", MC_TIER_DRAM, false, 0) == 1, "swap: the new copy drops as usual");
+}
+
+static void
+test_meta(void)
+{
+	struct pmeta *pm = pmeta_new("kv", 2, "grp", 3, true, 12345);
+	struct medium_meta mm;
+	struct pobj *o;
+
+	put("meta", 1, 10);
+	o = pindex_acquire(&ix, T, strlen(T), "meta", 4);
+	pobj_medium_meta(o, &mm);
+	TAP_OK(mm.type_len == 0 && mm.group_len == 0 && !mm.hard_pin && mm.sp_deadline == 0 &&
+		       mm.version == 1 && mm.size == 10 && mm.key_len == 4,
+	       "meta: a copy without a commit notice has none");
+	pindex_set_meta(&ix, o, pm);
+	pobj_medium_meta(o, &mm);
+	TAP_OK(mm.type_len == 2 && memcmp(mm.type, "kv", 2) == 0 && mm.group_len == 3 &&
+		       memcmp(mm.group, "grp", 3) == 0 && mm.hard_pin && mm.sp_deadline == 12345,
+	       "meta: the notice's type, group, hard pin and deadline are kept with the copy");
+	pindex_set_meta(&ix, o, pmeta_new("", 0, "", 0, false, 0));
+	pobj_medium_meta(o, &mm);
+	TAP_OK(mm.type_len == 0 && !mm.hard_pin, "meta: a later notice replaces it");
+	pindex_release(&ix, o);
+	TAP_OK(drop_on("meta", MC_TIER_NONE, false, 0) == 1, "meta: freed with its copy");
+}
+
 int
 main(void)
 {
@@ -247,6 +320,8 @@ main(void)
 	test_order();
 	test_journal();
 	test_walk();
+	test_claim_swap();
+	test_meta();
 	pindex_destroy(&ix);
 	medium_close(dram);
 	return tap_done();
