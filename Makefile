@@ -202,6 +202,7 @@ bench: deps
 	tests/bench/evict
 	tests/bench/fullcache
 	tests/bench/policy
+	tests/bench/ssd
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 
