@@ -6,6 +6,7 @@
 
 const struct medium_ops *const medium_types[MC_TIER_COUNT] = {
 	[MC_TIER_DRAM] = &medium_dram,
+	[MC_TIER_SSD] = &medium_ssd,
 };
 
 struct medium *

@@ -73,7 +73,10 @@ struct medium_ops {
 	void (*close)(struct medium *m);
 	/* Reserve len > 0 bytes; MC_ERR_NO_SPACE when they do not fit. */
 	int (*alloc)(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err);
-	/* Give back what alloc(len) returned at off. Never fails. */
+	/*
+	 * Give back what alloc(len) returned at off; a copy sealed there is
+	 * never recovered after. Never fails.
+	 */
 	void (*release)(struct medium *m, uint64_t off, uint64_t len);
 	/*
 	 * The len bytes at off, in memory. With buf NULL, a medium whose
@@ -112,8 +115,9 @@ struct medium_ops {
 		    struct mc_err *err);
 	/*
 	 * Offer fn every copy sealed before the last close whose bytes
-	 * verify, once, after open and before any alloc; what it keeps stays
-	 * allocated. Torn or corrupt copies are released and counted
+	 * verify, once, after open and before any alloc (a medium that
+	 * survives restarts hands out no space before it); what fn keeps
+	 * stays allocated. Torn or corrupt copies are released and counted
 	 * (corrupt), never offered. NULL: nothing survives.
 	 */
 	int (*recover)(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err);
@@ -176,6 +180,7 @@ void medium_io_write(struct medium *m, uint64_t bytes, uint64_t ns);
 extern const struct medium_ops *const medium_types[MC_TIER_COUNT];
 
 extern const struct medium_ops medium_dram;
+extern const struct medium_ops medium_ssd;
 
 /*
  * Plain recency, for a medium whose order is last use: a circular list
