@@ -1,8 +1,9 @@
 /*
  * Unit tests for the page allocator (cmd/mc-peer/pages.c) through the DRAM
  * arena (cmd/mc-peer/arena.c) that maps its bytes:
- * pages, no overlap, coalescing on release, a full arena refusing, and
- * a random run against a model of which pages are in use.
+ * pages, no overlap, coalescing on release, a full arena refusing, a
+ * random run against a model of which pages are in use, and taking
+ * exact ranges.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -133,11 +134,48 @@ test_random(void)
 	arena_free_all(a);
 }
 
+/* Taking exact ranges, as a medium rebuilding its allocation does. */
+static void
+test_take(void)
+{
+	struct mc_err err;
+	struct pages *pg = pages_new(16 * PAGES_SIZE, &err);
+	uint64_t o;
+	int n = 0;
+
+	TAP_OK(pages_take(pg, 0, PAGES_SIZE, &err) == 0 &&
+		       pages_take(pg, 3 * PAGES_SIZE, 2 * PAGES_SIZE + 1, &err) == 0 &&
+		       pages_take(pg, 15 * PAGES_SIZE, 1, &err) == 0,
+	       "take: the first page, three pages in the middle, the last page");
+	TAP_OK(pages_used(pg) == 5 * PAGES_SIZE && pages_free_extents(pg) == 2 &&
+		       pages_largest_free(pg) == 9 * PAGES_SIZE,
+	       "take: what is left is the two gaps between (%llu extents)",
+	       (unsigned long long)pages_free_extents(pg));
+	TAP_OK(pages_take(pg, 4 * PAGES_SIZE, PAGES_SIZE, &err) == -1 &&
+		       err.code == MC_ERR_INVALID &&
+		       pages_take(pg, 2 * PAGES_SIZE, 2 * PAGES_SIZE, &err) == -1 &&
+		       pages_take(pg, 16 * PAGES_SIZE, 1, &err) == -1 &&
+		       pages_take(pg, 100, 1, &err) == -1,
+	       "take: a range not wholly free, outside or unaligned is refused (%s)", err.msg);
+	while (pages_alloc(pg, PAGES_SIZE, &o, &err) == 0) {
+		TAP_OK(o != 0 && !(o >= 3 * PAGES_SIZE && o < 6 * PAGES_SIZE) &&
+			       o != 15 * PAGES_SIZE,
+		       "take: alloc never hands out taken pages (%llu)", (unsigned long long)o);
+		n++;
+	}
+	TAP_OK(n == 11, "take: the 11 other pages are all handed out");
+	pages_release(pg, 3 * PAGES_SIZE, 2 * PAGES_SIZE + 1);
+	TAP_OK(pages_used(pg) == 13 * PAGES_SIZE && pages_largest_free(pg) == 3 * PAGES_SIZE,
+	       "take: a taken range is released like an allocated one");
+	pages_free(pg);
+}
+
 int
 main(void)
 {
 	test_basics();
 	test_full();
 	test_random();
+	test_take();
 	return tap_done();
 }

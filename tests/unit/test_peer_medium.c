@@ -130,6 +130,32 @@ test_bytes(void)
 	free(got);
 }
 
+/* DRAM keeps nothing across a restart, and its copies are the connection's. */
+static void
+test_no_restart(void)
+{
+	struct mc_err err;
+	struct medium *m = open_dram(PAGES * ARENA_PAGE);
+	struct medium_meta meta = { .key = "k", .key_len = 1, .size = 1 };
+	struct medium_io io;
+	unsigned char b = 1;
+	uint64_t off;
+	int calls = 0;
+
+	medium_alloc(m, 1, &off, &err);
+	medium_write(m, off, &b, 1, &err);
+	medium_read(m, off, 1, &b, &err);
+	TAP_OK(medium_seal(m, off, 1, &meta, &err) == 0 &&
+		       medium_recover(m, NULL, &calls, &err) == 0 && calls == 0 &&
+		       medium_dir(m) == NULL,
+	       "dram: sealing and recovering do nothing, and there is no directory");
+	medium_io(m, &io);
+	TAP_OK(io.reads == 0 && io.writes == 0 && io.read_bytes == 0 && io.corrupt == 0,
+	       "dram: its I/O counters stay zero");
+	medium_release(m, off, 1);
+	medium_close(m);
+}
+
 /* Which of the three records medium_offer named, coldest first: "021" etc. */
 static const char *
 order_of(struct medium *m, struct medium_order *rec, char *buf)
@@ -182,6 +208,7 @@ main(void)
 	test_open();
 	test_alloc();
 	test_bytes();
+	test_no_restart();
 	test_order();
 	return tap_done();
 }
