@@ -2,9 +2,10 @@
  * The data plane: write, read, drop, peer_stats, corrupt.
  *
  * Bytes never pass through a buffer of ours: a write's bulk is received
- * straight into its medium's write destination, and a read's reply
- * sends the bytes its medium lends by reference, holding a reference on
- * the entry until the connection layer has written them.
+ * straight into its medium's sink (DRAM in place; a file through the
+ * sink's bounded staging buffer), and a read's reply sends its medium's
+ * source (DRAM lent by reference; a file range with sendfile), holding
+ * a reference on the entry until the connection layer has written them.
  *
  * A read or a write carries the master's grant for exactly that copy
  * (mc/grant.h), checked once per request before any byte moves; one it
@@ -152,10 +153,14 @@ granted(struct peer *p, struct mc_req *req, const struct name *tenant, const str
 
 struct pending_write {
 	struct peer *p;
-	struct mc_req *req; /* deferred */
-	struct pobj *o;	    /* unlinked, one reference */
-	void *dest;	    /* where the bulk lands */
-	struct mc_bulk_sink sink;
+	struct mc_req *req;	  /* deferred */
+	struct pobj *o;		  /* unlinked, one reference */
+	struct mc_bulk_sink sink; /* where the bulk lands */
+	/*
+	 * A sink that is not memory, for a writer that sent no checksum:
+	 * the bytes are hashed as they land, as they cannot be read after.
+	 */
+	struct mc_checksum_stream *sum;
 	/*
 	 * Armed again at every span that lands (--write-timeout, NULL: none):
 	 * a writer that stops sending loses its connection, and its space
@@ -166,16 +171,13 @@ struct pending_write {
 	bool granted; /* a grant covered it: the master hears of its commit */
 };
 
-/* Commit o, whose bytes were received at dest (NULL when there are none). */
+/* Commit o, whose bytes (and checksum) have landed. */
 static void
-finish_write(struct peer *p, struct mc_req *req, struct pobj *o, const void *dest,
-	     bool has_checksum, bool granted)
+finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool granted)
 {
 	struct medium_meta meta;
 	struct mc_err err;
 
-	if (!has_checksum)
-		o->checksum = mc_checksum(o->size > 0 ? dest : "", o->size);
 	/* Sealed before it is linked: a copy readable on a lasting tier survives a restart. */
 	pobj_medium_meta(o, &meta);
 	if (o->size > 0 && medium_seal(p->media[o->tier], o->off, o->size, &meta, &err) < 0) {
@@ -196,21 +198,33 @@ finish_write(struct peer *p, struct mc_req *req, struct pobj *o, const void *des
 	mc_reply_ok_empty(req);
 }
 
+/* What pw holds besides its entry and its request. */
+static void
+pending_write_free(struct pending_write *pw)
+{
+	if (pw->stall != NULL)
+		event_free(pw->stall);
+	mc_checksum_stream_free(pw->sum);
+	mc_bulk_sink_release(&pw->sink);
+	free(pw);
+}
+
 static void
 write_done(struct mc_req *req, bool ok, void *arg)
 {
 	struct pending_write *pw = arg;
 
 	(void)req; /* the deferred copy in pw is the one to answer through */
-	if (pw->stall != NULL)
-		event_free(pw->stall);
 	if (!ok) {
 		pindex_release(&pw->p->index, pw->o);
 		mc_reply_err(pw->req, MC_ERR_UNAVAILABLE, "connection lost during write");
 	} else {
-		finish_write(pw->p, pw->req, pw->o, pw->dest, pw->has_checksum, pw->granted);
+		if (!pw->has_checksum)
+			pw->o->checksum = pw->sum != NULL ? mc_checksum_stream_digest(pw->sum)
+							  : mc_checksum(pw->sink.data, pw->o->size);
+		finish_write(pw->p, pw->req, pw->o, pw->granted);
 	}
-	free(pw);
+	pending_write_free(pw);
 }
 
 static void
@@ -236,13 +250,19 @@ stall_timer_add(struct pending_write *pw)
 	evtimer_add(pw->stall, &tv);
 }
 
-/* A span of the bulk landed: the writer is alive, the stall timer starts over. */
+/*
+ * A span of the bulk landed: the writer is alive, the stall timer starts
+ * over, and a bulk that cannot be read back is hashed.
+ */
 static void
 write_progress(const void *data, size_t n, void *arg)
 {
-	(void)data;
-	(void)n;
-	stall_timer_add(arg);
+	struct pending_write *pw = arg;
+
+	if (pw->sum != NULL)
+		mc_checksum_stream_update(pw->sum, data, n);
+	if (pw->stall != NULL)
+		stall_timer_add(pw);
 }
 
 static void
@@ -323,10 +343,12 @@ h_write(struct mc_req *req)
 		return;
 	}
 	if (len == 0) {
-		finish_write(p, req, o, NULL, r == 1, covered);
+		if (r != 1)
+			o->checksum = mc_checksum("", 0);
+		finish_write(p, req, o, covered);
 		return;
 	}
-	pw = malloc(sizeof(*pw));
+	pw = calloc(1, sizeof(*pw));
 	if (!pw) {
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a pending write");
@@ -334,26 +356,35 @@ h_write(struct mc_req *req)
 	}
 	pw->p = p;
 	pw->o = o;
-	pw->dest = medium_write_dest(m, off, len);
 	pw->has_checksum = r == 1;
 	pw->granted = covered;
-	pw->stall = NULL;
-	mc_bulk_sink_mem(&pw->sink, pw->dest, len);
-	if (p->write_timeout_ms > 0) {
-		if ((pw->stall = evtimer_new(p->base, write_stalled, pw)) == NULL) {
-			free(pw);
-			pindex_release(&p->index, o);
-			mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a write timer");
-			return;
-		}
+	if (medium_sink(m, off, len, &pw->sink, &err) < 0) {
+		free(pw);
+		pindex_release(&p->index, o);
+		mc_reply_mc_err(req, &err);
+		return;
+	}
+	if (!pw->has_checksum && pw->sink.kind != MC_BULK_MEM &&
+	    (pw->sum = mc_checksum_stream_new()) == NULL) {
+		pending_write_free(pw);
+		pindex_release(&p->index, o);
+		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a checksum");
+		return;
+	}
+	if (p->write_timeout_ms > 0 &&
+	    (pw->stall = evtimer_new(p->base, write_stalled, pw)) == NULL) {
+		pending_write_free(pw);
+		pindex_release(&p->index, o);
+		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a write timer");
+		return;
+	}
+	if (pw->stall != NULL || pw->sum != NULL) {
 		pw->sink.tap = write_progress;
 		pw->sink.tap_arg = pw;
 	}
 	pw->req = mc_req_defer(req);
 	if (!pw->req) {
-		if (pw->stall != NULL)
-			event_free(pw->stall);
-		free(pw);
+		pending_write_free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a deferred reply");
 		return;
@@ -361,11 +392,9 @@ h_write(struct mc_req *req)
 	if (pw->stall != NULL)
 		stall_timer_add(pw);
 	if (mc_req_recv_bulk_to(pw->req, &pw->sink, write_done, pw) < 0) {
-		if (pw->stall != NULL)
-			event_free(pw->stall);
 		pindex_release(&p->index, o);
 		mc_reply_err(pw->req, MC_ERR_INTERNAL, "cannot receive the bulk");
-		free(pw);
+		pending_write_free(pw);
 	}
 	return;
 bad:
@@ -415,7 +444,7 @@ h_read(struct mc_req *req)
 	struct name tenant, key;
 	uint64_t version = 0, len = 0;
 	struct pobj *o;
-	const void *bytes = NULL;
+	struct mc_bulk_src src;
 	msgpack_packer *pk;
 	int r, rl;
 	bool covered;
@@ -455,8 +484,8 @@ h_read(struct mc_req *req)
 			     (unsigned long long)have, (unsigned long long)size);
 		return;
 	}
-	/* The medium lends its bytes; the reply holds o until they are sent. */
-	if (o->size > 0 && !(bytes = medium_read(p->media[o->tier], o->off, o->size, NULL, &err))) {
+	/* The medium's source sends the bytes; the reply holds o until they are sent. */
+	if (o->size > 0 && medium_source(p->media[o->tier], o->off, o->size, &src, &err) < 0) {
 		pindex_release(&p->index, o);
 		mc_reply_mc_err(req, &err);
 		return;
@@ -474,7 +503,7 @@ h_read(struct mc_req *req)
 		mc_reply_end_bulk(req, NULL, 0, NULL, NULL);
 		return;
 	}
-	mc_reply_end_bulk(req, bytes, o->size, read_release, o);
+	mc_reply_end_src(req, &src, read_release, o);
 }
 
 /* ---- drop and evict ---- */
@@ -634,7 +663,10 @@ h_corrupt(struct mc_req *req)
 	struct name tenant, key;
 	uint64_t offset = 0;
 	struct pobj *o;
-	unsigned char *b;
+	struct medium *m;
+	unsigned char b = 0;
+	uint64_t at;
+	bool ok;
 	char kb[80];
 
 	if (!p->fault_inject) {
@@ -658,9 +690,17 @@ h_corrupt(struct mc_req *req)
 			     show_key(&key, kb, sizeof(kb)));
 		return;
 	}
-	b = medium_write_dest(p->media[o->tier], o->off, o->size);
-	b[offset % o->size] ^= 0xff;
-	mc_warn("fault injected: flipped byte %llu of '%s'", (unsigned long long)(offset % o->size),
+	m = p->media[o->tier];
+	at = offset % o->size;
+	/* Through the medium's own read and write, so a copy on disk is flipped too. */
+	ok = medium_read(m, o->off + at, 1, &b, &err) != NULL;
+	b ^= 0xff;
+	if (!ok || medium_write(m, o->off + at, &b, 1, &err) < 0) {
+		pindex_release(&p->index, o);
+		mc_reply_mc_err(req, &err);
+		return;
+	}
+	mc_warn("fault injected: flipped byte %llu of '%s'", (unsigned long long)at,
 		show_key(&key, kb, sizeof(kb)));
 	pindex_release(&p->index, o);
 	mc_reply_ok_empty(req);

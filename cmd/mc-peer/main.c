@@ -421,7 +421,7 @@ check_tiers(void)
 static int
 open_ssd(struct peer *p, char *session, size_t cap, struct mc_err *err)
 {
-	struct medium_conf conf = { .size = cfg.ssd_size, .path = cfg.ssd };
+	struct medium_conf conf = { .size = cfg.ssd_size, .path = cfg.ssd, .direct = true };
 	struct stat st;
 
 	p->media[MC_TIER_SSD] = medium_open(MC_TIER_SSD, &conf, err);

@@ -1,10 +1,12 @@
 /*
- * The table of media by tier, and the recency order media share.
+ * The table of media by tier, the I/O counters and the recency order
+ * media share.
  */
 #include "medium.h"
 
 const struct medium_ops *const medium_types[MC_TIER_COUNT] = {
 	[MC_TIER_DRAM] = &medium_dram,
+	[MC_TIER_SSD] = &medium_ssd,
 };
 
 struct medium *
@@ -23,6 +25,32 @@ medium_open(int tier, const struct medium_conf *conf, struct mc_err *err)
 		m->tier = tier;
 	}
 	return m;
+}
+
+/* ---- I/O counters ---- */
+
+void
+medium_io(struct medium *m, struct medium_io *out)
+{
+#define MEDIUM_IO_LOAD(f) out->f = atomic_load_explicit(&m->io.f, memory_order_relaxed);
+	MEDIUM_IO_FIELDS(MEDIUM_IO_LOAD)
+#undef MEDIUM_IO_LOAD
+}
+
+void
+medium_io_read(struct medium *m, uint64_t bytes, uint64_t ns)
+{
+	atomic_fetch_add_explicit(&m->io.reads, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->io.read_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->io.read_ns, ns, memory_order_relaxed);
+}
+
+void
+medium_io_write(struct medium *m, uint64_t bytes, uint64_t ns)
+{
+	atomic_fetch_add_explicit(&m->io.writes, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->io.write_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->io.write_ns, ns, memory_order_relaxed);
 }
 
 /* ---- recency ---- */

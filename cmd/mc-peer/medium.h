@@ -4,8 +4,8 @@
  * which device holds a copy.
  *
  * A copy's place in a medium is an offset and a length that allocate
- * handed out. Allocation, release, reads and the counters are
- * thread-safe. The ordering hooks free nothing and keep no lock of their
+ * handed out. Allocation, release, reads, writes, sealing and the
+ * counters are thread-safe (the mover calls them on worker threads). The ordering hooks free nothing and keep no lock of their
  * own: the owner of the records (the placement index) calls them under
  * its lock, which is also what keeps an offered record alive.
  *
@@ -15,10 +15,12 @@
 #ifndef MC_PEER_MEDIUM_H
 #define MC_PEER_MEDIUM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mc/bulk.h"
 #include "mc/err.h"
 #include "mc/tier.h"
 
@@ -38,22 +40,30 @@ struct medium_offer {
 	uint64_t bytes;
 };
 
-/* What a copy's extent header keeps, so that a restarted peer can report the copy. */
+/* What a medium is opened with; a field a medium does not use is ignored. */
+struct medium_conf {
+	uint64_t size;	  /* bytes the tier may hold */
+	const char *path; /* ssd: a file of extents, or a directory to keep it in */
+	bool direct;	  /* ssd: try O_DIRECT for copies in and out (falls back) */
+};
+
+/*
+ * What a copy is, kept with its bytes by a medium that survives a
+ * restart, so the copy can be reported again. Names are not
+ * NUL-terminated; type and group may be empty (length 0).
+ */
 struct medium_meta {
 	const char *tenant, *key, *type, *group;
 	uint16_t tenant_len, key_len, type_len, group_len;
 	uint64_t version, size, checksum;
-	uint64_t sp_deadline; /* wall-clock ms since the epoch, 0 none */
+	uint64_t sp_deadline; /* soft pin's end, wall-clock ms since the epoch; 0: none */
 	bool hard_pin;
 };
 
-/* What a medium is opened with; a field a medium does not use is ignored. */
-struct medium_conf {
-	uint64_t size;	  /* bytes the tier may hold */
-	const char *path; /* where a tier kept on disk keeps it */
-};
-
-/* A copy recover found; meta's strings live only during the call. 0 keeps it, -1 releases it. */
+/*
+ * One recovered copy at off: 0 keeps it allocated, -1 releases it.
+ * meta's strings are valid only during the call.
+ */
 typedef int (*medium_found_fn)(void *arg, uint64_t off, const struct medium_meta *meta);
 
 struct medium;
@@ -63,7 +73,10 @@ struct medium_ops {
 	void (*close)(struct medium *m);
 	/* Reserve len > 0 bytes; MC_ERR_NO_SPACE when they do not fit. */
 	int (*alloc)(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err);
-	/* Give back what alloc(len) returned at off. Never fails. */
+	/*
+	 * Give back what alloc(len) returned at off; a copy sealed there is
+	 * never recovered after. Never fails.
+	 */
 	void (*release)(struct medium *m, uint64_t off, uint64_t len);
 	/*
 	 * The len bytes at off, in memory. With buf NULL, a medium whose
@@ -76,18 +89,40 @@ struct medium_ops {
 	/* Write the len bytes at off to fd, all of them (a blocking fd). */
 	int (*read_fd)(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_err *err);
 	/*
-	 * Where a write's bulk lands: memory the connection receives the
-	 * len bytes at off into. What is there is the stored copy.
+	 * How a read's reply sends the len bytes at off: memory lent (valid
+	 * while the allocation is held) or a descriptor's range, sent with
+	 * sendfile, so a copy on disk never passes whole through memory.
 	 */
-	void *(*write_dest)(struct medium *m, uint64_t off, uint64_t len);
-	/* Copy len bytes from buf in at off. */
+	int (*source)(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_src *s,
+		      struct mc_err *err);
+	/*
+	 * Where a write's bulk lands: a sink (mc/bulk.h) of the len bytes
+	 * at off, that the caller releases with mc_bulk_sink_release. What
+	 * it committed is the stored copy.
+	 */
+	int (*sink)(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_sink *s,
+		    struct mc_err *err);
+	/* Copy len bytes from buf to off (the mover's copy into its extent). */
 	int (*write)(struct medium *m, uint64_t off, const void *buf, uint64_t len,
 		     struct mc_err *err);
-	/* Make the copy at off recoverable after a restart; NULL: nothing to do. */
+	/*
+	 * Make the copy of len bytes at off, whose bytes have landed,
+	 * recoverable after a restart with meta; again rewrites what is
+	 * kept (pins that came later). NULL: the medium does not survive a
+	 * restart.
+	 */
 	int (*seal)(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta *meta,
 		    struct mc_err *err);
-	/* Once, after open: the sealed copies that verify; NULL: nothing survives a restart. */
+	/*
+	 * Offer fn every copy sealed before the last close whose bytes
+	 * verify, once, after open and before any alloc (a medium that
+	 * survives restarts hands out no space before it); what fn keeps
+	 * stays allocated. Torn or corrupt copies are released and counted
+	 * (corrupt), never offered. NULL: nothing survives.
+	 */
 	int (*recover)(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err);
+	/* The directory the medium keeps its state in; NULL: none. */
+	const char *(*dir)(struct medium *m);
 	uint64_t (*capacity)(struct medium *m);
 	/* Bytes allocated, in the medium's units (whole pages for DRAM). */
 	uint64_t (*used)(struct medium *m);
@@ -102,16 +137,50 @@ struct medium_ops {
 	size_t (*offer)(struct medium *m, struct medium_offer *out, size_t max);
 };
 
+/*
+ * What a medium's own I/O did, for metrics: the copies and bytes it
+ * read and wrote, the wall time spent in its reads and writes (what it
+ * can measure: a reply's sendfile and a sink's pwrites run in the
+ * connection, so a source or a sink counts its bytes when it is made,
+ * not its time), and the copies found corrupt at recovery.
+ */
+#define MEDIUM_IO_FIELDS(X) \
+	X(reads)            \
+	X(read_bytes)       \
+	X(read_ns)          \
+	X(writes)           \
+	X(write_bytes)      \
+	X(write_ns)         \
+	X(corrupt)
+
+struct medium_io {
+#define MEDIUM_IO_FIELD(f) uint64_t f;
+	MEDIUM_IO_FIELDS(MEDIUM_IO_FIELD)
+#undef MEDIUM_IO_FIELD
+};
+
 /* The head every medium's state starts with. */
 struct medium {
 	const struct medium_ops *ops;
 	int tier; /* enum mc_tier */
+	struct {
+#define MEDIUM_IO_FIELD(f) _Atomic uint64_t f;
+		MEDIUM_IO_FIELDS(MEDIUM_IO_FIELD)
+#undef MEDIUM_IO_FIELD
+	} io;
 };
+
+/* A snapshot of m's I/O counters. */
+void medium_io(struct medium *m, struct medium_io *out);
+/* Count one read (or write) of bytes that took ns (0: not measured). */
+void medium_io_read(struct medium *m, uint64_t bytes, uint64_t ns);
+void medium_io_write(struct medium *m, uint64_t bytes, uint64_t ns);
 
 /* The operations of each tier that has a medium, NULL for the others. */
 extern const struct medium_ops *const medium_types[MC_TIER_COUNT];
 
 extern const struct medium_ops medium_dram;
+extern const struct medium_ops medium_ssd;
 
 /*
  * Plain recency, for a medium whose order is last use: a circular list
@@ -162,10 +231,18 @@ medium_read_fd(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_e
 	return m->ops->read_fd(m, off, len, fd, err);
 }
 
-static inline void *
-medium_write_dest(struct medium *m, uint64_t off, uint64_t len)
+static inline int
+medium_source(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_src *s,
+	      struct mc_err *err)
 {
-	return m->ops->write_dest(m, off, len);
+	return m->ops->source(m, off, len, s, err);
+}
+
+static inline int
+medium_sink(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_sink *s,
+	    struct mc_err *err)
+{
+	return m->ops->sink(m, off, len, s, err);
 }
 
 static inline int
@@ -185,6 +262,12 @@ static inline int
 medium_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 {
 	return m->ops->recover ? m->ops->recover(m, fn, arg, err) : 0;
+}
+
+static inline const char *
+medium_dir(struct medium *m)
+{
+	return m->ops->dir ? m->ops->dir(m) : NULL;
 }
 
 static inline uint64_t

@@ -1,7 +1,9 @@
 /*
- * The DRAM medium: the arena (arena.c) as its allocator, its bytes
- * addressable, so reads lend them and writes land in place, and plain
- * recency as its order.
+ * The DRAM medium: the arena (arena.c) as its bytes and its allocator,
+ * its bytes addressable, so reads lend them and writes land in place,
+ * and plain recency as its order. Nothing survives a restart, so there
+ * is nothing to seal or recover, and its I/O counters stay zero (its
+ * reads and writes are the connection's memory copies).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,13 +55,13 @@ dram_close(struct medium *m)
 static int
 dram_alloc(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err)
 {
-	return arena_alloc(dram_of(m)->a, len, off, err);
+	return pages_alloc(arena_pages(dram_of(m)->a), len, off, err);
 }
 
 static void
 dram_release(struct medium *m, uint64_t off, uint64_t len)
 {
-	arena_release(dram_of(m)->a, off, len);
+	pages_release(arena_pages(dram_of(m)->a), off, len);
 }
 
 static const void *
@@ -95,11 +97,20 @@ dram_read_fd(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_err
 	return 0;
 }
 
-static void *
-dram_write_dest(struct medium *m, uint64_t off, uint64_t len)
+static int
+dram_source(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_src *s, struct mc_err *err)
 {
-	(void)len;
-	return arena_ptr(dram_of(m)->a, off);
+	(void)err;
+	*s = mc_bulk_src_mem(arena_ptr(dram_of(m)->a, off), len);
+	return 0;
+}
+
+static int
+dram_sink(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_sink *s, struct mc_err *err)
+{
+	(void)err;
+	mc_bulk_sink_mem(s, arena_ptr(dram_of(m)->a, off), len);
+	return 0;
 }
 
 static int
@@ -113,13 +124,13 @@ dram_write(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct
 static uint64_t
 dram_capacity(struct medium *m)
 {
-	return arena_capacity(dram_of(m)->a);
+	return pages_capacity(arena_pages(dram_of(m)->a));
 }
 
 static uint64_t
 dram_used(struct medium *m)
 {
-	return arena_used(dram_of(m)->a);
+	return pages_used(arena_pages(dram_of(m)->a));
 }
 
 static void
@@ -148,7 +159,8 @@ const struct medium_ops medium_dram = {
 	.release = dram_release,
 	.read = dram_read,
 	.read_fd = dram_read_fd,
-	.write_dest = dram_write_dest,
+	.source = dram_source,
+	.sink = dram_sink,
 	.write = dram_write,
 	.capacity = dram_capacity,
 	.used = dram_used,

@@ -1,7 +1,9 @@
 /*
- * Unit tests for the DRAM medium's page allocator (cmd/mc-peer/arena.c):
- * pages, no overlap, coalescing on release, a full arena refusing, and
- * a random run against a model of which pages are in use.
+ * Unit tests for the page allocator (cmd/mc-peer/pages.c) through the DRAM
+ * arena (cmd/mc-peer/arena.c) that maps its bytes:
+ * pages, no overlap, coalescing on release, a full arena refusing, a
+ * random run against a model of which pages are in use, and taking
+ * exact ranges.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,16 +22,19 @@ test_basics(void)
 	uint64_t o1, o2, o3;
 
 	TAP_OK(a != NULL, "new: an arena of %u pages", PAGES);
-	TAP_OK(arena_capacity(a) == PAGES * ARENA_PAGE,
+	TAP_OK(pages_capacity(arena_pages(a)) == PAGES * ARENA_PAGE,
 	       "new: the size is rounded down to whole pages");
-	TAP_OK(arena_used(a) == 0 && arena_largest_free(a) == PAGES * ARENA_PAGE &&
-		       arena_free_extents(a) == 1,
+	TAP_OK(pages_used(arena_pages(a)) == 0 &&
+		       pages_largest_free(arena_pages(a)) == PAGES * ARENA_PAGE &&
+		       pages_free_extents(arena_pages(a)) == 1,
 	       "new: one free extent, nothing used");
-	TAP_OK(arena_alloc(a, 1, &o1, &err) == 0 && arena_used(a) == ARENA_PAGE,
+	TAP_OK(pages_alloc(arena_pages(a), 1, &o1, &err) == 0 &&
+		       pages_used(arena_pages(a)) == ARENA_PAGE,
 	       "alloc: one byte takes a whole page");
-	TAP_OK(arena_alloc(a, ARENA_PAGE + 1, &o2, &err) == 0 && arena_used(a) == 3 * ARENA_PAGE,
+	TAP_OK(pages_alloc(arena_pages(a), ARENA_PAGE + 1, &o2, &err) == 0 &&
+		       pages_used(arena_pages(a)) == 3 * ARENA_PAGE,
 	       "alloc: a page and a byte take two");
-	TAP_OK(arena_alloc(a, ARENA_PAGE, &o3, &err) == 0 && o1 % ARENA_PAGE == 0 &&
+	TAP_OK(pages_alloc(arena_pages(a), ARENA_PAGE, &o3, &err) == 0 && o1 % ARENA_PAGE == 0 &&
 		       o2 % ARENA_PAGE == 0 && o3 % ARENA_PAGE == 0,
 	       "alloc: offsets are page-aligned");
 	TAP_OK((o2 >= o1 + ARENA_PAGE || o1 >= o2 + 2 * ARENA_PAGE) &&
@@ -39,13 +44,13 @@ test_basics(void)
 	TAP_OK(((unsigned char *)arena_ptr(a, o2))[ARENA_PAGE] == 0xab,
 	       "ptr: the bytes are the caller's, writable");
 	/* release the middle, then its neighbours: one extent again */
-	arena_release(a, o2, ARENA_PAGE + 1);
-	arena_release(a, o1, 1);
-	arena_release(a, o3, ARENA_PAGE);
-	TAP_OK(arena_used(a) == 0 && arena_free_extents(a) == 1 &&
-		       arena_largest_free(a) == PAGES * ARENA_PAGE,
+	pages_release(arena_pages(a), o2, ARENA_PAGE + 1);
+	pages_release(arena_pages(a), o1, 1);
+	pages_release(arena_pages(a), o3, ARENA_PAGE);
+	TAP_OK(pages_used(arena_pages(a)) == 0 && pages_free_extents(arena_pages(a)) == 1 &&
+		       pages_largest_free(arena_pages(a)) == PAGES * ARENA_PAGE,
 	       "release: neighbours coalesce back into one extent (%llu extents)",
-	       (unsigned long long)arena_free_extents(a));
+	       (unsigned long long)pages_free_extents(arena_pages(a)));
 	arena_free_all(a);
 }
 
@@ -58,17 +63,19 @@ test_full(void)
 	int ok = 1;
 
 	for (int i = 0; i < 8; i++)
-		ok &= arena_alloc(a, ARENA_PAGE, &off[i], &err) == 0;
-	TAP_OK(ok && arena_used(a) == 8 * ARENA_PAGE, "full: eight pages fill eight");
-	TAP_OK(arena_alloc(a, 1, &o, &err) != 0 && err.code == MC_ERR_NO_SPACE,
+		ok &= pages_alloc(arena_pages(a), ARENA_PAGE, &off[i], &err) == 0;
+	TAP_OK(ok && pages_used(arena_pages(a)) == 8 * ARENA_PAGE, "full: eight pages fill eight");
+	TAP_OK(pages_alloc(arena_pages(a), 1, &o, &err) != 0 && err.code == MC_ERR_NO_SPACE,
 	       "full: one more byte is no_space: %s", err.msg);
 	/* every other page free: fragmented, nothing of two pages fits */
 	for (int i = 0; i < 8; i += 2)
-		arena_release(a, off[i], ARENA_PAGE);
-	TAP_OK(arena_largest_free(a) == ARENA_PAGE && arena_free_extents(a) == 4 &&
-		       arena_alloc(a, 2 * ARENA_PAGE, &o, &err) != 0,
+		pages_release(arena_pages(a), off[i], ARENA_PAGE);
+	TAP_OK(pages_largest_free(arena_pages(a)) == ARENA_PAGE &&
+		       pages_free_extents(arena_pages(a)) == 4 &&
+		       pages_alloc(arena_pages(a), 2 * ARENA_PAGE, &o, &err) != 0,
 	       "fragmented: four single pages free, two pages do not fit");
-	TAP_OK(arena_alloc(a, ARENA_PAGE, &o, &err) == 0, "fragmented: one page still does");
+	TAP_OK(pages_alloc(arena_pages(a), ARENA_PAGE, &o, &err) == 0,
+	       "fragmented: one page still does");
 	arena_free_all(a);
 }
 
@@ -95,13 +102,13 @@ test_random(void)
 			pages = (len[i] + ARENA_PAGE - 1) / ARENA_PAGE;
 			for (uint64_t p = first; p < first + pages; p++)
 				used[p] = false;
-			arena_release(a, off[i], len[i]);
+			pages_release(arena_pages(a), off[i], len[i]);
 			in_use -= pages;
 			live[i] = false;
 			continue;
 		}
 		len[i] = 1 + tap_rng() % (8 * ARENA_PAGE);
-		if (arena_alloc(a, len[i], &off[i], &err) != 0) {
+		if (pages_alloc(arena_pages(a), len[i], &off[i], &err) != 0) {
 			ok &= err.code == MC_ERR_NO_SPACE;
 			refused++;
 			continue;
@@ -115,16 +122,52 @@ test_random(void)
 		}
 		in_use += pages;
 		live[i] = true;
-		ok &= arena_used(a) == in_use * ARENA_PAGE;
+		ok &= pages_used(arena_pages(a)) == in_use * ARENA_PAGE;
 	}
 	TAP_OK(ok, "random: %d steps without overlap, used always exact (%d refused when full)",
 	       STEPS, refused);
 	for (int i = 0; i < LIVE; i++)
 		if (live[i])
-			arena_release(a, off[i], len[i]);
-	TAP_OK(arena_used(a) == 0 && arena_free_extents(a) == 1,
+			pages_release(arena_pages(a), off[i], len[i]);
+	TAP_OK(pages_used(arena_pages(a)) == 0 && pages_free_extents(arena_pages(a)) == 1,
 	       "random: everything released is one extent again");
 	arena_free_all(a);
+}
+
+/* Taking exact ranges, as a medium rebuilding its allocation does. */
+static void
+test_take(void)
+{
+	struct mc_err err;
+	struct pages *pg = pages_new(16 * PAGES_SIZE, &err);
+	uint64_t o;
+	int n = 0;
+
+	TAP_OK(pages_take(pg, 0, PAGES_SIZE, &err) == 0 &&
+		       pages_take(pg, 3 * PAGES_SIZE, 2 * PAGES_SIZE + 1, &err) == 0 &&
+		       pages_take(pg, 15 * PAGES_SIZE, 1, &err) == 0,
+	       "take: the first page, three pages in the middle, the last page");
+	TAP_OK(pages_used(pg) == 5 * PAGES_SIZE && pages_free_extents(pg) == 2 &&
+		       pages_largest_free(pg) == 9 * PAGES_SIZE,
+	       "take: what is left is the two gaps between (%llu extents)",
+	       (unsigned long long)pages_free_extents(pg));
+	TAP_OK(pages_take(pg, 4 * PAGES_SIZE, PAGES_SIZE, &err) == -1 &&
+		       err.code == MC_ERR_INVALID &&
+		       pages_take(pg, 2 * PAGES_SIZE, 2 * PAGES_SIZE, &err) == -1 &&
+		       pages_take(pg, 16 * PAGES_SIZE, 1, &err) == -1 &&
+		       pages_take(pg, 100, 1, &err) == -1,
+	       "take: a range not wholly free, outside or unaligned is refused (%s)", err.msg);
+	while (pages_alloc(pg, PAGES_SIZE, &o, &err) == 0) {
+		TAP_OK(o != 0 && !(o >= 3 * PAGES_SIZE && o < 6 * PAGES_SIZE) &&
+			       o != 15 * PAGES_SIZE,
+		       "take: alloc never hands out taken pages (%llu)", (unsigned long long)o);
+		n++;
+	}
+	TAP_OK(n == 11, "take: the 11 other pages are all handed out");
+	pages_release(pg, 3 * PAGES_SIZE, 2 * PAGES_SIZE + 1);
+	TAP_OK(pages_used(pg) == 13 * PAGES_SIZE && pages_largest_free(pg) == 3 * PAGES_SIZE,
+	       "take: a taken range is released like an allocated one");
+	pages_free(pg);
 }
 
 int
@@ -133,5 +176,6 @@ main(void)
 	test_basics();
 	test_full();
 	test_random();
+	test_take();
 	return tap_done();
 }

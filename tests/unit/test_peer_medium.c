@@ -1,8 +1,8 @@
 /*
  * Unit tests for the peer's DRAM medium (cmd/mc-peer/medium_dram.c)
  * through the medium interface: allocate, release, read into a buffer
- * or lent, read into a descriptor, the write destination, capacity and
- * use, and the ordering hooks that offer copies coldest first and free
+ * or lent, read into a descriptor, the write sink and the read source
+ * (memory, in place), writes, capacity and use, and the ordering hooks that offer copies coldest first and free
  * nothing.
  */
 #include <stdlib.h>
@@ -34,7 +34,7 @@ test_open(void)
 	TAP_OK(medium_capacity(m) == PAGES * ARENA_PAGE && medium_used(m) == 0,
 	       "capacity: whole pages, nothing used");
 	medium_close(m);
-	TAP_OK(medium_open(MC_TIER_SSD, &(struct medium_conf){ .size = 1 << 20 }, &err) == NULL &&
+	TAP_OK(medium_open(MC_TIER_HBM, &(struct medium_conf){ .size = 1 << 20 }, &err) == NULL &&
 		       err.code == MC_ERR_INVALID,
 	       "open: a tier with no medium yet is refused (%s)", err.msg);
 	TAP_OK(medium_open(MC_TIER_DRAM, &(struct medium_conf){ .size = 100 }, &err) == NULL &&
@@ -73,6 +73,9 @@ test_bytes(void)
 	size_t len = 3 * ARENA_PAGE + 17;
 	unsigned char *want = malloc(len), *got = malloc(len), *dest;
 	const void *lent, *copied;
+	struct mc_bulk_sink sink;
+	struct mc_bulk_src src;
+	unsigned char b;
 	char path[] = "/tmp/test_peer_medium.XXXXXX";
 	int fds[2], fd;
 	uint64_t off;
@@ -81,8 +84,12 @@ test_bytes(void)
 	for (size_t i = 0; i < len; i++)
 		want[i] = (unsigned char)(i * 31 + 7);
 	medium_alloc(m, len, &off, &err);
-	dest = medium_write_dest(m, off, len);
+	TAP_OK(medium_sink(m, off, len, &sink, &err) == 0 && sink.kind == MC_BULK_MEM &&
+		       sink.len == len && sink.data != NULL,
+	       "sink: dram's is memory, received into in place");
+	dest = sink.data;
 	memcpy(dest, want, len);
+	mc_bulk_sink_release(&sink);
 	lent = medium_read(m, off, len, NULL, &err);
 	TAP_OK(lent == dest && memcmp(lent, want, len) == 0,
 	       "read: without a buffer, dram lends the stored bytes (no copy)");
@@ -92,8 +99,15 @@ test_bytes(void)
 	       "read: into a buffer, the bytes are copied there");
 	dest[0] ^= 0xff;
 	TAP_OK(((const unsigned char *)medium_read(m, off, 1, NULL, &err))[0] == (want[0] ^ 0xff),
-	       "write destination: what lands there is the stored copy");
+	       "sink: what lands there is the stored copy");
 	dest[0] ^= 0xff;
+	TAP_OK(medium_source(m, off, len, &src, &err) == 0 && src.kind == MC_BULK_MEM &&
+		       src.data == dest && src.len == len,
+	       "source: dram lends the stored bytes to a reply");
+	b = want[5] ^ 0x5a;
+	TAP_OK(medium_write(m, off + 5, &b, 1, &err) == 0 && dest[5] == b,
+	       "write: bytes copied in land in the stored copy");
+	dest[5] = want[5];
 
 	/* a pipe holds 64 KiB, so a short copy fits without a reader */
 	TAP_OK(pipe(fds) == 0 && medium_read_fd(m, off, 100, fds[1], &err) == 0 &&
@@ -114,6 +128,32 @@ test_bytes(void)
 	medium_close(m);
 	free(want);
 	free(got);
+}
+
+/* DRAM keeps nothing across a restart, and its copies are the connection's. */
+static void
+test_no_restart(void)
+{
+	struct mc_err err;
+	struct medium *m = open_dram(PAGES * ARENA_PAGE);
+	struct medium_meta meta = { .key = "k", .key_len = 1, .size = 1 };
+	struct medium_io io;
+	unsigned char b = 1;
+	uint64_t off;
+	int calls = 0;
+
+	medium_alloc(m, 1, &off, &err);
+	medium_write(m, off, &b, 1, &err);
+	medium_read(m, off, 1, &b, &err);
+	TAP_OK(medium_seal(m, off, 1, &meta, &err) == 0 &&
+		       medium_recover(m, NULL, &calls, &err) == 0 && calls == 0 &&
+		       medium_dir(m) == NULL,
+	       "dram: sealing and recovering do nothing, and there is no directory");
+	medium_io(m, &io);
+	TAP_OK(io.reads == 0 && io.writes == 0 && io.read_bytes == 0 && io.corrupt == 0,
+	       "dram: its I/O counters stay zero");
+	medium_release(m, off, 1);
+	medium_close(m);
 }
 
 /* Which of the three records medium_offer named, coldest first: "021" etc. */
@@ -168,6 +208,7 @@ main(void)
 	test_open();
 	test_alloc();
 	test_bytes();
+	test_no_restart();
 	test_order();
 	return tap_done();
 }

@@ -67,8 +67,13 @@ put(const char *key, uint64_t version, uint64_t size, int fill)
 
 	if (size > 0 && medium_alloc(media[MC_TIER_DRAM], size, &off, &err) != 0)
 		return err.code;
-	if (size > 0)
-		memset(medium_write_dest(media[MC_TIER_DRAM], off, size), fill, size);
+	if (size > 0) {
+		unsigned char *b = malloc(size);
+
+		memset(b, fill, size);
+		medium_write(media[MC_TIER_DRAM], off, b, size, NULL);
+		free(b);
+	}
 	o = pobj_new(&ix, T, strlen(T), key, strlen(key), version, size, 0, MC_TIER_DRAM, off);
 	if (pool_commit(&pl, o, NULL) != 0) {
 		pindex_release(&ix, o);

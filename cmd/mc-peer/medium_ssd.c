@@ -1,0 +1,777 @@
+/*
+ * The SSD medium: a tier kept in one file of extents on a local disk.
+ *
+ * PATH is the file, or a directory the file (PATH/extents) is kept in;
+ * medium_dir names the directory, for the peer's other state. The file
+ * is fallocated to the configured size at open, so a disk that cannot
+ * hold the tier refuses it at start instead of failing writes later,
+ * and it is locked, so two peers never share it. The page allocator
+ * (pages.h) hands out its space, with no memory behind it.
+ *
+ * An extent is a header of HDR_BYTES (whole pages) followed by the
+ * copy's bytes, page-aligned: alloc hands out the data's offset and
+ * keeps the header's pages in front of it, so used counts both and
+ * never exceeds the size. seal writes the header after the bytes have
+ * landed: the copy's metadata, its checksum and a checksum of the
+ * header itself, so a copy without a whole header is no copy. release
+ * clears the header's magic before the space is reused, so a dropped
+ * copy never comes back.
+ *
+ * Recovery scans the file for headers, skipping holes (SEEK_DATA) and
+ * the extents it found, and verifies every copy's bytes against the
+ * checksum in its header at start, before it is offered: a torn or
+ * corrupt copy is released and counted, never served. Verifying at start
+ * reads every sealed byte once per restart; in exchange every copy the
+ * peer reports is known good, and no read ever waits on a first check.
+ *
+ * I/O: a client's write lands through a bulk sink (pwrite from the
+ * connection's staging buffer) and a read's reply goes out with
+ * sendfile, both on a buffered descriptor. The mover's copies in
+ * (write), reads into a buffer and the checks at recovery use a second,
+ * O_DIRECT descriptor when conf->direct asks and the filesystem allows
+ * it (tmpfs does not: one log line, then buffered I/O): whole pages go
+ * direct, from the caller's buffer when it is page-aligned, else through
+ * a bounded aligned one; a write's unaligned tail goes buffered. Nothing
+ * is fsynced: copies survive the peer being killed, not the machine
+ * losing power.
+ *
+ * Fault points: ssd.write fails write and sink, ssd.read fails read and
+ * source, with MC_ERR_SYSTEM; ssd.direct refuses O_DIRECT at open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mc/checksum.h"
+#include "mc/clock.h"
+#include "mc/fault.h"
+#include "mc/log.h"
+#include "mc/proto.h"
+
+#include "medium.h"
+#include "pages.h"
+
+#define SSD_FILE "extents"
+#define SSD_MAGIC "mcextent"
+#define SSD_MAGIC_LEN 8
+#define SSD_FORMAT 1u
+
+/*
+ * The header, little-endian: magic, format (u32), header length (u32),
+ * header checksum (u64, zero while it is computed), data offset, size,
+ * version, checksum, soft-pin deadline (u64 each), flags (u32), the
+ * lengths of tenant, key, type and group (u16 each), four bytes kept
+ * zero, then the names.
+ */
+#define H_FORMAT 8
+#define H_LEN 12
+#define H_SUM 16
+#define H_OFF 24
+#define H_SIZE 32
+#define H_VERSION 40
+#define H_CHECKSUM 48
+#define H_DEADLINE 56
+#define H_FLAGS 64
+#define H_LENS 68
+#define H_NAMES 80
+#define H_HARD_PIN 1u
+
+#define ROUND_UP(n, a) (((n) + (a)-1) / (a) * (a))
+#define HDR_BYTES ROUND_UP(H_NAMES + 3 * MC_NAME_MAX + MC_KEY_MAX, PAGES_SIZE)
+/* The most one direct transfer or recovery read holds in memory. */
+#define IO_CHUNK (1u << 20)
+
+struct ssd {
+	struct medium m; /* first: the medium is the ssd */
+	struct pages *pages;
+	int fd;	 /* buffered: sinks, sendfile, headers */
+	int dfd; /* O_DIRECT, or -1 */
+	char *file, *dir;
+	atomic_bool recovered; /* recover ran: alloc may hand out space */
+	struct medium_lru lru;
+};
+
+static struct ssd *
+ssd_of(struct medium *m)
+{
+	return (struct ssd *)m;
+}
+
+/* ---- plain I/O ---- */
+
+/*
+ * All len bytes at off through fd, written from buf or read into it
+ * (then buf is the caller's writable memory); -1 with errno (EIO past
+ * the end).
+ */
+static int
+io_all(int fd, bool wr, const void *buf, uint64_t len, uint64_t off)
+{
+	unsigned char *p = (unsigned char *)buf;
+
+	while (len > 0) {
+		/* A transfer of more than SSIZE_MAX is the system's to define: stay far below. */
+		size_t n = len > (1u << 30) ? (size_t)1 << 30 : (size_t)len;
+		ssize_t r = wr ? pwrite(fd, p, n, (off_t)off) : pread(fd, p, n, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errno = EIO;
+			return -1;
+		}
+		p += r;
+		off += (uint64_t)r;
+		len -= (uint64_t)r;
+	}
+	return 0;
+}
+
+static void *
+aligned_buf(size_t n)
+{
+	void *p = NULL;
+
+	return posix_memalign(&p, PAGES_SIZE, n) == 0 ? p : NULL;
+}
+
+/*
+ * The whole pages of len bytes at off (page-aligned) through the direct
+ * descriptor: straight from or into buf when it is aligned, else through
+ * a bounce buffer of at most IO_CHUNK.
+ */
+static int
+direct_pages(struct ssd *s, bool wr, const void *data, uint64_t len, uint64_t off)
+{
+	unsigned char *buf = (unsigned char *)data, *bounce;
+
+	if ((uintptr_t)buf % PAGES_SIZE == 0)
+		return io_all(s->dfd, wr, buf, len, off);
+	if (!(bounce = aligned_buf(len < IO_CHUNK ? (size_t)len : IO_CHUNK)))
+		return -1;
+	while (len > 0) {
+		size_t n = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+
+		if (wr)
+			memcpy(bounce, buf, n);
+		if (io_all(s->dfd, wr, bounce, n, off) < 0) {
+			free(bounce);
+			return -1;
+		}
+		if (!wr)
+			memcpy(buf, bounce, n);
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	free(bounce);
+	return 0;
+}
+
+/* Read len bytes at off into buf, direct where it can. */
+static int
+read_range(struct ssd *s, uint64_t off, void *buf, uint64_t len)
+{
+	uint64_t body = len / PAGES_SIZE * PAGES_SIZE;
+	unsigned char *tail;
+
+	if (s->dfd < 0 || off % PAGES_SIZE)
+		return io_all(s->fd, false, buf, len, off);
+	if (body > 0 && direct_pages(s, false, buf, body, off) < 0)
+		return -1;
+	if (body == len)
+		return 0;
+	/* The last page is the extent's own, whole in the file: read it all. */
+	if (!(tail = aligned_buf(PAGES_SIZE)))
+		return -1;
+	if (io_all(s->dfd, false, tail, PAGES_SIZE, off + body) < 0) {
+		free(tail);
+		return -1;
+	}
+	memcpy((unsigned char *)buf + body, tail, len - body);
+	free(tail);
+	return 0;
+}
+
+/*
+ * Write len bytes from buf at off, direct where it can. Only whole pages
+ * go direct: the bytes after an unaligned tail may be the copy's own.
+ */
+static int
+write_range(struct ssd *s, uint64_t off, const void *buf, uint64_t len)
+{
+	uint64_t body = len / PAGES_SIZE * PAGES_SIZE;
+
+	if (s->dfd < 0 || off % PAGES_SIZE)
+		return io_all(s->fd, true, buf, len, off);
+	if (body > 0 && direct_pages(s, true, buf, body, off) < 0)
+		return -1;
+	return io_all(s->fd, true, (const unsigned char *)buf + body, len - body, off + body);
+}
+
+/* ---- open and close ---- */
+
+static void
+ssd_close(struct medium *m)
+{
+	struct ssd *s = ssd_of(m);
+
+	if (s->dfd >= 0)
+		close(s->dfd);
+	if (s->fd >= 0)
+		close(s->fd);
+	pages_free(s->pages);
+	free(s->file);
+	free(s->dir);
+	free(s);
+}
+
+/* Where the extents are (s->file) and the directory that holds them (s->dir). */
+static int
+ssd_paths(struct ssd *s, const char *path, struct mc_err *err)
+{
+	struct stat st;
+	char *copy;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (asprintf(&s->file, "%s/%s", path, SSD_FILE) < 0) {
+			s->file = NULL;
+			return mc_err_errno(err, "cannot allocate the ssd path");
+		}
+		s->dir = strdup(path);
+	} else {
+		s->file = strdup(path);
+		if ((copy = strdup(path)) != NULL)
+			s->dir = strdup(dirname(copy));
+		free(copy);
+	}
+	if (!s->file || !s->dir)
+		return mc_err_errno(err, "cannot allocate the ssd path");
+	return 0;
+}
+
+/*
+ * The direct descriptor, when asked for and the filesystem takes it: a
+ * read of the first page proves it, as some refuse only at the first
+ * transfer. Otherwise -1 and one line saying so. The fault point
+ * ssd.direct plays a file system that refuses.
+ */
+static int
+open_direct(const struct ssd *s)
+{
+	void *page = aligned_buf(PAGES_SIZE);
+	int fd = page ? open(s->file, O_RDWR | O_DIRECT | O_CLOEXEC) : -1;
+
+	if (fd >= 0 && mc_fault("ssd.direct")) {
+		close(fd);
+		fd = -1;
+		errno = EINVAL;
+	}
+	if (fd >= 0 && io_all(fd, false, page, PAGES_SIZE, 0) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		mc_info("ssd file '%s': no direct I/O (%s), using the page cache", s->file,
+			strerror(errno));
+	free(page);
+	return fd;
+}
+
+static struct medium *
+ssd_open(const struct medium_conf *conf, struct mc_err *err)
+{
+	struct ssd *s;
+	uint64_t size;
+	bool created = false;
+
+	if (!conf->path || !*conf->path) {
+		mc_err_set(err, MC_ERR_INVALID, "the %s tier needs a path",
+			   mc_tier_name(MC_TIER_SSD));
+		return NULL;
+	}
+	if (!(s = calloc(1, sizeof(*s)))) {
+		mc_err_errno(err, "cannot allocate the %s medium", mc_tier_name(MC_TIER_SSD));
+		return NULL;
+	}
+	s->fd = s->dfd = -1;
+	medium_lru_init(&s->lru);
+	if (ssd_paths(s, conf->path, err) < 0 || !(s->pages = pages_new(conf->size, err)))
+		goto fail;
+	size = pages_capacity(s->pages);
+	if ((s->fd = open(s->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0)
+		created = true;
+	else if (errno != EEXIST || (s->fd = open(s->file, O_RDWR | O_CLOEXEC)) < 0) {
+		mc_err_errno(err, "cannot open ssd file '%s'", s->file);
+		goto fail;
+	}
+	if (flock(s->fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK)
+			mc_err_set(err, MC_ERR_BUSY, "ssd file '%s' is in use by another process",
+				   s->file);
+		else
+			mc_err_errno(err, "cannot lock ssd file '%s'", s->file);
+		goto fail;
+	}
+	/* Space beyond the size could hold no extent the allocator knows of. */
+	if (ftruncate(s->fd, (off_t)size) < 0 || fallocate(s->fd, 0, 0, (off_t)size) < 0) {
+		mc_err_errno(err, "cannot allocate %llu bytes for ssd file '%s'",
+			     (unsigned long long)size, s->file);
+		goto fail;
+	}
+	if (conf->direct)
+		s->dfd = open_direct(s);
+	return &s->m;
+fail:
+	/* A file made here holds nothing: it goes, not to fill the disk it did not fit. */
+	if (created)
+		unlink(s->file);
+	ssd_close(&s->m);
+	return NULL;
+}
+
+static const char *
+ssd_dir(struct medium *m)
+{
+	return ssd_of(m)->dir;
+}
+
+/* ---- space ---- */
+
+static int
+ssd_alloc(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+
+	if (!atomic_load(&s->recovered))
+		MC_BUG("ssd space handed out before recovery");
+	if (len == 0 || pages_alloc(s->pages, HDR_BYTES + len, off, err) < 0)
+		return len == 0 ? mc_err_set(err, MC_ERR_INVALID, "an extent needs a byte") : -1;
+	*off += HDR_BYTES;
+	return 0;
+}
+
+/* Make the extent whose header is at hdr unrecoverable. */
+static int
+clear_header(struct ssd *s, uint64_t hdr)
+{
+	static const char zero[SSD_MAGIC_LEN];
+
+	return io_all(s->fd, true, zero, sizeof(zero), hdr);
+}
+
+static void
+ssd_release(struct medium *m, uint64_t off, uint64_t len)
+{
+	struct ssd *s = ssd_of(m);
+
+	if (clear_header(s, off - HDR_BYTES) < 0)
+		mc_warn("ssd file '%s': cannot clear the header at %llu: %s", s->file,
+			(unsigned long long)(off - HDR_BYTES), strerror(errno));
+	pages_release(s->pages, off - HDR_BYTES, HDR_BYTES + len);
+}
+
+static uint64_t
+ssd_capacity(struct medium *m)
+{
+	return pages_capacity(ssd_of(m)->pages);
+}
+
+static uint64_t
+ssd_used(struct medium *m)
+{
+	return pages_used(ssd_of(m)->pages);
+}
+
+/* ---- bytes ---- */
+
+static const void *
+ssd_read(struct medium *m, uint64_t off, uint64_t len, void *buf, struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+	uint64_t t0;
+
+	if (!buf) {
+		mc_err_set(err, MC_ERR_UNAVAILABLE, "the %s tier cannot lend its bytes",
+			   mc_tier_name(MC_TIER_SSD));
+		return NULL;
+	}
+	if (mc_fault("ssd.read")) {
+		mc_err_set(err, MC_ERR_SYSTEM, "fault injected: ssd.read");
+		return NULL;
+	}
+	t0 = mc_mono_ns();
+	if (read_range(s, off, buf, len) < 0) {
+		mc_err_errno(err, "cannot read %llu bytes at %llu of ssd file '%s'",
+			     (unsigned long long)len, (unsigned long long)off, s->file);
+		return NULL;
+	}
+	medium_io_read(m, len, mc_mono_ns() - t0);
+	return buf;
+}
+
+static int
+ssd_read_fd(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+	off_t pos = (off_t)off;
+	uint64_t t0 = mc_mono_ns(), left = len;
+	ssize_t n;
+
+	while (left > 0) {
+		n = sendfile(fd, s->fd, &pos, left > (1u << 30) ? (size_t)1 << 30 : (size_t)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			errno = EIO;
+		if (n <= 0)
+			return mc_err_errno(err, "cannot send %llu bytes of ssd file '%s' to fd %d",
+					    (unsigned long long)left, s->file, fd);
+		left -= (uint64_t)n;
+	}
+	medium_io_read(m, len, mc_mono_ns() - t0);
+	return 0;
+}
+
+static int
+ssd_source(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_src *src,
+	   struct mc_err *err)
+{
+	if (mc_fault("ssd.read"))
+		return mc_err_set(err, MC_ERR_SYSTEM, "fault injected: ssd.read");
+	*src = mc_bulk_src_fd(ssd_of(m)->fd, off, len);
+	medium_io_read(m, len, 0);
+	return 0;
+}
+
+static int
+ssd_sink(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_sink *sink,
+	 struct mc_err *err)
+{
+	if (mc_fault("ssd.write"))
+		return mc_err_set(err, MC_ERR_SYSTEM, "fault injected: ssd.write");
+	mc_bulk_sink_fd(sink, ssd_of(m)->fd, off, len);
+	medium_io_write(m, len, 0);
+	return 0;
+}
+
+static int
+ssd_write(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+	uint64_t t0;
+
+	if (mc_fault("ssd.write"))
+		return mc_err_set(err, MC_ERR_SYSTEM, "fault injected: ssd.write");
+	t0 = mc_mono_ns();
+	if (write_range(s, off, buf, len) < 0)
+		return mc_err_errno(err, "cannot write %llu bytes at %llu of ssd file '%s'",
+				    (unsigned long long)len, (unsigned long long)off, s->file);
+	medium_io_write(m, len, mc_mono_ns() - t0);
+	return 0;
+}
+
+/* ---- headers ---- */
+
+static void
+put_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* The header's checksum, with its own field read as zero. */
+static uint64_t
+header_sum(unsigned char *h, size_t len)
+{
+	unsigned char saved[8];
+	uint64_t sum;
+
+	memcpy(saved, h + H_SUM, 8);
+	memset(h + H_SUM, 0, 8);
+	sum = mc_checksum(h, len);
+	memcpy(h + H_SUM, saved, 8);
+	return sum;
+}
+
+static int
+ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta *meta,
+	 struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+	const uint16_t lens[4] = { meta->tenant_len, meta->key_len, meta->type_len,
+				   meta->group_len };
+	const char *names[4] = { meta->tenant, meta->key, meta->type, meta->group };
+	unsigned char *h;
+	size_t at = H_NAMES;
+	int r;
+
+	if (meta->tenant_len > MC_NAME_MAX || meta->key_len > MC_KEY_MAX ||
+	    meta->type_len > MC_NAME_MAX || meta->group_len > MC_NAME_MAX || meta->size != len ||
+	    len == 0)
+		return mc_err_set(err, MC_ERR_INVALID, "cannot seal a copy of %llu bytes as %llu",
+				  (unsigned long long)len, (unsigned long long)meta->size);
+	if (!(h = calloc(1, HDR_BYTES)))
+		return mc_err_errno(err, "cannot allocate an ssd header");
+	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
+	put_le(h + H_FORMAT, SSD_FORMAT, 4);
+	put_le(h + H_OFF, off, 8);
+	put_le(h + H_SIZE, len, 8);
+	put_le(h + H_VERSION, meta->version, 8);
+	put_le(h + H_CHECKSUM, meta->checksum, 8);
+	put_le(h + H_DEADLINE, meta->sp_deadline, 8);
+	put_le(h + H_FLAGS, meta->hard_pin ? H_HARD_PIN : 0, 4);
+	for (int i = 0; i < 4; i++) {
+		put_le(h + H_LENS + 2 * i, lens[i], 2);
+		if (lens[i] > 0)
+			memcpy(h + at, names[i], lens[i]);
+		at += lens[i];
+	}
+	put_le(h + H_LEN, at, 4);
+	put_le(h + H_SUM, header_sum(h, at), 8);
+	/* One write of the header's used pages: a torn one fails its checksum. */
+	r = io_all(s->fd, true, h, ROUND_UP(at, PAGES_SIZE), off - HDR_BYTES);
+	free(h);
+	if (r < 0)
+		return mc_err_errno(err, "cannot write the header at %llu of ssd file '%s'",
+				    (unsigned long long)(off - HDR_BYTES), s->file);
+	return 0;
+}
+
+/*
+ * Decode the header h read at hdr into meta (names pointing into h):
+ * whole, its checksum right, and its extent inside the file.
+ */
+static bool
+header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *meta)
+{
+	uint64_t len = get_le(h + H_LEN, 4), size = get_le(h + H_SIZE, 8), at = H_NAMES;
+	uint16_t lens[4];
+	const char *names[4];
+
+	if (memcmp(h, SSD_MAGIC, SSD_MAGIC_LEN) != 0 || get_le(h + H_FORMAT, 4) != SSD_FORMAT ||
+	    len < H_NAMES || len > HDR_BYTES || get_le(h + H_SUM, 8) != header_sum(h, len))
+		return false;
+	for (int i = 0; i < 4; i++) {
+		lens[i] = (uint16_t)get_le(h + H_LENS + 2 * i, 2);
+		names[i] = (const char *)h + at;
+		at += lens[i];
+	}
+	if (at != len || get_le(h + H_OFF, 8) != hdr + HDR_BYTES || size == 0 ||
+	    size > pages_capacity(s->pages) - hdr - HDR_BYTES)
+		return false;
+	*meta = (struct medium_meta){
+		.tenant = names[0],
+		.key = names[1],
+		.type = names[2],
+		.group = names[3],
+		.tenant_len = lens[0],
+		.key_len = lens[1],
+		.type_len = lens[2],
+		.group_len = lens[3],
+		.version = get_le(h + H_VERSION, 8),
+		.size = size,
+		.checksum = get_le(h + H_CHECKSUM, 8),
+		.sp_deadline = get_le(h + H_DEADLINE, 8),
+		.hard_pin = (get_le(h + H_FLAGS, 4) & H_HARD_PIN) != 0,
+	};
+	return true;
+}
+
+/* Whether the size bytes at off hash to sum, read IO_CHUNK at a time into buf. */
+static int
+data_ok(struct ssd *s, uint64_t off, uint64_t size, uint64_t sum, unsigned char *buf,
+	struct mc_checksum_stream *cs, struct mc_err *err)
+{
+	uint64_t done = 0;
+
+	mc_checksum_stream_reset(cs);
+	while (done < size) {
+		uint64_t n = size - done < IO_CHUNK ? size - done : IO_CHUNK;
+
+		if (read_range(s, off + done, buf, n) < 0)
+			return mc_err_errno(err, "cannot read %llu bytes at %llu of ssd file '%s'",
+					    (unsigned long long)n, (unsigned long long)(off + done),
+					    s->file);
+		mc_checksum_stream_update(cs, buf, n);
+		done += n;
+	}
+	return mc_checksum_stream_digest(cs) == sum;
+}
+
+/* A found extent that is not a copy: never offered again. */
+static int
+drop_found(struct ssd *s, uint64_t hdr, struct mc_err *err)
+{
+	atomic_fetch_add(&s->m.io.corrupt, 1);
+	if (clear_header(s, hdr) < 0)
+		return mc_err_errno(err, "cannot clear the header at %llu of ssd file '%s'",
+				    (unsigned long long)hdr, s->file);
+	return 0;
+}
+
+/* What recovery has read of the file: len bytes from pos, in buf. */
+struct scan {
+	unsigned char *buf;
+	uint64_t pos, len;
+};
+
+/*
+ * Point *page at the page at *pos, reading on from there when it is not
+ * in sc; 0 at the end of what holds data, -1 on an error.
+ */
+static int
+scan_page(struct ssd *s, struct scan *sc, uint64_t *pos, const unsigned char **page,
+	  struct mc_err *err)
+{
+	uint64_t size = pages_capacity(s->pages);
+	off_t d;
+
+	if (*pos < sc->pos || *pos >= sc->pos + sc->len) {
+		/* Holes hold no header: never-written space is skipped where the system knows it. */
+		d = lseek(s->fd, (off_t)*pos, SEEK_DATA);
+		if (d < 0 && errno == ENXIO)
+			return 0;
+		if (d > (off_t)*pos)
+			*pos = (uint64_t)d / PAGES_SIZE * PAGES_SIZE;
+		if (*pos + HDR_BYTES >= size)
+			return 0;
+		sc->pos = *pos;
+		sc->len = size - *pos < IO_CHUNK ? size - *pos : IO_CHUNK;
+		if (read_range(s, sc->pos, sc->buf, sc->len) < 0) {
+			sc->len = 0;
+			return mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
+					    (unsigned long long)sc->pos);
+		}
+	}
+	*page = sc->buf + (*pos - sc->pos);
+	return 1;
+}
+
+static int
+ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+	struct scan sc = { .buf = aligned_buf(IO_CHUNK) };
+	unsigned char *h = aligned_buf(HDR_BYTES);
+	struct mc_checksum_stream *cs = mc_checksum_stream_new();
+	uint64_t size = pages_capacity(s->pages), pos = 0, ext;
+	const unsigned char *page = NULL;
+	struct medium_meta meta;
+	int r = -1, ok;
+
+	if (!sc.buf || !h || !cs) {
+		mc_err_errno(err, "cannot allocate for the ssd scan");
+		goto out;
+	}
+	while (pos + HDR_BYTES < size) {
+		if ((ok = scan_page(s, &sc, &pos, &page, err)) <= 0) {
+			if (ok < 0)
+				goto out;
+			break;
+		}
+		if (memcmp(page, SSD_MAGIC, SSD_MAGIC_LEN) != 0) {
+			pos += PAGES_SIZE;
+			continue;
+		}
+		/* A header: what is in sc.buf is about to be overwritten. */
+		sc.len = 0;
+		if (read_range(s, pos, h, HDR_BYTES) < 0) {
+			mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
+				     (unsigned long long)pos);
+			goto out;
+		}
+		ok = header_ok(s, h, pos, &meta);
+		if (ok && (ok = data_ok(s, pos + HDR_BYTES, meta.size, meta.checksum, sc.buf, cs,
+					err)) < 0)
+			goto out;
+		/* A torn or corrupt extent may cover newer ones: look on from the next page. */
+		if (!ok) {
+			if (drop_found(s, pos, err) < 0)
+				goto out;
+			pos += PAGES_SIZE;
+			continue;
+		}
+		ext = HDR_BYTES + ROUND_UP(meta.size, PAGES_SIZE);
+		if (pages_take(s->pages, pos, ext, err) < 0)
+			goto out;
+		if (fn(arg, pos + HDR_BYTES, &meta) != 0) {
+			if (clear_header(s, pos) < 0) {
+				mc_err_errno(err,
+					     "cannot clear the header at %llu of ssd file '%s'",
+					     (unsigned long long)pos, s->file);
+				goto out;
+			}
+			pages_release(s->pages, pos, ext);
+		}
+		pos += ext;
+	}
+	r = 0;
+out:
+	atomic_store(&s->recovered, true);
+	mc_checksum_stream_free(cs);
+	free(sc.buf);
+	free(h);
+	return r;
+}
+
+/* ---- order ---- */
+
+static void
+ssd_track(struct medium *m, struct medium_order *o, uint64_t len)
+{
+	/* Freeing gives back the header and whole pages of data. */
+	medium_lru_track(&ssd_of(m)->lru, o, HDR_BYTES + ROUND_UP(len, PAGES_SIZE));
+}
+
+static void
+ssd_untrack(struct medium *m, struct medium_order *o)
+{
+	medium_lru_untrack(&ssd_of(m)->lru, o);
+}
+
+static size_t
+ssd_offer(struct medium *m, struct medium_offer *out, size_t max)
+{
+	return medium_lru_offer(&ssd_of(m)->lru, out, max);
+}
+
+const struct medium_ops medium_ssd = {
+	.open = ssd_open,
+	.close = ssd_close,
+	.alloc = ssd_alloc,
+	.release = ssd_release,
+	.read = ssd_read,
+	.read_fd = ssd_read_fd,
+	.source = ssd_source,
+	.sink = ssd_sink,
+	.write = ssd_write,
+	.seal = ssd_seal,
+	.recover = ssd_recover,
+	.dir = ssd_dir,
+	.capacity = ssd_capacity,
+	.used = ssd_used,
+	.track = ssd_track,
+	.untrack = ssd_untrack,
+	.offer = ssd_offer,
+};

@@ -1,0 +1,639 @@
+/*
+ * Unit tests for the peer's SSD medium (cmd/mc-peer/medium_ssd.c)
+ * through the medium interface, over small files in a temporary
+ * directory: opening (a file, a directory, refusals), space counted with
+ * headers and never above capacity, bytes in and out (buffered, direct
+ * and the tmpfs fallback), sinks and sources, sealing and recovery with
+ * every field, torn and corrupt extents dropped and counted, released
+ * copies never coming back, and the fault points.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mc/checksum.h"
+#include "mc/fault.h"
+#include "mc/proto.h"
+
+#include "medium.h"
+#include "pages.h"
+#include "tap.h"
+
+#define SIZE (4u << 20)
+
+static char dir[64] = "/tmp/test_peer_ssd.XXXXXX";
+static char file[128];
+static uint64_t hdr; /* an extent's header, in bytes */
+
+/* A step the checks depend on failed: stop, as TAP says. */
+static void __attribute__((format(printf, 1, 2), noreturn)) bail(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("Bail out! ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	exit(1);
+}
+
+static struct medium *
+open_ssd(const char *path, uint64_t size, bool direct, struct mc_err *err)
+{
+	return medium_open(MC_TIER_SSD,
+			   &(struct medium_conf){ .size = size, .path = path, .direct = direct },
+			   err);
+}
+
+/* Nothing to recover: keep whatever is offered (none in a new file). */
+static int
+keep(void *arg, uint64_t off, const struct medium_meta *meta)
+{
+	(void)arg;
+	(void)off;
+	(void)meta;
+	return 0;
+}
+
+static struct medium *
+fresh(const char *path, bool direct)
+{
+	struct mc_err err;
+	struct medium *m;
+
+	unlink(path);
+	m = open_ssd(path, SIZE, direct, &err);
+	if (!m || medium_recover(m, keep, NULL, &err) < 0)
+		bail("cannot open a fresh ssd medium at %s: %s", path, err.msg);
+	return m;
+}
+
+/* How many of this process's descriptors on path are open with O_DIRECT. */
+static int
+direct_fds(const char *path)
+{
+	char link[64], target[256], line[128];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t len;
+		FILE *f;
+		unsigned flags = 0;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		if ((len = readlink(link, target, sizeof(target) - 1)) < 0)
+			continue;
+		target[len] = '\0';
+		if (strcmp(target, path) != 0)
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fdinfo/%d", fd);
+		if (!(f = fopen(link, "r")))
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "flags: %o", &flags) == 1 && (flags & O_DIRECT))
+				n++;
+		fclose(f);
+	}
+	return n;
+}
+
+static void
+fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 131 + seed + (i >> 12));
+}
+
+static void
+test_open(void)
+{
+	struct mc_err err;
+	struct medium *m, *again;
+	char path[192];
+	struct stat st;
+
+	m = open_ssd(dir, SIZE + 5, false, &err);
+	snprintf(path, sizeof(path), "%s/extents", dir);
+	TAP_OK(m != NULL && m->tier == MC_TIER_SSD && m->ops == medium_types[MC_TIER_SSD],
+	       "open: the ssd tier's medium, from the table");
+	TAP_OK(m && stat(path, &st) == 0 && st.st_size == SIZE && st.st_blocks * 512 >= SIZE,
+	       "open: a directory holds the extents file, fallocated to the size");
+	TAP_OK(m && strcmp(medium_dir(m), dir) == 0, "dir: the directory given");
+	TAP_OK(m && medium_capacity(m) == SIZE && medium_used(m) == 0,
+	       "capacity: the size in whole pages, nothing used");
+	again = open_ssd(dir, SIZE, false, &err);
+	TAP_OK(again == NULL && err.code == MC_ERR_BUSY,
+	       "open: a file another medium holds is refused (%s)", err.msg);
+	medium_close(m);
+	m = open_ssd(file, SIZE, false, &err);
+	TAP_OK(m != NULL && strcmp(medium_dir(m), dir) == 0,
+	       "open: a file path is the extents file, its directory the medium's");
+	medium_close(m);
+	unlink(file);
+
+	snprintf(path, sizeof(path), "%s/missing/extents", dir);
+	TAP_OK(open_ssd(path, SIZE, false, &err) == NULL && err.code == MC_ERR_SYSTEM &&
+		       strstr(err.msg, path) != NULL,
+	       "open: a missing directory fails, naming the file (%s)", err.msg);
+	snprintf(path, sizeof(path), "%s/huge", dir);
+	TAP_OK(open_ssd(path, 8ull << 40, false, &err) == NULL && err.code == MC_ERR_SYSTEM &&
+		       strstr(err.msg, "cannot allocate") != NULL && access(path, F_OK) != 0,
+	       "open: a size the file system cannot allocate fails, and leaves no file (%s)",
+	       err.msg);
+	TAP_OK(open_ssd(NULL, SIZE, false, &err) == NULL && err.code == MC_ERR_INVALID,
+	       "open: no path is refused (%s)", err.msg);
+	TAP_OK(open_ssd(file, 100, false, &err) == NULL && err.code == MC_ERR_INVALID,
+	       "open: less than a page is refused");
+	unlink(file);
+}
+
+static void
+test_space(void)
+{
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	uint64_t offs[1024], one = 0, off;
+	size_t n = 0;
+	bool within = true, aligned = true;
+
+	TAP_OK(medium_alloc(m, 0, &off, &err) == -1 && err.code == MC_ERR_INVALID,
+	       "alloc: an empty extent is refused");
+	TAP_OK(medium_alloc(m, 1, &offs[n++], &err) == 0 && (one = medium_used(m)) > PAGES_SIZE &&
+		       one % PAGES_SIZE == 0,
+	       "alloc: one byte uses a data page and its header's (%llu bytes)",
+	       (unsigned long long)one);
+	medium_release(m, offs[0], 1);
+	TAP_OK(medium_used(m) == 0, "release: header and data come back");
+	n = 0;
+	while (n < 1024 && medium_alloc(m, 3 * PAGES_SIZE + 1, &offs[n], &err) == 0) {
+		within = within && medium_used(m) <= medium_capacity(m);
+		aligned = aligned && offs[n] % PAGES_SIZE == 0;
+		n++;
+	}
+	TAP_OK(n > 0 && n < 1024 && err.code == MC_ERR_NO_SPACE,
+	       "alloc: a full medium is no_space after %zu extents", n);
+	TAP_OK(within && aligned && medium_used(m) == n * (one - PAGES_SIZE + 4 * PAGES_SIZE),
+	       "used: headers and data pages, never above capacity (%llu of %llu)",
+	       (unsigned long long)medium_used(m), (unsigned long long)medium_capacity(m));
+	TAP_OK(medium_alloc(m, SIZE - one + PAGES_SIZE + 1, &off, &err) == -1 &&
+		       err.code == MC_ERR_NO_SPACE,
+	       "alloc: what cannot fit with its header is no_space");
+	for (size_t i = 0; i < n; i++)
+		medium_release(m, offs[i], 3 * PAGES_SIZE + 1);
+	TAP_OK(medium_used(m) == 0 && medium_alloc(m, SIZE - (one - PAGES_SIZE), &off, &err) == 0,
+	       "release: everything, and the whole medium less a header fits again");
+	medium_close(m);
+	unlink(file);
+}
+
+/*
+ * Write, read back, both through the medium's own calls; with O_DIRECT
+ * in use when direct is 1, not when 0, either way when -1 (a file system
+ * that may or may not take it).
+ */
+static void
+test_bytes(const char *path, int direct, const char *what)
+{
+	struct mc_err err;
+	struct medium *m = fresh(path, direct != 0);
+	size_t len = 5 * PAGES_SIZE + 17;
+	unsigned char *want = malloc(len), *got = malloc(len + 1), *al = NULL;
+	struct medium_io io;
+	uint64_t off;
+	int fds[2];
+
+	fill(want, len, 3);
+	if (direct >= 0)
+		TAP_OK((direct_fds(path) > 0) == (direct == 1), "%s: O_DIRECT %s", what,
+		       direct ? "in use" : "not used");
+	medium_alloc(m, len, &off, &err);
+	TAP_OK(medium_write(m, off, want, len, &err) == 0 &&
+		       medium_read(m, off, len, got, &err) == got && memcmp(got, want, len) == 0,
+	       "%s: write and read back %zu bytes", what, len);
+	/* an unaligned buffer and an unaligned stretch inside the copy */
+	memset(got, 0, len + 1);
+	TAP_OK(medium_read(m, off, len, got + 1, &err) == got + 1 &&
+		       memcmp(got + 1, want, len) == 0,
+	       "%s: read into an unaligned buffer", what);
+	TAP_OK(medium_write(m, off + 100, want + 7, 9000, &err) == 0 &&
+		       medium_read(m, off + 100, 9000, got, &err) == got &&
+		       memcmp(got, want + 7, 9000) == 0 && medium_read(m, off, 100, got, &err) &&
+		       memcmp(got, want, 100) == 0,
+	       "%s: an unaligned write lands where it is meant to, nothing around it moves", what);
+	medium_write(m, off, want, len, &err);
+	if (posix_memalign((void **)&al, PAGES_SIZE, len) == 0) {
+		memcpy(al, want, len);
+		memset(got, 0, len);
+		TAP_OK(medium_write(m, off, al, len, &err) == 0 &&
+			       medium_read(m, off, len, al, &err) == al &&
+			       memcmp(al, want, len) == 0,
+		       "%s: from and into page-aligned memory", what);
+		free(al);
+	}
+	TAP_OK(medium_read(m, off, len, NULL, &err) == NULL && err.code == MC_ERR_UNAVAILABLE,
+	       "%s: a file cannot lend its bytes (%s)", what, err.msg);
+	TAP_OK(pipe(fds) == 0 && medium_read_fd(m, off, 100, fds[1], &err) == 0 &&
+		       read(fds[0], got, len) == 100 && memcmp(got, want, 100) == 0,
+	       "%s: read into a descriptor", what);
+	close(fds[0]);
+	close(fds[1]);
+	medium_io(m, &io);
+	TAP_OK(io.writes >= 3 && io.write_bytes >= 2 * len && io.reads >= 4 &&
+		       io.read_bytes >= 2 * len && io.corrupt == 0,
+	       "%s: reads and writes are counted (%llu, %llu)", what, (unsigned long long)io.reads,
+	       (unsigned long long)io.writes);
+	medium_release(m, off, len);
+	medium_close(m);
+	unlink(path);
+	free(want);
+	free(got);
+}
+
+/* A file system that refuses O_DIRECT: one line, then the page cache. */
+static void
+test_fallback(void)
+{
+	char log[192], line[512];
+	int saved = dup(2), fd, lines = 0;
+	struct medium *m;
+	FILE *f;
+
+	snprintf(log, sizeof(log), "%s/log", dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	setenv("MC_FAULT", "ssd.direct:always", 1);
+	mc_fault_reset();
+	fflush(stderr);
+	dup2(fd, 2);
+	m = fresh(file, true);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(fd);
+	close(saved);
+	if ((f = fopen(log, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			lines += strstr(line, "no direct I/O") != NULL;
+		fclose(f);
+	}
+	TAP_OK(lines == 1 && direct_fds(file) == 0,
+	       "fallback: a refused O_DIRECT is said once, and not used (%d lines)", lines);
+	medium_close(m);
+	test_bytes(file, 0, "fallback");
+	unsetenv("MC_FAULT");
+	mc_fault_reset();
+	unlink(log);
+	unlink(file);
+}
+
+static void
+test_sink_source(void)
+{
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	size_t len = MC_BULK_CHUNK + 3 * PAGES_SIZE + 5, at = 0, n;
+	unsigned char *want = malloc(len), *got = malloc(len), *w;
+	struct mc_bulk_sink sink;
+	struct mc_bulk_src src;
+	uint64_t off;
+	ssize_t r;
+	int sv[2];
+	bool ok = true;
+
+	fill(want, len, 11);
+	medium_alloc(m, len, &off, &err);
+	TAP_OK(medium_sink(m, off, len, &sink, &err) == 0 && sink.kind == MC_BULK_FD &&
+		       sink.len == len && sink.off == off,
+	       "sink: a range of the extents file");
+	/* as a connection does: receive into each window, commit it */
+	while (at < len && ok) {
+		ok = (w = mc_bulk_sink_window(&sink, at, &n)) != NULL;
+		if (ok) {
+			memcpy(w, want + at, n);
+			ok = mc_bulk_sink_commit(&sink, at, n) == 0;
+			at += n;
+		}
+	}
+	mc_bulk_sink_release(&sink);
+	TAP_OK(ok && medium_read(m, off, len, got, &err) == got && memcmp(got, want, len) == 0,
+	       "sink: what it committed is the stored copy");
+	TAP_OK(medium_source(m, off, len, &src, &err) == 0 && src.kind == MC_BULK_FD &&
+		       src.len == len && src.off == off,
+	       "source: a range of the extents file, for sendfile");
+	memset(got, 0, len);
+	ok = socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0;
+	for (at = 0; ok && at < len; at += (size_t)r) {
+		ok = (r = mc_bulk_src_send(&src, sv[0], at, 32768)) > 0 &&
+		     read(sv[1], got + at, (size_t)r) == r;
+	}
+	TAP_OK(ok && memcmp(got, want, len) == 0, "source: sent as it is stored");
+	close(sv[0]);
+	close(sv[1]);
+	medium_release(m, off, len);
+	medium_close(m);
+	unlink(file);
+	free(want);
+	free(got);
+}
+
+/* ---- recovery ---- */
+
+struct found {
+	int n;
+	int drop; /* 1-based index of the copy to hand back, 0: none */
+	uint64_t off[8];
+	struct medium_meta meta[8];
+	char names[8][4][MC_KEY_MAX];
+};
+
+static int
+collect(void *arg, uint64_t off, const struct medium_meta *meta)
+{
+	struct found *f = arg;
+	const char *src[4] = { meta->tenant, meta->key, meta->type, meta->group };
+	uint16_t lens[4] = { meta->tenant_len, meta->key_len, meta->type_len, meta->group_len };
+
+	if (f->n >= 8)
+		return -1;
+	f->off[f->n] = off;
+	f->meta[f->n] = *meta;
+	for (int i = 0; i < 4; i++)
+		memcpy(f->names[f->n][i], src[i], lens[i]);
+	f->n++;
+	return f->n == f->drop ? -1 : 0;
+}
+
+/* Reopen the file and recover it into f (reading direct where the file system lets it). */
+static struct medium *
+reopen(struct found *f, int drop)
+{
+	struct mc_err err;
+	struct medium *m = open_ssd(file, SIZE, true, &err);
+
+	memset(f, 0, sizeof(*f));
+	f->drop = drop;
+	if (!m || medium_recover(m, collect, f, &err) < 0)
+		bail("cannot recover %s: %s", file, m ? err.msg : "no medium");
+	return m;
+}
+
+/* Write len bytes of seed as a sealed copy named key; its offset. */
+static uint64_t
+put(struct medium *m, const char *key, size_t len, unsigned seed)
+{
+	struct mc_err err;
+	unsigned char *b = malloc(len);
+	uint64_t off = 0;
+
+	fill(b, len, seed);
+	if (medium_alloc(m, len, &off, &err) < 0 || medium_write(m, off, b, len, &err) < 0 ||
+	    medium_seal(m, off, len,
+			&(struct medium_meta){ .tenant = "t",
+					       .tenant_len = 1,
+					       .key = key,
+					       .key_len = (uint16_t)strlen(key),
+					       .version = seed,
+					       .size = len,
+					       .checksum = mc_checksum(b, len) },
+			&err) < 0)
+		bail("cannot put %s: %s", key, err.msg);
+	free(b);
+	return off;
+}
+
+static void
+flip(uint64_t at)
+{
+	int fd = open(file, O_RDWR);
+	unsigned char b = 0;
+
+	if (fd < 0 || pread(fd, &b, 1, (off_t)at) != 1)
+		bail("cannot read %s", file);
+	b ^= 0x40;
+	if (pwrite(fd, &b, 1, (off_t)at) != 1)
+		bail("cannot write %s", file);
+	close(fd);
+}
+
+static void
+test_seal_recover(void)
+{
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	static struct found f;
+	static char key[MC_KEY_MAX], tenant[MC_NAME_MAX], type[MC_NAME_MAX];
+	size_t len = 2 * PAGES_SIZE + 33;
+	unsigned char *b = malloc(len), *got = malloc(len);
+	struct medium_meta meta;
+	uint64_t off, used, o2;
+	bool apart = true;
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (char)(i * 7); /* NUL bytes too */
+	memset(tenant, 'a', sizeof(tenant));
+	memset(type, 'k', sizeof(type));
+	fill(b, len, 5);
+	meta = (struct medium_meta){ .tenant = tenant,
+				     .tenant_len = MC_NAME_MAX,
+				     .key = key,
+				     .key_len = MC_KEY_MAX,
+				     .type = type,
+				     .type_len = MC_NAME_MAX,
+				     .group = "g1",
+				     .group_len = 2,
+				     .version = 42,
+				     .size = len,
+				     .checksum = mc_checksum(b, len),
+				     .sp_deadline = 1767225600123ull,
+				     .hard_pin = true };
+	medium_alloc(m, len, &off, &err);
+	medium_write(m, off, b, len, &err);
+	TAP_OK(medium_seal(m, off, len, &meta, &err) == 0, "seal: the largest names fit");
+	meta.size = len + 1;
+	TAP_OK(medium_seal(m, off, len, &meta, &err) == -1 && err.code == MC_ERR_INVALID,
+	       "seal: a size that is not the extent's is refused");
+	meta.size = len;
+	used = medium_used(m);
+	medium_close(m);
+
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.off[0] == off, "recover: the sealed copy is offered at its offset");
+	TAP_OK(f.n == 1 && f.meta[0].tenant_len == MC_NAME_MAX &&
+		       memcmp(f.names[0][0], tenant, MC_NAME_MAX) == 0 &&
+		       f.meta[0].key_len == MC_KEY_MAX &&
+		       memcmp(f.names[0][1], key, MC_KEY_MAX) == 0 &&
+		       f.meta[0].type_len == MC_NAME_MAX &&
+		       memcmp(f.names[0][2], type, MC_NAME_MAX) == 0 && f.meta[0].group_len == 2 &&
+		       memcmp(f.names[0][3], "g1", 2) == 0,
+	       "recover: tenant, key of MC_KEY_MAX bytes, type and group come back");
+	TAP_OK(f.n == 1 && f.meta[0].version == 42 && f.meta[0].size == len &&
+		       f.meta[0].checksum == meta.checksum &&
+		       f.meta[0].sp_deadline == 1767225600123ull && f.meta[0].hard_pin,
+	       "recover: version, size, checksum, soft-pin deadline and hard pin come back");
+	TAP_OK(medium_used(m) == used && medium_read(m, off, len, got, &err) == got &&
+		       memcmp(got, b, len) == 0,
+	       "recover: the copy is allocated again, its bytes intact");
+	while (medium_alloc(m, PAGES_SIZE, &o2, &err) == 0) {
+		apart = apart && (o2 + PAGES_SIZE <= off - hdr || o2 - hdr >= off + len);
+		medium_write(m, o2, b, PAGES_SIZE, &err);
+		n++;
+	}
+	TAP_OK(n > 0 && apart && medium_read(m, off, len, got, &err) == got &&
+		       memcmp(got, b, len) == 0,
+	       "recover: new extents never take a recovered one's space (%d of them)", n);
+	medium_close(m);
+
+	/* the pins come later: sealing again rewrites what is kept */
+	m = reopen(&f, 0);
+	meta.hard_pin = false;
+	meta.sp_deadline = 0;
+	meta.group_len = 0;
+	TAP_OK(medium_seal(m, off, len, &meta, &err) == 0, "seal: again, with other metadata");
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && !f.meta[0].hard_pin && f.meta[0].sp_deadline == 0 &&
+		       f.meta[0].group_len == 0,
+	       "recover: the last seal is what comes back");
+	medium_close(m);
+
+	m = reopen(&f, 1);
+	TAP_OK(f.n == 1 && medium_used(m) == 0, "recover: a copy handed back is released");
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 0, "recover: and never offered again");
+	medium_close(m);
+	unlink(file);
+	free(b);
+	free(got);
+}
+
+static void
+test_bad_extents(void)
+{
+	struct mc_err err;
+	static struct found f;
+	struct medium *m = fresh(file, false);
+	struct medium_io io;
+	uint64_t a, b, c, d;
+
+	a = put(m, "a", 3 * PAGES_SIZE, 1);
+	b = put(m, "b", 2 * PAGES_SIZE + 9, 2);
+	c = put(m, "c", 100, 3);
+	d = put(m, "d", 5000, 4);
+	medium_release(m, d, 5000);
+	medium_close(m);
+	flip(b + PAGES_SIZE + 3); /* a byte of b's data */
+	flip(c - hdr + 81);	  /* a byte of c's key: a torn header */
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == a && f.names[0][1][0] == 'a',
+	       "recover: only the intact copy is offered");
+	TAP_OK(io.corrupt == 2, "recover: a flipped data byte and a torn header are counted (%llu)",
+	       (unsigned long long)io.corrupt);
+	TAP_OK(medium_used(m) == hdr + 3 * PAGES_SIZE,
+	       "recover: the torn, corrupt and released extents' space is free");
+	medium_close(m);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && io.corrupt == 0, "recover: a dropped extent is not found again");
+	(void)err;
+	medium_close(m);
+	unlink(file);
+}
+
+static void
+test_faults(void)
+{
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	unsigned char buf[64] = { 0 };
+	struct mc_bulk_sink sink;
+	struct mc_bulk_src src;
+	uint64_t off;
+
+	medium_alloc(m, sizeof(buf), &off, &err);
+	setenv("MC_FAULT", "ssd.write:always;ssd.read:always", 1);
+	mc_fault_reset();
+	TAP_OK(medium_write(m, off, buf, sizeof(buf), &err) == -1 && err.code == MC_ERR_SYSTEM,
+	       "fault ssd.write: a write fails (%s)", err.msg);
+	TAP_OK(medium_sink(m, off, sizeof(buf), &sink, &err) == -1 && err.code == MC_ERR_SYSTEM,
+	       "fault ssd.write: a sink cannot be had");
+	TAP_OK(medium_read(m, off, sizeof(buf), buf, &err) == NULL && err.code == MC_ERR_SYSTEM,
+	       "fault ssd.read: a read fails (%s)", err.msg);
+	TAP_OK(medium_source(m, off, sizeof(buf), &src, &err) == -1 && err.code == MC_ERR_SYSTEM,
+	       "fault ssd.read: a source cannot be had");
+	unsetenv("MC_FAULT");
+	mc_fault_reset();
+	TAP_OK(medium_write(m, off, buf, sizeof(buf), &err) == 0 &&
+		       medium_read(m, off, sizeof(buf), buf, &err) == buf,
+	       "fault: without MC_FAULT, both work again");
+	medium_release(m, off, sizeof(buf));
+	medium_close(m);
+	unlink(file);
+}
+
+/* Whether a file in d can be read with O_DIRECT. */
+static bool
+direct_ok(const char *d)
+{
+	char path[192];
+	void *page = NULL;
+	bool ok = false;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/probe", d);
+	if ((fd = open(path, O_RDWR | O_CREAT, 0600)) < 0 || ftruncate(fd, PAGES_SIZE) < 0)
+		return false;
+	close(fd);
+	if (posix_memalign(&page, PAGES_SIZE, PAGES_SIZE) == 0 &&
+	    (fd = open(path, O_RDONLY | O_DIRECT)) >= 0) {
+		ok = pread(fd, page, PAGES_SIZE, 0) == PAGES_SIZE;
+		close(fd);
+	}
+	free(page);
+	unlink(path);
+	return ok;
+}
+
+int
+main(void)
+{
+	char shm[128];
+	struct stat st;
+
+	if (!mkdtemp(dir))
+		bail("cannot make a temporary directory");
+	snprintf(file, sizeof(file), "%s/ssd", dir);
+	test_open();
+	{
+		struct medium *m = fresh(file, false);
+		struct mc_err err;
+		uint64_t off;
+
+		medium_alloc(m, 1, &off, &err);
+		hdr = medium_used(m) - PAGES_SIZE;
+		medium_close(m);
+	}
+	test_space();
+	test_bytes(file, 0, "buffered");
+	/* the temporary directory's file system may refuse O_DIRECT too */
+	test_bytes(file, direct_ok(dir) ? 1 : 0, "direct");
+	test_fallback();
+	/* tmpfs refuses O_DIRECT before Linux 6.6, takes it after */
+	snprintf(shm, sizeof(shm), "/dev/shm/test_peer_ssd.%d", (int)getpid());
+	if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode))
+		test_bytes(shm, -1, "tmpfs");
+	else
+		TAP_OK(true, "tmpfs # SKIP no /dev/shm");
+	test_sink_source();
+	test_seal_recover();
+	test_bad_extents();
+	test_faults();
+	rmdir(dir);
+	return tap_done();
+}
