@@ -900,7 +900,9 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	for (i = 0; i < o->nrep; i++) {
 		const struct mrep *r = &obj_creps(o)[i];
 
-		if (r->peer == (uint32_t)peer && r->tier == tier && r->version == o->version)
+		/* A moving copy was evicted already: its peer is demoting it. */
+		if (r->peer == (uint32_t)peer && r->tier == tier && r->version == o->version &&
+		    !r->moving)
 			break;
 	}
 	if (i == o->nrep) {
@@ -946,10 +948,11 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 			return 0;
 		}
 	}
+	/* A copy left moving counts as freed: its bytes are off the tier already. */
 	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
 	*copies = 1;
-	ops_rep_remove(m, o, i, true);
-	ops_settle(m, o, NULL);
+	if (!ops_rep_evict(m, o, i))
+		ops_settle(m, o, NULL);
 	mc_htab_insert(&j->done, id, j);
 	return 0;
 }

@@ -50,6 +50,34 @@ read_tiers(const msgpack_object *params, struct peer *p, bool required, struct m
 }
 
 /*
+ * The task kinds a peer serves: task_kinds [name] of its registration,
+ * names this master does not know ignored (a newer peer's). A peer
+ * that sends none serves drops only.
+ */
+static int
+read_task_kinds(const msgpack_object *params, struct peer *p, struct mc_err *err)
+{
+	const msgpack_object_array *a = mc_map_array(params, "task_kinds");
+
+	p->task_kinds = 1u << TASK_DROP;
+	if (a == NULL)
+		return mc_map_get(params, "task_kinds") == NULL
+			       ? 0
+			       : mc_err_set(err, MC_ERR_INVALID,
+					    "field 'task_kinds' must be an array of names");
+	for (uint32_t i = 0; i < a->size; i++) {
+		const msgpack_object *e = &a->ptr[i];
+		int k;
+
+		if (e->type != MSGPACK_OBJECT_STR)
+			return mc_err_set(err, MC_ERR_INVALID, "task_kinds[%u] is not a name", i);
+		if ((k = tasks_kind_parse(e->via.str.ptr, e->via.str.size)) >= 0)
+			p->task_kinds |= (uint8_t)(1u << k);
+	}
+	return 0;
+}
+
+/*
  * The entry a registration may resume, in *out: the live peer its
  * resume {peer_id, session} names, at the same address, with that
  * token. NULL there (and in *why what did not match, for the log) when
@@ -131,6 +159,7 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 	memcpy(p->host, tmp->host, sizeof(p->host));
 	memcpy(p->domain, tmp->domain, sizeof(p->domain));
 	memcpy(p->evict_mode, tmp->evict_mode, sizeof(p->evict_mode));
+	p->task_kinds = tmp->task_kinds;
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", p->id);
 	p->last_heartbeat = mc_now_ms();
@@ -169,7 +198,8 @@ h_peer_register(struct mc_req *req)
 		rc = mc_err_set(&err, MC_ERR_INVALID, "missing field 'addr'");
 	if (rc < 0 || mc_map_strcpy(req->params, "host", tmp.host, sizeof(tmp.host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", tmp.domain, sizeof(tmp.domain), &err) < 0 ||
-	    read_tiers(req->params, &tmp, true, &err) != 0)
+	    read_tiers(req->params, &tmp, true, &err) != 0 ||
+	    read_task_kinds(req->params, &tmp, &err) != 0)
 		goto fail;
 	rc = mc_map_str(req->params, "evict_mode", &mode, &mlen, &err);
 	if (rc < 0)

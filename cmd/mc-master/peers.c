@@ -245,18 +245,28 @@ peers_rep_complete(const struct peers *p, struct mrep *r)
 }
 
 void
-peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key, size_t len,
-		 uint64_t version)
+peers_queue(struct peers *p, struct peer *peer, int kind, uint32_t tenant, const char *key,
+	    size_t len, uint64_t version, int tier)
 {
 	/*
 	 * Queued even while the peer is disconnected: one that resumes its
-	 * registration still holds the bytes, and hears of the drop when it
+	 * registration still holds the bytes, and hears of the task when it
 	 * is back (peers_attach). One that expires or registers anew takes
 	 * its tasks with it (peers_del).
 	 */
-	if (tasks_queue_drop(&p->tasks, &peer->tasks, tenant, key, len, version) == 0 &&
+	if (tasks_queue(&p->tasks, &peer->tasks, kind, tenant, key, len, version, tier) == 0 &&
 	    peer_connected(peer))
 		schedule_flush(p);
+}
+
+int
+peer_tier_below(const struct peer *peer, int tier)
+{
+	int t = mc_tier_downstream(tier);
+
+	while (t != MC_TIER_NONE && !peer->tiers[t].present)
+		t = mc_tier_downstream(t);
+	return t;
 }
 
 static void flush_peer(struct peers *p, struct peer *peer);

@@ -225,20 +225,19 @@ add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
 	return 0;
 }
 
-/* Move a replica onto p (from its ghost, or from another tier of p). */
+/*
+ * Move a replica onto p (from its ghost, or from another tier of p). The
+ * peer says where the copy is: one that was moving has arrived.
+ */
 static void
 confirm(struct master *m, struct mobj *o, struct mrep *r, struct peer *p, int tier)
 {
-	struct peer *was = peers_find(&m->peers, r->peer);
-
-	if (was != NULL) {
-		struct peer_tier *t = &was->tiers[r->tier];
-		t->used = t->used > o->size ? t->used - o->size : 0;
-	}
+	ops_rep_uncharge(m, o, r);
+	r->moving = 0;
 	r->peer = p->id;
 	r->tier = (uint8_t)tier;
 	r->mark = p->mark;
-	p->tiers[tier].used += o->size;
+	ops_rep_charge(m, o, r);
 }
 
 static void
@@ -330,7 +329,8 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 		return;
 	}
 	/* A copy that disagrees: forget it here and have the peer free it. */
-	peers_queue_drop(&m->peers, p, o->tenant, o->key, o->key_len, it->version);
+	peers_queue(&m->peers, p, TASK_DROP, o->tenant, o->key, o->key_len, it->version,
+		    MC_TIER_NONE);
 	n->dropped++;
 	if (i >= 0) {
 		ops_rep_remove(m, o, (unsigned)i, false);

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+#
+# The master's side of tiers (the SSD tier seed): eviction rounds that
+# send their victims to the peers as evict tasks naming the tier, copies
+# that stay readable while their peer demotes them, what the peers then
+# report (copy_moved, copy_dropped, inventories), byte-sized rounds and
+# their cap, per-peer watermarks, and puts that ask for a tier.
+#
+# The peers here are played with mc-rpc, so the master is tested on its
+# own: a peer registers with its tiers, reports copies in an inventory
+# (500 bytes each, so byte counts are exact), and reads the tasks the
+# master sent it from the notifications that precede the answer to a
+# heartbeat on a new connection.
+
+load helpers
+
+OBJ=500
+
+setup() {
+	mc_require_bins mc-master mc-cli mc-rpc
+	mc_test_dir
+}
+
+teardown() {
+	mc_stop_all
+}
+
+teardown_file() {
+	mc_stop_everything
+}
+
+# master [ARGS...]: a master on the fake clock with metrics, whose peers
+# live a minute without heartbeats, over 90% of a tier evicting to 50%.
+master() {
+	mc_start_master --http 127.0.0.1:0 --peer-ttl 60s --evict-high-watermark 0.9 \
+		--evict-low-watermark 0.5 "$@"
+}
+
+# tier NAME CAPACITY [HIGH LOW]: one entry of a registration's tiers.
+tier() {
+	if [ $# -gt 2 ]; then
+		printf '{"tier":"%s","capacity":%s,"used":0,"high":%s,"low":%s}' "$@"
+	else
+		printf '{"tier":"%s","capacity":%s,"used":0}' "$@"
+	fi
+}
+
+# register NAME TIERS-JSON [FIELDS...]: a peer at $MC_DIR/NAME.sock; prints its id.
+register() {
+	local name="$1" tiers="$2"
+	shift 2
+	mc-rpc "$MC_MASTER" peer_register addr="unix:$MC_DIR/$name.sock" "tiers:=$tiers" "$@" |
+		jq -r .peer_id
+}
+
+# items N TIER [FROM]: inventory items k<FROM>..k<FROM+N-1> of OBJ bytes on TIER.
+items() {
+	local n="$1" tier="$2" from="${3:-0}"
+	jq -cn --argjson n "$n" --argjson from "$from" --arg tier "$tier" --argjson size "$OBJ" \
+		'[range($from; $from + $n) | {tenant: "default", key: "k\(.)", tier: $tier,
+		size: $size, version: (. + 1), checksum: 7}]'
+}
+
+# inventory ID ITEMS-JSON: report copies for peer ID.
+inventory() {
+	mc-rpc "$MC_MASTER" peer_inventory peer_id:="$1" done:=true "items:=$2" >/dev/null
+}
+
+# tasks ID: the tasks the master sent peer ID and it has not acknowledged,
+# one JSON item a line with the method that carried it ({method, key, tier, ...}).
+tasks() {
+	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$1" |
+		jq -c 'select(has("notify")) | .notify as $m | .params.items[] | . + {method: $m}'
+}
+
+# used ID TIER: what the master counts on peer ID's TIER, in bytes.
+used() {
+	mc-cli --json peers | jq --argjson id "$1" --arg t "$2" \
+		'[.. | objects | select(.peer_id? == $id) | .tiers[]? | select(.tier == $t) |
+		.used] | add'
+}
+
+used_is() {
+	advance_clock 200
+	[ "$(used "$1" "$2")" -eq "$3" ]
+}
+
+# tier_of KEY: the tier of KEY's one replica.
+tier_of() {
+	mc_stat_json "$1" | jq -r '.replicas[0].tier'
+}
+
+@test "tiers: a round's victims become evict tasks naming their tier; with ssd below they stay readable" {
+	local id
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
+	inventory "$id" "$(items 200 dram)"
+	# 100% of dram: the round takes it to its low mark, 50%
+	wait_until 10 used_is "$id" dram 50000
+	run -0 tasks "$id"
+	[ "$(jq -s 'length' <<<"$output")" -eq 100 ]
+	[ "$(jq -s 'map(select(.method == "evict" and .tier == "dram")) | length' <<<"$output")" -eq 100 ]
+	# the evicted copies are still where they were, moving, and no candidate any more
+	local victim
+	victim="$(jq -r -s '.[0].key' <<<"$output")"
+	run -0 mc-cli exist "$victim"
+	[ "$(tier_of "$victim")" = dram ]
+	run -0 mc-rpc "$MC_MASTER" candidates peer_id:="$id"
+	[ "$(jq -r .count <<<"$output")" -eq 100 ]
+	[ "$(mc_metric master 'mc_tasks_queued_total{kind="evict"}')" -eq 100 ]
+	[ "$(mc_metric master 'mc_tasks_queued_total{kind="drop"}')" -eq 0 ]
+}
+
+@test "tiers: a victim on a peer's last tier goes at once, and the peer is told to evict it" {
+	local id
+	master
+	id="$(register p "[$(tier dram 100000)]" 'task_kinds:=["drop","evict"]')"
+	inventory "$id" "$(items 200 dram)"
+	wait_until 10 used_is "$id" dram 50000
+	run -0 tasks "$id"
+	[ "$(jq -s 'map(select(.method == "evict" and .tier == "dram")) | length' <<<"$output")" -eq 100 ]
+	run -1 mc-cli exist "$(jq -r -s '.[0].key' <<<"$output")"
+}
+
+@test "tiers: a peer that serves no evict task is sent drops, its victims gone at once" {
+	local id
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]")"
+	inventory "$id" "$(items 200 dram)"
+	wait_until 10 used_is "$id" dram 50000
+	run -0 tasks "$id"
+	[ "$(jq -s 'map(select(.method == "drop" and (has("tier") | not))) | length' <<<"$output")" -eq 100 ]
+	run -1 mc-cli exist "$(jq -r -s '.[0].key' <<<"$output")"
+}
