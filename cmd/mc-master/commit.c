@@ -238,13 +238,8 @@ h_write_ack(struct mc_req *req)
 		goto fail;
 	}
 	/* Only the peer registered on this connection confirms its own writes. */
-	if (req_client(req)->peer_id == 0 || req_client(req)->peer_id != id) {
-		mc_err_set(&err, MC_ERR_PERMISSION,
-			   "permission denied: peer %llu is not the peer registered on this "
-			   "connection",
-			   (unsigned long long)id);
+	if (req_check_own_peer(req, id, &err) != 0)
 		goto fail;
-	}
 	tenant = store_tenant_find(&m->store, tname, tlen);
 	o = tenant < 0 ? NULL : find_write(m, (uint32_t)tenant, key, klen, version);
 	for (unsigned i = 0; o != NULL && i < o->nrep && r == NULL; i++) {

@@ -20,8 +20,10 @@
  *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c
  *   evict.c                         rounds and the candidates call; candidates.c,
  *                                   ops.c, extplan.c, offloop.c, and the above
- *   put.c                           writes; evict.c (it starts rounds), placement.c,
+ *   put.c, commit.c                 writes; evict.c (it starts rounds), placement.c,
  *                                   ops.c, and the above
+ *   copies.c                        peers' own moves and drops of copies; evict.c,
+ *                                   ops.c, request.c
  *   peerlink.c, msnap.c, handlers.c the peers' calls, snapshots, the object calls
  *   mmetrics.c                      the registry and the store's gauges
  *   start.c                         defaults, start-up, the method registry; everyone
@@ -41,6 +43,7 @@
 #include "mc/metrics.h"
 #include "mc/proto.h"
 #include "commit.h"
+#include "copies.h"
 #include "grants.h"
 #include "lease.h"
 #include "mmetrics.h"
@@ -130,6 +133,7 @@ struct master {
 	struct leases leases;
 	struct put_waits put_waits;
 	struct commits commits;
+	struct copies copies;
 	struct mgrants grants;
 	struct evictor *ev;
 	char master_id[64];

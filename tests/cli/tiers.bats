@@ -132,3 +132,99 @@ tier_of() {
 	[ "$(jq -s 'map(select(.method == "drop" and (has("tier") | not))) | length' <<<"$output")" -eq 100 ]
 	run -1 mc-cli exist "$(jq -r -s '.[0].key' <<<"$output")"
 }
+
+# evicted ID: peer ID over its high mark on dram, evicted down to 50%
+# (100 of 200 copies moving to ssd); prints the victims' keys.
+evicted() {
+	inventory "$1" "$(items 200 dram)"
+	wait_until 10 used_is "$1" dram 50000
+	tasks "$1" | jq -r 'select(.method == "evict") | .key'
+}
+
+# as_peer ID METHOD FIELDS...: a notification from peer ID on its own link.
+as_peer() {
+	local id="$1" method="$2"
+	shift 2
+	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then-notify "$method" peer_id:="$id" \
+		tenant=default "$@" >/dev/null
+}
+
+# version_of KEY: inventory item KEY's version (k<N> has N + 1).
+version_of() {
+	echo $((${1#k} + 1))
+}
+
+candidates_of() {
+	mc-rpc "$MC_MASTER" candidates peer_id:="$1" | jq -r .count
+}
+
+@test "copy_moved: the replica takes its new tier, its bytes move there, and it is a candidate again" {
+	local id v
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
+	v="$(evicted "$id" | head -n 1)"
+	[ "$(used "$id" ssd)" -eq 0 ]
+	[ "$(candidates_of "$id")" -eq 100 ]
+	as_peer "$id" copy_moved key="$v" version:="$(version_of "$v")" size:=$OBJ from=dram to=ssd
+	[ "$(tier_of "$v")" = ssd ]
+	[ "$(used "$id" ssd)" -eq $OBJ ]
+	[ "$(used "$id" dram)" -eq 50000 ]
+	[ "$(candidates_of "$id")" -eq 101 ]
+	[ "$(mc_metric master 'mc_copies_moved_total{from="dram",to="ssd"}')" -eq 1 ]
+	# a promotion back moves the bytes back
+	as_peer "$id" copy_moved key="$v" version:="$(version_of "$v")" size:=$OBJ from=ssd to=dram
+	[ "$(tier_of "$v")" = dram ]
+	[ "$(used "$id" ssd)" -eq 0 ]
+	[ "$(used "$id" dram)" -eq $((50000 + OBJ)) ]
+}
+
+@test "copy_dropped: the replica goes without a drop and its object with it" {
+	local id v w
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
+	evicted "$id" >"$BATS_TEST_TMPDIR/victims"
+	v="$(sed -n 1p "$BATS_TEST_TMPDIR/victims")"
+	w="$(sed -n 2p "$BATS_TEST_TMPDIR/victims")"
+	run -0 mc-cli exist "$v"
+	as_peer "$id" copy_dropped key="$v" version:="$(version_of "$v")" tier=dram reason=no_space
+	run -1 mc-cli exist "$v"
+	[ "$(mc_metric master 'mc_copies_dropped_total{tier="dram",reason="no_space"}')" -eq 1 ]
+	# a copy the peer reclaimed on ssd after it moved there
+	as_peer "$id" copy_moved key="$w" version:="$(version_of "$w")" size:=$OBJ from=dram to=ssd
+	as_peer "$id" copy_dropped key="$w" version:="$(version_of "$w")" tier=ssd reason=reclaim
+	run -1 mc-cli exist "$w"
+	[ "$(used "$id" ssd)" -eq 0 ]
+	[ "$(mc_metric master 'mc_copies_dropped_total{tier="ssd",reason="reclaim"}')" -eq 1 ]
+	# the master sent no drop for either
+	[ "$(mc_metric master 'mc_tasks_queued_total{kind="drop"}')" -eq 0 ]
+}
+
+@test "copy notices for no such replica are counted and ignored; only the peer itself reports" {
+	local id v
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
+	v="$(evicted "$id" | head -n 1)"
+	as_peer "$id" copy_moved key="$v" version:=999 size:=$OBJ from=dram to=ssd
+	as_peer "$id" copy_dropped key=nosuchkey version:=1 tier=dram reason=corrupt
+	[ "$(tier_of "$v")" = dram ]
+	[ "$(mc_metric master 'mc_copy_notices_stale_total{method="copy_moved"}')" -eq 1 ]
+	[ "$(mc_metric master 'mc_copy_notices_stale_total{method="copy_dropped"}')" -eq 1 ]
+	run -1 mc-rpc "$MC_MASTER" copy_dropped peer_id:="$id" tenant=default key="$v" \
+		version:=1 tier=dram reason=reclaim
+	assert_output --partial "is not the peer registered on this connection"
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then copy_dropped \
+		peer_id:="$id" tenant=default key="$v" version:=1 tier=dram reason=tired
+	assert_output --partial "unknown reason 'tired'"
+	run -0 mc-cli exist "$v"
+}
+
+@test "an inventory that confirms a moving copy ends its move" {
+	local id v
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
+	v="$(evicted "$id" | head -n 1)"
+	inventory "$id" "$(items 1 ssd "${v#k}")"
+	[ "$(tier_of "$v")" = ssd ]
+	[ "$(used "$id" ssd)" -eq $OBJ ]
+	[ "$(candidates_of "$id")" -eq 101 ]
+}
