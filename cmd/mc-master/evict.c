@@ -1251,10 +1251,19 @@ tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *
 }
 
 /*
- * A scope's round, as it starts: the target is the usage above the low
- * mark plus what the waiting puts need, so that once they are placed the
- * scope sits at its low mark. False when there is nothing to do.
+ * An automatic round's target within --max-evict-bytes-per-round. A
+ * capped round that leaves its scope above the high mark is followed by
+ * the next at once (ended_cb), so the cap spreads the work over rounds
+ * without losing any of it.
  */
+static uint64_t
+round_cap(const struct master *m, uint64_t target)
+{
+	return m->cfg.max_evict_bytes > 0 && target > m->cfg.max_evict_bytes
+		       ? m->cfg.max_evict_bytes
+		       : target;
+}
+
 /*
  * The store's round: the objects above the budget's low mark, plus one
  * for each put waiting on it. Plans count bytes, so the target is those
@@ -1275,7 +1284,7 @@ store_target(struct master *m, struct job *j)
 	rd->usage_at_start = m->store.bytes;
 	rd->low = low * mean;
 	rd->waiting = j->waiting * mean;
-	rd->target = (want - low) * mean;
+	rd->target = round_cap(m, (want - low) * mean);
 	j->target = rd->target;
 	if (m->cfg.evict_lowerbound >= 0)
 		j->lowerbound = (uint64_t)((double)j->target * m->cfg.evict_lowerbound);
@@ -1283,6 +1292,12 @@ store_target(struct master *m, struct job *j)
 	return true;
 }
 
+/*
+ * A scope's round, as it starts: the target is the usage above the low
+ * mark plus what the waiting puts need, so that once they are placed the
+ * scope sits at its low mark; bytes, however many keys that takes. False
+ * when there is nothing to do.
+ */
 static bool
 scope_target(struct master *m, struct job *j)
 {
@@ -1311,7 +1326,7 @@ scope_target(struct master *m, struct job *j)
 	rd->waiting = j->waiting;
 	if (mc_add_sat(used, j->waiting) <= low)
 		return false;
-	rd->target = mc_add_sat(used, j->waiting) - low;
+	rd->target = round_cap(m, mc_add_sat(used, j->waiting) - low);
 	j->target = rd->target;
 	if (m->cfg.evict_lowerbound >= 0)
 		j->lowerbound = (uint64_t)((double)j->target * m->cfg.evict_lowerbound);

@@ -228,3 +228,26 @@ candidates_of() {
 	[ "$(used "$id" ssd)" -eq $OBJ ]
 	[ "$(candidates_of "$id")" -eq 101 ]
 }
+
+@test "rounds are sized in bytes: one round frees the whole overage, however many keys" {
+	local id from
+	master
+	id="$(register p "[$(tier dram 1000000)]")"
+	# in chunks: one argument holds at most 128 KiB
+	for from in 0 500 1000 1500; do
+		inventory "$id" "$(items 500 dram "$from")"
+	done
+	wait_until 10 used_is "$id" dram 500000
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="watermark"}')" -eq 1 ]
+	[ "$(mc_metric master 'mc_evicted_objects_total{kind="evict",trigger="watermark"}')" -eq 1000 ]
+}
+
+@test "--max-evict-bytes-per-round caps each round; the next goes on until the tier is under its high mark" {
+	local id
+	master --max-evict-bytes-per-round 5000
+	id="$(register p "[$(tier dram 100000)]")"
+	inventory "$id" "$(items 200 dram)"
+	wait_until 10 used_is "$id" dram 90000
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="watermark"}')" -eq 2 ]
+	[ "$(mc_metric master 'mc_evicted_bytes_total{kind="evict",trigger="watermark"}')" -eq 10000 ]
+}
