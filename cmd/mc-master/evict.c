@@ -1246,7 +1246,7 @@ tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *
 	going = superseded(m, peer, tier);
 	*used = pt->used > going ? pt->used - going : 0;
 	*cap = pt->capacity;
-	*low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
+	*low = (uint64_t)((double)pt->capacity * peer_tier_low(pt, m->cfg.evict_low));
 	return true;
 }
 
@@ -1422,7 +1422,7 @@ check_tier(struct master *m, struct peer *p, int t)
 	struct peer_tier *pt = &p->tiers[t];
 
 	if (!pt->present || pt->capacity == 0 ||
-	    (double)pt->used <= (double)pt->capacity * m->cfg.evict_high)
+	    (double)pt->used <= (double)pt->capacity * peer_tier_high(pt, m->cfg.evict_high))
 		return;
 	if (!pt->reached_high) {
 		pt->reached_high = true;

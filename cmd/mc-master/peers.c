@@ -259,6 +259,18 @@ peers_queue(struct peers *p, struct peer *peer, int kind, uint32_t tenant, const
 		schedule_flush(p);
 }
 
+double
+peer_tier_high(const struct peer_tier *t, double dflt)
+{
+	return t->high > 0 ? t->high : dflt;
+}
+
+double
+peer_tier_low(const struct peer_tier *t, double dflt)
+{
+	return t->low > 0 ? t->low : dflt;
+}
+
 int
 peer_tier_below(const struct peer *peer, int tier)
 {

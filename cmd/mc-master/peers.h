@@ -32,7 +32,13 @@ struct peer_tier {
 	bool present;
 	bool reached_high;    /* has been above the high watermark */
 	double occupancy_min; /* lowest used/capacity after a round since then */
+	/* the peer's own watermarks for this tier, fractions of capacity; 0: the master's */
+	double high, low;
 };
+
+/* A peer tier's watermarks: the peer's own, else the master's (dflt). */
+double peer_tier_high(const struct peer_tier *t, double dflt);
+double peer_tier_low(const struct peer_tier *t, double dflt);
 
 struct peer {
 	uint32_t id;

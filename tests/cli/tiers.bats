@@ -75,7 +75,7 @@ tasks() {
 
 # used ID TIER: what the master counts on peer ID's TIER, in bytes.
 used() {
-	mc-cli --json peers | jq --argjson id "$1" --arg t "$2" \
+	mc-cli --json peers | jq -s --argjson id "$1" --arg t "$2" \
 		'[.. | objects | select(.peer_id? == $id) | .tiers[]? | select(.tier == $t) |
 		.used] | add'
 }
@@ -250,4 +250,48 @@ candidates_of() {
 	wait_until 10 used_is "$id" dram 90000
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="watermark"}')" -eq 2 ]
 	[ "$(mc_metric master 'mc_evicted_bytes_total{kind="evict",trigger="watermark"}')" -eq 10000 ]
+}
+
+# marks ID TIER: "HIGH LOW" the master uses for peer ID's TIER.
+marks() {
+	mc-cli --json peers | jq -r --argjson id "$1" --arg t "$2" \
+		'.. | objects | select(.peer_id? == $id) | .tiers[] | select(.tier == $t) |
+		"\(.high) \(.low)"'
+}
+
+@test "per-peer watermarks: a peer's own marks drive its tier's rounds; the master's are defaults" {
+	local id other
+	master
+	id="$(register p "[$(tier dram 100000 0.5 0.2),$(tier ssd 1000000)]")"
+	other="$(register q "[$(tier dram 100000)]")"
+	[ "$(marks "$id" dram)" = "0.5 0.2" ]
+	[ "$(marks "$id" ssd)" = "0.9 0.5" ]
+	[ "$(marks "$other" dram)" = "0.9 0.5" ]
+	# 60% of dram: over the peer's high mark (not the master's), down to its low one
+	inventory "$id" "$(items 120 dram)"
+	wait_until 10 used_is "$id" dram 20000
+	# a heartbeat may change them; one that leaves them out keeps them
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "tiers:=[$(tier dram 100000 0.95 0.9)]"
+	[ "$(marks "$id" dram)" = "0.95 0.9" ]
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "tiers:=[$(tier dram 100000)]"
+	[ "$(marks "$id" dram)" = "0.95 0.9" ]
+}
+
+@test "per-peer watermarks: marks out of (0, 1] or a low not below the high are refused" {
+	local id
+	master
+	run -1 mc-rpc "$MC_MASTER" peer_register addr="unix:$MC_DIR/p.sock" \
+		"tiers:=[$(tier dram 100000 0.5 0.5)]"
+	assert_output --partial "tiers[0]: low watermark 0.5 is not below high 0.5"
+	run -1 mc-rpc "$MC_MASTER" peer_register addr="unix:$MC_DIR/p.sock" \
+		"tiers:=[$(tier dram 100000 1.5 0.5)]"
+	assert_output --partial "tiers[0]: watermarks must be in (0, 1], not high 1.5 low 0.5"
+	# low alone, above the master's high
+	run -1 mc-rpc "$MC_MASTER" peer_register addr="unix:$MC_DIR/p.sock" \
+		'tiers:=[{"tier":"dram","capacity":100000,"used":0,"low":0.95}]'
+	assert_output --partial "low watermark 0.95 is not below high 0.9"
+	id="$(register p "[$(tier dram 100000 0.8 0.6)]")"
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "tiers:=[$(tier dram 100000 0 0.6)]"
+	assert_output --partial "watermarks must be in (0, 1]"
+	[ "$(marks "$id" dram)" = "0.8 0.6" ]
 }
