@@ -160,6 +160,12 @@ peer_connected(const struct peer *peer)
 	return peer->conn != NULL && mc_conn_is_open(peer->conn);
 }
 
+struct mc_conn *
+peer_link(const struct peer *peer)
+{
+	return peer_connected(peer) ? peer->conn : NULL;
+}
+
 static void
 schedule_flush(struct peers *p)
 {

@@ -141,6 +141,12 @@ int peer_tier_below(const struct peer *peer, int tier);
  * peer has not acknowledged.
  */
 void peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn);
+/*
+ * The peer's control connection when it is connected, for a notice that
+ * needs no task (it may be lost with the link: the peer's next inventory
+ * carries what it knows); NULL otherwise.
+ */
+struct mc_conn *peer_link(const struct peer *peer);
 /* Send every task not sent yet now to the peers that are connected. */
 void peers_flush(struct peers *p);
 /* Retire the tasks unacknowledged for ttl ms by now (mc_now_ms()). */

@@ -97,6 +97,12 @@ softpin_protects(const struct mobj *o, uint64_t now)
 	return o->sp_mode == SP_ACTIVE && now < o->sp_deadline;
 }
 
+uint64_t
+softpin_remaining(const struct mobj *o, uint64_t now)
+{
+	return softpin_protects(o, now) ? o->sp_deadline - now : 0;
+}
+
 /* Disabled -> Active (+1) or Active -> Active with a new deadline (0). */
 static void
 activate(struct master *m, struct mobj *o, uint64_t deadline, uint64_t ttl)

@@ -55,6 +55,9 @@ bool softpin_protects(const struct mobj *o, uint64_t now);
  */
 void softpin_commit(struct master *m, struct mobj *o, const struct pending *p, uint64_t now);
 
+/* Milliseconds left of o's active soft pin at now; 0 when it has none. */
+uint64_t softpin_remaining(const struct mobj *o, uint64_t now);
+
 /* o is about to be freed: forget its registration and its gauge count. */
 void softpin_forget(struct master *m, struct mobj *o);
 

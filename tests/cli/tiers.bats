@@ -295,3 +295,31 @@ marks() {
 	assert_output --partial "watermarks must be in (0, 1]"
 	[ "$(marks "$id" dram)" = "0.8 0.6" ]
 }
+
+@test "committed: put_end tells the replica's peer what its version committed as" {
+	local id end
+	master
+	id="$(register p "[$(tier dram 100000)]")"
+	run -0 mc-rpc "$MC_MASTER" put_start key=a size:=100 type=kv group=g1 hard_pin:=true \
+		soft_pin=enable soft_pin_ttl_ms:=60000
+	# the put_end waits for the peer's confirmation, which completes it
+	mc-rpc "$MC_MASTER" put_end key=a version:=1 >/dev/null &
+	end=$!
+	wait_until 10 test "$(mc_metric master mc_put_end_waits_total)" = 1
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then write_ack peer_id:="$id" \
+		tenant=default key=a version:=1 size:=100
+	wait "$end"
+	jq -e -s 'map(select(has("notify"))) | length == 1 and .[0].notify == "committed" and
+		.[0].params == {tenant: "default", key: "a", version: 1, type: "kv", group: "g1",
+		hard_pin: true, sp_remaining: 60000}' <<<"$output"
+	# no group, no pin: the notice says so
+	run -0 mc-rpc "$MC_MASTER" put_start key=b size:=100
+	mc-rpc "$MC_MASTER" put_end key=b version:=2 >/dev/null &
+	end=$!
+	wait_until 10 test "$(mc_metric master mc_put_end_waits_total)" = 2
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then write_ack peer_id:="$id" \
+		tenant=default key=b version:=2 size:=100
+	wait "$end"
+	jq -e -s 'map(select(has("notify")))[0].params | has("group") == false and
+		.type == "general" and .hard_pin == false and .sp_remaining == 0' <<<"$output"
+}
