@@ -135,6 +135,19 @@ deactivate(struct master *m, struct mobj *o)
 }
 
 void
+softpin_adopt(struct master *m, struct mobj *o, uint64_t deadline, uint64_t now)
+{
+	uint64_t left;
+
+	if (deadline <= now)
+		return;
+	left = deadline - now;
+	if (left > m->cfg.max_soft_pin_ttl)
+		left = m->cfg.max_soft_pin_ttl;
+	activate(m, o, now + left, left);
+}
+
+void
 softpin_commit(struct master *m, struct mobj *o, const struct pending *p, uint64_t now)
 {
 	switch (p->sp_action) {

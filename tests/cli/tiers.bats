@@ -323,3 +323,69 @@ marks() {
 	jq -e -s 'map(select(has("notify")))[0].params | has("group") == false and
 		.type == "general" and .hard_pin == false and .sp_remaining == 0' <<<"$output"
 }
+
+# item KEY VERSION EXTRA-JSON: one inventory item of OBJ bytes on dram with
+# EXTRA's fields (type, group, hard_pin, sp_deadline) merged in.
+item() {
+	jq -cn --arg k "$1" --argjson v "$2" --argjson size "$OBJ" --argjson x "$3" \
+		'{tenant: "default", key: $k, tier: "dram", size: $size, version: $v,
+		checksum: 7} + $x'
+}
+
+# stat_field KEY FIELD
+stat_field() {
+	mc_stat_json "$1" | jq -r ".$2"
+}
+
+@test "inventory adoption keeps the copy's type, group, hard pin and soft-pin deadline" {
+	local id now
+	master
+	id="$(register p "[$(tier dram 100000)]")"
+	now="$(clock_now)"
+	inventory "$id" "[$(item a 3 "{\"type\":\"kv\",\"group\":\"g1\",\"hard_pin\":true,\"sp_deadline\":$((now + 50000))}"),
+		$(item b 4 "{\"group\":\"g1\",\"sp_deadline\":$((now - 1))}"),
+		$(item c 5 '{"sp_deadline":0}'),
+		$(item bad1 6 '{"type":"two words"}'),
+		$(item bad2 7 '{"hard_pin":"yes"}'),
+		$(item bad3 8 '{"group":""}'),
+		$(item bad4 9 '{"sp_deadline":-5}')]"
+	[ "$(stat_field a type)" = kv ]
+	[ "$(stat_field a group)" = g1 ]
+	[ "$(stat_field a hard_pin)" = true ]
+	[ "$(stat_field a soft_pin)" = active ]
+	# the deadline the copy had: no new lifetime
+	[ "$(stat_field a soft_pin_deadline)" -eq $((now + 50000)) ]
+	# a deadline past is no pin; the group holds both members
+	[ "$(stat_field b soft_pin)" = disabled ]
+	[ "$(stat_field b group)" = g1 ]
+	[ "$(stat_field b type)" = general ]
+	[ "$(stat_field c soft_pin)" = disabled ]
+	[ "$(stat_field c hard_pin)" = false ]
+	# invalid metadata skips the item, not the inventory
+	for k in bad1 bad2 bad3 bad4; do
+		run -1 mc-cli exist "$k"
+	done
+	grep -q "inventory: 4 items skipped" "$MC_DIR/master.log"
+	# the pin runs out at its deadline, on the master's clock
+	advance_clock 50001
+	wait_until 5 test "$(stat_field a soft_pin)" = disabled
+}
+
+@test "tiers: a group evicted all or none is dropped, every member, never demoted" {
+	local id
+	master
+	id="$(register p "[$(tier dram 10000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
+	inventory "$id" "[$(item g0 1 '{"group":"g"}'),$(item g1 2 '{"group":"g"}'),
+		$(item x0 3 '{}'),$(item x1 4 '{}'),$(item x2 5 '{}'),$(item x3 6 '{}'),
+		$(item x4 7 '{}'),$(item x5 8 '{}'),$(item x6 9 '{}'),$(item x7 10 '{}'),
+		$(item x8 11 '{}'),$(item x9 12 '{}'),$(item x10 13 '{}'),$(item x11 14 '{}'),
+		$(item x12 15 '{}'),$(item x13 16 '{}'),$(item x14 17 '{}'),$(item x15 18 '{}'),
+		$(item x16 19 '{}'),$(item x17 20 '{}')]"
+	# 20 copies in 10000 bytes: the round frees 5000, the oldest first, the group with them
+	wait_until 10 test "$(mc_metric master 'mc_evict_rounds_total{trigger="watermark"}')" = 1
+	run -1 mc-cli exist g0
+	run -1 mc-cli exist g1
+	run -0 tasks "$id"
+	[ "$(jq -s 'map(select(.method == "drop")) | map(.key) | sort' <<<"$output" | jq -c .)" = '["g0","g1"]' ]
+	[ "$(jq -s 'map(select(.method == "evict" and .tier == "dram")) | length' <<<"$output")" -ge 1 ]
+}

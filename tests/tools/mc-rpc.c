@@ -90,6 +90,9 @@ unbase64(const char *s, unsigned char *out)
 	return n;
 }
 
+/* What JSON skips between tokens. */
+#define WS " \t\r\n"
+
 /*
  * A JSON value at *p packed into pk (NULL: only checked), *p moved past
  * it; -1 when it is not JSON. Strings take the escapes \" \\ \/ \b \f
@@ -100,8 +103,7 @@ pack_json(msgpack_packer *pk, const char **p)
 {
 	const char *s = *p;
 
-	while (*s == ' ')
-		s++;
+	s += strspn(s, WS);
 	if (*s == '{' || *s == '[') {
 		bool obj = *s == '{';
 		const char *q = s + 1;
@@ -109,8 +111,7 @@ pack_json(msgpack_packer *pk, const char **p)
 
 		/* counted first: msgpack wants the size before the elements */
 		for (;;) {
-			while (*q == ' ')
-				q++;
+			q += strspn(q, WS);
 			if (*q == (obj ? '}' : ']') && n == 0)
 				break;
 			if (obj && (pack_json(NULL, &q) < 0 || *q++ != ':'))
@@ -118,8 +119,7 @@ pack_json(msgpack_packer *pk, const char **p)
 			if (pack_json(NULL, &q) < 0)
 				return -1;
 			n++;
-			while (*q == ' ')
-				q++;
+			q += strspn(q, WS);
 			if (*q == ',') {
 				q++;
 				continue;
@@ -142,13 +142,11 @@ pack_json(msgpack_packer *pk, const char **p)
 				s++; /* the ':' */
 			if (pack_json(pk, &s) < 0)
 				return -1;
-			while (*s == ' ')
-				s++;
+			s += strspn(s, WS);
 			if (*s == ',')
 				s++;
 		}
-		while (*s == ' ')
-			s++;
+		s += strspn(s, WS);
 		*p = s + 1;
 		return 0;
 	}
@@ -231,8 +229,7 @@ is_json(const char *v)
 {
 	if (pack_json(NULL, &v) < 0)
 		return false;
-	while (*v == ' ')
-		v++;
+	v += strspn(v, WS);
 	return *v == '\0';
 }
 
