@@ -64,6 +64,9 @@ struct mc_rpcc {
 	size_t in_cap, in_max, in_start, in_end;
 	size_t max_msg;
 	uint64_t bulk_pending; /* bulk bytes the caller has yet to consume */
+	/* told of notifications read among the responses; NULL: they are malformed */
+	void (*on_notify)(void *arg, const struct mc_msg *n);
+	void *on_notify_arg;
 };
 
 static void
@@ -452,6 +455,13 @@ fill(struct mc_rpcc *r, struct mc_err *err)
 	return 0;
 }
 
+void
+mc_rpcc_on_notify(struct mc_rpcc *r, void (*fn)(void *arg, const struct mc_msg *n), void *arg)
+{
+	r->on_notify = fn;
+	r->on_notify_arg = arg;
+}
+
 int
 mc_rpcc_recv(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err)
 {
@@ -491,6 +501,11 @@ mc_rpcc_recv(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err)
 			return -1;
 		}
 		r->in_start += ml;
+		if (resp->type == MC_MSG_NOTIFY && !resp->has_bulk && r->on_notify != NULL) {
+			r->on_notify(r->on_notify_arg, resp);
+			mc_msg_release(resp);
+			continue;
+		}
 		break;
 	}
 	if (resp->type != MC_MSG_RESPONSE || resp->id != r->next_resp) {

@@ -206,7 +206,8 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 	for (unsigned i = 0; i < o->nrep; i++) {
 		const struct cpeer *cp;
 
-		if (r[i].state != REP_COMPLETE || r[i].version != o->version)
+		/* A moving copy is leaving its tier: evicting it again frees nothing. */
+		if (r[i].state != REP_COMPLETE || r[i].version != o->version || r[i].moving)
 			continue;
 		if (f->by_tier && r[i].tier != f->tier)
 			continue;

@@ -4,7 +4,8 @@
  * the `candidates` call and for the master's own eviction rounds.
  *
  * A copy is evictable when it is a COMPLETE replica of its object's
- * current version on a live peer, and the object is not hard-pinned.
+ * current version on a live peer, not moving (an eviction sent it down
+ * already), and the object is not hard-pinned.
  * Soft pins and leases do not exclude a copy: they are attributes the
  * policy sees and the executor revalidates.
  */

@@ -58,6 +58,48 @@ awaits_ack(const struct mobj *o, uint64_t version)
 }
 
 /*
+ * Tell the peers of the replicas just completed (done) what the version
+ * they hold committed as: committed {tenant, key, version, type, group?,
+ * hard_pin, sp_remaining}, kept with the copy so that a restarted peer
+ * can report it. Best effort: a peer not connected learns nothing, and
+ * its inventory then reports the copy without it.
+ */
+static void
+notify_committed(struct master *m, const struct mobj *o, uint64_t version,
+		 const struct placement *done)
+{
+	const struct store *s = &m->store;
+	const struct group *g = o->group != NO_GROUP ? store_group_get(&m->store, o->group) : NULL;
+	uint64_t now = mc_now_ms();
+
+	for (unsigned i = 0; i < done->n; i++) {
+		const struct peer *p = peers_find(&m->peers, done->peer[i]);
+		struct mc_conn *c = p != NULL ? peer_link(p) : NULL;
+		msgpack_packer *pk;
+		bool again = false;
+
+		/* one notice a peer, however many of its tiers hold the version */
+		for (unsigned k = 0; k < i; k++)
+			again |= done->peer[k] == done->peer[i];
+		if (c == NULL || again)
+			continue;
+		pk = mc_conn_begin(c, "committed");
+		msgpack_pack_map(pk, g != NULL ? 7 : 6);
+		mc_pack_kv_str(pk, "tenant", s->tenants[o->tenant].name);
+		mc_pack_kv_strn(pk, "key", o->key, o->key_len);
+		mc_pack_kv_u64(pk, "version", version);
+		mc_pack_kv_str(pk, "type", store_type_name(s, o->type));
+		if (g != NULL)
+			mc_pack_kv_strn(pk, "group", g->name, g->name_len);
+		mc_pack_kv_bool(pk, "hard_pin", o->hard_pin);
+		mc_pack_kv_u64(pk, "sp_remaining", softpin_remaining(o, now));
+		if (mc_conn_notify(c) != 0)
+			mc_warn("cannot send the commit of '%.*s' to peer %u", (int)o->key_len,
+				o->key, p->id);
+	}
+}
+
+/*
  * Complete the ended replicas of version that were confirmed and
  * discard those that were not; answer req.
  */
@@ -84,7 +126,10 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 		}
 	}
 	m->commits.unconfirmed += dropped;
-	ops_settle(m, o, NULL); /* o may be gone from here on */
+	/* o may be gone from here on, unless a replica just completed */
+	ops_settle(m, o, NULL);
+	if (done.n > 0)
+		notify_committed(m, o, version, &done);
 	/*
 	 * A commit that leaves a tier over its high watermark starts its
 	 * round now: the copies just committed are ones it may evict.
@@ -238,13 +283,8 @@ h_write_ack(struct mc_req *req)
 		goto fail;
 	}
 	/* Only the peer registered on this connection confirms its own writes. */
-	if (req_client(req)->peer_id == 0 || req_client(req)->peer_id != id) {
-		mc_err_set(&err, MC_ERR_PERMISSION,
-			   "permission denied: peer %llu is not the peer registered on this "
-			   "connection",
-			   (unsigned long long)id);
+	if (req_check_own_peer(req, id, &err) != 0)
 		goto fail;
-	}
 	tenant = store_tenant_find(&m->store, tname, tlen);
 	o = tenant < 0 ? NULL : find_write(m, (uint32_t)tenant, key, klen, version);
 	for (unsigned i = 0; o != NULL && i < o->nrep && r == NULL; i++) {

@@ -900,7 +900,9 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	for (i = 0; i < o->nrep; i++) {
 		const struct mrep *r = &obj_creps(o)[i];
 
-		if (r->peer == (uint32_t)peer && r->tier == tier && r->version == o->version)
+		/* A moving copy was evicted already: its peer is demoting it. */
+		if (r->peer == (uint32_t)peer && r->tier == tier && r->version == o->version &&
+		    !r->moving)
 			break;
 	}
 	if (i == o->nrep) {
@@ -946,10 +948,11 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 			return 0;
 		}
 	}
+	/* A copy left moving counts as freed: its bytes are off the tier already. */
 	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
 	*copies = 1;
-	ops_rep_remove(m, o, i, true);
-	ops_settle(m, o, NULL);
+	if (!ops_rep_evict(m, o, i))
+		ops_settle(m, o, NULL);
 	mc_htab_insert(&j->done, id, j);
 	return 0;
 }
@@ -1243,15 +1246,24 @@ tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *
 	going = superseded(m, peer, tier);
 	*used = pt->used > going ? pt->used - going : 0;
 	*cap = pt->capacity;
-	*low = (uint64_t)((double)pt->capacity * m->cfg.evict_low);
+	*low = (uint64_t)((double)pt->capacity * peer_tier_low(pt, m->cfg.evict_low));
 	return true;
 }
 
 /*
- * A scope's round, as it starts: the target is the usage above the low
- * mark plus what the waiting puts need, so that once they are placed the
- * scope sits at its low mark. False when there is nothing to do.
+ * An automatic round's target within --max-evict-bytes-per-round. A
+ * capped round that leaves its scope above the high mark is followed by
+ * the next at once (ended_cb), so the cap spreads the work over rounds
+ * without losing any of it.
  */
+static uint64_t
+round_cap(const struct master *m, uint64_t target)
+{
+	return m->cfg.max_evict_bytes > 0 && target > m->cfg.max_evict_bytes
+		       ? m->cfg.max_evict_bytes
+		       : target;
+}
+
 /*
  * The store's round: the objects above the budget's low mark, plus one
  * for each put waiting on it. Plans count bytes, so the target is those
@@ -1272,7 +1284,7 @@ store_target(struct master *m, struct job *j)
 	rd->usage_at_start = m->store.bytes;
 	rd->low = low * mean;
 	rd->waiting = j->waiting * mean;
-	rd->target = (want - low) * mean;
+	rd->target = round_cap(m, (want - low) * mean);
 	j->target = rd->target;
 	if (m->cfg.evict_lowerbound >= 0)
 		j->lowerbound = (uint64_t)((double)j->target * m->cfg.evict_lowerbound);
@@ -1280,6 +1292,12 @@ store_target(struct master *m, struct job *j)
 	return true;
 }
 
+/*
+ * A scope's round, as it starts: the target is the usage above the low
+ * mark plus what the waiting puts need, so that once they are placed the
+ * scope sits at its low mark; bytes, however many keys that takes. False
+ * when there is nothing to do.
+ */
 static bool
 scope_target(struct master *m, struct job *j)
 {
@@ -1308,7 +1326,7 @@ scope_target(struct master *m, struct job *j)
 	rd->waiting = j->waiting;
 	if (mc_add_sat(used, j->waiting) <= low)
 		return false;
-	rd->target = mc_add_sat(used, j->waiting) - low;
+	rd->target = round_cap(m, mc_add_sat(used, j->waiting) - low);
 	j->target = rd->target;
 	if (m->cfg.evict_lowerbound >= 0)
 		j->lowerbound = (uint64_t)((double)j->target * m->cfg.evict_lowerbound);
@@ -1404,7 +1422,7 @@ check_tier(struct master *m, struct peer *p, int t)
 	struct peer_tier *pt = &p->tiers[t];
 
 	if (!pt->present || pt->capacity == 0 ||
-	    (double)pt->used <= (double)pt->capacity * m->cfg.evict_high)
+	    (double)pt->used <= (double)pt->capacity * peer_tier_high(pt, m->cfg.evict_high))
 		return;
 	if (!pt->reached_high) {
 		pt->reached_high = true;

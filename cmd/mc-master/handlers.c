@@ -719,7 +719,7 @@ h_clock_set(struct mc_req *req)
 }
 
 static void
-pack_tiers(msgpack_packer *pk, const struct peer *p)
+pack_tiers(msgpack_packer *pk, const struct master *m, const struct peer *p)
 {
 	unsigned n = 0;
 
@@ -729,9 +729,12 @@ pack_tiers(msgpack_packer *pk, const struct peer *p)
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->tiers[t].present)
 			continue;
-		msgpack_pack_map(pk, 4 + p->tiers[t].reached_high);
+		msgpack_pack_map(pk, 6 + p->tiers[t].reached_high);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", p->tiers[t].capacity);
+		/* the watermarks its rounds use: the peer's own, or the master's */
+		mc_pack_kv_double(pk, "high", peer_tier_high(&p->tiers[t], m->cfg.evict_high));
+		mc_pack_kv_double(pk, "low", peer_tier_low(&p->tiers[t], m->cfg.evict_low));
 		/* the lowest fill a round left it at, once it has been over its high mark */
 		if (p->tiers[t].reached_high)
 			mc_pack_kv_double(pk, "occupancy_min", p->tiers[t].occupancy_min);
@@ -763,7 +766,7 @@ h_peers(struct mc_req *req)
 		mc_pack_kv_bool(pk, "connected", p->conn != NULL);
 		mc_pack_kv_str(pk, "evict_mode", p->evict_mode);
 		mc_pack_key(pk, "tiers");
-		pack_tiers(pk, p);
+		pack_tiers(pk, m, p);
 		mc_pack_kv_u64(pk, "last_heartbeat", p->last_heartbeat);
 		mc_pack_kv_u64(pk, "silent_ms", mono > p->heard ? mono - p->heard : 0);
 	}

@@ -252,6 +252,10 @@ main(int argc, char **argv)
 		{ "evict-slice", 0, "N", NULL,
 		  "victims executed per slice between requests (default 256)", mc_set_positive_int,
 		  &m.cfg.evict_slice },
+		{ "max-evict-bytes-per-round", 0, "SIZE", NULL,
+		  "an automatic round frees at most this much; the next one goes on (default 0: "
+		  "the whole overage)",
+		  mc_set_size, &m.cfg.max_evict_bytes },
 
 		{ "quota-file", 0, "FILE", NULL,
 		  "per-tenant quotas, \"TENANT SIZE\" a line, reloaded on SIGHUP", mc_set_str,

@@ -20,8 +20,10 @@
  *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c
  *   evict.c                         rounds and the candidates call; candidates.c,
  *                                   ops.c, extplan.c, offloop.c, and the above
- *   put.c                           writes; evict.c (it starts rounds), placement.c,
+ *   put.c, commit.c                 writes; evict.c (it starts rounds), placement.c,
  *                                   ops.c, and the above
+ *   copies.c                        peers' own moves and drops of copies; evict.c,
+ *                                   ops.c, request.c
  *   peerlink.c, msnap.c, handlers.c the peers' calls, snapshots, the object calls
  *   mmetrics.c                      the registry and the store's gauges
  *   start.c                         defaults, start-up, the method registry; everyone
@@ -41,6 +43,7 @@
 #include "mc/metrics.h"
 #include "mc/proto.h"
 #include "commit.h"
+#include "copies.h"
 #include "grants.h"
 #include "lease.h"
 #include "mmetrics.h"
@@ -89,6 +92,7 @@ struct master_cfg {
 	uint64_t max_objects;	      /* the store's budget of objects; 0: none */
 	double evict_lowerbound;      /* automatic rounds' lowerbound fraction; < 0: the policy's */
 	int evict_slice;	      /* victims per slice of execution */
+	uint64_t max_evict_bytes;     /* an automatic round's target at most; 0: no cap */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
@@ -130,6 +134,7 @@ struct master {
 	struct leases leases;
 	struct put_waits put_waits;
 	struct commits commits;
+	struct copies copies;
 	struct mgrants grants;
 	struct evictor *ev;
 	char master_id[64];

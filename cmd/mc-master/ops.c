@@ -37,6 +37,28 @@ ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
 	return o->size;
 }
 
+void
+ops_rep_charge(struct master *m, const struct mobj *o, const struct mrep *r)
+{
+	struct peer *peer = peers_find(&m->peers, r->peer);
+
+	if (peer != NULL && !r->moving)
+		peer->tiers[r->tier].used += ops_rep_size(m, o, r);
+}
+
+void
+ops_rep_uncharge(struct master *m, const struct mobj *o, const struct mrep *r)
+{
+	struct peer *peer = peers_find(&m->peers, r->peer);
+	uint64_t size = ops_rep_size(m, o, r);
+	struct peer_tier *t;
+
+	if (peer == NULL || r->moving)
+		return;
+	t = &peer->tiers[r->tier];
+	t->used = t->used > size ? t->used - size : 0;
+}
+
 struct mrep *
 ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64_t version,
 	    uint64_t size)
@@ -84,16 +106,33 @@ ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
 	struct mrep *r = &obj_reps(o)[i];
 	struct peer *peer = peers_find(&m->peers, r->peer);
 
-	if (peer != NULL) {
-		struct peer_tier *t = &peer->tiers[r->tier];
-		uint64_t size = ops_rep_size(m, o, r);
-
-		t->used = t->used > size ? t->used - size : 0;
-		if (notify && !older_on_peer(o, r))
-			peers_queue_drop(&m->peers, peer, o->tenant, o->key, o->key_len,
-					 r->version);
-	}
+	ops_rep_uncharge(m, o, r);
+	if (peer != NULL && notify && !older_on_peer(o, r))
+		peers_queue(&m->peers, peer, TASK_DROP, o->tenant, o->key, o->key_len, r->version,
+			    MC_TIER_NONE);
 	store_rep_del(o, i);
+}
+
+bool
+ops_rep_evict(struct master *m, struct mobj *o, unsigned i)
+{
+	struct mrep *r = &obj_reps(o)[i];
+	struct peer *peer = peers_find(&m->peers, r->peer);
+
+	if (peer == NULL || !(peer->task_kinds & (1u << TASK_EVICT))) {
+		ops_rep_remove(m, o, i, true);
+		return false;
+	}
+	peers_queue(&m->peers, peer, TASK_EVICT, o->tenant, o->key, o->key_len, r->version,
+		    r->tier);
+	if (peer_tier_below(peer, r->tier) == MC_TIER_NONE) {
+		/* The peer drops the copy when the task arrives: unroutable from now on. */
+		ops_rep_remove(m, o, i, false);
+		return false;
+	}
+	ops_rep_uncharge(m, o, r);
+	r->moving = 1;
+	return true;
 }
 
 void

@@ -19,11 +19,26 @@
 void ops_hook_store(struct master *m);
 /* Bytes a replica holds: its own version's size. */
 uint64_t ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r);
+/*
+ * A replica's bytes count in its peer tier's used, except while it is
+ * moving: an eviction took them off already. Charge adds them (to the
+ * tier the replica names), uncharge takes them off; a moving replica
+ * changes nothing either way.
+ */
+void ops_rep_charge(struct master *m, const struct mobj *o, const struct mrep *r);
+void ops_rep_uncharge(struct master *m, const struct mobj *o, const struct mrep *r);
 /* A new PROCESSING replica, counted on its peer; NULL when out of memory. */
 struct mrep *ops_rep_new(struct master *m, struct mobj *o, uint32_t peer, int tier,
 			 uint64_t version, uint64_t size);
 /* Remove replica i; tell its peer to drop the copy when notify. */
 void ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify);
+/*
+ * An eviction round's victim, replica i, charged to its tier: its peer
+ * is sent an evict task. When that peer has a tier below, the copy stays
+ * (readable, moving, its bytes off its tier) and true is returned; else
+ * the replica is removed at once, false, and the caller settles o.
+ */
+bool ops_rep_evict(struct master *m, struct mobj *o, unsigned i);
 /*
  * Erase an object and all its replicas. cursor: non-NULL when called
  * from inside a walk of the object table (see mc_htab_remove_at).

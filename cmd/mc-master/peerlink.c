@@ -18,9 +18,43 @@
 /* Heartbeat period suggested to peers. */
 #define HEARTBEAT_MS 1000
 
-/* Read tiers [{tier, capacity, used}] into a peer; -1 with err on bad input. */
+/*
+ * A tier entry's watermarks {high?, low?}, each a fraction in (0, 1]
+ * with low below high; one left out stays as it was (a registration's:
+ * the master's default). -1 with err, p unchanged, when they are not.
+ */
 static int
-read_tiers(const msgpack_object *params, struct peer *p, bool required, struct mc_err *err)
+read_watermarks(const struct master *m, const msgpack_object *e, struct peer_tier *pt, uint32_t j,
+		struct mc_err *err)
+{
+	double high = pt->high, low = pt->low, h, l;
+	int rh, rl;
+
+	if ((rh = mc_map_double(e, "high", &high, err)) < 0 ||
+	    (rl = mc_map_double(e, "low", &low, err)) < 0)
+		return mc_err_set(err, MC_ERR_INVALID, "tiers[%u]: 'high' and 'low' are fractions",
+				  j);
+	h = high > 0 || rh > 0 ? high : m->cfg.evict_high;
+	l = low > 0 || rl > 0 ? low : m->cfg.evict_low;
+	if (!(h > 0 && h <= 1) || !(l > 0 && l <= 1))
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "tiers[%u]: watermarks must be in (0, 1], not high %g low %g", j,
+				  h, l);
+	if (l >= h)
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "tiers[%u]: low watermark %g is not below high %g", j, l, h);
+	pt->high = high;
+	pt->low = low;
+	return 0;
+}
+
+/*
+ * Read tiers [{tier, capacity, used, high?, low?}] into a peer; -1 with
+ * err on bad input.
+ */
+static int
+read_tiers(const struct master *m, const msgpack_object *params, struct peer *p, bool required,
+	   struct mc_err *err)
 {
 	const msgpack_object_array *a = mc_map_array(params, "tiers");
 
@@ -40,11 +74,40 @@ read_tiers(const msgpack_object *params, struct peer *p, bool required, struct m
 			return mc_err_set(err, MC_ERR_INVALID, "tiers[%u]: unknown tier '%.*s'", j,
 					  (int)(len > 32 ? 32 : len), name);
 		if (mc_map_u64(e, "capacity", &cap, err) < 0 ||
-		    mc_map_u64(e, "used", &used, err) < 0)
+		    mc_map_u64(e, "used", &used, err) < 0 ||
+		    read_watermarks(m, e, &p->tiers[t], j, err) != 0)
 			return -1;
 		p->tiers[t].present = true;
 		p->tiers[t].capacity = cap;
 		p->tiers[t].reported = used;
+	}
+	return 0;
+}
+
+/*
+ * The task kinds a peer serves: task_kinds [name] of its registration,
+ * names this master does not know ignored (a newer peer's). A peer
+ * that sends none serves drops only.
+ */
+static int
+read_task_kinds(const msgpack_object *params, struct peer *p, struct mc_err *err)
+{
+	const msgpack_object_array *a = mc_map_array(params, "task_kinds");
+
+	p->task_kinds = 1u << TASK_DROP;
+	if (a == NULL)
+		return mc_map_get(params, "task_kinds") == NULL
+			       ? 0
+			       : mc_err_set(err, MC_ERR_INVALID,
+					    "field 'task_kinds' must be an array of names");
+	for (uint32_t i = 0; i < a->size; i++) {
+		const msgpack_object *e = &a->ptr[i];
+		int k;
+
+		if (e->type != MSGPACK_OBJECT_STR)
+			return mc_err_set(err, MC_ERR_INVALID, "task_kinds[%u] is not a name", i);
+		if ((k = tasks_kind_parse(e->via.str.ptr, e->via.str.size)) >= 0)
+			p->task_kinds |= (uint8_t)(1u << k);
 	}
 	return 0;
 }
@@ -127,10 +190,13 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 		p->tiers[t].present = tmp->tiers[t].present;
 		p->tiers[t].capacity = tmp->tiers[t].capacity;
 		p->tiers[t].reported = tmp->tiers[t].reported;
+		p->tiers[t].high = tmp->tiers[t].high;
+		p->tiers[t].low = tmp->tiers[t].low;
 	}
 	memcpy(p->host, tmp->host, sizeof(p->host));
 	memcpy(p->domain, tmp->domain, sizeof(p->domain));
 	memcpy(p->evict_mode, tmp->evict_mode, sizeof(p->evict_mode));
+	p->task_kinds = tmp->task_kinds;
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", p->id);
 	p->last_heartbeat = mc_now_ms();
@@ -169,7 +235,8 @@ h_peer_register(struct mc_req *req)
 		rc = mc_err_set(&err, MC_ERR_INVALID, "missing field 'addr'");
 	if (rc < 0 || mc_map_strcpy(req->params, "host", tmp.host, sizeof(tmp.host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", tmp.domain, sizeof(tmp.domain), &err) < 0 ||
-	    read_tiers(req->params, &tmp, true, &err) != 0)
+	    read_tiers(m, req->params, &tmp, true, &err) != 0 ||
+	    read_task_kinds(req->params, &tmp, &err) != 0)
 		goto fail;
 	rc = mc_map_str(req->params, "evict_mode", &mode, &mlen, &err);
 	if (rc < 0)
@@ -267,7 +334,7 @@ h_peer_heartbeat(struct mc_req *req)
 		return;
 	/* Parse into a copy so a bad message changes nothing. */
 	tmp = *p;
-	if (read_tiers(req->params, &tmp, false, &err) != 0) {
+	if (read_tiers(m, req->params, &tmp, false, &err) != 0) {
 		req_fail_err(req, &err);
 		return;
 	}

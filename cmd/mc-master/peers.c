@@ -160,6 +160,12 @@ peer_connected(const struct peer *peer)
 	return peer->conn != NULL && mc_conn_is_open(peer->conn);
 }
 
+struct mc_conn *
+peer_link(const struct peer *peer)
+{
+	return peer_connected(peer) ? peer->conn : NULL;
+}
+
 static void
 schedule_flush(struct peers *p)
 {
@@ -245,18 +251,40 @@ peers_rep_complete(const struct peers *p, struct mrep *r)
 }
 
 void
-peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key, size_t len,
-		 uint64_t version)
+peers_queue(struct peers *p, struct peer *peer, int kind, uint32_t tenant, const char *key,
+	    size_t len, uint64_t version, int tier)
 {
 	/*
 	 * Queued even while the peer is disconnected: one that resumes its
-	 * registration still holds the bytes, and hears of the drop when it
+	 * registration still holds the bytes, and hears of the task when it
 	 * is back (peers_attach). One that expires or registers anew takes
 	 * its tasks with it (peers_del).
 	 */
-	if (tasks_queue_drop(&p->tasks, &peer->tasks, tenant, key, len, version) == 0 &&
+	if (tasks_queue(&p->tasks, &peer->tasks, kind, tenant, key, len, version, tier) == 0 &&
 	    peer_connected(peer))
 		schedule_flush(p);
+}
+
+double
+peer_tier_high(const struct peer_tier *t, double dflt)
+{
+	return t->high > 0 ? t->high : dflt;
+}
+
+double
+peer_tier_low(const struct peer_tier *t, double dflt)
+{
+	return t->low > 0 ? t->low : dflt;
+}
+
+int
+peer_tier_below(const struct peer *peer, int tier)
+{
+	int t = mc_tier_downstream(tier);
+
+	while (t != MC_TIER_NONE && !peer->tiers[t].present)
+		t = mc_tier_downstream(t);
+	return t;
 }
 
 static void flush_peer(struct peers *p, struct peer *peer);

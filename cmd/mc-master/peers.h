@@ -32,7 +32,13 @@ struct peer_tier {
 	bool present;
 	bool reached_high;    /* has been above the high watermark */
 	double occupancy_min; /* lowest used/capacity after a round since then */
+	/* the peer's own watermarks for this tier, fractions of capacity; 0: the master's */
+	double high, low;
 };
+
+/* A peer tier's watermarks: the peer's own, else the master's (dflt). */
+double peer_tier_high(const struct peer_tier *t, double dflt);
+double peer_tier_low(const struct peer_tier *t, double dflt);
 
 struct peer {
 	uint32_t id;
@@ -75,6 +81,12 @@ struct peer {
 	 */
 	struct mc_grant_signer grant_signer;
 	struct task_queue tasks;
+	/*
+	 * The task kinds it serves (1u << enum task_kind), from its
+	 * registration's task_kinds; a drop always. An eviction for a peer
+	 * that serves no evict goes as a drop: the copy cannot move down.
+	 */
+	uint8_t task_kinds;
 };
 
 struct peers {
@@ -113,16 +125,28 @@ bool peer_session_is(const struct peer *peer, const char *hex, size_t len);
 void peers_rep_complete(const struct peers *p, struct mrep *r);
 
 /*
- * Queue a drop of (tenant, key) up to version for the peer; best effort.
- * A disconnected peer's drops wait for it (at most TASKS_PER_PEER_MAX).
+ * Queue a task of kind (a drop, or an eviction charged to tier) of
+ * (tenant, key) up to version for the peer; best effort. A disconnected
+ * peer's tasks wait for it (at most TASKS_PER_PEER_MAX).
  */
-void peers_queue_drop(struct peers *p, struct peer *peer, uint32_t tenant, const char *key,
-		      size_t len, uint64_t version);
+void peers_queue(struct peers *p, struct peer *peer, int kind, uint32_t tenant, const char *key,
+		 size_t len, uint64_t version, int tier);
+/*
+ * The tier a copy evicted from tier moves to on this peer: the next one
+ * down the chain that the peer has, or MC_TIER_NONE (it drops the copy).
+ */
+int peer_tier_below(const struct peer *peer, int tier);
 /*
  * Make conn the peer's control connection and send it every task the
  * peer has not acknowledged.
  */
 void peers_attach(struct peers *p, struct peer *peer, struct mc_conn *conn);
+/*
+ * The peer's control connection when it is connected, for a notice that
+ * needs no task (it may be lost with the link: the peer's next inventory
+ * carries what it knows); NULL otherwise.
+ */
+struct mc_conn *peer_link(const struct peer *peer);
 /* Send every task not sent yet now to the peers that are connected. */
 void peers_flush(struct peers *p);
 /* Retire the tasks unacknowledged for ttl ms by now (mc_now_ms()). */

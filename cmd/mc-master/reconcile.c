@@ -12,6 +12,7 @@
 #include "master.h"
 #include "ops.h"
 #include "reconcile.h"
+#include "request.h"
 
 /* Items in one peer_inventory call (peers send MC_INVENTORY_CHUNK). */
 #define INVENTORY_MAX (16 * MC_INVENTORY_CHUNK)
@@ -21,6 +22,11 @@ struct inv_item {
 	size_t tlen, klen;
 	int tier;
 	uint64_t size, version, checksum;
+	/* what the copy committed as, for an object adopted from it (NULL, 0: none) */
+	const char *type, *group;
+	size_t type_len, group_len;
+	bool hard_pin;
+	uint64_t sp_deadline; /* ms since the epoch, on mc_now_ms()'s clock */
 };
 
 /* A removal in a delta report. */
@@ -183,6 +189,18 @@ item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_INVALID, "item needs size, version and checksum");
 	if (it->version == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "item version 0");
+	/* the metadata a peer stored with the copy (committed): all optional */
+	it->type = it->group = NULL;
+	it->type_len = it->group_len = 0;
+	it->hard_pin = false;
+	it->sp_deadline = 0;
+	if (req_opt_name(e, "type", &it->type, &it->type_len, err) < 0 ||
+	    req_opt_name(e, "group", &it->group, &it->group_len, err) < 0)
+		return -1;
+	if (mc_map_bool(e, "hard_pin", &it->hard_pin, err) < 0 ||
+	    mc_map_u64(e, "sp_deadline", &it->sp_deadline, err) < 0)
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "item's 'hard_pin' is a bool and 'sp_deadline' a time in ms");
 	return 0;
 }
 
@@ -225,30 +243,39 @@ add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
 	return 0;
 }
 
-/* Move a replica onto p (from its ghost, or from another tier of p). */
+/*
+ * Move a replica onto p (from its ghost, or from another tier of p). The
+ * peer says where the copy is: one that was moving has arrived.
+ */
 static void
 confirm(struct master *m, struct mobj *o, struct mrep *r, struct peer *p, int tier)
 {
-	struct peer *was = peers_find(&m->peers, r->peer);
-
-	if (was != NULL) {
-		struct peer_tier *t = &was->tiers[r->tier];
-		t->used = t->used > o->size ? t->used - o->size : 0;
-	}
+	ops_rep_uncharge(m, o, r);
+	r->moving = 0;
 	r->peer = p->id;
 	r->tier = (uint8_t)tier;
 	r->mark = p->mark;
-	p->tiers[tier].used += o->size;
+	ops_rep_charge(m, o, r);
 }
 
+/*
+ * An object the master did not know, from a peer's copy: with the type,
+ * group and pins the peer kept for it, a soft pin running to the
+ * deadline it had, never a new lifetime.
+ */
 static void
 adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	  const struct inv_item *it, struct inv_count *n)
 {
 	struct mc_err err;
 	uint64_t now = mc_now_ms();
-	struct mobj *o =
-		store_create(&m->store, hash, tenant, it->key, it->klen, it->size, NULL, 0, &err);
+	/* MC_DEFAULT_TYPE is interned first */
+	int64_t type = it->type != NULL
+			       ? store_tenant_type(&m->store, tenant, it->type, it->type_len, &err)
+			       : 0;
+	struct mobj *o = type < 0 ? NULL
+				  : store_create(&m->store, hash, tenant, it->key, it->klen,
+						 it->size, it->group, it->group_len, &err);
 
 	if (o == NULL) {
 		n->skipped++;
@@ -256,7 +283,8 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	}
 	o->version = it->version;
 	o->checksum = it->checksum;
-	o->type = 0; /* MC_DEFAULT_TYPE is interned first */
+	o->type = (uint16_t)type;
+	o->hard_pin = it->hard_pin;
 	o->created = now;
 	o->last_access = now;
 	/* found now, like its ms times: newer than everything already known */
@@ -266,6 +294,7 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 		n->skipped++;
 		return;
 	}
+	softpin_adopt(m, o, it->sp_deadline, now);
 	/* Versions never go backwards, whoever handed this one out. */
 	if (m->store.version_seq < it->version)
 		m->store.version_seq = it->version;
@@ -330,7 +359,8 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 		return;
 	}
 	/* A copy that disagrees: forget it here and have the peer free it. */
-	peers_queue_drop(&m->peers, p, o->tenant, o->key, o->key_len, it->version);
+	peers_queue(&m->peers, p, TASK_DROP, o->tenant, o->key, o->key_len, it->version,
+		    MC_TIER_NONE);
 	n->dropped++;
 	if (i >= 0) {
 		ops_rep_remove(m, o, (unsigned)i, false);

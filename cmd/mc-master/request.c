@@ -114,6 +114,19 @@ req_client_closed(struct mc_conn *c)
 }
 
 int
+req_check_own_peer(const struct mc_req *req, uint64_t id, struct mc_err *err)
+{
+	uint32_t own = req_client(req)->peer_id;
+
+	if (own != 0 && own == id)
+		return 0;
+	return mc_err_set(err, MC_ERR_PERMISSION,
+			  "permission denied: peer %llu is not the peer registered on this "
+			  "connection",
+			  (unsigned long long)id);
+}
+
+int
 req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err)
 {
 	int rc = mc_map_u64(params, name, out, err);

@@ -35,6 +35,12 @@ int req_client_bind_tenant(struct master *m, struct client *cl, uint32_t tenant,
 /* The connection closed: its tenant has one fewer (on_close). */
 void req_client_closed(struct mc_conn *c);
 
+/*
+ * Whether peer id is the peer registered on req's connection: only it
+ * reports on its own copies (write_ack, copy_moved). 0, or -1 with err
+ * (MC_ERR_PERMISSION).
+ */
+int req_check_own_peer(const struct mc_req *req, uint64_t id, struct mc_err *err);
 /* A required unsigned field: 0, or -1 with err when missing or not a u64. */
 int req_need_u64(const msgpack_object *params, const char *name, uint64_t *out, struct mc_err *err);
 

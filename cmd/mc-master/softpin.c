@@ -97,6 +97,12 @@ softpin_protects(const struct mobj *o, uint64_t now)
 	return o->sp_mode == SP_ACTIVE && now < o->sp_deadline;
 }
 
+uint64_t
+softpin_remaining(const struct mobj *o, uint64_t now)
+{
+	return softpin_protects(o, now) ? o->sp_deadline - now : 0;
+}
+
 /* Disabled -> Active (+1) or Active -> Active with a new deadline (0). */
 static void
 activate(struct master *m, struct mobj *o, uint64_t deadline, uint64_t ttl)
@@ -126,6 +132,19 @@ deactivate(struct master *m, struct mobj *o)
 	o->sp_mode = SP_DISABLED;
 	o->sp_deadline = 0;
 	o->sp_ttl = 0;
+}
+
+void
+softpin_adopt(struct master *m, struct mobj *o, uint64_t deadline, uint64_t now)
+{
+	uint64_t left;
+
+	if (deadline <= now)
+		return;
+	left = deadline - now;
+	if (left > m->cfg.max_soft_pin_ttl)
+		left = m->cfg.max_soft_pin_ttl;
+	activate(m, o, now + left, left);
 }
 
 void

@@ -55,6 +55,17 @@ bool softpin_protects(const struct mobj *o, uint64_t now);
  */
 void softpin_commit(struct master *m, struct mobj *o, const struct pending *p, uint64_t now);
 
+/*
+ * o, adopted from a peer's copy, had a soft pin until deadline (ms on
+ * mc_now_ms()'s clock; 0: none): Active until then when it is still
+ * ahead of now, at most --max-soft-pin-ttl away; a deadline past leaves
+ * it Disabled. Never a new lifetime.
+ */
+void softpin_adopt(struct master *m, struct mobj *o, uint64_t deadline, uint64_t now);
+
+/* Milliseconds left of o's active soft pin at now; 0 when it has none. */
+uint64_t softpin_remaining(const struct mobj *o, uint64_t now);
+
 /* o is about to be freed: forget its registration and its gauge count. */
 void softpin_forget(struct master *m, struct mobj *o);
 

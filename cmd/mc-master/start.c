@@ -83,6 +83,7 @@ master_start(struct master *m, uint32_t max_tenants, uint32_t max_types)
 		return MC_EXIT_SOFTWARE;
 	}
 	commit_init(m);
+	copies_init(m);
 	if (msnap_init(m, &err) != 0) {
 		mc_complain("cannot start snapshots: %s", err.msg);
 		return MC_EXIT_SOFTWARE;
@@ -95,7 +96,7 @@ master_registry(struct mc_metrics *metrics, struct mc_err *err)
 {
 	const struct mc_method *const tables[] = {
 		handler_methods, put_methods,	   lease_methods, softpin_methods, evict_methods,
-		msnap_methods,	 peerlink_methods, recon_methods, commit_methods,
+		msnap_methods,	 peerlink_methods, recon_methods, commit_methods,  copies_methods,
 	};
 	struct mc_registry *r = mc_registry_new(metrics, err);
 

@@ -50,6 +50,13 @@ struct mrep {
 	/* While PROCESSING: its put_end named it; its peer confirmed the bytes (commit.h). */
 	uint8_t ended : 1;
 	uint8_t written : 1;
+	/*
+	 * An eviction sent its peer to demote the copy: still readable
+	 * where it is until the peer says where it went (copy_moved) or
+	 * that it is gone (copy_dropped), but no candidate any more, and
+	 * its bytes no longer counted on its tier (ops.h).
+	 */
+	uint8_t moving : 1;
 };
 
 struct mobj {

@@ -22,22 +22,36 @@ struct kind {
 	void (*pack_item)(msgpack_packer *pk, const struct tasks *ts, const struct task *t);
 };
 
+/* One copy: (tenant, key) up to version, and the tier when the task names one (evictions). */
 static void
-pack_drop(msgpack_packer *pk, const struct tasks *ts, const struct task *t)
+pack_copy(msgpack_packer *pk, const struct tasks *ts, const struct task *t)
 {
 	const struct store *s = ts->store;
+	bool tier = t->tier != MC_TIER_NONE;
 
-	msgpack_pack_map(pk, 4);
+	msgpack_pack_map(pk, tier ? 5 : 4);
 	mc_pack_kv_str(pk, "tenant",
 		       t->tenant < s->ntenants ? s->tenants[t->tenant].name : MC_DEFAULT_TENANT);
 	mc_pack_kv_strn(pk, "key", t->key, t->len);
 	mc_pack_kv_u64(pk, "version", t->version);
+	if (tier)
+		mc_pack_kv_str(pk, "tier", mc_tier_name(t->tier));
 	mc_pack_kv_u64(pk, "task", t->id);
 }
 
 static const struct kind kinds[TASK_KIND_COUNT] = {
-	[TASK_DROP] = { "drop", "drop", pack_drop },
+	[TASK_DROP] = { "drop", "drop", pack_copy },
+	[TASK_EVICT] = { "evict", "evict", pack_copy },
 };
+
+int
+tasks_kind_parse(const char *s, size_t len)
+{
+	for (int k = 0; k < TASK_KIND_COUNT; k++)
+		if (strlen(kinds[k].name) == len && memcmp(kinds[k].name, s, len) == 0)
+			return k;
+	return -1;
+}
 
 void
 tasks_init(struct tasks *ts, const struct store *store)
@@ -77,8 +91,8 @@ settle(struct task_queue *q)
 }
 
 int
-tasks_queue_drop(struct tasks *ts, struct task_queue *q, uint32_t tenant, const char *key,
-		 size_t len, uint64_t version)
+tasks_queue(struct tasks *ts, struct task_queue *q, int kind, uint32_t tenant, const char *key,
+	    size_t len, uint64_t version, int tier)
 {
 	struct task *t;
 
@@ -97,7 +111,8 @@ tasks_queue_drop(struct tasks *ts, struct task_queue *q, uint32_t tenant, const 
 	*t = (struct task){
 		.id = ts->last_id + 1,
 		.queued = mc_now_ms(),
-		.kind = TASK_DROP,
+		.kind = (uint8_t)kind,
+		.tier = (int8_t)tier,
 		.tenant = tenant,
 		.len = (uint32_t)len,
 		.version = version,
@@ -109,10 +124,10 @@ tasks_queue_drop(struct tasks *ts, struct task_queue *q, uint32_t tenant, const 
 	ts->last_id++;
 	q->n++;
 	q->live++;
-	ts->count.queued[TASK_DROP]++;
+	ts->count.queued[kind]++;
 	return 0;
 refused:
-	ts->count.refused[TASK_DROP]++;
+	ts->count.refused[kind]++;
 	return -1;
 }
 

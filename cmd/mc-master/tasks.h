@@ -1,8 +1,10 @@
 /*
  * Tasks: work the master queues for one peer, until the peer says it
  * was done. A task has an id (unique in this master's run, increasing in
- * the order tasks are queued) and a kind: a drop of a copy today; the
- * peer's own eviction and replica copies later, each one more kind.
+ * the order tasks are queued) and a kind: a drop of a copy (the key is
+ * gone for good), or an eviction of one from the tier a round charged
+ * it to (the peer demotes it when it has a tier below, else drops it);
+ * replica copies later, one more kind.
  *
  * A peer's tasks go out on its control link in id order, each once per
  * link; the peer acknowledges the ids it executed in its heartbeats
@@ -31,7 +33,7 @@
 /* A peer's tasks at most; one beyond it is refused. */
 #define TASKS_PER_PEER_MAX (1u << 20)
 
-enum task_kind { TASK_DROP, TASK_KIND_COUNT };
+enum task_kind { TASK_DROP, TASK_EVICT, TASK_KIND_COUNT };
 
 /* What is counted per kind: the stat, its help. */
 #define TASK_STATS(X)                                                                           \
@@ -49,8 +51,8 @@ struct task_counts {
 };
 
 /*
- * One task. Every kind names one copy: (tenant, key) up to version; a
- * later kind adds its own fields.
+ * One task. Every kind names one copy: (tenant, key) up to version; an
+ * eviction also its tier (MC_TIER_NONE: whichever holds the key).
  */
 struct task {
 	uint64_t id;
@@ -58,6 +60,7 @@ struct task {
 	uint8_t kind;	 /* enum task_kind */
 	bool sent;	 /* on some link already: sending it again is a resend */
 	bool done;	 /* acknowledged or retired: a hole until the head passes it */
+	int8_t tier;	 /* enum mc_tier or MC_TIER_NONE; evictions only */
 	uint32_t tenant;
 	uint32_t len;
 	uint64_t version;
@@ -86,11 +89,13 @@ struct tasks {
 void tasks_init(struct tasks *ts, const struct store *store);
 
 /*
- * Queue a drop of (tenant, key) up to version; -1 when it is refused
- * (counted).
+ * Queue a task of kind for (tenant, key) up to version, on tier (for an
+ * eviction; MC_TIER_NONE otherwise); -1 when it is refused (counted).
  */
-int tasks_queue_drop(struct tasks *ts, struct task_queue *q, uint32_t tenant, const char *key,
-		     size_t len, uint64_t version);
+int tasks_queue(struct tasks *ts, struct task_queue *q, int kind, uint32_t tenant, const char *key,
+		size_t len, uint64_t version, int tier);
+/* The kind named s (len bytes: "drop", "evict"), or -1. */
+int tasks_kind_parse(const char *s, size_t len);
 /* Whether some task waits to go out on the current link. */
 bool tasks_unsent(const struct task_queue *q);
 /*

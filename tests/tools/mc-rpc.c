@@ -6,9 +6,16 @@
  * usage: mc-rpc [--tenant T] [--token T] [--timeout-ms N] [--bulk FILE] [-o FILE]
  *               [--bulk-short N] [--wait-close] ADDR METHOD [FIELD...]
  * FIELD is NAME=STRING, or NAME:=VALUE with VALUE an unsigned integer,
- * true, false, null, [] (an empty array), or b64:BASE64 for a bin (as the
+ * true, false, null, [] (an empty array), b64:BASE64 for a bin (as the
  * JSON output shows one, so a grant printed by one call is passed on to the
- * next). With --tenant, a `hello {tenant}` goes first on
+ * next), or any other JSON value (arrays and objects, a peer's tiers or
+ * inventory items; numbers with a fraction or exponent are floats).
+ * `--then METHOD FIELD...` makes another call on the same connection
+ * after the one before (`--then-notify` sends it as a notification), so
+ * a test can play a peer: register or heartbeat, then speak as that
+ * peer. Notifications the server sends meanwhile (a peer's tasks) are
+ * printed as {"notify": METHOD, "params": {...}} lines, in the order
+ * they came. With --tenant, a `hello {tenant}` goes first on
  * the same connection. --bulk sends FILE's bytes as the request's bulk
  * (adding "len"); -o writes a response's bulk to FILE (otherwise it is
  * skipped). The result map is printed as one JSON line. --stall FIFO
@@ -44,6 +51,8 @@
 #include "mc/wire.h"
 
 #define PROG "mc-rpc"
+/* Calls after the first, on the same connection. */
+#define THEN_MAX 16
 
 struct fields {
 	char **argv; /* NAME=... / NAME:=... */
@@ -81,6 +90,149 @@ unbase64(const char *s, unsigned char *out)
 	return n;
 }
 
+/* What JSON skips between tokens. */
+#define WS " \t\r\n"
+
+/*
+ * A JSON value at *p packed into pk (NULL: only checked), *p moved past
+ * it; -1 when it is not JSON. Strings take the escapes \" \\ \/ \b \f
+ * \n \r \t and \u00XX, enough for what tests send.
+ */
+static int
+pack_json(msgpack_packer *pk, const char **p)
+{
+	const char *s = *p;
+
+	s += strspn(s, WS);
+	if (*s == '{' || *s == '[') {
+		bool obj = *s == '{';
+		const char *q = s + 1;
+		uint32_t n = 0;
+
+		/* counted first: msgpack wants the size before the elements */
+		for (;;) {
+			q += strspn(q, WS);
+			if (*q == (obj ? '}' : ']') && n == 0)
+				break;
+			if (obj && (pack_json(NULL, &q) < 0 || *q++ != ':'))
+				return -1;
+			if (pack_json(NULL, &q) < 0)
+				return -1;
+			n++;
+			q += strspn(q, WS);
+			if (*q == ',') {
+				q++;
+				continue;
+			}
+			if (*q != (obj ? '}' : ']'))
+				return -1;
+			break;
+		}
+		if (pk != NULL) {
+			if (obj)
+				msgpack_pack_map(pk, n);
+			else
+				msgpack_pack_array(pk, n);
+		}
+		s++;
+		for (uint32_t i = 0; i < n; i++) {
+			if (obj && pack_json(pk, &s) < 0)
+				return -1;
+			if (obj)
+				s++; /* the ':' */
+			if (pack_json(pk, &s) < 0)
+				return -1;
+			s += strspn(s, WS);
+			if (*s == ',')
+				s++;
+		}
+		s += strspn(s, WS);
+		*p = s + 1;
+		return 0;
+	}
+	if (*s == '"') {
+		char buf[4096];
+		size_t n = 0;
+
+		for (s++; *s != '"'; s++) {
+			char c = *s;
+			unsigned u;
+
+			if (c == '\0' || n == sizeof(buf))
+				return -1;
+			if (c == '\\') {
+				static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+				const char *k;
+
+				c = *++s;
+				if (c == 'u' && sscanf(s + 1, "%4x", &u) == 1 && u < 0x80) {
+					c = (char)u;
+					s += 4;
+				} else if (c == '\0' || (k = strchr(from, c)) == NULL) {
+					return -1;
+				} else {
+					c = to[k - from];
+				}
+			}
+			buf[n++] = c;
+		}
+		if (pk != NULL)
+			mc_pack_strn(pk, buf, n);
+		*p = s + 1;
+		return 0;
+	}
+	if (strncmp(s, "true", 4) == 0 || strncmp(s, "null", 4) == 0) {
+		if (pk != NULL && *s == 't')
+			msgpack_pack_true(pk);
+		else if (pk != NULL)
+			msgpack_pack_nil(pk);
+		*p = s + 4;
+		return 0;
+	}
+	if (strncmp(s, "false", 5) == 0) {
+		if (pk != NULL)
+			msgpack_pack_false(pk);
+		*p = s + 5;
+		return 0;
+	}
+	if (*s == '-' || (*s >= '0' && *s <= '9')) {
+		char *end;
+		size_t len = strspn(s, "-+.eE0123456789");
+
+		if (strcspn(s, ".eE") < len) {
+			double d = strtod(s, &end);
+
+			if (pk != NULL)
+				msgpack_pack_double(pk, d);
+		} else if (*s == '-') {
+			long long v = strtoll(s, &end, 10);
+
+			if (pk != NULL)
+				msgpack_pack_int64(pk, v);
+		} else {
+			unsigned long long v = strtoull(s, &end, 10);
+
+			if (pk != NULL)
+				msgpack_pack_uint64(pk, v);
+		}
+		if (end != s + len)
+			return -1;
+		*p = end;
+		return 0;
+	}
+	return -1;
+}
+
+/* Whether v is a whole JSON value and nothing more. */
+static bool
+is_json(const char *v)
+{
+	if (pack_json(NULL, &v) < 0)
+		return false;
+	v += strspn(v, WS);
+	return *v == '\0';
+}
+
 /* Check every FIELD before connecting, so a typo is a usage error. */
 static int
 check_fields(const struct fields *f)
@@ -102,10 +254,11 @@ check_fields(const struct fields *f)
 		if (strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0 &&
 		    strcmp(eq + 1, "null") != 0 && strcmp(eq + 1, "[]") != 0 &&
 		    mc_parse_u64(eq + 1, &u, NULL) < 0 &&
-		    (strncmp(eq + 1, "b64:", 4) != 0 || unbase64(eq + 5, NULL) < 0)) {
+		    (strncmp(eq + 1, "b64:", 4) != 0 || unbase64(eq + 5, NULL) < 0) &&
+		    !is_json(eq + 1)) {
 			fprintf(stderr,
 				"%s: invalid field '%s': not an unsigned integer, true, false, "
-				"null, [] or b64:BASE64\n",
+				"null, [], b64:BASE64 or JSON\n",
 				PROG, a);
 			return -1;
 		}
@@ -149,6 +302,8 @@ pack_fields(msgpack_packer *pk, void *arg)
 			msgpack_pack_bin(pk, n > 0 ? (size_t)n : 0);
 			msgpack_pack_bin_body(pk, b, n > 0 ? (size_t)n : 0);
 			free(b);
+		} else {
+			pack_json(pk, &v);
 		}
 	}
 }
@@ -291,6 +446,22 @@ call(struct mc_rpcc *r, const char *method, const void *bulk, uint64_t bulk_len,
 	return rc;
 }
 
+/* A notification the server sent among its responses: one JSON line. */
+static void
+print_notify(void *arg, const struct mc_msg *n)
+{
+	(void)arg;
+	fputs("{\"notify\":", stdout);
+	mc_json_write_str(stdout, n->method, n->method_len);
+	fputs(",\"params\":", stdout);
+	if (n->body != NULL)
+		mc_json_write(stdout, n->body);
+	else
+		fputs("{}", stdout);
+	fputs("}\n", stdout);
+	fflush(stdout);
+}
+
 /* Read all of path into *buf (malloc'd). */
 static int
 slurp(const char *path, char **buf, uint64_t *len)
@@ -332,7 +503,8 @@ usage(FILE *f)
 		"usage: %s [--tenant T] [--token T] [--timeout-ms N] [--bulk FILE] [-o FILE]\n"
 		"              [--stall FIFO] [--notify] [--wait-close] [--bulk-short N]\n"
 		"              ADDR METHOD\n"
-		"              [NAME=STR | NAME:=UINT|true|false|null|[]]...\n",
+		"              [NAME=STR | NAME:=UINT|true|false|null|[]|b64:B64|JSON]...\n"
+		"              [--then | --then-notify METHOD [FIELD]...]...\n",
 		PROG);
 }
 
@@ -345,6 +517,12 @@ main(int argc, char **argv)
 	char *bulk = NULL;
 	uint64_t timeout_ms = 5000;
 	struct fields f;
+	struct {
+		const char *method;
+		struct fields f;
+		bool notify;
+	} then[THEN_MAX];
+	int nthen;
 	struct mc_rpcc *r;
 	struct mc_err err;
 	bool notify = false, short_bulk = false;
@@ -401,12 +579,37 @@ main(int argc, char **argv)
 		usage(stderr);
 		return MC_EXIT_USAGE;
 	}
+	/* the calls after the first: --then[-notify] METHOD FIELD... */
+	nthen = 0;
+	for (int k = i + 2; k < argc; k++) {
+		bool n = strcmp(argv[k], "--then-notify") == 0;
+
+		if (!n && strcmp(argv[k], "--then") != 0)
+			continue;
+		if (k + 1 >= argc || nthen == THEN_MAX) {
+			usage(stderr);
+			return MC_EXIT_USAGE;
+		}
+		then[nthen].method = argv[k + 1];
+		then[nthen].notify = n;
+		then[nthen].f = (struct fields){ .argv = argv + k + 2 };
+		if (nthen > 0)
+			then[nthen - 1].f.n = (int)(argv + k - then[nthen - 1].f.argv);
+		nthen++;
+	}
 	f.argv = argv + i + 2;
 	f.n = argc - i - 2;
+	if (nthen > 0) {
+		f.n = (int)(then[0].f.argv - 2 - f.argv);
+		then[nthen - 1].f.n = (int)(argv + argc - then[nthen - 1].f.argv);
+	}
 	f.has_bulk = bulk_path != NULL;
 	f.bulk_len = 0;
 	if (check_fields(&f) < 0)
 		return MC_EXIT_USAGE;
+	for (int k = 0; k < nthen; k++)
+		if (check_fields(&then[k].f) < 0)
+			return MC_EXIT_USAGE;
 	if (bulk_path != NULL && slurp(bulk_path, &bulk, &f.bulk_len) < 0) {
 		fprintf(stderr, "%s: cannot read '%s': %s\n", PROG, bulk_path, mc_strerror(errno));
 		return MC_EXIT_USAGE;
@@ -418,6 +621,7 @@ main(int argc, char **argv)
 		free(bulk);
 		return MC_EXIT_UNAVAILABLE;
 	}
+	mc_rpcc_on_notify(r, print_notify, NULL);
 	rc = MC_EXIT_OK;
 	if (hello.tenant != NULL || hello.token != NULL) {
 		pack_hello(mc_rpcc_begin(r, "hello"), &hello);
@@ -443,6 +647,18 @@ main(int argc, char **argv)
 	} else if (rc == MC_EXIT_OK) {
 		pack_fields(mc_rpcc_begin(r, argv[i + 1]), &f);
 		rc = call(r, argv[i + 1], bulk, f.bulk_len, out, true);
+	}
+	for (int k = 0; k < nthen && rc == MC_EXIT_OK; k++) {
+		pack_fields(mc_rpcc_begin(r, then[k].method), &then[k].f);
+		if (!then[k].notify) {
+			rc = call(r, then[k].method, NULL, 0, NULL, true);
+		} else if (mc_rpcc_notify(r, &err) < 0) {
+			rc = transport_or_remote(then[k].method, &err);
+		} else if (k == nthen - 1) {
+			/* as --notify: a call after it shows the notification was read */
+			pack_hello(mc_rpcc_begin(r, "hello"), &hello);
+			rc = call(r, "hello", NULL, 0, NULL, false);
+		}
 	}
 	if (closing)
 		rc = wait_close(r, timeout_ms);

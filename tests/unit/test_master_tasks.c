@@ -4,9 +4,11 @@
  * control link; an acknowledged task is done; a peer back on a new link
  * gets every task it has not acknowledged again, by id; a task left
  * unacknowledged past its TTL on the fake clock expires; the tasks of a
- * peer the master declares dead are retired; a full queue refuses. The
- * peer's end of the link is a socketpair served by a drop handler that
- * records what it received.
+ * peer the master declares dead are retired; a full queue refuses; an
+ * eviction goes as an evict task naming its tier, leaving the replica
+ * moving when the peer has a tier below, and as a drop to a peer that
+ * serves no evict. The peer's end of the link is a socketpair served by
+ * drop and evict handlers that record what they received.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,13 +27,15 @@
 static struct master m;
 static struct mc_registry *peer_methods;
 
-/* What the fake peer received: task ids and keys, in order. */
+/* What the fake peer received: task ids, keys, methods and tiers ("" none), in order. */
 static uint64_t got[64];
 static char got_key[64][16];
+static char got_method[64][8];
+static char got_tier[64][8];
 static size_t ngot;
 
 static void
-h_drop(struct mc_req *req)
+record(struct mc_req *req, const char *method)
 {
 	const msgpack_object_array *items = mc_map_array(req->params, "items");
 	struct mc_err err;
@@ -44,14 +48,50 @@ h_drop(struct mc_req *req)
 		mc_map_u64(&items->ptr[i], "task", &got[ngot], &err);
 		if (mc_map_str(&items->ptr[i], "key", &k, &len, &err) == 1)
 			snprintf(got_key[ngot], sizeof(got_key[ngot]), "%.*s", (int)len, k);
+		snprintf(got_method[ngot], sizeof(got_method[ngot]), "%s", method);
+		got_tier[ngot][0] = '\0';
+		if (mc_map_str(&items->ptr[i], "tier", &k, &len, &err) == 1)
+			snprintf(got_tier[ngot], sizeof(got_tier[ngot]), "%.*s", (int)len, k);
 		ngot++;
 	}
 }
 
+static void
+h_drop(struct mc_req *req)
+{
+	record(req, "drop");
+}
+
+static void
+h_evict(struct mc_req *req)
+{
+	record(req, "evict");
+}
+
 static const struct mc_method peer_table[] = {
 	{ "drop", h_drop, MC_METHOD_PEER },
+	{ "evict", h_evict, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
 };
+
+/* A committed object with one replica on p's tier, of size bytes. */
+static struct mobj *
+object_on(struct peer *p, const char *key, int tier, uint64_t size)
+{
+	struct mc_err err;
+	uint64_t h = store_key_hash(0, key, strlen(key));
+	struct mobj *o = store_create(&m.store, h, 0, key, strlen(key), size, NULL, 0, &err);
+	struct mrep *r;
+
+	if (o == NULL)
+		return NULL;
+	o->version = 1;
+	r = ops_rep_new(&m, o, p->id, tier, 1, size);
+	if (r == NULL)
+		return NULL;
+	r->state = REP_COMPLETE;
+	return o;
+}
 
 /*
  * The master's end closed: the peer (ctx is its id; it may be gone) is
@@ -96,7 +136,7 @@ pump(void)
 static void
 drop(struct peer *p, const char *key)
 {
-	peers_queue_drop(&m.peers, p, 0, key, strlen(key), 7);
+	peers_queue(&m.peers, p, TASK_DROP, 0, key, strlen(key), 7, MC_TIER_NONE);
 }
 
 /* An acknowledgement of n ids, as a heartbeat's tasks array. */
@@ -231,18 +271,75 @@ main(void)
 	ops_peer_remove(&m, other, "unregistered");
 	TAP_OK(counts()->retired[TASK_DROP] == 3, "so does a peer that unregisters");
 
+	/* evictions, on a peer with ssd below dram */
+	{
+		struct peer *q = peers_add(&m.peers, &err);
+		struct mc_conn *qc;
+		struct mobj *o1, *o2, *o3;
+
+		q->heard = mc_mono_ms();
+		q->task_kinds = (1u << TASK_DROP) | (1u << TASK_EVICT);
+		q->tiers[MC_TIER_DRAM].present = q->tiers[MC_TIER_SSD].present = true;
+		q->tiers[MC_TIER_DRAM].capacity = q->tiers[MC_TIER_SSD].capacity = 1000;
+		o1 = object_on(q, "e1", MC_TIER_DRAM, 100);
+		o2 = object_on(q, "e2", MC_TIER_SSD, 50);
+		TAP_OK(o1 != NULL && o2 != NULL && q->tiers[MC_TIER_DRAM].used == 100 &&
+			       q->tiers[MC_TIER_SSD].used == 50,
+		       "two objects on a peer's dram and ssd");
+		ngot = 0;
+		qc = link_up(q);
+		TAP_OK(ops_rep_evict(&m, o1, 0) && o1->nrep == 1 && obj_reps(o1)[0].moving &&
+			       q->tiers[MC_TIER_DRAM].used == 0,
+		       "evicted from dram with ssd below: the replica stays, moving, its bytes "
+		       "off dram");
+		TAP_OK(!ops_rep_evict(&m, o2, 0) && o2->nrep == 0 &&
+			       q->tiers[MC_TIER_SSD].used == 50 - 50,
+		       "evicted from ssd, the bottom: the replica goes at once");
+		ops_settle(&m, o2, NULL);
+		peers_queue(&m.peers, q, TASK_DROP, 0, "e3", 2, 1, MC_TIER_NONE);
+		pump();
+		TAP_OK(ngot == 3 && strcmp(got_method[0], "evict") == 0 &&
+			       strcmp(got_key[0], "e1") == 0 && strcmp(got_tier[0], "dram") == 0 &&
+			       strcmp(got_method[1], "evict") == 0 &&
+			       strcmp(got_tier[1], "ssd") == 0 &&
+			       strcmp(got_method[2], "drop") == 0 && got_tier[2][0] == '\0' &&
+			       got[0] < got[1] && got[1] < got[2],
+		       "the peer gets evict tasks naming their tiers, then the drop, in id order");
+		TAP_OK(counts()->queued[TASK_EVICT] == 2, "evictions counted under their own kind");
+		TAP_OK(ack(q, got, 3, &err) == 0 && counts()->acked[TASK_EVICT] == 2,
+		       "evict tasks are acknowledged like drops");
+
+		/* a peer serving no evict: drops, at once */
+		q->task_kinds = 1u << TASK_DROP;
+		o3 = object_on(q, "e3", MC_TIER_DRAM, 10);
+		ngot = 0;
+		TAP_OK(!ops_rep_evict(&m, o3, 0) && o3->nrep == 0,
+		       "on a peer serving no evict the replica goes at once");
+		ops_settle(&m, o3, NULL);
+		pump();
+		TAP_OK(ngot == 1 && strcmp(got_method[0], "drop") == 0 &&
+			       strcmp(got_key[0], "e3") == 0,
+		       "and the peer is sent a drop");
+		ack(q, got, 1, &err);
+		mc_conn_close(qc, false);
+		pump();
+		ops_peer_remove(&m, q, "unregistered");
+	}
+
 	/* the bound */
 	p = peers_add(&m.peers, &err);
 	for (size_t i = 0; i <= TASKS_PER_PEER_MAX; i++)
-		full += tasks_queue_drop(&m.peers.tasks, &p->tasks, 0, "k", 1, i) == 0;
+		full += tasks_queue(&m.peers.tasks, &p->tasks, TASK_DROP, 0, "k", 1, i,
+				    MC_TIER_NONE) == 0;
 	TAP_OK(full == TASKS_PER_PEER_MAX && counts()->refused[TASK_DROP] == 1,
 	       "a full queue refuses the next task, counted");
 
 	text = mc_metrics_render(m.mx.reg, &len);
-	TAP_OK(text != NULL && strstr(text, "mc_tasks_acked_total{kind=\"drop\"} 4") != NULL &&
+	TAP_OK(text != NULL && strstr(text, "mc_tasks_acked_total{kind=\"drop\"} 6") != NULL &&
 		       strstr(text, "mc_tasks_resent_total{kind=\"drop\"} 1") != NULL &&
 		       strstr(text, "mc_tasks_expired_total{kind=\"drop\"} 2") != NULL &&
-		       strstr(text, "mc_tasks_retired_total{kind=\"drop\"} 3") != NULL,
+		       strstr(text, "mc_tasks_retired_total{kind=\"drop\"} 3") != NULL &&
+		       strstr(text, "mc_tasks_queued_total{kind=\"evict\"} 2") != NULL,
 	       "the counts are served as metrics");
 	free(text);
 

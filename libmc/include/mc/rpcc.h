@@ -85,6 +85,12 @@ int mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err);
  * mc_rpcc_skip_bulk() before the next recv.
  */
 int mc_rpcc_recv(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err);
+/*
+ * Have fn told of each notification (without a bulk) the server sends
+ * among its responses, as a peer's control link carries tasks, instead
+ * of failing the connection on it; n is valid during the call only.
+ */
+void mc_rpcc_on_notify(struct mc_rpcc *r, void (*fn)(void *arg, const struct mc_msg *n), void *arg);
 int mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err);
 /*
  * Read sink->len bulk bytes into the sink (mc/bulk.h). A sink that
