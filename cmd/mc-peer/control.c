@@ -347,12 +347,17 @@ pack_register(msgpack_packer *pk, const struct control *ctl)
 {
 	struct peer *p = ctl->p;
 
-	msgpack_pack_map(pk, 5 + ctl->resuming);
+	msgpack_pack_map(pk, 6 + ctl->resuming);
 	mc_pack_kv_str(pk, "addr", p->advertise);
 	mc_pack_kv_str(pk, "host", p->host);
 	mc_pack_kv_str(pk, "domain", p->domain);
 	mc_pack_kv_str(pk, "evict_mode", "local");
 	pack_tiers(pk, p);
+	/* The master's tasks this peer serves: an older master sends only drops. */
+	mc_pack_key(pk, "task_kinds");
+	msgpack_pack_array(pk, 2);
+	mc_pack_cstr(pk, "drop");
+	mc_pack_cstr(pk, "evict");
 	if (!ctl->resuming)
 		return;
 	mc_pack_key(pk, "resume");
