@@ -225,6 +225,9 @@ struct peer_metrics {
 		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT], *drops[MC_TIER_COUNT][POOL_DROP_WHYS],
 		*moving[MC_TIER_COUNT];
 	struct mc_metric *outcomes[POOL_OUTCOMES];
+	/* A tier kept on disk: its own I/O (ops, bytes, seconds; read then write), corrupt copies. */
+	struct mc_metric *io_ops[MC_TIER_COUNT][2], *io_bytes[MC_TIER_COUNT][2],
+		*io_seconds[MC_TIER_COUNT][2], *corrupt[MC_TIER_COUNT];
 	/* by kind: queued, done, failed, retried, lost, no_room (mover_stats order) */
 	struct mc_metric *moves[MOVE_KINDS][6];
 	struct mc_metric *objects, *reads, *writes, *abandoned, *misses, *bytes_in, *bytes_out,
@@ -253,6 +256,18 @@ collect(struct mc_metrics *m, void *arg)
 		for (int w = 0; w < POOL_DROP_WHYS; w++)
 			mc_metric_set(pm->drops[t][w], (double)atomic_load(&p->pool.dropped[t][w]));
 		mc_metric_set(pm->moving[t], p->mover ? (double)mover_in_flight(p->mover, t) : 0);
+		if (pm->corrupt[t]) {
+			struct medium_io io;
+
+			medium_io(p->media[t], &io);
+			mc_metric_set(pm->io_ops[t][0], (double)io.reads);
+			mc_metric_set(pm->io_ops[t][1], (double)io.writes);
+			mc_metric_set(pm->io_bytes[t][0], (double)io.read_bytes);
+			mc_metric_set(pm->io_bytes[t][1], (double)io.write_bytes);
+			mc_metric_set(pm->io_seconds[t][0], (double)io.read_ns / 1e9);
+			mc_metric_set(pm->io_seconds[t][1], (double)io.write_ns / 1e9);
+			mc_metric_set(pm->corrupt[t], (double)io.corrupt);
+		}
 	}
 	for (int oc = 0; oc < POOL_OUTCOMES; oc++)
 		mc_metric_set(pm->outcomes[oc], (double)atomic_load(&p->pool.outcomes[oc]));
@@ -280,6 +295,42 @@ collect(struct mc_metrics *m, void *arg)
 	mc_metric_set(pm->inventory_reports, (double)p->st.inventory_reports);
 	for (int v = MC_GRANT_OK + 1; v < MC_GRANT_VERDICTS; v++)
 		mc_metric_set(pm->refused[v], (double)p->grants.refused[v]);
+}
+
+/* The I/O of a tier kept on disk (one that seals its copies); nothing for DRAM. */
+static int
+io_metrics_new(struct peer_metrics *pm, struct medium *m)
+{
+	static const char *const op[2] = { "read", "write" };
+	const char *tier = mc_tier_name(m->tier);
+	int t = m->tier;
+
+	if (!m->ops->seal)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		char label[64];
+
+		snprintf(label, sizeof(label), "%s,%s", tier, op[i]);
+		pm->io_ops[t][i] =
+			mc_metric_get(pm->reg, "mc_peer_medium_ops_total", MC_COUNTER,
+				      "Reads and writes of a tier kept on disk (reads it served "
+				      "include replies sent with sendfile).",
+				      "tier,op", label);
+		pm->io_bytes[t][i] = mc_metric_get(pm->reg, "mc_peer_medium_bytes_total",
+						   MC_COUNTER, "Bytes read and written on a tier kept on disk.",
+						   "tier,op", label);
+		pm->io_seconds[t][i] = mc_metric_get(
+			pm->reg, "mc_peer_medium_seconds_total", MC_COUNTER,
+			"Time spent in a disk tier's own reads and writes (the mover's copies and "
+			"recovery; replies and client writes run in their connections).",
+			"tier,op", label);
+		if (!pm->io_ops[t][i] || !pm->io_bytes[t][i] || !pm->io_seconds[t][i])
+			return -1;
+	}
+	pm->corrupt[t] =
+		mc_metric_get(pm->reg, "mc_peer_medium_corrupt_total", MC_COUNTER,
+			      "Copies found torn or corrupt at start, and dropped.", "tier", tier);
+	return pm->corrupt[t] ? 0 : -1;
 }
 
 static struct peer_metrics *
@@ -319,6 +370,8 @@ metrics_new(struct peer *p)
 		if (!(pm->moving[t] = mc_metric_get(r, "mc_peer_moving_bytes", MC_GAUGE,
 						    "Bytes being moved out of the tier.", "tier",
 						    mc_tier_name(t))))
+			goto fail;
+		if (io_metrics_new(pm, p->media[t]) < 0)
 			goto fail;
 		for (int why = 0; why < POOL_REASON_COUNT; why++) {
 			char label[64];
