@@ -4,7 +4,8 @@
  * PATH is the file, or a directory the file (PATH/extents) is kept in;
  * medium_dir names the directory, for the peer's other state. The file
  * is fallocated to the configured size at open, so a disk that cannot
- * hold the tier refuses it at start instead of failing writes later,
+ * hold the tier refuses it at start instead of failing writes later
+ * (and cut to it: copies past a smaller size than before are lost),
  * and it is locked, so two peers never share it. The page allocator
  * (pages.h) hands out its space, with no memory behind it.
  *
