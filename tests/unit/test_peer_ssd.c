@@ -131,6 +131,7 @@ test_open(void)
 	TAP_OK(again == NULL && err.code == MC_ERR_BUSY,
 	       "open: a file another medium holds is refused (%s)", err.msg);
 	medium_close(m);
+	unlink(path);
 	m = open_ssd(file, SIZE, false, &err);
 	TAP_OK(m != NULL && strcmp(medium_dir(m), dir) == 0,
 	       "open: a file path is the extents file, its directory the medium's");
