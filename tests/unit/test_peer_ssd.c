@@ -8,6 +8,7 @@
  * copies never coming back, and the fault points.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -620,6 +621,56 @@ test_bad_extents(void)
 	unlink(file);
 }
 
+/* One of the threads of test_threads: its own copies, in and out, over and over. */
+static void *
+churn(void *arg)
+{
+	struct medium *m = arg;
+	unsigned char *b = malloc(64 << 10), *got = malloc(64 << 10);
+	struct mc_err err;
+	uintptr_t bad = 0;
+	uint64_t off;
+
+	for (unsigned i = 0; i < 200; i++) {
+		size_t len = 1 + (i * 7919u) % (64u << 10);
+
+		fill(b, len, i + (unsigned)(uintptr_t)pthread_self());
+		if (medium_alloc(m, len, &off, &err) < 0)
+			continue;
+		if (medium_write(m, off, b, len, &err) < 0 ||
+		    medium_read(m, off, len, got, &err) != got || memcmp(got, b, len) != 0)
+			bad++;
+		medium_release(m, off, len);
+	}
+	free(b);
+	free(got);
+	return (void *)bad;
+}
+
+/* The mover's workers share the medium: nothing of one copy leaks into another. */
+static void
+test_threads(void)
+{
+	struct medium *m = fresh(file, true);
+	pthread_t th[4];
+	uintptr_t bad = 0;
+	void *r;
+
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&th[i], NULL, churn, m) != 0)
+			bail("cannot start a thread");
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], &r);
+		bad += (uintptr_t)r;
+	}
+	TAP_OK(bad == 0 && medium_used(m) == 0,
+	       "threads: four writing and reading their own copies at once see only their own "
+	       "bytes (%lu bad)",
+	       (unsigned long)bad);
+	medium_close(m);
+	unlink(file);
+}
+
 static void
 test_faults(void)
 {
@@ -708,6 +759,7 @@ main(void)
 	test_seal_recover();
 	test_bad_extents();
 	test_recover_edges();
+	test_threads();
 	test_faults();
 	rmdir(dir);
 	return tap_done();
