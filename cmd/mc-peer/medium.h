@@ -114,8 +114,8 @@ struct medium_ops {
 	int (*seal)(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta *meta,
 		    struct mc_err *err);
 	/*
-	 * Offer fn every copy sealed before the last close whose bytes
-	 * verify, once, after open and before any alloc (a medium that
+	 * Offer fn every sealed copy the medium holds whose bytes verify,
+	 * once, after open and before any alloc (a medium that
 	 * survives restarts hands out no space before it); what fn keeps
 	 * stays allocated. Torn or corrupt copies are released and counted
 	 * (corrupt), never offered. NULL: nothing survives.
@@ -124,7 +124,7 @@ struct medium_ops {
 	/* The directory the medium keeps its state in; NULL: none. */
 	const char *(*dir)(struct medium *m);
 	uint64_t (*capacity)(struct medium *m);
-	/* Bytes allocated, in the medium's units (whole pages for DRAM). */
+	/* Bytes allocated, in the medium's units (whole pages; on SSD with headers). */
 	uint64_t (*used)(struct medium *m);
 	/*
 	 * Ordering hooks. track puts a copy of len bytes at the warm end

@@ -4,7 +4,8 @@
  * PATH is the file, or a directory the file (PATH/extents) is kept in;
  * medium_dir names the directory, for the peer's other state. The file
  * is fallocated to the configured size at open, so a disk that cannot
- * hold the tier refuses it at start instead of failing writes later,
+ * hold the tier refuses it at start instead of failing writes later
+ * (and cut to it: copies past a smaller size than before are lost),
  * and it is locked, so two peers never share it. The page allocator
  * (pages.h) hands out its space, with no memory behind it.
  *
@@ -317,10 +318,12 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	}
 	if (flock(s->fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK)
-			mc_err_set(err, MC_ERR_BUSY, "ssd file '%s' is in use by another process",
+			mc_err_set(err, MC_ERR_BUSY, "ssd file '%s' is in use by another peer",
 				   s->file);
 		else
 			mc_err_errno(err, "cannot lock ssd file '%s'", s->file);
+		/* Whoever holds it may have made it: it is theirs. */
+		created = false;
 		goto fail;
 	}
 	/* Space beyond the size could hold no extent the allocator knows of. */
@@ -355,8 +358,10 @@ ssd_alloc(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err)
 
 	if (!atomic_load(&s->recovered))
 		MC_BUG("ssd space handed out before recovery");
-	if (len == 0 || pages_alloc(s->pages, HDR_BYTES + len, off, err) < 0)
-		return len == 0 ? mc_err_set(err, MC_ERR_INVALID, "an extent needs a byte") : -1;
+	if (len == 0)
+		return mc_err_set(err, MC_ERR_INVALID, "an ssd extent needs at least one byte");
+	if (pages_alloc(s->pages, HDR_BYTES + len, off, err) < 0)
+		return -1;
 	*off += HDR_BYTES;
 	return 0;
 }
@@ -375,6 +380,9 @@ ssd_release(struct medium *m, uint64_t off, uint64_t len)
 {
 	struct ssd *s = ssd_of(m);
 
+	/* Nothing was allocated for an empty copy (as in pages_release). */
+	if (len == 0)
+		return;
 	if (clear_header(s, off - HDR_BYTES) < 0)
 		mc_warn("ssd file '%s': cannot clear the header at %llu: %s", s->file,
 			(unsigned long long)(off - HDR_BYTES), strerror(errno));

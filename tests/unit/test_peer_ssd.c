@@ -8,6 +8,7 @@
  * copies never coming back, and the fault points.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,7 @@ test_open(void)
 	TAP_OK(again == NULL && err.code == MC_ERR_BUSY,
 	       "open: a file another medium holds is refused (%s)", err.msg);
 	medium_close(m);
+	unlink(path);
 	m = open_ssd(file, SIZE, false, &err);
 	TAP_OK(m != NULL && strcmp(medium_dir(m), dir) == 0,
 	       "open: a file path is the extents file, its directory the medium's");
@@ -367,18 +369,24 @@ collect(void *arg, uint64_t off, const struct medium_meta *meta)
 	return f->n == f->drop ? -1 : 0;
 }
 
-/* Reopen the file and recover it into f (reading direct where the file system lets it). */
+/* Reopen the file at size and recover it into f (reading direct where the system lets it). */
 static struct medium *
-reopen(struct found *f, int drop)
+reopen_at(struct found *f, int drop, uint64_t size)
 {
 	struct mc_err err;
-	struct medium *m = open_ssd(file, SIZE, true, &err);
+	struct medium *m = open_ssd(file, size, true, &err);
 
 	memset(f, 0, sizeof(*f));
 	f->drop = drop;
 	if (!m || medium_recover(m, collect, f, &err) < 0)
 		bail("cannot recover %s: %s", file, m ? err.msg : "no medium");
 	return m;
+}
+
+static struct medium *
+reopen(struct found *f, int drop)
+{
+	return reopen_at(f, drop, SIZE);
 }
 
 /* Write len bytes of seed as a sealed copy named key; its offset. */
@@ -417,6 +425,73 @@ flip(uint64_t at)
 	if (pwrite(fd, &b, 1, (off_t)at) != 1)
 		bail("cannot write %s", file);
 	close(fd);
+}
+
+/* Copy len bytes of the file from one offset to another, behind the medium's back. */
+static void
+copy_bytes(uint64_t from, uint64_t to, size_t len)
+{
+	int fd = open(file, O_RDWR);
+	char *b = malloc(len);
+
+	if (fd < 0 || !b || pread(fd, b, len, (off_t)from) != (ssize_t)len ||
+	    pwrite(fd, b, len, (off_t)to) != (ssize_t)len)
+		bail("cannot copy bytes of %s", file);
+	free(b);
+	close(fd);
+}
+
+static void
+test_recover_edges(void)
+{
+	struct mc_err err;
+	static struct found f;
+	struct medium *m = fresh(file, false);
+	struct medium_io io;
+	uint64_t big, a, z, fill_off;
+	static char key[MC_KEY_MAX + 1];
+
+	/* a copy checked in several reads, its last chunk damaged */
+	big = put(m, "big", 3u << 20, 9);
+	medium_close(m);
+	flip(big + (3u << 20) - 2);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 0 && io.corrupt == 1 && medium_used(m) == 0,
+	       "recover: a byte flipped in the last megabyte of a large copy is caught");
+	medium_close(m);
+
+	/* a whole extent copied elsewhere names another place: not a copy */
+	m = fresh(file, false);
+	a = put(m, "a", 100, 1);
+	medium_close(m);
+	copy_bytes(a - hdr, (2u << 20) - hdr, hdr + PAGES_SIZE);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == a && io.corrupt == 1,
+	       "recover: an extent copied to another offset is refused, the original kept");
+
+	/* a copy past a smaller size is gone, the ones inside stay */
+	medium_alloc(m, 5u << 19, &fill_off, &err);
+	z = put(m, "z", 100, 2);
+	medium_release(m, fill_off, 5u << 19);
+	medium_close(m);
+	m = reopen_at(&f, 0, 2u << 20);
+	TAP_OK(z > (2u << 20) && f.n == 1 && f.off[0] == a && medium_capacity(m) == (2u << 20),
+	       "recover: at a smaller size, the copies inside it are kept");
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.off[0] == a, "recover: and the ones past it are gone for good");
+
+	memset(key, 'k', sizeof(key));
+	TAP_OK(medium_seal(
+		       m, a, 100,
+		       &(struct medium_meta){ .key = key, .key_len = MC_KEY_MAX + 1, .size = 100 },
+		       &err) == -1 &&
+		       err.code == MC_ERR_INVALID,
+	       "seal: a key longer than MC_KEY_MAX is refused");
+	medium_close(m);
+	unlink(file);
 }
 
 static void
@@ -546,6 +621,56 @@ test_bad_extents(void)
 	unlink(file);
 }
 
+/* One of the threads of test_threads: its own copies, in and out, over and over. */
+static void *
+churn(void *arg)
+{
+	struct medium *m = arg;
+	unsigned char *b = malloc(64 << 10), *got = malloc(64 << 10);
+	struct mc_err err;
+	uintptr_t bad = 0;
+	uint64_t off;
+
+	for (unsigned i = 0; i < 200; i++) {
+		size_t len = 1 + (i * 7919u) % (64u << 10);
+
+		fill(b, len, i + (unsigned)(uintptr_t)pthread_self());
+		if (medium_alloc(m, len, &off, &err) < 0)
+			continue;
+		if (medium_write(m, off, b, len, &err) < 0 ||
+		    medium_read(m, off, len, got, &err) != got || memcmp(got, b, len) != 0)
+			bad++;
+		medium_release(m, off, len);
+	}
+	free(b);
+	free(got);
+	return (void *)bad;
+}
+
+/* The mover's workers share the medium: nothing of one copy leaks into another. */
+static void
+test_threads(void)
+{
+	struct medium *m = fresh(file, true);
+	pthread_t th[4];
+	uintptr_t bad = 0;
+	void *r;
+
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&th[i], NULL, churn, m) != 0)
+			bail("cannot start a thread");
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], &r);
+		bad += (uintptr_t)r;
+	}
+	TAP_OK(bad == 0 && medium_used(m) == 0,
+	       "threads: four writing and reading their own copies at once see only their own "
+	       "bytes (%lu bad)",
+	       (unsigned long)bad);
+	medium_close(m);
+	unlink(file);
+}
+
 static void
 test_faults(void)
 {
@@ -633,6 +758,8 @@ main(void)
 	test_sink_source();
 	test_seal_recover();
 	test_bad_extents();
+	test_recover_edges();
+	test_threads();
 	test_faults();
 	rmdir(dir);
 	return tap_done();
