@@ -91,8 +91,8 @@ complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --parent']=KEY ['put --soft-pin']=ACTION ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR ['auth --auth-file']=FILE )
-	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' ['auth']='--auth-file --admin --peer' )
+	local -A kinds=( ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION ['put --replicas']=N ['put --type']=STR ['put --group']=STR ['put --parent']=KEY ['put --soft-pin']=ACTION ['put --tier']=TIER ['get --output']=FILE ['rm --prefix']=STR ['candidates --peer']=ID ['candidates --tier']=STR ['candidates --tenant']=STR ['evict --plan']=FILE ['evict --target']=SIZE ['evict --lowerbound']=SIZE ['evict --tenant']=STR ['evict --peer']=ID ['evict --tier']=STR ['auth --auth-file']=FILE )
+	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin --tier' ['get']='--output' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' ['auth']='--auth-file --admin --peer' )
 	_mc_complete '--json --master --tenant --token-file --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict auth' kinds copts
 }
 complete -F _mc_cli mc-cli

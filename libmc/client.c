@@ -1218,7 +1218,8 @@ pack_put_start(msgpack_packer *pk, const struct put_key *k, const struct mc_put_
 	bool ttl = o->soft_pin == MC_SOFT_PIN_ENABLE && o->has_soft_pin_ttl;
 	bool pin = o->soft_pin == MC_SOFT_PIN_ENABLE || o->soft_pin == MC_SOFT_PIN_DISABLE;
 
-	msgpack_pack_map(pk, 7 + (o->group != NULL) + (k->parent.len > 0) + pin + ttl);
+	msgpack_pack_map(pk, 7 + (o->group != NULL) + (k->parent.len > 0) + pin + ttl +
+				     (o->tier != NULL));
 	mc_pack_kv_strn(pk, "key", k->key, k->klen);
 	mc_pack_kv_u64(pk, "size", k->len);
 	mc_pack_kv_u64(pk, "replicas", o->replicas ? o->replicas : 1);
@@ -1236,6 +1237,8 @@ pack_put_start(msgpack_packer *pk, const struct put_key *k, const struct mc_put_
 			       o->soft_pin == MC_SOFT_PIN_ENABLE ? "enable" : "disable");
 	if (ttl)
 		mc_pack_kv_u64(pk, "soft_pin_ttl_ms", o->soft_pin_ttl_ms);
+	if (o->tier != NULL)
+		mc_pack_kv_str(pk, "tier", o->tier);
 }
 
 static int

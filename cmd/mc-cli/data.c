@@ -16,6 +16,7 @@
 #include "mc/log.h"
 #include "mc/parse.h"
 #include "mc/proto.h"
+#include "mc/tier.h"
 
 static struct {
 	uint64_t replicas;
@@ -28,6 +29,7 @@ static struct {
 	int soft_pin;
 	bool has_soft_pin_ttl;
 	uint64_t soft_pin_ttl_ms;
+	const char *tier;
 } put_o;
 
 static struct {
@@ -54,6 +56,20 @@ set_replicas(const char *v, void *target, char *why)
 		return -1;
 	}
 	*(uint64_t *)target = n;
+	return 0;
+}
+
+/* --tier NAME: a tier mc knows, checked before anything is sent */
+static int
+set_tier(const char *v, void *target, char *why)
+{
+	struct mc_err err = { 0 };
+
+	if (mc_tier_parse(v, strlen(v), &err) < 0) {
+		snprintf(why, 200, "%.199s", err.msg);
+		return -1;
+	}
+	*(const char **)target = v;
 	return 0;
 }
 
@@ -106,6 +122,10 @@ const struct mc_opt cli_put_opts[] = {
 	{ "soft-pin", 0, "ACTION", NULL,
 	  "soft pin write action: preserve (default), enable[:TTL] or disable", set_soft_pin,
 	  NULL },
+	{ "tier", 0, "TIER", NULL,
+	  "put the copies on this tier: dram or ssd (default: the "
+	  "fastest that fits)",
+	  set_tier, &put_o.tier },
 	{ 0 },
 };
 
@@ -226,6 +246,7 @@ cli_put(int argc, char **argv)
 	o.soft_pin = put_o.soft_pin;
 	o.has_soft_pin_ttl = put_o.has_soft_pin_ttl;
 	o.soft_pin_ttl_ms = put_o.soft_pin_ttl_ms;
+	o.tier = put_o.tier;
 	if (mc_put(mc_tool_client(), key, strlen(key), buf, len, &o, &err) < 0)
 		mc_tool_fail(&err, "put", key);
 	free(buf);

@@ -2,6 +2,7 @@
  * The commands that show things: ls, stat, peers; and corrupt, the fault
  * injection hook for tests.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,36 +261,58 @@ print_str_col(const msgpack_object *peer, const char *field, int width)
 	printf("%.*s%*s  ", (int)n, s, width - (int)n, "");
 }
 
-static void
-print_dram(const msgpack_object *peer)
+/*
+ * A peer's tier as a cell, "USED/CAPACITY (peer: REPORTED)", into buf;
+ * "-" when the peer has no such tier. Its length.
+ */
+static int
+fmt_tier(const msgpack_object *peer, int tier, char *buf, size_t cap)
 {
 	const msgpack_object_array *tiers = mc_map_array(peer, "tiers");
-	char used[32], cap[32], rep[32];
+	char used[32], size[32], rep[32];
 	uint64_t u = 0, c = 0, r = 0;
 	uint32_t i;
 
 	for (i = 0; tiers && i < tiers->size; i++) {
-		if (!mc_obj_streq(mc_map_get(&tiers->ptr[i], "tier"), mc_tier_name(MC_TIER_DRAM)))
+		if (!mc_obj_streq(mc_map_get(&tiers->ptr[i], "tier"), mc_tier_name(tier)))
 			continue;
 		mc_map_u64(&tiers->ptr[i], "used", &u, NULL);
 		mc_map_u64(&tiers->ptr[i], "capacity", &c, NULL);
 		/* the master's account first; the peer's own figure lags by a heartbeat */
 		if (mc_map_u64(&tiers->ptr[i], "reported", &r, NULL) == 1)
-			printf("%s/%s (peer: %s)", mc_fmt_size(u, used, sizeof(used)),
-			       mc_fmt_size(c, cap, sizeof(cap)), mc_fmt_size(r, rep, sizeof(rep)));
-		else
-			printf("%s/%s", mc_fmt_size(u, used, sizeof(used)),
-			       mc_fmt_size(c, cap, sizeof(cap)));
-		return;
+			return snprintf(buf, cap, "%s/%s (peer: %s)",
+					mc_fmt_size(u, used, sizeof(used)),
+					mc_fmt_size(c, size, sizeof(size)),
+					mc_fmt_size(r, rep, sizeof(rep)));
+		return snprintf(buf, cap, "%s/%s", mc_fmt_size(u, used, sizeof(used)),
+				mc_fmt_size(c, size, sizeof(size)));
 	}
-	printf("-");
+	return snprintf(buf, cap, "-");
+}
+
+/* The tiers a listing shows a column for: dram always, any other some peer has. */
+static bool
+tier_shown(const msgpack_object_array *peers, int tier)
+{
+	char cell[128];
+
+	if (tier == MC_TIER_DRAM)
+		return true;
+	for (uint32_t i = 0; peers && i < peers->size; i++) {
+		fmt_tier(&peers->ptr[i], tier, cell, sizeof(cell));
+		if (strcmp(cell, "-") != 0)
+			return true;
+	}
+	return false;
 }
 
 int
 cli_peers(int argc, char **argv)
 {
 	const msgpack_object_array *peers;
-	int wa = 4, wh = 4, wd = 6;
+	int wa = 4, wh = 4, wd = 6, wt[MC_TIER_COUNT], last = MC_TIER_DRAM;
+	bool shown[MC_TIER_COUNT];
+	char cell[128];
 	struct mc_msg m;
 	uint32_t i;
 
@@ -297,6 +320,12 @@ cli_peers(int argc, char **argv)
 	(void)argv;
 	admin_call("peers", &m);
 	peers = mc_map_array(m.body, "peers");
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		shown[t] = tier_shown(peers, t);
+		wt[t] = (int)strlen(mc_tier_name(t));
+		if (shown[t])
+			last = t;
+	}
 	for (i = 0; peers && i < peers->size; i++) {
 		const msgpack_object *p = &peers->ptr[i];
 		int w;
@@ -312,10 +341,26 @@ cli_peers(int argc, char **argv)
 			wh = w;
 		if ((w = str_width(p, "domain")) > wd)
 			wd = w;
+		for (int t = 0; t < MC_TIER_COUNT; t++)
+			if (shown[t] && (w = fmt_tier(p, t, cell, sizeof(cell))) > wt[t])
+				wt[t] = w;
 	}
 	if (!cli.json) {
-		printf("%-4s  %-*s  %-*s  %-*s  %-5s  %s\n", "ID", wa, "ADDR", wh, "HOST", wd,
-		       "DOMAIN", "ALIVE", "DRAM");
+		printf("%-4s  %-*s  %-*s  %-*s  %-5s", "ID", wa, "ADDR", wh, "HOST", wd, "DOMAIN",
+		       "ALIVE");
+		for (int t = 0; t < MC_TIER_COUNT; t++) {
+			char name[16];
+			size_t k;
+
+			if (!shown[t])
+				continue;
+			snprintf(name, sizeof(name), "%s", mc_tier_name(t));
+			for (k = 0; name[k] != '\0'; k++)
+				name[k] = (char)toupper((unsigned char)name[k]);
+			/* the last column unpadded: no trailing blanks */
+			printf("  %-*s", t == last ? 0 : wt[t], name);
+		}
+		printf("\n");
 		for (i = 0; peers && i < peers->size; i++) {
 			const msgpack_object *p = &peers->ptr[i];
 			uint64_t id = 0;
@@ -327,8 +372,13 @@ cli_peers(int argc, char **argv)
 			print_str_col(p, "addr", wa);
 			print_str_col(p, "host", wh);
 			print_str_col(p, "domain", wd);
-			printf("%-5s  ", alive ? "yes" : "no");
-			print_dram(p);
+			printf("%-5s", alive ? "yes" : "no");
+			for (int t = 0; t < MC_TIER_COUNT; t++) {
+				if (!shown[t])
+					continue;
+				fmt_tier(p, t, cell, sizeof(cell));
+				printf("  %-*s", t == last ? 0 : wt[t], cell);
+			}
 			printf("\n");
 		}
 	}

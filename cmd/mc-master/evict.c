@@ -1475,7 +1475,7 @@ struct no_space_cand {
 static const int fit_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
 
 uint64_t
-evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool *helps)
+evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, bool *helps)
 {
 	struct no_space_cand c[PEERS_MAX];
 	unsigned n = 0, taken = 0;
@@ -1491,7 +1491,8 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool *helps)
 			const struct peer_tier *pt = &p->tiers[fit_order[k]];
 
 			/* A tier too small even empty: evicting there would only lose the cache. */
-			if (!pt->present || pt->capacity < size)
+			if ((tier != MC_TIER_NONE && fit_order[k] != tier) || !pt->present ||
+			    pt->capacity < size)
 				continue;
 			c[n].peer = p->id;
 			c[n].tier = fit_order[k];

@@ -64,13 +64,14 @@ void evict_check_watermarks(struct master *m);
 /* A commit landed on a peer tier: its round starts now if the tier is over its high mark. */
 void evict_tier_check(struct master *m, uint32_t peer, int tier);
 /*
- * Placement found no room for replicas copies of size bytes: join or
- * start the rounds of the peer tiers that would take them. The seq of
+ * Placement found no room for replicas copies of size bytes (on tier,
+ * unless MC_TIER_NONE: any): join or start the rounds of the peer tiers
+ * that would take them. The seq of
  * the latest round the put can wait for (0: none, the scopes are
  * stalled); *helps is false when no round ever could (fewer live tiers
  * than replicas could hold the copy even empty).
  */
-uint64_t evict_no_space(struct master *m, uint64_t size, unsigned replicas, bool *helps);
+uint64_t evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, bool *helps);
 /*
  * A put of add bytes (net of the version it replaces) by tenant: 0 when
  * within its quota; else -1 with MC_ERR_QUOTA in err, *helps telling

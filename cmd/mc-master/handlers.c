@@ -654,6 +654,40 @@ h_stat(struct mc_req *req)
 	mc_reply_end(req);
 }
 
+/* [{tier, used, capacity}]: each tier some live peer has, summed over the live peers. */
+static void
+pack_tier_totals(msgpack_packer *pk, const struct master *m)
+{
+	uint64_t used[MC_TIER_COUNT] = { 0 }, cap[MC_TIER_COUNT] = { 0 };
+	bool present[MC_TIER_COUNT] = { false };
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		const struct peer *p = m->peers.v[i];
+
+		if (!peer_alive(p, m->cfg.peer_ttl))
+			continue;
+		for (int t = 0; t < MC_TIER_COUNT; t++) {
+			if (!p->tiers[t].present)
+				continue;
+			present[t] = true;
+			used[t] += p->tiers[t].used;
+			cap[t] += p->tiers[t].capacity;
+		}
+	}
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		n += present[t];
+	msgpack_pack_array(pk, n);
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		if (!present[t])
+			continue;
+		msgpack_pack_map(pk, 3);
+		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
+		mc_pack_kv_u64(pk, "used", used[t]);
+		mc_pack_kv_u64(pk, "capacity", cap[t]);
+	}
+}
+
 static void
 h_stats(struct mc_req *req)
 {
@@ -666,7 +700,7 @@ h_stats(struct mc_req *req)
 
 	evict_totals(m, &ev);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 9);
+	msgpack_pack_map(pk, 10);
 	mc_pack_kv_u64(pk, "objects", s->objects.count);
 	mc_pack_kv_u64(pk, "bytes", s->bytes);
 	mc_pack_kv_u64(pk, "peers", m->peers.n);
@@ -687,6 +721,8 @@ h_stats(struct mc_req *req)
 	mc_pack_kv_u64(pk, "evict_rounds", ev.rounds);
 	mc_pack_kv_u64(pk, "evicted_bytes", ev.evicted_bytes);
 	mc_pack_kv_u64(pk, "evicted_objects", ev.evicted_objects);
+	mc_pack_key(pk, "tiers");
+	pack_tier_totals(pk, m);
 	mc_reply_end(req);
 }
 

@@ -16,13 +16,14 @@ static const int place_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
  * before free space is compared).
  */
 static int
-peer_fit(const struct peer *peer, uint64_t size, uint64_t *free_out, int *rank)
+peer_fit(const struct peer *peer, uint64_t size, int only, uint64_t *free_out, int *rank)
 {
 	for (size_t i = 0; i < sizeof(place_order) / sizeof(place_order[0]); i++) {
 		const struct peer_tier *t = &peer->tiers[place_order[i]];
 		uint64_t room;
 
-		if (!t->present || t->used > t->capacity)
+		if ((only != MC_TIER_NONE && place_order[i] != only) || !t->present ||
+		    t->used > t->capacity)
 			continue;
 		room = t->capacity - t->used;
 		if (room >= size) {
@@ -35,7 +36,7 @@ peer_fit(const struct peer *peer, uint64_t size, uint64_t *free_out, int *rank)
 }
 
 static int
-pick_once(struct master *m, uint64_t size, unsigned want, struct placement *out)
+pick_once(struct master *m, uint64_t size, unsigned want, int only, struct placement *out)
 {
 	const struct peers *ps = &m->peers;
 
@@ -61,7 +62,7 @@ pick_once(struct master *m, uint64_t size, unsigned want, struct placement *out)
 				else if (q != NULL && strcmp(q->host, p->host) == 0)
 					distinct = false;
 			}
-			if (chosen || (tier = peer_fit(p, size, &room, &rank)) < 0)
+			if (chosen || (tier = peer_fit(p, size, only, &room, &rank)) < 0)
 				continue;
 			if (best != NULL) {
 				if (distinct != best_distinct) {
@@ -92,15 +93,32 @@ pick_once(struct master *m, uint64_t size, unsigned want, struct placement *out)
 	return 0;
 }
 
+/* Whether some live peer has tier: a put that asks for one nobody has cannot wait for room. */
+static bool
+tier_exists(const struct master *m, int tier)
+{
+	for (uint32_t i = 0; i < m->peers.n; i++)
+		if (m->peers.v[i]->tiers[tier].present &&
+		    peer_alive(m->peers.v[i], m->cfg.peer_ttl))
+			return true;
+	return false;
+}
+
 int
-placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placement *out,
+placement_pick(struct master *m, uint64_t size, unsigned replicas, int tier, struct placement *out,
 	       struct mc_err *err)
 {
 	if (replicas == 0 || replicas > MC_REPLICAS_MAX)
 		return mc_err_set(err, MC_ERR_INVALID, "replicas %u out of range 1..%d", replicas,
 				  MC_REPLICAS_MAX);
-	if (pick_once(m, size, replicas, out) == 0)
+	if (tier != MC_TIER_NONE && !tier_exists(m, tier))
+		return mc_err_set(err, MC_ERR_INVALID, "no live peer has a %s tier",
+				  mc_tier_name(tier));
+	if (pick_once(m, size, replicas, tier, out) == 0)
 		return 0;
+	if (tier != MC_TIER_NONE)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes of %s on %u peers",
+				  (unsigned long long)size, mc_tier_name(tier), replicas);
 	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peers",
 			  (unsigned long long)size, replicas);
 }

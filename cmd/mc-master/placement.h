@@ -21,8 +21,12 @@ struct placement {
 	uint8_t tier[MC_REPLICAS_MAX];
 };
 
-/* Choose; -1 with MC_ERR_NO_SPACE when fewer than `replicas` peers fit. */
-int placement_pick(struct master *m, uint64_t size, unsigned replicas, struct placement *out,
-		   struct mc_err *err);
+/*
+ * Choose, on tier only when it is not MC_TIER_NONE (a put that asked for
+ * one); -1 with MC_ERR_NO_SPACE when fewer than `replicas` peers fit, or
+ * MC_ERR_INVALID when no live peer has that tier at all.
+ */
+int placement_pick(struct master *m, uint64_t size, unsigned replicas, int tier,
+		   struct placement *out, struct mc_err *err);
 
 #endif

@@ -32,6 +32,7 @@ struct put_args {
 	const char *key, *type, *group;
 	size_t klen, tlen, glen;
 	uint64_t size, replicas, checksum;
+	int tier; /* the tier the put asked for; MC_TIER_NONE: placement's choice */
 	bool hard_pin, upsert;
 	uint8_t sp_action;
 	uint64_t sp_ttl;
@@ -57,8 +58,13 @@ struct put_wait {
 static int
 put_args_parse(const msgpack_object *params, struct put_args *a, struct mc_err *err)
 {
+	const char *tier;
+	size_t len;
+	int rc;
+
 	memset(a, 0, sizeof(*a));
 	a->replicas = 1;
+	a->tier = MC_TIER_NONE;
 	a->type = MC_DEFAULT_TYPE;
 	a->tlen = strlen(MC_DEFAULT_TYPE);
 	if (req_need_key(params, &a->key, &a->klen, err) != 0 ||
@@ -73,6 +79,9 @@ put_args_parse(const msgpack_object *params, struct put_args *a, struct mc_err *
 		return -1;
 	if (a->parent != NULL && a->plen == a->klen && memcmp(a->parent, a->key, a->klen) == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "a block cannot be its own parent");
+	if ((rc = mc_map_str(params, "tier", &tier, &len, err)) < 0 ||
+	    (rc > 0 && (a->tier = mc_tier_parse(tier, len, err)) < 0))
+		return -1;
 	if (a->replicas == 0 || a->replicas > MC_REPLICAS_MAX)
 		return mc_err_set(err, MC_ERR_INVALID, "replicas %llu out of range 1..%d",
 				  (unsigned long long)a->replicas, MC_REPLICAS_MAX);
@@ -161,18 +170,20 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 		const struct mrep *v = obj_creps(o);
 
 		for (unsigned i = 0; i < o->nrep && pl.n < MC_REPLICAS_MAX; i++) {
-			if (v[i].state != REP_COMPLETE || v[i].version != o->version)
+			if (v[i].state != REP_COMPLETE || v[i].version != o->version ||
+			    (a->tier != MC_TIER_NONE && v[i].tier != a->tier))
 				continue;
 			pl.peer[pl.n] = v[i].peer;
 			pl.tier[pl.n++] = v[i].tier;
 		}
 	}
-	if (pl.n == 0 && placement_pick(m, a->size, (unsigned)a->replicas, &pl, err) != 0) {
+	if (pl.n == 0 &&
+	    placement_pick(m, a->size, (unsigned)a->replicas, a->tier, &pl, err) != 0) {
 		/* Nothing evicts inline on a put: rounds make the room. */
 		if (err->code == MC_ERR_NO_SPACE) {
 			if (trigger)
 				room->round = evict_no_space(m, a->size, (unsigned)a->replicas,
-							     &room->helps);
+							     a->tier, &room->helps);
 			else
 				room->helps = true;
 		}

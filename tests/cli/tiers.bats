@@ -85,6 +85,11 @@ used_is() {
 	[ "$(used "$1" "$2")" -eq "$3" ]
 }
 
+# metric_is SERIES VALUE: the master's SERIES is VALUE now (read anew at each call).
+metric_is() {
+	[ "$(mc_metric master "$1")" = "$2" ]
+}
+
 # tier_of KEY: the tier of KEY's one replica.
 tier_of() {
 	mc_stat_json "$1" | jq -r '.replicas[0].tier'
@@ -305,7 +310,7 @@ marks() {
 	# the put_end waits for the peer's confirmation, which completes it
 	mc-rpc "$MC_MASTER" put_end key=a version:=1 >/dev/null &
 	end=$!
-	wait_until 10 test "$(mc_metric master mc_put_end_waits_total)" = 1
+	wait_until 10 metric_is mc_put_end_waits_total 1
 	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then write_ack peer_id:="$id" \
 		tenant=default key=a version:=1 size:=100
 	wait "$end"
@@ -316,7 +321,7 @@ marks() {
 	run -0 mc-rpc "$MC_MASTER" put_start key=b size:=100
 	mc-rpc "$MC_MASTER" put_end key=b version:=2 >/dev/null &
 	end=$!
-	wait_until 10 test "$(mc_metric master mc_put_end_waits_total)" = 2
+	wait_until 10 metric_is mc_put_end_waits_total 2
 	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then write_ack peer_id:="$id" \
 		tenant=default key=b version:=2 size:=100
 	wait "$end"
@@ -335,6 +340,10 @@ item() {
 # stat_field KEY FIELD
 stat_field() {
 	mc_stat_json "$1" | jq -r ".$2"
+}
+
+stat_field_is() {
+	[ "$(stat_field "$1" "$2")" = "$3" ]
 }
 
 @test "inventory adoption keeps the copy's type, group, hard pin and soft-pin deadline" {
@@ -368,7 +377,7 @@ stat_field() {
 	grep -q "inventory: 4 items skipped" "$MC_DIR/master.log"
 	# the pin runs out at its deadline, on the master's clock
 	advance_clock 50001
-	wait_until 5 test "$(stat_field a soft_pin)" = disabled
+	wait_until 5 stat_field_is a soft_pin disabled
 }
 
 @test "tiers: a group evicted all or none is dropped, every member, never demoted" {
@@ -382,10 +391,59 @@ stat_field() {
 		$(item x12 15 '{}'),$(item x13 16 '{}'),$(item x14 17 '{}'),$(item x15 18 '{}'),
 		$(item x16 19 '{}'),$(item x17 20 '{}')]"
 	# 20 copies in 10000 bytes: the round frees 5000, the oldest first, the group with them
-	wait_until 10 test "$(mc_metric master 'mc_evict_rounds_total{trigger="watermark"}')" = 1
+	wait_until 10 metric_is 'mc_evict_rounds_total{trigger="watermark"}' 1
 	run -1 mc-cli exist g0
 	run -1 mc-cli exist g1
 	run -0 tasks "$id"
 	[ "$(jq -s 'map(select(.method == "drop")) | map(.key) | sort' <<<"$output" | jq -c .)" = '["g0","g1"]' ]
 	[ "$(jq -s 'map(select(.method == "evict" and .tier == "dram")) | length' <<<"$output")" -ge 1 ]
+}
+
+@test "put_start's tier: the copies land only there; a tier no live peer has is refused" {
+	local id
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]")"
+	run -0 mc-rpc "$MC_MASTER" put_start key=a size:=100 tier=ssd
+	[ "$(jq -r '.replicas[0].tier' <<<"$output")" = ssd ]
+	[ "$(used "$id" ssd)" -eq 100 ]
+	[ "$(used "$id" dram)" -eq 0 ]
+	run -0 mc-rpc "$MC_MASTER" put_start key=b size:=100
+	[ "$(jq -r '.replicas[0].tier' <<<"$output")" = dram ]
+	run -1 mc-rpc "$MC_MASTER" put_start key=c size:=100 tier=cxl
+	assert_output --partial "invalid: no live peer has a cxl tier"
+	run -1 mc-rpc "$MC_MASTER" put_start key=c size:=100 tier=tape
+	assert_output --partial "unknown tier 'tape'"
+	# a full asked-for tier is no space, though dram has room
+	run -1 mc-rpc "$MC_MASTER" put_start key=c size:=2000000 tier=ssd
+	assert_output --partial "no_space"
+}
+
+@test "peers and stat show usage and capacity per tier" {
+	local id
+	master
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]")"
+	register q "[$(tier dram 100000)]" >/dev/null
+	run -0 mc-rpc "$MC_MASTER" put_start key=a size:=1024 tier=ssd
+	run -0 mc-cli peers
+	assert_line --index 0 --regexp '^ID +ADDR +HOST +DOMAIN +ALIVE +DRAM +SSD$'
+	assert_line --index 1 --regexp ' 0B/97.66KiB \(peer: 0B\) +1KiB/976.56KiB \(peer: 0B\)$'
+	assert_line --index 2 --regexp ' 0B/97.66KiB \(peer: 0B\) +-$'
+	run -0 mc-cli --json stat
+	[ "$(jq -c '.tiers' <<<"$output")" = \
+		'[{"tier":"dram","used":0,"capacity":200000},{"tier":"ssd","used":1024,"capacity":1000000}]' ]
+	[ "$(mc_metric master "mc_peer_tier_used_bytes{peer=\"$id\",tier=\"ssd\"}")" -eq 1024 ]
+	[ "$(mc_metric master "mc_peer_tier_capacity_bytes{peer=\"$id\",tier=\"ssd\"}")" -eq 1000000 ]
+}
+
+@test "mc-cli put --tier: the client asks the master for that tier" {
+	mc_require_bins mc-peer
+	master
+	mc_start_peers 1
+	mc_random_file "$BATS_TEST_TMPDIR/obj" 4096
+	run -0 mc-cli put --tier dram a "$BATS_TEST_TMPDIR/obj"
+	[ "$(tier_of a)" = dram ]
+	run -64 mc-cli put --tier ssd b "$BATS_TEST_TMPDIR/obj"
+	assert_output --partial "no live peer has a ssd tier"
+	run -64 mc-cli put --tier tape b "$BATS_TEST_TMPDIR/obj"
+	assert_output --partial "unknown tier 'tape'"
 }

@@ -3,7 +3,9 @@
  * pure choice over the peer table: distinct hosts while another fits,
  * the fastest tier that fits, the most room, then the lower id; dead
  * and full peers are passed over, and a choice that cannot be made is
- * no_space. Nothing is reserved or evicted by choosing.
+ * no_space; a put that asks for a tier lands only there, and one that
+ * asks for a tier no live peer has is invalid. Nothing is reserved or
+ * evicted by choosing.
  */
 #include <string.h>
 
@@ -63,39 +65,67 @@ main(void)
 	a = peer("h1", 100 * MIB, 10 * MIB, 0);
 	b = peer("h1", 100 * MIB, 0, 0);
 	c = peer("h2", 100 * MIB, 50 * MIB, 0);
-	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && pl.n == 1 &&
+	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_NONE, &pl, &err) == 0 && pl.n == 1 &&
 		       placed(&pl, 0, b->id, MC_TIER_DRAM),
 	       "one copy: the most free room (peer %u)", b->id);
-	TAP_OK(placement_pick(&m, MIB, 2, &pl, &err) == 0 && placed(&pl, 0, b->id, MC_TIER_DRAM) &&
-		       placed(&pl, 1, c->id, MC_TIER_DRAM),
+	TAP_OK(placement_pick(&m, MIB, 2, MC_TIER_NONE, &pl, &err) == 0 &&
+		       placed(&pl, 0, b->id, MC_TIER_DRAM) && placed(&pl, 1, c->id, MC_TIER_DRAM),
 	       "two copies: another host before more room on the same host");
-	TAP_OK(placement_pick(&m, MIB, 3, &pl, &err) == 0 && placed(&pl, 2, a->id, MC_TIER_DRAM),
+	TAP_OK(placement_pick(&m, MIB, 3, MC_TIER_NONE, &pl, &err) == 0 &&
+		       placed(&pl, 2, a->id, MC_TIER_DRAM),
 	       "three copies: the same host again once no other host is left");
 	TAP_OK(b->tiers[MC_TIER_DRAM].used == 0 && a->tiers[MC_TIER_DRAM].used == 10 * MIB,
 	       "choosing reserves nothing");
-	TAP_OK(placement_pick(&m, MIB, 4, &pl, &err) != 0 && err.code == MC_ERR_NO_SPACE,
+	TAP_OK(placement_pick(&m, MIB, 4, MC_TIER_NONE, &pl, &err) != 0 &&
+		       err.code == MC_ERR_NO_SPACE,
 	       "four copies on three peers: no_space: %s", err.msg);
 
 	/* a dead peer is passed over */
 	b->heard = mc_mono_ms() - 20000;
-	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, a->id, MC_TIER_DRAM),
+	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_NONE, &pl, &err) == 0 &&
+		       placed(&pl, 0, a->id, MC_TIER_DRAM),
 	       "a peer silent past --peer-ttl is not chosen");
 	/* too big for any dram: the ssd of the one that has it */
 	reset();
 	a = peer("h1", 10 * MIB, 0, 0);
 	d = peer("h2", 10 * MIB, 0, 1000 * MIB);
-	TAP_OK(placement_pick(&m, 20 * MIB, 1, &pl, &err) == 0 &&
+	TAP_OK(placement_pick(&m, 20 * MIB, 1, MC_TIER_NONE, &pl, &err) == 0 &&
 		       placed(&pl, 0, d->id, MC_TIER_SSD),
 	       "too big for dram: the ssd tier that fits");
-	TAP_OK(placement_pick(&m, 5 * MIB, 1, &pl, &err) == 0 &&
+	TAP_OK(placement_pick(&m, 5 * MIB, 1, MC_TIER_NONE, &pl, &err) == 0 &&
 		       placed(&pl, 0, a->id, MC_TIER_DRAM),
 	       "dram before ssd, however much room the ssd has; ties to the lower id");
-	TAP_OK(placement_pick(&m, 2000 * MIB, 1, &pl, &err) != 0 && err.code == MC_ERR_NO_SPACE,
+	TAP_OK(placement_pick(&m, 2000 * MIB, 1, MC_TIER_NONE, &pl, &err) != 0 &&
+		       err.code == MC_ERR_NO_SPACE,
 	       "bigger than every tier: no_space");
 	/* a tier over its capacity (accounting ahead of a report) is full, not negative */
 	a->tiers[MC_TIER_DRAM].used = 11 * MIB;
-	TAP_OK(placement_pick(&m, MIB, 1, &pl, &err) == 0 && placed(&pl, 0, d->id, MC_TIER_DRAM),
+	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_NONE, &pl, &err) == 0 &&
+		       placed(&pl, 0, d->id, MC_TIER_DRAM),
 	       "an overfull tier is passed over");
+
+	/* a put that asks for a tier */
+	reset();
+	a = peer("h1", 100 * MIB, 0, 0);
+	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_SSD, &pl, &err) != 0 &&
+		       err.code == MC_ERR_INVALID &&
+		       strcmp(err.msg, "no live peer has a ssd tier") == 0,
+	       "a tier no live peer has is refused as invalid, not as no room: %s", err.msg);
+	b = peer("h2", 100 * MIB, 0, 10 * MIB);
+	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_SSD, &pl, &err) == 0 &&
+		       placed(&pl, 0, b->id, MC_TIER_SSD),
+	       "a put asking for ssd lands on ssd, though dram has room");
+	TAP_OK(placement_pick(&m, MIB, 2, MC_TIER_SSD, &pl, &err) != 0 &&
+		       err.code == MC_ERR_NO_SPACE,
+	       "only peers with that tier count: %s", err.msg);
+	TAP_OK(placement_pick(&m, 20 * MIB, 1, MC_TIER_SSD, &pl, &err) != 0 &&
+		       err.code == MC_ERR_NO_SPACE,
+	       "a full asked-for tier is no space, though dram would fit: %s", err.msg);
+	b->heard = mc_mono_ms() - 2 * m.cfg.peer_ttl;
+	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_SSD, &pl, &err) != 0 &&
+		       err.code == MC_ERR_INVALID,
+	       "a dead peer's tier does not count");
+
 	peers_free(&m.peers);
 	store_free(&m.store);
 	event_base_free(base);

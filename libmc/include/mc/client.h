@@ -102,6 +102,12 @@ struct mc_put_opts {
 	 */
 	struct mc_key parent;
 	const struct mc_key *parents;
+	/*
+	 * The tier the copies go to, by name ("dram", "ssd"); NULL: the
+	 * fastest that fits. A tier no live peer has fails with
+	 * MC_ERR_INVALID.
+	 */
+	const char *tier;
 };
 
 #define MC_PUT_OPTS_INIT                           \
