@@ -617,12 +617,17 @@ main(int argc, char **argv)
 	pindex_journal_limit(&p.index, (size_t)cfg.journal_max, PINDEX_JOURNAL_NAME_BYTES);
 	if (p.media[MC_TIER_SSD]) {
 		uint64_t found;
+		struct medium_io io;
 
 		if (pool_recover(&p.pool, MC_TIER_SSD, &found, &err) < 0) {
 			mc_complain("cannot recover the %s tier: %s", mc_tier_name(MC_TIER_SSD),
 				    err.msg);
 			goto out_index;
 		}
+		medium_io(p.media[MC_TIER_SSD], &io);
+		if (io.corrupt > 0)
+			mc_warn("%llu copies on %s were torn or corrupt (checksum mismatch): dropped",
+				(unsigned long long)io.corrupt, mc_tier_name(MC_TIER_SSD));
 		if (found > 0)
 			mc_info("%llu copies kept on %s from before; reporting them to the master",
 				(unsigned long long)found, mc_tier_name(MC_TIER_SSD));
