@@ -1225,8 +1225,10 @@ superseded(struct master *m, uint32_t peer, int tier)
 
 		if (!p->upsert || p->committed)
 			continue;
+		/* a moving copy's bytes are off its tier already */
 		for (unsigned i = 0; i < o->nrep; i++)
-			if (v[i].version != p->version && v[i].peer == peer && v[i].tier == tier)
+			if (v[i].version != p->version && v[i].peer == peer && v[i].tier == tier &&
+			    !v[i].moving)
 				sum += o->size;
 	}
 	return sum;

@@ -114,8 +114,9 @@ pack_json(msgpack_packer *pk, const char **p)
 			q += strspn(q, WS);
 			if (*q == (obj ? '}' : ']') && n == 0)
 				break;
-			if (obj && (pack_json(NULL, &q) < 0 || *q++ != ':'))
+			if (obj && (pack_json(NULL, &q) < 0 || *(q += strspn(q, WS)) != ':'))
 				return -1;
+			q += obj;
 			if (pack_json(NULL, &q) < 0)
 				return -1;
 			n++;
@@ -139,7 +140,7 @@ pack_json(msgpack_packer *pk, const char **p)
 			if (obj && pack_json(pk, &s) < 0)
 				return -1;
 			if (obj)
-				s++; /* the ':' */
+				s += strspn(s, WS) + 1; /* the ':', checked above */
 			if (pack_json(pk, &s) < 0)
 				return -1;
 			s += strspn(s, WS);

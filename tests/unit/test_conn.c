@@ -352,6 +352,18 @@ h_note(struct mc_req *req)
 		mc_reply_ok_empty(req);
 }
 
+/* A notification "told" {n: 1} on the caller's connection, then the answer. */
+static void
+h_tell(struct mc_req *req)
+{
+	msgpack_packer *pk = mc_conn_begin(req->conn, "told");
+
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "n", 1);
+	mc_conn_notify(req->conn);
+	mc_reply_ok_empty(req);
+}
+
 static void
 ask_cb(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *err, void *arg)
 {
@@ -482,6 +494,12 @@ static const struct mc_method methods_a2[] = {
 	{ NULL, NULL, 0 },
 };
 
+/* A notification before the answer, as a peer's control link has them, served by A too. */
+static const struct mc_method methods_tell[] = {
+	{ "tell", h_tell, 0 },
+	{ NULL, NULL, 0 },
+};
+
 /* Bulks from and into files, served by A too. */
 static const struct mc_method methods_files[] = {
 	{ "getfile", h_getfile, MC_METHOD_BULK | MC_METHOD_READ_ONLY },
@@ -565,6 +583,7 @@ server_main(void *arg)
 	    mc_registry_add(g_reg_a, methods_a, &err) != 0 ||
 	    mc_registry_add(g_reg_a, methods_a2, &err) != 0 ||
 	    mc_registry_add(g_reg_a, methods_files, &err) != 0 ||
+	    mc_registry_add(g_reg_a, methods_tell, &err) != 0 ||
 	    mc_registry_add(g_reg_a, methods_guarded, &err) != 0 ||
 	    (g_reg_b = mc_registry_new(NULL, &err)) == NULL ||
 	    mc_registry_add(g_reg_b, methods_b, &err) != 0 ||
@@ -814,6 +833,42 @@ test_round_trips(const char *addr, const char *label)
 	       "a deferred reply from a timer arrives over %s", label);
 	if (i == 0)
 		mc_msg_release(&m);
+	mc_rpcc_close(r);
+}
+
+static int g_told; /* notifications the hook below saw */
+
+static void
+on_told(void *arg, const struct mc_msg *n)
+{
+	uint64_t v = 0;
+
+	(void)arg;
+	if (n->method_len == 4 && memcmp(n->method, "told", 4) == 0 &&
+	    mc_map_u64(n->body, "n", &v, NULL) == 1 && v == 1)
+		g_told++;
+}
+
+/* A server's notification among the responses: malformed, unless the caller takes them. */
+static void
+test_notify_hook(const char *addr)
+{
+	struct mc_err e;
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, &e);
+	struct mc_msg m;
+
+	TAP_OK(r != NULL && rpcc_call(r, "tell", NULL, NULL, &m, &e) < 0 &&
+		       e.code == MC_ERR_PROTO && strstr(e.msg, "unexpected message") != NULL,
+	       "a notification where a response is due fails the call without a hook");
+	mc_rpcc_close(r);
+	r = mc_rpcc_connect(addr, 5000, &e);
+	if (r == NULL)
+		return;
+	mc_rpcc_on_notify(r, on_told, NULL);
+	TAP_OK(rpcc_call(r, "tell", NULL, NULL, &m, &e) == 0 && g_told == 1,
+	       "with a hook the notification goes to it and the answer follows");
+	mc_msg_release(&m);
+	TAP_OK(echo_ok(r, 5), "and the connection goes on");
 	mc_rpcc_close(r);
 }
 
@@ -1696,6 +1751,7 @@ main(void)
 
 	test_round_trips(g_addr_unix, "unix");
 	test_round_trips(g_addr_tcp, "tcp");
+	test_notify_hook(g_addr_unix);
 	test_bulk(g_addr_unix, BIG, "unix");
 	test_bulk(g_addr_tcp, 1u << 20, "tcp");
 	test_bulk(g_addr_tcp, 0, "tcp");

@@ -4,14 +4,17 @@
  * real connection on its own thread (with --fault-inject, so requests
  * need no grant), and a client writes into the SSD tier through its
  * descriptor sink and reads back through its sendfile source, with and
- * without a checksum sent, corrupts a byte there, and meets the SSD
- * medium's write fault.
+ * without a checksum sent, corrupts a byte there, meets the SSD
+ * medium's write fault, and stalls mid-bulk past --write-timeout.
  */
 #include <event2/thread.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mc/checksum.h"
@@ -77,6 +80,8 @@ start(void)
 	p.host = "test";
 	p.ready_fd = -1;
 	p.fault_inject = true;
+	/* long enough for every span of a live writer, short enough to wait for */
+	p.write_timeout_ms = 300;
 	if ((reg = mc_registry_new(NULL, &err)) == NULL ||
 	    mc_registry_add(reg, peer_data_methods, &err) != 0)
 		abort();
@@ -163,6 +168,68 @@ corrupt(struct mc_rpcc *r, const char *key, uint64_t offset)
 	return 0;
 }
 
+/* Whether done(), polled every 10 ms, came true within ms. */
+static bool
+within(int ms, bool (*done)(void))
+{
+	const struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+	for (int waited = 0; waited < ms; waited += 10) {
+		if (done())
+			return true;
+		nanosleep(&tick, NULL);
+	}
+	return done();
+}
+
+static uint64_t stall_base;
+
+static bool
+stall_held(void)
+{
+	return medium_used(p.media[MC_TIER_SSD]) > stall_base;
+}
+
+static bool
+stall_freed(void)
+{
+	return medium_used(p.media[MC_TIER_SSD]) == stall_base && p.st.writes_abandoned == 1;
+}
+
+/* A writer that announces a megabyte for the ssd tier, sends 1000 bytes and stops. */
+static void
+test_stall(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	static char part[1000];
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	char c;
+	int fd;
+
+	stall_base = medium_used(p.media[MC_TIER_SSD]);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	mc_pack_request(&pk, 1, "write");
+	msgpack_pack_map(&pk, 4);
+	mc_pack_kv_str(&pk, "key", "stalled");
+	mc_pack_kv_u64(&pk, "version", 1);
+	mc_pack_kv_u64(&pk, "len", 1u << 20);
+	mc_pack_kv_str(&pk, "tier", "ssd");
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(fd, sb.data, sb.size) != (ssize_t)sb.size ||
+	    write(fd, part, sizeof(part)) != (ssize_t)sizeof(part))
+		abort();
+	msgpack_sbuffer_destroy(&sb);
+	TAP_OK(within(5000, stall_held), "stall: the write holds its space in the file");
+	TAP_OK(within(10000, stall_freed),
+	       "stall: past --write-timeout the writer is dropped and its space comes back");
+	TAP_OK(read(fd, &c, 1) == 0, "stall: its connection is closed");
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -221,6 +288,8 @@ main(void)
 		       read_raw(r, "k4", got, len, &sum) == 0 && memcmp(got, b, len) == 0 &&
 		       sum == mc_checksum(b, len) && medium_used(ssd) == used,
 	       "dram: a write and a read as before, nothing on ssd");
+
+	test_stall();
 
 	mc_rpcc_close(r);
 	event_base_loopbreak(p.base);
