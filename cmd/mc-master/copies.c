@@ -109,6 +109,7 @@ h_copy_moved(struct mc_req *req)
 	m->copies.moved[from][to]++;
 	/* The tier it reached may be over its own high watermark now. */
 	evict_tier_check(m, (uint32_t)n.peer, to);
+	evict_moves_landed(m);
 	mc_reply_ok_empty(req);
 }
 
@@ -161,6 +162,7 @@ h_copy_dropped(struct mc_req *req)
 	}
 	m->copies.dropped[tier][reason]++;
 	ops_settle(m, n.o, NULL);
+	evict_moves_landed(m);
 	mc_reply_ok_empty(req);
 	return;
 fail:

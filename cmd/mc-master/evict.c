@@ -854,7 +854,7 @@ object_bytes(const struct master *m, const struct mobj *o)
 	uint64_t sum = 0;
 
 	for (unsigned i = 0; i < o->nrep; i++)
-		sum += ops_rep_size(m, o, &r[i]);
+		sum += ops_rep_footprint(m, o, &r[i]);
 	return sum;
 }
 
@@ -948,8 +948,8 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 			return 0;
 		}
 	}
-	/* A copy left moving counts as freed: its bytes are off the tier already. */
-	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
+	/* A copy left moving counts as freed: its bytes are going, and a round no longer counts them. */
+	*bytes = ops_rep_footprint(m, o, &obj_creps(o)[i]);
 	*copies = 1;
 	if (!ops_rep_evict(m, o, i))
 		ops_settle(m, o, NULL);
@@ -1225,7 +1225,7 @@ superseded(struct master *m, uint32_t peer, int tier)
 
 		if (!p->upsert || p->committed)
 			continue;
-		/* a moving copy's bytes are off its tier already */
+		/* a moving copy's bytes are counted as going already (peer_tier_staying) */
 		for (unsigned i = 0; i < o->nrep; i++)
 			if (v[i].version != p->version && v[i].peer == peer && v[i].tier == tier &&
 			    !v[i].moving)
@@ -1246,7 +1246,7 @@ tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *
 		return false;
 	pt = &p->tiers[tier];
 	going = superseded(m, peer, tier);
-	*used = pt->used > going ? pt->used - going : 0;
+	*used = peer_tier_staying(pt) > going ? peer_tier_staying(pt) - going : 0;
 	*cap = pt->capacity;
 	*low = (uint64_t)((double)pt->capacity * peer_tier_low(pt, m->cfg.evict_low));
 	return true;
@@ -1424,7 +1424,8 @@ check_tier(struct master *m, struct peer *p, int t)
 	struct peer_tier *pt = &p->tiers[t];
 
 	if (!pt->present || pt->capacity == 0 ||
-	    (double)pt->used <= (double)pt->capacity * peer_tier_high(pt, m->cfg.evict_high))
+	    (double)peer_tier_staying(pt) <=
+		    (double)pt->capacity * peer_tier_high(pt, m->cfg.evict_high))
 		return;
 	if (!pt->reached_high) {
 		pt->reached_high = true;
@@ -1471,6 +1472,8 @@ struct no_space_cand {
 	uint32_t peer;
 	int tier;
 	uint64_t room;
+	uint64_t coming; /* what the demotions under way will free */
+	uint64_t need;	 /* what the copy takes there */
 };
 
 /* Tiers a copy may land on, best first (as placement tries them). */
@@ -1482,6 +1485,7 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 	struct no_space_cand c[PEERS_MAX];
 	unsigned n = 0, taken = 0;
 	uint64_t seq = 0;
+	bool moves = false;
 
 	*helps = false;
 	for (uint32_t i = 0; i < m->peers.n && n < PEERS_MAX; i++) {
@@ -1499,6 +1503,8 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 			c[n].peer = p->id;
 			c[n].tier = fit_order[k];
 			c[n].room = pt->used < pt->capacity ? pt->capacity - pt->used : 0;
+			c[n].coming = pt->moving;
+			c[n].need = peer_tier_footprint(pt, size);
 			n++;
 			break;
 		}
@@ -1516,15 +1522,26 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 		struct no_space_cand t = c[taken];
 		c[taken] = c[best];
 		c[best] = t;
-		if (c[taken].room < size) {
-			uint64_t s =
-				tier_round(m, TRIG_NO_SPACE, c[taken].peer, c[taken].tier, size);
+		if (c[taken].room < c[taken].need &&
+		    c[taken].room + c[taken].coming >= c[taken].need) {
+			/* Demotions under way make the room: no round, wait for them to land. */
+			moves = true;
+		} else if (c[taken].room < c[taken].need) {
+			uint64_t s = tier_round(m, TRIG_NO_SPACE, c[taken].peer, c[taken].tier,
+						c[taken].need);
 
 			if (s > seq)
 				seq = s;
 		}
 		taken++;
 	}
+	/*
+	 * Waiting on moves: a put is tried again as each lands
+	 * (evict_moves_landed); the rounds ended already are what it waits
+	 * for, so it keeps waiting only while moves or rounds may help.
+	 */
+	if (seq == 0 && moves)
+		seq = evictor_of(m)->done_seq > 0 ? evictor_of(m)->done_seq : 1;
 	return seq;
 }
 
@@ -1584,6 +1601,15 @@ void
 evict_on_rounds_ended(struct master *m, void (*fn)(struct master *m))
 {
 	evictor_of(m)->rounds_ended = fn;
+}
+
+void
+evict_moves_landed(struct master *m)
+{
+	struct evictor *e = evictor_of(m);
+
+	if (e->rounds_ended != NULL)
+		e->rounds_ended(m);
 }
 
 /* The lowest fill each watched tier was left at by a round, once puts waiting on it are in. */

@@ -66,10 +66,11 @@ void evict_tier_check(struct master *m, uint32_t peer, int tier);
 /*
  * Placement found no room for replicas copies of size bytes (on tier,
  * unless MC_TIER_NONE: any): join or start the rounds of the peer tiers
- * that would take them. The seq of
- * the latest round the put can wait for (0: none, the scopes are
- * stalled); *helps is false when no round ever could (fewer live tiers
- * than replicas could hold the copy even empty).
+ * that would take them. The seq of the latest round the put can wait
+ * for (0: none, the scopes are stalled); a tier whose demotions under
+ * way will make the room needs no round, and the put waits for them to
+ * land (evict_moves_landed). *helps is false when no round ever could
+ * (fewer live tiers than replicas could hold the copy even empty).
  */
 uint64_t evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, bool *helps);
 /*
@@ -100,6 +101,12 @@ void evict_totals(struct master *m, struct evict_totals *out);
 uint64_t evict_rounds_done(struct master *m);
 /* fn runs on the loop after rounds end, before the watermarks are looked at again. */
 void evict_on_rounds_ended(struct master *m, void (*fn)(struct master *m));
+/*
+ * A peer moved or dropped a copy it was demoting: the room a round
+ * freed is there now, so fn of evict_on_rounds_ended runs again (the
+ * puts waiting for that room try again).
+ */
+void evict_moves_landed(struct master *m);
 
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method evict_methods[];

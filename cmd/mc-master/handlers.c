@@ -765,7 +765,7 @@ pack_tiers(msgpack_packer *pk, const struct master *m, const struct peer *p)
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->tiers[t].present)
 			continue;
-		msgpack_pack_map(pk, 6 + p->tiers[t].reached_high);
+		msgpack_pack_map(pk, 7 + p->tiers[t].reached_high);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", p->tiers[t].capacity);
 		/* the watermarks its rounds use: the peer's own, or the master's */
@@ -776,6 +776,8 @@ pack_tiers(msgpack_packer *pk, const struct master *m, const struct peer *p)
 			mc_pack_kv_double(pk, "occupancy_min", p->tiers[t].occupancy_min);
 		/* What the master accounts now (copies and reservations); the peer's last word beside it. */
 		mc_pack_kv_u64(pk, "used", p->tiers[t].used);
+		/* of used, what demotions are taking out of the tier */
+		mc_pack_kv_u64(pk, "moving", p->tiers[t].moving);
 		mc_pack_kv_u64(pk, "reported", p->tiers[t].reported);
 	}
 }

@@ -72,6 +72,10 @@ collect(struct mc_metrics *r, void *arg)
 			gauge(r, "mc_peer_tier_used_bytes",
 			      "Bytes the master accounts on a peer tier (copies and reservations).",
 			      "peer,tier", label, (double)pt->used);
+			gauge(r, "mc_peer_tier_moving_bytes",
+			      "Bytes a peer tier's demotions are taking out (counted in used until "
+			      "they land).",
+			      "peer,tier", label, (double)pt->moving);
 			gauge(r, "mc_peer_tier_reported_bytes",
 			      "Bytes a peer tier said it holds in its last heartbeat.", "peer,tier",
 			      label, (double)pt->reported);

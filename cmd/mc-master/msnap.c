@@ -1132,14 +1132,11 @@ recount_usage(struct master *m)
 		return;
 	for (uint32_t i = 0; i < m->peers.n; i++)
 		for (int t = 0; t < MC_TIER_COUNT; t++)
-			m->peers.v[i]->tiers[t].used = 0;
+			m->peers.v[i]->tiers[t].used = m->peers.v[i]->tiers[t].moving = 0;
 	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
 		const struct mrep *v = obj_creps(o);
-		for (unsigned i = 0; i < o->nrep; i++) {
-			struct peer *p = peers_find(&m->peers, v[i].peer);
-			if (p != NULL)
-				p->tiers[v[i].tier].used += o->size;
-		}
+		for (unsigned i = 0; i < o->nrep; i++)
+			ops_rep_charge(m, o, &v[i]);
 	}
 }
 

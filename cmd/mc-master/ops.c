@@ -37,26 +37,47 @@ ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
 	return o->size;
 }
 
+uint64_t
+ops_rep_footprint(const struct master *m, const struct mobj *o, const struct mrep *r)
+{
+	const struct peer *peer = peers_find(&m->peers, r->peer);
+	uint64_t size = ops_rep_size(m, o, r);
+
+	return peer != NULL ? peer_tier_footprint(&peer->tiers[r->tier], size) : size;
+}
+
 void
 ops_rep_charge(struct master *m, const struct mobj *o, const struct mrep *r)
 {
 	struct peer *peer = peers_find(&m->peers, r->peer);
 
-	if (peer != NULL && !r->moving)
-		peer->tiers[r->tier].used += ops_rep_size(m, o, r);
+	if (peer != NULL)
+		peer->tiers[r->tier].used += ops_rep_footprint(m, o, r);
+}
+
+/* r's bytes are moving out of its tier: still there, but going. */
+static void
+rep_charge_moving(struct master *m, const struct mobj *o, const struct mrep *r)
+{
+	struct peer *peer = peers_find(&m->peers, r->peer);
+
+	if (peer != NULL)
+		peer->tiers[r->tier].moving += ops_rep_footprint(m, o, r);
 }
 
 void
 ops_rep_uncharge(struct master *m, const struct mobj *o, const struct mrep *r)
 {
 	struct peer *peer = peers_find(&m->peers, r->peer);
-	uint64_t size = ops_rep_size(m, o, r);
+	uint64_t size = ops_rep_footprint(m, o, r);
 	struct peer_tier *t;
 
-	if (peer == NULL || r->moving)
+	if (peer == NULL)
 		return;
 	t = &peer->tiers[r->tier];
 	t->used = t->used > size ? t->used - size : 0;
+	if (r->moving)
+		t->moving = t->moving > size ? t->moving - size : 0;
 }
 
 struct mrep *
@@ -77,7 +98,7 @@ ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64
 	r->version = version;
 	r->mark = peer != NULL ? peer->mark : 0;
 	if (peer != NULL)
-		peer->tiers[tier].used += size;
+		peer->tiers[tier].used += peer_tier_footprint(&peer->tiers[tier], size);
 	return r;
 }
 
@@ -130,7 +151,8 @@ ops_rep_evict(struct master *m, struct mobj *o, unsigned i)
 		ops_rep_remove(m, o, i, false);
 		return false;
 	}
-	ops_rep_uncharge(m, o, r);
+	/* Its bytes stay counted until the peer says they moved: placement must not use them. */
+	rep_charge_moving(m, o, r);
 	r->moving = 1;
 	return true;
 }

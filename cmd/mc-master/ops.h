@@ -19,11 +19,13 @@
 void ops_hook_store(struct master *m);
 /* Bytes a replica holds: its own version's size. */
 uint64_t ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r);
+/* What those bytes take on its peer tier (peer_tier_footprint): what used counts. */
+uint64_t ops_rep_footprint(const struct master *m, const struct mobj *o, const struct mrep *r);
 /*
- * A replica's bytes count in its peer tier's used, except while it is
- * moving: an eviction took them off already. Charge adds them (to the
- * tier the replica names), uncharge takes them off; a moving replica
- * changes nothing either way.
+ * A replica's bytes count in its peer tier's used, moving or not: a
+ * copy being demoted still takes its room until the peer says it moved.
+ * Charge adds them (to the tier the replica names), uncharge takes them
+ * off, and off the tier's moving bytes too for a moving replica.
  */
 void ops_rep_charge(struct master *m, const struct mobj *o, const struct mrep *r);
 void ops_rep_uncharge(struct master *m, const struct mobj *o, const struct mrep *r);
@@ -35,7 +37,8 @@ void ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify);
 /*
  * An eviction round's victim, replica i, charged to its tier: its peer
  * is sent an evict task. When that peer has a tier below, the copy stays
- * (readable, moving, its bytes off its tier) and true is returned; else
+ * (readable, moving: its bytes counted as going, not gone) and true is
+ * returned; else
  * the replica is removed at once, false, and the caller settles o.
  */
 bool ops_rep_evict(struct master *m, struct mobj *o, unsigned i);

@@ -48,9 +48,13 @@ read_watermarks(const struct master *m, const msgpack_object *e, struct peer_tie
 	return 0;
 }
 
+/* A copy's footprint on a tier, in bytes, is taken up to this: beyond it the peer is confused. */
+#define FOOTPRINT_MAX (1ull << 30)
+
 /*
- * Read tiers [{tier, capacity, used, high?, low?}] into a peer; -1 with
- * err on bad input.
+ * Read tiers [{tier, capacity, used, high?, low?, page?, per_copy?}]
+ * into a peer; -1 with err on bad input. page and per_copy, when
+ * present, say what a copy takes there (peer_tier_footprint).
  */
 static int
 read_tiers(const struct master *m, const msgpack_object *params, struct peer *p, bool required,
@@ -65,7 +69,7 @@ read_tiers(const struct master *m, const msgpack_object *params, struct peer *p,
 		const msgpack_object *e = &a->ptr[j];
 		const char *name;
 		size_t len;
-		uint64_t cap = 0, used = 0;
+		uint64_t cap = 0, used = 0, page = 0, per_copy = 0;
 		int t;
 
 		if (e->type != MSGPACK_OBJECT_MAP || mc_map_str(e, "tier", &name, &len, err) != 1)
@@ -75,8 +79,18 @@ read_tiers(const struct master *m, const msgpack_object *params, struct peer *p,
 					  (int)(len > 32 ? 32 : len), name);
 		if (mc_map_u64(e, "capacity", &cap, err) < 0 ||
 		    mc_map_u64(e, "used", &used, err) < 0 ||
-		    read_watermarks(m, e, &p->tiers[t], j, err) != 0)
+		    read_watermarks(m, e, &p->tiers[t], j, err) != 0 ||
+		    mc_map_u64(e, "page", &page, err) < 0 ||
+		    mc_map_u64(e, "per_copy", &per_copy, err) < 0)
 			return -1;
+		if (page > FOOTPRINT_MAX || per_copy > FOOTPRINT_MAX)
+			return mc_err_set(err, MC_ERR_INVALID,
+					  "tiers[%u]: page or per_copy over %llu bytes", j,
+					  (unsigned long long)FOOTPRINT_MAX);
+		if (page > 0)
+			p->tiers[t].page = page;
+		if (per_copy > 0)
+			p->tiers[t].per_copy = per_copy;
 		p->tiers[t].present = true;
 		p->tiers[t].capacity = cap;
 		p->tiers[t].reported = used;
@@ -192,6 +206,8 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 		p->tiers[t].reported = tmp->tiers[t].reported;
 		p->tiers[t].high = tmp->tiers[t].high;
 		p->tiers[t].low = tmp->tiers[t].low;
+		p->tiers[t].page = tmp->tiers[t].page;
+		p->tiers[t].per_copy = tmp->tiers[t].per_copy;
 	}
 	memcpy(p->host, tmp->host, sizeof(p->host));
 	memcpy(p->domain, tmp->domain, sizeof(p->domain));

@@ -27,7 +27,18 @@
 
 struct peer_tier {
 	uint64_t capacity;
-	uint64_t used;	   /* master side: sizes of replicas placed here */
+	uint64_t used; /* master side: sizes of replicas placed here */
+	/*
+	 * Of used, the replicas an evict task asked the peer to demote that
+	 * have not moved yet: still taking room (placement counts them), but
+	 * going (a round's target does not).
+	 */
+	uint64_t moving;
+	/*
+	 * What a copy of n bytes takes there, as the peer's medium counts
+	 * it: n rounded up to page, plus per_copy (0 and 0: n exactly).
+	 */
+	uint64_t page, per_copy;
 	uint64_t reported; /* what the peer said in its last heartbeat */
 	bool present;
 	bool reached_high;    /* has been above the high watermark */
@@ -35,6 +46,24 @@ struct peer_tier {
 	/* the peer's own watermarks for this tier, fractions of capacity; 0: the master's */
 	double high, low;
 };
+
+/* What a copy of size bytes takes on the tier (0 for an empty copy: no room at all). */
+static inline uint64_t
+peer_tier_footprint(const struct peer_tier *t, uint64_t size)
+{
+	uint64_t page = t->page > 1 ? t->page : 1;
+
+	if (size == 0)
+		return 0;
+	return (size + page - 1) / page * page + t->per_copy;
+}
+
+/* A peer tier's bytes that stay: used less what is moving out. */
+static inline uint64_t
+peer_tier_staying(const struct peer_tier *t)
+{
+	return t->used > t->moving ? t->used - t->moving : 0;
+}
 
 /* A peer tier's watermarks: the peer's own, else the master's (dflt). */
 double peer_tier_high(const struct peer_tier *t, double dflt);

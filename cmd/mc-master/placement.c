@@ -26,7 +26,8 @@ peer_fit(const struct peer *peer, uint64_t size, int only, uint64_t *free_out, i
 		    t->used > t->capacity)
 			continue;
 		room = t->capacity - t->used;
-		if (room >= size) {
+		/* what the copy takes there: its pages and header, as the peer counts */
+		if (room >= peer_tier_footprint(t, size)) {
 			*free_out = room;
 			*rank = (int)i;
 			return place_order[i];

@@ -316,9 +316,9 @@ io_metrics_new(struct peer_metrics *pm, struct medium *m)
 				      "Reads and writes of a tier kept on disk (reads it served "
 				      "include replies sent with sendfile).",
 				      "tier,op", label);
-		pm->io_bytes[t][i] = mc_metric_get(pm->reg, "mc_peer_medium_bytes_total",
-						   MC_COUNTER, "Bytes read and written on a tier kept on disk.",
-						   "tier,op", label);
+		pm->io_bytes[t][i] = mc_metric_get(
+			pm->reg, "mc_peer_medium_bytes_total", MC_COUNTER,
+			"Bytes read and written on a tier kept on disk.", "tier,op", label);
 		pm->io_seconds[t][i] = mc_metric_get(
 			pm->reg, "mc_peer_medium_seconds_total", MC_COUNTER,
 			"Time spent in a disk tier's own reads and writes (the mover's copies and "
@@ -626,7 +626,8 @@ main(int argc, char **argv)
 		}
 		medium_io(p.media[MC_TIER_SSD], &io);
 		if (io.corrupt > 0)
-			mc_warn("%llu copies on %s were torn or corrupt (checksum mismatch): dropped",
+			mc_warn("%llu copies on %s were torn or corrupt (checksum mismatch): "
+				"dropped",
 				(unsigned long long)io.corrupt, mc_tier_name(MC_TIER_SSD));
 		if (found > 0)
 			mc_info("%llu copies kept on %s from before; reporting them to the master",

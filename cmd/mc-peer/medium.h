@@ -163,6 +163,12 @@ struct medium_io {
 struct medium {
 	const struct medium_ops *ops;
 	int tier; /* enum mc_tier */
+	/*
+	 * What a copy of len bytes takes in the medium, set by its open:
+	 * len rounded up to page, plus per_copy (a header). The master
+	 * accounts copies by it, so its sums match the medium's used.
+	 */
+	uint64_t page, per_copy;
 	struct {
 #define MEDIUM_IO_FIELD(f) _Atomic uint64_t f;
 		MEDIUM_IO_FIELDS(MEDIUM_IO_FIELD)

@@ -40,6 +40,8 @@ dram_open(const struct medium_conf *conf, struct mc_err *err)
 		return NULL;
 	}
 	medium_lru_init(&d->lru);
+	d->m.page = ARENA_PAGE;
+	d->m.per_copy = 0;
 	return &d->m;
 }
 

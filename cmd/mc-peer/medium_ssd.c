@@ -334,6 +334,8 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	}
 	if (conf->direct)
 		s->dfd = open_direct(s);
+	s->m.page = PAGES_SIZE;
+	s->m.per_copy = HDR_BYTES;
 	return &s->m;
 fail:
 	/* A file made here holds nothing: it goes, not to fill the disk it did not fit. */

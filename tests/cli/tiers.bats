@@ -85,6 +85,23 @@ used_is() {
 	[ "$(used "$1" "$2")" -eq "$3" ]
 }
 
+# moving ID TIER: of used, what demotions the master asked for are taking out.
+moving() {
+	mc-cli --json peers | jq -s --argjson id "$1" --arg t "$2" \
+		'[.. | objects | select(.peer_id? == $id) | .tiers[]? | select(.tier == $t) |
+		.moving] | add'
+}
+
+# staying ID TIER: what stays on the tier once its demotions land.
+staying() {
+	echo $(($(used "$1" "$2") - $(moving "$1" "$2")))
+}
+
+staying_is() {
+	advance_clock 200
+	[ "$(staying "$1" "$2")" -eq "$3" ]
+}
+
 # metric_is SERIES VALUE: the master's SERIES is VALUE now (read anew at each call).
 metric_is() {
 	[ "$(mc_metric master "$1")" = "$2" ]
@@ -100,8 +117,10 @@ tier_of() {
 	master
 	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
 	inventory "$id" "$(items 200 dram)"
-	# 100% of dram: the round takes it to its low mark, 50%
-	wait_until 10 used_is "$id" dram 50000
+	# 100% of dram: the round takes it to its low mark, 50%, by demotion:
+	# the copies take their room until they moved
+	wait_until 10 staying_is "$id" dram 50000
+	[ "$(used "$id" dram)" -eq 100000 ]
 	run -0 tasks "$id"
 	[ "$(jq -s 'length' <<<"$output")" -eq 100 ]
 	[ "$(jq -s 'map(select(.method == "evict" and .tier == "dram")) | length' <<<"$output")" -eq 100 ]
@@ -142,7 +161,7 @@ tier_of() {
 # (100 of 200 copies moving to ssd); prints the victims' keys.
 evicted() {
 	inventory "$1" "$(items 200 dram)"
-	wait_until 10 used_is "$1" dram 50000
+	wait_until 10 staying_is "$1" dram 50000
 	tasks "$1" | jq -r 'select(.method == "evict") | .key'
 }
 
@@ -173,14 +192,15 @@ candidates_of() {
 	as_peer "$id" copy_moved key="$v" version:="$(version_of "$v")" size:=$OBJ from=dram to=ssd
 	[ "$(tier_of "$v")" = ssd ]
 	[ "$(used "$id" ssd)" -eq $OBJ ]
-	[ "$(used "$id" dram)" -eq 50000 ]
+	[ "$(used "$id" dram)" -eq $((100000 - OBJ)) ]
+	[ "$(staying "$id" dram)" -eq 50000 ]
 	[ "$(candidates_of "$id")" -eq 101 ]
 	[ "$(mc_metric master 'mc_copies_moved_total{from="dram",to="ssd"}')" -eq 1 ]
 	# a promotion back moves the bytes back
 	as_peer "$id" copy_moved key="$v" version:="$(version_of "$v")" size:=$OBJ from=ssd to=dram
 	[ "$(tier_of "$v")" = dram ]
 	[ "$(used "$id" ssd)" -eq 0 ]
-	[ "$(used "$id" dram)" -eq $((50000 + OBJ)) ]
+	[ "$(staying "$id" dram)" -eq $((50000 + OBJ)) ]
 }
 
 @test "copy_dropped: the replica goes without a drop and its object with it" {
@@ -446,4 +466,41 @@ stat_field_is() {
 	assert_output --partial "no live peer has a ssd tier"
 	run -64 mc-cli put --tier tape b "$BATS_TEST_TMPDIR/obj"
 	assert_output --partial "unknown tier 'tape'"
+}
+
+@test "a put that only demotions under way make room for waits for them, and lands as they do" {
+	local id
+	master --put-wait 30s
+	id="$(register p "[$(tier dram 100000),$(tier ssd 1000000)]" 'task_kinds:=["drop","evict"]')"
+	evicted "$id" >"$BATS_TEST_TMPDIR/victims"
+	# dram is full of copies still there, half of them moving out
+	[ "$(used "$id" dram)" -eq 100000 ]
+	[ "$(moving "$id" dram)" -eq 50000 ]
+	mc-rpc "$MC_MASTER" put_start key=new size:=20000 tier=dram >"$BATS_TEST_TMPDIR/put" 2>&1 &
+	local put=$!
+	wait_until 10 metric_is mc_put_waiting 1
+	# no round for it: the room is coming
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 0 ]
+	local v
+	while read -r v; do
+		as_peer "$id" copy_moved key="$v" version:="$(version_of "$v")" size:=$OBJ \
+			from=dram to=ssd
+	done < <(head -n 40 "$BATS_TEST_TMPDIR/victims")
+	wait "$put"
+	[ "$(jq -r '.replicas[0].tier' "$BATS_TEST_TMPDIR/put")" = dram ]
+	[ "$(mc_metric master 'mc_put_waits_total{outcome="placed"}')" -eq 1 ]
+}
+
+@test "a peer's page and per-copy header count in what its copies take" {
+	local id
+	master
+	id="$(register p '[{"tier":"dram","capacity":100000,"used":0,"page":4096,"per_copy":0},
+		{"tier":"ssd","capacity":1000000,"used":0,"page":4096,"per_copy":8192}]')"
+	run -0 mc-rpc "$MC_MASTER" put_start key=a size:=100
+	[ "$(used "$id" dram)" -eq 4096 ]
+	run -0 mc-rpc "$MC_MASTER" put_start key=b size:=5000 tier=ssd
+	[ "$(used "$id" ssd)" -eq $((8192 + 8192)) ]
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" \
+		'tiers:=[{"tier":"dram","capacity":100000,"used":0,"page":2000000000}]'
+	assert_output --partial "page or per_copy over"
 }

@@ -289,9 +289,11 @@ main(void)
 		ngot = 0;
 		qc = link_up(q);
 		TAP_OK(ops_rep_evict(&m, o1, 0) && o1->nrep == 1 && obj_reps(o1)[0].moving &&
-			       q->tiers[MC_TIER_DRAM].used == 0,
+			       q->tiers[MC_TIER_DRAM].used == 100 &&
+			       q->tiers[MC_TIER_DRAM].moving == 100 &&
+			       peer_tier_staying(&q->tiers[MC_TIER_DRAM]) == 0,
 		       "evicted from dram with ssd below: the replica stays, moving, its bytes "
-		       "off dram");
+		       "still taking their room but going");
 		TAP_OK(!ops_rep_evict(&m, o2, 0) && o2->nrep == 0 &&
 			       q->tiers[MC_TIER_SSD].used == 50 - 50,
 		       "evicted from ssd, the bottom: the replica goes at once");
