@@ -10,6 +10,8 @@
 
 struct bench_opts {
 	const char *prefix;
+	const char *tier; /* get: where the objects are put (NULL: the master's choice) */
+	bool reuse;	  /* get: the objects are there already */
 	uint64_t size, keys, clients, requests, duration_ms, batch, count, key_len;
 	uint64_t block_bytes, limit;
 	bool trace_clock;	  /* --clock trace */

@@ -148,13 +148,14 @@ bench_get(const struct bench_opts *o)
 	int rc;
 
 	po.upsert = true;
+	po.tier = o->tier;
 	val = malloc(o->size ? o->size : 1);
 	w = calloc(o->clients, sizeof(*w));
 	if (val == NULL || w == NULL)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
 	for (uint64_t i = 0; i < o->size; i++)
 		val[i] = (unsigned char)(i * 131 + 7);
-	for (uint64_t k = 0; k < o->keys; k++) {
+	for (uint64_t k = 0; k < o->keys && !o->reuse; k++) {
 		bench_key(key, sizeof(key), o->prefix, k, 0);
 		if (mc_put(c, key, strlen(key), val, o->size, &po, &err) < 0) {
 			mc_complain("cannot put '%s': %s", key, err.msg);

@@ -81,6 +81,10 @@ set_fraction(const char *v, void *target, char *why)
 
 static const struct mc_opt global_opts[] = {
 	{ "size", 0, "SIZE", NULL, "object size (get)", mc_set_size, &bo.size },
+	{ "tier", 0, "TIER", NULL, "tier the objects are put on (get; default: dram)", mc_set_str,
+	  &bo.tier },
+	{ "reuse", 0, NULL, NULL, "read the objects an earlier get wrote, putting none (get)",
+	  mc_set_flag, &bo.reuse },
 	{ "keys", 0, "N", NULL, "distinct keys to read (get, lookup)", mc_set_u64, &bo.keys },
 	{ "clients", 'c', "N", NULL, "concurrent clients, one thread each", mc_set_u64,
 	  &bo.clients },
