@@ -96,6 +96,11 @@ set_marks(const char *v, void *target, char *why)
 static int
 set_promote(const char *v, void *target, char *why)
 {
+	if (strcmp(v, "copy") == 0) {
+		/* Two copies of a key on one peer is what neither the index nor the master models. */
+		snprintf(why, 200, "'copy' is not supported (a peer holds one copy of a key): use 'move'");
+		return -1;
+	}
 	if (strcmp(v, "move") != 0) {
 		snprintf(why, 200, "must be 'move'");
 		return -1;

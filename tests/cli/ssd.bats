@@ -92,7 +92,7 @@ print(hay.find(needle))' "$1" "$2"
 	[[ "$output" == *"--dram-watermarks"*"HIGH:LOW"* ]]
 	run mc-peer --dram 4MiB --ssd "$SSD" --ssd-size 8MiB --promote-on-read copy
 	[ "$status" -eq 64 ]
-	[[ "$output" == *"--promote-on-read"* ]]
+	[[ "$output" == *"--promote-on-read 'copy': 'copy' is not supported"*"use 'move'"* ]]
 	run mc-peer --dram 4MiB --promote-on-read move
 	[ "$status" -eq 64 ]
 	[[ "$output" == *"--promote-on-read needs --ssd"* ]]
