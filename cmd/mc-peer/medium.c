@@ -1,6 +1,6 @@
 /*
- * The table of media by tier, the I/O counters and the recency order
- * media share.
+ * The table of media by tier, the I/O counters, copies between media and
+ * the recency order media share.
  */
 #include "medium.h"
 
@@ -25,6 +25,41 @@ medium_open(int tier, const struct medium_conf *conf, struct mc_err *err)
 		m->tier = tier;
 	}
 	return m;
+}
+
+int
+medium_copy(struct medium *from, uint64_t from_off, struct medium *to, uint64_t to_off,
+	    uint64_t len, struct mc_err *err)
+{
+	struct mc_bulk_sink sink;
+	const void *lent;
+	struct mc_err e;
+	uint64_t at;
+	size_t n;
+	void *w;
+	int r = 0;
+
+	if ((lent = medium_read(from, from_off, len, NULL, &e)) != NULL)
+		return medium_write(to, to_off, lent, len, err);
+	if (e.code != MC_ERR_UNAVAILABLE) {
+		*err = e;
+		return -1;
+	}
+	/* A sink in memory is one window of all of it: the read lands there whole. */
+	if (medium_sink(to, to_off, len, &sink, err) < 0)
+		return -1;
+	for (at = 0; at < len && r == 0; at += n) {
+		if ((w = mc_bulk_sink_window(&sink, at, &n)) == NULL)
+			r = mc_err_errno(err, "cannot stage a copy into %s",
+					 mc_tier_name(to->tier));
+		else if (medium_read(from, from_off + at, n, w, err) == NULL)
+			r = -1;
+		else if (mc_bulk_sink_commit(&sink, at, n) < 0)
+			r = mc_err_errno(err, "cannot copy %zu bytes into %s", n,
+					 mc_tier_name(to->tier));
+	}
+	mc_bulk_sink_release(&sink);
+	return r;
 }
 
 /* ---- I/O counters ---- */

@@ -203,6 +203,15 @@ void medium_lru_track(struct medium_lru *l, struct medium_order *o, uint64_t byt
 void medium_lru_untrack(struct medium_lru *l, struct medium_order *o);
 size_t medium_lru_offer(const struct medium_lru *l, struct medium_offer *out, size_t max);
 
+/*
+ * Copy the len bytes at from_off of from to to_off of to (the mover's
+ * demotions and promotions, on a worker thread): straight from memory
+ * from lends, else straight into memory that is to's sink, else through
+ * to's sink's bounded staging buffer. Nothing is sealed.
+ */
+int medium_copy(struct medium *from, uint64_t from_off, struct medium *to, uint64_t to_off,
+		uint64_t len, struct mc_err *err);
+
 /* Open tier's medium; MC_ERR_INVALID for a tier this peer cannot hold. */
 struct medium *medium_open(int tier, const struct medium_conf *conf, struct mc_err *err);
 

@@ -621,6 +621,64 @@ test_bad_extents(void)
 	unlink(file);
 }
 
+/* The mover's copies between tiers, both ways, and between two files. */
+static void
+test_copy(void)
+{
+	struct mc_err err;
+	struct medium *dram =
+		medium_open(MC_TIER_DRAM, &(struct medium_conf){ .size = SIZE }, &err);
+	struct medium *ssd = fresh(file, true), *ssd2;
+	size_t len = 2 * MC_BULK_CHUNK + 5000;
+	unsigned char *b = malloc(len), *got = malloc(len);
+	char file2[160];
+	uint64_t d1, d2, s1, s2;
+	struct medium_io before, after;
+
+	snprintf(file2, sizeof(file2), "%s/ssd2", dir);
+	ssd2 = fresh(file2, false);
+	fill(b, len, 21);
+	medium_alloc(dram, len, &d1, &err);
+	medium_alloc(dram, len, &d2, &err);
+	medium_alloc(ssd, len, &s1, &err);
+	medium_alloc(ssd2, len, &s2, &err);
+	medium_write(dram, d1, b, len, &err);
+	TAP_OK(medium_copy(dram, d1, ssd, s1, len, &err) == 0 &&
+		       medium_read(ssd, s1, len, got, &err) == got && memcmp(got, b, len) == 0,
+	       "copy: dram to ssd, a demotion");
+	medium_io(ssd, &before);
+	TAP_OK(medium_copy(ssd, s1, dram, d2, len, &err) == 0 &&
+		       memcmp(medium_read(dram, d2, len, NULL, &err), b, len) == 0,
+	       "copy: ssd to dram, a promotion");
+	medium_io(ssd, &after);
+	TAP_OK(after.reads == before.reads + 1, "copy: read straight into dram, in one read");
+	memset(got, 0, len);
+	TAP_OK(medium_copy(ssd, s1, ssd2, s2, len, &err) == 0 &&
+		       medium_read(ssd2, s2, len, got, &err) == got && memcmp(got, b, len) == 0,
+	       "copy: between two files");
+	medium_io(ssd, &before);
+	TAP_OK(before.reads == after.reads + 3,
+	       "copy: through the sink's staging buffer, a chunk at a time (%llu reads)",
+	       (unsigned long long)(before.reads - after.reads));
+	setenv("MC_FAULT", "ssd.read:always", 1);
+	mc_fault_reset();
+	TAP_OK(medium_copy(ssd, s1, dram, d2, len, &err) == -1 && err.code == MC_ERR_SYSTEM,
+	       "copy: a read that fails fails the copy (%s)", err.msg);
+	setenv("MC_FAULT", "ssd.write:always", 1);
+	mc_fault_reset();
+	TAP_OK(medium_copy(dram, d1, ssd, s1, len, &err) == -1 && err.code == MC_ERR_SYSTEM,
+	       "copy: so does a write (%s)", err.msg);
+	unsetenv("MC_FAULT");
+	mc_fault_reset();
+	medium_close(dram);
+	medium_close(ssd);
+	medium_close(ssd2);
+	unlink(file);
+	unlink(file2);
+	free(b);
+	free(got);
+}
+
 /* One of the threads of test_threads: its own copies, in and out, over and over. */
 static void *
 churn(void *arg)
@@ -759,6 +817,7 @@ main(void)
 	test_seal_recover();
 	test_bad_extents();
 	test_recover_edges();
+	test_copy();
 	test_threads();
 	test_faults();
 	rmdir(dir);
