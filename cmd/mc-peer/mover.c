@@ -13,8 +13,6 @@
 
 /* Moves waiting to start at most; a reclaim beyond it drops instead. */
 #define MOVES_WAITING_MAX 65536
-/* What a copy that the source cannot lend goes through, a chunk at a time. */
-#define MOVE_CHUNK (1u << 20)
 
 static const char *const kind_names[MOVE_KINDS] = {
 	[MOVE_DEMOTE] = "demote",
@@ -26,7 +24,6 @@ struct mover {
 	struct pindex *ix;
 	struct mc_workq *q;
 	struct event *ev; /* the queue's completions, on the loop */
-	char *chunk;	  /* the one worker's bounce buffer */
 	mover_moved_fn moved;
 	void *moved_arg;
 	uint64_t in_flight[MC_TIER_COUNT]; /* bytes being moved out of each tier */
@@ -63,10 +60,6 @@ mover_new(struct event_base *base, struct pool *pl, struct mc_err *err)
 	}
 	mv->pl = pl;
 	mv->ix = pl->ix;
-	if (!(mv->chunk = malloc(MOVE_CHUNK))) {
-		mc_err_errno(err, "cannot allocate the mover's buffer");
-		goto fail;
-	}
 	if (!(mv->q = mc_workq_new(1, MOVES_WAITING_MAX, 0, err)))
 		goto fail;
 	mv->ev = event_new(base, mc_workq_fd(mv->q), EV_READ | EV_PERSIST, completions_cb, mv->q);
@@ -89,7 +82,6 @@ mover_free(struct mover *mv)
 	mc_workq_free(mv->q);
 	if (mv->ev)
 		event_free(mv->ev);
-	free(mv->chunk);
 	free(mv);
 }
 
@@ -108,8 +100,6 @@ move_work(void *arg)
 	struct move *mj = arg;
 	struct medium *from = mj->mv->ix->media[mj->src->tier];
 	struct medium *to = mj->mv->ix->media[mj->to];
-	uint64_t size = mj->src->size, done = 0;
-	const void *lent;
 
 	mj->failed = false;
 	if (mc_fault2("move", kind_names[mj->kind])) {
@@ -118,24 +108,9 @@ move_work(void *arg)
 		mj->failed = true;
 		return;
 	}
-	if (size == 0)
-		return;
-	/* A source whose bytes are addressable goes in one write, without a bounce. */
-	lent = medium_read(from, mj->src->off, size, NULL, NULL);
-	if (lent) {
-		mj->failed = medium_write(to, mj->off, lent, size, &mj->err) < 0;
-		return;
-	}
-	while (done < size) {
-		uint64_t n = size - done < MOVE_CHUNK ? size - done : MOVE_CHUNK;
-
-		if (!medium_read(from, mj->src->off + done, n, mj->mv->chunk, &mj->err) ||
-		    medium_write(to, mj->off + done, mj->mv->chunk, n, &mj->err) < 0) {
-			mj->failed = true;
-			return;
-		}
-		done += n;
-	}
+	if (mj->src->size > 0)
+		mj->failed =
+			medium_copy(from, mj->src->off, to, mj->off, mj->src->size, &mj->err) < 0;
 }
 
 /* ---- the end of a move, on the loop ---- */

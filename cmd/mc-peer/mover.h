@@ -7,8 +7,7 @@
  *   1. on the loop, the copy is claimed in the index (a second claim of
  *      the same copy is told it is in flight) and its room on the other
  *      tier reserved; no room means no move (the pool drops instead);
- *   2. on a worker, the bytes are copied, in bounded chunks when the
- *      source cannot lend them;
+ *   2. on a worker, the bytes are copied (medium_copy);
  *   3. on the loop, the new copy is sealed (its extent header, for a tier
  *      that survives restarts) and swapped in for the old one, which any
  *      reader still holding keeps until it is done. A copy dropped or
