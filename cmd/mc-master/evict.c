@@ -854,7 +854,7 @@ object_bytes(const struct master *m, const struct mobj *o)
 	uint64_t sum = 0;
 
 	for (unsigned i = 0; i < o->nrep; i++)
-		sum += ops_rep_footprint(m, o, &r[i]);
+		sum += ops_rep_size(m, o, &r[i]);
 	return sum;
 }
 
@@ -949,7 +949,8 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 		}
 	}
 	/* A copy left moving counts as freed: its bytes are going, and a round no longer counts them. */
-	*bytes = ops_rep_footprint(m, o, &obj_creps(o)[i]);
+	/* Plans speak in object bytes; a tier's used counts footprints, which free at least that. */
+	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
 	*copies = 1;
 	if (!ops_rep_evict(m, o, i))
 		ops_settle(m, o, NULL);

@@ -331,13 +331,15 @@ pack_tiers(msgpack_packer *pk, struct peer *p)
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->media[t])
 			continue;
-		msgpack_pack_map(pk, 7);
+		msgpack_pack_map(pk, 5 + 2 * p->marks[t].given);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", medium_capacity(p->media[t]));
 		mc_pack_kv_u64(pk, "used", medium_used(p->media[t]));
 		/* what a copy takes: the master's sums then match used */
 		mc_pack_kv_u64(pk, "page", p->media[t]->page);
 		mc_pack_kv_u64(pk, "per_copy", p->media[t]->per_copy);
+		if (!p->marks[t].given)
+			continue;
 		mc_pack_key(pk, "high");
 		msgpack_pack_double(pk, p->marks[t].high);
 		mc_pack_key(pk, "low");

@@ -40,7 +40,6 @@ static struct {
 	const char *ssd;
 	uint64_t ssd_size;
 	struct peer_marks marks[MC_TIER_COUNT];
-	bool marks_set[MC_TIER_COUNT];
 	const char *promote;
 	int ready_fd;
 	bool fault_inject;
@@ -89,7 +88,7 @@ set_marks(const char *v, void *target, char *why)
 	}
 	pm->high = high;
 	pm->low = low;
-	cfg.marks_set[pm == &cfg.marks[MC_TIER_DRAM] ? MC_TIER_DRAM : MC_TIER_SSD] = true;
+	pm->given = true;
 	return 0;
 }
 
@@ -98,7 +97,8 @@ set_promote(const char *v, void *target, char *why)
 {
 	if (strcmp(v, "copy") == 0) {
 		/* Two copies of a key on one peer is what neither the index nor the master models. */
-		snprintf(why, 200, "'copy' is not supported (a peer holds one copy of a key): use 'move'");
+		snprintf(why, 200,
+			 "'copy' is not supported (a peer holds one copy of a key): use 'move'");
 		return -1;
 	}
 	if (strcmp(v, "move") != 0) {
@@ -157,12 +157,14 @@ static const struct mc_opt opts[] = {
 	  &cfg.ssd },
 	{ "ssd-size", 0, "SIZE", NULL, "bytes the SSD tier may hold (required with --ssd)",
 	  mc_set_size, &cfg.ssd_size },
-	{ "dram-watermarks", 0, "HIGH:LOW", NULL,
-	  "DRAM usage that starts eviction and where it stops (default 0.9:0.7)", set_marks,
-	  &cfg.marks[MC_TIER_DRAM] },
-	{ "ssd-watermarks", 0, "HIGH:LOW", NULL,
-	  "SSD usage that starts eviction and where it stops (default 0.9:0.7)", set_marks,
-	  &cfg.marks[MC_TIER_SSD] },
+	{ "dram-watermarks", 0, "MARKS", NULL,
+	  "HIGH:LOW, fractions of DRAM: usage that starts eviction and where it stops (default "
+	  "0.9:0.7)",
+	  set_marks, &cfg.marks[MC_TIER_DRAM] },
+	{ "ssd-watermarks", 0, "MARKS", NULL,
+	  "HIGH:LOW, fractions of SSD: usage that starts eviction and where it stops (default "
+	  "0.9:0.7)",
+	  set_marks, &cfg.marks[MC_TIER_SSD] },
 	{ "promote-on-read", 0, "MODE", NULL,
 	  "move: a read of an SSD copy moves it up to DRAM, while DRAM is under its high "
 	  "watermark (default off)",
@@ -464,7 +466,7 @@ check_tiers(void)
 		mc_die(MC_EXIT_USAGE, "--ssd needs --ssd-size SIZE");
 	if (!cfg.ssd && cfg.ssd_size > 0)
 		mc_die(MC_EXIT_USAGE, "--ssd-size needs --ssd PATH");
-	if (!cfg.ssd && cfg.marks_set[MC_TIER_SSD])
+	if (!cfg.ssd && cfg.marks[MC_TIER_SSD].given)
 		mc_die(MC_EXIT_USAGE, "--ssd-watermarks needs --ssd PATH");
 	if (!cfg.ssd && cfg.promote)
 		mc_die(MC_EXIT_USAGE,

@@ -61,9 +61,14 @@ struct peer_grants {
 struct control;
 struct peer_metrics;
 
-/* A tier's watermarks: fractions of its capacity, 0 < low < high <= 1. */
+/*
+ * A tier's watermarks: fractions of its capacity, 0 < low < high <= 1.
+ * Reported to the master only when given by flag: otherwise its own
+ * are the tier's.
+ */
 struct peer_marks {
 	double high, low;
+	bool given;
 };
 
 /* What --promote-on-read does with a read of a copy below DRAM. */
