@@ -55,7 +55,11 @@ tier_is() {
 	[ "$(tiers "$1")" = "$2" ]
 }
 
+# moved_at_least PEER N: N demotions done. The clock moves on at each
+# look, so that a tier whose round found only copies still being written
+# (and rests) gets its next round.
 moved_at_least() {
+	advance_clock 200
 	[ "$(metric "$1" mc_peer_moves_total 'kind="demote",outcome="done"')" -ge "$2" ]
 }
 
