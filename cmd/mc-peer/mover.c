@@ -13,6 +13,8 @@
 
 /* Moves waiting to start at most; a reclaim beyond it drops instead. */
 #define MOVES_WAITING_MAX 65536
+/* How much nicer than the loop the worker runs: reads served first, moves with what is left. */
+#define MOVE_NICE 10
 
 static const char *const kind_names[MOVE_KINDS] = {
 	[MOVE_DEMOTE] = "demote",
@@ -60,7 +62,7 @@ mover_new(struct event_base *base, struct pool *pl, struct mc_err *err)
 	}
 	mv->pl = pl;
 	mv->ix = pl->ix;
-	if (!(mv->q = mc_workq_new(1, MOVES_WAITING_MAX, 0, err)))
+	if (!(mv->q = mc_workq_new(1, MOVES_WAITING_MAX, MOVE_NICE, err)))
 		goto fail;
 	mv->ev = event_new(base, mc_workq_fd(mv->q), EV_READ | EV_PERSIST, completions_cb, mv->q);
 	if (!mv->ev || event_add(mv->ev, NULL) != 0) {
