@@ -243,6 +243,70 @@ run_put(struct mc_client *c, struct batch *b)
 }
 
 /*
+ * What a read of one key found: its status and, when it is MC_OK, why
+ * its bytes are not the key's own (NULL: they are, byte-exact).
+ */
+typedef void (*read_fn)(void *arg, const char *key, int status, const char *wrong);
+
+/* Read count keys from first in batches, telling fn of each. */
+static void
+read_keys(struct mc_client *c, struct batch *b, uint64_t first, uint64_t count, read_fn fn,
+	  void *arg)
+{
+	unsigned char *want = malloc(fo.max_size + 1);
+	struct mc_err err = { 0 };
+
+	if (want == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	for (uint64_t done = 0; done < count; done += b->n) {
+		size_t n = count - done < b->n ? (size_t)(count - done) : b->n;
+
+		batch_keys(b, first + done, n, false);
+		if (mc_batch_get(c, n, b->keyp, (void *const *)b->bufs, b->caps, b->lens,
+				 b->results, &err) < 0)
+			mc_die(mc_status_exit_code(err.code), "batch get failed: %s", err.msg);
+		for (size_t i = 0; i < n; i++) {
+			size_t len = key_size(b->keys[i]);
+			const char *wrong = NULL;
+
+			if (b->results[i] == MC_OK) {
+				key_bytes(b->keys[i], want, len);
+				if (b->lens[i] != len)
+					wrong = "wrong size";
+				else if (memcmp(b->bufs[i], want, len) != 0)
+					wrong = "bytes differ";
+			}
+			fn(arg, b->keys[i], b->results[i], wrong);
+		}
+	}
+	free(want);
+}
+
+struct check_counts {
+	bool verify;
+	uint64_t bad, ok, missing, failed;
+};
+
+static void
+check_one(void *arg, const char *key, int status, const char *wrong)
+{
+	struct check_counts *cc = arg;
+	const char *why = status != MC_OK ? mc_status_name(status) : wrong;
+
+	if (cc->verify && status == MC_ERR_NOT_FOUND) {
+		cc->missing++;
+		return;
+	}
+	if (cc->verify && status != MC_OK) {
+		cc->failed++;
+		return;
+	}
+	cc->ok += why == NULL;
+	if (why != NULL && cc->bad++ < SHOW_BAD)
+		mc_complain("%s: %s", key, why);
+}
+
+/*
  * check (every object there, byte-exact) or, with verify, every object
  * byte-exact or missing: not_found and failed reads are counted, not
  * failures, and only a wrong size or wrong bytes fail.
@@ -250,51 +314,16 @@ run_put(struct mc_client *c, struct batch *b)
 static int
 run_check(struct mc_client *c, struct batch *b, bool verify)
 {
-	unsigned char *want = malloc(fo.max_size + 1);
-	struct mc_err err = { 0 };
-	uint64_t bad = 0, ok = 0, missing = 0, failed = 0;
+	struct check_counts cc = { .verify = verify };
 
-	if (want == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "out of memory");
-	for (uint64_t done = 0; done < fo.count; done += b->n) {
-		size_t n = fo.count - done < b->n ? (size_t)(fo.count - done) : b->n;
-
-		batch_keys(b, fo.start + done, n, false);
-		if (mc_batch_get(c, n, b->keyp, (void *const *)b->bufs, b->caps, b->lens,
-				 b->results, &err) < 0)
-			mc_die(mc_status_exit_code(err.code), "batch get failed: %s", err.msg);
-		for (size_t i = 0; i < n; i++) {
-			size_t len = key_size(b->keys[i]);
-			const char *why = NULL;
-
-			key_bytes(b->keys[i], want, len);
-			if (verify && b->results[i] == MC_ERR_NOT_FOUND) {
-				missing++;
-				continue;
-			}
-			if (verify && b->results[i] != MC_OK) {
-				failed++;
-				continue;
-			}
-			if (b->results[i] != MC_OK)
-				why = mc_status_name(b->results[i]);
-			else if (b->lens[i] != len)
-				why = "wrong size";
-			else if (memcmp(b->bufs[i], want, len) != 0)
-				why = "bytes differ";
-			ok += why == NULL;
-			if (why != NULL && bad++ < SHOW_BAD)
-				mc_complain("%s: %s", b->keys[i], why);
-		}
-	}
-	free(want);
+	read_keys(c, b, fo.start, fo.count, check_one, &cc);
 	if (verify)
 		printf("verified %" PRIu64 " objects: %" PRIu64 " exact, %" PRIu64
 		       " missing, %" PRIu64 " unreadable, %" PRIu64 " wrong\n",
-		       fo.count, ok, missing, failed, bad);
+		       fo.count, cc.ok, cc.missing, cc.failed, cc.bad);
 	else
-		printf("checked %" PRIu64 " objects: %" PRIu64 " bad\n", fo.count, bad);
-	return bad ? MC_EXIT_FAIL : MC_EXIT_OK;
+		printf("checked %" PRIu64 " objects: %" PRIu64 " bad\n", fo.count, cc.bad);
+	return cc.bad ? MC_EXIT_FAIL : MC_EXIT_OK;
 }
 
 static int
@@ -350,33 +379,18 @@ hot_put(struct mc_client *c, uint64_t i, unsigned char *buf, struct hot_counts *
 	return false;
 }
 
-/* Read the hot keys back, byte-exact. */
 static void
-hot_read(struct mc_client *c, struct batch *b, unsigned char *want, struct hot_counts *hc)
+hot_one(void *arg, const char *key, int status, const char *wrong)
 {
-	struct mc_err err = { 0 };
+	struct hot_counts *hc = arg;
 
-	for (uint64_t done = 0; done < fo.hot; done += b->n) {
-		size_t n = fo.hot - done < b->n ? (size_t)(fo.hot - done) : b->n;
-
-		batch_keys(b, fo.start + done, n, false);
-		if (mc_batch_get(c, n, b->keyp, (void *const *)b->bufs, b->caps, b->lens,
-				 b->results, &err) < 0)
-			mc_die(mc_status_exit_code(err.code), "batch get failed: %s", err.msg);
-		for (size_t i = 0; i < n; i++) {
-			size_t len = key_size(b->keys[i]);
-
-			hc->reads++;
-			key_bytes(b->keys[i], want, len);
-			if (b->results[i] != MC_OK) {
-				if (hc->missed++ < SHOW_BAD)
-					mc_complain("hot key %s: %s", b->keys[i],
-						    mc_status_name(b->results[i]));
-			} else if (b->lens[i] != len || memcmp(b->bufs[i], want, len) != 0) {
-				hc->wrong++;
-				mc_complain("hot key %s: wrong bytes", b->keys[i]);
-			}
-		}
+	hc->reads++;
+	if (status != MC_OK) {
+		if (hc->missed++ < SHOW_BAD)
+			mc_complain("hot key %s: %s", key, mc_status_name(status));
+	} else if (wrong != NULL) {
+		hc->wrong++;
+		mc_complain("hot key %s: %s", key, wrong);
 	}
 }
 
@@ -405,20 +419,20 @@ hot_where(struct mc_client *c, struct hot_counts *hc)
 static int
 run_hotset(struct mc_client *c, struct batch *b)
 {
-	unsigned char *buf = malloc(fo.max_size + 1), *want = malloc(fo.max_size + 1);
+	unsigned char *buf = malloc(fo.max_size + 1);
 	struct hot_counts hc = { 0 };
 	int rc;
 
-	if (!buf || !want)
+	if (!buf)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
 	if (fo.hot > fo.count || fo.every == 0)
 		mc_die(MC_EXIT_USAGE, "hotset needs --hot <= --count and --every > 0");
 	for (uint64_t i = 0; i < fo.count; i++) {
 		hot_put(c, fo.start + i, buf, &hc);
 		if (i >= fo.hot && (i - fo.hot + 1) % fo.every == 0)
-			hot_read(c, b, want, &hc);
+			read_keys(c, b, fo.start, fo.hot, hot_one, &hc);
 	}
-	hot_read(c, b, want, &hc);
+	read_keys(c, b, fo.start, fo.hot, hot_one, &hc);
 	hot_where(c, &hc);
 	printf("hotset: %" PRIu64 " puts, %" PRIu64 " failed (%" PRIu64 " no_space); %" PRIu64
 	       " hot reads, %" PRIu64 " missed, %" PRIu64 " wrong; %" PRIu64
@@ -427,7 +441,6 @@ run_hotset(struct mc_client *c, struct batch *b)
 	       fo.tier);
 	fflush(stdout);
 	free(buf);
-	free(want);
 	rc = run_check(c, b, true);
 	if (hc.put_failed || hc.missed || hc.wrong || hc.elsewhere)
 		return MC_EXIT_FAIL;
