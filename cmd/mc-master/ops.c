@@ -37,44 +37,43 @@ ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
 	return o->size;
 }
 
-uint64_t
-ops_rep_footprint(const struct master *m, const struct mobj *o, const struct mrep *r)
+/* The peer tier r's bytes count on, or NULL when its peer is gone. */
+static struct peer_tier *
+rep_tier(const struct master *m, const struct mrep *r)
 {
-	const struct peer *peer = peers_find(&m->peers, r->peer);
-	uint64_t size = ops_rep_size(m, o, r);
+	struct peer *peer = peers_find(&m->peers, r->peer);
 
-	return peer != NULL ? peer_tier_footprint(&peer->tiers[r->tier], size) : size;
+	return peer != NULL ? &peer->tiers[r->tier] : NULL;
 }
 
 void
 ops_rep_charge(struct master *m, const struct mobj *o, const struct mrep *r)
 {
-	struct peer *peer = peers_find(&m->peers, r->peer);
+	struct peer_tier *t = rep_tier(m, r);
 
-	if (peer != NULL)
-		peer->tiers[r->tier].used += ops_rep_footprint(m, o, r);
+	if (t != NULL)
+		t->used += peer_tier_footprint(t, ops_rep_size(m, o, r));
 }
 
 /* r's bytes are moving out of its tier: still there, but going. */
 static void
 rep_charge_moving(struct master *m, const struct mobj *o, const struct mrep *r)
 {
-	struct peer *peer = peers_find(&m->peers, r->peer);
+	struct peer_tier *t = rep_tier(m, r);
 
-	if (peer != NULL)
-		peer->tiers[r->tier].moving += ops_rep_footprint(m, o, r);
+	if (t != NULL)
+		t->moving += peer_tier_footprint(t, ops_rep_size(m, o, r));
 }
 
 void
 ops_rep_uncharge(struct master *m, const struct mobj *o, const struct mrep *r)
 {
-	struct peer *peer = peers_find(&m->peers, r->peer);
-	uint64_t size = ops_rep_footprint(m, o, r);
-	struct peer_tier *t;
+	struct peer_tier *t = rep_tier(m, r);
+	uint64_t size;
 
-	if (peer == NULL)
+	if (t == NULL)
 		return;
-	t = &peer->tiers[r->tier];
+	size = peer_tier_footprint(t, ops_rep_size(m, o, r));
 	t->used = t->used > size ? t->used - size : 0;
 	if (r->moving)
 		t->moving = t->moving > size ? t->moving - size : 0;

@@ -19,8 +19,6 @@
 void ops_hook_store(struct master *m);
 /* Bytes a replica holds: its own version's size. */
 uint64_t ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r);
-/* What those bytes take on its peer tier (peer_tier_footprint): what used counts. */
-uint64_t ops_rep_footprint(const struct master *m, const struct mobj *o, const struct mrep *r);
 /*
  * A replica's bytes count in its peer tier's used, moving or not: a
  * copy being demoted still takes its room until the peer says it moved.
