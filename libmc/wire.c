@@ -452,28 +452,34 @@ mc_pack_kv_double(msgpack_packer *pk, const char *k, double v)
 
 /* ---- reading maps ---- */
 
+static bool
+str_is(const msgpack_object *o, const char *s, size_t n)
+{
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
+	       (n == 0 || memcmp(o->via.str.ptr, s, n) == 0);
+}
+
 bool
 mc_obj_streq(const msgpack_object *o, const char *s)
 {
-	size_t n;
-
-	if (o == NULL || s == NULL || o->type != MSGPACK_OBJECT_STR)
-		return false;
-	n = strlen(s);
-	return o->via.str.size == n && (n == 0 || memcmp(o->via.str.ptr, s, n) == 0);
+	return o != NULL && s != NULL && str_is(o, s, strlen(s));
 }
 
+/* Every decoder looks fields up here: the name is measured once, not once
+ * per entry of the map. */
 const msgpack_object *
 mc_map_get(const msgpack_object *map, const char *key)
 {
+	size_t n;
 	uint32_t i;
 
 	if (map == NULL || key == NULL || map->type != MSGPACK_OBJECT_MAP)
 		return NULL;
+	n = strlen(key);
 	for (i = 0; i < map->via.map.size; i++) {
 		const msgpack_object_kv *kv = &map->via.map.ptr[i];
 
-		if (mc_obj_streq(&kv->key, key))
+		if (str_is(&kv->key, key, n))
 			return &kv->val;
 	}
 	return NULL;

@@ -105,10 +105,12 @@ wait_until() {
 }
 
 # mc_start_daemon NAME PROG ARGS...: start PROG under `timeout 300` with
-# --ready-fd 5 wired to a fifo, and wait (read -t 10) for the one line it
-# writes once it serves. The fifo is opened in the daemon's own process
-# (sh execs it), so if it dies before announcing, the read sees EOF at
-# once instead of waiting out the timeout. Sets MC_LAST_ADDR.
+# --ready-fd 5 wired to a fifo, and wait (read -t ${MC_READY_WAIT:-10}) for
+# the one line it writes once it serves: a test whose daemon has real work
+# to do before it listens (a large --restore) sets MC_READY_WAIT for it.
+# The fifo is opened in the daemon's own process (sh execs it), so if it
+# dies before announcing, the read sees EOF at once instead of waiting out
+# the timeout. Sets MC_LAST_ADDR.
 mc_start_daemon() {
 	local name="$1"
 	shift
@@ -122,7 +124,7 @@ mc_start_daemon() {
 		"$@" --ready-fd 5 >"$log" 2>&1 3>&- &
 	local tpid=$!
 	local line=
-	if ! read -t 10 -r line <"$fifo" || [ -z "$line" ]; then
+	if ! read -t "${MC_READY_WAIT:-10}" -r line <"$fifo" || [ -z "$line" ]; then
 		echo "# $name ($*) did not become ready; its log:" >&2
 		sed 's/^/#   /' "$log" >&2
 		# children first: once timeout dies they are no longer its children

@@ -576,7 +576,8 @@ softpin_restart() {
 	mkdir -p "$TMPDIR"
 	# enough objects that the child is seen writing
 	mc-snapgen --count 300000 -o "$BATS_TEST_TMPDIR/many.mcs"
-	mc_start_master --restore "$BATS_TEST_TMPDIR/many.mcs" --reconcile-timeout 1h
+	# the master loads all of them before it listens: seconds under ASan
+	MC_READY_WAIT=60 mc_start_master --restore "$BATS_TEST_TMPDIR/many.mcs" --reconcile-timeout 1h
 	mc-snapshot save -o "$BATS_TEST_TMPDIR/out.mcs" 2>/dev/null &
 	local saver=$!
 	writing() {
