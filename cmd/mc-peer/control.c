@@ -138,6 +138,12 @@ struct control {
 	uint64_t inv_sent, inv_kept, inv_adopted, inv_dropped, inv_removed, inv_gone_sent;
 	bool inv_refusal_logged;
 	struct mc_registry *methods; /* peer_control_methods, counted */
+	/* master_ranked: the master answers evict_candidates; one query context per tier */
+	bool master_ranks;
+	struct rank_query {
+		struct control *ctl;
+		int tier;
+	} rank_q[MC_TIER_COUNT];
 	/* shutdown */
 	void (*done)(void *arg);
 	void *done_arg;
@@ -162,6 +168,7 @@ const struct mc_method peer_control_methods[] = {
 };
 
 static void start_register(struct control *ctl);
+static void ranking_start(struct control *ctl, const msgpack_object *answer);
 static void session_save(const struct control *ctl);
 static void inventory_start(struct control *ctl, bool delta);
 static void inventory_abort(struct control *ctl);
@@ -347,16 +354,34 @@ pack_tiers(msgpack_packer *pk, struct peer *p)
 	}
 }
 
+/* name: [the tiers this peer holds for which pred says so]. */
+static void
+pack_tier_set(msgpack_packer *pk, const char *name, const struct peer *p,
+	      bool (*pred)(const struct reclaimer *r, int tier))
+{
+	uint32_t n = 0;
+
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		n += p->media[t] != NULL && pred(p->reclaim, t);
+	mc_pack_key(pk, name);
+	msgpack_pack_array(pk, n);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		if (p->media[t] != NULL && pred(p->reclaim, t))
+			mc_pack_cstr(pk, mc_tier_name(t));
+}
+
 static void
 pack_register(msgpack_packer *pk, const struct control *ctl)
 {
 	struct peer *p = ctl->p;
 
-	msgpack_pack_map(pk, 6 + ctl->resuming);
+	msgpack_pack_map(pk, 7 + ctl->resuming);
 	mc_pack_kv_str(pk, "addr", p->advertise);
 	mc_pack_kv_str(pk, "host", p->host);
 	mc_pack_kv_str(pk, "domain", p->domain);
-	mc_pack_kv_str(pk, "evict_mode", "local");
+	mc_pack_kv_str(pk, "evict_mode", evict_mode_name(reclaimer_mode(p->reclaim)));
+	/* the tiers whose watermarks this peer keeps itself: no master round for them */
+	pack_tier_set(pk, "self_evict", p, reclaimer_self_evicts);
 	pack_tiers(pk, p);
 	/* The master's tasks this peer serves: an older master sends only drops. */
 	mc_pack_key(pk, "task_kinds");
@@ -375,10 +400,13 @@ pack_register(msgpack_packer *pk, const struct control *ctl)
 static void
 pack_heartbeat(msgpack_packer *pk, const struct control *ctl)
 {
-	msgpack_pack_map(pk, 3 + (ctl->acks_inflight > 0));
+	msgpack_pack_map(pk, 5 + (ctl->acks_inflight > 0));
 	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
 	mc_pack_kv_u64(pk, "seq", ctl->hb_seq);
 	pack_tiers(pk, ctl->p);
+	pack_tier_set(pk, "self_evict", ctl->p, reclaimer_self_evicts);
+	/* overages only group members could cover: the master's round evicts them whole */
+	pack_tier_set(pk, "stalled", ctl->p, reclaimer_stalled);
 	if (ctl->acks_inflight == 0)
 		return;
 	mc_pack_key(pk, "tasks");
@@ -586,6 +614,7 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 	}
 	if (mc_map_u64(resp->body, "heartbeat_ms", &hb, &err) < 0 || hb == 0)
 		hb = DEFAULT_HEARTBEAT_MS;
+	ranking_start(ctl, resp->body);
 	/* A master asking for heartbeats faster than 10 ms is not taken literally. */
 	ctl->heartbeat_ms = hb < 10 ? 10 : hb;
 	ctl->state = CTL_REGISTERED;
@@ -618,6 +647,93 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 	ctl->p->ready_fd = -1;
 	schedule_heartbeat(ctl);
 	inventory_start(ctl, resumed && ctl->have_ack);
+}
+
+/* ---- master_ranked: the master's ranking of this peer's keys ---- */
+
+static void
+on_rank(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *cerr, void *arg)
+{
+	struct rank_query *q = arg;
+	struct control *ctl = q->ctl;
+	struct reclaim_ranked *keys = NULL;
+	const msgpack_object_array *a;
+	struct mc_err err;
+	size_t n = 0;
+
+	(void)cerr;
+	if (c != ctl->conn || !resp) {
+		reclaimer_answer(ctl->p->reclaim, q->tier, NULL, 0);
+		return;
+	}
+	if (mc_msg_error(resp, &err) < 0) {
+		/* an older master: it knows no such method */
+		if (err.code == MC_ERR_INVALID && strstr(err.msg, "unknown method"))
+			reclaimer_no_ranking(ctl->p->reclaim);
+		else
+			reclaimer_answer(ctl->p->reclaim, q->tier, NULL, 0);
+		return;
+	}
+	a = mc_map_array(resp->body, "keys");
+	if (a && a->size > 0 && (keys = calloc(a->size, sizeof(*keys))) != NULL) {
+		for (uint32_t i = 0; i < a->size; i++) {
+			const msgpack_object *it = &a->ptr[i];
+			struct reclaim_ranked *k = &keys[n];
+
+			k->tenant = MC_DEFAULT_TENANT;
+			k->tenant_len = strlen(MC_DEFAULT_TENANT);
+			if (mc_map_str(it, "tenant", &k->tenant, &k->tenant_len, &err) < 0 ||
+			    mc_map_str(it, "key", &k->key, &k->key_len, &err) != 1 ||
+			    mc_map_u64(it, "version", &k->version, &err) != 1 ||
+			    mc_map_u64(it, "bytes", &k->bytes, &err) < 0)
+				continue;
+			n++;
+		}
+	}
+	reclaimer_answer(ctl->p->reclaim, q->tier, keys, n);
+	free(keys);
+}
+
+/* reclaim_ask_fn: evict_candidates {peer_id, tier, bytes, max}, answered in on_rank. */
+static int
+ask_rank(void *arg, int tier, uint64_t bytes, unsigned max)
+{
+	struct control *ctl = arg;
+	msgpack_packer *pk;
+
+	if (ctl->state != CTL_REGISTERED || !ctl->master_ranks)
+		return -1;
+	pk = mc_conn_begin(ctl->conn, "evict_candidates");
+	msgpack_pack_map(pk, 4);
+	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
+	mc_pack_kv_str(pk, "tier", mc_tier_name(tier));
+	mc_pack_kv_u64(pk, "bytes", bytes);
+	mc_pack_kv_u64(pk, "max", max);
+	ctl->rank_q[tier] = (struct rank_query){ ctl, tier };
+	return mc_conn_call(ctl->conn, RECLAIM_ANSWER_TTL_MS, on_rank, &ctl->rank_q[tier]) < 0 ? -1
+											       : 0;
+}
+
+/*
+ * A registration's answer says whether the master ranks (rank: true);
+ * master_ranked against one that does not evicts by local order.
+ */
+static void
+ranking_start(struct control *ctl, const msgpack_object *answer)
+{
+	struct reclaimer *r = ctl->p->reclaim;
+	struct mc_err err;
+	bool ranks = false;
+
+	if (reclaimer_mode(r) != EVICT_MASTER_RANKED)
+		return;
+	if (mc_map_bool(answer, "rank", &ranks, &err) < 0)
+		ranks = false;
+	ctl->master_ranks = ranks;
+	if (ranks)
+		reclaimer_on_ask(r, ask_rank, ctl);
+	else
+		reclaimer_no_ranking(r);
 }
 
 /*

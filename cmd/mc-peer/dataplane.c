@@ -195,6 +195,7 @@ finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool granted)
 	/* The confirmation leaves before the answer, so it is on its way when put_end comes. */
 	if (granted && p->committed != NULL)
 		p->committed(p->committed_arg, o);
+	reclaimer_kick(p->reclaim, o->tier, false);
 	mc_reply_ok_empty(req);
 }
 
@@ -322,8 +323,11 @@ h_write(struct mc_req *req)
 	}
 	if (len > 0 && medium_alloc(m, len, &off, &err) < 0) {
 		/* Nothing is evicted here: whoever evicts hears of the usage at once. */
-		if (err.code == MC_ERR_NO_SPACE && p->full)
-			p->full(p->full_arg, t);
+		if (err.code == MC_ERR_NO_SPACE) {
+			reclaimer_kick(p->reclaim, t, true);
+			if (p->full)
+				p->full(p->full_arg, t);
+		}
 		if (err.code == MC_ERR_NO_SPACE)
 			mc_reply_err(req, MC_ERR_NO_SPACE,
 				     "no space for %llu bytes in %s (used %llu of %llu)",

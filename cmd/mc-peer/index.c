@@ -162,6 +162,31 @@ pobj_free(struct pindex *ix, struct pobj *o)
 	free(o);
 }
 
+/*
+ * Drop one reference under the lock; true when it was the last and o is
+ * gone. An unlinked entry that readers still hold is counted as held on
+ * its tier until the last of them lets go.
+ */
+static bool
+unref(struct pindex *ix, struct pobj *o)
+{
+	uint64_t fp = o->size > 0 ? medium_footprint(ix->media[o->tier], o->size) : 0;
+
+	if (o->refs == 0)
+		MC_BUG("index entry released once too often");
+	if (--o->refs == 0) {
+		if (o->held)
+			ix->held[o->tier] -= fp;
+		pobj_free(ix, o);
+		return true;
+	}
+	if (!o->linked && !o->held && !o->marker) {
+		o->held = true;
+		ix->held[o->tier] += fp;
+	}
+	return false;
+}
+
 struct pmeta *
 pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len, bool hard_pin,
 	  uint64_t sp_deadline)
@@ -412,13 +437,40 @@ pindex_release(struct pindex *ix, struct pobj *o)
 	bool last;
 
 	pthread_mutex_lock(&ix->mu);
-	if (o->refs == 0)
-		MC_BUG("index entry released once too often");
-	last = --o->refs == 0;
-	if (last)
-		pobj_free(ix, o);
+	last = unref(ix, o);
 	pthread_mutex_unlock(&ix->mu);
 	return last;
+}
+
+int
+pindex_peek(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
+	    struct pindex_peek *out)
+{
+	struct lookup l = { tenant, tlen, key, klen };
+	uint64_t h = name_hash(tenant, tlen, key, klen);
+	struct pobj *o;
+
+	pthread_mutex_lock(&ix->mu);
+	o = mc_htab_find(&ix->tab, h, pobj_eq, &l);
+	if (o) {
+		out->version = o->version;
+		out->tier = o->tier;
+		out->busy = o->refs > 1 || o->moving;
+		out->protected = o->meta == NULL || o->meta->hard_pin || o->meta->group_len > 0;
+	}
+	pthread_mutex_unlock(&ix->mu);
+	return o != NULL;
+}
+
+uint64_t
+pindex_held(struct pindex *ix, int tier)
+{
+	uint64_t b;
+
+	pthread_mutex_lock(&ix->mu);
+	b = ix->held[tier];
+	pthread_mutex_unlock(&ix->mu);
+	return b;
 }
 
 int
@@ -662,10 +714,7 @@ pindex_release_many(struct pindex *ix, struct pobj **objs, size_t n)
 
 	pthread_mutex_lock(&ix->mu);
 	for (i = 0; i < n; i++) {
-		if (objs[i]->refs == 0)
-			MC_BUG("index entry released once too often");
-		if (--objs[i]->refs == 0)
-			pobj_free(ix, objs[i]);
+		unref(ix, objs[i]);
 	}
 	pthread_mutex_unlock(&ix->mu);
 }

@@ -78,6 +78,7 @@ struct pobj {
 	bool linked;
 	bool marker; /* a walk's place holder, not an object */
 	bool moving; /* a transition to another tier owns it (pindex_claim) */
+	bool held;   /* unlinked, its bytes kept by a reader: counted in the index's held */
 	uint16_t tenant_len;
 	uint16_t key_len;
 	char name[]; /* tenant bytes then key bytes, not NUL-terminated */
@@ -106,7 +107,12 @@ struct pindex {
 	uint64_t objects;
 	uint64_t tier_objects[MC_TIER_COUNT];
 	uint64_t bytes; /* object bytes held (exact, not page-rounded) */
-	uint64_t seq;	/* change number: bumped by every link and unlink */
+	/*
+	 * Per tier, what dropped copies still take (medium_footprint) until
+	 * their last reader lets go: room an eviction has freed already.
+	 */
+	uint64_t held[MC_TIER_COUNT];
+	uint64_t seq; /* change number: bumped by every link and unlink */
 	/* The removal journal, oldest first, and its caps. */
 	struct pgone *gone_head, *gone_tail;
 	size_t ngone, gone_bytes;
@@ -173,6 +179,22 @@ void pobj_medium_meta(const struct pobj *o, struct medium_meta *out);
 /* Attach meta to o (replacing and freeing what it had). The event loop only. */
 void pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta);
 
+/*
+ * What an eviction looks at before it frees a copy, without touching its
+ * recency: its version and tier, and whether anyone but the index holds
+ * it (a read or a copy in flight) or a transition owns it. 1 found, 0 absent.
+ */
+struct pindex_peek {
+	uint64_t version;
+	int tier;
+	bool busy;
+	/* only the master may free it: a group member, hard-pinned, or its commit notice not in */
+	bool protected;
+};
+int pindex_peek(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
+		struct pindex_peek *out);
+/* Bytes (medium_footprint) of copies dropped from tier that readers still hold. */
+uint64_t pindex_held(struct pindex *ix, int tier);
 /* Stored version and tier (either may be NULL) of a key: 1 found, 0 absent. */
 int pindex_version(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
 		   uint64_t *version, int *tier);

@@ -41,6 +41,9 @@ static struct {
 	uint64_t ssd_size;
 	struct peer_marks marks[MC_TIER_COUNT];
 	const char *promote;
+	enum evict_mode eviction_mode;
+	const char *evict_policy;
+	bool evict_soft_pinned;
 	int ready_fd;
 	bool fault_inject;
 	bool list_methods;
@@ -110,6 +113,16 @@ set_promote(const char *v, void *target, char *why)
 }
 
 static int
+set_eviction_mode(const char *v, void *target, char *why)
+{
+	if (evict_mode_parse(v, target) < 0) {
+		snprintf(why, 200, "must be local, master_ranked or master");
+		return -1;
+	}
+	return 0;
+}
+
+static int
 set_addr(const char *v, void *target, char *why)
 {
 	struct mc_addr a;
@@ -169,6 +182,17 @@ static const struct mc_opt opts[] = {
 	  "move: a read of an SSD copy moves it up to DRAM, while DRAM is under its high "
 	  "watermark (default off)",
 	  set_promote, &cfg.promote },
+	{ "eviction-mode", 0, "MODE", "MC_EVICTION_MODE",
+	  "who picks this peer's victims: local (its own watermarks and policy, the default), "
+	  "master_ranked (the master's ranking first) or master (the master's rounds evict DRAM)",
+	  set_eviction_mode, &cfg.eviction_mode },
+	{ "evict-policy", 0, "FILE", NULL,
+	  "the eviction policy local eviction plans with (mc-policy(5); default the built-in "
+	  "kv policy)",
+	  mc_set_str, &cfg.evict_policy },
+	{ "allow-evict-soft-pinned", 0, NULL, NULL,
+	  "local eviction may take active soft pins, in the policy's last pass", mc_set_flag,
+	  &cfg.evict_soft_pinned },
 	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
 	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
@@ -232,6 +256,7 @@ struct peer_metrics {
 		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT], *drops[MC_TIER_COUNT][POOL_DROP_WHYS],
 		*moving[MC_TIER_COUNT];
 	struct mc_metric *outcomes[POOL_OUTCOMES];
+	struct mc_metric *local_evictions[RECLAIM_EVENTS], *rank_queries;
 	/* A tier kept on disk: its own I/O (ops, bytes, seconds; read then write), corrupt copies. */
 	struct mc_metric *io_ops[MC_TIER_COUNT][2], *io_bytes[MC_TIER_COUNT][2],
 		*io_seconds[MC_TIER_COUNT][2], *corrupt[MC_TIER_COUNT];
@@ -278,6 +303,9 @@ collect(struct mc_metrics *m, void *arg)
 	}
 	for (int oc = 0; oc < POOL_OUTCOMES; oc++)
 		mc_metric_set(pm->outcomes[oc], (double)atomic_load(&p->pool.outcomes[oc]));
+	for (int e = 0; e < RECLAIM_EVENTS; e++)
+		mc_metric_set(pm->local_evictions[e], (double)reclaimer_events(p->reclaim, e));
+	mc_metric_set(pm->rank_queries, (double)reclaimer_asked(p->reclaim));
 	if (p->mover) {
 		const struct mover_stats *ms = mover_stats(p->mover);
 
@@ -397,6 +425,18 @@ metrics_new(struct peer *p)
 						       "Copies asked to be freed, by outcome.",
 						       "outcome", pool_outcome_name(oc))))
 			goto fail;
+	for (int e = 0; e < RECLAIM_EVENTS; e++)
+		if (!(pm->local_evictions[e] = mc_metric_get(
+			      r, "mc_peer_local_evictions_total", MC_COUNTER,
+			      "What this peer's own eviction did: plans made (round), victims of "
+			      "its plan and of the master's ranking freed (key, master_key), plans "
+			      "that found nothing (no_candidate) or only group members (stalled).",
+			      "event", reclaim_event_name(e))))
+			goto fail;
+	if (!(pm->rank_queries = mc_metric_get(
+		      r, "mc_peer_rank_queries_total", MC_COUNTER,
+		      "Ranking queries (evict_candidates) sent to the master.", NULL, NULL)))
+		goto fail;
 	for (int k = 0; k < MOVE_KINDS && p->mover; k++) {
 		static const char *const outcome[6] = { "queued",  "done", "failed",
 							"retried", "lost", "no_room" };
@@ -457,6 +497,40 @@ fail:
 }
 
 /* ---- start and stop ---- */
+
+/*
+ * The local eviction worker, with the policy it plans by. It is woken
+ * by commits and full writes (dataplane.c) and by moves that ended.
+ */
+/* A move off tier ended: the room it freed (or did not) may end or need a pass. */
+static void
+reclaim_settled(void *arg, int tier)
+{
+	reclaimer_kick(arg, tier, false);
+}
+
+static int
+start_reclaim(struct peer *p, struct mc_policy *pol, struct mc_err *err)
+{
+	struct reclaim_conf rc = { .mode = cfg.eviction_mode,
+				   .policy = pol,
+				   .soft_pinned_pass = cfg.evict_soft_pinned };
+
+	if (cfg.evict_policy ? mc_policy_load(cfg.evict_policy, pol, err) < 0
+			     : mc_policy_builtin(pol, err) < 0)
+		return -1;
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		rc.high[t] = p->marks[t].high;
+		rc.low[t] = p->marks[t].low;
+	}
+	if (!(p->reclaim = reclaimer_new(p->base, &p->pool, p->mover, &rc, err)))
+		return -1;
+	if (p->mover)
+		mover_on_settled(p->mover, reclaim_settled, p->reclaim);
+	mc_info("eviction mode %s, planned with %s", evict_mode_name(cfg.eviction_mode),
+		pol->name[0] ? pol->name : MC_POLICY_BUILTIN_NAME);
+	return 0;
+}
 
 /* Flags that name a tier this peer does not have, or half of one: refused at start. */
 static void
@@ -529,11 +603,13 @@ main(int argc, char **argv)
 	struct mc_http *http = NULL;
 	struct event *sigterm = NULL, *sigint = NULL;
 	struct mc_err err;
+	struct mc_policy policy;
 	char host[256], session[4096];
 	uint64_t largest = 0;
 	int i, code = MC_EXIT_SOFTWARE;
 
 	mc_log_init("mc-peer", 1);
+	mc_policy_default(&policy);
 	mc_conn_limits_daemon(&cfg.lim);
 	i = mc_opt_parse(&spec, argc, argv);
 	if (i < argc)
@@ -646,6 +722,11 @@ main(int argc, char **argv)
 		p.pool.demote = mover_demote;
 		p.pool.demote_arg = p.mover;
 	}
+	if (start_reclaim(&p, &policy, &err) < 0) {
+		mc_complain("%s", err.msg);
+		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
+		goto out_index;
+	}
 
 	/* the registry counts every method, so the metrics come first */
 	if (cfg.http && !(p.metrics = metrics_new(&p))) {
@@ -739,6 +820,10 @@ out_server:
 	mc_server_free(server);
 out_index:
 	mc_registry_free(data_methods);
+	if (p.mover)
+		mover_on_settled(p.mover, NULL, NULL);
+	reclaimer_free(p.reclaim);
+	mc_policy_free(&policy);
 	/* Before the index: its completions give their claims back. */
 	mover_free(p.mover);
 	pindex_destroy(&p.index);

@@ -297,6 +297,15 @@ medium_used(struct medium *m)
 	return m->ops->used(m);
 }
 
+/* What a copy of len bytes takes in m, in used's units (page-rounded, plus its header). */
+static inline uint64_t
+medium_footprint(const struct medium *m, uint64_t len)
+{
+	uint64_t page = m->page ? m->page : 1;
+
+	return (len + page - 1) / page * page + m->per_copy;
+}
+
 static inline void
 medium_track(struct medium *m, struct medium_order *o, uint64_t len)
 {

@@ -28,6 +28,8 @@ struct mover {
 	struct event *ev; /* the queue's completions, on the loop */
 	mover_moved_fn moved;
 	void *moved_arg;
+	mover_settled_fn settled;
+	void *settled_arg;
 	uint64_t in_flight[MC_TIER_COUNT]; /* bytes being moved out of each tier */
 	struct mover_stats st;
 };
@@ -92,6 +94,13 @@ mover_on_moved(struct mover *mv, mover_moved_fn fn, void *arg)
 {
 	mv->moved = fn;
 	mv->moved_arg = arg;
+}
+
+void
+mover_on_settled(struct mover *mv, mover_settled_fn fn, void *arg)
+{
+	mv->settled = fn;
+	mv->settled_arg = arg;
 }
 
 /* ---- the copy, on the worker ---- */
@@ -165,10 +174,13 @@ static void
 move_over(struct move *mj)
 {
 	struct mover *mv = mj->mv;
+	int from = mj->src->tier;
 
-	mv->in_flight[mj->src->tier] -= mj->src->size;
+	mv->in_flight[from] -= medium_footprint(mv->ix->media[from], mj->src->size);
 	pindex_unclaim(mv->ix, mj->src);
 	free(mj);
+	if (mv->settled)
+		mv->settled(mv->settled_arg, from);
 }
 
 /*
@@ -278,7 +290,7 @@ start(struct mover *mv, enum mover_kind kind, const struct pool_key *k, int from
 		goto undo;
 	}
 	mv->st.queued[kind]++;
-	mv->in_flight[from] += o->size;
+	mv->in_flight[from] += medium_footprint(mv->ix->media[from], o->size);
 	return 0;
 undo:
 	if (o->size > 0)

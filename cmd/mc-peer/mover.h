@@ -57,6 +57,9 @@ struct mover *mover_new(struct event_base *base, struct pool *pl, struct mc_err 
 /* Cancel what waits, finish what runs, give the claims back. NULL is fine. */
 void mover_free(struct mover *mv);
 void mover_on_moved(struct mover *mv, mover_moved_fn fn, void *arg);
+/* Told, on the loop, that a move off tier from ended, whatever its outcome. */
+typedef void (*mover_settled_fn)(void *arg, int from);
+void mover_on_settled(struct mover *mv, mover_settled_fn fn, void *arg);
 
 /* pool_demote_fn (pool.h), with the mover as arg. */
 int mover_demote(void *arg, const struct pool_key *k, int from, int to);
@@ -66,7 +69,7 @@ int mover_demote(void *arg, const struct pool_key *k, int from, int to);
  */
 int mover_promote(struct mover *mv, const struct pool_key *k, int from, int to);
 
-/* Moves queued or running, and the bytes they are moving out of tier (for budgets). */
+/* The room (medium_footprint) moves queued or running will free on tier: for budgets. */
 uint64_t mover_in_flight(const struct mover *mv, int tier);
 const struct mover_stats *mover_stats(const struct mover *mv);
 /* "demote", "promote": a metric's label. */

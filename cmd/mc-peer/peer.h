@@ -9,8 +9,10 @@
  *   index.c        the placement index over the media; calls medium.h
  *   pool.c         commits and frees copies; calls index.c, medium.h
  *   mover.c        copies between tiers (demotion, promotion); calls pool.c, index.c, medium.h
- *   dataplane.c    write/read/drop for clients; calls mover.c, pool.c, index.c, medium.h
- *   control.c      the link to the master; calls dataplane.c (drop), mover.c, pool.c,
+ *   reclaim.c      the local eviction worker; calls mover.c, pool.c, index.c, medium.h
+ *   dataplane.c    write/read/drop for clients; calls reclaim.c, mover.c, pool.c, index.c,
+ *                  medium.h
+ *   control.c      the link to the master; calls dataplane.c (drop), reclaim.c, mover.c, pool.c,
  *                  index.c, medium.h
  *   main.c         options, metrics, the method registries; calls everyone
  */
@@ -30,6 +32,7 @@
 #include "medium.h"
 #include "mover.h"
 #include "pool.h"
+#include "reclaim.h"
 
 /*
  * Totals since start. Updated on the network thread only, so plain
@@ -80,7 +83,8 @@ struct peer {
 	struct medium *media[MC_TIER_COUNT];
 	struct pindex index;
 	struct pool pool;
-	struct mover *mover; /* NULL: one tier, nothing to move between */
+	struct mover *mover;	   /* NULL: one tier, nothing to move between */
+	struct reclaimer *reclaim; /* the local eviction worker */
 	struct peer_marks marks[MC_TIER_COUNT];
 	enum peer_promote promote;
 	/* Where the master session is kept across restarts (with --ssd), or NULL. */

@@ -1,0 +1,662 @@
+/*
+ * The local eviction worker (reclaim.h): a pass per tier, planned with
+ * the policy engine and executed a slice per turn of the loop.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+#include "mc/log.h"
+#include "mc/planexec.h"
+#include "mc/planner.h"
+#include "mc/proto.h"
+
+#include "reclaim.h"
+
+/* Index entries taken per slice of a view's walk. */
+#define WALK_SLICE 256
+#define WALK_NAME_BYTES (1u << 20)
+/* What a local view calls this peer (a policy may split by peer: there is one). */
+#define SELF "self"
+
+static const char *const mode_names[EVICT_MODES] = {
+	[EVICT_LOCAL] = "local",
+	[EVICT_MASTER_RANKED] = "master_ranked",
+	[EVICT_MASTER] = "master",
+};
+
+static const char *const event_names[RECLAIM_EVENTS] = {
+	[RECLAIM_ROUND] = "round",
+	[RECLAIM_KEY] = "key",
+	[RECLAIM_NO_CANDIDATE] = "no_candidate",
+	[RECLAIM_STALLED] = "stalled",
+	[RECLAIM_MASTER_KEY] = "master_key",
+};
+
+/* A key of the master's answer, its tenant and key bytes in name. */
+struct ranked {
+	char *name;
+	uint16_t tenant_len, key_len;
+	uint64_t version;
+};
+
+struct rtier {
+	struct reclaimer *r;
+	int tier;
+	bool draining; /* crossed its high watermark: freeing down to the low one */
+	bool full;     /* a write found no room: drain whatever the high watermark says */
+	bool stalled;  /* only group members could cover the overage */
+	bool idle;     /* the last plan could free nothing: wait before the next */
+	/* the local plan being executed */
+	bool planned;
+	struct mc_plan plan;
+	struct mc_report rep;
+	struct mc_plan_exec x;
+	uint64_t *planned_bytes;
+	/* master_ranked: the answer at hand, and the query */
+	struct ranked *rk;
+	size_t nrk, rkpos;
+	uint64_t answered_at, asked_at; /* mc_now_ms */
+	bool asking;
+	bool waiting_first;  /* this pass waits (RECLAIM_FIRST_WAIT_MS at most) for an answer */
+	bool pass_asked;     /* this pass asked already: it waits no more */
+	struct event *timer; /* the first answer's wait, or the idle pause */
+};
+
+struct reclaimer {
+	struct event_base *base;
+	struct pool *pl;
+	struct pindex *ix;
+	struct mover *mv;
+	struct reclaim_conf conf;
+	struct event *run_ev;
+	struct rtier t[MC_TIER_COUNT];
+	int order[MC_TIER_COUNT]; /* the tiers this peer holds, the bottom of the chain first */
+	int ntiers;
+	uint64_t events[RECLAIM_EVENTS];
+	uint64_t asked;
+	reclaim_ask_fn ask;
+	void *ask_arg;
+	bool no_ranking; /* the master lacks evict_candidates */
+};
+
+const char *
+evict_mode_name(enum evict_mode m)
+{
+	return m < EVICT_MODES ? mode_names[m] : "?";
+}
+
+int
+evict_mode_parse(const char *s, enum evict_mode *out)
+{
+	for (int m = 0; m < EVICT_MODES; m++)
+		if (strcmp(s, mode_names[m]) == 0) {
+			*out = (enum evict_mode)m;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+reclaim_event_name(enum reclaim_event e)
+{
+	return e < RECLAIM_EVENTS ? event_names[e] : "?";
+}
+
+static void
+count(struct reclaimer *r, enum reclaim_event e)
+{
+	r->events[e]++;
+}
+
+/* ---- budgets ---- */
+
+/* How many steps tier is above the bottom of its chain. */
+static int
+height(int tier)
+{
+	int h = 0;
+
+	for (int t = mc_tier_downstream(tier); t != MC_TIER_NONE && h < MC_TIER_COUNT;
+	     t = mc_tier_downstream(t))
+		h++;
+	return h;
+}
+
+static uint64_t
+fraction(uint64_t cap, double f)
+{
+	return (uint64_t)((double)cap * f);
+}
+
+/* tier's usage less what is leaving it already: queued moves and drops readers still hold. */
+static uint64_t
+staying(const struct reclaimer *r, int tier)
+{
+	struct medium *m = r->ix->media[tier];
+	uint64_t used = medium_used(m);
+	uint64_t gone = pindex_held(r->ix, tier) + (r->mv ? mover_in_flight(r->mv, tier) : 0);
+
+	return used > gone ? used - gone : 0;
+}
+
+uint64_t
+reclaimer_need(const struct reclaimer *r, int tier)
+{
+	uint64_t low, stay;
+
+	if (!r->ix->media[tier])
+		return 0;
+	low = fraction(medium_capacity(r->ix->media[tier]), r->conf.low[tier]);
+	stay = staying(r, tier);
+	return stay > low ? stay - low : 0;
+}
+
+bool
+reclaimer_self_evicts(const struct reclaimer *r, int tier)
+{
+	return tier >= 0 && tier < MC_TIER_COUNT && r->ix->media[tier] != NULL &&
+	       !(r->conf.mode == EVICT_MASTER && tier == MC_TIER_DRAM);
+}
+
+bool
+reclaimer_stalled(const struct reclaimer *r, int tier)
+{
+	return tier >= 0 && tier < MC_TIER_COUNT && r->t[tier].stalled;
+}
+
+uint64_t
+reclaimer_events(const struct reclaimer *r, enum reclaim_event e)
+{
+	return r->events[e];
+}
+
+enum evict_mode
+reclaimer_mode(const struct reclaimer *r)
+{
+	return r->conf.mode;
+}
+
+uint64_t
+reclaimer_asked(const struct reclaimer *r)
+{
+	return r->asked;
+}
+
+/* ---- freeing one victim ---- */
+
+/*
+ * Free the copy of (tenant, key) at most version on tier if nothing
+ * protects it now: 0 when it went (dropped, or its demotion queued),
+ * else the reason it stays (enum mc_fail_reason).
+ */
+static int
+evict_one(struct reclaimer *r, int tier, const char *tenant, size_t tlen, const char *key,
+	  size_t klen, uint64_t version)
+{
+	struct pool_key k = { tenant, tlen, key, klen, true, version };
+	struct pindex_peek pk;
+	struct pool_result res;
+
+	if (!pindex_peek(r->ix, tenant, tlen, key, klen, &pk) || pk.tier != tier)
+		return MC_FAIL_GONE;
+	if (pk.version > version)
+		return MC_FAIL_VERSION;
+	if (pk.busy)
+		return MC_FAIL_BUSY;
+	if (pk.protected)
+		return MC_FAIL_PINNED;
+	pool_evict(r->pl, &k, tier, POOL_RECLAIM, &res);
+	switch (res.outcome) {
+	case POOL_FREED:
+	case POOL_DEMOTING:
+		return 0;
+	case POOL_IN_FLIGHT:
+		return MC_FAIL_BUSY;
+	default:
+		return MC_FAIL_GONE;
+	}
+}
+
+/* ---- the local plan ---- */
+
+static void
+plan_drop(struct rtier *t)
+{
+	if (!t->planned)
+		return;
+	mc_plan_free(&t->plan);
+	mc_report_free(&t->rep);
+	free(t->planned_bytes);
+	t->planned_bytes = NULL;
+	t->planned = false;
+}
+
+static int
+name_id(struct mc_cand_view *v, const char *s, size_t len, uint32_t *out, struct mc_err *err)
+{
+	int64_t id = mc_cand_name(v, s, len, err);
+
+	if (id < 0)
+		return -1;
+	*out = (uint32_t)id;
+	return 0;
+}
+
+/*
+ * Add o to v when this peer may free it on its own; the bytes of copies
+ * only the master may free (group members) go to *grouped.
+ */
+static int
+add_copy(struct reclaimer *r, struct mc_cand_view *v, const struct pobj *o, uint32_t self,
+	 uint32_t tier_id, uint64_t now, uint64_t *grouped, struct mc_err *err)
+{
+	const struct pmeta *pm = o->meta;
+	struct mc_cand c;
+	uint64_t fp;
+
+	/* Without its commit notice a copy's pins and group are not known yet. */
+	if (o->moving || pm == NULL || pm->hard_pin)
+		return 0;
+	fp = o->size > 0 ? medium_footprint(r->ix->media[o->tier], o->size) : 0;
+	if (pm->group_len > 0) {
+		*grouped += fp;
+		return 0;
+	}
+	memset(&c, 0, sizeof(c));
+	if (name_id(v, o->name, o->tenant_len, &c.tenant, err) < 0 ||
+	    (pm->type_len > 0
+		     ? name_id(v, pm->names, pm->type_len, &c.type, err)
+		     : name_id(v, MC_DEFAULT_TYPE, strlen(MC_DEFAULT_TYPE), &c.type, err)) < 0)
+		return -1;
+	c.peer = self;
+	c.tier = tier_id;
+	c.version = o->version;
+	c.bytes = fp;
+	c.created = o->last_access;
+	c.last_access = o->last_access;
+	c.soft_pin_deadline = pm->sp_deadline > now ? pm->sp_deadline : 0;
+	c.cost = -1;
+	return mc_cand_add(v, &c, pobj_key(o), o->key_len, err);
+}
+
+/* The view of tier's copies this peer may free; *grouped: what only the master may. */
+static int
+build_view(struct reclaimer *r, int tier, struct mc_cand_view *v, uint64_t *grouped,
+	   struct mc_err *err)
+{
+	struct pobj *objs[WALK_SLICE];
+	struct pindex_walk *w;
+	uint32_t self, tier_id;
+	uint64_t now = mc_now_ms();
+	const char *tn = mc_tier_name(tier);
+	size_t n;
+	int rc = 0;
+
+	*grouped = 0;
+	v->created = now;
+	if (name_id(v, SELF, strlen(SELF), &self, err) < 0 ||
+	    name_id(v, tn, strlen(tn), &tier_id, err) < 0)
+		return -1;
+	if (!(w = pindex_walk_begin(r->ix, err)))
+		return -1;
+	while (rc == 0 && (n = pindex_walk_next(w, objs, WALK_SLICE, WALK_NAME_BYTES)) > 0) {
+		for (size_t i = 0; i < n && rc == 0; i++)
+			if (objs[i]->tier == tier)
+				rc = add_copy(r, v, objs[i], self, tier_id, now, grouped, err);
+		pindex_release_many(r->ix, objs, n);
+	}
+	pindex_walk_end(w);
+	return rc;
+}
+
+/* Plan need bytes off tier; false when there is nothing to execute (the pass rests). */
+static bool
+plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
+{
+	struct mc_plan_params pp = { .target = need,
+				     .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND,
+				     .soft_pinned_pass = r->conf.soft_pinned_pass,
+				     .now = mc_now_ms() };
+	struct mc_cand_view v;
+	uint64_t grouped = 0;
+	struct mc_err err;
+	size_t victims = 0;
+
+	mc_cand_view_init(&v);
+	if (build_view(r, t->tier, &v, &grouped, &err) < 0 ||
+	    mc_planner_run(r->conf.policy, &v, &pp, &t->plan, NULL, &err) < 0) {
+		mc_cand_view_free(&v);
+		mc_warn("local eviction of %s cannot plan: %s", mc_tier_name(t->tier), err.msg);
+		return false;
+	}
+	mc_debug("local eviction of %s: %zu candidates, need %llu", mc_tier_name(t->tier),
+		 t->plan.view.n, (unsigned long long)need);
+	mc_cand_view_free(&v);
+	count(r, RECLAIM_ROUND);
+	for (size_t i = 0; i < t->plan.nstages; i++)
+		victims += t->plan.stages[i].nvictims;
+	t->stalled = victims == 0 && grouped > 0;
+	if (victims == 0) {
+		count(r, RECLAIM_NO_CANDIDATE);
+		if (t->stalled)
+			count(r, RECLAIM_STALLED);
+		mc_plan_free(&t->plan);
+		return false;
+	}
+	t->planned_bytes = mc_plan_exec_planned(&t->plan);
+	mc_report_init(&t->rep);
+	mc_plan_exec_begin(&t->x, &t->plan, t->planned_bytes, &t->rep);
+	t->planned = true;
+	return true;
+}
+
+/*
+ * Up to *budget victims of the plan; false once the plan is done. A
+ * plan that ends having freed nothing rests the tier.
+ */
+static bool
+plan_step(struct reclaimer *r, struct rtier *t, int *budget)
+{
+	struct mc_err err;
+
+	while (*budget > 0 && reclaimer_need(r, t->tier) > 0) {
+		const struct mc_stage *s;
+		const struct mc_cand *c;
+		uint32_t vi;
+		bool started;
+		int rc = mc_plan_exec_next(&t->x, &s, &vi, &started, &err);
+
+		if (rc <= 0) {
+			if (rc < 0)
+				mc_warn("local eviction of %s: %s", mc_tier_name(t->tier), err.msg);
+			if (t->x.evicted_objects == 0)
+				t->idle = true;
+			plan_drop(t);
+			return false;
+		}
+		(*budget)--;
+		c = &t->plan.view.c[vi];
+		rc = s->soft_pinned && !r->conf.soft_pinned_pass
+			     ? MC_FAIL_PINNED
+			     : evict_one(r, t->tier, mc_cand_name_str(&t->plan.view, c->tenant),
+					 t->plan.view.name_lens[c->tenant],
+					 mc_cand_key(&t->plan.view, c), c->key_len, c->version);
+		if (rc == 0) {
+			count(r, RECLAIM_KEY);
+			mc_plan_exec_evicted(&t->x, c->bytes, 1);
+		} else if (mc_plan_exec_kept(&t->x, rc, &err) < 0) {
+			mc_warn("local eviction of %s: %s", mc_tier_name(t->tier), err.msg);
+			plan_drop(t);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- master_ranked ---- */
+
+static void
+ranked_clear(struct rtier *t)
+{
+	for (size_t i = 0; i < t->nrk; i++)
+		free(t->rk[i].name);
+	free(t->rk);
+	t->rk = NULL;
+	t->nrk = t->rkpos = 0;
+}
+
+static bool
+ranking(const struct reclaimer *r)
+{
+	return r->conf.mode == EVICT_MASTER_RANKED && r->ask != NULL && !r->no_ranking;
+}
+
+/* Ask for tier's next victims, unless a query is in flight or was sent too recently. */
+static void
+ask(struct reclaimer *r, struct rtier *t, uint64_t need)
+{
+	uint64_t now = mc_now_ms();
+
+	if (t->asking || (t->asked_at != 0 && now - t->asked_at < RECLAIM_ASK_GAP_MS))
+		return;
+	if (r->ask(r->ask_arg, t->tier, need, RECLAIM_ASK_MAX) < 0)
+		return;
+	r->asked++;
+	t->asking = true;
+	t->asked_at = now;
+	if (!t->pass_asked) {
+		struct timeval tv = mc_ms_timeval(RECLAIM_FIRST_WAIT_MS);
+
+		t->pass_asked = true;
+		t->waiting_first = true;
+		evtimer_add(t->timer, &tv);
+	}
+}
+
+/* Victims from the master's answer while it is fresh; what budget is left. */
+static void
+ranked_step(struct reclaimer *r, struct rtier *t, int *budget)
+{
+	if (t->rkpos < t->nrk && mc_now_ms() - t->answered_at >= RECLAIM_ANSWER_TTL_MS)
+		ranked_clear(t);
+	while (*budget > 0 && t->rkpos < t->nrk && reclaimer_need(r, t->tier) > 0) {
+		const struct ranked *k = &t->rk[t->rkpos++];
+
+		(*budget)--;
+		if (evict_one(r, t->tier, k->name, k->tenant_len, k->name + k->tenant_len,
+			      k->key_len, k->version) == 0)
+			count(r, RECLAIM_MASTER_KEY);
+	}
+}
+
+void
+reclaimer_answer(struct reclaimer *r, int tier, const struct reclaim_ranked *keys, size_t n)
+{
+	struct rtier *t;
+
+	if (tier < 0 || tier >= MC_TIER_COUNT)
+		return;
+	t = &r->t[tier];
+	t->asking = false;
+	ranked_clear(t);
+	if (n > 0 && (t->rk = calloc(n, sizeof(*t->rk))) != NULL) {
+		for (size_t i = 0; i < n; i++) {
+			const struct reclaim_ranked *k = &keys[i];
+			struct ranked *d = &t->rk[t->nrk];
+
+			if (k->tenant_len > UINT16_MAX || k->key_len > UINT16_MAX ||
+			    !(d->name = malloc(k->tenant_len + k->key_len + 1)))
+				continue;
+			memcpy(d->name, k->tenant, k->tenant_len);
+			memcpy(d->name + k->tenant_len, k->key, k->key_len);
+			d->tenant_len = (uint16_t)k->tenant_len;
+			d->key_len = (uint16_t)k->key_len;
+			d->version = k->version;
+			t->nrk++;
+		}
+	}
+	t->answered_at = mc_now_ms();
+	if (t->waiting_first) {
+		t->waiting_first = false;
+		evtimer_del(t->timer);
+	}
+	event_active(r->run_ev, EV_TIMEOUT, 0);
+}
+
+void
+reclaimer_no_ranking(struct reclaimer *r)
+{
+	if (!r->no_ranking)
+		mc_warn("the master ranks no eviction candidates: evicting by local order");
+	r->no_ranking = true;
+	for (int i = 0; i < MC_TIER_COUNT; i++) {
+		r->t[i].asking = false;
+		if (r->t[i].waiting_first) {
+			r->t[i].waiting_first = false;
+			evtimer_del(r->t[i].timer);
+		}
+	}
+	event_active(r->run_ev, EV_TIMEOUT, 0);
+}
+
+void
+reclaimer_on_ask(struct reclaimer *r, reclaim_ask_fn fn, void *arg)
+{
+	r->ask = fn;
+	r->ask_arg = arg;
+}
+
+/* ---- the passes ---- */
+
+static void
+pass_end(struct rtier *t)
+{
+	t->draining = t->full = t->stalled = false;
+	t->pass_asked = false;
+	plan_drop(t);
+}
+
+/* One turn of tier's pass; true when it wants the next turn at once. */
+static bool
+tier_turn(struct reclaimer *r, struct rtier *t)
+{
+	struct medium *m = r->ix->media[t->tier];
+	int budget = RECLAIM_SLICE;
+	uint64_t need;
+
+	if (!reclaimer_self_evicts(r, t->tier))
+		return false;
+	if (!t->draining) {
+		if (!t->full &&
+		    staying(r, t->tier) <= fraction(medium_capacity(m), r->conf.high[t->tier]))
+			return false;
+		t->draining = true;
+	}
+	if ((need = reclaimer_need(r, t->tier)) == 0) {
+		pass_end(t);
+		return false;
+	}
+	if (t->idle || t->waiting_first)
+		return false;
+	if (ranking(r)) {
+		ranked_step(r, t, &budget);
+		if ((need = reclaimer_need(r, t->tier)) == 0) {
+			pass_end(t);
+			return false;
+		}
+		if (t->rkpos == t->nrk)
+			ask(r, t, need);
+		if (t->waiting_first)
+			return false;
+	}
+	if (budget > 0 && !t->planned && !plan_make(r, t, need)) {
+		t->idle = true;
+	} else if (budget > 0) {
+		plan_step(r, t, &budget);
+	}
+	if (reclaimer_need(r, t->tier) == 0) {
+		pass_end(t);
+		return false;
+	}
+	if (t->idle) {
+		struct timeval tv = mc_ms_timeval(RECLAIM_IDLE_MS);
+
+		evtimer_add(t->timer, &tv);
+		return false;
+	}
+	return true;
+}
+
+static void
+run_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct reclaimer *r = arg;
+	bool again = false;
+
+	(void)fd;
+	(void)what;
+	for (int i = 0; i < r->ntiers; i++)
+		again |= tier_turn(r, &r->t[r->order[i]]);
+	if (again)
+		event_active(r->run_ev, EV_TIMEOUT, 0);
+}
+
+/* The first answer's wait ran out, or an idle tier may plan again. */
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct rtier *t = arg;
+
+	(void)fd;
+	(void)what;
+	t->waiting_first = false;
+	t->idle = false;
+	event_active(t->r->run_ev, EV_TIMEOUT, 0);
+}
+
+void
+reclaimer_kick(struct reclaimer *r, int tier, bool full)
+{
+	if (r == NULL)
+		return;
+	if (full && tier >= 0 && tier < MC_TIER_COUNT)
+		r->t[tier].full = true;
+	event_active(r->run_ev, EV_TIMEOUT, 0);
+}
+
+struct reclaimer *
+reclaimer_new(struct event_base *base, struct pool *pl, struct mover *mv,
+	      const struct reclaim_conf *conf, struct mc_err *err)
+{
+	struct reclaimer *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the eviction worker");
+		return NULL;
+	}
+	r->base = base;
+	r->pl = pl;
+	r->ix = pl->ix;
+	r->mv = mv;
+	r->conf = *conf;
+	if (!(r->run_ev = event_new(base, -1, 0, run_cb, r)))
+		goto fail;
+	for (int i = 0; i < MC_TIER_COUNT; i++) {
+		r->t[i].r = r;
+		r->t[i].tier = i;
+		if (!(r->t[i].timer = evtimer_new(base, timer_cb, &r->t[i])))
+			goto fail;
+		if (r->ix->media[i])
+			r->order[r->ntiers++] = i;
+	}
+	/* the bottom of the chain first: what moves down finds room there */
+	for (int i = 1; i < r->ntiers; i++)
+		for (int j = i; j > 0 && height(r->order[j]) < height(r->order[j - 1]); j--) {
+			int x = r->order[j];
+
+			r->order[j] = r->order[j - 1];
+			r->order[j - 1] = x;
+		}
+	return r;
+fail:
+	reclaimer_free(r);
+	mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the eviction worker");
+	return NULL;
+}
+
+void
+reclaimer_free(struct reclaimer *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < MC_TIER_COUNT; i++) {
+		plan_drop(&r->t[i]);
+		ranked_clear(&r->t[i]);
+		if (r->t[i].timer)
+			event_free(r->t[i].timer);
+	}
+	if (r->run_ev)
+		event_free(r->run_ev);
+	free(r);
+}
