@@ -418,18 +418,23 @@ ask(struct reclaimer *r, struct rtier *t, uint64_t need)
 {
 	uint64_t now = mc_now_ms();
 
+	bool first = !t->pass_asked;
+
 	if (t->asking || (t->asked_at != 0 && now - t->asked_at < RECLAIM_ASK_GAP_MS))
 		return;
-	if (r->ask(r->ask_arg, t->tier, need, RECLAIM_ASK_MAX) < 0)
-		return;
-	r->asked++;
+	/* set before asking: an answer may come back inside the call */
 	t->asking = true;
 	t->asked_at = now;
-	if (!t->pass_asked) {
+	t->pass_asked = true;
+	t->waiting_first = first;
+	if (r->ask(r->ask_arg, t->tier, need, RECLAIM_ASK_MAX) < 0) {
+		t->asking = t->waiting_first = false;
+		return;
+	}
+	r->asked++;
+	if (t->waiting_first) {
 		struct timeval tv = mc_ms_timeval(RECLAIM_FIRST_WAIT_MS);
 
-		t->pass_asked = true;
-		t->waiting_first = true;
 		evtimer_add(t->timer, &tv);
 	}
 }
@@ -545,8 +550,11 @@ tier_turn(struct reclaimer *r, struct rtier *t)
 			pass_end(t);
 			return false;
 		}
-		if (t->rkpos == t->nrk)
+		if (t->rkpos == t->nrk) {
 			ask(r, t, need);
+			/* an answer at hand already (one kept by the link) goes first too */
+			ranked_step(r, t, &budget);
+		}
 		if (t->waiting_first)
 			return false;
 	}

@@ -1,0 +1,450 @@
+/*
+ * Unit tests for the peer's local eviction worker (cmd/mc-peer/reclaim.c)
+ * over a real index, pool and mover: a tier over its high watermark is
+ * drained exactly to its low one, least recently used first; a copy a
+ * reader holds is kept; a drop a reader still holds counts as freed; a
+ * tier with a tier below demotes and loses no key; group members and
+ * hard pins are never offered, and a tier only they could cover is
+ * stalled; in master mode DRAM is left alone; master_ranked takes the
+ * master's victims first, page-rounded to the overage, covers the rest
+ * from its own plan, does not wait on a slow answer and falls back to
+ * local order when the master has no ranking.
+ */
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+
+#include "arena.h"
+#include "mover.h"
+#include "pool.h"
+#include "reclaim.h"
+#include "tap.h"
+
+#define T "tenant"
+#define PAGES 64
+
+static struct event_base *base;
+static struct medium *media[MC_TIER_COUNT];
+static struct pindex ix;
+static struct pool pl;
+static struct mover *mv;
+static struct reclaimer *rc;
+static struct mc_policy policy;
+static uint64_t now_ms = 1000000;
+
+/* What the fake master was asked, and what it answers. */
+static struct {
+	int calls;
+	int tier;
+	uint64_t bytes;
+	bool answer_at_once;
+	const char *keys[8];
+	size_t nkeys;
+} master;
+
+static void
+tick(void)
+{
+	mc_clock_set_fake(++now_ms);
+}
+
+static void
+setup(bool with_ssd, enum evict_mode mode)
+{
+	struct medium_conf conf = { .size = PAGES * ARENA_PAGE };
+	struct reclaim_conf c = { .mode = mode, .policy = &policy };
+	struct mc_err err;
+
+	memset(media, 0, sizeof(media));
+	media[MC_TIER_DRAM] = medium_open(MC_TIER_DRAM, &conf, &err);
+	if (with_ssd) {
+		/* A second dram stands in for ssd: media are known by their operations. */
+		struct medium *ssd = medium_dram.open(&conf, &err);
+
+		ssd->ops = &medium_dram;
+		ssd->tier = MC_TIER_SSD;
+		media[MC_TIER_SSD] = ssd;
+	}
+	pindex_init(&ix, media, &err);
+	pool_init(&pl, &ix);
+	mv = NULL;
+	if (with_ssd) {
+		mv = mover_new(base, &pl, &err);
+		pl.demote = mover_demote;
+		pl.demote_arg = mv;
+	}
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		c.high[t] = 0.9;
+		c.low[t] = 0.7;
+	}
+	rc = reclaimer_new(base, &pl, mv, &c, &err);
+	memset(&master, 0, sizeof(master));
+}
+
+static void
+teardown(void)
+{
+	reclaimer_free(rc);
+	mover_free(mv);
+	pindex_destroy(&ix);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		medium_close(media[t]);
+}
+
+/* Commit key (pages of dram) with its commit notice: group may be NULL. */
+static void
+put_meta(const char *key, uint64_t pages, const char *group, bool hard_pin)
+{
+	uint64_t off = 0, size = pages * ARENA_PAGE;
+	struct pobj *o;
+
+	tick();
+	medium_alloc(media[MC_TIER_DRAM], size, &off, NULL);
+	o = pobj_new(&ix, T, strlen(T), key, strlen(key), 1, size, 0, MC_TIER_DRAM, off);
+	pool_commit(&pl, o, NULL);
+	o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
+	pindex_set_meta(&ix, o,
+			pmeta_new("general", 7, group ? group : "", group ? strlen(group) : 0,
+				  hard_pin, 0));
+	pindex_release(&ix, o);
+}
+
+static void
+put(const char *key)
+{
+	put_meta(key, 1, NULL, false);
+}
+
+static void
+keyname(char *buf, size_t cap, int i)
+{
+	snprintf(buf, cap, "k%03d", i);
+}
+
+static bool
+has(const char *key)
+{
+	return pindex_version(&ix, T, strlen(T), key, strlen(key), NULL, NULL) == 1;
+}
+
+static int
+tier_of(const char *key)
+{
+	int tier = MC_TIER_NONE;
+
+	pindex_version(&ix, T, strlen(T), key, strlen(key), NULL, &tier);
+	return tier;
+}
+
+static uint64_t
+tier_pages(int tier)
+{
+	return medium_used(media[tier]) / ARENA_PAGE;
+}
+
+/* Run the loop until nothing is left to do (moves included). */
+static void
+run(void)
+{
+	for (int i = 0; i < 2000; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+/* Fill dram with n one-page copies k000.., oldest first, and wake the worker. */
+static void
+fill(int n)
+{
+	char k[16];
+
+	for (int i = 0; i < n; i++) {
+		keyname(k, sizeof(k), i);
+		put(k);
+	}
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+}
+
+static void
+test_drains_exactly(void)
+{
+	setup(false, EVICT_LOCAL);
+	fill(50);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 50 && reclaimer_events(rc, RECLAIM_ROUND) == 0,
+	       "drain: under the high watermark nothing is evicted");
+	fill(58);
+	run();
+	/* low is 0.7 x 64 = 44.8 pages: 44 is the first count at or under it */
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44,
+	       "drain: over the high watermark it drains to the "
+	       "low one exactly (%llu pages left)",
+	       (unsigned long long)tier_pages(MC_TIER_DRAM));
+	TAP_OK(reclaimer_events(rc, RECLAIM_KEY) == 14 && reclaimer_need(rc, MC_TIER_DRAM) == 0,
+	       "drain: 14 victims, the overage, and nothing more is needed");
+	TAP_OK(atomic_load(&pl.freed[MC_TIER_DRAM][POOL_RECLAIM]) == 14,
+	       "drain: through pool_evict, as reclaims");
+	teardown();
+}
+
+static void
+test_recency(void)
+{
+	char k[16];
+	bool old_gone = true, touched_kept = true;
+
+	setup(false, EVICT_LOCAL);
+	for (int i = 0; i < 58; i++) {
+		keyname(k, sizeof(k), i);
+		put(k);
+	}
+	/* the ten oldest are read again: they are the most recent now */
+	for (int i = 0; i < 10; i++) {
+		struct pobj *o;
+
+		tick();
+		keyname(k, sizeof(k), i);
+		o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+		pindex_release(&ix, o);
+	}
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	for (int i = 0; i < 10; i++) {
+		keyname(k, sizeof(k), i);
+		touched_kept &= has(k);
+	}
+	for (int i = 10; i < 24; i++) {
+		keyname(k, sizeof(k), i);
+		old_gone &= !has(k);
+	}
+	TAP_OK(touched_kept, "recency: copies read since stay");
+	TAP_OK(old_gone && has("k024"), "recency: the least recently used went, in order");
+	teardown();
+}
+
+static void
+test_reader_kept(void)
+{
+	struct pobj *o;
+
+	setup(false, EVICT_LOCAL);
+	fill(0);
+	put("k000");
+	/* a read in flight on the coldest copy */
+	o = pindex_acquire(&ix, T, strlen(T), "k000", 4);
+	for (int i = 1; i < 58; i++) {
+		char k[16];
+
+		keyname(k, sizeof(k), i);
+		put(k);
+	}
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	TAP_OK(has("k000") && o->linked, "reader: a copy being read is never freed under it");
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44, "reader: the others cover the overage");
+	pindex_release(&ix, o);
+	teardown();
+}
+
+static void
+test_held_counts(void)
+{
+	struct pool_key k = { T, strlen(T), "big", 3, false, 0 };
+	struct pool_result res;
+	struct pobj *o;
+
+	setup(false, EVICT_LOCAL);
+	put_meta("big", 10, NULL, false);
+	fill(48);
+	/* the master drops a copy a reader still holds: its 10 pages are as good as free */
+	o = pindex_acquire(&ix, T, strlen(T), "big", 3);
+	pool_evict(&pl, &k, MC_TIER_NONE, POOL_DELETE, &res);
+	TAP_OK(res.held && tier_pages(MC_TIER_DRAM) == 58 &&
+		       pindex_held(&ix, MC_TIER_DRAM) == 10 * ARENA_PAGE,
+	       "held: a dropped copy a reader holds is counted held");
+	reclaimer_kick(rc, MC_TIER_DRAM, true);
+	run();
+	TAP_OK(reclaimer_events(rc, RECLAIM_KEY) == 4,
+	       "held: the pass frees only what the held bytes do not cover (4, not 14)");
+	pindex_release(&ix, o);
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44 && pindex_held(&ix, MC_TIER_DRAM) == 0,
+	       "held: once the reader lets go the tier is at its low watermark");
+	teardown();
+}
+
+static void
+test_demotion(void)
+{
+	char k[16];
+	bool all = true;
+
+	setup(true, EVICT_LOCAL);
+	fill(58);
+	run();
+	/* the copies are made on the mover's worker: wait for their completions */
+	for (int i = 0; i < 10000 &&
+			mover_stats(mv)->done[MOVE_DEMOTE] + mover_stats(mv)->failed[MOVE_DEMOTE] <
+				mover_stats(mv)->queued[MOVE_DEMOTE];
+	     i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	run();
+	for (int i = 0; i < 58; i++) {
+		keyname(k, sizeof(k), i);
+		all &= tier_of(k) != MC_TIER_NONE;
+	}
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44 && tier_pages(MC_TIER_SSD) == 14,
+	       "demote: dram drains to its low watermark into ssd");
+	TAP_OK(all && mover_stats(mv)->done[MOVE_DEMOTE] == 14 &&
+		       mover_stats(mv)->queued[MOVE_DEMOTE] == 14,
+	       "demote: no key is lost, and no more demotions were queued than the overage");
+	teardown();
+}
+
+static void
+test_groups_and_pins(void)
+{
+	char k[16];
+
+	setup(false, EVICT_LOCAL);
+	for (int i = 0; i < 58; i++) {
+		keyname(k, sizeof(k), i);
+		put_meta(k, 1, i < 40 ? "g" : NULL, i >= 40);
+	}
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 58 && reclaimer_events(rc, RECLAIM_KEY) == 0,
+	       "groups: group members and hard pins are never offered");
+	TAP_OK(reclaimer_stalled(rc, MC_TIER_DRAM) && reclaimer_events(rc, RECLAIM_STALLED) == 1 &&
+		       reclaimer_events(rc, RECLAIM_NO_CANDIDATE) == 1,
+	       "groups: the tier is stalled, for the master's round");
+	teardown();
+}
+
+static void
+test_master_mode(void)
+{
+	setup(false, EVICT_MASTER);
+	fill(60);
+	run();
+	TAP_OK(!reclaimer_self_evicts(rc, MC_TIER_DRAM) && tier_pages(MC_TIER_DRAM) == 60,
+	       "master mode: dram is the master's rounds'");
+	teardown();
+	setup(true, EVICT_MASTER);
+	TAP_OK(!reclaimer_self_evicts(rc, MC_TIER_DRAM) && reclaimer_self_evicts(rc, MC_TIER_SSD),
+	       "master mode: ssd still evicts itself");
+	teardown();
+}
+
+/* The fake master: records the query, answers from master.keys when told to. */
+static int
+ask(void *arg, int tier, uint64_t bytes, unsigned max)
+{
+	(void)arg;
+	(void)max;
+	master.calls++;
+	master.tier = tier;
+	master.bytes = bytes;
+	if (master.answer_at_once) {
+		struct reclaim_ranked r[8];
+
+		for (size_t i = 0; i < master.nkeys; i++)
+			r[i] = (struct reclaim_ranked){
+				T, strlen(T),	  master.keys[i], strlen(master.keys[i]),
+				1, ARENA_PAGE / 2
+			};
+		reclaimer_answer(rc, tier, r, master.nkeys);
+		master.answer_at_once = false;
+	}
+	return 0;
+}
+
+static void
+test_ranked_first(void)
+{
+	setup(false, EVICT_MASTER_RANKED);
+	reclaimer_on_ask(rc, ask, NULL);
+	master.answer_at_once = true;
+	master.keys[0] = "k050";
+	master.keys[1] = "k051";
+	master.keys[2] = "k052";
+	master.nkeys = 3;
+	fill(58);
+	run();
+	TAP_OK(master.calls >= 1 && master.tier == MC_TIER_DRAM &&
+		       master.bytes ==
+			       58 * ARENA_PAGE - (uint64_t)((double)(PAGES * ARENA_PAGE) * 0.7),
+	       "ranked: the master is asked for the tier's overage");
+	TAP_OK(!has("k050") && !has("k051") && !has("k052") &&
+		       reclaimer_events(rc, RECLAIM_MASTER_KEY) == 3,
+	       "ranked: the master's victims go first, warm as they are");
+	TAP_OK(reclaimer_events(rc, RECLAIM_KEY) == 11 && tier_pages(MC_TIER_DRAM) == 44,
+	       "ranked: the local plan covers the rest, page by page, to the low watermark");
+	teardown();
+}
+
+static void
+test_slow_master(void)
+{
+	setup(false, EVICT_MASTER_RANKED);
+	reclaimer_on_ask(rc, ask, NULL);
+	fill(58);
+	/* the answer never comes: after the first wait the local plan drains */
+	for (int i = 0; i < 200 && tier_pages(MC_TIER_DRAM) > 44; i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	TAP_OK(master.calls == 1 && tier_pages(MC_TIER_DRAM) == 44 &&
+		       reclaimer_events(rc, RECLAIM_KEY) == 14,
+	       "slow master: an answer that does not come does not hold eviction up");
+	TAP_OK(reclaimer_events(rc, RECLAIM_MASTER_KEY) == 0, "slow master: nothing was ranked");
+	teardown();
+}
+
+static void
+test_no_ranking(void)
+{
+	setup(false, EVICT_MASTER_RANKED);
+	reclaimer_on_ask(rc, ask, NULL);
+	reclaimer_no_ranking(rc);
+	fill(58);
+	run();
+	TAP_OK(master.calls == 0 && tier_pages(MC_TIER_DRAM) == 44,
+	       "no ranking: against a master without it, eviction is local");
+	teardown();
+}
+
+static void
+test_modes(void)
+{
+	enum evict_mode m;
+
+	TAP_OK(evict_mode_parse("local", &m) == 0 && m == EVICT_LOCAL &&
+		       evict_mode_parse("master_ranked", &m) == 0 && m == EVICT_MASTER_RANKED &&
+		       evict_mode_parse("master", &m) == 0 && m == EVICT_MASTER,
+	       "modes: the three names parse");
+	TAP_OK(evict_mode_parse("Local", &m) < 0 && evict_mode_parse("", &m) < 0,
+	       "modes: anything else is refused");
+}
+
+int
+main(void)
+{
+	struct mc_err err;
+
+	base = event_base_new();
+	mc_clock_set_fake(now_ms);
+	TAP_OK(base && mc_policy_builtin(&policy, &err) == 0, "the built-in policy");
+	test_modes();
+	test_drains_exactly();
+	test_recency();
+	test_reader_kept();
+	test_held_counts();
+	test_demotion();
+	test_groups_and_pins();
+	test_master_mode();
+	test_ranked_first();
+	test_slow_master();
+	test_no_ranking();
+	mc_policy_free(&policy);
+	event_base_free(base);
+	return tap_done();
+}
