@@ -517,8 +517,11 @@ start_reclaim(struct peer *p, struct mc_policy *pol, struct mc_err *err)
 				   .soft_pinned_pass = cfg.evict_soft_pinned };
 
 	if (cfg.evict_policy ? mc_policy_load(cfg.evict_policy, pol, err) < 0
-			     : mc_policy_builtin(pol, err) < 0)
+			     : mc_policy_builtin(pol, err) < 0) {
+		/* a file the operator named that does not do: theirs to fix */
+		err->code = MC_ERR_INVALID;
 		return -1;
+	}
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		rc.high[t] = p->marks[t].high;
 		rc.low[t] = p->marks[t].low;

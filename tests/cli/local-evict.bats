@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+#
+# Peers that evict for themselves (the one-eviction-path seed, its modes):
+# a real master and peer, a put stream past the peer's high watermark,
+# and what the peer did about it on its own; the modes and their
+# configuration errors.
+
+load helpers
+
+MIB=1048576
+
+setup() {
+	mc_require_bins mc-master mc-peer mc-cli mc-fill
+	mc_test_dir
+}
+
+teardown() {
+	mc_stop_all
+}
+
+teardown_file() {
+	mc_stop_everything
+}
+
+# cluster [PEER ARGS...]: a master and one peer of 64 MiB DRAM, both with metrics.
+cluster() {
+	mc_start_master --http 127.0.0.1:0 --put-wait 5s
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 "$@"
+}
+
+peer_metric() {
+	mc_metric p1 "$1"
+}
+
+# fill N: N objects of 1 MiB under a/, four a batch, all of them stored.
+fill() {
+	run -0 mc-fill --prefix a/ -n "$1" --batch 4 --min-size 1MiB --max-size 1MiB put
+}
+
+@test "local-evict: --eviction-mode and MC_EVICTION_MODE take local, master_ranked, master only" {
+	mc_start_master
+	run -64 mc-peer --master "$MC_MASTER" --dram 16MiB --eviction-mode bogus
+	assert_output --partial "--eviction-mode"
+	assert_output --partial "local, master_ranked or master"
+	MC_EVICTION_MODE=Local run -64 mc-peer --master "$MC_MASTER" --dram 16MiB
+	assert_output --partial "MC_EVICTION_MODE"
+}
+
+@test "local-evict: an --evict-policy that cannot be read or parsed refuses the start" {
+	mc_start_master
+	run -64 mc-peer --master "$MC_MASTER" --dram 16MiB --evict-policy "$MC_DIR/none.policy"
+	assert_output --partial "none.policy"
+	printf 'evict nosuchranker\n' >"$MC_DIR/bad.policy"
+	run -64 mc-peer --master "$MC_MASTER" --dram 16MiB --evict-policy "$MC_DIR/bad.policy"
+	assert_output --partial "bad.policy"
+}
+
+@test "local-evict: by default a peer past its high watermark drains itself to its low one" {
+	cluster
+	grep -q "eviction mode local, planned with kv.policy" "$MC_DIR/p1.log"
+	fill 200
+	# 0.7 x 64 MiB: the drain stops at the first count of 1 MiB copies under it
+	local used keys
+	used="$(peer_metric 'mc_peer_tier_bytes_used{tier="dram"}')"
+	keys="$(peer_metric 'mc_peer_local_evictions_total{event="key"}')"
+	[ "$keys" -gt 0 ]
+	[ "$used" -le $((64 * MIB * 9 / 10)) ]
+	run -0 mc-fill --prefix a/ -n 200 --min-size 1MiB --max-size 1MiB verify
+	assert_output --partial "0 unreadable, 0 wrong"
+}
+
+@test "local-evict: a group and hard pins are left to the master; the peer says it is stalled" {
+	cluster
+	run -0 mc-fill --prefix g/ -n 60 --batch 4 --min-size 1MiB --max-size 1MiB --group g put
+	wait_until 10 bash -c '[ "$(mc_metric p1 "mc_peer_local_evictions_total{event=\"stalled\"}")" -ge 1 ]'
+	[ "$(peer_metric 'mc_peer_local_evictions_total{event="key"}')" -eq 0 ]
+}
+
+@test "local-evict: master_ranked against a master that does not rank evicts by local order" {
+	cluster --eviction-mode master_ranked
+	fill 100
+	[ "$(peer_metric 'mc_peer_local_evictions_total{event="key"}')" -gt 0 ]
+	[ "$(peer_metric 'mc_peer_rank_queries_total')" -eq 0 ]
+	grep -q "evicting by local order" "$MC_DIR/p1.log"
+}
+
+@test "local-evict: in master mode the peer leaves DRAM to the master's rounds" {
+	cluster --eviction-mode master
+	fill 100
+	[ "$(peer_metric 'mc_peer_local_evictions_total{event="round"}')" -eq 0 ]
+	run -0 mc-fill --prefix a/ -n 100 --min-size 1MiB --max-size 1MiB verify
+	assert_output --partial "0 unreadable, 0 wrong"
+}
