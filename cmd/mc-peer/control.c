@@ -67,6 +67,15 @@
 #define INVENTORY_NAME_BYTES (1u << 20)
 /* Longest session token taken from the master (it sends 32 hex digits). */
 #define SESSION_MAX 64
+/* Distinct keys read past the master that one heartbeat reports at most. */
+#define LOCAL_READS_MAX 65536
+
+struct lread {
+	uint64_t hash;
+	uint16_t tenant_len, key_len;
+	char name[];
+};
+
 /* Task ids acknowledged in one heartbeat at most: under 600 KiB of msgpack. */
 #define ACKS_PER_HEARTBEAT 65536
 /*
@@ -138,6 +147,13 @@ struct control {
 	uint64_t inv_sent, inv_kept, inv_adopted, inv_dropped, inv_removed, inv_gone_sent;
 	bool inv_refusal_logged;
 	struct mc_registry *methods; /* peer_control_methods, counted */
+	/*
+	 * Keys read here past the master since the last heartbeat
+	 * (struct lread, by name hash), at most LOCAL_READS_MAX: the next
+	 * heartbeat reports them, as recency, and forgets them.
+	 */
+	struct mc_htab lreads;
+	size_t nlreads;
 	/* master_ranked: the master answers evict_candidates; one query context per tier */
 	bool master_ranks;
 	struct rank_query {
@@ -397,16 +413,80 @@ pack_register(msgpack_packer *pk, const struct control *ctl)
 	mc_pack_kv_u64(pk, "since", ctl->have_ack ? ctl->acked : 0);
 }
 
+static bool
+lread_eq(const void *entry, const void *key)
+{
+	const struct lread *a = entry;
+	const struct pobj *o = key;
+
+	return a->tenant_len == o->tenant_len && a->key_len == o->key_len &&
+	       memcmp(a->name, o->name, (size_t)o->tenant_len + o->key_len) == 0;
+}
+
+/* p->local_read: remember o's key for the next heartbeat, once. */
+static void
+local_read(void *arg, const struct pobj *o)
+{
+	struct control *ctl = arg;
+	size_t n = (size_t)o->tenant_len + o->key_len;
+	struct lread *lr;
+
+	if (ctl->nlreads >= LOCAL_READS_MAX || mc_htab_find(&ctl->lreads, o->hash, lread_eq, o))
+		return;
+	if (!(lr = malloc(sizeof(*lr) + n)))
+		return;
+	lr->hash = o->hash;
+	lr->tenant_len = o->tenant_len;
+	lr->key_len = o->key_len;
+	memcpy(lr->name, o->name, n);
+	if (mc_htab_insert(&ctl->lreads, o->hash, lr) < 0) {
+		free(lr);
+		return;
+	}
+	ctl->nlreads++;
+}
+
+static void
+lreads_clear(struct control *ctl)
+{
+	size_t cur = 0;
+	struct lread *lr;
+
+	while ((lr = mc_htab_next(&ctl->lreads, &cur)) != NULL)
+		free(lr);
+	mc_htab_free(&ctl->lreads);
+	mc_htab_init(&ctl->lreads);
+	ctl->nlreads = 0;
+}
+
+static void
+pack_local_reads(msgpack_packer *pk, const struct control *ctl)
+{
+	size_t cur = 0;
+	const struct lread *lr;
+
+	mc_pack_key(pk, "local_reads");
+	msgpack_pack_array(pk, (uint32_t)ctl->nlreads);
+	while ((lr = mc_htab_next(&ctl->lreads, &cur)) != NULL) {
+		msgpack_pack_map(pk, 2);
+		mc_pack_kv_strn(pk, "tenant", lr->name, lr->tenant_len);
+		mc_pack_kv_strn(pk, "key", lr->name + lr->tenant_len, lr->key_len);
+	}
+}
+
 static void
 pack_heartbeat(msgpack_packer *pk, const struct control *ctl)
 {
-	msgpack_pack_map(pk, 5 + (ctl->acks_inflight > 0));
+	msgpack_pack_map(pk, 5 + (ctl->nlreads > 0) + (ctl->acks_inflight > 0));
 	mc_pack_kv_u64(pk, "peer_id", ctl->peer_id);
 	mc_pack_kv_u64(pk, "seq", ctl->hb_seq);
 	pack_tiers(pk, ctl->p);
 	pack_tier_set(pk, "self_evict", ctl->p, reclaimer_self_evicts);
 	/* overages only group members could cover: the master's round evicts them whole */
 	pack_tier_set(pk, "stalled", ctl->p, reclaimer_stalled);
+	/* reads the master did not see: recency to it, never frequency */
+	if (ctl->nlreads > 0)
+		pack_local_reads(pk, ctl);
 	if (ctl->acks_inflight == 0)
 		return;
 	mc_pack_key(pk, "tasks");
@@ -875,6 +955,8 @@ heartbeat_tick(evutil_socket_t unused, short what, void *arg)
 	ctl->hb_seq = pindex_seq(&ctl->p->index);
 	ctl->acks_inflight = ctl->nacks < ACKS_PER_HEARTBEAT ? ctl->nacks : ACKS_PER_HEARTBEAT;
 	pack_heartbeat(mc_conn_begin(ctl->conn, "peer_heartbeat"), ctl);
+	/* sent or lost with the link: recency is a hint, not owed */
+	lreads_clear(ctl);
 	if (mc_conn_call(ctl->conn, (int)timeout, on_heartbeat, ctl) < 0) {
 		drop_link(ctl, "cannot send peer_heartbeat");
 		return;
@@ -1144,6 +1226,9 @@ control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err)
 	p->committed_arg = ctl;
 	p->full = tier_full;
 	p->full_arg = ctl;
+	p->local_read = local_read;
+	p->local_read_arg = ctl;
+	mc_htab_init(&ctl->lreads);
 	p->pool.on_drop = copy_dropped;
 	p->pool.on_drop_arg = ctl;
 	if (p->mover)
@@ -1269,6 +1354,9 @@ control_free(struct control *ctl)
 	ctl->done = NULL;
 	ctl->p->committed = NULL;
 	ctl->p->full = NULL;
+	ctl->p->local_read = NULL;
+	lreads_clear(ctl);
+	mc_htab_free(&ctl->lreads);
 	ctl->p->pool.on_drop = NULL;
 	if (ctl->p->mover)
 		mover_on_moved(ctl->p->mover, NULL, NULL);

@@ -671,6 +671,8 @@ main(int argc, char **argv)
 
 	p.fault_inject = cfg.fault_inject;
 	p.grants.skew_ms = cfg.grant_skew;
+	/* without the memory, reads past the master go unreported: recency only */
+	p.grants.seen = calloc(PEER_GRANTS_SEEN, sizeof(*p.grants.seen));
 	p.write_timeout_ms = cfg.write_timeout;
 	p.host = cfg.host_id;
 	p.domain = cfg.domain;
@@ -838,6 +840,7 @@ out_base:
 		mc_metrics_free(p.metrics->reg);
 		free(p.metrics);
 	}
+	free(p.grants.seen);
 	event_base_free(p.base);
 	return code;
 }

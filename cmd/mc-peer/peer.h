@@ -59,7 +59,14 @@ struct peer_grants {
 	struct mc_grant_keys keys;
 	uint64_t skew_ms; /* --grant-skew */
 	uint64_t refused[MC_GRANT_VERDICTS];
+	/*
+	 * Fingerprints of the read grants used here lately, direct-mapped
+	 * (PEER_GRANTS_SEEN slots): a read whose grant was used before went
+	 * past the master, which counted only the one it granted. NULL: none kept.
+	 */
+	uint64_t *seen;
 };
+#define PEER_GRANTS_SEEN (1u << 16)
 
 struct control;
 struct peer_metrics;
@@ -99,6 +106,12 @@ struct peer {
 	 */
 	void (*committed)(void *arg, const struct pobj *o);
 	void *committed_arg;
+	/*
+	 * A read the master did not see (its grant was used here before):
+	 * the heartbeat reports it, as recency. NULL: nobody is told.
+	 */
+	void (*local_read)(void *arg, const struct pobj *o);
+	void *local_read_arg;
 	/* A write found its tier full: the master should hear of the usage now. NULL: nobody. */
 	void (*full)(void *arg, int tier);
 	void *full_arg;
