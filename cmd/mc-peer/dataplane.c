@@ -520,6 +520,7 @@ h_read(struct mc_req *req)
 	}
 	p->st.reads++;
 	p->st.bytes_out += o->size;
+	pindex_read(&p->index, o);
 	if (covered && grant_reused(p, req) && p->local_read)
 		p->local_read(p->local_read_arg, o);
 	promote(p, o);

@@ -81,6 +81,12 @@ pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err)
 		ix->head = NULL;
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot initialise index lock");
 	}
+	if (!(ix->hist = mc_history_new(0, err))) {
+		pthread_mutex_destroy(&ix->mu);
+		free(ix->head);
+		ix->head = NULL;
+		return -1;
+	}
 	mc_htab_init(&ix->tab);
 	ix->media = media;
 	ix->gone_max = PINDEX_JOURNAL_MAX;
@@ -220,6 +226,7 @@ pindex_destroy(struct pindex *ix)
 		pobj_free(ix, o);
 	}
 	mc_htab_free(&ix->tab);
+	mc_history_free(ix->hist);
 	while (ix->gone_head)
 		gone_pop(ix);
 	free(ix->head);
@@ -294,6 +301,70 @@ attach_locked(struct pindex *ix, struct pobj *o)
 	ix->bytes += o->size;
 }
 
+/* ---- the kv ranking's history; lock held ---- */
+
+static double
+half_life_locked(const struct pindex *ix)
+{
+	return mc_history_half_life(ix->hist, ix->objects > 0 ? ix->objects : 1);
+}
+
+/*
+ * o is written, replacing old (or NULL): an access, and a miss, since
+ * its bytes had to be made. A new key resumes its value from its ghost,
+ * or starts on probation.
+ */
+static void
+written_locked(struct pindex *ix, struct pobj *o, const struct pobj *old)
+{
+	double hl = half_life_locked(ix), crf = 0;
+
+	if (old) {
+		o->crf = (float)mc_lrfu_ref(old->crf, old->access_seq, ix->access_seq + 1, hl);
+		o->created_seq = old->created_seq;
+		o->probation = old->probation;
+	} else {
+		o->probation =
+			!mc_history_take(ix->hist, o->hash, ix->access_seq, ix->objects + 1, &crf);
+		o->crf = (float)(crf + 1);
+		o->created_seq = ix->access_seq + 1;
+	}
+	o->access_seq = ++ix->access_seq;
+	mc_history_ref(ix->hist, false, ix->objects + 1);
+}
+
+void
+pindex_read(struct pindex *ix, struct pobj *o)
+{
+	pthread_mutex_lock(&ix->mu);
+	o->crf =
+		(float)mc_lrfu_ref(o->crf, o->access_seq, ix->access_seq + 1, half_life_locked(ix));
+	o->access_seq = ++ix->access_seq;
+	o->probation = false;
+	mc_history_ref(ix->hist, true, ix->objects);
+	pthread_mutex_unlock(&ix->mu);
+}
+
+void
+pindex_evicted(struct pindex *ix, const struct pobj *o)
+{
+	pthread_mutex_lock(&ix->mu);
+	mc_history_evicted(
+		ix->hist, o->hash,
+		mc_lrfu_decay(o->crf, o->access_seq, ix->access_seq, half_life_locked(ix)),
+		ix->access_seq, ix->objects);
+	pthread_mutex_unlock(&ix->mu);
+}
+
+void
+pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life)
+{
+	pthread_mutex_lock(&ix->mu);
+	*seq = ix->access_seq;
+	*half_life = half_life_locked(ix);
+	pthread_mutex_unlock(&ix->mu);
+}
+
 int
 pindex_publish(struct pindex *ix, struct pobj *o, struct pobj **replaced, struct mc_err *err)
 {
@@ -318,6 +389,7 @@ pindex_publish(struct pindex *ix, struct pobj *o, struct pobj **replaced, struct
 	if (old)
 		unlink_locked(ix, old);
 	*replaced = old;
+	written_locked(ix, o, old);
 	attach_locked(ix, o);
 	pthread_mutex_unlock(&ix->mu);
 	return 0;
@@ -338,6 +410,10 @@ pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *
 	/* The key stays held throughout: no removal for the journal, a new link for deltas. */
 	detach_locked(ix, old);
 	o->last_access = old->last_access;
+	o->access_seq = old->access_seq;
+	o->created_seq = old->created_seq;
+	o->crf = old->crf;
+	o->probation = old->probation;
 	attach_locked(ix, o);
 	pthread_mutex_unlock(&ix->mu);
 	return 0;

@@ -34,6 +34,7 @@
 
 #include "mc/err.h"
 #include "mc/hash.h"
+#include "mc/history.h"
 
 #include "medium.h"
 
@@ -66,7 +67,17 @@ struct pobj {
 	uint64_t checksum;
 	uint64_t off; /* offset in the tier's medium; meaningless when size == 0 */
 	uint64_t last_access;
-	uint64_t seq;		   /* the index's change number when this entry was linked */
+	uint64_t seq; /* the index's change number when this entry was linked */
+	/*
+	 * What the kv ranking needs (mc/history.h), kept by this peer for
+	 * the copies it holds: the index's access number at the copy's last
+	 * access (a read, or the write that made it) and at its creation,
+	 * its LRFU value then, and whether it was written with no history
+	 * of its key and not read since.
+	 */
+	uint64_t access_seq, created_seq;
+	float crf;
+	bool probation;
 	struct medium_order order; /* in the medium's order while linked */
 	/*
 	 * NULL until the commit notice; set and read on the event loop only
@@ -113,6 +124,9 @@ struct pindex {
 	 */
 	uint64_t held[MC_TIER_COUNT];
 	uint64_t seq; /* change number: bumped by every link and unlink */
+	/* accesses numbered so far, and the ghosts of the keys evicted for room */
+	uint64_t access_seq;
+	struct mc_history *hist;
 	/* The removal journal, oldest first, and its caps. */
 	struct pgone *gone_head, *gone_tail;
 	size_t ngone, gone_bytes;
@@ -151,6 +165,16 @@ int pindex_publish(struct pindex *ix, struct pobj *o, struct pobj **replaced, st
 /* Find and take a reference (bumps last access), or NULL. */
 struct pobj *pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
 			    size_t klen);
+/*
+ * The kv ranking's bookkeeping (mc/history.h), as the master keeps it
+ * for its view: a read of o (pindex_read), o leaving for room
+ * (pindex_evicted: its value becomes a ghost its key resumes if it is
+ * written again), and the access number and half-life to rank by now.
+ * A write is counted when it is published.
+ */
+void pindex_read(struct pindex *ix, struct pobj *o);
+void pindex_evicted(struct pindex *ix, const struct pobj *o);
+void pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life);
 /* Drop a reference; the last one frees the bytes (and says so: true). */
 bool pindex_release(struct pindex *ix, struct pobj *o);
 

@@ -60,6 +60,8 @@ drop(struct pool *pl, struct pobj *o, enum pool_reason why, enum pool_drop_why d
 	res->bytes = o->size;
 	count(&pl->freed[o->tier][why]);
 	if (why == POOL_RECLAIM) {
+		/* gone for room, not for good: a key written again resumes its value */
+		pindex_evicted(pl->ix, o);
 		count(&pl->dropped[o->tier][dwhy]);
 		if (pl->on_drop)
 			pl->on_drop(pl->on_drop_arg, o, dwhy);

@@ -247,9 +247,16 @@ name_id(struct mc_cand_view *v, const char *s, size_t len, uint32_t *out, struct
  * Add o to v when this peer may free it on its own; the bytes of copies
  * only the master may free (group members) go to *grouped.
  */
+/* What ranking a view takes now: the index's access number and half-life. */
+struct rank_now {
+	uint64_t seq;
+	double half_life;
+};
+
 static int
 add_copy(struct reclaimer *r, struct mc_cand_view *v, const struct pobj *o, uint32_t self,
-	 uint32_t tier_id, uint64_t now, uint64_t *grouped, struct mc_err *err)
+	 uint32_t tier_id, uint64_t now, const struct rank_now *rn, uint64_t *grouped,
+	 struct mc_err *err)
 {
 	const struct pmeta *pm = o->meta;
 	struct mc_cand c;
@@ -277,7 +284,21 @@ add_copy(struct reclaimer *r, struct mc_cand_view *v, const struct pobj *o, uint
 	c.last_access = o->last_access;
 	c.soft_pin_deadline = pm->sp_deadline > now ? pm->sp_deadline : 0;
 	c.cost = -1;
+	/* the kv ranking's fields, from this peer's own history of its copies */
+	c.access_seq = o->access_seq;
+	c.created_seq = o->created_seq;
+	c.crf = mc_lrfu_decay(o->crf, o->access_seq, rn->seq, rn->half_life);
+	c.flags = o->probation ? MC_CAND_PROBATION : 0;
 	return mc_cand_add(v, &c, pobj_key(o), o->key_len, err);
+}
+
+/* mc_history_capacity_fn: every record of a local view is on the one tier, ctx's medium. */
+static uint64_t
+tier_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
+{
+	(void)v;
+	(void)c;
+	return medium_capacity(ctx);
 }
 
 /* The view of tier's copies this peer may free; *grouped: what only the master may. */
@@ -289,12 +310,15 @@ build_view(struct reclaimer *r, int tier, struct mc_cand_view *v, uint64_t *grou
 	struct pindex_walk *w;
 	uint32_t self, tier_id;
 	uint64_t now = mc_now_ms();
+	struct rank_now rn;
 	const char *tn = mc_tier_name(tier);
 	size_t n;
 	int rc = 0;
 
 	*grouped = 0;
 	v->created = now;
+	pindex_history_now(r->ix, &rn.seq, &rn.half_life);
+	v->seq = rn.seq;
 	if (name_id(v, SELF, strlen(SELF), &self, err) < 0 ||
 	    name_id(v, tn, strlen(tn), &tier_id, err) < 0)
 		return -1;
@@ -303,11 +327,12 @@ build_view(struct reclaimer *r, int tier, struct mc_cand_view *v, uint64_t *grou
 	while (rc == 0 && (n = pindex_walk_next(w, objs, WALK_SLICE, WALK_NAME_BYTES)) > 0) {
 		for (size_t i = 0; i < n && rc == 0; i++)
 			if (objs[i]->tier == tier)
-				rc = add_copy(r, v, objs[i], self, tier_id, now, grouped, err);
+				rc = add_copy(r, v, objs[i], self, tier_id, now, &rn, grouped, err);
 		pindex_release_many(r->ix, objs, n);
 	}
 	pindex_walk_end(w);
-	return rc;
+	/* new copies compete only with each other until read, past the probationary share */
+	return rc < 0 ? -1 : mc_history_segment(v, tier_capacity, r->ix->media[tier], err);
 }
 
 /* Plan need bytes off tier; false when there is nothing to execute (the pass rests). */

@@ -94,6 +94,8 @@ teardown(void)
 		medium_close(media[t]);
 }
 
+static const char *put_type = "general";
+
 /* Commit key (pages of dram) with its commit notice: group may be NULL. */
 static void
 put_meta(const char *key, uint64_t pages, const char *group, bool hard_pin)
@@ -107,8 +109,8 @@ put_meta(const char *key, uint64_t pages, const char *group, bool hard_pin)
 	pool_commit(&pl, o, NULL);
 	o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
 	pindex_set_meta(&ix, o,
-			pmeta_new("general", 7, group ? group : "", group ? strlen(group) : 0,
-				  hard_pin, 0));
+			pmeta_new(put_type, strlen(put_type), group ? group : "",
+				  group ? strlen(group) : 0, hard_pin, 0));
 	pindex_release(&ix, o);
 }
 
@@ -206,6 +208,7 @@ test_recency(void)
 		tick();
 		keyname(k, sizeof(k), i);
 		o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+		pindex_read(&ix, o);
 		pindex_release(&ix, o);
 	}
 	reclaimer_kick(rc, MC_TIER_DRAM, false);
@@ -220,6 +223,48 @@ test_recency(void)
 	}
 	TAP_OK(touched_kept, "recency: copies read since stay");
 	TAP_OK(old_gone && has("k024"), "recency: the least recently used went, in order");
+	teardown();
+}
+
+/* kv blocks: the peer's own history ranks them, as the master's would. */
+static void
+test_kv_history(void)
+{
+	char k[16];
+	bool read_kept = true;
+	struct pobj *o;
+
+	setup(false, EVICT_LOCAL);
+	put_type = "kv";
+	for (int i = 0; i < 58; i++) {
+		keyname(k, sizeof(k), i);
+		put(k);
+		/* every fourth block is read again twice, right away */
+		for (int r = 0; i % 4 == 0 && r < 2; r++) {
+			o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+			pindex_read(&ix, o);
+			pindex_release(&ix, o);
+		}
+	}
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	for (int i = 0; i < 58; i += 4) {
+		keyname(k, sizeof(k), i);
+		read_kept &= has(k);
+	}
+	TAP_OK(read_kept && tier_pages(MC_TIER_DRAM) == 44,
+	       "kv: blocks read again outrank blocks never read, oldest or not");
+	TAP_OK(!has("k001") && has("k057"), "kv: unread blocks past probation go oldest first");
+	/* k001 was evicted for room: written again, it resumes its value */
+	put("k001");
+	o = pindex_acquire(&ix, T, strlen(T), "k001", 4);
+	TAP_OK(o && !o->probation, "kv: a key evicted and written again is not new: its ghost");
+	pindex_release(&ix, o);
+	put("fresh");
+	o = pindex_acquire(&ix, T, strlen(T), "fresh", 5);
+	TAP_OK(o && o->probation, "kv: a key never seen starts on probation");
+	pindex_release(&ix, o);
+	put_type = "general";
 	teardown();
 }
 
@@ -436,6 +481,7 @@ main(void)
 	test_modes();
 	test_drains_exactly();
 	test_recency();
+	test_kv_history();
 	test_reader_kept();
 	test_held_counts();
 	test_demotion();
