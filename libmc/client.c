@@ -837,8 +837,8 @@ static struct mc_dp_obj
 dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version, uint64_t len,
        uint64_t checksum, const struct rep *r)
 {
-	return (struct mc_dp_obj){ t->c->tenant, key,	   klen,     version,
-				   len,		 checksum, r->grant, r->glen };
+	return (struct mc_dp_obj){ t->c->tenant, key,	   klen,    version, len,
+				   checksum,	 r->grant, r->glen, NULL,    0 };
 }
 
 static int
@@ -1247,6 +1247,10 @@ write_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 	struct put_rep *pr = item;
 	struct put_key *k = pr->owner;
 	struct mc_dp_obj o = dp_obj(t, k->key, k->klen, k->version, k->len, k->checksum, &pr->r);
+
+	/* the peer ranks its own copies by their chains too */
+	o.parent = k->parent.data;
+	o.plen = k->parent.len;
 	struct mc_bulk_src src = mc_bulk_src_mem(k->buf, k->len);
 
 	return mc_dp_write_send(r, &o, pr->r.tier, &src, err);

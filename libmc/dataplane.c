@@ -124,8 +124,10 @@ mc_dp_write_send(struct mc_rpcc *r, const struct mc_dp_obj *o, const char *tier,
 {
 	msgpack_packer *pk = mc_rpcc_begin(r, "write");
 
-	msgpack_pack_map(pk, 6 + (o->glen > 0));
+	msgpack_pack_map(pk, 6 + (o->glen > 0) + (o->plen > 0));
 	pack_grant(pk, o);
+	if (o->plen > 0)
+		mc_pack_kv_strn(pk, "parent", o->parent, o->plen);
 	mc_pack_kv_str(pk, "tenant", o->tenant);
 	mc_pack_kv_strn(pk, "key", o->key, o->klen);
 	mc_pack_kv_u64(pk, "version", o->version);

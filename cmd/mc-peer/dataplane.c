@@ -295,7 +295,7 @@ h_write(struct mc_req *req)
 {
 	struct peer *p = req->ctx;
 	struct mc_err err;
-	struct name tenant, key, tier;
+	struct name tenant, key, tier, parent = { NULL, 0 };
 	uint64_t version = 0, checksum = 0, len, off = 0, have;
 	struct pending_write *pw;
 	struct medium *m;
@@ -305,7 +305,9 @@ h_write(struct mc_req *req)
 	char kb[80];
 
 	if (get_target(req->params, &tenant, &key, &err) < 0 ||
-	    get_name(req->params, "tier", 16, mc_tier_name(MC_TIER_DRAM), &tier, &err) < 0)
+	    get_name(req->params, "tier", 16, mc_tier_name(MC_TIER_DRAM), &tier, &err) < 0 ||
+	    (mc_map_get(req->params, "parent") != NULL &&
+	     get_name(req->params, "parent", MC_KEY_MAX, NULL, &parent, &err) < 0))
 		goto bad;
 	if ((r = mc_map_u64(req->params, "version", &version, &err)) <= 0) {
 		if (r == 0)
@@ -364,6 +366,8 @@ h_write(struct mc_req *req)
 	}
 	o = pobj_new(&p->index, tenant.p, tenant.len, key.p, key.len, version, len, checksum, t,
 		     off);
+	if (o && parent.len > 0)
+		o->parent = pindex_hash(tenant.p, tenant.len, parent.p, parent.len);
 	if (!o) {
 		if (len > 0)
 			medium_release(m, off, len);

@@ -356,6 +356,37 @@ pindex_evicted(struct pindex *ix, const struct pobj *o)
 	pthread_mutex_unlock(&ix->mu);
 }
 
+uint64_t
+pindex_hash(const char *tenant, size_t tlen, const char *key, size_t klen)
+{
+	return name_hash(tenant, tlen, key, klen);
+}
+
+/* Any linked entry filed under hash (the parent's key is known by its hash alone). */
+static bool
+any_eq(const void *entry, const void *key)
+{
+	(void)entry;
+	(void)key;
+	return true;
+}
+
+double
+pindex_worth(struct pindex *ix, const struct pobj *o, uint64_t seq, double half_life)
+{
+	double crf = mc_lrfu_decay(o->crf, o->access_seq, seq, half_life), parent = -1;
+	const struct pobj *p;
+
+	if (o->parent == 0)
+		return crf;
+	pthread_mutex_lock(&ix->mu);
+	p = mc_htab_find(&ix->tab, o->parent, any_eq, NULL);
+	if (p != NULL && p != o)
+		parent = mc_lrfu_decay(p->crf, p->access_seq, seq, half_life);
+	pthread_mutex_unlock(&ix->mu);
+	return mc_chain_worth(crf, parent);
+}
+
 void
 pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life)
 {

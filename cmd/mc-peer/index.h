@@ -78,6 +78,11 @@ struct pobj {
 	uint64_t access_seq, created_seq;
 	float crf;
 	bool probation;
+	/*
+	 * The chain parent the write named (the block before it in its
+	 * prompt), as pindex_hash of (tenant, parent key); 0: none.
+	 */
+	uint64_t parent;
 	struct medium_order order; /* in the medium's order while linked */
 	/*
 	 * NULL until the commit notice; set and read on the event loop only
@@ -175,6 +180,14 @@ struct pobj *pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, 
 void pindex_read(struct pindex *ix, struct pobj *o);
 void pindex_evicted(struct pindex *ix, const struct pobj *o);
 void pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life);
+/* The hash the index files (tenant, key) under. */
+uint64_t pindex_hash(const char *tenant, size_t tlen, const char *key, size_t klen);
+/*
+ * o's worth for the kv ranking at access number seq: its value decayed,
+ * capped just below its parent's when the parent is held here too (a
+ * prompt reads its prefix first, so a chain gives up its tail first).
+ */
+double pindex_worth(struct pindex *ix, const struct pobj *o, uint64_t seq, double half_life);
 /* Drop a reference; the last one frees the bytes (and says so: true). */
 bool pindex_release(struct pindex *ix, struct pobj *o);
 

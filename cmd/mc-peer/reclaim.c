@@ -287,7 +287,7 @@ add_copy(struct reclaimer *r, struct mc_cand_view *v, const struct pobj *o, uint
 	/* the kv ranking's fields, from this peer's own history of its copies */
 	c.access_seq = o->access_seq;
 	c.created_seq = o->created_seq;
-	c.crf = mc_lrfu_decay(o->crf, o->access_seq, rn->seq, rn->half_life);
+	c.crf = pindex_worth(r->ix, o, rn->seq, rn->half_life);
 	c.flags = o->probation ? MC_CAND_PROBATION : 0;
 	return mc_cand_add(v, &c, pobj_key(o), o->key_len, err);
 }

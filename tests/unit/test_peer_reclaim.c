@@ -268,6 +268,32 @@ test_kv_history(void)
 	teardown();
 }
 
+/* A block is worth no more than the block before it, when both are here. */
+static void
+test_chain_worth(void)
+{
+	struct pobj *head, *tail;
+	uint64_t seq;
+	double hl;
+
+	setup(false, EVICT_LOCAL);
+	put("head");
+	put("tail");
+	head = pindex_acquire(&ix, T, strlen(T), "head", 4);
+	tail = pindex_acquire(&ix, T, strlen(T), "tail", 4);
+	for (int i = 0; i < 5; i++)
+		pindex_read(&ix, tail);
+	pindex_history_now(&ix, &seq, &hl);
+	TAP_OK(pindex_worth(&ix, tail, seq, hl) > pindex_worth(&ix, head, seq, hl),
+	       "chain: without a parent a block's worth is its own value");
+	tail->parent = pindex_hash(T, strlen(T), "head", 4);
+	TAP_OK(pindex_worth(&ix, tail, seq, hl) < pindex_worth(&ix, head, seq, hl),
+	       "chain: with its parent here it is worth less than the parent");
+	pindex_release(&ix, head);
+	pindex_release(&ix, tail);
+	teardown();
+}
+
 static void
 test_reader_kept(void)
 {
@@ -482,6 +508,7 @@ main(void)
 	test_drains_exactly();
 	test_recency();
 	test_kv_history();
+	test_chain_worth();
 	test_reader_kept();
 	test_held_counts();
 	test_demotion();

@@ -42,6 +42,12 @@ struct mc_dp_obj {
 	 */
 	const void *grant;
 	size_t glen;
+	/*
+	 * A write's chain parent, the key of the block before it in its
+	 * prompt (plen 0: none): the peer ranks its own copies by it.
+	 */
+	const void *parent;
+	size_t plen;
 };
 
 /*
