@@ -166,9 +166,11 @@ print(hay.find(needle))' "$1" "$2"
 	[ "$status" -eq 0 ]
 }
 
-@test "ssd: a hot set stays in dram under a steady put stream past the watermark" {
+# hotset_holds MODE: the hot set test with the peer in eviction mode MODE.
+hotset_holds() {
 	mc_start_master
-	MC_PEER_DRAM=8MiB mc_start_peer p1 --ssd "$SSD" --ssd-size 48MiB --http 127.0.0.1:0
+	MC_PEER_DRAM=8MiB mc_start_peer p1 --ssd "$SSD" --ssd-size 48MiB --http 127.0.0.1:0 \
+		--eviction-mode "$1"
 	# 12 hot keys of 64 KiB: under 10% of DRAM; 1000 puts: past DRAM and SSD both
 	run mc-fill --prefix h/ --count 1000 --hot 12 --every 64 --min-size "$OBJ" \
 		--max-size "$OBJ" hotset
@@ -178,6 +180,20 @@ print(hay.find(needle))' "$1" "$2"
 	[[ "$output" == *" 0 missed, 0 wrong; 0 hot keys outside dram"* ]]
 	[[ "$output" == *" 0 wrong"* ]]
 	[ "$(metric p1 mc_peer_moves_total 'kind="demote",outcome="done"')" -gt 0 ]
+}
+
+@test "ssd: a hot set stays in dram under a steady put stream past the watermark (local)" {
+	hotset_holds local
+	# the peer evicted for itself
+	[ "$(metric p1 mc_peer_local_evictions_total 'event="key"')" -gt 0 ]
+}
+
+@test "ssd: a hot set stays in dram under a steady put stream past the watermark (master_ranked)" {
+	hotset_holds master_ranked
+}
+
+@test "ssd: a hot set stays in dram under a steady put stream past the watermark (master)" {
+	hotset_holds master
 }
 
 @test "ssd: with --promote-on-read move, a read of an ssd copy moves it up" {
