@@ -254,7 +254,7 @@ struct peer_metrics {
 	/* By tier, for the tiers this peer holds (NULL for the others). */
 	struct mc_metric *used[MC_TIER_COUNT], *capacity[MC_TIER_COUNT],
 		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT], *drops[MC_TIER_COUNT][POOL_DROP_WHYS],
-		*moving[MC_TIER_COUNT];
+		*moving[MC_TIER_COUNT], *occupancy_min[MC_TIER_COUNT];
 	struct mc_metric *outcomes[POOL_OUTCOMES];
 	struct mc_metric *local_evictions[RECLAIM_EVENTS], *rank_queries;
 	/* A tier kept on disk: its own I/O (ops, bytes, seconds; read then write), corrupt copies. */
@@ -288,6 +288,7 @@ collect(struct mc_metrics *m, void *arg)
 		for (int w = 0; w < POOL_DROP_WHYS; w++)
 			mc_metric_set(pm->drops[t][w], (double)atomic_load(&p->pool.dropped[t][w]));
 		mc_metric_set(pm->moving[t], p->mover ? (double)mover_in_flight(p->mover, t) : 0);
+		mc_metric_set(pm->occupancy_min[t], reclaimer_occupancy_min(p->reclaim, t));
 		if (pm->corrupt[t]) {
 			struct medium_io io;
 
@@ -405,6 +406,12 @@ metrics_new(struct peer *p)
 		if (!(pm->moving[t] = mc_metric_get(r, "mc_peer_moving_bytes", MC_GAUGE,
 						    "Bytes being moved out of the tier.", "tier",
 						    mc_tier_name(t))))
+			goto fail;
+		if (!(pm->occupancy_min[t] = mc_metric_get(
+			      r, "mc_peer_tier_occupancy_min", MC_GAUGE,
+			      "The lowest usage, a fraction of capacity, this peer's own eviction "
+			      "left the tier at (1 before it ran).",
+			      "tier", mc_tier_name(t))))
 			goto fail;
 		if (io_metrics_new(pm, p->media[t]) < 0)
 			goto fail;

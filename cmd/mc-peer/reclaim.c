@@ -43,10 +43,11 @@ struct ranked {
 struct rtier {
 	struct reclaimer *r;
 	int tier;
-	bool draining; /* crossed its high watermark: freeing down to the low one */
-	bool full;     /* a write found no room: drain whatever the high watermark says */
-	bool stalled;  /* only group members could cover the overage */
-	bool idle;     /* the last plan could free nothing: wait before the next */
+	bool draining;	      /* crossed its high watermark: freeing down to the low one */
+	bool full;	      /* a write found no room: drain whatever the high watermark says */
+	bool stalled;	      /* only group members could cover the overage */
+	bool idle;	      /* the last plan could free nothing: wait before the next */
+	double occupancy_min; /* the lowest a drain left the tier at, 1 before any */
 	/* the local plan being executed */
 	bool planned;
 	struct mc_plan plan;
@@ -175,6 +176,12 @@ enum evict_mode
 reclaimer_mode(const struct reclaimer *r)
 {
 	return r->conf.mode;
+}
+
+double
+reclaimer_occupancy_min(const struct reclaimer *r, int tier)
+{
+	return r->t[tier].occupancy_min;
 }
 
 uint64_t
@@ -542,6 +549,14 @@ reclaimer_on_ask(struct reclaimer *r, reclaim_ask_fn fn, void *arg)
 static void
 pass_end(struct rtier *t)
 {
+	struct medium *m = t->r->ix->media[t->tier];
+
+	if (t->draining && medium_capacity(m) > 0) {
+		double occ = (double)staying(t->r, t->tier) / (double)medium_capacity(m);
+
+		if (occ < t->occupancy_min)
+			t->occupancy_min = occ;
+	}
 	t->draining = t->full = t->stalled = false;
 	t->pass_asked = false;
 	plan_drop(t);
@@ -658,6 +673,7 @@ reclaimer_new(struct event_base *base, struct pool *pl, struct mover *mv,
 	for (int i = 0; i < MC_TIER_COUNT; i++) {
 		r->t[i].r = r;
 		r->t[i].tier = i;
+		r->t[i].occupancy_min = 1;
 		if (!(r->t[i].timer = evtimer_new(base, timer_cb, &r->t[i])))
 			goto fail;
 		if (r->ix->media[i])

@@ -122,6 +122,8 @@ void reclaimer_on_ask(struct reclaimer *r, reclaim_ask_fn fn, void *arg);
 void reclaimer_answer(struct reclaimer *r, int tier, const struct reclaim_ranked *keys, size_t n);
 /* The master has no ranking: evict by local order from now on (said once). */
 void reclaimer_no_ranking(struct reclaimer *r);
+/* The lowest usage (a fraction of capacity) a drain of tier left it at; 1 before any. */
+double reclaimer_occupancy_min(const struct reclaimer *r, int tier);
 /* Ranking queries sent, and their answers. */
 uint64_t reclaimer_asked(const struct reclaimer *r);
 
