@@ -108,9 +108,9 @@ collect(struct mc_metrics *r, void *arg)
 	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
 }
 
-#define RANK_QUERIES "mc_rank_queries_total", MC_COUNTER, "evict_candidates calls answered."
+#define RANK_QUERIES "mc_rank_queries_total", MC_COUNTER, "Calls of evict_candidates answered."
 #define RANK_KEYS \
-	"mc_rank_answer_keys_total", MC_COUNTER, "Keys the evict_candidates answers carried."
+	"mc_rank_answer_keys_total", MC_COUNTER, "Keys the answers of evict_candidates carried."
 #define RANK_SECONDS                           \
 	"mc_rank_query_seconds", MC_HISTOGRAM, \
 		"Time an evict_candidates call spent walking the recency index."
