@@ -1,7 +1,8 @@
 /*
  * The per-(peer, tier) recency lists (recency.h). Everything is O(the
  * object's copies) but placing a node that does not belong at the warm
- * end, which walks at most PLACE_STEPS nodes from there.
+ * end, which walks at most PLACE_STEPS nodes in from either end, and
+ * sorting a peer's lists after its inventory.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,11 @@
 /*
  * A copy that appears for an object accessed a while ago (a demotion
  * landing on the next tier, a copy a peer reports) belongs some way in
- * from the warm end. Copies arrive close to it in practice (demotions
- * come coldest first, a new put's is the warmest); past this many steps
- * it is placed where the walk stopped, warmer than it is: kept a little
- * longer, never offered early.
+ * from one end. A new put's is the warmest, demotions come coldest
+ * first; one further than this many steps from both ends is placed this
+ * far in from the warm end, warmer than it is: kept longer, never
+ * offered early. A peer's inventory, which reports copies in any order,
+ * is sorted in once it is complete (recency_sort_peer).
  */
 #define PLACE_STEPS 64
 
@@ -225,6 +227,24 @@ recency_touch(struct recency *r, struct mobj *o)
 	}
 }
 
+/* The node a new one of access number seq goes after in l (0: at the head). */
+static uint32_t
+place(const struct recency *r, const struct rank_list *l, uint64_t seq)
+{
+	uint32_t warm = l->tail, cold = l->head;
+
+	for (int step = 0; step < PLACE_STEPS; step++) {
+		if (warm == 0 || r->nodes[warm].o->access_seq <= seq)
+			return warm;
+		/* cold's predecessors, passed already, are no warmer than seq */
+		if (r->nodes[cold].o->access_seq > seq)
+			return r->nodes[cold].prev;
+		warm = r->nodes[warm].prev;
+		cold = r->nodes[cold].next;
+	}
+	return warm;
+}
+
 /* Whether o has a node in list number li. */
 static bool
 has_node(const struct recency *r, const struct mobj *o, uint32_t li)
@@ -266,12 +286,7 @@ recency_sync(struct recency *r, struct mobj *o)
 		}
 		r->nodes[n] = (struct rank_node){ .o = o, .sib = o->rank, .list = (uint32_t)li };
 		o->rank = n;
-		at = r->lists[li]->tail;
-		for (int step = 0; at != 0 && step < PLACE_STEPS; step++) {
-			if (r->nodes[at].o->access_seq <= o->access_seq)
-				break;
-			at = r->nodes[at].prev;
-		}
+		at = place(r, r->lists[li], o->access_seq);
 		link_after(r, n, at);
 		r->live++;
 	}
@@ -283,6 +298,59 @@ recency_forget(struct recency *r, struct mobj *o)
 {
 	while (o->rank != 0)
 		node_free(r, o->rank);
+}
+
+/* the index whose nodes qsort compares (it passes no context) */
+static const struct recency *sorting;
+
+static int
+node_by_access(const void *a, const void *b)
+{
+	uint64_t x = sorting->nodes[*(const uint32_t *)a].o->access_seq;
+	uint64_t y = sorting->nodes[*(const uint32_t *)b].o->access_seq;
+
+	return (x > y) - (x < y);
+}
+
+/* Put l's nodes in access_seq order; -1 when out of memory (l unchanged). */
+static int
+sort_list(struct recency *r, struct rank_list *l)
+{
+	uint32_t *v, n = 0, at = 0;
+	bool sorted = true;
+
+	for (uint32_t x = l->head; x != 0; x = r->nodes[x].next) {
+		if (r->nodes[x].next != 0 &&
+		    r->nodes[r->nodes[x].next].o->access_seq < r->nodes[x].o->access_seq)
+			sorted = false;
+	}
+	if (sorted)
+		return 0;
+	if ((v = malloc(l->n * sizeof(*v))) == NULL)
+		return -1;
+	for (uint32_t x = l->head; x != 0; x = r->nodes[x].next)
+		v[n++] = x;
+	sorting = r;
+	qsort(v, n, sizeof(*v), node_by_access);
+	l->head = l->tail = 0;
+	l->n = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		link_after(r, v[i], at);
+		at = v[i];
+	}
+	free(v);
+	return 0;
+}
+
+int
+recency_sort_peer(struct recency *r, uint32_t peer)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < r->nlists; i++)
+		if (r->lists[i]->peer == peer && sort_list(r, r->lists[i]) != 0)
+			rc = -1;
+	return rc;
 }
 
 static int

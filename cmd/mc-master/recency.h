@@ -13,7 +13,9 @@
  * The store tells the index of every access (recency_touch: its nodes
  * go to the warm end) and every freed object (recency_forget); whoever
  * changes an object's copies calls recency_sync, which makes its nodes
- * match its complete replicas. A copy removed without a sync (an
+ * match its complete replicas. A new node walks in from both ends of
+ * its list to its place, a few dozen steps at most (recency.c says what
+ * happens past them). A copy removed without a sync (an
  * eviction round's, a dead peer's) leaves a stale node that the next
  * sync, touch or walk of its list finds and frees: a walk never answers
  * with it, and each stale node costs one step once.
@@ -67,6 +69,12 @@ void recency_touch(struct recency *r, struct mobj *o);
  * there, which errs on keeping data); -1 then, else 0.
  */
 int recency_sync(struct recency *r, struct mobj *o);
+/*
+ * Sort each list of peer by access_seq, O(k log k) for its k entries
+ * (none when already in order): after its inventory, whose copies came
+ * in the peer's order. -1 when out of memory (those lists left as they are).
+ */
+int recency_sort_peer(struct recency *r, uint32_t peer);
 /* o is being freed: drop its nodes. */
 void recency_forget(struct recency *r, struct mobj *o);
 /*

@@ -552,6 +552,10 @@ h_peer_inventory(struct mc_req *req)
 	/* A delta says nothing of what it does not name: nothing to sweep. */
 	if (done && !delta)
 		inventory_done(m, p);
+	/* the copies came in the peer's order: put them in the order of their accesses */
+	if (done && recency_sort_peer(&m->store.rank, p->id) != 0)
+		mc_warn("peer %u (%s) inventory: out of memory ordering its recency lists", p->id,
+			p->addr);
 	if (n.adopted + n.dropped + n.removed > 0 || done)
 		mc_info("peer %u (%s) %s: %llu kept, %llu adopted, %llu dropped, %llu gone%s",
 			p->id, p->addr, delta ? "inventory delta" : "inventory",

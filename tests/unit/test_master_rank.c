@@ -319,6 +319,44 @@ test_rebuild(void)
 	reset();
 }
 
+/*
+ * Copies that arrive out of order: one near either end finds its place;
+ * an inventory's, in any order, is sorted in once it is complete.
+ */
+static void
+test_placement(void)
+{
+	struct mobj *v[200];
+	char key[16];
+	size_t n;
+	bool more, ordered = true;
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "p%03d", i);
+		v[i] = obj(key, 1);
+		if (i != 5 && i != 190)
+			copy(v[i], PEER_A, MC_TIER_SSD);
+	}
+	/* demoted late, accessed long ago: 5 near the cold end, 190 near the warm one */
+	copy(v[5], PEER_A, MC_TIER_SSD);
+	copy(v[190], PEER_A, MC_TIER_SSD);
+	n = rank_query(&m, PEER_A, MC_TIER_SSD, 0, RANK_MAX, 1000, out, &more);
+	for (size_t i = 0; i < n; i++)
+		ordered &= out[i] == v[i];
+	TAP_OK(n == 200 && ordered, "placement: a late copy near either end finds its place");
+
+	/* a peer's inventory, in its own order: its lists are sorted once it is in */
+	for (int i = 0; i < 200; i++)
+		copy(v[(i * 37) % 200], PEER_B, MC_TIER_DRAM);
+	TAP_OK(recency_sort_peer(&m.store.rank, PEER_B) == 0, "sort: a peer's lists sorted");
+	n = rank_query(&m, PEER_B, MC_TIER_DRAM, 0, RANK_MAX, 1000, out, &more);
+	ordered = true;
+	for (size_t i = 0; i < n; i++)
+		ordered &= out[i] == v[i];
+	TAP_OK(n == 200 && ordered, "sort: the inventory's copies rank by access, not arrival");
+	reset();
+}
+
 /* Many objects through the slab: nodes reused, lists intact. */
 static void
 test_churn(void)
@@ -359,6 +397,7 @@ main(void)
 	test_local_reads();
 	test_local_reads_field();
 	test_rebuild();
+	test_placement();
 	test_churn();
 	store_free(&m.store);
 	return tap_done();
