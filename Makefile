@@ -126,6 +126,13 @@ $(BUILD)/tools/%: $(BUILD)/tests/tools/%.o $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# mc-rankbench times the master's own recency index in-process: it links
+# the master's modules (all but main.c) and sees their headers.
+$(BUILD)/tests/tools/mc-rankbench.o: MC_CFLAGS += -Icmd/mc-master
+$(BUILD)/tools/mc-rankbench: $(BUILD)/tests/tools/mc-rankbench.o $(call prog_mods,mc-master) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # Completions come from the programs' own --list-options, so they are
 # regenerated whenever a program is rebuilt and cannot drift from it. gen
 # rewrites a file only when its content changes (the files are committed).
@@ -203,6 +210,7 @@ bench: deps
 	tests/bench/fullcache
 	tests/bench/policy
 	tests/bench/ssd
+	tests/bench/rank
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 

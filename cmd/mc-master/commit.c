@@ -126,6 +126,8 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 		}
 	}
 	m->commits.unconfirmed += dropped;
+	/* the completed copies join their (peer, tier) recency lists */
+	recency_sync(&m->store.rank, o);
 	/* o may be gone from here on, unless a replica just completed */
 	ops_settle(m, o, NULL);
 	if (done.n > 0)

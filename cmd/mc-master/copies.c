@@ -106,6 +106,8 @@ h_copy_moved(struct mc_req *req)
 	r->moving = 0;
 	r->tier = (uint8_t)to;
 	ops_rep_charge(m, n.o, r);
+	/* it leaves from's recency list for to's */
+	recency_sync(&m->store.rank, n.o);
 	m->copies.moved[from][to]++;
 	/* The tier it reached may be over its own high watermark now. */
 	evict_tier_check(m, (uint32_t)n.peer, to);
@@ -161,6 +163,7 @@ h_copy_dropped(struct mc_req *req)
 		return;
 	}
 	m->copies.dropped[tier][reason]++;
+	recency_sync(&m->store.rank, n.o);
 	ops_settle(m, n.o, NULL);
 	evict_moves_landed(m);
 	mc_reply_ok_empty(req);

@@ -6,13 +6,17 @@
  * Who may call whom: a module calls only those on lines above its own,
  * so there is no circle (callbacks, such as a put waiting on eviction's
  * rounds, are registered by the caller above):
- *   store.c, offloop.c, extplan.c   data and helpers; call nothing here
+ *   recency.c                       the per-(peer, tier) recency lists; nothing here
+ *   store.c, offloop.c, extplan.c   data and helpers; recency.c only
  *   grants.c                        data-plane grants; calls nothing here
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
+ *   mmetrics.c                      the registry and the store's gauges; the above
  *   request.c                       every handler's helpers; store.c
  *   auth.c                          roles from the auth file; request.c, store.c
  *   lease.c, softpin.c              read leases, soft pins; request.c, store.c
+ *   rank.c                          evict_candidates' walk, local reads; softpin.c,
+ *                                   mmetrics.c, store.c
  *   ops.c                           replica and object changes; lease.c, softpin.c,
  *                                   peers.c, store.c
  *   placement.c                     a pure choice of peers; peers.c
@@ -25,7 +29,6 @@
  *   copies.c                        peers' own moves and drops of copies; evict.c,
  *                                   ops.c, request.c
  *   peerlink.c, msnap.c, handlers.c the peers' calls, snapshots, the object calls
- *   mmetrics.c                      the registry and the store's gauges
  *   start.c                         defaults, start-up, the method registry; everyone
  *   main.c                          options, the listener, stop; start.c
  * Each module serves its own methods (a table in its header) and

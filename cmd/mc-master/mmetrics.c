@@ -99,8 +99,53 @@ collect(struct mc_metrics *r, void *arg)
 			    "reason", "per_tenant");
 	if (mal != NULL)
 		mc_metric_set(mal, (double)m->refused_per_tenant);
+	gauge(r, "mc_rank_index_entries",
+	      "Entries of the recency index, one per (object, peer, tier) holding a copy.", NULL,
+	      NULL, (double)s->rank.live);
+	gauge(r, "mc_rank_index_bytes", "Memory of the recency index.", NULL, NULL,
+	      (double)recency_memory(&s->rank));
 	struct mallinfo2 mi = mallinfo2();
 	gauge(r, "mc_heap_bytes", "Heap bytes in use (malloc).", NULL, NULL, (double)mi.uordblks);
+}
+
+#define RANK_QUERIES "mc_rank_queries_total", MC_COUNTER, "Calls of evict_candidates answered."
+#define RANK_KEYS \
+	"mc_rank_answer_keys_total", MC_COUNTER, "Keys the answers of evict_candidates carried."
+#define RANK_SECONDS                           \
+	"mc_rank_query_seconds", MC_HISTOGRAM, \
+		"Time an evict_candidates call spent walking the recency index."
+#define LOCAL_READS                                                                        \
+	"mc_local_reads_total", MC_COUNTER,                                                \
+		"Local reads peers reported on their heartbeats, recorded as accesses or " \
+		"naming no object.",                                                       \
+		"result"
+
+void
+mmetrics_rank_query(struct master *m, uint64_t keys, double seconds)
+{
+	struct mc_metric *s;
+
+	if (m->mx.reg == NULL)
+		return;
+	if ((s = mc_metric_get(m->mx.reg, RANK_QUERIES, NULL, NULL)) != NULL)
+		mc_metric_inc(s);
+	if ((s = mc_metric_get(m->mx.reg, RANK_KEYS, NULL, NULL)) != NULL)
+		mc_metric_add(s, (double)keys);
+	if ((s = mc_metric_get(m->mx.reg, RANK_SECONDS, NULL, NULL)) != NULL)
+		mc_metric_observe(s, seconds);
+}
+
+void
+mmetrics_local_reads(struct master *m, uint64_t recorded, uint64_t unknown)
+{
+	struct mc_metric *s;
+
+	if (m->mx.reg == NULL)
+		return;
+	if (recorded > 0 && (s = mc_metric_get(m->mx.reg, LOCAL_READS, "recorded")) != NULL)
+		mc_metric_add(s, (double)recorded);
+	if (unknown > 0 && (s = mc_metric_get(m->mx.reg, LOCAL_READS, "unknown")) != NULL)
+		mc_metric_add(s, (double)unknown);
 }
 
 int
@@ -111,6 +156,12 @@ mmetrics_init(struct master *m)
 	mx->reg = mc_metrics_new();
 	if (mx->reg == NULL)
 		return -1;
+	/* the ranking's series exist from the start, so a scrape sees them at 0 */
+	mc_metric_get(mx->reg, RANK_QUERIES, NULL, NULL);
+	mc_metric_get(mx->reg, RANK_KEYS, NULL, NULL);
+	mc_metric_get(mx->reg, RANK_SECONDS, NULL, NULL);
+	mc_metric_get(mx->reg, LOCAL_READS, "recorded");
+	mc_metric_get(mx->reg, LOCAL_READS, "unknown");
 	mc_metrics_on_collect(mx->reg, collect, m);
 	mc_metrics_on_collect(mx->reg, tasks_collect, &m->peers.tasks);
 	return 0;

@@ -16,6 +16,10 @@ struct mmetrics {
 };
 
 int mmetrics_init(struct master *m);
+/* One evict_candidates answer: the keys it carried and how long it took. */
+void mmetrics_rank_query(struct master *m, uint64_t keys, double seconds);
+/* One heartbeat's local reads: recorded as accesses, and naming no object. */
+void mmetrics_local_reads(struct master *m, uint64_t recorded, uint64_t unknown);
 void mmetrics_free(struct mmetrics *mx);
 
 #endif

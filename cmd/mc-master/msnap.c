@@ -1177,6 +1177,10 @@ install(struct master *m, struct loader *L)
 	store_free(&m->store);
 	m->store = L->s;
 	ops_hook_store(m);
+	/* the loader placed copies without the index: build its lists in access order */
+	if (recency_rebuild(&m->store.rank, &m->store.objects) != 0)
+		mc_warn("restore: out of memory building the recency index; some copies are "
+			"never offered as eviction candidates");
 	m->store.version_seq = vseq;
 	m->store.replica_seq = rseq > UINT32_MAX ? UINT32_MAX : (uint32_t)rseq;
 	m->store.access_seq = aseq;

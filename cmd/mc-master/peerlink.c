@@ -13,6 +13,7 @@
 #include "master.h"
 #include "ops.h"
 #include "peerlink.h"
+#include "rank.h"
 #include "request.h"
 
 /* Heartbeat period suggested to peers. */
@@ -342,7 +343,9 @@ h_peer_heartbeat(struct mc_req *req)
 	struct peer *p;
 	struct peer tmp;
 	const msgpack_object *acks;
+	const msgpack_object_array *reads;
 	struct mc_err err;
+	bool bad_reads;
 
 	p = need_peer(req);
 
@@ -350,7 +353,9 @@ h_peer_heartbeat(struct mc_req *req)
 		return;
 	/* Parse into a copy so a bad message changes nothing. */
 	tmp = *p;
-	if (read_tiers(m, req->params, &tmp, false, &err) != 0) {
+	if (read_tiers(m, req->params, &tmp, false, &err) != 0 ||
+	    ((reads = rank_local_reads_check(req->params, &bad_reads, &err)) == NULL &&
+	     bad_reads)) {
 		req_fail_err(req, &err);
 		return;
 	}
@@ -360,6 +365,8 @@ h_peer_heartbeat(struct mc_req *req)
 		return;
 	}
 	memcpy(p->tiers, tmp.tiers, sizeof(p->tiers));
+	/* reads the peer served itself: recency the master would not see otherwise */
+	rank_local_reads_apply(m, reads, mc_now_ms());
 	p->last_heartbeat = mc_now_ms();
 	p->heard = mc_mono_ms();
 	if (p->conn != req->conn) {

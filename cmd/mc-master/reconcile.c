@@ -240,6 +240,7 @@ add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
 	if (r == NULL)
 		return -1;
 	r->state = REP_COMPLETE;
+	recency_sync(&m->store.rank, o);
 	return 0;
 }
 
@@ -256,6 +257,8 @@ confirm(struct master *m, struct mobj *o, struct mrep *r, struct peer *p, int ti
 	r->tier = (uint8_t)tier;
 	r->mark = p->mark;
 	ops_rep_charge(m, o, r);
+	/* the peer may report it on another tier than the master had it */
+	recency_sync(&m->store.rank, o);
 }
 
 /*
@@ -412,8 +415,10 @@ inventory_gone(struct master *m, const struct peer *p, const struct inv_gone *g,
 		n->removed++;
 		hit = true;
 	}
-	if (hit)
+	if (hit) {
+		recency_sync(&m->store.rank, o);
 		ops_settle(m, o, NULL);
+	}
 }
 
 /*
@@ -547,6 +552,10 @@ h_peer_inventory(struct mc_req *req)
 	/* A delta says nothing of what it does not name: nothing to sweep. */
 	if (done && !delta)
 		inventory_done(m, p);
+	/* the copies came in the peer's order: put them in the order of their accesses */
+	if (done && recency_sort_peer(&m->store.rank, p->id) != 0)
+		mc_warn("peer %u (%s) inventory: out of memory ordering its recency lists", p->id,
+			p->addr);
 	if (n.adopted + n.dropped + n.removed > 0 || done)
 		mc_info("peer %u (%s) %s: %llu kept, %llu adopted, %llu dropped, %llu gone%s",
 			p->id, p->addr, delta ? "inventory delta" : "inventory",

@@ -40,6 +40,7 @@ store_init(struct store *s, struct mc_err *err)
 	mc_htab_init(&s->objects);
 	mc_htab_init(&s->pending);
 	mc_htab_init(&s->groups);
+	recency_init(&s->rank);
 	/* id 0 of each name space is the default, so lookups never miss it. */
 	if (store_tenant_intern(s, MC_DEFAULT_TENANT, strlen(MC_DEFAULT_TENANT), err) != 0)
 		goto fail;
@@ -92,6 +93,7 @@ store_free(struct store *s)
 	mc_htab_free(&s->pending);
 	mc_htab_free(&s->groups);
 	mc_history_free(s->hist);
+	recency_free(&s->rank);
 	for (uint32_t i = 0; i < s->ntenants; i++)
 		free(s->tenants[i].name);
 	free(s->tenants);
@@ -384,6 +386,7 @@ store_destroy_unlinked(struct store *s, struct mobj *o)
 
 	if (s->on_destroy != NULL)
 		s->on_destroy(s->on_destroy_ctx, o);
+	recency_forget(&s->rank, o);
 	/* its value outlives it for a while, if it ever held a version */
 	if (o->version != 0)
 		mc_history_evicted(
@@ -457,6 +460,20 @@ store_access(struct store *s, struct mobj *o)
 	o->crf = (float)mc_lrfu_ref(o->crf, o->access_seq, s->access_seq + 1, hl);
 	o->access_seq = ++s->access_seq;
 	set_worth(s, o, hl);
+	recency_touch(&s->rank, o);
+}
+
+void
+store_touch(struct store *s, struct mobj *o)
+{
+	double hl = mc_history_half_life(s->hist, s->objects.count);
+	uint64_t seq = ++s->access_seq;
+
+	/* the same values, expressed at the new number: decayed, not referenced */
+	o->crf = (float)store_crf(o, seq, hl);
+	o->worth = (float)store_worth(o, seq, hl);
+	o->access_seq = seq;
+	recency_touch(&s->rank, o);
 }
 
 void
@@ -486,6 +503,7 @@ store_access_new(struct store *s, struct mobj *o, uint64_t parent)
 		o->depth = p->depth != UINT8_MAX ? p->depth + 1 : UINT8_MAX;
 	}
 	set_worth(s, o, hl);
+	recency_touch(&s->rank, o);
 }
 
 void

@@ -21,6 +21,7 @@
 #include "mc/hash.h"
 #include "mc/history.h"
 #include "mc/tier.h"
+#include "recency.h"
 
 struct master;
 
@@ -112,6 +113,7 @@ struct mobj {
 		struct mrep one;
 		struct mrep *many;
 	} rep;
+	uint32_t rank; /* its first node in the recency index (recency.h), 0: none */
 	char key[];
 };
 
@@ -190,6 +192,8 @@ struct store {
 	uint32_t replica_seq;
 	/* LRFU half-life, ghosts of evicted keys (the view builder's state) */
 	struct mc_history *hist;
+	/* each (peer, tier)'s objects by access_seq: every access above moves them */
+	struct recency rank;
 	/* Told before an object is freed (the soft-pin index forgets it). */
 	void (*on_destroy)(void *ctx, struct mobj *o);
 	void *on_destroy_ctx;
@@ -260,6 +264,13 @@ void store_read(struct store *s, struct mobj *o);
  * the parent's children, one deeper (an uncached parent: depth 1).
  */
 void store_access_new(struct store *s, struct mobj *o, uint64_t parent);
+/*
+ * A read the master did not serve (a peer's local read, peer_heartbeat
+ * local_reads): o takes the next access number, for recency only. Its
+ * LRFU value and worth are carried to the new number unchanged, and
+ * neither its access_count, its probation nor the climber hear of it.
+ */
+void store_touch(struct store *s, struct mobj *o);
 /* A client wrote a block it did not find: a miss for the climber. */
 void store_count_miss(struct store *s);
 /* o's LRFU value and its worth decayed to access number seq, with half-life hl. */

@@ -1,0 +1,408 @@
+/*
+ * The per-(peer, tier) recency lists (recency.h). Everything is O(the
+ * object's copies) but placing a node that does not belong at the warm
+ * end, which walks at most PLACE_STEPS nodes in from either end, and
+ * sorting a peer's lists after its inventory.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/checksum.h"
+#include "recency.h"
+#include "store.h"
+
+/*
+ * A copy that appears for an object accessed a while ago (a demotion
+ * landing on the next tier, a copy a peer reports) belongs some way in
+ * from one end. A new put's is the warmest, demotions come coldest
+ * first; one further than this many steps from both ends is placed this
+ * far in from the warm end, warmer than it is: kept longer, never
+ * offered early. A peer's inventory, which reports copies in any order,
+ * is sorted in once it is complete (recency_sort_peer).
+ */
+#define PLACE_STEPS 64
+
+static uint64_t
+list_hash(uint32_t peer, uint32_t tier)
+{
+	uint64_t k = ((uint64_t)peer << 8) | tier;
+
+	return mc_hash64(&k, sizeof(k), 0x7ecu);
+}
+
+struct list_key {
+	uint32_t peer, tier;
+};
+
+static bool
+list_eq(const void *entry, const void *key)
+{
+	const struct rank_list *l = entry;
+	const struct list_key *k = key;
+
+	return l->peer == k->peer && l->tier == k->tier;
+}
+
+void
+recency_init(struct recency *r)
+{
+	memset(r, 0, sizeof(*r));
+	mc_htab_init(&r->by_key);
+}
+
+static void
+release(struct recency *r)
+{
+	for (uint32_t i = 0; i < r->nlists; i++)
+		free(r->lists[i]);
+	free(r->lists);
+	free(r->nodes);
+	mc_htab_free(&r->by_key);
+}
+
+void
+recency_free(struct recency *r)
+{
+	release(r);
+	memset(r, 0, sizeof(*r));
+}
+
+struct rank_list *
+recency_list(const struct recency *r, uint32_t peer, int tier)
+{
+	struct list_key k = { peer, (uint32_t)tier };
+
+	return mc_htab_find(&r->by_key, list_hash(peer, (uint32_t)tier), list_eq, &k);
+}
+
+/* The list of (peer, tier), made on first use; its index, or -1 when out of memory. */
+static int64_t
+list_get(struct recency *r, uint32_t peer, uint32_t tier)
+{
+	struct rank_list *l = recency_list(r, peer, (int)tier), **v;
+
+	if (l != NULL)
+		return l->idx;
+	v = realloc(r->lists, (r->nlists + 1) * sizeof(*v));
+	if (v == NULL)
+		return -1;
+	r->lists = v;
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		return -1;
+	l->peer = peer;
+	l->tier = tier;
+	l->idx = r->nlists;
+	if (mc_htab_insert(&r->by_key, list_hash(peer, tier), l) != 0) {
+		free(l);
+		return -1;
+	}
+	r->lists[r->nlists] = l;
+	return r->nlists++;
+}
+
+static bool
+holds_complete(const struct mobj *o, uint32_t peer, uint32_t tier)
+{
+	const struct mrep *v = obj_creps(o);
+
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (v[i].peer == peer && v[i].tier == tier && v[i].state == REP_COMPLETE)
+			return true;
+	return false;
+}
+
+static bool
+stale(const struct recency *r, uint32_t n)
+{
+	const struct rank_list *l = r->lists[r->nodes[n].list];
+
+	return !holds_complete(r->nodes[n].o, l->peer, l->tier);
+}
+
+static void
+unlink_list(struct recency *r, uint32_t n)
+{
+	struct rank_node *x = &r->nodes[n];
+	struct rank_list *l = r->lists[x->list];
+
+	if (x->prev != 0)
+		r->nodes[x->prev].next = x->next;
+	else
+		l->head = x->next;
+	if (x->next != 0)
+		r->nodes[x->next].prev = x->prev;
+	else
+		l->tail = x->prev;
+	x->prev = x->next = 0;
+	l->n--;
+}
+
+/* Link n into its list right after at (0: as the new head). */
+static void
+link_after(struct recency *r, uint32_t n, uint32_t at)
+{
+	struct rank_node *x = &r->nodes[n];
+	struct rank_list *l = r->lists[x->list];
+
+	x->prev = at;
+	x->next = at != 0 ? r->nodes[at].next : l->head;
+	if (x->next != 0)
+		r->nodes[x->next].prev = n;
+	else
+		l->tail = n;
+	if (at != 0)
+		r->nodes[at].next = n;
+	else
+		l->head = n;
+	l->n++;
+}
+
+/* Unlink n from its list and its object, and put it on the free chain. */
+static void
+node_free(struct recency *r, uint32_t n)
+{
+	struct mobj *o = r->nodes[n].o;
+
+	unlink_list(r, n);
+	if (o->rank == n) {
+		o->rank = r->nodes[n].sib;
+	} else {
+		uint32_t p = o->rank;
+		while (r->nodes[p].sib != n)
+			p = r->nodes[p].sib;
+		r->nodes[p].sib = r->nodes[n].sib;
+	}
+	r->nodes[n] = (struct rank_node){ .next = r->free };
+	r->free = n;
+	r->live--;
+}
+
+static uint32_t
+node_alloc(struct recency *r)
+{
+	uint32_t n = r->free;
+
+	if (n != 0) {
+		r->free = r->nodes[n].next;
+		return n;
+	}
+	if (r->used + 1 >= r->cap) {
+		uint64_t cap = r->cap != 0 ? 2 * (uint64_t)r->cap : 1024;
+		struct rank_node *v;
+
+		if (cap > UINT32_MAX)
+			cap = UINT32_MAX;
+		if (r->used + 1 >= cap)
+			return 0;
+		v = realloc(r->nodes, cap * sizeof(*v));
+		if (v == NULL)
+			return 0;
+		r->nodes = v;
+		r->cap = (uint32_t)cap;
+		if (r->used == 0)
+			r->used = 1; /* node 0 stays unused */
+	}
+	return r->used++;
+}
+
+void
+recency_touch(struct recency *r, struct mobj *o)
+{
+	uint32_t n = o->rank;
+
+	while (n != 0) {
+		uint32_t sib = r->nodes[n].sib;
+
+		if (stale(r, n)) {
+			node_free(r, n);
+		} else {
+			struct rank_list *l = r->lists[r->nodes[n].list];
+			if (l->tail != n) {
+				unlink_list(r, n);
+				link_after(r, n, l->tail);
+			}
+		}
+		n = sib;
+	}
+}
+
+/* The node a new one of access number seq goes after in l (0: at the head). */
+static uint32_t
+place(const struct recency *r, const struct rank_list *l, uint64_t seq)
+{
+	uint32_t warm = l->tail, cold = l->head;
+
+	for (int step = 0; step < PLACE_STEPS; step++) {
+		if (warm == 0 || r->nodes[warm].o->access_seq <= seq)
+			return warm;
+		/* cold's predecessors, passed already, are no warmer than seq */
+		if (r->nodes[cold].o->access_seq > seq)
+			return r->nodes[cold].prev;
+		warm = r->nodes[warm].prev;
+		cold = r->nodes[cold].next;
+	}
+	return warm;
+}
+
+/* Whether o has a node in list number li. */
+static bool
+has_node(const struct recency *r, const struct mobj *o, uint32_t li)
+{
+	for (uint32_t n = o->rank; n != 0; n = r->nodes[n].sib)
+		if (r->nodes[n].list == li)
+			return true;
+	return false;
+}
+
+int
+recency_sync(struct recency *r, struct mobj *o)
+{
+	const struct mrep *v;
+	int rc = 0;
+
+	for (uint32_t n = o->rank, sib; n != 0; n = sib) {
+		sib = r->nodes[n].sib;
+		if (stale(r, n))
+			node_free(r, n);
+	}
+	v = obj_creps(o);
+	for (unsigned i = 0; i < o->nrep; i++) {
+		int64_t li;
+		uint32_t n, at;
+
+		if (v[i].state != REP_COMPLETE)
+			continue;
+		li = list_get(r, v[i].peer, v[i].tier);
+		if (li < 0) {
+			rc = -1;
+			continue;
+		}
+		if (has_node(r, o, (uint32_t)li))
+			continue;
+		if ((n = node_alloc(r)) == 0) {
+			rc = -1;
+			continue;
+		}
+		r->nodes[n] = (struct rank_node){ .o = o, .sib = o->rank, .list = (uint32_t)li };
+		o->rank = n;
+		at = place(r, r->lists[li], o->access_seq);
+		link_after(r, n, at);
+		r->live++;
+	}
+	return rc;
+}
+
+void
+recency_forget(struct recency *r, struct mobj *o)
+{
+	while (o->rank != 0)
+		node_free(r, o->rank);
+}
+
+/* the index whose nodes qsort compares (it passes no context) */
+static const struct recency *sorting;
+
+static int
+node_by_access(const void *a, const void *b)
+{
+	uint64_t x = sorting->nodes[*(const uint32_t *)a].o->access_seq;
+	uint64_t y = sorting->nodes[*(const uint32_t *)b].o->access_seq;
+
+	return (x > y) - (x < y);
+}
+
+/* Put l's nodes in access_seq order; -1 when out of memory (l unchanged). */
+static int
+sort_list(struct recency *r, struct rank_list *l)
+{
+	uint32_t *v, n = 0, at = 0;
+	bool sorted = true;
+
+	for (uint32_t x = l->head; x != 0; x = r->nodes[x].next) {
+		if (r->nodes[x].next != 0 &&
+		    r->nodes[r->nodes[x].next].o->access_seq < r->nodes[x].o->access_seq)
+			sorted = false;
+	}
+	if (sorted)
+		return 0;
+	if ((v = malloc(l->n * sizeof(*v))) == NULL)
+		return -1;
+	for (uint32_t x = l->head; x != 0; x = r->nodes[x].next)
+		v[n++] = x;
+	sorting = r;
+	qsort(v, n, sizeof(*v), node_by_access);
+	l->head = l->tail = 0;
+	l->n = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		link_after(r, v[i], at);
+		at = v[i];
+	}
+	free(v);
+	return 0;
+}
+
+int
+recency_sort_peer(struct recency *r, uint32_t peer)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < r->nlists; i++)
+		if (r->lists[i]->peer == peer && sort_list(r, r->lists[i]) != 0)
+			rc = -1;
+	return rc;
+}
+
+static int
+by_access(const void *a, const void *b)
+{
+	uint64_t x = (*(struct mobj *const *)a)->access_seq;
+	uint64_t y = (*(struct mobj *const *)b)->access_seq;
+
+	return (x > y) - (x < y);
+}
+
+int
+recency_rebuild(struct recency *r, const struct mc_htab *objects)
+{
+	struct mobj **v = malloc((objects->count + 1) * sizeof(*v)), *o;
+	size_t n = 0, cur = 0;
+	int rc = 0;
+
+	release(r);
+	recency_init(r);
+	while ((o = mc_htab_next(objects, &cur)) != NULL) {
+		o->rank = 0;
+		if (v != NULL)
+			v[n++] = o;
+	}
+	if (v == NULL)
+		return -1;
+	/* oldest first, so each node is placed at the warm end at once */
+	qsort(v, n, sizeof(*v), by_access);
+	for (size_t i = 0; i < n; i++)
+		if (recency_sync(r, v[i]) != 0)
+			rc = -1;
+	free(v);
+	return rc;
+}
+
+uint32_t
+recency_next(struct recency *r, const struct rank_list *l, uint32_t cur)
+{
+	uint32_t n = cur != 0 ? r->nodes[cur].next : l->head;
+
+	while (n != 0 && stale(r, n)) {
+		uint32_t next = r->nodes[n].next;
+		node_free(r, n);
+		n = next;
+	}
+	return n;
+}
+
+size_t
+recency_memory(const struct recency *r)
+{
+	return (size_t)r->cap * sizeof(*r->nodes) + r->nlists * (sizeof(struct rank_list) + 8) +
+	       mc_htab_memory(&r->by_key);
+}

@@ -1,0 +1,254 @@
+/*
+ * mc-rankbench [--objects N] [--queries Q] [--scans S]: the cost of
+ * evict_candidates' answer from the master's recency index against a
+ * full scan of the same store, in one process, on the master's own
+ * store and index code (linked from cmd/mc-master).
+ *
+ * N objects (default 10M, 24-byte keys, 64 KiB each) are written as puts
+ * leave them: created, accessed, a complete copy on peer 1 or 2 (keys
+ * alternate) on dram, and every fourth also on the same peer's ssd.
+ * Then N/4 reads of random keys stir the recency. The query asks for
+ * peer 1's 4096 least recently accessed dram keys (rank_query, as the
+ * RPC does), Q times; the scan walks every object and keeps the 4096
+ * oldest of peer 1's offerable dram copies in a max-heap by access_seq,
+ * S times. Both answers must be the same keys in the same order, or the
+ * tool exits 1. Prints the medians, their ratio, and the index's memory
+ * per entry, then one line "rank key=value ...".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc/clock.h"
+#include "master.h"
+#include "rank.h"
+
+#define WANT RANK_MAX
+#define OBJ_SIZE (64u << 10)
+
+static struct master m;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t
+next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void
+make_key(char *buf, size_t cap, uint64_t i)
+{
+	snprintf(buf, cap, "bench-key-%014llu", (unsigned long long)i);
+}
+
+static int
+fill(uint64_t n)
+{
+	struct mc_err err;
+	char key[32];
+
+	if (mc_htab_reserve(&m.store.objects, n) != 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		size_t len;
+		struct mobj *o;
+		uint32_t peer = 1 + (uint32_t)(i % 2);
+
+		make_key(key, sizeof(key), i);
+		len = strlen(key);
+		o = store_create(&m.store, store_key_hash(0, key, len), 0, key, len, OBJ_SIZE, NULL,
+				 0, &err);
+		if (o == NULL)
+			return -1;
+		o->version = i + 1;
+		store_access_new(&m.store, o, 0);
+		for (int t = 0; t < (i % 4 == 0 ? 2 : 1); t++) {
+			struct mrep *r = store_rep_add(o);
+			if (r == NULL)
+				return -1;
+			r->peer = peer;
+			r->tier = t == 0 ? MC_TIER_DRAM : MC_TIER_SSD;
+			r->version = o->version;
+			r->state = REP_COMPLETE;
+		}
+		/* the commit's hook: its copies join their lists */
+		if (recency_sync(&m.store.rank, o) != 0)
+			return -1;
+	}
+	for (uint64_t i = 0; i < n / 4; i++) {
+		size_t len;
+
+		make_key(key, sizeof(key), next_rand() % n);
+		len = strlen(key);
+		store_read(&m.store,
+			   store_find(&m.store, store_key_hash(0, key, len), 0, key, len));
+	}
+	return 0;
+}
+
+/* The same filter as the index's walk, so both answers can be compared. */
+static bool
+offerable(const struct mobj *o, uint32_t peer, int tier, uint64_t now)
+{
+	const struct mrep *v = obj_creps(o);
+
+	if (o->lease_deadline > now || o->writing || o->hard_pin || o->group != NO_GROUP ||
+	    softpin_protects(o, now))
+		return false;
+	for (unsigned i = 0; i < o->nrep; i++)
+		if (v[i].peer == peer && v[i].tier == tier && v[i].state == REP_COMPLETE &&
+		    v[i].version == o->version && !v[i].moving)
+			return true;
+	return false;
+}
+
+/* A max-heap of the oldest found so far: the root is the warmest kept. */
+static void
+sift_down(struct mobj **h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, top = i;
+
+		if (l < n && h[l]->access_seq > h[top]->access_seq)
+			top = l;
+		if (r < n && h[r]->access_seq > h[top]->access_seq)
+			top = r;
+		if (top == i)
+			return;
+		struct mobj *t = h[i];
+		h[i] = h[top];
+		h[top] = t;
+		i = top;
+	}
+}
+
+static void
+sift_up(struct mobj **h, size_t i)
+{
+	while (i > 0 && h[(i - 1) / 2]->access_seq < h[i]->access_seq) {
+		struct mobj *t = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+}
+
+/* The scan: every object looked at; the answer coldest first in out. */
+static size_t
+scan(uint32_t peer, int tier, uint64_t now, struct mobj **heap, struct mobj **out)
+{
+	size_t cur = 0, n = 0;
+	struct mobj *o;
+
+	while ((o = mc_htab_next(&m.store.objects, &cur)) != NULL) {
+		if (!offerable(o, peer, tier, now))
+			continue;
+		if (n < WANT) {
+			heap[n] = o;
+			sift_up(heap, n++);
+		} else if (o->access_seq < heap[0]->access_seq) {
+			heap[0] = o;
+			sift_down(heap, n, 0);
+		}
+	}
+	for (size_t k = n; k-- > 0;) {
+		out[k] = heap[0];
+		heap[0] = heap[k];
+		sift_down(heap, k, 0);
+	}
+	return n;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static uint64_t
+median(uint64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[n / 2];
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct mobj *by_index[WANT], *by_scan[WANT], *heap[WANT];
+	uint64_t objects = 10000000, queries = 200, scans = 5, now = mc_now_ms();
+	uint64_t *qt, *st, t0, build_ns;
+	struct mc_err err;
+	size_t ni = 0, ns = 0;
+	bool more;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--objects") == 0)
+			objects = strtoull(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--queries") == 0)
+			queries = strtoull(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--scans") == 0)
+			scans = strtoull(argv[i + 1], NULL, 10);
+	}
+	if (objects < 2 * WANT || queries == 0 || scans == 0) {
+		fprintf(stderr, "mc-rankbench: --objects at least %u, --queries and --scans >= 1\n",
+			2 * WANT);
+		return 2;
+	}
+	qt = calloc(queries, sizeof(*qt));
+	st = calloc(scans, sizeof(*st));
+	if (qt == NULL || st == NULL || store_init(&m.store, &err) != 0) {
+		fprintf(stderr, "mc-rankbench: out of memory\n");
+		return 2;
+	}
+	t0 = mc_mono_ns();
+	if (fill(objects) != 0) {
+		fprintf(stderr, "mc-rankbench: out of memory filling %llu objects\n",
+			(unsigned long long)objects);
+		return 2;
+	}
+	build_ns = mc_mono_ns() - t0;
+	for (uint64_t q = 0; q < queries; q++) {
+		t0 = mc_mono_ns();
+		ni = rank_query(&m, 1, MC_TIER_DRAM, 0, WANT, now, by_index, &more);
+		qt[q] = mc_mono_ns() - t0;
+	}
+	for (uint64_t q = 0; q < scans; q++) {
+		t0 = mc_mono_ns();
+		ns = scan(1, MC_TIER_DRAM, now, heap, by_scan);
+		st[q] = mc_mono_ns() - t0;
+	}
+	if (ni != WANT || ns != WANT || memcmp(by_index, by_scan, sizeof(by_index)) != 0) {
+		fprintf(stderr, "mc-rankbench: the index and the scan disagree (%zu, %zu keys)\n",
+			ni, ns);
+		return 1;
+	}
+	uint64_t qm = median(qt, queries), sm = median(st, scans);
+	const struct recency *r = &m.store.rank;
+	double per_entry = (double)recency_memory(r) / (double)r->live;
+
+	printf("objects %llu, index entries %llu, built (puts and reads) in %.1f s\n",
+	       (unsigned long long)objects, (unsigned long long)r->live, (double)build_ns / 1e9);
+	printf("index query, %u keys: median %.1f us over %llu\n", WANT, (double)qm / 1e3,
+	       (unsigned long long)queries);
+	printf("full scan,   %u keys: median %.1f ms over %llu\n", WANT, (double)sm / 1e6,
+	       (unsigned long long)scans);
+	printf("scan / index: %.0fx (target >= 100x); answers identical\n",
+	       (double)sm / (double)qm);
+	printf("index memory: %.1f bytes an entry (a node is %zu, the rest the slab's headroom "
+	       "and the lists), plus mobj.rank in each object (struct mobj is %zu bytes)\n",
+	       per_entry, sizeof(struct rank_node), sizeof(struct mobj));
+	printf("rank objects=%llu query_us=%.1f scan_ms=%.1f ratio=%.0f bytes_per_entry=%.1f\n",
+	       (unsigned long long)objects, (double)qm / 1e3, (double)sm / 1e6,
+	       (double)sm / (double)qm, per_entry);
+	store_free(&m.store);
+	free(qt);
+	free(st);
+	return 0;
+}
