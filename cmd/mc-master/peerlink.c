@@ -175,8 +175,10 @@ reply_registered(struct mc_req *req, const struct peer *p, bool resumed)
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 
 	peer_session_hex(p, hex);
-	msgpack_pack_map(pk, 6);
+	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "peer_id", p->id);
+	/* this master answers evict_candidates: a master_ranked peer may ask */
+	mc_pack_kv_bool(pk, "rank", true);
 	/* The key of this peer id: a resumed or new identity gets its own. */
 	mc_pack_key(pk, "grant_key");
 	mgrants_pack_key(pk, &m->grants, p->id);

@@ -76,12 +76,14 @@ fill() {
 	[ "$(peer_metric 'mc_peer_local_evictions_total{event="key"}')" -eq 0 ]
 }
 
-@test "local-evict: master_ranked against a master that does not rank evicts by local order" {
+@test "local-evict: master_ranked takes its victims from the master's ranking first" {
 	cluster --eviction-mode master_ranked
 	fill 100
-	[ "$(peer_metric 'mc_peer_local_evictions_total{event="key"}')" -gt 0 ]
-	[ "$(peer_metric 'mc_peer_rank_queries_total')" -eq 0 ]
-	grep -q "evicting by local order" "$MC_DIR/p1.log"
+	[ "$(peer_metric 'mc_peer_rank_queries_total')" -gt 0 ]
+	[ "$(peer_metric 'mc_peer_local_evictions_total{event="master_key"}')" -gt 0 ]
+	[ "$(mc_metric master 'mc_rank_queries_total')" -gt 0 ]
+	run -0 mc-fill --prefix a/ -n 100 --min-size 1MiB --max-size 1MiB verify
+	assert_output --partial "0 unreadable, 0 wrong"
 }
 
 @test "local-evict: in master mode the peer leaves DRAM to the master's rounds" {
