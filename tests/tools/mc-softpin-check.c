@@ -281,8 +281,13 @@ write_replicas(const msgpack_object *answer, const char *key, uint64_t version,
 			return -1;
 		char tier_name[16];
 		snprintf(tier_name, sizeof(tier_name), "%.*s", (int)tlen, tier);
-		struct mc_dp_obj o = { tenant_name, key, strlen(key), version,
-				       OBJ_SIZE,    0,	 grant,	      glen };
+		struct mc_dp_obj o = { .tenant = tenant_name,
+				       .key = key,
+				       .klen = strlen(key),
+				       .version = version,
+				       .len = OBJ_SIZE,
+				       .grant = grant,
+				       .glen = glen };
 		if (mc_dp_write_send(r, &o, tier_name, &src, err) < 0)
 			return -1;
 		sent[(*n)++].r = r;
