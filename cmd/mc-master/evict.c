@@ -163,8 +163,8 @@ struct evictor {
 	struct mc_metric *planner_fallbacks;
 	struct mc_metric *build_seconds, *plan_seconds, *exec_seconds;
 	struct mc_metric *slice_seconds;
-	struct mc_metric
-		*skipped_self_evict; /* watermark rounds a self-evicting tier did not get */
+	/* watermark rounds a self-evicting tier did not get */
+	struct mc_metric *skipped_self_evict;
 };
 
 static struct evictor *
