@@ -83,9 +83,9 @@ _mc_complete()
 
 _mc_bench()
 {
-	local -A kinds=( ['--size']=SIZE ['--tier']=TIER ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N ['--clock']=STR ['--max-put-failures']=FRACTION ['--policy']=FILE ['--capacity']=SIZE ['--high']=FRACTION ['--low']=FRACTION ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION )
+	local -A kinds=( ['--size']=SIZE ['--tier']=TIER ['--keys']=N ['--clients']=N ['--requests']=N ['--duration']=DURATION ['--batch']=N ['--count']=N ['--key-len']=N ['--prefix']=STR ['--block-bytes']=SIZE ['--limit']=N ['--clock']=STR ['--max-put-failures']=FRACTION ['--policy']=FILE ['--capacity']=SIZE ['--high']=FRACTION ['--low']=FRACTION ['--peers']=N ['--eviction-mode']=MODE ['--master']=ADDR ['--tenant']=STR ['--token-file']=FILE ['--timeout']=DURATION )
 	local -A copts=( )
-	_mc_complete '--size --tier --reuse --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --json --master --tenant --token-file --timeout --help --version --list-options' 'get lookup fill replay sim' kinds copts
+	_mc_complete '--size --tier --reuse --keys --clients --requests --duration --batch --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --peers --eviction-mode --json --master --tenant --token-file --timeout --help --version --list-options' 'get lookup fill replay sim' kinds copts
 }
 complete -F _mc_bench mc-bench
 

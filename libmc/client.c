@@ -808,6 +808,11 @@ struct get_key {
 	struct rep rep[MC_REPLICAS_MAX];
 	int state;
 	bool all_checksum; /* every replica tried so far failed its checksum */
+	/*
+	 * Replicas whose peer had no copy when asked (NOT_FOUND): the copy
+	 * went between the replica list and the read. The master counts them.
+	 */
+	unsigned raced;
 	struct mc_err err;
 };
 
@@ -872,6 +877,8 @@ read_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, stru
 
 	if (mc_dp_read_recv(r, &o, &k->sink, t->csum, &refused, err) < 0)
 		return -1;
+	if (refused.code == MC_ERR_NOT_FOUND)
+		k->raced++;
 	if (refused.code != MC_OK)
 		read_fail(k, addr, &refused);
 	else
@@ -892,6 +899,28 @@ read_exhausted(struct get_key *k)
 	else if (k->all_checksum)
 		mc_err_set(&k->err, MC_ERR_CHECKSUM, "checksum mismatch on every replica of '%.*s'",
 			   MC_KSHOWN(k->klen), k->key);
+}
+
+/*
+ * Tell the master how many reads found their copy gone (read_raced
+ * {count}), as a notification that leaves with the next request or
+ * when the connection closes; a lost one only loses the count.
+ */
+static void
+report_races(struct conns *t, const struct get_key *ks, size_t n)
+{
+	uint64_t raced = 0;
+	msgpack_packer *pk;
+	struct mc_err e;
+
+	for (size_t i = 0; i < n; i++)
+		raced += ks[i].raced;
+	if (raced == 0 || !t->master)
+		return;
+	pk = mc_rpcc_begin(t->master, "read_raced");
+	msgpack_pack_map(pk, 1);
+	mc_pack_kv_u64(pk, "count", raced);
+	(void)mc_rpcc_notify(t->master, &e);
 }
 
 /* Read every pending key, replica after replica, into its buffer. */
@@ -921,6 +950,7 @@ read_keys(struct conns *t, struct get_key *ks, size_t n, struct mc_err *err)
 		wave_run(t, &read_ops, &w);
 	}
 	wave_free(&w);
+	report_races(t, ks, n);
 	return 0;
 }
 

@@ -19,6 +19,8 @@ struct bench_opts {
 	const char *policy;	  /* sim: a policy file, NULL for the built-in default */
 	const char *capacity;	  /* sim: a size or a fraction of the unique blocks */
 	double sim_high, sim_low; /* sim: watermarks */
+	uint64_t sim_peers;	  /* sim: peer tiers the capacity is split over */
+	bool sim_local;		  /* sim: --eviction-mode local (each peer evicts itself) */
 	bool json;
 };
 

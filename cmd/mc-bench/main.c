@@ -41,6 +41,7 @@ static struct bench_opts bo = {
 	.max_put_failures = 0.001,
 	.sim_high = 0.9,
 	.sim_low = 0.7,
+	.sim_peers = 1,
 };
 
 /* --clock fast|trace */
@@ -52,6 +53,18 @@ set_clock(const char *v, void *target, char *why)
 		return 0;
 	}
 	snprintf(why, 200, "must be 'fast' or 'trace'");
+	return -1;
+}
+
+/* --eviction-mode local|master: who evicts the simulated peers' tiers. */
+static int
+set_eviction_mode(const char *v, void *target, char *why)
+{
+	if (strcmp(v, "local") == 0 || strcmp(v, "master") == 0) {
+		*(bool *)target = strcmp(v, "local") == 0;
+		return 0;
+	}
+	snprintf(why, 200, "must be 'local' or 'master'");
 	return -1;
 }
 
@@ -113,6 +126,12 @@ static const struct mc_opt global_opts[] = {
 	  &bo.sim_high },
 	{ "low", 0, "FRACTION", NULL, "low watermark (sim; default 0.7)", mc_set_double,
 	  &bo.sim_low },
+	{ "peers", 0, "N", NULL, "peer tiers the capacity is split over (sim; default 1)",
+	  mc_set_u64, &bo.sim_peers },
+	{ "eviction-mode", 0, "MODE", NULL,
+	  "who evicts: master (its rounds, global view; default) or local (each peer, its own "
+	  "view) (sim)",
+	  set_eviction_mode, &bo.sim_local },
 	{ "json", 0, NULL, NULL, "print the result as one JSON object (sim)", mc_set_flag,
 	  &bo.json },
 	{ 0 },

@@ -13,6 +13,18 @@
  * same run, the reference policies (mc/refcache.h) under the same
  * semantics, textbook LRU, and Belady's OPT.
  *
+ * --peers N splits the capacity over N peer tiers, each block on the
+ * one its hash picks. --eviction-mode says who evicts them: master (the
+ * default, as above) runs each peer tier's round over the master's
+ * global view, whose history, sequence and chains span every peer;
+ * local has every peer evict for itself the moment its tier crosses
+ * its high watermark, with the same policy over a view of only what it
+ * holds: its own history of its keys, its own access sequence, and
+ * chains only as far as their blocks are on it (a parent it does not
+ * hold adds nothing to a block's worth, and makes no orphan: it may be
+ * on another peer).
+ * Everything else (placement, the trace's order) is the same.
+ *
  * "Gap closed" is (policy - LRU) / (OPT - LRU) over prefix hit ratios
  * for the policy and LRU, with OPT's block hit ratio as the ceiling:
  * OPT counts a hit on every block, prefix or not, so the ceiling is an
@@ -212,6 +224,7 @@ struct mobj {
 	double crf, worth; /* LRFU value and chain worth at access_seq (mc/history.h) */
 	uint64_t parent;
 	uint32_t tenant, type;
+	uint32_t peer; /* of the model's peers */
 	uint32_t children, depth;
 	bool has_parent, probation;
 	bool live;
@@ -225,7 +238,11 @@ struct mcmodel {
 	size_t nobjs, cap;
 	size_t *free_slots;
 	size_t nfree, free_cap;
-	uint64_t capacity, high, low, used;
+	/* per peer tier: the model holds npeers of them, each block on the one its hash picks */
+	uint64_t capacity, high, low;
+	uint64_t *used;
+	uint32_t npeers;
+	bool peer_local;  /* one peer's own model (--eviction-mode local) */
 	uint64_t seq;	  /* the logical access sequence, as the master keeps it */
 	bool trace_clock; /* times in the view: the trace's, else the sequence */
 	uint64_t now_ms;  /* the request's time */
@@ -247,6 +264,12 @@ static struct mobj *
 mc_find(const struct mcmodel *m, uint64_t id)
 {
 	return mc_htab_find(&m->by_id, id_hash(id), obj_eq, &id);
+}
+
+static uint32_t
+peer_of(uint64_t id, uint32_t npeers)
+{
+	return (uint32_t)((id_hash(id) >> 17) % npeers);
 }
 
 static bool
@@ -312,7 +335,7 @@ mc_drop(struct mcmodel *m, struct mobj *o)
 		if (p != NULL && p->children > 0)
 			p->children--;
 	}
-	m->used -= o->bytes;
+	m->used[o->peer] -= o->bytes;
 	o->live = false;
 	m->free_slots[m->nfree++] = slot;
 	m->evictions++;
@@ -325,9 +348,9 @@ stamp(const struct mcmodel *m, uint64_t seq)
 	return m->trace_clock ? m->now_ms : seq;
 }
 
-/* One round: a view of every object, the policy's plan, executed by libmc's rules. */
+/* One round of a peer's tier: a view of its objects, the policy's plan, executed by libmc's rules. */
 static int
-mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
+mc_round(struct mcmodel *m, uint32_t peer, uint64_t target, struct mc_err *err)
 {
 	struct mc_plan_params pp = { .target = target, .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND };
 	struct mc_plan plan;
@@ -365,7 +388,7 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 		char key[24];
 		int64_t tn, ty;
 
-		if (!o->live)
+		if (!o->live || o->peer != peer)
 			continue;
 		memset(&c, 0, sizeof(c));
 		tn = mc_cand_name(&m->view, m->st->names[o->tenant],
@@ -385,7 +408,12 @@ mc_round(struct mcmodel *m, uint64_t target, struct mc_err *err)
 		c.crf = mc_lrfu_decay(o->worth, o->access_seq, m->seq, hl);
 		c.depth = o->depth;
 		c.children = o->children;
-		if (o->has_parent && mc_find(m, o->parent) == NULL)
+		/*
+		 * A peer evicting for itself sees only its own copies: a parent
+		 * it does not hold may well be on another peer, so it cannot
+		 * call the block an orphan. The master knows.
+		 */
+		if (o->has_parent && !m->peer_local && mc_find(m, o->parent) == NULL)
 			c.flags |= MC_CAND_ORPHAN;
 		if (o->probation)
 			c.flags |= MC_CAND_PROBATION;
@@ -429,14 +457,16 @@ mc_insert(void *arg, uint64_t id, bool has_parent, uint64_t parent, uint64_t siz
 	struct mobj *o, *p;
 	double crf = 0;
 	size_t slot;
+	uint32_t peer = peer_of(id, m->npeers);
+	uint64_t *used = &m->used[peer];
 
 	if (size > m->capacity)
 		return 0;
 	m->now_ms = r->timestamp;
 	/* No room: what the write needs, down to the low mark (a put's own round). */
-	if (m->used + size > m->capacity && mc_round(m, m->used + size - m->low, err) < 0)
+	if (*used + size > m->capacity && mc_round(m, peer, *used + size - m->low, err) < 0)
 		return -1;
-	if (m->used + size > m->capacity)
+	if (*used + size > m->capacity)
 		return 0;
 	if (m->nfree > 0) {
 		slot = m->free_slots[--m->nfree];
@@ -465,7 +495,9 @@ mc_insert(void *arg, uint64_t id, bool has_parent, uint64_t parent, uint64_t siz
 		slot = m->nobjs++;
 	}
 	o = &m->objs[slot];
-	*o = (struct mobj){ .id = id, .bytes = size, .tenant = r->tenant, .type = r->type };
+	*o = (struct mobj){
+		.id = id, .bytes = size, .tenant = r->tenant, .type = r->type, .peer = peer
+	};
 	o->created_seq = o->access_seq = ++m->seq;
 	o->live = true;
 	/* a key with a ghost resumes its value; one without is on probation */
@@ -481,14 +513,54 @@ mc_insert(void *arg, uint64_t id, bool has_parent, uint64_t parent, uint64_t siz
 	mc_history_ref(m->hist, false, m->by_id.count);
 	if (mc_htab_insert(&m->by_id, id_hash(id), o) != 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
-	m->used += size;
+	*used += size;
 	/* The commit that takes the tier over its high watermark starts a round. */
-	if (m->used > m->high && mc_round(m, m->used - m->low, err) < 0)
+	if (*used > m->high && mc_round(m, peer, *used - m->low, err) < 0)
 		return -1;
 	return 0;
 }
 
 static const struct sim_cache_ops mc_ops = { mc_present, mc_access, mc_insert };
+
+/* ---- local eviction: every peer a model of its own ---- */
+
+/*
+ * Peers that evict for themselves: a one-peer model each, so its view,
+ * history and sequence are the peer's alone. A block goes to the peer
+ * its hash picks, as in the master's model; only that peer hears of
+ * its accesses.
+ */
+struct localmodel {
+	struct mcmodel *peers;
+	uint32_t n;
+};
+
+static bool
+local_present(void *arg, uint64_t id)
+{
+	struct localmodel *l = arg;
+
+	return mc_present(&l->peers[peer_of(id, l->n)], id);
+}
+
+static void
+local_access(void *arg, uint64_t id, const struct sim_req *r)
+{
+	struct localmodel *l = arg;
+
+	mc_access(&l->peers[peer_of(id, l->n)], id, r);
+}
+
+static int
+local_insert(void *arg, uint64_t id, bool has_parent, uint64_t parent, uint64_t size,
+	     const struct sim_req *r, struct mc_err *err)
+{
+	struct localmodel *l = arg;
+
+	return mc_insert(&l->peers[peer_of(id, l->n)], id, has_parent, parent, size, r, err);
+}
+
+static const struct sim_cache_ops local_ops = { local_present, local_access, local_insert };
 
 /* ---- the reference policies ---- */
 
@@ -575,6 +647,9 @@ bench_sim(const struct bench_opts *o, const char *path)
 
 	if (block == 0)
 		mc_die(MC_EXIT_USAGE, "invalid --block-bytes: must be above 0");
+	if (o->sim_peers == 0 || o->sim_peers > 1024)
+		mc_die(MC_EXIT_USAGE, "invalid --peers '%llu': must be 1..1024",
+		       (unsigned long long)o->sim_peers);
 	if (!(o->sim_low > 0 && o->sim_low < o->sim_high && o->sim_high <= 1))
 		mc_die(MC_EXIT_USAGE, "invalid --high/--low: need 0 < low < high <= 1");
 	if (o->policy != NULL ? mc_policy_load(o->policy, &pol, &err) < 0
@@ -583,29 +658,54 @@ bench_sim(const struct bench_opts *o, const char *path)
 	load_trace(&st, path, o);
 	capacity = parse_capacity(o->capacity, st.unique, block);
 
-	/* mc's policy, as the master runs it */
-	struct mcmodel m = { .st = &st, .pol = &pol, .capacity = capacity };
-	m.high = (uint64_t)((double)capacity * o->sim_high);
-	m.low = (uint64_t)((double)capacity * o->sim_low);
-	m.trace_clock = o->trace_clock;
-	mc_htab_init(&m.by_id);
-	mc_cand_view_init(&m.view);
-	if ((m.hist = mc_history_new(0, &err)) == NULL)
-		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+	/*
+	 * mc's policy: as the master runs it (one model over every peer
+	 * tier), or with each peer evicting for itself (a model per peer).
+	 */
+	uint32_t npeers = (uint32_t)o->sim_peers, nmodels = o->sim_local ? npeers : 1;
+	struct mcmodel *models = calloc(nmodels, sizeof(*models));
+	struct localmodel local = { models, npeers };
+
+	if (models == NULL)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
+	for (uint32_t i = 0; i < nmodels; i++) {
+		struct mcmodel *m = &models[i];
+
+		*m = (struct mcmodel){ .st = &st, .pol = &pol, .capacity = capacity / npeers };
+		m->npeers = o->sim_local ? 1 : npeers;
+		m->peer_local = o->sim_local;
+		m->used = calloc(m->npeers, sizeof(*m->used));
+		if (m->used == NULL)
+			mc_die(MC_EXIT_SOFTWARE, "out of memory");
+		m->high = (uint64_t)((double)m->capacity * o->sim_high);
+		m->low = (uint64_t)((double)m->capacity * o->sim_low);
+		m->trace_clock = o->trace_clock;
+		mc_htab_init(&m->by_id);
+		mc_cand_view_init(&m->view);
+		if ((m->hist = mc_history_new(0, &err)) == NULL)
+			mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+	}
 	memset(&res[nres], 0, sizeof(res[nres]));
-	snprintf(res[nres].name, sizeof(res[nres].name), "mc:%.56s",
-		 pol.name[0] ? pol.name : "default");
-	if (drive(&st, block, &mc_ops, &m, &res[nres], &err) < 0)
+	snprintf(res[nres].name, sizeof(res[nres].name), "mc:%.50s%s",
+		 pol.name[0] ? pol.name : "default", o->sim_local ? ":local" : "");
+	if (drive(&st, block, o->sim_local ? &local_ops : &mc_ops,
+		  o->sim_local ? (void *)&local : (void *)&models[0], &res[nres], &err) < 0)
 		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
-	res[nres].evictions = m.evictions;
-	res[nres].rounds = m.rounds;
+	for (uint32_t i = 0; i < nmodels; i++) {
+		struct mcmodel *m = &models[i];
+
+		res[nres].evictions += m->evictions;
+		res[nres].rounds += m->rounds;
+		mc_cand_view_free(&m->view);
+		mc_history_free(m->hist);
+		mc_htab_free(&m->by_id);
+		free(m->objs);
+		free(m->free_slots);
+		free(m->view_obj);
+		free(m->used);
+	}
+	free(models);
 	nres++;
-	mc_cand_view_free(&m.view);
-	mc_history_free(m.hist);
-	mc_htab_free(&m.by_id);
-	free(m.objs);
-	free(m.free_slots);
-	free(m.view_obj);
 
 	/* the reference policies, under the same semantics */
 	for (int k = 0; k < MC_REF_COUNT; k++) {

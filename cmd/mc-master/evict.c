@@ -53,6 +53,7 @@
 static const char *const trigger_names[TRIG_COUNT] = {
 	[TRIG_WATERMARK] = "watermark", [TRIG_NO_SPACE] = "no_space", [TRIG_QUOTA] = "quota",
 	[TRIG_BUDGET] = "budget",	[TRIG_MANUAL] = "manual",     [TRIG_PLAN] = "plan",
+	[TRIG_STALLED] = "stalled",
 };
 
 /* Which pass a victim came from, for the metrics. */
@@ -162,6 +163,8 @@ struct evictor {
 	struct mc_metric *planner_fallbacks;
 	struct mc_metric *build_seconds, *plan_seconds, *exec_seconds;
 	struct mc_metric *slice_seconds;
+	/* watermark rounds a self-evicting tier did not get */
+	struct mc_metric *skipped_self_evict;
 };
 
 static struct evictor *
@@ -1428,11 +1431,24 @@ check_tier(struct master *m, struct peer *p, int t)
 	    (double)peer_tier_staying(pt) <=
 		    (double)pt->capacity * peer_tier_high(pt, m->cfg.evict_high))
 		return;
+	if (peer_self_evicts(p, t)) {
+		/* The peer evicts it at its own watermarks; a round here would race it. */
+		mc_metric_inc(evictor_of(m)->skipped_self_evict);
+		return;
+	}
 	if (!pt->reached_high) {
 		pt->reached_high = true;
 		pt->occupancy_min = (double)pt->used / (double)pt->capacity;
 	}
 	tier_round(m, TRIG_WATERMARK, p->id, t, 0);
+}
+
+void
+evict_stalled(struct master *m, struct peer *p, uint8_t tiers)
+{
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		if ((tiers & (1u << t)) != 0 && p->tiers[t].present)
+			tier_round(m, TRIG_STALLED, p->id, t, 0);
 }
 
 void
@@ -1526,6 +1542,13 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 		if (c[taken].room < c[taken].need &&
 		    c[taken].room + c[taken].coming >= c[taken].need) {
 			/* Demotions under way make the room: no round, wait for them to land. */
+			moves = true;
+		} else if (c[taken].room < c[taken].need &&
+			   peer_self_evicts(peers_find(&m->peers, c[taken].peer), c[taken].tier)) {
+			/*
+			 * The peer makes the room itself: no round, wait for its
+			 * copy_dropped / copy_moved notices (or a heartbeat) to free it.
+			 */
 			moves = true;
 		} else if (c[taken].room < c[taken].need) {
 			uint64_t s = tier_round(m, TRIG_NO_SPACE, c[taken].peer, c[taken].tier,
@@ -1887,9 +1910,13 @@ metrics_init(struct master *m)
 	e->slice_seconds =
 		mc_metric_get(r, "mc_evict_slice_seconds", MC_HISTOGRAM,
 			      "Time the event loop spent in one slice of a round.", NULL, NULL);
+	e->skipped_self_evict = mc_metric_get(
+		r, "mc_rounds_skipped_total", MC_COUNTER,
+		"Watermark rounds not run, by why (self_evict: the peer evicts that tier itself).",
+		"why", "self_evict");
 	return e->planner_fallbacks != NULL && e->build_seconds != NULL &&
-			       e->plan_seconds != NULL && e->exec_seconds != NULL &&
-			       e->slice_seconds != NULL
+			       e->skipped_self_evict != NULL && e->plan_seconds != NULL &&
+			       e->exec_seconds != NULL && e->slice_seconds != NULL
 		       ? 0
 		       : -1;
 }
@@ -1905,6 +1932,13 @@ evict_collect(struct mc_metrics *r, void *arg)
 				    "Eviction rounds waiting, the running one included.", NULL,
 				    NULL),
 		      (double)(e->queued + (e->running != NULL)));
+	unsigned self_evicting = 0;
+	for (uint32_t i = 0; i < m->peers.n; i++)
+		self_evicting += m->peers.v[i]->self_evict != 0;
+	mc_metric_set(mc_metric_get(r, "mc_peers_self_evicting", MC_GAUGE,
+				    "Registered peers that evict at least one tier themselves.",
+				    NULL, NULL),
+		      (double)self_evicting);
 	for (uint32_t i = 0; i < m->peers.n; i++) {
 		const struct peer *p = m->peers.v[i];
 

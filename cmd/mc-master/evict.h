@@ -33,14 +33,16 @@
 
 struct master;
 struct evictor;
+struct peer;
 
 enum evict_trigger {
 	TRIG_WATERMARK,
 	TRIG_NO_SPACE,
 	TRIG_QUOTA,
-	TRIG_MANUAL, /* evict_run */
-	TRIG_PLAN,   /* evict_plan */
-	TRIG_BUDGET, /* the store at --max-objects */
+	TRIG_MANUAL,  /* evict_run */
+	TRIG_PLAN,    /* evict_plan */
+	TRIG_BUDGET,  /* the store at --max-objects */
+	TRIG_STALLED, /* a self-evicting peer's heartbeat: its own eviction cannot cover a tier */
 	TRIG_COUNT
 };
 
@@ -61,8 +63,18 @@ int evict_reload(struct master *m, struct mc_err *err);
 
 /* From the sweep, and after every round: a round for every live tier above its high watermark. */
 void evict_check_watermarks(struct master *m);
-/* A commit landed on a peer tier: its round starts now if the tier is over its high mark. */
+/*
+ * A commit landed on a peer tier: its round starts now if the tier is over its high mark.
+ * Neither this nor evict_check_watermarks runs a round for a tier the peer evicts itself
+ * (peer_self_evicts); those count as skipped.
+ */
 void evict_tier_check(struct master *m, uint32_t peer, int tier);
+/*
+ * The peer's heartbeat named tiers (1u << tier) its own eviction cannot
+ * bring under its high watermark: each gets its (peer, tier) round,
+ * joining one queued or running for that scope.
+ */
+void evict_stalled(struct master *m, struct peer *p, uint8_t tiers);
 /*
  * Placement found no room for replicas copies of size bytes (on tier,
  * unless MC_TIER_NONE: any): join or start the rounds of the peer tiers

@@ -275,6 +275,27 @@ h_get_replica_list(struct mc_req *req)
 	mc_reply_end(req);
 }
 
+/*
+ * read_raced {count}: a reader found count copies gone between its
+ * replica list and its read (and went on to the next replica). Only
+ * counted: the master learns of the copy itself from its peer. Sent as
+ * a notification; a request gets an empty answer.
+ */
+static void
+h_read_raced(struct mc_req *req)
+{
+	struct master *m = req_begin(req);
+	struct mc_err err;
+	uint64_t count;
+
+	if (req_need_u64(req->params, "count", &count, &err) != 0) {
+		req_fail_err(req, &err);
+		return;
+	}
+	mc_metric_add(m->mx.read_raced, (double)count);
+	mc_reply_ok_empty(req);
+}
+
 static void
 h_batch_get_replica_list(struct mc_req *req)
 {
@@ -796,7 +817,7 @@ h_peers(struct mc_req *req)
 		const struct peer *p = m->peers.v[i];
 		uint64_t mono = mc_mono_ms();
 
-		msgpack_pack_map(pk, 10);
+		msgpack_pack_map(pk, 11);
 		mc_pack_kv_u64(pk, "peer_id", p->id);
 		mc_pack_kv_str(pk, "addr", p->addr);
 		mc_pack_kv_str(pk, "host", p->host);
@@ -804,6 +825,12 @@ h_peers(struct mc_req *req)
 		mc_pack_kv_bool(pk, "alive", peer_alive(p, m->cfg.peer_ttl));
 		mc_pack_kv_bool(pk, "connected", p->conn != NULL);
 		mc_pack_kv_str(pk, "evict_mode", p->evict_mode);
+		/* the tiers it evicts itself: no watermark round of the master's runs there */
+		mc_pack_key(pk, "self_evict");
+		msgpack_pack_array(pk, (size_t)__builtin_popcount(p->self_evict));
+		for (int t = 0; t < MC_TIER_COUNT; t++)
+			if (peer_self_evicts(p, t))
+				mc_pack_cstr(pk, mc_tier_name(t));
 		mc_pack_key(pk, "tiers");
 		pack_tiers(pk, m, p);
 		mc_pack_kv_u64(pk, "last_heartbeat", p->last_heartbeat);
@@ -875,6 +902,7 @@ const struct mc_method handler_methods[] = {
 	{ "hello", h_hello, MC_METHOD_READ_ONLY | MC_METHOD_OPEN },
 	{ "get_replica_list", h_get_replica_list, MC_METHOD_READ_ONLY },
 	{ "batch_get_replica_list", h_batch_get_replica_list, MC_METHOD_READ_ONLY },
+	{ "read_raced", h_read_raced, MC_METHOD_READ_ONLY },
 	{ "exist", h_exist, MC_METHOD_READ_ONLY },
 	{ "batch_exist", h_batch_exist, MC_METHOD_READ_ONLY },
 	{ "remove", h_remove, 0 },

@@ -164,7 +164,11 @@ mmetrics_init(struct master *m)
 	mc_metric_get(mx->reg, LOCAL_READS, "unknown");
 	mc_metrics_on_collect(mx->reg, collect, m);
 	mc_metrics_on_collect(mx->reg, tasks_collect, &m->peers.tasks);
-	return 0;
+	mx->read_raced = mc_metric_get(
+		mx->reg, "mc_read_raced_total", MC_COUNTER,
+		"Reads that found their copy gone after the replica list (readers' read_raced).",
+		NULL, NULL);
+	return mx->read_raced != NULL ? 0 : -1;
 }
 
 void

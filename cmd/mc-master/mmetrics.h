@@ -13,6 +13,8 @@ struct master;
 
 struct mmetrics {
 	struct mc_metrics *reg;
+	/* mc_read_raced_total: copies readers found gone after their replica list (read_raced) */
+	struct mc_metric *read_raced;
 };
 
 int mmetrics_init(struct master *m);

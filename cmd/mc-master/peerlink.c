@@ -10,6 +10,7 @@
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "auth.h"
+#include "evict.h"
 #include "master.h"
 #include "ops.h"
 #include "peerlink.h"
@@ -128,6 +129,39 @@ read_task_kinds(const msgpack_object *params, struct peer *p, struct mc_err *err
 }
 
 /*
+ * A set of tiers named by the array field name ([tier names]) into
+ * *set (1u << tier); *set is left alone when the field is absent. An
+ * unknown tier or a non-name is refused naming the field.
+ */
+static int
+read_tier_set(const msgpack_object *params, const char *name, uint8_t *set, struct mc_err *err)
+{
+	const msgpack_object_array *a = mc_map_array(params, name);
+	uint8_t got = 0;
+
+	if (a == NULL)
+		return mc_map_get(params, name) == NULL
+			       ? 0
+			       : mc_err_set(err, MC_ERR_INVALID,
+					    "field '%s' must be an array of tier names", name);
+	for (uint32_t i = 0; i < a->size; i++) {
+		const msgpack_object *e = &a->ptr[i];
+		int t;
+
+		if (e->type != MSGPACK_OBJECT_STR)
+			return mc_err_set(err, MC_ERR_INVALID, "%s[%u] is not a tier name", name,
+					  i);
+		if ((t = mc_tier_parse(e->via.str.ptr, e->via.str.size, NULL)) < 0)
+			return mc_err_set(err, MC_ERR_INVALID, "%s[%u]: unknown tier '%.*s'", name,
+					  i, (int)(e->via.str.size > 32 ? 32 : e->via.str.size),
+					  e->via.str.ptr);
+		got |= (uint8_t)(1u << t);
+	}
+	*set = got;
+	return 0;
+}
+
+/*
  * The entry a registration may resume, in *out: the live peer its
  * resume {peer_id, session} names, at the same address, with that
  * token. NULL there (and in *why what did not match, for the log) when
@@ -216,6 +250,7 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 	memcpy(p->domain, tmp->domain, sizeof(p->domain));
 	memcpy(p->evict_mode, tmp->evict_mode, sizeof(p->evict_mode));
 	p->task_kinds = tmp->task_kinds;
+	p->self_evict = tmp->self_evict;
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", p->id);
 	p->last_heartbeat = mc_now_ms();
@@ -255,7 +290,8 @@ h_peer_register(struct mc_req *req)
 	if (rc < 0 || mc_map_strcpy(req->params, "host", tmp.host, sizeof(tmp.host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", tmp.domain, sizeof(tmp.domain), &err) < 0 ||
 	    read_tiers(m, req->params, &tmp, true, &err) != 0 ||
-	    read_task_kinds(req->params, &tmp, &err) != 0)
+	    read_task_kinds(req->params, &tmp, &err) != 0 ||
+	    read_tier_set(req->params, "self_evict", &tmp.self_evict, &err) != 0)
 		goto fail;
 	rc = mc_map_str(req->params, "evict_mode", &mode, &mlen, &err);
 	if (rc < 0)
@@ -346,6 +382,7 @@ h_peer_heartbeat(struct mc_req *req)
 	struct peer tmp;
 	const msgpack_object *acks;
 	const msgpack_object_array *reads;
+	uint8_t stalled = 0;
 	struct mc_err err;
 	bool bad_reads;
 
@@ -361,6 +398,11 @@ h_peer_heartbeat(struct mc_req *req)
 		req_fail_err(req, &err);
 		return;
 	}
+	if (read_tier_set(req->params, "self_evict", &tmp.self_evict, &err) != 0 ||
+	    read_tier_set(req->params, "stalled", &stalled, &err) != 0) {
+		req_fail_err(req, &err);
+		return;
+	}
 	if ((acks = mc_map_get(req->params, "tasks")) != NULL &&
 	    tasks_ack(&m->peers.tasks, &p->tasks, acks, &err) != 0) {
 		req_fail_err(req, &err);
@@ -369,6 +411,12 @@ h_peer_heartbeat(struct mc_req *req)
 	memcpy(p->tiers, tmp.tiers, sizeof(p->tiers));
 	/* reads the peer served itself: recency the master would not see otherwise */
 	rank_local_reads_apply(m, reads, mc_now_ms());
+	p->self_evict = tmp.self_evict;
+	/* What its own eviction cannot cover, a master round does (evicting groups whole). */
+	evict_stalled(m, p, stalled);
+	/* Room the peer freed by itself: puts waiting on its tiers may fit now. */
+	if (p->self_evict != 0)
+		evict_moves_landed(m);
 	p->last_heartbeat = mc_now_ms();
 	p->heard = mc_mono_ms();
 	if (p->conn != req->conn) {

@@ -116,7 +116,23 @@ struct peer {
 	 * that serves no evict goes as a drop: the copy cannot move down.
 	 */
 	uint8_t task_kinds;
+	/*
+	 * The tiers the peer evicts itself (1u << tier), from its
+	 * registration and each heartbeat's self_evict: the master's
+	 * watermark rounds leave them alone. Kept in memory only (the
+	 * snapshot's peer record has no such field): a peer says it again
+	 * on every heartbeat, and one that never does (an older peer) keeps
+	 * getting rounds.
+	 */
+	uint8_t self_evict;
 };
+
+/* Whether the peer evicts tier itself, so no watermark round is run for it. */
+static inline bool
+peer_self_evicts(const struct peer *p, int tier)
+{
+	return tier >= 0 && tier < MC_TIER_COUNT && (p->self_evict & (1u << tier)) != 0;
+}
 
 struct peers {
 	struct peer **v;

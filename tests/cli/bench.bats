@@ -121,3 +121,32 @@ field() {
 	run -1 mc-bench fill --prefix full --count 300 --size 1MiB
 	assert_output --regexp "put 'full-[0-9]+\.*': no_space"
 }
+
+@test "mc-bench sim --eviction-mode: local and master run on the same trace; a bad mode is refused" {
+	local m l trace="$BATS_TEST_TMPDIR/conv.jsonl"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 16KiB --peers 2 \
+		--eviction-mode master "$MC_DIR/trace.jsonl"
+	jq -e '.results[0] | (.policy | endswith(":local") | not) and .evictions > 0' \
+		<<<"$output" >/dev/null
+	m="$(jq -c '.results[0] | del(.policy)' <<<"$output")"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 16KiB --peers 2 \
+		--eviction-mode local "$MC_DIR/trace.jsonl"
+	jq -e '.results[0] | (.policy | endswith(":local")) and .prefix_hit_ratio > 0' \
+		<<<"$output" >/dev/null
+	# the repeated request finds its prefix either way: nothing here tells the views apart
+	[ "$(jq -c '.results[0] | del(.policy)' <<<"$output")" = "$m" ]
+	# four peers of a real trace: the peers' own views rank otherwise than the master's
+	zstd -dcq "$BATS_TEST_DIRNAME/fixtures/traces/conversation_trace.jsonl.zst" >"$trace"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 2% --limit 2000 --peers 4 \
+		--eviction-mode master "$trace"
+	m="$(jq '.results[0].block_hit_ratio' <<<"$output")"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 2% --limit 2000 --peers 4 \
+		--eviction-mode local "$trace"
+	l="$(jq '.results[0].block_hit_ratio' <<<"$output")"
+	[ "$l" != "$m" ]
+	run -64 mc-bench sim --capacity 2 --eviction-mode ranked "$MC_DIR/trace.jsonl"
+	assert_output --partial "eviction-mode"
+	assert_output --partial "must be 'local' or 'master'"
+	run -64 mc-bench sim --capacity 2 --peers 0 "$MC_DIR/trace.jsonl"
+	assert_output --partial "invalid --peers '0'"
+}
