@@ -1493,8 +1493,42 @@ struct no_space_cand {
 	uint64_t need;	 /* what the copy takes there */
 };
 
+/* What the master counts on a peer's tier (0 for one it does not know). */
+static uint64_t
+peer_tier_used(struct master *m, uint32_t peer, int tier)
+{
+	const struct peer *p = peers_find(&m->peers, peer);
+
+	return p != NULL ? p->tiers[tier].used : 0;
+}
+
 /* Tiers a copy may land on, best first (as placement tries them). */
 static const int fit_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
+
+/*
+ * Ask a peer that evicts tier itself for room for a put of bytes there:
+ * a put the master cannot place never reaches the peer as a write, so
+ * the peer would not otherwise learn that its tier is full. used is what
+ * the master counts on the tier, copies being written included, which
+ * the peer does not hold yet (room {tier, bytes, used}).
+ */
+static void
+ask_room(struct master *m, uint32_t peer, int tier, uint64_t bytes, uint64_t used)
+{
+	const struct peer *p = peers_find(&m->peers, peer);
+	struct mc_conn *c = p != NULL ? peer_link(p) : NULL;
+	msgpack_packer *pk;
+
+	if (c == NULL)
+		return;
+	pk = mc_conn_begin(c, "room");
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_str(pk, "tier", mc_tier_name(tier));
+	mc_pack_kv_u64(pk, "bytes", bytes);
+	mc_pack_kv_u64(pk, "used", used);
+	if (mc_conn_notify(c) != 0)
+		mc_warn("cannot ask peer %u for room on %s", peer, mc_tier_name(tier));
+}
 
 uint64_t
 evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, bool *helps)
@@ -1549,6 +1583,8 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 			 * The peer makes the room itself: no round, wait for its
 			 * copy_dropped / copy_moved notices (or a heartbeat) to free it.
 			 */
+			ask_room(m, c[taken].peer, c[taken].tier, c[taken].need,
+				 peer_tier_used(m, c[taken].peer, c[taken].tier));
 			moves = true;
 		} else if (c[taken].room < c[taken].need) {
 			uint64_t s = tier_round(m, TRIG_NO_SPACE, c[taken].peer, c[taken].tier,

@@ -169,6 +169,7 @@ static void h_drop(struct mc_req *req);
 static void h_evict(struct mc_req *req);
 static void h_committed(struct mc_req *req);
 static void h_grant_key(struct mc_req *req);
+static void h_room(struct mc_req *req);
 static void write_ack(void *arg, const struct pobj *o);
 static void copy_moved(void *arg, const struct pobj *o, int from);
 static void copy_dropped(void *arg, const struct pobj *o, enum pool_drop_why why);
@@ -176,11 +177,9 @@ static void tier_full(void *arg, int tier);
 
 /* What the master may ask on the control connection. */
 const struct mc_method peer_control_methods[] = {
-	{ "drop", h_drop, MC_METHOD_PEER },
-	{ "evict", h_evict, MC_METHOD_PEER },
-	{ "committed", h_committed, MC_METHOD_PEER },
-	{ "grant_key", h_grant_key, MC_METHOD_PEER },
-	{ NULL, NULL, 0 },
+	{ "drop", h_drop, MC_METHOD_PEER },	      { "evict", h_evict, MC_METHOD_PEER },
+	{ "committed", h_committed, MC_METHOD_PEER }, { "room", h_room, MC_METHOD_PEER },
+	{ "grant_key", h_grant_key, MC_METHOD_PEER }, { NULL, NULL, 0 },
 };
 
 static void start_register(struct control *ctl);
@@ -606,6 +605,33 @@ h_committed(struct mc_req *req)
 		mc_warn("cannot keep a copy's metadata in its %s header: %s", mc_tier_name(o->tier),
 			err.msg);
 	pindex_release(&p->index, o);
+}
+
+/* * The master could not place a put on a tier this peer evicts itself:
+ * room {tier, bytes, used} wakes the local eviction worker for its room.
+ */
+static void
+h_room(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	const char *tier;
+	size_t tlen;
+	uint64_t bytes = 0, used = 0;
+	struct mc_err err;
+	int t;
+
+	if (mc_map_str(req->params, "tier", &tier, &tlen, &err) != 1 ||
+	    mc_map_u64(req->params, "bytes", &bytes, &err) < 0 ||
+	    mc_map_u64(req->params, "used", &used, &err) < 0 ||
+	    (t = mc_tier_parse(tier, tlen, &err)) < 0) {
+		mc_warn("malformed room request from master %s", p->ctl->master.text);
+		if (!req->notify)
+			mc_reply_err(req, MC_ERR_INVALID, "room needs tier and bytes");
+		return;
+	}
+	reclaimer_room(p->reclaim, t, bytes, used);
+	if (!req->notify)
+		mc_reply_ok_empty(req);
 }
 
 /* A rotated grant key, for the id this peer registered under. */

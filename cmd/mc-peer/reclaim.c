@@ -2,9 +2,9 @@
  * The local eviction worker (reclaim.h): a pass per tier, planned with
  * the policy engine and executed a slice per turn of the loop.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/planexec.h"
@@ -43,8 +43,12 @@ struct ranked {
 struct rtier {
 	struct reclaimer *r;
 	int tier;
-	bool draining;	      /* crossed its high watermark: freeing down to the low one */
-	bool full;	      /* a write found no room: drain whatever the high watermark says */
+	bool draining; /* crossed its high watermark: freeing down to the low one */
+	bool full; /* a write found no room: drain whatever the high watermark says */ /*
+	 * Where the master's puts need the tier to come down to (usage that
+	 * stays), for the puts it could not place; UINT64_MAX: none asked.
+	 */
+	uint64_t target;
 	bool stalled;	      /* only group members could cover the overage */
 	bool idle;	      /* the last plan could free nothing: wait before the next */
 	double occupancy_min; /* the lowest a drain left the tier at, 1 before any */
@@ -144,13 +148,16 @@ staying(const struct reclaimer *r, int tier)
 uint64_t
 reclaimer_need(const struct reclaimer *r, int tier)
 {
-	uint64_t low, stay;
+	uint64_t low, stay, over, short_by;
 
 	if (!r->ix->media[tier])
 		return 0;
 	low = fraction(medium_capacity(r->ix->media[tier]), r->conf.low[tier]);
 	stay = staying(r, tier);
-	return stay > low ? stay - low : 0;
+	over = stay > low ? stay - low : 0;
+	/* what the master's waiting puts still lack, below the low watermark if need be */
+	short_by = stay > r->t[tier].target ? stay - r->t[tier].target : 0;
+	return over > short_by ? over : short_by;
 }
 
 bool
@@ -558,6 +565,7 @@ pass_end(struct rtier *t)
 			t->occupancy_min = occ;
 	}
 	t->draining = t->full = t->stalled = false;
+	t->target = UINT64_MAX;
 	t->pass_asked = false;
 	plan_drop(t);
 }
@@ -644,6 +652,24 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
+reclaimer_room(struct reclaimer *r, int tier, uint64_t bytes, uint64_t used)
+{
+	uint64_t cap, stay, coming, target;
+
+	if (r == NULL || tier < 0 || tier >= MC_TIER_COUNT || !reclaimer_self_evicts(r, tier))
+		return;
+	cap = medium_capacity(r->ix->media[tier]);
+	stay = staying(r, tier);
+	/* what the master counts beyond what is here: copies on their way in */
+	coming = used > stay ? used - stay : 0;
+	target = cap > mc_add_sat(coming, bytes) ? cap - mc_add_sat(coming, bytes) : 0;
+	/* the same request again asks nothing more: its target is where it was */
+	if (target < r->t[tier].target)
+		r->t[tier].target = target;
+	reclaimer_kick(r, tier, true);
+}
+
+void
 reclaimer_kick(struct reclaimer *r, int tier, bool full)
 {
 	if (r == NULL)
@@ -674,6 +700,7 @@ reclaimer_new(struct event_base *base, struct pool *pl, struct mover *mv,
 		r->t[i].r = r;
 		r->t[i].tier = i;
 		r->t[i].occupancy_min = 1;
+		r->t[i].target = UINT64_MAX;
 		if (!(r->t[i].timer = evtimer_new(base, timer_cb, &r->t[i])))
 			goto fail;
 		if (r->ix->media[i])

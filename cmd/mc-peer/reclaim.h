@@ -108,6 +108,13 @@ struct reclaimer *reclaimer_new(struct event_base *base, struct pool *pl, struct
 void reclaimer_free(struct reclaimer *r);
 /* Something changed on tier (a commit, a finished move); full: a write found no room. */
 void reclaimer_kick(struct reclaimer *r, int tier, bool full);
+/*
+ * The master could not place a put of bytes on tier (it never became a
+ * write), counting used there, copies on their way in included: drain
+ * the tier as if a write had found it full, and far enough for the put
+ * to fit beside them, below the low watermark if need be.
+ */
+void reclaimer_room(struct reclaimer *r, int tier, uint64_t bytes, uint64_t used);
 /* Whether this peer evicts tier itself (what it tells the master). */
 bool reclaimer_self_evicts(const struct reclaimer *r, int tier);
 /* Whether tier's overage is left to the master: only group members could cover it. */

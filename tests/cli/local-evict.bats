@@ -69,11 +69,22 @@ fill() {
 	assert_output --partial "0 unreadable, 0 wrong"
 }
 
-@test "local-evict: a group and hard pins are left to the master; the peer says it is stalled" {
+@test "local-evict: a group is left to the master: the peer says it is stalled, the master's round evicts it" {
 	cluster
 	run -0 mc-fill --prefix g/ -n 60 --batch 4 --min-size 1MiB --max-size 1MiB --group g put
-	wait_until 10 bash -c '[ "$(mc_metric p1 "mc_peer_local_evictions_total{event=\"stalled\"}")" -ge 1 ]'
+	stalled() {
+		[ "$(peer_metric 'mc_peer_local_evictions_total{event="stalled"}')" -ge 1 ]
+	}
+	wait_until 10 stalled
 	[ "$(peer_metric 'mc_peer_local_evictions_total{event="key"}')" -eq 0 ]
+	# the master's round for it evicts the group whole
+	round_ran() {
+		[ "$(mc_metric master 'mc_evict_rounds_total{trigger="stalled"}')" -ge 1 ]
+	}
+	wait_until 10 round_ran
+	run -0 mc-fill --prefix g/ -n 60 --min-size 1MiB --max-size 1MiB verify
+	assert_output --partial "0 unreadable, 0 wrong"
+
 }
 
 @test "local-evict: master_ranked takes its victims from the master's ranking first" {
