@@ -8,8 +8,14 @@
 # Every test runs its own master (on the fake clock) and peers, since
 # eviction changes what they hold. Objects come from mc-fill, all 4 KiB
 # so byte counts are exact: key PREFIX + six digits.
+#
+# The peers leave DRAM to the master's rounds (eviction mode master):
+# these are the rounds' tests; peers that evict for themselves are
+# local-evict.bats's and selfevict.bats's.
 
 load helpers
+
+export MC_EVICTION_MODE=master
 
 OBJ=4096
 POLICIES="$BATS_TEST_DIRNAME/../../examples/policies"

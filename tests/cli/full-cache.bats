@@ -6,9 +6,12 @@
 # master and one peer with default flags, the peer sized to 2% of the
 # trace's unique blocks, so it sits at its watermarks nearly all the
 # time. The master logs each round at debug level; the log level changes
-# no behaviour.
+# no behaviour. The rounds are the master's (the peer's eviction mode is
+# master); modes-replay.bats replays the trace in every mode.
 
 load helpers
+
+export MC_EVICTION_MODE=master
 
 BLOCK=4096
 

@@ -6,8 +6,15 @@
 # did not land fails instead of passing for a measurement; and a replay
 # on the trace's own clock ranks like one as fast as possible, because
 # policies age by logical access counts, not milliseconds.
+#
+# The policy measured is the master's (--evict-policy), so the peer
+# leaves DRAM to the master's rounds (eviction mode master);
+# modes-replay.bats replays the trace with peers that evict for
+# themselves.
 
 load helpers
+
+export MC_EVICTION_MODE=master
 
 BLOCK=4096
 
