@@ -104,3 +104,58 @@ fill() {
 	run -0 mc-fill --prefix a/ -n 100 --min-size 1MiB --max-size 1MiB verify
 	assert_output --partial "0 unreadable, 0 wrong"
 }
+
+# read_with GRANT-JSON: read key rd from p1 with the grant of the replica list in $1.
+read_with() {
+	local out="$1" g v
+	g="$(jq -r '.replicas[0].grant' <<<"$out")"
+	v="$(jq -r .version <<<"$out")"
+	mc-rpc -o /dev/null "$(mc_addr p1)" read tenant=default key=rd version:="$v" size:=4 \
+		grant:=b64:"$g" >/dev/null
+}
+
+@test "local-evict: a read the master did not see reaches it in a heartbeat, as recency" {
+	cluster
+	echo abc >"$BATS_TEST_TMPDIR/f"
+	mc-cli put rd <"$BATS_TEST_TMPDIR/f"
+	mc-cli put other <"$BATS_TEST_TMPDIR/f"
+	local out before
+	out="$(mc-rpc "$MC_MASTER" get_replica_list key=rd)"
+	before="$(mc_stat_json rd | jq .access_count)"
+	# the first read is the one the master granted; the second went past it
+	read_with "$out"
+	read_with "$out"
+	# done reading: the lease goes, so the ranking may offer rd again
+	mc-rpc "$MC_MASTER" release lease_id:="$(jq -r .lease_id <<<"$out")" >/dev/null
+	recorded() {
+		[ "$(mc_metric master 'mc_local_reads_total{result="recorded"}')" -ge 1 ]
+	}
+	wait_until 10 recorded
+	# recency, not frequency: the read count is what the replica list made it
+	assert_equal "$(mc_stat_json rd | jq .access_count)" "$before"
+	# and rd now ranks behind the key written after it
+	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$(mc_peer_id "$(mc_addr p1)")" tier=dram
+	assert_equal "$(jq -r '[.keys[].key] | join(" ")' <<<"$output")" "other rd"
+}
+
+@test "local-evict: a ranking answer held at the master does not hold the peer's eviction up" {
+	export MC_FAULT_DIR="$MC_DIR/fault"
+	mkdir -p "$MC_FAULT_DIR"
+	MC_FAULT='reply.evict_candidates:pause' mc_start_master --http 127.0.0.1:0 --put-wait 5s
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --eviction-mode master_ranked
+	mc-fill --prefix a/ -n 80 --batch 4 --min-size 1MiB --max-size 1MiB put >/dev/null 2>&1 &
+	local filler=$!
+	paused() { [ -e "$MC_FAULT_DIR/reply.evict_candidates.paused" ]; }
+	wait_until 20 paused
+	# the master is stopped in its answer; the peer evicts by its own plan meanwhile
+	evicted_locally() {
+		[ "$(peer_metric 'mc_peer_local_evictions_total{event="key"}')" -gt 0 ]
+	}
+	wait_until 10 evicted_locally
+	[ "$(peer_metric 'mc_peer_local_evictions_total{event="master_key"}')" -eq 0 ]
+	[ "$(peer_metric 'mc_peer_rank_queries_total')" -eq 1 ]
+	touch "$MC_FAULT_DIR/reply.evict_candidates"
+	wait "$filler"
+	run -0 mc-fill --prefix a/ -n 80 --min-size 1MiB --max-size 1MiB verify
+	assert_output --partial "0 unreadable, 0 wrong"
+}
