@@ -4,7 +4,8 @@
  * drained exactly to its low one, least recently used first; a copy a
  * reader holds is kept; a drop a reader still holds counts as freed; a
  * tier with a tier below demotes and loses no key; group members and
- * hard pins are never offered, and a tier only they could cover is
+ * hard pins are never offered, active soft pins only in the second pass
+ * when it is allowed, and a tier only group members could cover is
  * stalled; in master mode DRAM is left alone; master_ranked takes the
  * master's victims first, page-rounded to the overage, covers the rest
  * from its own plan, does not wait on a slow answer and falls back to
@@ -34,6 +35,9 @@ static struct mover *mv;
 static struct reclaimer *rc;
 static struct mc_policy policy;
 static uint64_t now_ms = 1000000;
+/* the soft pin's deadline the next copies get (0: none), and whether the second pass may take them */
+static uint64_t put_sp_deadline;
+static bool soft_pass;
 
 /* What the fake master was asked, and what it answers. */
 static struct {
@@ -55,7 +59,7 @@ static void
 setup(bool with_ssd, enum evict_mode mode)
 {
 	struct medium_conf conf = { .size = PAGES * ARENA_PAGE };
-	struct reclaim_conf c = { .mode = mode, .policy = &policy };
+	struct reclaim_conf c = { .mode = mode, .policy = &policy, .soft_pinned_pass = soft_pass };
 	struct mc_err err;
 
 	memset(media, 0, sizeof(media));
@@ -110,7 +114,7 @@ put_meta(const char *key, uint64_t pages, const char *group, bool hard_pin)
 	o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
 	pindex_set_meta(&ix, o,
 			pmeta_new(put_type, strlen(put_type), group ? group : "",
-				  group ? strlen(group) : 0, hard_pin, 0));
+				  group ? strlen(group) : 0, hard_pin, put_sp_deadline));
 	pindex_release(&ix, o);
 }
 
@@ -292,6 +296,48 @@ test_chain_worth(void)
 	pindex_release(&ix, head);
 	pindex_release(&ix, tail);
 	teardown();
+}
+
+static void
+test_soft_pins(void)
+{
+	char k[16];
+	bool pinned_kept = true;
+
+	setup(false, EVICT_LOCAL);
+	put_sp_deadline = now_ms + 3600 * 1000;
+	for (int i = 0; i < 58; i++) {
+		if (i == 20)
+			put_sp_deadline = 0;
+		keyname(k, sizeof(k), i);
+		put(k);
+	}
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	for (int i = 0; i < 20; i++) {
+		keyname(k, sizeof(k), i);
+		pinned_kept &= has(k);
+	}
+	TAP_OK(pinned_kept && tier_pages(MC_TIER_DRAM) == 44,
+	       "soft pins: active soft pins are not offered; the others cover the overage");
+	teardown();
+	/* every copy pinned: only the second pass, when allowed, takes them */
+	put_sp_deadline = now_ms + 3600 * 1000;
+	setup(false, EVICT_LOCAL);
+	fill(58);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 58 && reclaimer_events(rc, RECLAIM_NO_CANDIDATE) >= 1,
+	       "soft pins: without the second pass nothing is taken");
+	teardown();
+	soft_pass = true;
+	setup(false, EVICT_LOCAL);
+	fill(58);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44,
+	       "soft pins: the second pass takes them, to the low watermark");
+	teardown();
+	soft_pass = false;
+	put_sp_deadline = 0;
 }
 
 static void
@@ -509,6 +555,7 @@ main(void)
 	test_recency();
 	test_kv_history();
 	test_chain_worth();
+	test_soft_pins();
 	test_reader_kept();
 	test_held_counts();
 	test_demotion();
