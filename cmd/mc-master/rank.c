@@ -10,8 +10,8 @@
 #include "rank.h"
 
 /* Whether peer's copy of o on tier may go now. */
-static bool
-offerable(const struct mobj *o, uint32_t peer, int tier, uint64_t now)
+bool
+rank_offerable(const struct mobj *o, uint32_t peer, int tier, uint64_t now)
 {
 	const struct mrep *v = obj_creps(o);
 
@@ -46,7 +46,7 @@ rank_query(struct master *m, uint32_t peer, int tier, uint64_t budget, size_t ma
 			*more = true;
 			break;
 		}
-		if (!offerable(o, peer, tier, now))
+		if (!rank_offerable(o, peer, tier, now))
 			continue;
 		out[n++] = o;
 		bytes += o->size;

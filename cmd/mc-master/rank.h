@@ -21,6 +21,12 @@
 #define RANK_LOCAL_READS_MAX 65536u
 
 /*
+ * Whether o may be offered from its copy on (peer, tier) now: not
+ * leased, hard-pinned, grouped, soft-pinned or being written, and that
+ * copy complete at the committed version and not moving.
+ */
+bool rank_offerable(const struct mobj *o, uint32_t peer, int tier, uint64_t now);
+/*
  * Up to max of peer's objects with a copy on tier, coldest first, until
  * their sizes sum to budget (0: no budget). Skipped without counting:
  * leased, hard-pinned, grouped, soft-pinned or being written objects,

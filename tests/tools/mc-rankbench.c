@@ -90,22 +90,6 @@ fill(uint64_t n)
 	return 0;
 }
 
-/* The same filter as the index's walk, so both answers can be compared. */
-static bool
-offerable(const struct mobj *o, uint32_t peer, int tier, uint64_t now)
-{
-	const struct mrep *v = obj_creps(o);
-
-	if (o->lease_deadline > now || o->writing || o->hard_pin || o->group != NO_GROUP ||
-	    softpin_protects(o, now))
-		return false;
-	for (unsigned i = 0; i < o->nrep; i++)
-		if (v[i].peer == peer && v[i].tier == tier && v[i].state == REP_COMPLETE &&
-		    v[i].version == o->version && !v[i].moving)
-			return true;
-	return false;
-}
-
 /* A max-heap of the oldest found so far: the root is the warmest kept. */
 static void
 sift_down(struct mobj **h, size_t n, size_t i)
@@ -145,7 +129,8 @@ scan(uint32_t peer, int tier, uint64_t now, struct mobj **heap, struct mobj **ou
 	struct mobj *o;
 
 	while ((o = mc_htab_next(&m.store.objects, &cur)) != NULL) {
-		if (!offerable(o, peer, tier, now))
+		/* the index's own filter, so both answers can be compared */
+		if (!rank_offerable(o, peer, tier, now))
 			continue;
 		if (n < WANT) {
 			heap[n] = o;
