@@ -1,11 +1,14 @@
 /*
  * Status names and exit codes, the error buffer, log levels and the
- * injectable clock.
+ * injectable clock, with its watch on the fake-clock file.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mc/clock.h"
@@ -259,6 +262,143 @@ test_clock(void)
 	mc_clock_set_fake(0);
 }
 
+/* Write text to path in place (truncate, write), as echo N >FILE does. */
+static void
+put_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f != NULL) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* Write text to a file beside path, then rename it onto path (advance_clock). */
+static void
+rename_text(const char *path, const char *text)
+{
+	char tmp[256];
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	put_text(tmp, text);
+	if (rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
+static char watched_path[64];
+static _Atomic uint64_t written; /* the value the file holds for certain */
+static _Atomic int stale_seen, stop_threads;
+
+static void *
+clock_reader(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_threads)) {
+		uint64_t w = atomic_load(&written);
+
+		if (mc_now_ms() < w)
+			atomic_store(&stale_seen, 1);
+	}
+	return NULL;
+}
+
+static void
+test_clock_watch(void)
+{
+	char dir[] = "/tmp/mc-test-clockw-XXXXXX", other[96], text[32];
+	uint64_t reads, v;
+	pthread_t th[3];
+	int ok = 1, sync_pipe[2];
+	pid_t pid;
+
+	if (mkdtemp(dir) == NULL) {
+		TAP_OK(0, "clock watch: cannot make a temp directory");
+		return;
+	}
+	snprintf(watched_path, sizeof(watched_path), "%s/clock", dir);
+	snprintf(other, sizeof(other), "%s/daemon.log", dir);
+	put_text(watched_path, "1000");
+	setenv("MC_FAKE_CLOCK", watched_path, 1);
+	mc_clock_use_env();
+	for (int k = 0; k < 100; k++)
+		ok &= mc_now_ms() == 1000;
+	reads = mc_clock_file_reads();
+	for (int k = 0; k < 1000; k++)
+		ok &= mc_now_ms() == 1000;
+	TAP_OK(ok && mc_clock_file_reads() == reads,
+	       "clock watch: an unchanged file is not read again");
+	put_text(other, "a log line\n");
+	TAP_OK(mc_now_ms() == 1000 && mc_clock_file_reads() == reads,
+	       "clock watch: a write to another file of the directory reads nothing");
+	put_text(watched_path, "2000");
+	TAP_OK(mc_now_ms() == 2000, "clock watch: a rewrite in place is seen on the next call");
+	rename_text(watched_path, "3000");
+	TAP_OK(mc_now_ms() == 3000, "clock watch: a rename onto the file is seen on the next call");
+	put_text(watched_path, "");
+	TAP_OK(mc_now_ms() == 3000,
+	       "clock watch: a file truncated for a rewrite keeps the last value");
+	put_text(watched_path, "3500");
+	TAP_OK(mc_now_ms() == 3500, "clock watch: ...and the rewrite's end is seen");
+
+	/*
+	 * A child forked after the watch shares the parent's instance; its
+	 * calls must not eat the events the parent needs.
+	 */
+	if (pipe(sync_pipe) == 0 && (pid = fork()) >= 0) {
+		char c;
+		int st = 0;
+
+		if (pid == 0) {
+			close(sync_pipe[1]);
+			if (read(sync_pipe[0], &c, 1) != 1)
+				_exit(2);
+			for (int k = 0; k < 100; k++)
+				if (mc_now_ms() != 4000)
+					_exit(1);
+			_exit(0);
+		}
+		close(sync_pipe[0]);
+		put_text(watched_path, "4000");
+		if (write(sync_pipe[1], "x", 1) != 1)
+			ok = 0;
+		close(sync_pipe[1]);
+		waitpid(pid, &st, 0);
+		TAP_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		       "clock watch: a forked child reads the time through a watch of its own");
+		TAP_OK(mc_now_ms() == 4000,
+		       "clock watch: the parent still sees a rewrite its child saw first");
+	} else {
+		TAP_OK(0, "clock watch: cannot fork");
+	}
+
+	/* Threads never answer a value older than one the file surely holds. */
+	atomic_store(&written, 4000);
+	for (int k = 0; k < 3; k++)
+		pthread_create(&th[k], NULL, clock_reader, NULL);
+	for (v = 5000; v < 5200; v++) {
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
+		if (v % 2)
+			put_text(watched_path, text);
+		else
+			rename_text(watched_path, text);
+		atomic_store(&written, v);
+		if (mc_now_ms() != v)
+			ok = 0;
+	}
+	atomic_store(&stop_threads, 1);
+	for (int k = 0; k < 3; k++)
+		pthread_join(th[k], NULL);
+	TAP_OK(ok && !atomic_load(&stale_seen),
+	       "clock watch: no thread answers the time from before a rewrite it follows");
+
+	unsetenv("MC_FAKE_CLOCK");
+	mc_clock_use_env();
+	unlink(watched_path);
+	unlink(other);
+	rmdir(dir);
+}
+
 static void
 test_add_sat(void)
 {
@@ -295,6 +435,7 @@ main(void)
 	test_log_levels();
 	test_log_format();
 	test_clock();
+	test_clock_watch();
 	test_add_sat();
 	test_lower_reason();
 	return tap_done();

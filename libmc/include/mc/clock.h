@@ -3,10 +3,11 @@
  *
  * mc_now_ms() is wall-clock milliseconds since the epoch. When the
  * environment variable MC_FAKE_CLOCK names a file, the clock instead
- * reads that file on every call: it holds a decimal number of
- * milliseconds (whitespace allowed), which tests rewrite to move time
- * (`echo 5000 > "$MC_FAKE_CLOCK"`). An unreadable or empty file keeps the
- * last value read. Timers that merely schedule work (sweeps, heartbeats)
+ * is what that file says: a decimal number of milliseconds (whitespace
+ * allowed), which tests rewrite, in place or by a rename onto it, to
+ * move time (`echo 5000 > "$MC_FAKE_CLOCK"`); every call after the
+ * rewrite returned sees it. An unreadable or empty file keeps the last
+ * value read. Timers that merely schedule work (sweeps, heartbeats)
  * still fire on the real clock; what they decide uses mc_now_ms().
  */
 #ifndef MC_CLOCK_H
@@ -35,6 +36,8 @@ mc_mono_ms(void)
  * the wall clock, yet that tests move by hand.
  */
 uint64_t mc_steady_ms(void);
+/* How many times the MC_FAKE_CLOCK file was read (unit tests). */
+uint64_t mc_clock_file_reads(void);
 /* Unit tests: force a value (non-zero) or return to the normal clock (0). */
 void mc_clock_set_fake(uint64_t ms);
 
