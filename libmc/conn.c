@@ -1026,6 +1026,12 @@ mc_registry_find(const struct mc_registry *r, const char *name, size_t len)
 	return e != NULL ? e->m : NULL;
 }
 
+bool
+mc_registry_serves(const struct mc_registry *r, const char *name)
+{
+	return mc_registry_find(r, name, strlen(name)) != NULL && !mc_fault2_always("method", name);
+}
+
 size_t
 mc_registry_count(const struct mc_registry *r)
 {
@@ -1069,6 +1075,8 @@ mc_registry_print(const struct mc_registry *r, FILE *f)
 	for (size_t i = 0; i < mc_registry_count(r); i++) {
 		const struct mc_method *m = mc_registry_at(r, i);
 
+		if (!mc_registry_serves(r, m->name))
+			continue;
 		mc_method_flags_str(m->flags, flags, sizeof(flags));
 		fprintf(f, "%s %s\n", m->name, flags[0] ? flags : "-");
 	}
@@ -1518,6 +1526,9 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	c->bulk_claimable = m->has_bulk;
 
 	entry = registry_entry(c->ops.methods, m->method, m->method_len);
+	/* method.NAME: this daemon answers as one built without NAME (mc-fault(7)) */
+	if (entry != NULL && mc_fault2("method", entry->m->name))
+		entry = NULL;
 	r->method = entry != NULL ? entry->m : NULL;
 	r->stats_ = entry != NULL ? &entry->st : NULL;
 	if (r->stats_ != NULL && r->stats_->requests != NULL) {

@@ -201,6 +201,33 @@ mc_fault2(const char *prefix, const char *suffix)
 	return mc_fault(name);
 }
 
+bool
+mc_fault_always(const char *name)
+{
+	struct fault *f;
+	bool always;
+
+	if (atomic_load(&state) == 1)
+		return false;
+	pthread_mutex_lock(&lock);
+	if (atomic_load(&state) == 0)
+		parse();
+	always = (f = find(name)) != NULL && f->mode == M_ALWAYS;
+	pthread_mutex_unlock(&lock);
+	return always;
+}
+
+bool
+mc_fault2_always(const char *prefix, const char *suffix)
+{
+	char name[NAME_MAX_LEN];
+
+	if (atomic_load(&state) == 1)
+		return false;
+	snprintf(name, sizeof(name), "%s.%s", prefix, suffix);
+	return mc_fault_always(name);
+}
+
 unsigned long
 mc_fault_fired(const char *name)
 {

@@ -211,8 +211,8 @@ reply_registered(struct mc_req *req, const struct peer *p, bool resumed)
 	peer_session_hex(p, hex);
 	msgpack_pack_map(pk, 7);
 	mc_pack_kv_u64(pk, "peer_id", p->id);
-	/* this master answers evict_candidates: a master_ranked peer may ask */
-	mc_pack_kv_bool(pk, "rank", true);
+	/* whether a master_ranked peer may ask: what the dispatcher really serves */
+	mc_pack_kv_bool(pk, "rank", mc_registry_serves(m->methods, "evict_candidates"));
 	/* The key of this peer id: a resumed or new identity gets its own. */
 	mc_pack_key(pk, "grant_key");
 	mgrants_pack_key(pk, &m->grants, p->id);

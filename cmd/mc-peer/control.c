@@ -720,7 +720,6 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 	}
 	if (mc_map_u64(resp->body, "heartbeat_ms", &hb, &err) < 0 || hb == 0)
 		hb = DEFAULT_HEARTBEAT_MS;
-	ranking_start(ctl, resp->body);
 	/* A master asking for heartbeats faster than 10 ms is not taken literally. */
 	ctl->heartbeat_ms = hb < 10 ? 10 : hb;
 	ctl->state = CTL_REGISTERED;
@@ -749,6 +748,8 @@ on_register(struct mc_conn *c, const struct mc_msg *resp, const struct mc_err *c
 			(unsigned long long)ctl->heartbeat_ms);
 	}
 	ctl->resuming = false;
+	/* said after the registration it comes with, and known once the peer is ready */
+	ranking_start(ctl, resp->body);
 	mc_ready_fd_write(ctl->p->ready_fd, ctl->p->bound);
 	ctl->p->ready_fd = -1;
 	schedule_heartbeat(ctl);
@@ -822,7 +823,9 @@ ask_rank(void *arg, int tier, uint64_t bytes, unsigned max)
 
 /*
  * A registration's answer says whether the master ranks (rank: true);
- * master_ranked against one that does not evicts by local order.
+ * master_ranked against one that does not evicts by local order. Every
+ * registration says it anew: the master may have been replaced by an
+ * older one, or a newer.
  */
 static void
 ranking_start(struct control *ctl, const msgpack_object *answer)

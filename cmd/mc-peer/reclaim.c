@@ -547,6 +547,10 @@ reclaimer_no_ranking(struct reclaimer *r)
 void
 reclaimer_on_ask(struct reclaimer *r, reclaim_ask_fn fn, void *arg)
 {
+	/* a master that ranks again (one upgraded back) is asked again */
+	if (r->no_ranking)
+		mc_info("the master ranks eviction candidates again: asking it first");
+	r->no_ranking = false;
 	r->ask = fn;
 	r->ask_arg = arg;
 }

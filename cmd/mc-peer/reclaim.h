@@ -124,10 +124,17 @@ enum evict_mode reclaimer_mode(const struct reclaimer *r);
 /* The bytes tier should free now (0: at or under its low watermark, counting what is leaving). */
 uint64_t reclaimer_need(const struct reclaimer *r, int tier);
 
-/* master_ranked: how to ask, and the answers. */
+/*
+ * master_ranked: how to ask (a registration that says the master ranks,
+ * which undoes an earlier reclaimer_no_ranking), and the answers.
+ */
 void reclaimer_on_ask(struct reclaimer *r, reclaim_ask_fn fn, void *arg);
 void reclaimer_answer(struct reclaimer *r, int tier, const struct reclaim_ranked *keys, size_t n);
-/* The master has no ranking: evict by local order from now on (said once). */
+/*
+ * The master has no ranking (its registration did not say so, or it
+ * answered unknown method): evict by local order until a registration
+ * says it ranks (said once each time).
+ */
 void reclaimer_no_ranking(struct reclaimer *r);
 /* The lowest usage (a fraction of capacity) a drain of tier left it at; 1 before any. */
 double reclaimer_occupancy_min(const struct reclaimer *r, int tier);

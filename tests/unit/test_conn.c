@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include <xxhash.h>
 
 #include "mc/conn.h"
+#include "mc/fault.h"
 #include "mc/metrics.h"
 #include "mc/log.h"
 #include "mc/rpcc.h"
@@ -1639,6 +1641,95 @@ pack_role(msgpack_packer *pk, void *arg)
 	mc_pack_kv_str(pk, "role", arg);
 }
 
+static void
+fault_set(const char *spec)
+{
+	if (spec != NULL)
+		setenv("MC_FAULT", spec, 1);
+	else
+		unsetenv("MC_FAULT");
+	mc_fault_reset();
+}
+
+/* Whether call gets exactly the answer a name A does not know gets. */
+static bool
+refused_as_unknown(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg)
+{
+	struct mc_msg m;
+	struct mc_err e, unknown;
+	char want[128];
+
+	if (rpcc_call(r, "nosuch", NULL, NULL, &m, &unknown) == 0) {
+		mc_msg_release(&m);
+		return false;
+	}
+	if (rpcc_call(r, method, fn, arg, &m, &e) == 0) {
+		mc_msg_release(&m);
+		return false;
+	}
+	snprintf(want, sizeof(want), "unknown method '%s'", method);
+	return e.code == unknown.code && strcmp(unknown.msg, "unknown method 'nosuch'") == 0 &&
+	       strcmp(e.msg, want) == 0;
+}
+
+/* Whether --list-methods of r has a line for name. */
+static bool
+listed(const struct mc_registry *r, const char *name)
+{
+	char *text = NULL, line[128];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	bool found = false;
+
+	if (f == NULL)
+		return false;
+	mc_registry_print(r, f);
+	fclose(f);
+	/* "NAME FLAGS" lines: NAME and a space at the start of one */
+	snprintf(line, sizeof(line), "\n%s ", name);
+	found = text != NULL &&
+		(strncmp(text, line + 1, strlen(line + 1)) == 0 || strstr(text, line) != NULL);
+	free(text);
+	return found;
+}
+
+/*
+ * method.NAME: a request for NAME is answered as by a daemon built
+ * without it, before its role check, its handler and its counters
+ * (check_method_counts sees none of these calls); the rest is served.
+ */
+static void
+test_method_fault(const char *addr)
+{
+	struct mc_rpcc *r = mc_rpcc_connect(addr, 5000, NULL);
+	struct mc_err e;
+	int notes;
+
+	TAP_OK(r != NULL, "method fault: a connection");
+	if (r == NULL)
+		return;
+	fault_set("method.echo:nth=2;method.guarded:always;method.note:always");
+	TAP_OK(echo_ok(r, 1) && refused_as_unknown(r, "echo", pack_echo, (void *)1) &&
+		       echo_ok(r, 3),
+	       "method.echo:nth=2: the second echo is answered as an unknown method, no other");
+	TAP_OK(refused_as_unknown(r, "guarded", pack_role, "tenant"),
+	       "method.guarded:always: unknown to every caller, not permission denied");
+	notes = atomic_load(&g_notes);
+	TAP_OK(rpcc_notify(r, "note", NULL, NULL, &e) == 0 && echo_ok(r, 4) &&
+		       atomic_load(&g_notes) == notes,
+	       "method.note:always: the notification is ignored as an unknown one");
+	TAP_OK(mc_registry_serves(g_reg_a, "echo") && !mc_registry_serves(g_reg_a, "guarded") &&
+		       mc_registry_serves(g_reg_a, "get") && !mc_registry_serves(g_reg_a, "nosuch"),
+	       "method fault: the registry serves what is registered, less what is always out");
+	TAP_OK(listed(g_reg_a, "echo") && !listed(g_reg_a, "guarded") && listed(g_reg_a, "get"),
+	       "method fault: --list-methods leaves out what is always out");
+	fault_set(NULL);
+	TAP_OK(mc_registry_serves(g_reg_a, "guarded") && listed(g_reg_a, "guarded") &&
+		       echo_ok(r, 5),
+	       "method fault: without MC_FAULT every method is served");
+	mc_rpcc_close(r);
+}
+
 /* Calls the counted methods a known number of times; checked after the server stops. */
 static void
 test_method_traffic(const char *addr)
@@ -1770,6 +1861,7 @@ main(void)
 	test_emfile(g_addr_tcp);
 	test_hold(g_addr_unix);
 	test_registry();
+	test_method_fault(g_addr_unix);
 	test_method_traffic(g_addr_unix);
 	test_header_timeout();
 	test_idle_timeout();

@@ -1,5 +1,9 @@
-/* Unit tests for fault injection (libmc/fault.c): the modes, and a pause released by a file. */
+/*
+ * Unit tests for fault injection (libmc/fault.c): the modes, asking
+ * whether a point is set to always, and a pause released by a file.
+ */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -49,6 +53,28 @@ test_modes(void)
 	set("write:sometimes;read:nth=0;:always;drop:always");
 	TAP_OK(!mc_fault("write") && !mc_fault("read") && mc_fault("drop"),
 	       "malformed entries are ignored, the good one kept");
+}
+
+/* Asking whether a point is set to always reaches nothing: no count, no pause. */
+static void
+test_always(void)
+{
+	bool asked;
+
+	set(NULL);
+	TAP_OK(!mc_fault_always("method.echo") && !mc_fault2_always("method", "echo"),
+	       "always?: unset, nothing is");
+	set("method.echo:always;method.put:nth=1;method.get:pause;method.rm:prob=1");
+	TAP_OK(mc_fault_always("method.echo") && mc_fault2_always("method", "echo") &&
+		       !mc_fault2_always("method", "ping"),
+	       "always?: the point set to always, by name or by its parts");
+	asked = mc_fault2_always("method", "put") || mc_fault2_always("method", "get") ||
+		mc_fault2_always("method", "rm");
+	TAP_OK(!asked, "always?: nth, pause and prob are not always");
+	TAP_OK(mc_fault_fired("method.echo") == 0 && mc_fault2("method", "put") &&
+		       !mc_fault2("method", "put"),
+	       "always?: asking counts no reach: nth=1 still fires at the first one");
+	set(NULL);
 }
 
 static void *
@@ -101,6 +127,7 @@ main(void)
 {
 	mc_log_set_level(MC_LOG_ERROR); /* a fired point's line, hundreds of times */
 	test_modes();
+	test_always();
 	test_pause();
 	return tap_done();
 }

@@ -529,6 +529,25 @@ test_no_ranking(void)
 	teardown();
 }
 
+/* A registration that says the master ranks, after one that said it does not. */
+static void
+test_ranking_again(void)
+{
+	setup(false, EVICT_MASTER_RANKED);
+	reclaimer_on_ask(rc, ask, NULL);
+	reclaimer_no_ranking(rc);
+	reclaimer_on_ask(rc, ask, NULL);
+	master.answer_at_once = true;
+	master.keys[0] = "k050";
+	master.nkeys = 1;
+	fill(58);
+	run();
+	TAP_OK(master.calls >= 1 && !has("k050") && reclaimer_events(rc, RECLAIM_MASTER_KEY) == 1 &&
+		       tier_pages(MC_TIER_DRAM) == 44,
+	       "ranking again: a master that ranks after one that did not is asked first");
+	teardown();
+}
+
 static void
 test_modes(void)
 {
@@ -564,6 +583,7 @@ main(void)
 	test_ranked_first();
 	test_slow_master();
 	test_no_ranking();
+	test_ranking_again();
 	mc_policy_free(&policy);
 	event_base_free(base);
 	return tap_done();

@@ -106,12 +106,19 @@ struct mc_registry *mc_registry_new(struct mc_metrics *metrics, struct mc_err *e
 int mc_registry_add(struct mc_registry *r, const struct mc_method *table, struct mc_err *err);
 void mc_registry_free(struct mc_registry *r);
 const struct mc_method *mc_registry_find(const struct mc_registry *r, const char *name, size_t len);
+/*
+ * Whether r serves name: registered, and not taken out by the fault
+ * point method.NAME set to always (mc-fault(7)), under which the
+ * dispatcher answers every request for name as for a name it does not
+ * know. What a daemon advertises about its methods is asked here.
+ */
+bool mc_registry_serves(const struct mc_registry *r, const char *name);
 /* Entries in the order added, for listings (--list-methods). */
 size_t mc_registry_count(const struct mc_registry *r);
 const struct mc_method *mc_registry_at(const struct mc_registry *r, size_t i);
 /* "admin,peer,bulk,read-only" for flags (empty for none), into buf. */
 const char *mc_method_flags_str(unsigned flags, char *buf, size_t cap);
-/* A daemon's --list-methods: "NAME FLAGS" a line ("-" for no flags). */
+/* A daemon's --list-methods: "NAME FLAGS" a line ("-" for no flags), of those it serves. */
 void mc_registry_print(const struct mc_registry *r, FILE *f);
 
 /*

@@ -14,8 +14,9 @@
  *			first, so a test knows the point was reached)
  * A point fires by making its operation fail the way the real fault
  * would: the peer's write, read or drop fails or is lost, a reply is not
- * sent and its connection closed, a snapshot write fails, a task is not
- * delivered. Tests use always, nth and pause only; prob is for soaks.
+ * sent and its connection closed, a request is answered as by a daemon
+ * without its method, a snapshot write fails, a task is not delivered.
+ * Tests use always, nth and pause only; prob is for soaks.
  */
 #ifndef MC_FAULT_H
 #define MC_FAULT_H
@@ -29,6 +30,15 @@
 bool mc_fault(const char *name);
 /* The same for the point "prefix.suffix" (reply.METHOD), built only when MC_FAULT is set. */
 bool mc_fault2(const char *prefix, const char *suffix);
+/*
+ * Whether MC_FAULT sets point name to always, without reaching it (no
+ * count, no pause): what such a point fails is out for good, so whoever
+ * advertises that operation can leave it out (method.NAME: a daemon's
+ * method, on its registry). Thread-safe.
+ */
+bool mc_fault_always(const char *name);
+/* The same for the point "prefix.suffix". */
+bool mc_fault2_always(const char *prefix, const char *suffix);
 /* How many times name fired since start (for logs and tests). */
 unsigned long mc_fault_fired(const char *name);
 /* Forget the parsed MC_FAULT and read it again (unit tests). */
