@@ -136,7 +136,7 @@ field() {
 	# the repeated request finds its prefix either way: nothing here tells the views apart
 	[ "$(jq -c '.results[0] | del(.policy)' <<<"$output")" = "$m" ]
 	# four peers of a real trace: the peers' own views rank otherwise than the master's
-	zstd -dcq "$BATS_TEST_DIRNAME/fixtures/traces/conversation_trace.jsonl.zst" >"$trace"
+	mc_trace "$trace"
 	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 2% --limit 2000 --peers 4 \
 		--eviction-mode master "$trace"
 	m="$(jq '.results[0].block_hit_ratio' <<<"$output")"

@@ -109,9 +109,15 @@ peer_objects() {
 	wait_until 10 test -e "$MC_FAULT_DIR/snapshot.write.paused"
 	ls -A "$MC_DIR/snaps" | grep -q '^\.mc-snapshot-'
 	# the master and its writer child, both at once
-	pkill -9 -P "$(mc_pid master)" || true
-	kill -9 "$(mc_pid master)"
+	local writer
+	writer="$(pgrep -P "$(mc_pid master)")"
+	[ -n "$writer" ]
+	kill -9 "$writer" "$(mc_pid master)"
 	wait "$saver" || true
+	# the new master starts once both are gone: a process SIGKILL has not
+	# torn down yet still answers on its socket
+	mc_kill9 master
+	wait_until 10 bash -c "! kill -0 $writer 2>/dev/null"
 	mc_start_master --snapshot-dir "$MC_DIR/snaps"
 	run ! bash -c "ls -A '$MC_DIR/snaps' | grep -q '^\.mc-snapshot-'"
 }

@@ -19,7 +19,7 @@ setup_file() {
 	mc_require_bins mc-master mc-peer mc-cli mc-bench
 	mc_file_dir
 	TRACE="$BATS_FILE_TMPDIR/trace.jsonl"
-	zstd -dcq "$BATS_TEST_DIRNAME/fixtures/traces/conversation_trace.jsonl.zst" >"$TRACE"
+	mc_trace "$TRACE"
 	local unique
 	unique="$(jq -s '[.[].hash_ids[]] | unique | length' "$TRACE")"
 	MC_PEER_DRAM=$((unique * 2 / 100 * BLOCK))

@@ -29,6 +29,26 @@ export PATH="$MC_ROOT/${MC_TEST_BIN:-bin}:$MC_ROOT/${MC_TEST_TOOLS:-build/tools}
 # A realistic epoch (2023-11-14) so nothing mistakes it for "unset".
 MC_CLOCK_START=1700000000000
 
+# mc_trace FILE: the conversation trace (tests/cli/fixtures/traces),
+# decompressed into FILE: all of it, or its first N requests when
+# MC_TEST_TRACE_REQUESTS=N. make check's sanitizer pass sets it, so the
+# suites that replay the trace run the same code paths on a fraction of
+# the volume; make test and make bench replay it whole.
+mc_trace() {
+	local n="${MC_TEST_TRACE_REQUESTS:-}"
+	local src="$MC_ROOT/tests/cli/fixtures/traces/conversation_trace.jsonl.zst"
+	if [ -z "$n" ]; then
+		zstd -dcq "$src" >"$1"
+		return
+	fi
+	if ! [[ $n =~ ^[1-9][0-9]*$ ]]; then
+		echo "# invalid MC_TEST_TRACE_REQUESTS '$n': a count of requests" >&2
+		return 1
+	fi
+	zstd -dcq "$src" | head -n "$n" >"$1"
+	[ -s "$1" ]
+}
+
 # mc_require_bins NAME...: fail early, with a clear message, when a program
 # under test has not been built.
 mc_require_bins() {

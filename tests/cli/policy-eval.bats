@@ -21,7 +21,7 @@ BLOCK=4096
 setup_file() {
 	mc_require_bins mc-master mc-peer mc-cli mc-bench
 	TRACE="$BATS_FILE_TMPDIR/trace.jsonl"
-	zstd -dcq "$BATS_TEST_DIRNAME/fixtures/traces/conversation_trace.jsonl.zst" >"$TRACE"
+	mc_trace "$TRACE"
 	UNIQUE="$(jq -s '[.[].hash_ids[]] | unique | length' "$TRACE")"
 	export TRACE UNIQUE
 }
