@@ -201,35 +201,33 @@ reclaimer_asked(const struct reclaimer *r)
 
 /*
  * Free the copy of (tenant, key) at most version on tier if nothing
- * protects it now: 0 when it went (dropped, or its demotion queued),
- * else the reason it stays (enum mc_fail_reason).
+ * protects it now: true when it went (dropped, or its demotion queued),
+ * else false with *why, the reason it stays (enum mc_fail_reason, whose
+ * first reason, gone, is 0: no status could tell it from success).
  */
-static int
+static bool
 evict_one(struct reclaimer *r, int tier, const char *tenant, size_t tlen, const char *key,
-	  size_t klen, uint64_t version)
+	  size_t klen, uint64_t version, int *why)
 {
 	struct pool_key k = { tenant, tlen, key, klen, true, version };
 	struct pindex_peek pk;
 	struct pool_result res;
 
 	if (!pindex_peek(r->ix, tenant, tlen, key, klen, &pk) || pk.tier != tier)
-		return MC_FAIL_GONE;
-	if (pk.version > version)
-		return MC_FAIL_VERSION;
-	if (pk.busy)
-		return MC_FAIL_BUSY;
-	if (pk.protected)
-		return MC_FAIL_PINNED;
-	pool_evict(r->pl, &k, tier, POOL_RECLAIM, &res);
-	switch (res.outcome) {
-	case POOL_FREED:
-	case POOL_DEMOTING:
-		return 0;
-	case POOL_IN_FLIGHT:
-		return MC_FAIL_BUSY;
-	default:
-		return MC_FAIL_GONE;
+		*why = MC_FAIL_GONE;
+	else if (pk.version > version)
+		*why = MC_FAIL_VERSION;
+	else if (pk.busy)
+		*why = MC_FAIL_BUSY;
+	else if (pk.protected)
+		*why = MC_FAIL_PINNED;
+	else {
+		pool_evict(r->pl, &k, tier, POOL_RECLAIM, &res);
+		if (res.outcome == POOL_FREED || res.outcome == POOL_DEMOTING)
+			return true;
+		*why = res.outcome == POOL_IN_FLIGHT ? MC_FAIL_BUSY : MC_FAIL_GONE;
 	}
+	return false;
 }
 
 /* ---- the local plan ---- */
@@ -404,7 +402,7 @@ plan_step(struct reclaimer *r, struct rtier *t, int *budget)
 		const struct mc_cand *c;
 		uint32_t vi;
 		bool started;
-		int rc = mc_plan_exec_next(&t->x, &s, &vi, &started, &err);
+		int why, rc = mc_plan_exec_next(&t->x, &s, &vi, &started, &err);
 
 		if (rc <= 0) {
 			if (rc < 0)
@@ -416,15 +414,14 @@ plan_step(struct reclaimer *r, struct rtier *t, int *budget)
 		}
 		(*budget)--;
 		c = &t->plan.view.c[vi];
-		rc = s->soft_pinned && !r->conf.soft_pinned_pass
-			     ? MC_FAIL_PINNED
-			     : evict_one(r, t->tier, mc_cand_name_str(&t->plan.view, c->tenant),
-					 t->plan.view.name_lens[c->tenant],
-					 mc_cand_key(&t->plan.view, c), c->key_len, c->version);
-		if (rc == 0) {
+		why = MC_FAIL_PINNED;
+		if ((!s->soft_pinned || r->conf.soft_pinned_pass) &&
+		    evict_one(r, t->tier, mc_cand_name_str(&t->plan.view, c->tenant),
+			      t->plan.view.name_lens[c->tenant], mc_cand_key(&t->plan.view, c),
+			      c->key_len, c->version, &why)) {
 			count(r, RECLAIM_KEY);
 			mc_plan_exec_evicted(&t->x, c->bytes, 1);
-		} else if (mc_plan_exec_kept(&t->x, rc, &err) < 0) {
+		} else if (mc_plan_exec_kept(&t->x, why, &err) < 0) {
 			mc_warn("local eviction of %s: %s", mc_tier_name(t->tier), err.msg);
 			plan_drop(t);
 			return false;
@@ -486,10 +483,11 @@ ranked_step(struct reclaimer *r, struct rtier *t, int *budget)
 		ranked_clear(t);
 	while (*budget > 0 && t->rkpos < t->nrk && reclaimer_need(r, t->tier) > 0) {
 		const struct ranked *k = &t->rk[t->rkpos++];
+		int why;
 
 		(*budget)--;
 		if (evict_one(r, t->tier, k->name, k->tenant_len, k->name + k->tenant_len,
-			      k->key_len, k->version) == 0)
+			      k->key_len, k->version, &why))
 			count(r, RECLAIM_MASTER_KEY);
 	}
 }

@@ -500,6 +500,33 @@ test_ranked_first(void)
 	teardown();
 }
 
+/*
+ * A ranking answered from a stale view names copies this peer freed
+ * already: they count as nothing freed, and the local plan makes up
+ * for them with copies that really go.
+ */
+static void
+test_ranked_gone(void)
+{
+	setup(false, EVICT_MASTER_RANKED);
+	reclaimer_on_ask(rc, ask, NULL);
+	master.answer_at_once = true;
+	master.keys[0] = "gone1";
+	master.keys[1] = "k050";
+	master.keys[2] = "gone2";
+	master.nkeys = 3;
+	fill(58);
+	run();
+	TAP_OK(!has("k050") && reclaimer_events(rc, RECLAIM_MASTER_KEY) == 1,
+	       "ranked, gone: a ranked copy the peer no longer holds is not counted freed");
+	TAP_OK(reclaimer_events(rc, RECLAIM_KEY) == 13 && tier_pages(MC_TIER_DRAM) == 44 &&
+		       reclaimer_events(rc, RECLAIM_KEY) +
+				       reclaimer_events(rc, RECLAIM_MASTER_KEY) ==
+			       atomic_load(&pl.outcomes[POOL_FREED]),
+	       "ranked, gone: every copy counted went, and the local plan made up the rest");
+	teardown();
+}
+
 static void
 test_slow_master(void)
 {
@@ -581,6 +608,7 @@ main(void)
 	test_groups_and_pins();
 	test_master_mode();
 	test_ranked_first();
+	test_ranked_gone();
 	test_slow_master();
 	test_no_ranking();
 	test_ranking_again();
