@@ -104,6 +104,8 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 	softpin_cleanup(m, mc_now_ms());
 	lease_expire(m, mc_now_ms());
 	peers_expire_tasks(&m->peers, mc_now_ms(), m->cfg.task_ttl);
+	/* counted at the end: a scrape that sees it grow knows a whole sweep followed it */
+	mc_metric_inc(m->mx.sweeps);
 }
 
 /*

@@ -15,6 +15,8 @@ struct mmetrics {
 	struct mc_metrics *reg;
 	/* mc_read_raced_total: copies readers found gone after their replica list (read_raced) */
 	struct mc_metric *read_raced;
+	/* mc_sweeps_total: periodic sweeps run to their end (main.c, sweep_cb) */
+	struct mc_metric *sweeps;
 };
 
 int mmetrics_init(struct master *m);

@@ -316,15 +316,17 @@ seq_records_are() {
 	save_now
 	mc_kill9 peer1
 	mc_kill9 peer2
-	restart_master --restore latest --reconcile-timeout 10s
-	local st
+	restart_master --restore latest --reconcile-timeout 10s --http 127.0.0.1:0
+	local st sweeps
 	st="$(mc-rpc "$MC_MASTER" snapshot_status)"
 	assert_equal "$(jq -r .reconcile_deadline <<<"$st")" $(($(clock_now) + 10000))
 	mc-cli stat lonely/000000 >/dev/null
 
 	advance_clock 9000
-	# a sweep that runs before the deadline keeps them
-	sleep 0.3
+	# a whole sweep that runs after the clock moved, before the deadline, keeps them
+	sweeps="$(mc_metric master mc_sweeps_total)"
+	sweeps_past() { [ "$(mc_metric master mc_sweeps_total)" -gt "$1" ]; }
+	wait_until 10 sweeps_past "$sweeps"
 	mc-cli stat lonely/000000 >/dev/null
 	advance_clock 2000
 	wait_until 10 mc_key_gone lonely/000000

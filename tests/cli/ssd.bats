@@ -311,7 +311,9 @@ outcome() {
 	[ "$(outcome p1 demotion_queued)" -eq 1 ]
 	wait_until 10 tier_objects_is p1 ssd 1
 	tier_objects_is p1 dram 0
-	mc-rpc "$(mc_addr p1)" read key=on-dram >"$BATS_TEST_TMPDIR/out"
+	# and it reads back from ssd byte for byte
+	mc-rpc -o "$BATS_TEST_TMPDIR/out" "$(mc_addr p1)" read key=on-dram >/dev/null
+	cmp "$f" "$BATS_TEST_TMPDIR/out"
 	# an absent copy: nothing
 	mc-rpc "$(mc_addr p1)" evict key=never-written tier=dram
 	[ "$(outcome p1 none)" -eq 2 ]
