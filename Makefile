@@ -71,7 +71,7 @@ DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	clang libclang-rt-14-dev
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
-	check-man check-san install clean deps completions fuzz fuzz-build fuzz-check san-build
+	check-man check-lint check-san install clean deps completions fuzz fuzz-build fuzz-check san-build
 # Keep objects: they are intermediate files of chained pattern rules, which
 # make would otherwise delete after every build and then rebuild.
 .SECONDARY:
@@ -218,7 +218,7 @@ bench: deps
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 
-check: check-format check-cppcheck check-man check-san fuzz-check
+check: check-format check-cppcheck check-man check-lint check-san fuzz-check
 
 check-format:
 	clang-format --dry-run --Werror $(C_FILES)
@@ -235,6 +235,11 @@ check-cppcheck:
 
 check-man:
 	mandoc -Tlint -Wwarning $(MAN_PAGES)
+
+# Suites that cannot pass by accident: no sleep outside the reviewed
+# tests/lint/sleep.allow, no run whose status and output nothing reads.
+check-lint:
+	tests/lint/bats
 
 # The sanitizer builds: every program, tool and unit test under ASan and
 # UBSan, in build-san/ and bin-san/. Leaks are errors, except option

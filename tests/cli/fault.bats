@@ -117,7 +117,7 @@ peer_objects() {
 	# the new master starts once both are gone: a process SIGKILL has not
 	# torn down yet still answers on its socket
 	mc_kill9 master
-	wait_until 10 bash -c "! kill -0 $writer 2>/dev/null"
+	wait_until 10 mc_gone "$writer"
 	mc_start_master --snapshot-dir "$MC_DIR/snaps"
 	run ! bash -c "ls -A '$MC_DIR/snaps' | grep -q '^\.mc-snapshot-'"
 }

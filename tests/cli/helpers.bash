@@ -230,13 +230,18 @@ mc_alive() {
 	kill -0 "$1" 2>/dev/null
 }
 
+# mc_gone PID...: none of them is alive.
+mc_gone() {
+	local p
+	for p in "$@"; do
+		! mc_alive "$p" || return 1
+	done
+}
+
 # mc_reap TPID DPID: wait (bounded) for both to exit, SIGKILL leftovers.
 mc_reap() {
-	local tpid="$1" dpid="$2" i
-	for ((i = 0; i < 100; i++)); do
-		mc_alive "$tpid" || mc_alive "$dpid" || break
-		sleep 0.05
-	done
+	local tpid="$1" dpid="$2"
+	wait_until 5 mc_gone "$tpid" "$dpid" 2>/dev/null || true
 	if mc_alive "$dpid" || mc_alive "$tpid"; then
 		echo "# pid $dpid did not stop in 5 s: SIGKILL" >&2
 		kill -KILL "$dpid" "$tpid" 2>/dev/null || true

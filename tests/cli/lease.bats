@@ -222,7 +222,8 @@ lease_deadline() {
 	echo a | mc-cli put pfx/leased
 	echo b | mc-cli put pfx/free
 	hold pfx/leased >/dev/null
-	run mc-cli rm --prefix pfx/
+	run -0 mc-cli rm --prefix pfx/
+	assert_output "removed 1"
 	run -1 mc-cli exist pfx/free
 	mc-cli exist pfx/leased
 	mc-cli rm --prefix pfx/ --force

@@ -47,8 +47,7 @@ log_has() {
 
 # wait_log SECONDS NAME REGEX: wait, bounded, for such a line.
 wait_log() {
-	timeout "$1" bash -c 'until grep -qE "$2" "$1"; do sleep 0.05; done' \
-		sh "$MC_DIR/$2.log" "$3"
+	wait_until "$1" log_has "$2" "$3"
 }
 
 # put_objects: three kinds of objects with their metadata, the bytes of

@@ -133,7 +133,8 @@ metric_is() {
 	wait_until 10 used_is "$id" 90000
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="manual"}')" -eq 1 ]
 	# a put over the tenant's quota starts its round, on this peer's copies
-	run mc-rpc "$MC_MASTER" put_start key=over size:=100
+	run -1 mc-rpc "$MC_MASTER" put_start key=over size:=100
+	assert_output --partial "over its quota: 90000 + 100 bytes of 60000; eviction started"
 	wait_until 10 metric_is 'mc_evict_rounds_total{trigger="quota"}' 1
 	# down to the quota's low mark, 50% of it
 	wait_until 10 used_at_most "$id" 30000

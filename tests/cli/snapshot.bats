@@ -660,19 +660,18 @@ softpin_restart() {
 	# time: a frozen fake clock would give every snapshot the same name
 	unset MC_FAKE_CLOCK
 	start_master --snapshot-interval 200ms --snapshot-keep 2
-	local seen="" names f deadline=$((SECONDS + 15))
-	while [ "$SECONDS" -lt "$deadline" ]; do
+	local seen f
+	: >"$BATS_TEST_TMPDIR/seen"
+	# seen_four: note the snapshot files there are now; four names seen yet
+	seen_four() {
+		local f
 		for f in "$SNAPDIR"/mc-snapshot-*.mcs; do
-			[ -e "$f" ] && seen+="${f##*/}"$'\n'
+			[ -e "$f" ] && echo "${f##*/}" >>"$BATS_TEST_TMPDIR/seen"
 		done
-		names="$(sort -u <<<"$seen" | grep -c .)" || true
-		[ "$names" -ge 4 ] && break
-		sleep 0.05
-	done
-	[ "$names" -ge 4 ] || {
-		echo "# only $names distinct snapshots in 15 s" >&2
-		return 1
+		[ "$(sort -u "$BATS_TEST_TMPDIR/seen" | grep -c .)" -ge 4 ]
 	}
+	wait_until 15 seen_four
+	seen="$(cat "$BATS_TEST_TMPDIR/seen")"
 	wait_until 5 mc_snap_count_is "$SNAPDIR" 2
 	# the oldest ones were pruned, and what is left is whole
 	local first
