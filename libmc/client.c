@@ -842,8 +842,14 @@ static struct mc_dp_obj
 dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version, uint64_t len,
        uint64_t checksum, const struct rep *r)
 {
-	return (struct mc_dp_obj){ t->c->tenant, key,	   klen,    version, len,
-				   checksum,	 r->grant, r->glen, NULL,    0 };
+	return (struct mc_dp_obj){ .tenant = t->c->tenant,
+				   .key = key,
+				   .klen = klen,
+				   .version = version,
+				   .len = len,
+				   .checksum = checksum,
+				   .grant = r->grant,
+				   .glen = r->glen };
 }
 
 static int
@@ -853,6 +859,7 @@ read_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 	struct mc_dp_obj o =
 		dp_obj(t, k->key, k->klen, k->version, k->size, k->checksum, &k->rep[k->next]);
 
+	o.lease_id = k->lease_id;
 	return mc_dp_read_send(r, &o, err);
 }
 

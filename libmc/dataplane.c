@@ -54,12 +54,14 @@ mc_dp_read_send(struct mc_rpcc *r, const struct mc_dp_obj *o, struct mc_err *err
 {
 	msgpack_packer *pk = mc_rpcc_begin(r, "read");
 
-	msgpack_pack_map(pk, 4 + (o->glen > 0));
+	msgpack_pack_map(pk, 4 + (o->glen > 0) + (o->lease_id != 0));
 	mc_pack_kv_str(pk, "tenant", o->tenant);
 	mc_pack_kv_strn(pk, "key", o->key, o->klen);
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "size", o->len);
 	pack_grant(pk, o);
+	if (o->lease_id != 0)
+		mc_pack_kv_u64(pk, "lease_id", o->lease_id);
 	return mc_rpcc_send(r, NULL, 0, err) < 0 ? -1 : 0;
 }
 

@@ -150,22 +150,28 @@ granted(struct peer *p, struct mc_req *req, const struct name *tenant, const str
 }
 
 /*
- * Whether req's grant was used for a read here before: the master saw
- * that grant's read once, when it granted it, and no read after. The
- * grant ends in its tag, a MAC: its last 8 bytes are as good as a hash.
+ * Whether req's grant was used for a read here before, under the same
+ * lease: the master saw that read once, when it answered the replica
+ * list, and no read after. It hands one grant to every reader of a copy
+ * for a while, so the reader's lease (unique to each replica list) is
+ * part of what is remembered; a read without one is known by its grant
+ * alone. The grant ends in its tag, a MAC: its last 8 bytes are as good
+ * as a hash.
  */
 static bool
 grant_reused(struct peer *p, struct mc_req *req)
 {
 	const char *g = NULL;
 	size_t glen = 0;
-	uint64_t fp, *slot;
+	uint64_t fp, lease = 0, *slot;
 
 	if (p->grants.seen == NULL || mc_map_str(req->params, "grant", &g, &glen, NULL) != 1 ||
 	    glen < sizeof(fp))
 		return false;
 	memcpy(&fp, g + glen - sizeof(fp), sizeof(fp));
-	fp |= 1; /* 0 marks an empty slot */
+	if (mc_map_u64(req->params, "lease_id", &lease, NULL) == 1)
+		fp ^= lease * 0x9e3779b97f4a7c15ull; /* spread over every bit */
+	fp |= 1;				     /* 0 marks an empty slot */
 	slot = &p->grants.seen[(fp >> 1) & (PEER_GRANTS_SEEN - 1)];
 	if (*slot == fp)
 		return true;

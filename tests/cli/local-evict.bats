@@ -131,13 +131,25 @@ occupancy_at_low() {
 	verify_lost a/ 100 "$(master_evicted)"
 }
 
-# read_with GRANT-JSON: read key rd from p1 with the grant of the replica list in $1.
+# read_with GRANT-JSON: read key rd from p1 as a reader holding the
+# replica list in $1 does: its grant, under its lease.
 read_with() {
-	local out="$1" g v
+	local out="$1" g v l
 	g="$(jq -r '.replicas[0].grant' <<<"$out")"
 	v="$(jq -r .version <<<"$out")"
+	l="$(jq -r .lease_id <<<"$out")"
 	mc-rpc -o /dev/null "$(mc_addr p1)" read tenant=default key=rd version:="$v" size:=4 \
-		grant:=b64:"$g" >/dev/null
+		grant:=b64:"$g" lease_id:="$l" >/dev/null
+}
+
+# beats: how many heartbeats the master has answered.
+beats() {
+	mc_metric master 'mc_requests_total{method="peer_heartbeat"}'
+}
+
+# beats_past N: the master answered more than N heartbeats.
+beats_past() {
+	[ "$(beats)" -gt "$1" ]
 }
 
 @test "local-evict: a read the master did not see reaches it in a heartbeat, as recency" {
@@ -162,6 +174,32 @@ read_with() {
 	# and rd now ranks behind the key written after it
 	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$(mc_peer_id "$(mc_addr p1)")" tier=dram
 	assert_equal "$(jq -r '[.keys[].key] | join(" ")' <<<"$output")" "other rd"
+}
+
+@test "local-evict: readers the master handed one cached grant are each seen once, none as a local read" {
+	cluster
+	echo abc >"$BATS_TEST_TMPDIR/f"
+	mc-cli put rd <"$BATS_TEST_TMPDIR/f"
+	local one two b
+	one="$(mc-rpc "$MC_MASTER" get_replica_list key=rd)"
+	two="$(mc-rpc "$MC_MASTER" get_replica_list key=rd)"
+	# the master's grant cache gave both lists the same grant, each its own lease
+	assert_equal "$(jq -r '.replicas[0].grant' <<<"$two")" "$(jq -r '.replicas[0].grant' <<<"$one")"
+	[ "$(jq -r .lease_id <<<"$two")" != "$(jq -r .lease_id <<<"$one")" ]
+	read_with "$one"
+	read_with "$two"
+	mc-cli get rd >/dev/null
+	mc-cli get rd >/dev/null
+	# two heartbeats after the reads have nothing to report: the master saw each read
+	b="$(beats)"
+	wait_until 10 beats_past $((b + 1))
+	assert_equal "$(mc_metric master 'mc_local_reads_total{result="recorded"}')" 0
+	# a second read under one list is a read the master did not see
+	read_with "$one"
+	recorded() {
+		[ "$(mc_metric master 'mc_local_reads_total{result="recorded"}')" -eq 1 ]
+	}
+	wait_until 10 recorded
 }
 
 @test "local-evict: a ranking answer held at the master does not hold the peer's eviction up" {

@@ -48,6 +48,13 @@ struct mc_dp_obj {
 	 */
 	const void *parent;
 	size_t plen;
+	/*
+	 * A read's lease from the master (0: none). The master may hand one
+	 * grant to several readers; the lease tells the peer a second read
+	 * under one replica list, which the master did not see, from a read
+	 * under a new one, which it did.
+	 */
+	uint64_t lease_id;
 };
 
 /*
