@@ -253,15 +253,15 @@ check-lint:
 SAN_BIN := bin-san
 LSAN_SUPPRESSIONS := leak:apply_config
 SAN_REPORTS := $(CURDIR)/$(SAN_BUILD)/reports
+# The sanitizer pass replays the first 2,000 of the trace's 12,031
+# requests (tests/cli/helpers.bash, mc_trace): the same code paths under
+# ASan at a sixth of the volume; make test and make bench replay it whole.
+SAN_TRACE_REQUESTS := 2000
 SAN_ENV := MC_TEST_BUILD=$(SAN_BUILD) MC_TEST_BIN=$(SAN_BIN) MC_TEST_TOOLS=$(SAN_BUILD)/tools \
 	MC_BATS_TIMEOUT=1200 MC_TEST_TRACE_REQUESTS=$(SAN_TRACE_REQUESTS) \
 	ASAN_OPTIONS=detect_leaks=1:log_path=$(SAN_REPORTS)/asan \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/$(SAN_BUILD)/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# The sanitizer pass replays the first 2,000 of the trace's 12,031
-# requests (tests/cli/helpers.bash, mc_trace): the same code paths under
-# ASan at a sixth of the volume; make test and make bench replay it whole.
-SAN_TRACE_REQUESTS := 2000
 # Run $(1) with an empty report folder; fail when it fails or left a report.
 san_run = rm -rf $(SAN_REPORTS) && mkdir -p $(SAN_REPORTS) && \
 	printf '%s\n' $(LSAN_SUPPRESSIONS) >$(SAN_BUILD)/lsan.supp && \
