@@ -178,6 +178,7 @@ struct mc_conn {
 	struct event *limit_ev;
 	uint64_t msg_ns;	 /* when the message being read began; 0: none is partial */
 	uint64_t active_ns;	 /* last traffic, or the end of work in flight */
+	uint64_t limit_due_ns;	 /* when the limits' timer fires next */
 	uint64_t nparsed;	 /* messages framed so far */
 	int ndeferred;		 /* deferred requests not answered yet */
 	bool keep;		 /* mc_conn_keep: never idle */
@@ -638,6 +639,7 @@ limit_arm(struct mc_conn *c, uint64_t ns)
 
 	if (ns > ms_ns(3600 * 1000))
 		ns = ms_ns(3600 * 1000);
+	c->limit_due_ns = mc_add_sat(mc_mono_ns(), ns);
 	tv.tv_sec = (time_t)(ns / 1000000000u);
 	tv.tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
 	if (event_add(c->limit_ev, &tv) != 0)
@@ -703,6 +705,14 @@ limit_after_read(struct mc_conn *c, uint64_t parsed_before)
 
 	c->active_ns = now;
 	if (c->bulk_mode != BULK_NONE || c->held != NULL || c->in_end == c->in_start) {
+		/*
+		 * The header clock stops; the timer it armed may be due long
+		 * after the idle timeout (a new connection's is), so it is
+		 * brought forward to it.
+		 */
+		if (c->msg_ns != 0 && c->lim.idle_timeout_ms > 0 && !c->keep &&
+		    c->limit_due_ns > mc_add_sat(now, ms_ns(c->lim.idle_timeout_ms)))
+			limit_arm(c, ms_ns(c->lim.idle_timeout_ms));
 		c->msg_ns = 0;
 		return;
 	}

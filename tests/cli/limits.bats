@@ -91,7 +91,8 @@ garbage_bg() {
 
 @test "limits: the master closes idle connections after --idle-timeout, never a peer's link" {
 	local hb0 regs0
-	mc_start_master --http 127.0.0.1:0 --idle-timeout 200ms
+	# a header timeout of an hour: only the idle timeout can close them in time
+	mc_start_master --http 127.0.0.1:0 --idle-timeout 200ms --header-timeout 1h
 	mc_start_peer p1 --http 127.0.0.1:0
 	regs0="$(mc_metric p1 mc_peer_registrations_total)"
 	hb0="$(mc_metric master 'mc_requests_total{method="peer_heartbeat"}')"
@@ -116,7 +117,7 @@ garbage_bg() {
 
 @test "limits: a peer closes idle connections after --idle-timeout" {
 	mc_start_master
-	mc_start_peer p1 --http 127.0.0.1:0 --idle-timeout 200ms
+	mc_start_peer p1 --http 127.0.0.1:0 --idle-timeout 200ms --header-timeout 1h
 	garbage_bg "$BATS_TEST_TMPDIR/g.out" --hold 20 --request peer_stats --until-closed \
 		"$(mc_addr p1)"
 	served idle-peer

@@ -28,6 +28,7 @@
 #include <event2/thread.h>
 #include <xxhash.h>
 
+#include "mc/clock.h"
 #include "mc/conn.h"
 #include "mc/fault.h"
 #include "mc/metrics.h"
@@ -87,12 +88,12 @@ rpcc_notify(struct mc_rpcc *r, const char *method, pack_fn fn, void *arg, struct
 static struct event_base *g_base;
 static struct mc_server *g_srv_unix, *g_srv_tcp, *g_srv_b, *g_srv_one;
 /* the connection limits: timeouts; per address over TCP and over a unix socket */
-static struct mc_server *g_srv_timed, *g_srv_peraddr, *g_srv_peraddr_unix;
+static struct mc_server *g_srv_timed, *g_srv_idle, *g_srv_peraddr, *g_srv_peraddr_unix;
 static struct mc_conn *g_link;	     /* A -> B */
 static atomic_bool g_resend_refused; /* set by h_relay, on the server thread */
 static char g_unix_path[128];
 static char g_addr_unix[MC_ADDR_MAX], g_addr_tcp[MC_ADDR_MAX], g_addr_one[MC_ADDR_MAX];
-static char g_addr_timed[MC_ADDR_MAX], g_addr_peraddr[MC_ADDR_MAX],
+static char g_addr_timed[MC_ADDR_MAX], g_addr_idle[MC_ADDR_MAX], g_addr_peraddr[MC_ADDR_MAX],
 	g_addr_peraddr_unix[MC_ADDR_MAX];
 static char g_unix_path2[128];
 static unsigned char *g_big; /* what "get" serves */
@@ -570,6 +571,9 @@ server_main(void *arg)
 	struct mc_conn_limits lim_one = { .max_conns = 1 };
 	struct mc_conn_limits lim_timed = { .header_timeout_ms = TIMEOUT_MS,
 					    .idle_timeout_ms = TIMEOUT_MS };
+	/* an idle timeout far shorter than the header timeout */
+	struct mc_conn_limits lim_idle = { .header_timeout_ms = 50 * TIMEOUT_MS,
+					   .idle_timeout_ms = TIMEOUT_MS };
 	struct mc_conn_limits lim_peraddr = { .max_conns_per_addr = 2 };
 	struct mc_addr a, bound;
 	struct mc_err err;
@@ -619,6 +623,10 @@ server_main(void *arg)
 		goto fail;
 	snprintf(g_addr_timed, sizeof(g_addr_timed), "%s", bound.text);
 	if (mc_addr_parse("127.0.0.1:0", &a, &err) < 0 ||
+	    (g_srv_idle = mc_server_new(g_base, &a, &ops_limits, &lim_idle, &bound, &err)) == NULL)
+		goto fail;
+	snprintf(g_addr_idle, sizeof(g_addr_idle), "%s", bound.text);
+	if (mc_addr_parse("127.0.0.1:0", &a, &err) < 0 ||
 	    (g_srv_peraddr = mc_server_new(g_base, &a, &ops_b, &lim_peraddr, &bound, &err)) == NULL)
 		goto fail;
 	snprintf(g_addr_peraddr, sizeof(g_addr_peraddr), "%s", bound.text);
@@ -637,6 +645,7 @@ server_main(void *arg)
 	mc_server_free(g_srv_b);
 	mc_server_free(g_srv_one);
 	mc_server_free(g_srv_timed);
+	mc_server_free(g_srv_idle);
 	mc_server_free(g_srv_peraddr);
 	mc_server_free(g_srv_peraddr_unix);
 	/* deferred requests outlive their connections: answering drops them */
@@ -1454,6 +1463,7 @@ static void
 test_idle_timeout(void)
 {
 	struct mc_conn_stats s0, s1;
+	uint64_t t0;
 	int fd;
 
 	mc_conn_stats_get(&s0);
@@ -1464,6 +1474,19 @@ test_idle_timeout(void)
 	mc_conn_stats_get(&s1);
 	TAP_OK(s1.idle_timeouts == s0.idle_timeouts + 1 && s1.header_timeouts == s0.header_timeouts,
 	       "limits: it is counted as an idle timeout");
+
+	/*
+	 * The idle timeout holds from a connection's first answer, not from
+	 * when the header timeout armed at accept would fire (50 times it).
+	 */
+	t0 = mc_mono_ms();
+	fd = raw_connect(g_addr_idle);
+	TAP_OK(fd >= 0 && raw_request(fd, 1, "echo", 0) == 0 && drain_to_eof(fd) > 0 &&
+		       mc_mono_ms() - t0 < 20 * TIMEOUT_MS,
+	       "limits: an idle timeout shorter than the header timeout closes a new "
+	       "connection in time (%llu ms)",
+	       (unsigned long long)(mc_mono_ms() - t0));
+	close(fd);
 }
 
 /*
