@@ -168,9 +168,9 @@ mmetrics_init(struct master *m)
 		mx->reg, "mc_read_raced_total", MC_COUNTER,
 		"Reads that found their copy gone after the replica list (readers' read_raced).",
 		NULL, NULL);
-	mx->sweeps = mc_metric_get(mx->reg, "mc_sweeps_total", MC_COUNTER,
-				   "Periodic sweeps run to their end (expiries, deadlines, watermarks).",
-				   NULL, NULL);
+	mx->sweeps = mc_metric_get(
+		mx->reg, "mc_sweeps_total", MC_COUNTER,
+		"Periodic sweeps run to their end (expiries, deadlines, watermarks).", NULL, NULL);
 	return mx->read_raced != NULL && mx->sweeps != NULL ? 0 : -1;
 }
 
