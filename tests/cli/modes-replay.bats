@@ -7,6 +7,10 @@
 # and once with the master's rounds (master). Each keeps accepting
 # writes and drains to its low watermark, and the peer's own eviction
 # hits about as often as the master's.
+#
+# slow: about a minute on two cores: three live replays of the whole
+# trace, one per mode (the sanitizer pass replays its first 2,000
+# requests).
 
 load helpers
 

@@ -11,6 +11,11 @@
 # leaves DRAM to the master's rounds (eviction mode master);
 # modes-replay.bats replays the trace with peers that evict for
 # themselves.
+#
+# slow: about two minutes on two cores. Four live replays of the whole
+# trace (12,031 requests, about 254k puts each) beside the simulator, and
+# four of its first 6,000 requests: the trace is what is measured, so
+# make test does not cut it (the sanitizer pass replays 2,000 requests).
 
 load helpers
 

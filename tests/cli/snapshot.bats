@@ -574,19 +574,21 @@ softpin_restart() {
 
 @test "snapshot: a master killed while its child writes a streamed snapshot leaves no file in TMPDIR" {
 	mc_require_bins mc-snapgen
-	export TMPDIR="$MC_DIR/tmp"
-	mkdir -p "$TMPDIR"
-	# enough objects that the child is seen writing
-	mc-snapgen --count 300000 -o "$BATS_TEST_TMPDIR/many.mcs"
-	# the master loads all of them before it listens: seconds under ASan
-	MC_READY_WAIT=60 mc_start_master --restore "$BATS_TEST_TMPDIR/many.mcs" --reconcile-timeout 1h
+	export TMPDIR="$MC_DIR/tmp" MC_FAULT_DIR="$MC_DIR/fault"
+	mkdir -p "$TMPDIR" "$MC_FAULT_DIR"
+	mc-snapgen --count 2000 -o "$BATS_TEST_TMPDIR/many.mcs"
+	# the child is held in the middle of its write, its temporary file made
+	MC_FAULT=snapshot.write:pause mc_start_master --restore "$BATS_TEST_TMPDIR/many.mcs" \
+		--reconcile-timeout 1h
 	mc-snapshot save -o "$BATS_TEST_TMPDIR/out.mcs" 2>/dev/null &
-	local saver=$!
-	writing() {
-		mc-rpc "$MC_MASTER" snapshot_status | jq -e '.in_progress' >/dev/null
-	}
-	wait_until 20 writing
+	local saver=$! writer
+	wait_until 20 test -e "$MC_FAULT_DIR/snapshot.write.paused"
+	mc-rpc "$MC_MASTER" snapshot_status | jq -e '.in_progress' >/dev/null
+	writer="$(pgrep -P "$(mc_pid master)")"
+	[ -n "$writer" ]
+	kill -9 "$writer"
 	mc_kill9 master
+	wait_until 10 mc_gone "$writer"
 	wait "$saver" || true
 	run find "$TMPDIR" -name 'mc-snapshot-*'
 	assert_output ''
