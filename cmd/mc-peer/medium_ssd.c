@@ -14,9 +14,10 @@
  * keeps the header's pages in front of it, so used counts both and
  * never exceeds the size. seal writes the header after the bytes have
  * landed: the copy's metadata, its checksum and a checksum of the
- * header itself, so a copy without a whole header is no copy. release
- * clears the header's magic before the space is reused, so a dropped
- * copy never comes back.
+ * header itself, so a copy without a whole header is no copy. unseal
+ * clears the header's magic as soon as a copy is dropped for good (a
+ * reader may still hold its bytes), release again before the space is
+ * reused, so a dropped copy never comes back.
  *
  * Recovery scans the file for headers, skipping holes (SEEK_DATA) and
  * the extents it found, and verifies every copy's bytes against the
@@ -378,7 +379,7 @@ clear_header(struct ssd *s, uint64_t hdr)
 }
 
 static void
-ssd_release(struct medium *m, uint64_t off, uint64_t len)
+ssd_unseal(struct medium *m, uint64_t off, uint64_t len)
 {
 	struct ssd *s = ssd_of(m);
 
@@ -388,6 +389,16 @@ ssd_release(struct medium *m, uint64_t off, uint64_t len)
 	if (clear_header(s, off - HDR_BYTES) < 0)
 		mc_warn("ssd file '%s': cannot clear the header at %llu: %s", s->file,
 			(unsigned long long)(off - HDR_BYTES), strerror(errno));
+}
+
+static void
+ssd_release(struct medium *m, uint64_t off, uint64_t len)
+{
+	struct ssd *s = ssd_of(m);
+
+	if (len == 0)
+		return;
+	ssd_unseal(m, off, len);
 	pages_release(s->pages, off - HDR_BYTES, HDR_BYTES + len);
 }
 
@@ -777,6 +788,7 @@ const struct medium_ops medium_ssd = {
 	.close = ssd_close,
 	.alloc = ssd_alloc,
 	.release = ssd_release,
+	.unseal = ssd_unseal,
 	.read = ssd_read,
 	.read_fd = ssd_read_fd,
 	.source = ssd_source,

@@ -260,7 +260,11 @@ move_done(void *arg, bool cancelled)
 	mv->st.done[mj->kind]++;
 	if (mv->moved)
 		mv->moved(mv->moved_arg, n, from);
-	/* The index's reference to the old copy; readers holding it keep its bytes. */
+	/*
+	 * The index's reference to the old copy; readers holding it keep its
+	 * bytes, but it is no copy of the key's any more, even after a crash.
+	 */
+	medium_unseal(mv->ix->media[from], old->off, old->size);
 	pindex_release(mv->ix, old);
 	move_over(mj);
 }

@@ -3,8 +3,8 @@
 # The SSD tier across a crash: a peer killed with SIGKILL in the middle
 # of heavy demotion, started again on the same file, serves exactly the
 # copies that were sealed before the kill, byte-exact, and the master
-# lists no other. SSD files stay at or under 64 MiB, under
-# $BATS_TEST_TMPDIR.
+# lists no other; a copy dropped while a reader holds it stays dropped.
+# SSD files stay at or under 64 MiB, under $BATS_TEST_TMPDIR.
 
 load helpers
 
@@ -18,6 +18,10 @@ setup() {
 }
 
 teardown() {
+	# a reader a test left stalled on its fifo
+	if [ -f "$BATS_TEST_TMPDIR/reader.pid" ]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/reader.pid")" 2>/dev/null || true
+	fi
 	mc_stop_all
 }
 
@@ -138,4 +142,48 @@ verify() {
 	assert_output --partial " 0 unreadable, 0 wrong"
 	[ "$((a_exact + b_exact))" -eq "$ssd_objects" ]
 	[ "$((1600 - a_exact - b_exact))" -eq "$dram_objects" ]
+}
+
+# ssd_objects_are PEER N: the peer holds N copies on ssd.
+ssd_objects_are() {
+	[ "$(tier_field "$1" ssd objects)" -eq "$2" ]
+}
+
+# master_metric SERIES: one sample of the master's /metrics (0 when absent).
+master_metric() {
+	local v
+	v="$(mc_scrape master | awk -v s="$1" '$1 == s { print $2 }')"
+	echo "${v:-0}"
+}
+
+drops_acked() {
+	[ "$(master_metric 'mc_tasks_acked_total{kind="drop"}')" -ge "$1" ]
+}
+
+@test "ssd crash: a copy removed while a reader still holds it does not come back after a kill" {
+	mc_start_master --http 127.0.0.1:0
+	peer p1 --fault-inject
+	mc_random_file "$BATS_TEST_TMPDIR/r" $((8 << 20))
+	mc-cli put r "$BATS_TEST_TMPDIR/r" --tier ssd
+	# a reader takes the reply's first bytes and then stops reading: the
+	# peer holds the copy until the rest is sent
+	mkfifo "$BATS_TEST_TMPDIR/go"
+	mc-rpc --stall "$BATS_TEST_TMPDIR/go" -o "$BATS_TEST_TMPDIR/r.out" "$(mc_addr p1)" \
+		read key=r >"$BATS_TEST_TMPDIR/r.json" 2>"$BATS_TEST_TMPDIR/r.err" &
+	reader=$!
+	echo "$reader" >"$BATS_TEST_TMPDIR/reader.pid"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/r.json"
+	run -0 mc-cli rm r
+	# the peer has dropped it and told the master so
+	wait_until 10 drops_acked 1
+	ssd_objects_are p1 0
+	mc_kill9 p1
+	echo go >"$BATS_TEST_TMPDIR/go"
+	# the reader loses its peer in the middle of the bytes
+	run -69 wait "$reader"
+	rm "$BATS_TEST_TMPDIR/reader.pid"
+	peer p1
+	ssd_objects_are p1 0
+	mc_key_gone r
+	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 }
