@@ -25,6 +25,7 @@
  * corrupt copy is released and counted, never served. Verifying at start
  * reads every sealed byte once per restart; in exchange every copy the
  * peer reports is known good, and no read ever waits on a first check.
+ * A clean stop leaves the copies sealed, as a crash does.
  *
  * I/O: a client's write lands through a bulk sink (pwrite from the
  * connection's staging buffer) and a read's reply goes out with

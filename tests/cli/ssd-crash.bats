@@ -3,8 +3,9 @@
 # The SSD tier across a crash: a peer killed with SIGKILL in the middle
 # of heavy demotion, started again on the same file, serves exactly the
 # copies that were sealed before the kill, byte-exact, and the master
-# lists no other; a copy dropped while a reader holds it stays dropped.
-# SSD files stay at or under 64 MiB, under $BATS_TEST_TMPDIR.
+# lists no other; a copy dropped while a reader holds it stays dropped;
+# a clean stop keeps the copies too. SSD files stay at or under 64 MiB,
+# under $BATS_TEST_TMPDIR.
 
 load helpers
 
@@ -186,4 +187,23 @@ drops_acked() {
 	ssd_objects_are p1 0
 	mc_key_gone r
 	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+}
+
+@test "ssd crash: a clean stop keeps the ssd copies as a crash does" {
+	mc_start_master
+	peer p1
+	mc_random_file "$BATS_TEST_TMPDIR/a" 150000
+	mc-cli put kept "$BATS_TEST_TMPDIR/a" --tier ssd --type kv --group g1
+	mc_stop p1
+	[ "$MC_STOP_STATUS" -eq 0 ]
+	peer p1
+	ssd_objects_are p1 1
+	grep -q "1 copies kept on ssd from before" "$MC_DIR/p1.log"
+	# unregistered, the peer's copies are the master's again once reported
+	wait_until 10 mc-cli exist kept
+	mc-cli get kept >"$BATS_TEST_TMPDIR/a.out"
+	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/a.out"
+	run -0 mc_stat_json kept
+	[ "$(jq -r .type <<<"$output")" = kv ]
+	[ "$(jq -r .group <<<"$output")" = g1 ]
 }
