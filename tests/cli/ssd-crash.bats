@@ -236,13 +236,14 @@ pad_to_page() {
 	head -c $(((4096 - n % 4096) % 4096)) /dev/zero >>"$1"
 }
 
-# first_data_offset: where the bytes of the first copy of an empty ssd
+# first_data_offset: where the bytes of the first copy of p1's empty ssd
 # tier land, found with a probe that is then removed.
 first_data_offset() {
 	mc_random_file "$BATS_TEST_TMPDIR/probe" 4096
 	mc-cli put probe "$BATS_TEST_TMPDIR/probe" --tier ssd >/dev/null || return 1
 	offset_of "$(extents)" "$BATS_TEST_TMPDIR/probe"
-	mc-cli rm probe >/dev/null
+	mc-cli rm probe >/dev/null || return 1
+	wait_until 10 ssd_objects_are p1 0
 }
 
 # bait D FILE: an object for offset D holding, after a page of its own,
@@ -375,12 +376,14 @@ forge() {
 	ssd_objects_are p1 3
 }
 
-# hdr_bytes PEER: what a copy's header takes on ssd, from one copy of 4096 bytes.
+# hdr_bytes PEER: what a copy's header takes on the peer's empty ssd tier,
+# from one copy of 4096 bytes, then removed.
 hdr_bytes() {
 	mc_random_file "$BATS_TEST_TMPDIR/one" 4096
 	mc-cli put one "$BATS_TEST_TMPDIR/one" --tier ssd >/dev/null || return 1
 	echo $(($(tier_field "$1" ssd used) - 4096))
-	mc-cli rm one >/dev/null
+	mc-cli rm one >/dev/null || return 1
+	wait_until 10 ssd_objects_are "$1" 0
 }
 
 # save_extent KEY FILE HDR OUT: the bytes of KEY's extent (header and
