@@ -221,9 +221,14 @@ pindex_destroy(struct pindex *ix)
 	size_t cur = 0;
 	struct pobj *o;
 
+	/*
+	 * The entries go, not their copies: a medium that survives a
+	 * restart keeps them sealed for the next start, as after a crash.
+	 */
 	while ((o = mc_htab_next(&ix->tab, &cur)) != NULL) {
 		mc_htab_remove_at(&ix->tab, &cur);
-		pobj_free(ix, o);
+		free(o->meta);
+		free(o);
 	}
 	mc_htab_free(&ix->tab);
 	mc_history_free(ix->hist);

@@ -143,7 +143,10 @@ struct pindex {
 int pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err);
 /* Cap the removal journal at max entries and max_bytes of names (0 entries: none kept). */
 void pindex_journal_limit(struct pindex *ix, size_t max, size_t max_bytes);
-/* Frees every entry still linked; readers must be gone. */
+/*
+ * Frees every entry still linked; readers must be gone. Their copies
+ * are not released: a medium that survives a restart keeps them.
+ */
 void pindex_destroy(struct pindex *ix);
 
 /* A new, unlinked entry holding one reference (the caller's), its bytes at (tier, off). */

@@ -79,6 +79,13 @@ struct medium_ops {
 	 */
 	void (*release)(struct medium *m, uint64_t off, uint64_t len);
 	/*
+	 * The copy sealed at off is gone for good although its room is
+	 * not given back yet (a reader still holds its bytes, which stay
+	 * readable): never recover it after. Never fails. NULL: the
+	 * medium does not survive a restart.
+	 */
+	void (*unseal)(struct medium *m, uint64_t off, uint64_t len);
+	/*
 	 * The len bytes at off, in memory. With buf NULL, a medium whose
 	 * bytes are addressable lends them (valid while the allocation is
 	 * held, no copy); one that cannot lend fails with MC_ERR_UNAVAILABLE.
@@ -232,6 +239,13 @@ static inline void
 medium_release(struct medium *m, uint64_t off, uint64_t len)
 {
 	m->ops->release(m, off, len);
+}
+
+static inline void
+medium_unseal(struct medium *m, uint64_t off, uint64_t len)
+{
+	if (m->ops->unseal)
+		m->ops->unseal(m, off, len);
 }
 
 static inline const void *

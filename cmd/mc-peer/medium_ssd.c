@@ -3,27 +3,52 @@
  *
  * PATH is the file, or a directory the file (PATH/extents) is kept in;
  * medium_dir names the directory, for the peer's other state. The file
- * is fallocated to the configured size at open, so a disk that cannot
- * hold the tier refuses it at start instead of failing writes later
- * (and cut to it: copies past a smaller size than before are lost),
- * and it is locked, so two peers never share it. The page allocator
- * (pages.h) hands out its space, with no memory behind it.
+ * is fallocated at open to the configured size plus one page for its
+ * superblock, so a disk that cannot hold the tier refuses it at start
+ * instead of failing writes later (and cut to it: copies past a smaller
+ * size than before are lost), and it is locked, so two peers never share
+ * it. The size is what copies may take, headers included: used never
+ * exceeds it, and the superblock is not part of it. The page allocator
+ * (pages.h) hands out the space after the superblock, with no memory
+ * behind it.
+ *
+ * The layout is in medium_ssd.h. The superblock holds the file's key,
+ * drawn at random when the file is made and written (and synced) before
+ * any header is signed with it. A file whose superblock is missing (the
+ * format 1 had none), of another format or layout, or damaged, is
+ * started afresh, with one line saying why: without its key nothing in
+ * it can be told from bytes a client wrote.
  *
  * An extent is a header of HDR_BYTES (whole pages) followed by the
  * copy's bytes, page-aligned: alloc hands out the data's offset and
- * keeps the header's pages in front of it, so used counts both and
- * never exceeds the size. seal writes the header after the bytes have
- * landed: the copy's metadata, its checksum and a checksum of the
- * header itself, so a copy without a whole header is no copy. release
- * clears the header's magic before the space is reused, so a dropped
- * copy never comes back.
+ * keeps the header's pages in front of it, so used counts both. seal
+ * writes the header after the bytes have landed: the copy's metadata,
+ * its checksum and the header's checksum, SipHash under the file's key.
+ * A copy's bytes are whatever its client sent, so they may hold, at a
+ * page boundary, what looks like a header naming any tenant and key with
+ * a right data checksum; only the key tells it from one this peer
+ * sealed, and no client has the key. unseal clears the header's magic
+ * when a copy is dropped for good (a reader may still hold its bytes),
+ * release again before the space is reused, so a dropped copy never
+ * comes back.
  *
- * Recovery scans the file for headers, skipping holes (SEEK_DATA) and
- * the extents it found, and verifies every copy's bytes against the
- * checksum in its header at start, before it is offered: a torn or
- * corrupt copy is released and counted, never served. Verifying at start
- * reads every sealed byte once per restart; in exchange every copy the
- * peer reports is known good, and no read ever waits on a first check.
+ * Recovery scans the extents for headers, skipping holes (SEEK_DATA)
+ * and the extents it found, and believes a header only when it is
+ * signed with the file's key, its names have the lengths a seal takes,
+ * and it names its own place and an extent inside the file (bounds
+ * checked so that no field wraps an offset). It then verifies every
+ * copy's bytes against the checksum in its header, before it is
+ * offered: a torn or corrupt copy, or a header not believed, is cleared
+ * and counted, never served. A header inside a copy that verifies is
+ * that copy's data: one this peer signed could only be there had it been
+ * written over the copy without changing a byte of it. A released
+ * extent's bytes put back in place by someone who can write the file
+ * are indistinguishable from the copy; the pool keeps the newest
+ * version of a key, and the master drops versions it does not have.
+ * Verifying at start reads every sealed byte once per restart; in
+ * exchange every copy the peer reports is known good, and no read ever
+ * waits on a first check. A clean stop leaves the copies sealed, as a
+ * crash does.
  *
  * I/O: a client's write lands through a bulk sink (pwrite from the
  * connection's staging buffer) and a read's reply goes out with
@@ -33,8 +58,8 @@
  * it (tmpfs does not: one log line, then buffered I/O): whole pages go
  * direct, from the caller's buffer when it is page-aligned, else through
  * a bounded aligned one; a write's unaligned tail goes buffered. Nothing
- * is fsynced: copies survive the peer being killed, not the machine
- * losing power.
+ * else is fsynced: copies survive the peer being killed, not the
+ * machine losing power.
  *
  * Fault points: ssd.write fails write and sink, ssd.read fails read and
  * source, with MC_ERR_SYSTEM; ssd.direct refuses O_DIRECT at open.
@@ -51,6 +76,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "mc/checksum.h"
 #include "mc/clock.h"
 #include "mc/fault.h"
@@ -58,44 +85,29 @@
 #include "mc/proto.h"
 
 #include "medium.h"
+#include "medium_ssd.h"
 #include "pages.h"
 
 #define SSD_FILE "extents"
-#define SSD_MAGIC "mcextent"
-#define SSD_MAGIC_LEN 8
-#define SSD_FORMAT 1u
 
-/*
- * The header, little-endian: magic, format (u32), header length (u32),
- * header checksum (u64, zero while it is computed), data offset, size,
- * version, checksum, soft-pin deadline (u64 each), flags (u32), the
- * lengths of tenant, key, type and group (u16 each), four bytes kept
- * zero, then the names.
- */
-#define H_FORMAT 8
-#define H_LEN 12
-#define H_SUM 16
-#define H_OFF 24
-#define H_SIZE 32
-#define H_VERSION 40
-#define H_CHECKSUM 48
-#define H_DEADLINE 56
-#define H_FLAGS 64
-#define H_LENS 68
-#define H_NAMES 80
-#define H_HARD_PIN 1u
+_Static_assert(crypto_shorthash_KEYBYTES == SSD_KEY_BYTES, "the file's key is a SipHash key");
+_Static_assert(crypto_shorthash_BYTES == 8, "a header's checksum is 64 bits");
 
 #define ROUND_UP(n, a) (((n) + (a)-1) / (a) * (a))
-#define HDR_BYTES ROUND_UP(H_NAMES + 3 * MC_NAME_MAX + MC_KEY_MAX, PAGES_SIZE)
+#define HDR_BYTES SSD_HDR_BYTES
 /* The most one direct transfer or recovery read holds in memory. */
 #define IO_CHUNK (1u << 20)
 
 struct ssd {
 	struct medium m; /* first: the medium is the ssd */
+	/* The extents' space, at offsets from the end of the superblock. */
 	struct pages *pages;
 	int fd;	 /* buffered: sinks, sendfile, headers */
 	int dfd; /* O_DIRECT, or -1 */
 	char *file, *dir;
+	unsigned char key[SSD_KEY_BYTES]; /* the superblock's: what signs headers */
+	uint64_t end;			  /* the file's size: the superblock and the extents */
+	bool fresh;	       /* the file is new or started afresh: nothing to recover */
 	atomic_bool recovered; /* recover ran: alloc may hand out space */
 	struct medium_lru lru;
 };
@@ -107,6 +119,23 @@ ssd_of(struct medium *m)
 }
 
 /* ---- plain I/O ---- */
+
+static void
+put_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
 
 /*
  * All len bytes at off through fd, written from buf or read into it
@@ -234,6 +263,7 @@ ssd_close(struct medium *m)
 	pages_free(s->pages);
 	free(s->file);
 	free(s->dir);
+	sodium_memzero(s->key, sizeof(s->key));
 	free(s);
 }
 
@@ -289,16 +319,112 @@ open_direct(const struct ssd *s)
 	return fd;
 }
 
+/* ---- the superblock ---- */
+
+/* The superblock's checksum, with its own field read as zero. */
+static uint64_t
+sb_sum(unsigned char *sb, size_t len)
+{
+	unsigned char saved[8];
+	uint64_t sum;
+
+	memcpy(saved, sb + SSD_SB_SUM, 8);
+	memset(sb + SSD_SB_SUM, 0, 8);
+	sum = mc_checksum(sb, len);
+	memcpy(sb + SSD_SB_SUM, saved, 8);
+	return sum;
+}
+
+/*
+ * Take the file's key from its superblock: 1, or 0 with why saying what
+ * is wrong with it (then nothing in the file is believed), or -1 when it
+ * cannot be read.
+ */
+static int
+sb_read(struct ssd *s, char *why, size_t cap, struct mc_err *err)
+{
+	unsigned char sb[SSD_SB_BYTES] = { 0 };
+	uint64_t len, fmt, page, hdr;
+	struct stat st;
+
+	if (fstat(s->fd, &st) < 0)
+		return mc_err_errno(err, "cannot stat ssd file '%s'", s->file);
+	if (st.st_size < (off_t)sizeof(sb)) {
+		snprintf(why, cap, "is too short for a superblock");
+		return 0;
+	}
+	if (io_all(s->fd, false, sb, sizeof(sb), 0) < 0)
+		return mc_err_errno(err, "cannot read the superblock of ssd file '%s'", s->file);
+	if (memcmp(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN) != 0) {
+		/* Format 1 had no superblock: its first extent, if any, began the file. */
+		snprintf(why, cap, "%s",
+			 memcmp(sb, SSD_MAGIC, SSD_MAGIC_LEN) == 0 || get_le(sb, SSD_MAGIC_LEN) == 0
+				 ? "is of format 1, without a superblock"
+				 : "has no superblock");
+		return 0;
+	}
+	fmt = get_le(sb + SSD_SB_FORMAT, 4);
+	len = get_le(sb + SSD_SB_LEN, 4);
+	if (fmt != SSD_FORMAT) {
+		snprintf(why, cap, "is of format %llu, not %u", (unsigned long long)fmt,
+			 SSD_FORMAT);
+		return 0;
+	}
+	if (len < SSD_SB_USED || len > sizeof(sb) ||
+	    get_le(sb + SSD_SB_SUM, 8) != sb_sum(sb, len)) {
+		snprintf(why, cap, "has a damaged superblock");
+		return 0;
+	}
+	page = get_le(sb + SSD_SB_PAGE, 4);
+	hdr = get_le(sb + SSD_SB_HDR, 4);
+	if (page != PAGES_SIZE || hdr != HDR_BYTES) {
+		snprintf(why, cap,
+			 "was laid out in pages of %llu bytes and headers of %llu, not %u and %u",
+			 (unsigned long long)page, (unsigned long long)hdr, PAGES_SIZE,
+			 (unsigned)HDR_BYTES);
+		return 0;
+	}
+	memcpy(s->key, sb + SSD_SB_KEY, SSD_KEY_BYTES);
+	return 1;
+}
+
+/*
+ * A new key in a new superblock, on disk before any header is signed
+ * with it: the one write of the file that is synced.
+ */
+static int
+sb_write(struct ssd *s, struct mc_err *err)
+{
+	unsigned char sb[SSD_SB_BYTES] = { 0 };
+
+	randombytes_buf(s->key, sizeof(s->key));
+	memcpy(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN);
+	put_le(sb + SSD_SB_FORMAT, SSD_FORMAT, 4);
+	put_le(sb + SSD_SB_LEN, SSD_SB_USED, 4);
+	put_le(sb + SSD_SB_PAGE, PAGES_SIZE, 4);
+	put_le(sb + SSD_SB_HDR, HDR_BYTES, 4);
+	memcpy(sb + SSD_SB_KEY, s->key, SSD_KEY_BYTES);
+	put_le(sb + SSD_SB_SUM, sb_sum(sb, SSD_SB_USED), 8);
+	if (io_all(s->fd, true, sb, sizeof(sb), 0) < 0 || fdatasync(s->fd) < 0)
+		return mc_err_errno(err, "cannot write the superblock of ssd file '%s'", s->file);
+	return 0;
+}
+
 static struct medium *
 ssd_open(const struct medium_conf *conf, struct mc_err *err)
 {
 	struct ssd *s;
-	uint64_t size;
+	char why[160];
 	bool created = false;
+	int ok;
 
 	if (!conf->path || !*conf->path) {
 		mc_err_set(err, MC_ERR_INVALID, "the %s tier needs a path",
 			   mc_tier_name(MC_TIER_SSD));
+		return NULL;
+	}
+	if (sodium_init() < 0) {
+		mc_err_set(err, MC_ERR_SYSTEM, "cannot initialize libsodium");
 		return NULL;
 	}
 	if (!(s = calloc(1, sizeof(*s)))) {
@@ -309,7 +435,8 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	medium_lru_init(&s->lru);
 	if (ssd_paths(s, conf->path, err) < 0 || !(s->pages = pages_new(conf->size, err)))
 		goto fail;
-	size = pages_capacity(s->pages);
+	/* The size is what copies may take: the superblock comes on top. */
+	s->end = SSD_SB_BYTES + pages_capacity(s->pages);
 	if ((s->fd = open(s->file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0)
 		created = true;
 	else if (errno != EEXIST || (s->fd = open(s->file, O_RDWR | O_CLOEXEC)) < 0) {
@@ -326,12 +453,27 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 		created = false;
 		goto fail;
 	}
+	s->fresh = created;
+	if (!created && (ok = sb_read(s, why, sizeof(why), err)) < 0)
+		goto fail;
+	if (!created && ok == 0) {
+		/* Without its key nothing in it can be told from what a client wrote. */
+		mc_warn("ssd file '%s' %s: starting it afresh, without the copies it held", s->file,
+			why);
+		if (ftruncate(s->fd, 0) < 0) {
+			mc_err_errno(err, "cannot empty ssd file '%s'", s->file);
+			goto fail;
+		}
+		s->fresh = true;
+	}
 	/* Space beyond the size could hold no extent the allocator knows of. */
-	if (ftruncate(s->fd, (off_t)size) < 0 || fallocate(s->fd, 0, 0, (off_t)size) < 0) {
+	if (ftruncate(s->fd, (off_t)s->end) < 0 || fallocate(s->fd, 0, 0, (off_t)s->end) < 0) {
 		mc_err_errno(err, "cannot allocate %llu bytes for ssd file '%s'",
-			     (unsigned long long)size, s->file);
+			     (unsigned long long)s->end, s->file);
 		goto fail;
 	}
+	if (s->fresh && sb_write(s, err) < 0)
+		goto fail;
 	if (conf->direct)
 		s->dfd = open_direct(s);
 	s->m.page = PAGES_SIZE;
@@ -364,7 +506,7 @@ ssd_alloc(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_INVALID, "an ssd extent needs at least one byte");
 	if (pages_alloc(s->pages, HDR_BYTES + len, off, err) < 0)
 		return -1;
-	*off += HDR_BYTES;
+	*off += SSD_SB_BYTES + HDR_BYTES;
 	return 0;
 }
 
@@ -378,7 +520,7 @@ clear_header(struct ssd *s, uint64_t hdr)
 }
 
 static void
-ssd_release(struct medium *m, uint64_t off, uint64_t len)
+ssd_unseal(struct medium *m, uint64_t off, uint64_t len)
 {
 	struct ssd *s = ssd_of(m);
 
@@ -388,7 +530,17 @@ ssd_release(struct medium *m, uint64_t off, uint64_t len)
 	if (clear_header(s, off - HDR_BYTES) < 0)
 		mc_warn("ssd file '%s': cannot clear the header at %llu: %s", s->file,
 			(unsigned long long)(off - HDR_BYTES), strerror(errno));
-	pages_release(s->pages, off - HDR_BYTES, HDR_BYTES + len);
+}
+
+static void
+ssd_release(struct medium *m, uint64_t off, uint64_t len)
+{
+	struct ssd *s = ssd_of(m);
+
+	if (len == 0)
+		return;
+	ssd_unseal(m, off, len);
+	pages_release(s->pages, off - HDR_BYTES - SSD_SB_BYTES, HDR_BYTES + len);
 }
 
 static uint64_t
@@ -499,35 +651,16 @@ ssd_write(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct 
 
 /* ---- headers ---- */
 
-static void
-put_le(unsigned char *p, uint64_t v, int n)
+uint64_t
+ssd_header_sum(const unsigned char key[SSD_KEY_BYTES], unsigned char *h, size_t len)
 {
-	for (int i = 0; i < n; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
+	unsigned char saved[8], sum[crypto_shorthash_BYTES];
 
-static uint64_t
-get_le(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n; i-- > 0;)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/* The header's checksum, with its own field read as zero. */
-static uint64_t
-header_sum(unsigned char *h, size_t len)
-{
-	unsigned char saved[8];
-	uint64_t sum;
-
-	memcpy(saved, h + H_SUM, 8);
-	memset(h + H_SUM, 0, 8);
-	sum = mc_checksum(h, len);
-	memcpy(h + H_SUM, saved, 8);
-	return sum;
+	memcpy(saved, h + SSD_H_SUM, 8);
+	memset(h + SSD_H_SUM, 0, 8);
+	crypto_shorthash(sum, h, len, key);
+	memcpy(h + SSD_H_SUM, saved, 8);
+	return get_le(sum, 8);
 }
 
 static int
@@ -539,32 +672,33 @@ ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta 
 				   meta->group_len };
 	const char *names[4] = { meta->tenant, meta->key, meta->type, meta->group };
 	unsigned char *h;
-	size_t at = H_NAMES;
+	size_t at = SSD_H_NAMES;
 	int r;
 
-	if (meta->tenant_len > MC_NAME_MAX || meta->key_len > MC_KEY_MAX ||
-	    meta->type_len > MC_NAME_MAX || meta->group_len > MC_NAME_MAX || meta->size != len ||
-	    len == 0)
+	/* What recovery would not take back is not sealed. */
+	if (meta->tenant_len == 0 || meta->tenant_len > MC_NAME_MAX || meta->key_len == 0 ||
+	    meta->key_len > MC_KEY_MAX || meta->type_len > MC_NAME_MAX ||
+	    meta->group_len > MC_NAME_MAX || meta->size != len || len == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "cannot seal a copy of %llu bytes as %llu",
 				  (unsigned long long)len, (unsigned long long)meta->size);
 	if (!(h = calloc(1, HDR_BYTES)))
 		return mc_err_errno(err, "cannot allocate an ssd header");
 	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
-	put_le(h + H_FORMAT, SSD_FORMAT, 4);
-	put_le(h + H_OFF, off, 8);
-	put_le(h + H_SIZE, len, 8);
-	put_le(h + H_VERSION, meta->version, 8);
-	put_le(h + H_CHECKSUM, meta->checksum, 8);
-	put_le(h + H_DEADLINE, meta->sp_deadline, 8);
-	put_le(h + H_FLAGS, meta->hard_pin ? H_HARD_PIN : 0, 4);
+	put_le(h + SSD_H_FORMAT, SSD_FORMAT, 4);
+	put_le(h + SSD_H_OFF, off, 8);
+	put_le(h + SSD_H_SIZE, len, 8);
+	put_le(h + SSD_H_VERSION, meta->version, 8);
+	put_le(h + SSD_H_CHECKSUM, meta->checksum, 8);
+	put_le(h + SSD_H_DEADLINE, meta->sp_deadline, 8);
+	put_le(h + SSD_H_FLAGS, meta->hard_pin ? SSD_H_HARD_PIN : 0, 4);
 	for (int i = 0; i < 4; i++) {
-		put_le(h + H_LENS + 2 * i, lens[i], 2);
+		put_le(h + SSD_H_LENS + 2 * i, lens[i], 2);
 		if (lens[i] > 0)
 			memcpy(h + at, names[i], lens[i]);
 		at += lens[i];
 	}
-	put_le(h + H_LEN, at, 4);
-	put_le(h + H_SUM, header_sum(h, at), 8);
+	put_le(h + SSD_H_LEN, at, 4);
+	put_le(h + SSD_H_SUM, ssd_header_sum(s->key, h, at), 8);
 	/* One write of the header's used pages: a torn one fails its checksum. */
 	r = io_all(s->fd, true, h, ROUND_UP(at, PAGES_SIZE), off - HDR_BYTES);
 	free(h);
@@ -576,25 +710,35 @@ ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta 
 
 /*
  * Decode the header h read at hdr into meta (names pointing into h):
- * whole, its checksum right, and its extent inside the file.
+ * signed with the file's key, its names of lengths a seal takes, and
+ * its extent right after it and whole in the file. Every bound is
+ * checked by subtraction from the file's end, so that no field, however
+ * large, makes an offset wrap.
  */
 static bool
 header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *meta)
 {
-	uint64_t len = get_le(h + H_LEN, 4), size = get_le(h + H_SIZE, 8), at = H_NAMES;
+	static const uint16_t most[4] = { MC_NAME_MAX, MC_KEY_MAX, MC_NAME_MAX, MC_NAME_MAX };
+	uint64_t len = get_le(h + SSD_H_LEN, 4), size = get_le(h + SSD_H_SIZE, 8), at = SSD_H_NAMES;
+	uint64_t data = hdr + HDR_BYTES;
 	uint16_t lens[4];
 	const char *names[4];
 
-	if (memcmp(h, SSD_MAGIC, SSD_MAGIC_LEN) != 0 || get_le(h + H_FORMAT, 4) != SSD_FORMAT ||
-	    len < H_NAMES || len > HDR_BYTES || get_le(h + H_SUM, 8) != header_sum(h, len))
+	if (memcmp(h, SSD_MAGIC, SSD_MAGIC_LEN) != 0 || get_le(h + SSD_H_FORMAT, 4) != SSD_FORMAT ||
+	    len < SSD_H_NAMES || len > HDR_BYTES ||
+	    get_le(h + SSD_H_SUM, 8) != ssd_header_sum(s->key, h, len))
 		return false;
 	for (int i = 0; i < 4; i++) {
-		lens[i] = (uint16_t)get_le(h + H_LENS + 2 * i, 2);
+		lens[i] = (uint16_t)get_le(h + SSD_H_LENS + 2 * i, 2);
+		if (lens[i] > most[i])
+			return false;
 		names[i] = (const char *)h + at;
 		at += lens[i];
 	}
-	if (at != len || get_le(h + H_OFF, 8) != hdr + HDR_BYTES || size == 0 ||
-	    size > pages_capacity(s->pages) - hdr - HDR_BYTES)
+	if (at != len || lens[0] == 0 || lens[1] == 0)
+		return false;
+	if (hdr < SSD_SB_BYTES || hdr > s->end || s->end - hdr <= HDR_BYTES ||
+	    get_le(h + SSD_H_OFF, 8) != data || size == 0 || size > s->end - data)
 		return false;
 	*meta = (struct medium_meta){
 		.tenant = names[0],
@@ -605,11 +749,11 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 		.key_len = lens[1],
 		.type_len = lens[2],
 		.group_len = lens[3],
-		.version = get_le(h + H_VERSION, 8),
+		.version = get_le(h + SSD_H_VERSION, 8),
 		.size = size,
-		.checksum = get_le(h + H_CHECKSUM, 8),
-		.sp_deadline = get_le(h + H_DEADLINE, 8),
-		.hard_pin = (get_le(h + H_FLAGS, 4) & H_HARD_PIN) != 0,
+		.checksum = get_le(h + SSD_H_CHECKSUM, 8),
+		.sp_deadline = get_le(h + SSD_H_DEADLINE, 8),
+		.hard_pin = (get_le(h + SSD_H_FLAGS, 4) & SSD_H_HARD_PIN) != 0,
 	};
 	return true;
 }
@@ -660,7 +804,7 @@ static int
 scan_page(struct ssd *s, struct scan *sc, uint64_t *pos, const unsigned char **page,
 	  struct mc_err *err)
 {
-	uint64_t size = pages_capacity(s->pages);
+	uint64_t end = s->end;
 	off_t d;
 
 	if (*pos < sc->pos || *pos >= sc->pos + sc->len) {
@@ -670,10 +814,10 @@ scan_page(struct ssd *s, struct scan *sc, uint64_t *pos, const unsigned char **p
 			return 0;
 		if (d > (off_t)*pos)
 			*pos = (uint64_t)d / PAGES_SIZE * PAGES_SIZE;
-		if (*pos + HDR_BYTES >= size)
+		if (*pos >= end || end - *pos <= HDR_BYTES)
 			return 0;
 		sc->pos = *pos;
-		sc->len = size - *pos < IO_CHUNK ? size - *pos : IO_CHUNK;
+		sc->len = end - *pos < IO_CHUNK ? end - *pos : IO_CHUNK;
 		if (read_range(s, sc->pos, sc->buf, sc->len) < 0) {
 			sc->len = 0;
 			return mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
@@ -691,7 +835,7 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 	struct scan sc = { .buf = aligned_buf(IO_CHUNK) };
 	unsigned char *h = aligned_buf(HDR_BYTES);
 	struct mc_checksum_stream *cs = mc_checksum_stream_new();
-	uint64_t size = pages_capacity(s->pages), pos = 0, ext;
+	uint64_t pos = SSD_SB_BYTES, ext;
 	const unsigned char *page = NULL;
 	struct medium_meta meta;
 	int r = -1, ok;
@@ -700,7 +844,8 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		mc_err_errno(err, "cannot allocate for the ssd scan");
 		goto out;
 	}
-	while (pos + HDR_BYTES < size) {
+	/* A file made (or emptied) at open holds nothing but its superblock. */
+	while (!s->fresh && s->end - pos > HDR_BYTES) {
 		if ((ok = scan_page(s, &sc, &pos, &page, err)) <= 0) {
 			if (ok < 0)
 				goto out;
@@ -721,15 +866,25 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		if (ok && (ok = data_ok(s, pos + HDR_BYTES, meta.size, meta.checksum, sc.buf, cs,
 					err)) < 0)
 			goto out;
-		/* A torn or corrupt extent may cover newer ones: look on from the next page. */
+		/*
+		 * Not a copy: torn, corrupt, stale, or bytes a client wrote that
+		 * look like a header. It may lie over newer extents: look on from
+		 * the next page.
+		 */
 		if (!ok) {
 			if (drop_found(s, pos, err) < 0)
 				goto out;
 			pos += PAGES_SIZE;
 			continue;
 		}
+		/*
+		 * A copy. What lies inside it is its data, not looked at for
+		 * headers: only this peer signs a header, and one it signed
+		 * inside a copy that still verifies would have had to be
+		 * written over that copy without changing a byte of it.
+		 */
 		ext = HDR_BYTES + ROUND_UP(meta.size, PAGES_SIZE);
-		if (pages_take(s->pages, pos, ext, err) < 0)
+		if (pages_take(s->pages, pos - SSD_SB_BYTES, ext, err) < 0)
 			goto out;
 		if (fn(arg, pos + HDR_BYTES, &meta) != 0) {
 			if (clear_header(s, pos) < 0) {
@@ -738,7 +893,7 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 					     (unsigned long long)pos, s->file);
 				goto out;
 			}
-			pages_release(s->pages, pos, ext);
+			pages_release(s->pages, pos - SSD_SB_BYTES, ext);
 		}
 		pos += ext;
 	}
@@ -777,6 +932,7 @@ const struct medium_ops medium_ssd = {
 	.close = ssd_close,
 	.alloc = ssd_alloc,
 	.release = ssd_release,
+	.unseal = ssd_unseal,
 	.read = ssd_read,
 	.read_fd = ssd_read_fd,
 	.source = ssd_source,

@@ -122,6 +122,12 @@ move_work(void *arg)
 	if (mj->src->size > 0)
 		mj->failed =
 			medium_copy(from, mj->src->off, to, mj->off, mj->src->size, &mj->err) < 0;
+	/* The bytes have landed, not yet sealed: where a crash leaves them unclaimed. */
+	if (!mj->failed && mc_fault2("moved", kind_names[mj->kind])) {
+		mc_err_set(&mj->err, MC_ERR_SYSTEM, "fault injected: moved.%s",
+			   kind_names[mj->kind]);
+		mj->failed = true;
+	}
 }
 
 /* ---- the end of a move, on the loop ---- */
@@ -254,7 +260,11 @@ move_done(void *arg, bool cancelled)
 	mv->st.done[mj->kind]++;
 	if (mv->moved)
 		mv->moved(mv->moved_arg, n, from);
-	/* The index's reference to the old copy; readers holding it keep its bytes. */
+	/*
+	 * The index's reference to the old copy; readers holding it keep its
+	 * bytes, but it is no copy of the key's any more, even after a crash.
+	 */
+	medium_unseal(mv->ix->media[from], old->off, old->size);
 	pindex_release(mv->ix, old);
 	move_over(mj);
 }

@@ -66,6 +66,11 @@ drop(struct pool *pl, struct pobj *o, enum pool_reason why, enum pool_drop_why d
 		if (pl->on_drop)
 			pl->on_drop(pl->on_drop_arg, o, dwhy);
 	}
+	/*
+	 * Gone for good now, not when the last reader lets go: a crash
+	 * while one still reads must not bring it back.
+	 */
+	medium_unseal(pl->ix->media[o->tier], o->off, o->size);
 	res->held = !pindex_release(pl->ix, o);
 }
 

@@ -4,8 +4,9 @@
  * second reclaim is told in_flight, the copy stays readable where it is
  * until the move swaps it in, the master's hook hears where it went, a
  * reader of the old copy keeps its bytes, a copy dropped while it moved
- * is not brought back, no room below drops instead, a failed copy is
- * tried again and, failing for good, dropped and told, and promotion
+ * is not brought back, no room below drops instead, a failed copy (before
+ * or after its bytes landed) is tried again and, failing for good,
+ * dropped and told, and promotion
  * moves a copy up.
  */
 #include <event2/event.h>
@@ -246,6 +247,20 @@ test_retry(void)
 		       st->retried[MOVE_DEMOTE] == retried0 + 1,
 	       "retry: a copy that failed once is tried again and lands");
 	reclaim("e");
+
+	/* the same after the bytes landed: the room is the try's, and it comes back */
+	setenv("MC_FAULT", "moved.demote:nth=1", 1);
+	mc_fault_reset();
+	put("e2", 1, ARENA_PAGE, 0x45);
+	reclaim("e2");
+	settle();
+	TAP_OK(tier_of("e2") == MC_TIER_SSD && bytes_are("e2", ARENA_PAGE, 0x45) &&
+		       st->retried[MOVE_DEMOTE] == retried0 + 2 &&
+		       medium_used(media[MC_TIER_SSD]) ==
+			       medium_footprint(media[MC_TIER_SSD], ARENA_PAGE),
+	       "retry: a try that fails once its bytes landed is tried again, in the same room");
+	reclaim("e2");
+	retried0++;
 
 	setenv("MC_FAULT", "move.demote:always", 1);
 	mc_fault_reset();

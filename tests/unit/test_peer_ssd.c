@@ -5,7 +5,12 @@
  * headers and never above capacity, bytes in and out (buffered, direct
  * and the tmpfs fallback), sinks and sources, sealing and recovery with
  * every field, torn and corrupt extents dropped and counted, released
- * copies never coming back, and the fault points.
+ * copies never coming back, and the fault points; the superblock and its
+ * key (a file without one, or with a damaged one, started afresh), and
+ * what recovery makes of what lies in free space: garbage, headers not
+ * signed with the file's key or signed with absurd fields, extents of
+ * another file, a stale older version (the pool keeps the newer) and a
+ * copy dropped while a reader held it.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,7 +27,9 @@
 #include "mc/proto.h"
 
 #include "medium.h"
+#include "medium_ssd.h"
 #include "pages.h"
+#include "pool.h"
 #include "tap.h"
 
 #define SIZE (4u << 20)
@@ -123,8 +130,9 @@ test_open(void)
 	snprintf(path, sizeof(path), "%s/extents", dir);
 	TAP_OK(m != NULL && m->tier == MC_TIER_SSD && m->ops == medium_types[MC_TIER_SSD],
 	       "open: the ssd tier's medium, from the table");
-	TAP_OK(m && stat(path, &st) == 0 && st.st_size == SIZE && st.st_blocks * 512 >= SIZE,
-	       "open: a directory holds the extents file, fallocated to the size");
+	TAP_OK(m && stat(path, &st) == 0 && st.st_size == SIZE + SSD_SB_BYTES &&
+		       st.st_blocks * 512 >= SIZE + SSD_SB_BYTES,
+	       "open: a directory holds the extents file, fallocated to the size and a superblock");
 	TAP_OK(m && strcmp(medium_dir(m), dir) == 0, "dir: the directory given");
 	TAP_OK(m && medium_capacity(m) == SIZE && medium_used(m) == 0,
 	       "capacity: the size in whole pages, nothing used");
@@ -760,6 +768,405 @@ test_faults(void)
 	unlink(file);
 }
 
+/* ---- the superblock, and what lies in free space ---- */
+
+static void
+file_key(unsigned char key[SSD_KEY_BYTES])
+{
+	int fd = open(file, O_RDONLY);
+
+	if (fd < 0 || pread(fd, key, SSD_KEY_BYTES, SSD_SB_KEY) != SSD_KEY_BYTES)
+		bail("cannot read the key of %s", file);
+	close(fd);
+}
+
+static void
+write_at(uint64_t at, const void *b, size_t len)
+{
+	int fd = open(file, O_RDWR);
+
+	if (fd < 0 || pwrite(fd, b, len, (off_t)at) != (ssize_t)len)
+		bail("cannot write %s", file);
+	close(fd);
+}
+
+static void
+read_at(uint64_t at, void *b, size_t len)
+{
+	int fd = open(file, O_RDONLY);
+
+	if (fd < 0 || pread(fd, b, len, (off_t)at) != (ssize_t)len)
+		bail("cannot read %s", file);
+	close(fd);
+}
+
+static void
+le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Recover file into f with stderr in a log: in *lines, how many of its lines hold what. */
+static struct medium *
+reopen_logged(struct found *f, const char *what, int *lines)
+{
+	char log[192], line[512];
+	int saved = dup(2), fd;
+	struct medium *m;
+	FILE *lf;
+
+	snprintf(log, sizeof(log), "%s/log", dir);
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0)
+		bail("cannot create %s", log);
+	fflush(stderr);
+	dup2(fd, 2);
+	m = reopen(f, 0);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(fd);
+	close(saved);
+	*lines = 0;
+	if ((lf = fopen(log, "r"))) {
+		while (fgets(line, sizeof(line), lf))
+			*lines += strstr(line, what) != NULL;
+		fclose(lf);
+	}
+	unlink(log);
+	return m;
+}
+
+enum spoil {
+	S_NONE,
+	S_MAGIC_ONLY, /* the magic, then garbage */
+	S_SUM,	      /* the header's checksum */
+	S_UNKEYED,    /* summed as an outsider can: XXH3, no key */
+	S_FORMAT1,    /* summed and numbered as format 1 was */
+	S_LEN_LONG,   /* a header length past its pages */
+	S_LEN_SHORT,  /* one shorter than its fields */
+	S_NAMES,      /* name lengths that overrun the header's length */
+	S_TENANT_LONG,
+	S_TENANT_NONE,
+	S_KEY_LONG,
+	S_KEY_NONE,
+	S_OFFSET, /* a data offset not right after the header */
+	S_EMPTY,  /* a size of zero */
+	S_PAST,	  /* a size past the file's end */
+	S_WRAPS,  /* a size that wraps any offset it is added to */
+	S_DATA,	  /* the data's checksum */
+	S_COUNT
+};
+
+/*
+ * Plant at file offset at, behind the medium's back, an extent of 100
+ * bytes for tenant "n", key "nnnnnn", signed with key and spoilt how.
+ */
+static void
+plant(const unsigned char key[SSD_KEY_BYTES], uint64_t at, enum spoil how)
+{
+	static unsigned char h[SSD_HDR_BYTES];
+	unsigned char data[100];
+	uint16_t lens[4] = { 1, 6, 0, 0 };
+	uint64_t end = SIZE + SSD_SB_BYTES, len, size = sizeof(data);
+
+	fill(data, sizeof(data), (unsigned)(at >> 12));
+	if (how == S_MAGIC_ONLY) {
+		for (size_t i = 0; i < PAGES_SIZE; i++)
+			h[i] = (unsigned char)tap_rng();
+		memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
+		write_at(at, h, PAGES_SIZE);
+		return;
+	}
+	memset(h, 0, sizeof(h));
+	lens[0] = how == S_TENANT_LONG ? MC_NAME_MAX + 1 : how == S_TENANT_NONE ? 0 : 1;
+	lens[1] = how == S_KEY_LONG ? MC_KEY_MAX + 1 : how == S_KEY_NONE ? 0 : 6;
+	len = SSD_H_NAMES + lens[0] + lens[1];
+	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
+	le(h + SSD_H_FORMAT, how == S_FORMAT1 ? 1 : SSD_FORMAT, 4);
+	le(h + SSD_H_LEN, how == S_LEN_LONG ? SSD_HDR_BYTES + 1 : how == S_LEN_SHORT ? 40 : len, 4);
+	le(h + SSD_H_OFF, at + SSD_HDR_BYTES + (how == S_OFFSET ? PAGES_SIZE : 0), 8);
+	if (how == S_EMPTY)
+		size = 0;
+	else if (how == S_PAST)
+		size = end - (at + SSD_HDR_BYTES) + 1;
+	else if (how == S_WRAPS)
+		size = UINT64_MAX - PAGES_SIZE + 1;
+	le(h + SSD_H_SIZE, size, 8);
+	le(h + SSD_H_VERSION, 9, 8);
+	le(h + SSD_H_CHECKSUM, mc_checksum(data, sizeof(data)) ^ (how == S_DATA), 8);
+	for (int i = 0; i < 4; i++)
+		le(h + SSD_H_LENS + 2 * i, lens[i] + (how == S_NAMES && i == 1 ? 64 : 0), 2);
+	memset(h + SSD_H_NAMES, 'n', len - SSD_H_NAMES);
+	if (how == S_UNKEYED || how == S_FORMAT1)
+		le(h + SSD_H_SUM, mc_checksum(h, len), 8);
+	else
+		le(h + SSD_H_SUM, ssd_header_sum(key, h, len), 8);
+	h[SSD_H_SUM] ^= how == S_SUM;
+	write_at(at, h, sizeof(h));
+	if (at + SSD_HDR_BYTES + sizeof(data) <= end)
+		write_at(at + SSD_HDR_BYTES, data, sizeof(data));
+}
+
+static void
+test_superblock(void)
+{
+	static const unsigned char zero[SSD_KEY_BYTES];
+	static const struct {
+		const char *why;
+		uint64_t at;
+		const char *bytes;
+		size_t len;
+	} bad[] = {
+		{ "is of format 1, without a superblock", 0, "mcextent\1\0\0\0", 12 },
+		{ "is of format 1, without a superblock", 0, "\0\0\0\0\0\0\0\0", 8 },
+		{ "has no superblock", 0, "mcGARBAGE", 9 },
+		{ "is of format 3, not 2", SSD_SB_FORMAT, "\3", 1 },
+		{ "has a damaged superblock", SSD_SB_KEY + 5, "\xa5", 1 },
+		{ "has a damaged superblock", SSD_SB_LEN, "\xff\xff", 2 },
+	};
+	struct mc_err err;
+	static struct found f;
+	struct medium *m = fresh(file, false);
+	unsigned char k1[SSD_KEY_BYTES], k2[SSD_KEY_BYTES], sb[SSD_SB_BYTES];
+	char why[512];
+	uint64_t a, off, low = UINT64_MAX, n = 0;
+	int lines;
+
+	a = put(m, "a", 100, 1);
+	TAP_OK(a - hdr == SSD_SB_BYTES && medium_capacity(m) == SIZE &&
+		       medium_used(m) == hdr + PAGES_SIZE,
+	       "superblock: the first extent follows it; the size is the copies' alone");
+	medium_close(m);
+	file_key(k1);
+	read_at(0, sb, sizeof(sb));
+	TAP_OK(memcmp(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN) == 0 && sb[SSD_SB_FORMAT] == SSD_FORMAT &&
+		       memcmp(k1, zero, sizeof(zero)) != 0,
+	       "superblock: its magic, format 2 and a key");
+	m = reopen_logged(&f, "afresh", &lines);
+	file_key(k2);
+	TAP_OK(f.n == 1 && f.off[0] == a && lines == 0 && memcmp(k1, k2, sizeof(k1)) == 0,
+	       "superblock: kept across opens, its key with it");
+	medium_close(m);
+	medium_close(fresh(file, false));
+	file_key(k2);
+	TAP_OK(memcmp(k1, k2, sizeof(k1)) != 0, "superblock: a new file draws a new key");
+
+	m = reopen(&f, 0);
+	while (medium_alloc(m, PAGES_SIZE, &off, &err) == 0) {
+		low = off - hdr < low ? off - hdr : low;
+		n++;
+	}
+	TAP_OK(low == SSD_SB_BYTES && medium_used(m) == n * (hdr + PAGES_SIZE) &&
+		       medium_used(m) <= SIZE && SIZE - medium_used(m) < hdr + PAGES_SIZE,
+	       "superblock: a full medium is used up to the size, never on the superblock's page");
+	medium_close(m);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		m = fresh(file, false);
+		put(m, "a", 100, 1);
+		medium_close(m);
+		write_at(bad[i].at, bad[i].bytes, bad[i].len);
+		snprintf(why, sizeof(why), "ssd file '%s' %s: starting it afresh", file,
+			 bad[i].why);
+		m = reopen_logged(&f, why, &lines);
+		file_key(k2);
+		TAP_OK(lines == 1 && f.n == 0 && medium_used(m) == 0,
+		       "superblock: a file that %s is started afresh, saying so once", bad[i].why);
+		medium_close(m);
+		m = reopen_logged(&f, "afresh", &lines);
+		TAP_OK(lines == 0 && f.n == 0, "superblock: and has a good one after");
+		medium_close(m);
+	}
+
+	/* one laid out with other headers, its checksum right */
+	m = fresh(file, false);
+	medium_close(m);
+	read_at(0, sb, sizeof(sb));
+	le(sb + SSD_SB_HDR, PAGES_SIZE, 4);
+	le(sb + SSD_SB_SUM, 0, 8);
+	le(sb + SSD_SB_SUM, mc_checksum(sb, SSD_SB_USED), 8);
+	write_at(0, sb, sizeof(sb));
+	m = reopen_logged(&f, "was laid out in pages of 4096 bytes and headers of 4096", &lines);
+	TAP_OK(lines == 1, "superblock: one laid out for other headers is started afresh");
+	medium_close(m);
+
+	/* too short to hold one: a file cut by hand, or made and never written */
+	if (truncate(file, 100) < 0)
+		bail("cannot truncate %s", file);
+	m = reopen_logged(&f, "is too short for a superblock: starting it afresh", &lines);
+	TAP_OK(lines == 1 && medium_capacity(m) == SIZE,
+	       "superblock: a file too short for one too");
+	medium_close(m);
+	unlink(file);
+}
+
+static void
+test_free_space(void)
+{
+	static struct found f;
+	struct medium *m = fresh(file, false);
+	unsigned char key[SSD_KEY_BYTES], *g = malloc(256u << 10), *got = malloc(4 * PAGES_SIZE);
+	unsigned char want[3 * PAGES_SIZE + 5];
+	uint64_t live, used, at = 2u << 20, end = SIZE + SSD_SB_BYTES;
+	struct medium_io io;
+	struct mc_err err;
+	unsigned n = 0;
+
+	live = put(m, "live", sizeof(want), 7);
+	used = medium_used(m);
+	medium_close(m);
+	file_key(key);
+	/* random bytes over 256 KiB never allocated, no page of them starting with the magic */
+	for (size_t i = 0; i < (256u << 10); i++)
+		g[i] = (unsigned char)tap_rng();
+	for (size_t i = 0; i < (256u << 10); i += PAGES_SIZE)
+		g[i] = 0;
+	write_at(1u << 20, g, 256u << 10);
+	for (int how = S_MAGIC_ONLY; how < S_COUNT; how++) {
+		if (how == S_WRAPS)
+			continue;
+		plant(key, at, how);
+		at += 32u << 10;
+		n++;
+	}
+	/* the last header that has room for a page of data, and one after it that has none */
+	plant(key, end - SSD_HDR_BYTES - PAGES_SIZE, S_WRAPS);
+	n++;
+	plant(key, end - SSD_HDR_BYTES, S_NONE);
+	/* and one made right: the others are refused for what is wrong with them */
+	plant(key, at, S_NONE);
+
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	fill(want, sizeof(want), 7);
+	TAP_OK(io.corrupt == n, "free space: every spoilt header is counted (%llu of %u)",
+	       (unsigned long long)io.corrupt, n);
+	TAP_OK(f.n == 2 && f.off[0] == live && f.off[1] == at + hdr && f.meta[1].key_len == 6,
+	       "free space: the live copy and the well-made one are offered, nothing else");
+	TAP_OK(medium_used(m) == used + hdr + PAGES_SIZE &&
+		       medium_read(m, live, sizeof(want), got, &err) == got &&
+		       memcmp(got, want, sizeof(want)) == 0,
+	       "free space: the live copy is intact, and only the two are allocated");
+	medium_close(m);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(io.corrupt == 0 && f.n == 2, "free space: what was refused was cleared");
+	medium_close(m);
+	unlink(file);
+	free(g);
+	free(got);
+}
+
+/* An extent another file signed, planted where it would be in this one. */
+static void
+test_other_file(void)
+{
+	static struct found f;
+	struct medium *m = fresh(file, false), *m2;
+	char file2[160];
+	struct medium_io io;
+	unsigned char *b = malloc(hdr + PAGES_SIZE);
+	uint64_t a, a2;
+	int fd;
+
+	snprintf(file2, sizeof(file2), "%s/other", dir);
+	m2 = fresh(file2, false);
+	a = put(m, "bait", 100, 1);
+	medium_release(m, a, 100);
+	a2 = put(m2, "victim", 100, 2);
+	medium_close(m);
+	medium_close(m2);
+	fd = open(file2, O_RDONLY);
+	if (a != a2 || fd < 0 || pread(fd, b, hdr + PAGES_SIZE, (off_t)(a2 - hdr)) < 0)
+		bail("cannot read %s", file2);
+	close(fd);
+	write_at(a - hdr, b, hdr + PAGES_SIZE);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 0 && io.corrupt == 1 && medium_used(m) == 0,
+	       "free space: an extent signed with another file's key is refused");
+	medium_close(m);
+	unlink(file);
+	unlink(file2);
+	free(b);
+}
+
+/* Open the ssd medium at file under a pool, and recover it. */
+static struct medium *
+pool_open(struct medium *media[MC_TIER_COUNT], struct pindex *ix, struct pool *pl, uint64_t *found)
+{
+	struct mc_err err;
+
+	memset(media, 0, MC_TIER_COUNT * sizeof(*media));
+	media[MC_TIER_SSD] = open_ssd(file, SIZE, false, &err);
+	if (!media[MC_TIER_SSD] || pindex_init(ix, media, &err) < 0)
+		bail("cannot open a pool over %s: %s", file, err.msg);
+	pool_init(pl, ix);
+	if (pool_recover(pl, MC_TIER_SSD, found, &err) < 0)
+		bail("cannot recover %s: %s", file, err.msg);
+	return media[MC_TIER_SSD];
+}
+
+static void
+pool_close(struct medium *media[MC_TIER_COUNT], struct pindex *ix)
+{
+	pindex_destroy(ix);
+	medium_close(media[MC_TIER_SSD]);
+}
+
+static void
+test_pool(void)
+{
+	static struct found f;
+	struct medium *media[MC_TIER_COUNT], *m = fresh(file, false);
+	unsigned char *old = malloc(hdr + PAGES_SIZE), magic[SSD_MAGIC_LEN];
+	struct pool_key k = { "t", 1, "k", 1, false, 0 };
+	struct pool_result res;
+	struct pindex ix;
+	struct pool pl;
+	uint64_t o1, o2, found, version = 0;
+	struct pobj *o;
+	int tier = MC_TIER_NONE;
+
+	/* an upsert: version 2 lands while 1 is still held, then 1 goes */
+	o1 = put(m, "k", 100, 1);
+	read_at(o1 - hdr, old, hdr + PAGES_SIZE);
+	o2 = put(m, "k", 100, 2);
+	medium_release(m, o1, 100);
+	medium_close(m);
+	/* the old extent put back where it was */
+	write_at(o1 - hdr, old, hdr + PAGES_SIZE);
+	m = pool_open(media, &ix, &pl, &found);
+	TAP_OK(found == 1 && pindex_version(&ix, "t", 1, "k", 1, &version, &tier) == 1 &&
+		       version == 2 && medium_used(m) == hdr + PAGES_SIZE,
+	       "pool: of a stale version and the current one, recovery keeps the current");
+	/* a clean stop: the index goes, its copies stay sealed */
+	pool_close(media, &ix);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.off[0] == o2 && f.meta[0].version == 2,
+	       "pool: the stale one is gone for good, the current one kept through a clean stop");
+	medium_close(m);
+
+	/* a delete while a reader holds the copy: unsealed at once, room kept */
+	m = pool_open(media, &ix, &pl, &found);
+	o = pindex_acquire(&ix, "t", 1, "k", 1);
+	pool_evict(&pl, &k, MC_TIER_NONE, POOL_DELETE, &res);
+	read_at(o2 - hdr, magic, sizeof(magic));
+	TAP_OK(o && res.outcome == POOL_FREED && res.held &&
+		       memcmp(magic, SSD_MAGIC, SSD_MAGIC_LEN) != 0 &&
+		       medium_used(m) == hdr + PAGES_SIZE,
+	       "pool: a copy deleted while a reader holds it is unsealed at once, its room kept");
+	if (o)
+		pindex_release(&ix, o);
+	TAP_OK(medium_used(m) == 0, "pool: and its room comes back when the reader lets go");
+	pool_close(media, &ix);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 0, "pool: a deleted copy never comes back");
+	medium_close(m);
+	unlink(file);
+	free(old);
+}
+
 /* Whether a file in d can be read with O_DIRECT. */
 static bool
 direct_ok(const char *d)
@@ -820,6 +1227,10 @@ main(void)
 	test_copy();
 	test_threads();
 	test_faults();
+	test_superblock();
+	test_free_space();
+	test_other_file();
+	test_pool();
 	rmdir(dir);
 	return tap_done();
 }
