@@ -12,6 +12,10 @@
 # The peers leave DRAM to the master's rounds (eviction mode master):
 # these are the rounds' tests; peers that evict for themselves are
 # local-evict.bats's and selfevict.bats's.
+#
+# slow: about 11 s alone on two cores, up to 45 s beside the trace
+# replays and under ASan: 24 tests, each filling its own cluster past
+# a watermark before the round it checks.
 
 load helpers
 

@@ -9,6 +9,10 @@
 # clock of that master is shared too, so a test computes every deadline
 # from the clock as it finds it. Tests that count pins (the gauge, the
 # index) or kill the master run their own cluster (own_cluster).
+#
+# slow: about 15 s alone on two cores, up to a minute beside the trace
+# replays and under ASan: 36 tests of many short mc-cli and mc-rpc
+# calls each, and a storm of 100k gets.
 
 load helpers
 
