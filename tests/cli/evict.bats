@@ -395,8 +395,9 @@ evict_one_fails() {
 @test "a put into a full tier waits for its round and succeeds" {
 	MC_PEER_DRAM=40KiB
 	# a high watermark of 1: no watermark round, only the put's own
+	# a wait long enough for the round on a loaded machine (the default is 50 ms)
 	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5 \
-		--log-level debug
+		--log-level debug --put-wait 10s
 	mc_start_peers 1
 	fill A n/ 10 --type kv
 	# the master's own answer: placed once the round made room
@@ -479,7 +480,8 @@ evict_one_fails() {
 
 @test "puts pipelined behind a waiting put are answered in order" {
 	MC_PEER_DRAM=40KiB
-	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5
+	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --evict-low-watermark 0.5 \
+		--put-wait 10s
 	mc_start_peers 1
 	fill A n/ 10 --type kv
 	# mc-fill pipelines its puts: the first waits, the rest queue behind it
@@ -491,7 +493,7 @@ evict_one_fails() {
 @test "a put over its tenant's quota waits for a round inside that tenant" {
 	printf 'A 40KiB # ten objects\n' >"$BATS_TEST_TMPDIR/quotas"
 	mc_start_master --http 127.0.0.1:0 --quota-file "$BATS_TEST_TMPDIR/quotas" \
-		--evict-low-watermark 0.5
+		--evict-low-watermark 0.5 --put-wait 10s
 	mc_start_peers 1
 	fill A q/ 10 --type kv
 	fill B q/ 10 --type kv
