@@ -6,7 +6,7 @@
 # (local, the default), once with the master's ranking (master_ranked)
 # and once with the master's rounds (master). Each keeps accepting
 # writes and drains to its low watermark, and the peer's own eviction
-# hits about as often as the master's.
+# hits about as often as the master's policy.
 #
 # slow: about a minute on two cores: three live replays of the whole
 # trace, one per mode (the sanitizer pass replays its first 2,000
@@ -33,6 +33,10 @@ setup_file() {
 		mc_scrape p1 >"$BATS_FILE_TMPDIR/$mode.peer"
 		mc_stop_all
 	done
+	# the master's policy on the same trace and tier in the simulator,
+	# whose rounds run the moment the tier passes its mark
+	mc-bench sim --block-bytes "$BLOCK" --capacity 2% --eviction-mode master "$TRACE" |
+		grep '^sim ' >"$BATS_FILE_TMPDIR/sim.out"
 	export TRACE MC_PEER_DRAM
 }
 
@@ -86,10 +90,17 @@ scraped() {
 	done
 }
 
-@test "modes replay: local mode's hit ratio is within a point of master mode's" {
-	local l m
+# The live master's own figure is printed, not compared: its rounds run
+# behind the writes, and the further behind (the busier the machine),
+# the fuller the tier stays and the more it hits (0.1187 alone, 0.1213
+# beside another make test). A gate must not move with the load, so the
+# master's policy is measured where rounds take no time: the simulator.
+@test "modes replay: local mode's hit ratio is within a point of the master's policy" {
+	local l m s
 	l="$(field local prefix_hit_ratio)"
 	m="$(field master prefix_hit_ratio)"
-	echo "# prefix hit ratio: local $l, master $m" >&3
-	[ "$(bc -l <<<"d = $l - $m; if (d < 0) d = -d; d <= 0.01")" -eq 1 ]
+	s="$(field sim prefix_hit_ratio)"
+	echo "# prefix hit ratio: local $l, master $m live and $s simulated" >&3
+	[ -n "$l" ] && [ -n "$s" ]
+	[ "$(bc -l <<<"d = $l - $s; if (d < 0) d = -d; d <= 0.01")" -eq 1 ]
 }
