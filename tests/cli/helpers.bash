@@ -526,3 +526,39 @@ mc_scrape() {
 mc_metric() {
 	mc_scrape "$1" | awk -v s="$2" '$1 == s { print $2; exit }'
 }
+
+# mc_metric_at_least NAME SERIES N: daemon NAME serves SERIES at N or
+# more (for wait_until).
+mc_metric_at_least() {
+	local v
+	v="$(mc_metric "$1" "$2")"
+	[ -n "$v" ] && awk -v v="$v" -v n="$3" 'BEGIN { exit !(v + 0 >= n + 0) }'
+}
+
+# mc_series NAME METRIC LABELS: one labelled series of daemon NAME
+# (mc_series p1 mc_peer_moves_total 'kind="demote",outcome="done"'), 0
+# when it is absent: a counter not yet created has counted nothing.
+mc_series() {
+	local v
+	v="$(mc_metric "$1" "$2{$3}")"
+	echo "${v:-0}"
+}
+
+# ---- a peer's SSD tier (tests/cli/ssd.bats, ssd-crash.bats) ----
+
+# mc_tier_field PEER TIER FIELD: objects, used or capacity of one of
+# PEER's tiers, as its peer_stats says.
+mc_tier_field() {
+	mc-rpc "$(mc_addr "$1")" peer_stats |
+		jq -r --arg t "$2" --arg f "$3" '.tiers[] | select(.tier == $t) | .[$f]'
+}
+
+# mc_offset_of FILE NEEDLE: where NEEDLE's first 4 KiB first appear in
+# FILE (-1: nowhere).
+mc_offset_of() {
+	/usr/bin/python3 -c '
+import sys
+hay = open(sys.argv[1], "rb").read()
+needle = open(sys.argv[2], "rb").read()[:4096]
+print(hay.find(needle))' "$1" "$2"
+}

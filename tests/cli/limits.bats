@@ -40,13 +40,6 @@ closed_at_least() {
 	[ "$(closed "$1" "$2")" -ge "$3" ]
 }
 
-# metric_at_least NAME SERIES N (for wait_until).
-metric_at_least() {
-	local v
-	v="$(mc_metric "$1" "$2")"
-	[ -n "$v" ] && [ "${v%.*}" -ge "$3" ]
-}
-
 # served TAG: a put/get round trip through the master and a peer, each
 # call bounded by --timeout.
 served() {
@@ -105,7 +98,7 @@ garbage_bg() {
 	assert_output --partial "20 of 20 connections closed by the server"
 	# three heartbeats later the peer's link has been quiet for longer
 	# than the idle timeout twice over, and is still the same link
-	wait_until 20 metric_at_least master 'mc_requests_total{method="peer_heartbeat"}' \
+	wait_until 20 mc_metric_at_least master 'mc_requests_total{method="peer_heartbeat"}' \
 		$((${hb0%.*} + 3))
 	[ "$(mc_metric p1 mc_peer_registrations_total)" = "$regs0" ]
 	[ "$(mc_metric p1 mc_peer_resumes_total)" = 0 ]
@@ -200,7 +193,7 @@ garbage_bg() {
 	local st=0
 	mc_start_master --http 127.0.0.1:0 --max-conns-per-addr 3
 	garbage_bg "$BATS_TEST_TMPDIR/g.out" --hold 3 --request stats --until-closed "$MC_MASTER"
-	wait_until 20 metric_at_least master mc_connections 3
+	wait_until 20 mc_metric_at_least master mc_connections 3
 	mc-cli --timeout 5s ls >/dev/null || st=$?
 	[ "$st" -eq 69 ]
 	[ "$(closed master per_addr)" -ge 1 ]
@@ -214,7 +207,7 @@ garbage_bg() {
 	mc_start_master --http 127.0.0.1:0 --max-conns-per-tenant 2
 	mc_start_peer p1
 	garbage_bg "$BATS_TEST_TMPDIR/g.out" --hold 2 --request hello --until-closed "$MC_MASTER"
-	wait_until 20 metric_at_least master 'mc_tenant_connections{tenant="default"}' 2
+	wait_until 20 mc_metric_at_least master 'mc_tenant_connections{tenant="default"}' 2
 	run mc-cli --timeout 5s ls
 	[ "$status" -eq 69 ]
 	assert_output --partial "too many connections for tenant 'default': 2 open"

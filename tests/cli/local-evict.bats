@@ -142,15 +142,8 @@ read_with() {
 		grant:=b64:"$g" lease_id:="$l" >/dev/null
 }
 
-# beats: how many heartbeats the master has answered.
-beats() {
-	mc_metric master 'mc_requests_total{method="peer_heartbeat"}'
-}
-
-# beats_past N: the master answered more than N heartbeats.
-beats_past() {
-	[ "$(beats)" -gt "$1" ]
-}
+# BEATS: the master's count of the heartbeats it answered.
+BEATS='mc_requests_total{method="peer_heartbeat"}'
 
 @test "local-evict: a read the master did not see reaches it in a heartbeat, as recency" {
 	cluster
@@ -191,8 +184,8 @@ beats_past() {
 	mc-cli get rd >/dev/null
 	mc-cli get rd >/dev/null
 	# two heartbeats after the reads have nothing to report: the master saw each read
-	b="$(beats)"
-	wait_until 10 beats_past $((b + 1))
+	b="$(mc_metric master "$BEATS")"
+	wait_until 10 mc_metric_at_least master "$BEATS" $((b + 2))
 	assert_equal "$(mc_metric master 'mc_local_reads_total{result="recorded"}')" 0
 	# a second read under one list is a read the master did not see
 	read_with "$one"

@@ -16,12 +16,6 @@ teardown_file() {
 	mc_stop_everything
 }
 
-metric_at_least() {
-	local v
-	v="$(mc_metric "$1" "$2")"
-	[ -n "$v" ] && awk -v v="$v" -v n="$3" 'BEGIN { exit !(v + 0 >= n + 0) }'
-}
-
 @test "metrics: the master announces its /metrics address and serves Prometheus text" {
 	mc_metrics_url master
 	run -0 mc_scrape master
@@ -39,7 +33,7 @@ metric_at_least() {
 	[ "$(mc_metric master mc_objects)" -eq $((o0 + 2)) ]
 	[ "$(mc_metric master 'mc_tenant_bytes{tenant="met-a"}')" -eq 1500 ]
 	[ "$(mc_metric master 'mc_tenant_objects{tenant="met-a"}')" -eq 2 ]
-	metric_at_least master mc_bytes 1500
+	mc_metric_at_least master mc_bytes 1500
 	[ "$(mc_metric master mc_peers)" -eq 1 ]
 	[ "$(mc_metric master mc_peers_alive)" -eq 1 ]
 }
@@ -53,7 +47,7 @@ metric_at_least() {
 	run -1 mc-cli get req-absent
 	[ "$(mc_metric master 'mc_requests_total{method="get_replica_list"}')" -eq $((${r0:-0} + 2)) ]
 	[ "$(mc_metric master 'mc_request_failures_total{method="get_replica_list"}')" -eq $((${f0:-0} + 1)) ]
-	metric_at_least master 'mc_requests_total{method="put_start"}' 1
+	mc_metric_at_least master 'mc_requests_total{method="put_start"}' 1
 }
 
 @test "metrics: the dispatcher times every method: get_replica_list's histogram counts every lookup" {
@@ -77,22 +71,22 @@ metric_at_least() {
 	mc-cli get peer-req-1 >/dev/null
 	[ "$(mc_metric p1 'mc_requests_total{method="write"}')" -eq $((${w0:-0} + 1)) ]
 	[ "$(mc_metric p1 'mc_requests_total{method="read"}')" -eq $((${r0:-0} + 1)) ]
-	metric_at_least p1 'mc_request_seconds_count{method="read"}' 1
+	mc_metric_at_least p1 'mc_request_seconds_count{method="read"}' 1
 }
 
 @test "metrics: malformed messages to the master are counted" {
 	local m0
 	m0="$(mc_metric master mc_malformed_messages_total)"
 	mc-garbage --isolation --probe stats "$MC_MASTER"
-	metric_at_least master mc_malformed_messages_total $((${m0:-0} + 2))
+	mc_metric_at_least master mc_malformed_messages_total $((${m0:-0} + 2))
 }
 
 @test "metrics: the peer reports its dram capacity and usage" {
 	mc_metrics_url p1
 	[ "$(mc_metric p1 'mc_peer_tier_bytes_capacity{tier="dram"}')" -eq $((32 << 20)) ]
 	head -c 100000 /dev/urandom | mc-cli put pu-1
-	metric_at_least p1 'mc_peer_tier_bytes_used{tier="dram"}' 100000
-	metric_at_least p1 mc_peer_objects 1
+	mc_metric_at_least p1 'mc_peer_tier_bytes_used{tier="dram"}' 100000
+	mc_metric_at_least p1 mc_peer_objects 1
 }
 
 @test "metrics: the peer counts reads, writes, misses and bytes in and out" {
@@ -133,7 +127,7 @@ metric_at_least() {
 	# rm through the master: its drop reaches the peer as a delete
 	echo x | mc-cli put ev-2
 	mc-cli rm ev-2
-	wait_until 5 metric_at_least p1 "$del" $((d0 + 3))
+	wait_until 5 mc_metric_at_least p1 "$del" $((d0 + 3))
 	[ "$(mc_metric p1 "$rec")" -eq "$r0" ]
 }
 
@@ -141,5 +135,5 @@ metric_at_least() {
 	local m0
 	m0="$(mc_metric p1 mc_peer_malformed_messages_total)"
 	mc-garbage --isolation --probe peer_stats "$(mc_addr p1)"
-	metric_at_least p1 mc_peer_malformed_messages_total $((${m0:-0} + 2))
+	mc_metric_at_least p1 mc_peer_malformed_messages_total $((${m0:-0} + 2))
 }

@@ -329,8 +329,7 @@ seq_records_are() {
 	advance_clock 9000
 	# a whole sweep that runs after the clock moved, before the deadline, keeps them
 	sweeps="$(mc_metric master mc_sweeps_total)"
-	sweeps_past() { [ "$(mc_metric master mc_sweeps_total)" -gt "$1" ]; }
-	wait_until 10 sweeps_past "$sweeps"
+	wait_until 10 mc_metric_at_least master mc_sweeps_total $((sweeps + 1))
 	mc-cli stat lonely/000000 >/dev/null
 	advance_clock 2000
 	wait_until 10 mc_key_gone lonely/000000

@@ -41,28 +41,15 @@ peer() {
 		--http 127.0.0.1:0 "$@"
 }
 
-# metric PEER NAME LABELS: one sample of the peer's /metrics (0 when absent).
-metric() {
-	local v
-	v="$(mc_scrape "$1" | awk -v m="$2{$3}" '$1 == m { print $2 }')"
-	echo "${v:-0}"
-}
-
 demotes() {
-	metric "$1" mc_peer_moves_total "kind=\"demote\",outcome=\"$2\""
-}
-
-# tier_field PEER TIER FIELD: objects, used or capacity of one tier (peer_stats).
-tier_field() {
-	mc-rpc "$(mc_addr "$1")" peer_stats |
-		jq -r --arg t "$2" --arg f "$3" '.tiers[] | select(.tier == $t) | .[$f]'
+	mc_series "$1" mc_peer_moves_total "kind=\"demote\",outcome=\"$2\""
 }
 
 # settled PEER: every demotion queued has ended, and DRAM is under its high watermark.
 settled() {
 	local q d used cap
 	q="$(demotes "$1" queued)" && d="$(demotes "$1" done)" || return 1
-	used="$(tier_field "$1" dram used)" && cap="$(tier_field "$1" dram capacity)" || return 1
+	used="$(mc_tier_field "$1" dram used)" && cap="$(mc_tier_field "$1" dram capacity)" || return 1
 	[ "$q" -gt 0 ] && [ "$q" -eq "$d" ] && [ "$((used * 10))" -le "$((cap * 9))" ]
 }
 
@@ -99,11 +86,11 @@ verify() {
 	run -0 mc-fill --prefix a/ --count 1000 --min-size "$OBJ" --max-size "$OBJ" put
 	assert_output --partial "0 failed"
 	wait_until 20 settled p1
-	ssd_objects="$(tier_field p1 ssd objects)"
+	ssd_objects="$(mc_tier_field p1 ssd objects)"
 	# what one copy takes on ssd, its header with it
-	per_copy=$(($(tier_field p1 ssd used) / ssd_objects))
+	per_copy=$(($(mc_tier_field p1 ssd used) / ssd_objects))
 	[ "$per_copy" -gt "$OBJ" ]
-	[ "$((per_copy * ssd_objects))" -eq "$(tier_field p1 ssd used)" ]
+	[ "$((per_copy * ssd_objects))" -eq "$(mc_tier_field p1 ssd used)" ]
 
 	# the next demotion stops once its bytes landed, before its seal; the
 	# rest queue behind it on the mover's one worker
@@ -113,9 +100,9 @@ verify() {
 	wait_until 10 test -e "$BATS_TEST_TMPDIR/moved.demote.paused"
 	wait_until 10 in_flight_at_least p1 50
 	in_flight=$(($(demotes p1 queued) - $(demotes p1 done)))
-	ssd_objects="$(tier_field p1 ssd objects)"
-	dram_objects="$(tier_field p1 dram objects)"
-	ssd_used="$(tier_field p1 ssd used)"
+	ssd_objects="$(mc_tier_field p1 ssd objects)"
+	dram_objects="$(mc_tier_field p1 dram objects)"
+	ssd_used="$(mc_tier_field p1 ssd used)"
 	# the room of every move in flight is reserved on ssd already
 	[ "$ssd_used" -eq $(((ssd_objects + in_flight) * per_copy)) ]
 	wait_until 10 master_ssd_is "$ssd_objects"
@@ -124,11 +111,11 @@ verify() {
 
 	peer p1
 	# the copies sealed come back, and only their room is taken
-	[ "$(tier_field p1 ssd objects)" -eq "$ssd_objects" ]
-	[ "$(tier_field p1 ssd used)" -eq $((ssd_objects * per_copy)) ]
-	[ "$(tier_field p1 dram objects)" -eq 0 ]
+	[ "$(mc_tier_field p1 ssd objects)" -eq "$ssd_objects" ]
+	[ "$(mc_tier_field p1 ssd used)" -eq $((ssd_objects * per_copy)) ]
+	[ "$(mc_tier_field p1 dram objects)" -eq 0 ]
 	grep -q "$ssd_objects copies kept on ssd from before" "$MC_DIR/p1.log"
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 	run -1 grep "torn or corrupt" "$MC_DIR/p1.log"
 	wait_until 10 master_ssd_is "$ssd_objects"
 	# the master lists exactly the copies sealed before the kill ...
@@ -150,7 +137,7 @@ verify() {
 
 # ssd_objects_are PEER N: the peer holds N copies on ssd.
 ssd_objects_are() {
-	[ "$(tier_field "$1" ssd objects)" -eq "$2" ]
+	[ "$(mc_tier_field "$1" ssd objects)" -eq "$2" ]
 }
 
 # master_metric SERIES: one sample of the master's /metrics (0 when absent).
@@ -191,7 +178,7 @@ drops_acked() {
 	peer p1
 	ssd_objects_are p1 0
 	mc_key_gone r
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 }
 
 @test "ssd crash: a clean stop keeps the ssd copies as a crash does" {
@@ -220,15 +207,6 @@ extents() {
 	echo "$SSD/extents"
 }
 
-# offset_of FILE NEEDLE: where NEEDLE's first 4 KiB first appear in FILE (-1: nowhere).
-offset_of() {
-	/usr/bin/python3 -c '
-import sys
-hay = open(sys.argv[1], "rb").read()
-needle = open(sys.argv[2], "rb").read()[:4096]
-print(hay.find(needle))' "$1" "$2"
-}
-
 # pad_to_page FILE: zeros up to the next page boundary.
 pad_to_page() {
 	local n
@@ -241,7 +219,7 @@ pad_to_page() {
 first_data_offset() {
 	mc_random_file "$BATS_TEST_TMPDIR/probe" 4096
 	mc-cli put probe "$BATS_TEST_TMPDIR/probe" --tier ssd >/dev/null || return 1
-	offset_of "$(extents)" "$BATS_TEST_TMPDIR/probe"
+	mc_offset_of "$(extents)" "$BATS_TEST_TMPDIR/probe"
 	mc-cli rm probe >/dev/null || return 1
 	wait_until 10 ssd_objects_are p1 0
 }
@@ -270,7 +248,7 @@ bait() {
 	bait "$d" "$BATS_TEST_TMPDIR/bait"
 	mc-cli put bait "$BATS_TEST_TMPDIR/bait" --tier ssd
 	# the forged headers sit at page boundaries of the file, where they claim to be
-	[ "$(offset_of "$(extents)" "$BATS_TEST_TMPDIR/bait")" -eq "$d" ]
+	[ "$(mc_offset_of "$(extents)" "$BATS_TEST_TMPDIR/bait")" -eq "$d" ]
 
 	# a live copy's bytes are its own: a restart finds nothing in them
 	mc_kill9 p1
@@ -278,7 +256,7 @@ bait() {
 	mc-cli get bait >"$BATS_TEST_TMPDIR/bait.out"
 	cmp "$BATS_TEST_TMPDIR/bait" "$BATS_TEST_TMPDIR/bait.out"
 	mc_key_gone stolen -t victim
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 
 	# freed, they are not a copy either, of the victim's key or any
 	mc-cli rm bait
@@ -290,10 +268,10 @@ bait() {
 	mc_key_gone bait
 	run -1 mc-cli -t victim get stolen
 	# both are counted, and cleared: the next start finds nothing
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 2 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 2 ]
 	mc_stop p1
 	peer p1
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 	ssd_objects_are p1 0
 }
 
@@ -357,7 +335,7 @@ forge() {
 	plant "$BATS_TEST_TMPDIR/e" "$at"
 
 	peer p1
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq "$n" ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq "$n" ]
 	grep -q "$n copies on ssd were torn or corrupt" "$MC_DIR/p1.log"
 	ssd_objects_are p1 3
 	for k in live1 live2; do
@@ -372,7 +350,7 @@ forge() {
 	# cleared: the next start finds nothing more
 	mc_stop p1
 	peer p1
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 	ssd_objects_are p1 3
 }
 
@@ -381,7 +359,7 @@ forge() {
 hdr_bytes() {
 	mc_random_file "$BATS_TEST_TMPDIR/one" 4096
 	mc-cli put one "$BATS_TEST_TMPDIR/one" --tier ssd >/dev/null || return 1
-	echo $(($(tier_field "$1" ssd used) - 4096))
+	echo $(($(mc_tier_field "$1" ssd used) - 4096))
 	mc-cli rm one >/dev/null || return 1
 	wait_until 10 ssd_objects_are "$1" 0
 }
@@ -390,7 +368,7 @@ hdr_bytes() {
 # data of FILE's size) into OUT; prints the header's offset.
 save_extent() {
 	local d
-	d="$(offset_of "$(extents)" "$2")"
+	d="$(mc_offset_of "$(extents)" "$2")"
 	[ "$d" -gt 0 ] || return 1
 	dd if="$(extents)" of="$4" bs=4096 skip=$(((d - $3) / 4096)) \
 		count=$((($3 + $(stat -c %s "$2") + 4095) / 4096)) status=none
@@ -417,10 +395,10 @@ save_extent() {
 	peer p1
 	# both versions were found; the older lost to the newer and went
 	ssd_objects_are p1 2
-	[ "$(tier_field p1 ssd used)" -eq $((2 * (hdr + 20480))) ]
+	[ "$(mc_tier_field p1 ssd used)" -eq $((2 * (hdr + 20480))) ]
 	mc-cli get k >"$BATS_TEST_TMPDIR/k.out"
 	cmp "$BATS_TEST_TMPDIR/v2" "$BATS_TEST_TMPDIR/k.out"
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 	# for good: it is not found at the next start
 	mc_kill9 p1
 	peer p1
@@ -431,7 +409,7 @@ save_extent() {
 	plant "$BATS_TEST_TMPDIR/k.v1" $((32 << 20))
 	mc_kill9 p1
 	peer p1
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 1 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 1 ]
 	ssd_objects_are p1 2
 	mc-cli get k >"$BATS_TEST_TMPDIR/k.out"
 	cmp "$BATS_TEST_TMPDIR/v2" "$BATS_TEST_TMPDIR/k.out"
@@ -479,7 +457,7 @@ save_extent() {
 	peer p1
 	grep -q "ssd file '$(extents)' has a damaged superblock: starting it afresh" "$MC_DIR/p1.log"
 	ssd_objects_are p1 0
-	[ "$(metric p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
 	wait_until 10 mc_key_gone a
 	mc_roundtrip b 150000 --tier ssd
 	mc_kill9 p1

@@ -39,13 +39,6 @@ fill() {
 	mc-fill --prefix "$1" --count "$2" --min-size "$OBJ" --max-size "$OBJ" put
 }
 
-# metric PEER NAME LABELS: one sample of the peer's /metrics (0 when absent).
-metric() {
-	local v
-	v="$(mc_http_get "$(mc_metrics_url "$1")" | awk -v m="$2{$3}" '$1 == m { print $2 }')"
-	echo "${v:-0}"
-}
-
 # tiers KEY: the tiers of KEY's replicas, sorted, space-separated.
 tiers() {
 	mc_stat_json "$1" | jq -r '[.replicas[].tier] | sort | join(" ")'
@@ -60,21 +53,12 @@ tier_is() {
 # (and rests) gets its next round.
 moved_at_least() {
 	advance_clock 200
-	[ "$(metric "$1" mc_peer_moves_total 'kind="demote",outcome="done"')" -ge "$2" ]
+	[ "$(mc_series "$1" mc_peer_moves_total 'kind="demote",outcome="done"')" -ge "$2" ]
 }
 
 # extents DIR: the file the SSD medium keeps its extents in.
 extents() {
 	find "$1" -type f ! -name 'session*' -size +1M | head -n 1
-}
-
-# offset_of FILE NEEDLE: where NEEDLE's first 4 KiB first appear in FILE.
-offset_of() {
-	/usr/bin/python3 -c '
-import sys
-hay = open(sys.argv[1], "rb").read()
-needle = open(sys.argv[2], "rb").read()[:4096]
-print(hay.find(needle))' "$1" "$2"
 }
 
 @test "ssd: invalid tier configuration is rejected at start" {
@@ -120,7 +104,7 @@ print(hay.find(needle))' "$1" "$2"
 	run mc-cli --json peers
 	[ "$status" -eq 0 ]
 	jq -e '[.. | objects | select(has("tier")) | .tier] | index("ssd") != null' <<<"$output"
-	[ "$(metric p1 mc_peer_tier_bytes_capacity 'tier="ssd"')" -eq $((32 << 20)) ]
+	[ "$(mc_series p1 mc_peer_tier_bytes_capacity 'tier="ssd"')" -eq $((32 << 20)) ]
 }
 
 @test "ssd: a put may ask for the ssd tier, and reads back from there" {
@@ -143,10 +127,10 @@ print(hay.find(needle))' "$1" "$2"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"0 bad"* ]]
 	tier_is d/000000 ssd
-	[ "$(metric p1 mc_peer_capacity_drops_total 'tier="dram",reason="no_space"')" -eq 0 ]
-	[ "$(metric p1 mc_peer_evictions_total 'tier="ssd",reason="reclaim"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_capacity_drops_total 'tier="dram",reason="no_space"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_evictions_total 'tier="ssd",reason="reclaim"')" -eq 0 ]
 	# no DRAM copy was simply dropped: each went down
-	[ "$(metric p1 mc_peer_evictions_total 'tier="dram",reason="reclaim"')" -eq 0 ]
+	[ "$(mc_series p1 mc_peer_evictions_total 'tier="dram",reason="reclaim"')" -eq 0 ]
 }
 
 @test "ssd: the ssd tier drains through the pool; writes evict nothing themselves" {
@@ -159,8 +143,8 @@ print(hay.find(needle))' "$1" "$2"
 	run mc-fill --prefix s/ --count 640 --min-size "$OBJ" --max-size "$OBJ" verify
 	[ "$status" -eq 0 ]
 	[[ "$output" == *" 0 wrong"* ]]
-	[ "$(metric p1 mc_peer_evictions_total 'tier="ssd",reason="reclaim"')" -gt 0 ]
-	[ "$(metric p1 mc_peer_tier_bytes_used 'tier="ssd"')" -le $((32 << 20)) ]
+	[ "$(mc_series p1 mc_peer_evictions_total 'tier="ssd",reason="reclaim"')" -gt 0 ]
+	[ "$(mc_series p1 mc_peer_tier_bytes_used 'tier="ssd"')" -le $((32 << 20)) ]
 	# the newest objects are all there
 	run mc-fill --prefix s/ --start 600 --count 40 --min-size "$OBJ" --max-size "$OBJ" check
 	[ "$status" -eq 0 ]
@@ -179,13 +163,13 @@ hotset_holds() {
 	[[ "$output" == *"1000 puts, 0 failed"* ]]
 	[[ "$output" == *" 0 missed, 0 wrong; 0 hot keys outside dram"* ]]
 	[[ "$output" == *" 0 wrong"* ]]
-	[ "$(metric p1 mc_peer_moves_total 'kind="demote",outcome="done"')" -gt 0 ]
+	[ "$(mc_series p1 mc_peer_moves_total 'kind="demote",outcome="done"')" -gt 0 ]
 }
 
 @test "ssd: a hot set stays in dram under a steady put stream past the watermark (local)" {
 	hotset_holds local
 	# the peer evicted for itself
-	[ "$(metric p1 mc_peer_local_evictions_total 'event="key"')" -gt 0 ]
+	[ "$(mc_series p1 mc_peer_local_evictions_total 'event="key"')" -gt 0 ]
 }
 
 @test "ssd: a hot set stays in dram under a steady put stream past the watermark (master_ranked)" {
@@ -207,7 +191,7 @@ hotset_holds() {
 	wait_until 10 tier_is up dram
 	mc-cli get up >"$BATS_TEST_TMPDIR/up.out"
 	cmp "$BATS_TEST_TMPDIR/up" "$BATS_TEST_TMPDIR/up.out"
-	[ "$(metric p1 mc_peer_moves_total 'kind="promote",outcome="done"')" -eq 1 ]
+	[ "$(mc_series p1 mc_peer_moves_total 'kind="promote",outcome="done"')" -eq 1 ]
 	mc_roundtrip up2 1000
 }
 
@@ -263,7 +247,7 @@ hotset_holds() {
 	mc_kill9 p1
 	file="$(extents "$SSD")"
 	[ -n "$file" ]
-	off="$(offset_of "$file" "$BATS_TEST_TMPDIR/bad")"
+	off="$(mc_offset_of "$file" "$BATS_TEST_TMPDIR/bad")"
 	[ "$off" -ge 0 ]
 	mc_flip_byte "$file" $((off + 1000))
 	peer p1
@@ -275,7 +259,7 @@ hotset_holds() {
 
 # tier_objects PEER TIER: copies the peer holds on TIER (peer_stats).
 tier_objects() {
-	mc-rpc "$(mc_addr "$1")" peer_stats | jq -r --arg t "$2" '.tiers[] | select(.tier == $t) | .objects'
+	mc_tier_field "$1" "$2" objects
 }
 
 tier_objects_is() {
@@ -283,7 +267,7 @@ tier_objects_is() {
 }
 
 outcome() {
-	metric "$1" mc_peer_pool_evicts_total "outcome=\"$2\""
+	mc_series "$1" mc_peer_pool_evicts_total "outcome=\"$2\""
 }
 
 @test "ssd: the peer's evict frees the copy on the tier named, any tier unnamed, none on another" {
