@@ -65,10 +65,11 @@ C_FILES := $(wildcard libmc/*.c libmc/*.h libmc/policy/*.c libmc/policy/*.h \
 # make deps: what a fresh Debian 12 machine needs to build, test, bench, check.
 # clang (with libFuzzer, in libclang-rt) builds only the fuzz targets:
 # without it everything else still builds, and make fuzz says it is missing.
+# python3 is Debian's, for the test tools and helpers that call /usr/bin/python3.
 DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	libxxhash-dev libsodium-dev libibverbs-dev bats bats-support bats-assert redis-server \
 	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq zstd \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev python3
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
 	check-man check-lint check-san install clean deps completions fuzz fuzz-build fuzz-check san-build
