@@ -72,7 +72,8 @@ DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	clang libclang-rt-14-dev python3
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
-	check-man check-lint check-san install clean deps completions fuzz fuzz-build fuzz-check san-build
+	check-man check-lint check-san install clean deps completions fuzz fuzz-build fuzz-check san-build \
+	FORCE
 # Keep objects: they are intermediate files of chained pattern rules, which
 # make would otherwise delete after every build and then rebuild.
 .SECONDARY:
@@ -145,18 +146,28 @@ $(COMPLETIONS) &: completions/gen $(BINS)
 
 # Always rewritten: PREFIX may differ between build and install. Written
 # beside and renamed, so two installs at once (two suites) never read a
-# half-written file.
+# half-written file. Two files: mc.pc links libmc.so, and carries an rpath
+# when the prefix is not one the dynamic linker searches (/usr,
+# /usr/local); mc-static.pc links libmc.a, its dependencies staying shared.
+# pkg-config --static mc adds what a fully static link (cc -static) needs.
+comma := ,
+PC_RPATH := $(if $(filter /usr /usr/local,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir} )
+pc_head = printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' \
+	'libdir=$${exec_prefix}/lib' 'includedir=$${prefix}/include' '' \
+	'Version: $(VERSION)' 'Cflags: -I$${includedir}'
 $(BUILD)/mc.pc: FORCE
 	@mkdir -p $(dir $@)
-	printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' \
-		'libdir=$${exec_prefix}/lib' 'includedir=$${prefix}/include' '' \
-		'Name: mc' \
+	{ $(pc_head) && printf '%s\n' 'Name: mc' \
 		'Description: client library of the mc distributed KV-cache store' \
-		'Version: $(VERSION)' \
 		'Requires.private: $(CLIENT_PKGS)' \
-		'Libs: -L$${libdir} -lmc' \
-		'Libs.private: -lpthread -lm' \
-		'Cflags: -I$${includedir}' > $@.tmp.$$$$ && mv -f $@.tmp.$$$$ $@
+		'Libs: -L$${libdir} $(PC_RPATH)-lmc' \
+		'Libs.private: -lpthread -lm'; } > $@.tmp.$$$$ && mv -f $@.tmp.$$$$ $@
+$(BUILD)/mc-static.pc: FORCE
+	@mkdir -p $(dir $@)
+	{ $(pc_head) && printf '%s\n' 'Name: mc-static' \
+		'Description: client library of the mc distributed KV-cache store, linked statically' \
+		'Requires: $(CLIENT_PKGS)' \
+		'Libs: $${libdir}/libmc.a -lpthread -lm'; } > $@.tmp.$$$$ && mv -f $@.tmp.$$$$ $@
 
 # ---- dependencies, tests, a local cluster, benchmarks ----
 
@@ -348,14 +359,14 @@ ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 POLICYDIR := $(DESTDIR)$(PREFIX)/share/mc/policies
 POLICIES := $(wildcard examples/policies/*.policy)
 
-install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(COMPLETIONS)
+install: $(BINS) $(BUILD)/libmc.a $(BUILD)/libmc.so $(BUILD)/mc.pc $(BUILD)/mc-static.pc $(COMPLETIONS)
 	install -d $(BINDIR) $(LIBDIR)/pkgconfig $(INCDIR) $(BASHDIR) $(ZSHDIR) $(POLICYDIR)
 	$(if $(BINS),install -m 755 $(BINS) $(BINDIR))
 	install -m 644 $(BUILD)/libmc.a $(LIBDIR)
 	install -m 755 $(BUILD)/libmc.so.$(VERSION) $(LIBDIR)
 	ln -sf libmc.so.$(VERSION) $(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(LIBDIR)/libmc.so
-	install -m 644 $(BUILD)/mc.pc $(LIBDIR)/pkgconfig
+	install -m 644 $(BUILD)/mc.pc $(BUILD)/mc-static.pc $(LIBDIR)/pkgconfig
 	install -m 644 $(PUBLIC_HEADERS) $(INCDIR)
 	for p in $(MAN_PAGES); do \
 		s=$${p##*.}; install -d $(MANDIR)/man$$s && \

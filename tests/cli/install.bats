@@ -73,12 +73,57 @@ pc() {
 	assert_output --partial 'unavailable cannot connect to unix:/nonexistent/master.sock'
 }
 
-@test "install: a client links statically from libmc.a with pkg-config --static" {
+# The same, from mc-static.pc: libmc.a in, its dependencies shared.
+pc_static() {
+	PKG_CONFIG_PATH="$ROOT/usr/lib/pkgconfig" pkg-config --define-variable=prefix="$ROOT/usr" "$@" mc-static
+}
+
+@test "install: mc-static.pc links libmc.a, its dependencies staying shared" {
+	write_client
+	run -0 pc_static --libs
+	assert_output --partial "$ROOT/usr/lib/libmc.a"
+	refute_output --partial event
+	cc -std=c11 -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" \
+		$(pc_static --cflags --libs)
+	run -0 readelf -d "$BATS_TEST_TMPDIR/client"
+	refute_output --partial libmc
+	assert_output --partial libmsgpackc
+	run -69 "$BATS_TEST_TMPDIR/client"
+	assert_output --partial 'cannot connect to unix:/nonexistent/master.sock'
+}
+
+@test "install: pkg-config --static mc gives what cc -static needs" {
 	write_client
 	run -0 pc --static --libs
 	refute_output --partial event
-	cc -std=c11 -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" \
-		$(pc --cflags) "$ROOT/usr/lib/libmc.a" $(pc --static --libs | sed 's/-lmc//')
+	cc -std=c11 -static -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" \
+		$(pc --static --cflags --libs) 2>"$BATS_TEST_TMPDIR/ld.err" ||
+		{ cat "$BATS_TEST_TMPDIR/ld.err"; false; }
+	run -0 readelf -d "$BATS_TEST_TMPDIR/client"
+	assert_output --partial 'There is no dynamic section'
 	run -69 "$BATS_TEST_TMPDIR/client"
 	assert_output --partial 'cannot connect to unix:/nonexistent/master.sock'
+}
+
+# A prefix the dynamic linker does not search: mc.pc carries an rpath, so
+# the client runs without LD_LIBRARY_PATH. Installed after setup_file's
+# /usr install, it also shows mc.pc is rewritten for each prefix.
+@test "install: under a prefix of its own, a client finds libmc.so by its rpath" {
+	local prefix="$BATS_TEST_TMPDIR/opt/mc"
+	make -s -C "$MC_ROOT" install PREFIX="$prefix" >/dev/null
+	run -0 grep -x "prefix=$prefix" "$prefix/lib/pkgconfig/mc.pc"
+	write_client
+	cc -std=c11 -o "$BATS_TEST_TMPDIR/client" "$BATS_TEST_TMPDIR/client.c" \
+		$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mc)
+	run -0 readelf -d "$BATS_TEST_TMPDIR/client"
+	assert_output --partial "Library runpath: [$prefix/lib]"
+	env -u LD_LIBRARY_PATH "$BATS_TEST_TMPDIR/client" >"$BATS_TEST_TMPDIR/out" && rc=0 || rc=$?
+	run -0 cat "$BATS_TEST_TMPDIR/out"
+	assert_equal "$rc" 69
+	assert_output --partial 'cannot connect to unix:/nonexistent/master.sock'
+}
+
+@test "install: a prefix the linker searches gets no rpath" {
+	run -0 pc --libs
+	refute_output --partial rpath
 }
