@@ -35,6 +35,10 @@ teardown() {
 	stop_cluster
 }
 
+teardown_file() {
+	mc_stop_everything
+}
+
 cluster_up_or_gone() {
 	grep -q "Press Ctrl-C" "$RUN_OUT" || ! kill -0 "$RUN_PID" 2>/dev/null
 }
