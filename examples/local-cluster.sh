@@ -49,10 +49,10 @@ for p in mc-master mc-peer mc-cli mc-evict-plan; do
 	fi
 done
 
-mkdir -p "$state/snapshots" && state=$(cd "$state" && pwd) || {
+if ! mkdir -p "$state/snapshots" || ! state=$(cd "$state" && pwd); then
 	echo "local-cluster: cannot make the state directory $state" >&2
 	exit 1
-}
+fi
 # A live pid in it means another make run owns the directory.
 if [ -r "$state/master.pid" ] && kill -0 "$(cat "$state/master.pid")" 2>/dev/null; then
 	echo "local-cluster: $state is in use by the cluster of pid $(cat "$state/master.pid")" \

@@ -14,6 +14,11 @@ BROKEN="tests/cli/fixtures/man/broken.7"
 
 setup() {
 	mc_require_bins mc-master mc-peer mc-cli mc-evict-plan
+	# the C examples link the library under test
+	[ -f "$MC_ROOT/${MC_TEST_BUILD:-build}/libmc.a" ] || {
+		echo "# ${MC_TEST_BUILD:-build}/libmc.a is not built (run make)" >&2
+		return 1
+	}
 	mc_test_dir
 	# the pages' clusters run on the real clock, like a reader's
 	unset MC_FAKE_CLOCK
