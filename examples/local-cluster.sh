@@ -5,7 +5,7 @@
 # Each daemon tells us it is serving by writing its address to a pipe
 # (--ready-fd), so start-up never sleeps and never guesses. Ctrl-C or
 # SIGTERM stops the peers (which unregister) and then the master, and the
-# script exits 0.
+# script exits 0; so does SIGHUP, when its terminal goes away.
 #
 # Its state lives in a directory that outlasts it (run/ at the top of the
 # checkout, which git ignores): the master's snapshots in snapshots/, and
@@ -79,7 +79,9 @@ stop() {
 	echo "local-cluster: stopped; the snapshots stay in $state/snapshots" >&2
 	exit "$rc"
 }
-trap 'stop 0' INT TERM
+# A closed terminal (SIGHUP) stops it as Ctrl-C does: the daemons run in
+# sessions of their own, so nothing else would.
+trap 'stop 0' INT TERM HUP
 # On any other way out (an error), leave no daemon behind.
 abandon() {
 	local n

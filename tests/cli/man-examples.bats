@@ -81,6 +81,20 @@ no_cluster_left() {
 	no_cluster_left
 }
 
+@test "man examples: a check stopped midway stops its cluster and its session first" {
+	mkfifo "$BATS_TEST_TMPDIR/block"
+	MC_EXAMPLE_BLOCK="$BATS_TEST_TMPDIR/block" "$EXAMPLES" check tests/cli/fixtures/man/blocks.7 \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	local pid=$! st=0
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/block.started"
+	# its cluster serves, its session waits on the fifo
+	pgrep -f "$MC_DIR/" >/dev/null
+	kill -TERM "$pid"
+	wait "$pid" || st=$?
+	[ "$st" -eq 70 ]
+	no_cluster_left
+}
+
 @test "man examples: extract gives the text a reader sees, mdoc escapes undone" {
 	local at
 	at=$("$EXAMPLES" list "$BROKEN" | tail -n 1 | cut -d' ' -f1)

@@ -167,6 +167,22 @@ stop_cluster() {
 	assert_output "tests/tools/tour: cannot read '$BATS_TEST_TMPDIR/none.md'"
 }
 
+@test "make run: a hangup (its terminal closed) stops all three daemons, as Ctrl-C does" {
+	start_cluster
+	local pids
+	pids=$(cat "$RUN_DIR"/*.pid)
+	[ "$(wc -w <<<"$pids")" -eq 3 ]
+	# the script itself, not the timeout around it
+	kill -HUP "$(pgrep -P "$RUN_PID" -f local-cluster.sh)"
+	local st=0
+	wait "$RUN_PID" || st=$?
+	RUN_PID=
+	[ "$st" -eq 0 ]
+	# shellcheck disable=SC2086
+	mc_gone $pids
+	[ -z "$(find "$RUN_DIR" -maxdepth 1 -name '*.pid')" ]
+}
+
 @test "make run: a second cluster on the same state directory is refused while the first runs" {
 	start_cluster
 	run -69 env MC_RUN_MASTER="unix:$MC_DIR/second.sock" MC_RUN_DIR="$RUN_DIR" \
