@@ -230,7 +230,7 @@ bench: deps
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 
-check: check-format check-cppcheck check-man check-lint check-san fuzz-check
+check: check-format check-cppcheck check-man check-examples check-lint check-san fuzz-check
 
 check-format:
 	clang-format --dry-run --Werror $(C_FILES)
@@ -247,6 +247,15 @@ check-cppcheck:
 
 check-man:
 	mandoc -Tlint -Wwarning $(MAN_PAGES)
+
+# Every code example of the man pages (tests/tools/man-examples): C
+# compiled against this build's libmc and run against a local cluster,
+# with its output; shell sessions parsed and, where marked, run there;
+# policies and JSON read.
+.PHONY: check-examples
+check-examples: $(BINS) $(BUILD)/libmc.a
+	MC_EXAMPLE_CC="$(CC)" MC_EXAMPLE_LIBS="$(BUILD)/libmc.a $(CLIENT_LDLIBS)" \
+		tests/tools/man-examples check $(MAN_PAGES)
 
 # Suites that cannot pass by accident: no sleep outside the reviewed
 # tests/lint/sleep.allow, no run whose status and output nothing reads.

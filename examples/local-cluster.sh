@@ -5,11 +5,19 @@
 # Each daemon tells us it is serving by writing its address to a pipe
 # (--ready-fd), so start-up never sleeps and never guesses. Ctrl-C or
 # SIGTERM stops the peers (which unregister) and then the master, and the
-# script exits 0.
+# script exits 0; so does SIGHUP, when its terminal goes away.
+#
+# Its state lives in a directory that outlasts it (run/ at the top of the
+# checkout, which git ignores): the master's snapshots in snapshots/, and
+# while the daemons run, their pids in master.pid, peer1.pid, peer2.pid
+# (the tour kills a peer by its pid file). The banner it prints once all
+# three serve ends with the tour itself, read from examples/tour.sh, so
+# what it suggests is what tests/cli/tour.bats runs.
 #
 # Environment:
 #   MC_RUN_MASTER  master listen address (default 127.0.0.1:7300, the
 #                  address mc-cli uses when MC_MASTER is unset)
+#   MC_RUN_DIR     the state directory (default: run/ beside examples/)
 #   MC_RUN_DRAM    DRAM of each peer (default 256MiB)
 #   MC_RUN_HTTP    a base port: metrics on BASE (master), BASE+1, BASE+2
 #                  (default: no metrics endpoints)
@@ -24,6 +32,8 @@ bin=$(cd "${MC_BIN:-$here/../bin}" 2>/dev/null && pwd) || {
 	exit 69
 }
 master_listen=${MC_RUN_MASTER:-127.0.0.1:7300}
+root=$(dirname "$here")
+state=${MC_RUN_DIR:-$root/run}
 dram=${MC_RUN_DRAM:-256MiB}
 http=${MC_RUN_HTTP:-}
 policy=${MC_RUN_POLICY:-$here/policies/tenant-type.policy}
@@ -39,6 +49,17 @@ for p in mc-master mc-peer mc-cli mc-evict-plan; do
 	fi
 done
 
+if ! mkdir -p "$state/snapshots" || ! state=$(cd "$state" && pwd); then
+	echo "local-cluster: cannot make the state directory $state" >&2
+	exit 1
+fi
+# A live pid in it means another make run owns the directory.
+if [ -r "$state/master.pid" ] && kill -0 "$(cat "$state/master.pid")" 2>/dev/null; then
+	echo "local-cluster: $state is in use by the cluster of pid $(cat "$state/master.pid")" \
+		"(stop it, or set MC_RUN_DIR)" >&2
+	exit 69
+fi
+# The start-up's fifos and addresses only; the stop removes them.
 dir=$(mktemp -d "${TMPDIR:-/tmp}/mc-run.XXXXXX")
 pids=()
 names=()
@@ -52,14 +73,25 @@ stop() {
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
 		kill -TERM "${pids[i]}" 2>/dev/null || true
 		wait "${pids[i]}" 2>/dev/null || true
+		rm -f "$state/${names[i]}.pid"
 	done
 	rm -rf "$dir"
-	echo "local-cluster: stopped" >&2
+	echo "local-cluster: stopped; the snapshots stay in $state/snapshots" >&2
 	exit "$rc"
 }
-trap 'stop 0' INT TERM
+# A closed terminal (SIGHUP) stops it as Ctrl-C does: the daemons run in
+# sessions of their own, so nothing else would.
+trap 'stop 0' INT TERM HUP
 # On any other way out (an error), leave no daemon behind.
-trap 'kill -TERM ${pids[@]+"${pids[@]}"} 2>/dev/null || true; rm -rf "$dir"' EXIT
+abandon() {
+	local n
+	kill -TERM ${pids[@]+"${pids[@]}"} 2>/dev/null || true
+	for n in ${names[@]+"${names[@]}"}; do
+		rm -f "$state/$n.pid"
+	done
+	rm -rf "$dir"
+}
+trap abandon EXIT
 
 # start NAME PROGRAM ARGS...: run it with --ready-fd 3 on a fifo and wait
 # for the line with its address (empty if it died first).
@@ -79,6 +111,7 @@ start() {
 		stop 69
 	fi
 	printf '%s' "$addr" >"$dir/$name.addr"
+	echo "${pids[-1]}" >"$state/$name.pid"
 }
 
 http_flag() {
@@ -87,7 +120,7 @@ http_flag() {
 }
 
 mapfile -t h <<<"$(http_flag 0)"
-start master "$bin/mc-master" --listen "$master_listen" --snapshot-dir "$dir/snapshots" \
+start master "$bin/mc-master" --listen "$master_listen" --snapshot-dir "$state/snapshots" \
 	--evict-policy "$policy" ${h[0]:+"${h[@]}"}
 master=$(cat "$dir/master.addr")
 mapfile -t h <<<"$(http_flag 1)"
@@ -97,40 +130,28 @@ mapfile -t h <<<"$(http_flag 2)"
 start peer2 "$bin/mc-peer" --master "$master" --listen 127.0.0.1:0 --dram "$dram" \
 	${h[0]:+"${h[@]}"}
 
-cli=$bin/mc-cli
-snap=$bin/mc-snapshot
-if [ "$master" != 127.0.0.1:7300 ]; then
-	cli="$cli -m $master"
-	snap="$snap -m $master"
-fi
 cat <<EOF
 
 mc is running:
-  master  $master
-  peer 1  $(cat "$dir/peer1.addr") ($dram DRAM)
-  peer 2  $(cat "$dir/peer2.addr") ($dram DRAM)
+  master  $master (pid ${pids[0]})
+  peer 1  $(cat "$dir/peer1.addr") ($dram DRAM, pid ${pids[1]})
+  peer 2  $(cat "$dir/peer2.addr") ($dram DRAM, pid ${pids[2]})
+  state   $state (snapshots; kept after Ctrl-C)
 EOF
 if [ -n "$http" ]; then
 	printf '  metrics http://127.0.0.1:%d/metrics (peers: %d, %d)\n' \
 		"$http" $((http + 1)) $((http + 2))
 fi
-cat <<EOF
-
-Try, in another terminal:
-  $cli peers
-  echo hello | $cli put greeting
-  $cli get greeting
-  $cli put big /etc/services --replicas 2
-  $cli stat big
-  $cli ls
-  $cli rm greeting --force     # the get above leased it for 10 s
-  $snap save          # into $dir/snapshots
-  $snap ls $dir/snapshots
-  $cli candidates | $bin/mc-evict-plan -p $policy --target 10% --explain
-  $cli evict --target 64KiB --dry-run   # the master's own plan, nothing evicted
-
-Press Ctrl-C to stop all three.
-EOF
+# The tour's commands run at the top of the checkout against the default
+# master and state directory; the lines before it say how otherwise.
+echo
+echo "Take the tour (README.md, examples/tour.sh) in another terminal:"
+echo "  cd $root"
+[ "$master" = 127.0.0.1:7300 ] || echo "  export MC_MASTER=$master"
+[ "$state" = "$root/run" ] || echo "  # (its run/ is $state)"
+sed '/./s/^/  /' "$here/tour.sh"
+echo
+echo "Press Ctrl-C to stop all three."
 
 # Stay in the foreground until a signal. A peer that dies (say, killed to
 # watch the master drop its replicas) is reported and the rest keep
@@ -145,6 +166,7 @@ while :; do
 				stop 1
 			fi
 			echo "local-cluster: ${names[i]} (pid ${pids[i]}) exited; the others keep running" >&2
+			rm -f "$state/${names[i]}.pid"
 			unset 'pids[i]' 'names[i]'
 		fi
 	done

@@ -10,6 +10,8 @@ setup() {
 	mc_require_bins mc-master mc-peer mc-cli mc-evict-plan
 	mc_test_dir
 	RUN_OUT="$MC_DIR/run.out"
+	# its state directory, never the checkout's run/
+	export MC_RUN_DIR="$BATS_TEST_TMPDIR/run"
 }
 
 teardown() {
@@ -46,13 +48,14 @@ start_cluster() {
 	assert_success
 	[ "$(jq -r 'select(.t == "stage") | .victims[].key' <<<"$output" | paste -sd' ')" = cold ]
 	mc-cli exist cold
-	grep -q "tenant-type.policy --target 10% --explain" "$RUN_OUT"
+	# the banner ends with the tour (tests/cli/tour.bats runs it)
+	grep -q "Take the tour (README.md, examples/tour.sh)" "$RUN_OUT"
 	kill -TERM "$RUN_PID"
 	local rc=0
 	wait "$RUN_PID" || rc=$?
 	RUN_PID=
 	[ "$rc" -eq 0 ]
-	grep -q "local-cluster: stopped" "$RUN_OUT"
+	grep -q "local-cluster: stopped; the snapshots stay in $MC_RUN_DIR/snapshots" "$RUN_OUT"
 }
 
 @test "local cluster: an unreadable policy stops it before any daemon starts" {

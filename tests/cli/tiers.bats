@@ -438,6 +438,24 @@ stat_field_is() {
 	assert_output --partial "no_space"
 }
 
+@test "hbm and cxl, which only a peer speaking the protocol can have: cxl between dram and ssd, hbm never placed on" {
+	master
+	register p "[$(tier dram 1000),$(tier cxl 100000),$(tier ssd 1000000),$(tier hbm 10000000)]" >/dev/null
+	run -0 mc-rpc "$MC_MASTER" put_start key=small size:=500
+	[ "$(jq -r '.replicas[0].tier' <<<"$output")" = dram ]
+	# past dram, cxl comes before ssd
+	run -0 mc-rpc "$MC_MASTER" put_start key=mid size:=2000
+	[ "$(jq -r '.replicas[0].tier' <<<"$output")" = cxl ]
+	# past cxl, ssd: hbm, with room to spare, is never picked by itself
+	run -0 mc-rpc "$MC_MASTER" put_start key=big size:=200000
+	[ "$(jq -r '.replicas[0].tier' <<<"$output")" = ssd ]
+	run -0 mc-rpc "$MC_MASTER" put_start key=cold size:=500 tier=cxl
+	[ "$(jq -r '.replicas[0].tier' <<<"$output")" = cxl ]
+	# placement has no place for hbm, even asked for and with room (mc-cli(1))
+	run -1 mc-rpc "$MC_MASTER" put_start key=hot size:=500 tier=hbm
+	assert_output --partial "no_space: no space for 500 bytes of hbm"
+}
+
 @test "peers and stat show usage and capacity per tier" {
 	local id
 	master
