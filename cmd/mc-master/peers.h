@@ -158,6 +158,8 @@ int peer_prepack(struct peer *peer);
 
 /* Heard from within ttl ms (by the monotonic clock: a fake clock cannot kill a peer). */
 bool peer_alive(const struct peer *peer, uint64_t ttl);
+/* How long until a peer that stays silent is past ttl and dropped (0: it is already). */
+uint64_t peer_drop_in_ms(const struct peer *peer, uint64_t ttl);
 
 /* Draw a new session token from getrandom(2); -1 with err when it cannot. */
 int peer_session_new(struct peer *peer, struct mc_err *err);

@@ -204,9 +204,11 @@ void
 req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
 		 struct mc_grant_scope *scope, const struct mgrant_ident *id)
 {
-	msgpack_pack_map(pk, 7);
+	msgpack_pack_map(pk, 8);
 	mc_pack_kv_u64(pk, "replica_id", r->id);
 	mc_pack_kv_u64(pk, "peer_id", r->peer);
+	/* so that a reader the peer does not answer can say when it goes */
+	mc_pack_kv_u64(pk, "drop_in_ms", p != NULL ? peer_drop_in_ms(p, m->cfg.peer_ttl) : 0);
 	scope->peer = r->peer;
 	mc_pack_key(pk, "grant");
 	mgrants_pack(pk, &m->grants, p != NULL ? &p->grant_signer : NULL, scope, id);

@@ -59,8 +59,8 @@ int req_opt_name(const msgpack_object *params, const char *field, const char **s
 		 struct mc_err *err);
 
 /*
- * One replica entry {replica_id, peer_id, grant, addr, tier, host,
- * domain}; p may be NULL. The grant lets the caller do scope's action
+ * One replica entry {replica_id, peer_id, drop_in_ms, grant, addr, tier,
+ * host, domain}; p may be NULL. The grant lets the caller do scope's action
  * (its peer is r's) on that copy; id (NULL: none) lets a read grant
  * come from the cache (grants.h).
  */

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+#
+# Errors that say the cause and the fix, each with its own exit status:
+# too few peers for --replicas, an object larger than any tier, a cache
+# full of what cannot be evicted, an existing key, a replica's peer that
+# is down, a master whose name does not resolve. Clusters differ per
+# test, so each starts its own.
+
+load helpers
+
+setup() {
+	mc_require_bins mc-master mc-peer mc-cli mc-rpc
+	mc_test_dir
+}
+
+teardown() {
+	mc_stop_all
+}
+
+teardown_file() {
+	mc_stop_everything
+}
+
+@test "errors: more --replicas than live peers says how many are alive and how many were asked (69)" {
+	mc_start_master --peer-ttl 1h
+	mc_start_peers 2
+	run -69 mc-cli put many - --replicas 3 <<<"x"
+	assert_output "mc-cli: cannot put 'many': 3 replicas need 3 live peers; 2 are alive"
+	run -1 mc-cli exist many
+}
+
+@test "errors: replicas that only some peers' tiers could hold is too few peers, not no space (69)" {
+	mc_start_master --peer-ttl 1h
+	MC_PEER_DRAM=4MiB mc_start_peer small
+	MC_PEER_DRAM=16MiB mc_start_peer big
+	mc_random_file "$BATS_TEST_TMPDIR/six" $((6 << 20))
+	run -69 mc-cli put six "$BATS_TEST_TMPDIR/six" --replicas 2
+	assert_output "mc-cli: cannot put 'six': 2 replicas of 6MiB need 2 peers with a tier that large; 1 has one"
+}
+
+@test "errors: an object larger than any tier names the largest tier (1)" {
+	mc_start_master --peer-ttl 1h
+	MC_PEER_DRAM=4MiB mc_start_peer small
+	MC_PEER_DRAM=8MiB mc_start_peer big
+	mc_random_file "$BATS_TEST_TMPDIR/ten" $((10 << 20))
+	local id
+	id="$(mc_peer_id "$(mc_addr big)")"
+	run -1 mc-cli put ten "$BATS_TEST_TMPDIR/ten"
+	assert_output "mc-cli: cannot put 'ten': 10MiB is larger than any tier: the largest is 8MiB (dram of peer $id)"
+	# nothing to wait for: the master answered at once, the client did not ask again
+	refute_output --partial "waited"
+}
+
+@test "errors: a put of an existing key suggests --upsert (1)" {
+	mc_start_master --peer-ttl 1h
+	mc_start_peers 1
+	echo one | mc-cli put k
+	run -1 mc-cli put k - <<<"two"
+	assert_output "mc-cli: cannot put 'k': already exists (use --upsert to replace it)"
+	echo two | mc-cli put k --upsert
+	run -0 mc-cli get k
+	assert_output two
+}
+
+@test "errors: a master whose host name does not resolve is unavailable (69), in every tool" {
+	run -69 mc-cli -m nosuchhost.invalid:7300 ls
+	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
+	run -69 mc-softpin -m nosuchhost.invalid:7300 stats
+	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
+	run -69 mc-snapshot -m nosuchhost.invalid:7300 save -o "$BATS_TEST_TMPDIR/s.mcs"
+	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
+	# a malformed address is still a usage error
+	run -64 mc-cli -m nosuchhost.invalid:http ls
+	assert_output --partial "port must be a number"
+}
+
+@test "errors: a get whose only replica's peer died names the peer and when the master drops it (69)" {
+	# a peer TTL of an hour: the master lists the dead peer's replica all through the test
+	mc_start_master --peer-ttl 1h
+	mc_start_peers 1
+	echo bytes | mc-cli put only
+	local addr id
+	addr="$(mc_addr peer1)"
+	id="$(mc_peer_id "$addr")"
+	mc_kill9 peer1
+	run -69 mc-cli get only
+	assert_output --regexp "^mc-cli: cannot read 'only': peer $id \\($addr\\) is not answering \\(.*connection refused\\); the master drops it in (59\\.[0-9]m|60m|1h) unless it comes back$"
+}
