@@ -897,7 +897,8 @@ peer_down(char *buf, size_t cap, const struct rep *r, const struct mc_err *err)
 	if (r->drop_in_ms == 0)
 		snprintf(buf + n, cap - (size_t)n, "; the master drops it at its next sweep");
 	else
-		snprintf(buf + n, cap - (size_t)n, "; the master drops it in %s unless it comes back",
+		snprintf(buf + n, cap - (size_t)n,
+			 "; the master drops it in %s unless it comes back",
 			 mc_fmt_duration_ms(r->drop_in_ms, when, sizeof(when)));
 }
 

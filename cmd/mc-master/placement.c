@@ -172,9 +172,10 @@ beyond_reach(const struct master *m, uint64_t size, unsigned replicas, int tier,
 				  mc_fmt_size(r.largest, big, sizeof(big)),
 				  mc_tier_name(r.largest_tier), r.largest_peer);
 	if (r.roomy < replicas)
-		return mc_err_set(err, MC_ERR_TOO_FEW_PEERS,
-				  "%u replicas of %s need %u peers with a tier that large; %u %s one",
-				  replicas, sz, replicas, r.roomy, r.roomy == 1 ? "has" : "have");
+		return mc_err_set(
+			err, MC_ERR_TOO_FEW_PEERS,
+			"%u replicas of %s need %u peers with a tier that large; %u %s one",
+			replicas, sz, replicas, r.roomy, r.roomy == 1 ? "has" : "have");
 	return 0;
 }
 

@@ -86,3 +86,36 @@ teardown_file() {
 	run -69 mc-cli get only
 	assert_output --regexp "^mc-cli: cannot read 'only': peer $id \\($addr\\) is not answering \\(.*connection refused\\); the master drops it in (59\\.[0-9]m|60m|1h) unless it comes back$"
 }
+
+@test "errors: a cache full of hard pins says so, with how much of the tier they hold (1)" {
+	mc_start_master --peer-ttl 1h --put-wait 100ms
+	MC_PEER_DRAM=16MiB mc_start_peers 1
+	mc_random_file "$BATS_TEST_TMPDIR/four" $((4 << 20))
+	local k
+	for k in 1 2 3; do
+		mc-cli put "pin$k" "$BATS_TEST_TMPDIR/four" --hard-pin
+	done
+	mc_random_file "$BATS_TEST_TMPDIR/eight" $((8 << 20))
+	run -1 mc-cli put more "$BATS_TEST_TMPDIR/eight"
+	assert_output --regexp "^mc-cli: cannot put 'more': no space for 8MiB on 1 peer: hard pins hold 12MiB \\(75%\\) of the 16MiB of dram that could take it( \\(waited [0-9]+ ms for eviction\\))?$"
+	# room that eviction can make is still plain no space, and is made
+	mc-cli rm pin3
+	mc-cli put plain "$BATS_TEST_TMPDIR/four"
+	run -0 mc-cli put more "$BATS_TEST_TMPDIR/eight"
+	run -1 mc-cli exist plain
+}
+
+@test "errors: a cache full of leased and soft-pinned copies names each hold (1)" {
+	mc_start_master --peer-ttl 1h --lease-ttl 1h --put-wait 0
+	# the master's rounds, which know the leases, are the only eviction
+	MC_PEER_DRAM=16MiB mc_start_peers 1 --eviction-mode master
+	mc_random_file "$BATS_TEST_TMPDIR/four" $((4 << 20))
+	mc-cli put soft "$BATS_TEST_TMPDIR/four" --soft-pin enable:1h
+	mc-cli put read1 "$BATS_TEST_TMPDIR/four"
+	mc-cli put read2 "$BATS_TEST_TMPDIR/four"
+	mc_hold_lease read1
+	mc_hold_lease read2
+	mc_random_file "$BATS_TEST_TMPDIR/eight" $((8 << 20))
+	run -1 mc-cli put more "$BATS_TEST_TMPDIR/eight"
+	assert_output "mc-cli: cannot put 'more': no space for 8MiB on 1 peer: soft pins hold 4MiB (25%), read leases 8MiB (50%) of the 16MiB of dram that could take it"
+}
