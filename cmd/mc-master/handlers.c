@@ -817,7 +817,7 @@ h_peers(struct mc_req *req)
 		const struct peer *p = m->peers.v[i];
 		uint64_t mono = mc_mono_ms();
 
-		msgpack_pack_map(pk, 11);
+		msgpack_pack_map(pk, 12);
 		mc_pack_kv_u64(pk, "peer_id", p->id);
 		mc_pack_kv_str(pk, "addr", p->addr);
 		mc_pack_kv_str(pk, "host", p->host);
@@ -835,6 +835,8 @@ h_peers(struct mc_req *req)
 		pack_tiers(pk, m, p);
 		mc_pack_kv_u64(pk, "last_heartbeat", p->last_heartbeat);
 		mc_pack_kv_u64(pk, "silent_ms", mono > p->heard ? mono - p->heard : 0);
+		/* what silent_ms is measured against: a peer silent for two has missed one */
+		mc_pack_kv_u64(pk, "heartbeat_ms", PEER_HEARTBEAT_MS);
 	}
 	mc_reply_end(req);
 }

@@ -20,6 +20,8 @@
 #include "tasks.h"
 
 #define PEERS_MAX 1024
+/* The heartbeat period the master asks of its peers (register's heartbeat_ms). */
+#define PEER_HEARTBEAT_MS 1000
 #define EVICT_MODE_MAX 32
 /* Bytes of a session token; on the wire it is twice as many hex digits. */
 #define PEER_SESSION_LEN 16

@@ -8,6 +8,9 @@
 #include "master.h"
 #include "placement.h"
 
+/* "s" after a count other than one */
+#define PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* Tiers a new copy may land on, best first. */
 static const int place_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
 
@@ -162,8 +165,9 @@ beyond_reach(const struct master *m, uint64_t size, unsigned replicas, int tier,
 	reach_of(m, size, tier, &r);
 	if (r.alive < replicas)
 		return mc_err_set(err, MC_ERR_TOO_FEW_PEERS,
-				  "%u replicas need %u live peers; %u %s alive", replicas, replicas,
-				  r.alive, r.alive == 1 ? "is" : "are");
+				  "%u replica%s need%s %u live peer%s; %u %s alive", replicas,
+				  PLURAL(replicas), replicas == 1 ? "s" : "", replicas,
+				  PLURAL(replicas), r.alive, r.alive == 1 ? "is" : "are");
 	mc_fmt_size(size, sz, sizeof(sz));
 	if (r.roomy == 0 && r.largest_tier >= 0)
 		return mc_err_set(err, MC_ERR_TOO_LARGE,
@@ -194,8 +198,9 @@ placement_pick(struct master *m, uint64_t size, unsigned replicas, int tier, str
 	if (beyond_reach(m, size, replicas, tier, err) != 0)
 		return -1;
 	if (tier != MC_TIER_NONE)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes of %s on %u peers",
-				  (unsigned long long)size, mc_tier_name(tier), replicas);
-	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peers",
-			  (unsigned long long)size, replicas);
+		return mc_err_set(
+			err, MC_ERR_NO_SPACE, "no space for %llu bytes of %s on %u peer%s",
+			(unsigned long long)size, mc_tier_name(tier), replicas, PLURAL(replicas));
+	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peer%s",
+			  (unsigned long long)size, replicas, PLURAL(replicas));
 }

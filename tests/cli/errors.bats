@@ -84,7 +84,7 @@ teardown_file() {
 	id="$(mc_peer_id "$addr")"
 	mc_kill9 peer1
 	run -69 mc-cli get only
-	assert_output --regexp "^mc-cli: cannot read 'only': peer $id \\($addr\\) is not answering \\(.*connection refused\\); the master drops it in (59\\.[0-9]m|60m|1h) unless it comes back$"
+	assert_output --regexp "^mc-cli: cannot read 'only': peer $id \\($addr\\) is not answering \\(.*connection refused\\); the master drops it in (59\\.[0-9]+m|60m|1h) unless it comes back$"
 }
 
 @test "errors: a cache full of hard pins says so, with how much of the tier they hold (1)" {
@@ -118,4 +118,33 @@ teardown_file() {
 	mc_random_file "$BATS_TEST_TMPDIR/eight" $((8 << 20))
 	run -1 mc-cli put more "$BATS_TEST_TMPDIR/eight"
 	assert_output "mc-cli: cannot put 'more': no space for 8MiB on 1 peer: soft pins hold 4MiB (25%), read leases 8MiB (50%) of the 16MiB of dram that could take it"
+}
+
+# peer_alive_cell NAME: the ALIVE cell of the peer's row in `mc-cli peers`.
+peer_alive_cell() {
+	mc-cli peers | awk -v a="$(mc_addr "$1")" '$2 == a { print $5 ($5 == "silent" ? " " $6 : "") }'
+}
+
+peer_silent() {
+	[[ "$(peer_alive_cell "$1")" == silent* ]]
+}
+
+@test "peers: a killed peer shows how long it has been silent, not ALIVE yes, until the master drops it" {
+	mc_start_master --peer-ttl 1h
+	mc_start_peers 2
+	run -0 peer_alive_cell peer1
+	assert_output yes
+	mc_kill9 peer1
+	# two heartbeat periods without one: it missed a heartbeat
+	wait_until 10 peer_silent peer1
+	run -0 peer_alive_cell peer1
+	assert_output --regexp '^silent [0-9]+(\.[0-9]+)?s$'
+	run -0 peer_alive_cell peer2
+	assert_output yes
+	# --json: the master still counts it alive, silent for that many ms
+	run -0 mc_peers_json
+	jq_any --arg a "$(mc_addr peer1)" \
+		'.addr == $a and .alive == true and .silent_ms >= 2 * .heartbeat_ms' <<<"$output"
+	jq_any --arg a "$(mc_addr peer2)" \
+		'.addr == $a and .alive == true and .silent_ms < 2 * .heartbeat_ms' <<<"$output"
 }
