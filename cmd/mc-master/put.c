@@ -431,14 +431,17 @@ static void
 h_put_start(struct mc_req *req)
 {
 	struct master *m = req_begin(req);
-	uint32_t tenant = req_client(req)->tenant;
 	struct put_args a;
 	struct mc_err err;
 	struct room room;
+	int64_t t;
+	uint32_t tenant;
 
 	if (put_args_parse(req->params, &a, &err) != 0 ||
-	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0)
+	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0 ||
+	    (t = req_tenant_make(req, &err)) < 0)
 		goto fail;
+	tenant = (uint32_t)t;
 	if (a.parent != NULL)
 		a.parent_hash = store_key_hash(tenant, a.parent, a.plen);
 	a.parent = NULL; /* the hash is all a waiting put keeps */

@@ -148,3 +148,36 @@ peer_silent() {
 	jq_any --arg a "$(mc_addr peer2)" \
 		'.addr == $a and .alive == true and .silent_ms < 2 * .heartbeat_ms' <<<"$output"
 }
+
+# tenant_listed NAME: cluster stat lists tenant NAME.
+tenant_listed() {
+	mc-cli --json stat | jq -e --arg t "$1" 'any(.tenants[]; .tenant == $t)' >/dev/null
+}
+
+@test "tenants: reads under a new tenant create nothing; its first put does" {
+	mc_start_master --peer-ttl 1h --http 127.0.0.1:0
+	mc_start_peers 1
+	run -1 mc-cli -t newt exist k
+	run -1 mc-cli -t newt get k
+	assert_output "mc-cli: cannot get 'k': not found"
+	run -1 mc-cli -t newt stat k
+	run -0 mc-cli -t newt ls
+	assert_output ""
+	run -0 mc-cli -t newt stat
+	run -1 tenant_listed newt
+	# a reader connected before the tenant existed sees what a put wrote
+	# since: it holds the bulk of a candidates answer unread meanwhile
+	mkfifo "$BATS_TEST_TMPDIR/stall"
+	mc-rpc --tenant newt --stall "$BATS_TEST_TMPDIR/stall" "$MC_MASTER" candidates \
+		--then exist key=k >"$BATS_TEST_TMPDIR/reader.out" &
+	local reader=$!
+	# its hello came before the put: the tenant did not exist then
+	wait_until 10 mc_metric_at_least master 'mc_requests_total{method="candidates"}' 1
+	run -1 tenant_listed newt
+	echo v | mc-cli -t newt put k
+	tenant_listed newt
+	echo go >"$BATS_TEST_TMPDIR/stall"
+	wait "$reader"
+	run -0 tail -n 1 "$BATS_TEST_TMPDIR/reader.out"
+	assert_output '{"exists":true}'
+}
