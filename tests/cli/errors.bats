@@ -9,7 +9,7 @@
 load helpers
 
 setup() {
-	mc_require_bins mc-master mc-peer mc-cli mc-rpc
+	mc_require_bins mc-master mc-peer mc-cli mc-rpc mc-softpin mc-snapshot mc-bench
 	mc_test_dir
 }
 
@@ -68,6 +68,8 @@ teardown_file() {
 	run -69 mc-softpin -m nosuchhost.invalid:7300 stats
 	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
 	run -69 mc-snapshot -m nosuchhost.invalid:7300 save -o "$BATS_TEST_TMPDIR/s.mcs"
+	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
+	run -69 mc-bench -m nosuchhost.invalid:7300 get -n 1
 	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
 	# a malformed address is still a usage error
 	run -64 mc-cli -m nosuchhost.invalid:http ls
