@@ -71,7 +71,13 @@ teardown_file() {
 	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
 	run -69 mc-bench -m nosuchhost.invalid:7300 get -n 1
 	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
+	# the daemons too, for the master they register with and where they listen
+	run -69 mc-peer --master nosuchhost.invalid:7300 --dram 16MiB --listen "unix:$MC_DIR/p.sock"
+	assert_output --partial "invalid --master 'nosuchhost.invalid:7300': cannot resolve"
+	run -69 mc-master --listen nosuchhost.invalid:7300
+	assert_output --partial "cannot resolve 'nosuchhost.invalid'"
 	# a malformed address is still a usage error
+	run -64 mc-peer --master nosuchhost.invalid:http --dram 16MiB
 	run -64 mc-cli -m nosuchhost.invalid:http ls
 	assert_output --partial "port must be a number"
 }
