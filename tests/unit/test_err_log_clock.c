@@ -19,11 +19,11 @@
 static void
 test_status_names(void)
 {
-	static const char *const want[] = { "ok",	"not_found",   "exists",  "no_space",
-					    "leased",	"invalid",     "busy",	  "version",
-					    "checksum", "unavailable", "proto",	  "too_large",
-					    "quota",	"denied",      "timeout", "system",
-					    "internal", "permission", "too_few_peers" };
+	static const char *const want[] = { "ok",	"not_found",   "exists",       "no_space",
+					    "leased",	"invalid",     "busy",	       "version",
+					    "checksum", "unavailable", "proto",	       "too_large",
+					    "quota",	"denied",      "timeout",      "system",
+					    "internal", "permission",  "too_few_peers" };
 	int i, ok = 1, trip = 1;
 
 	TAP_OK(sizeof(want) / sizeof(want[0]) == MC_STATUS_COUNT,
