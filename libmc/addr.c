@@ -119,7 +119,12 @@ mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err)
 	hints.ai_flags = AI_NUMERICSERV;
 	rc = getaddrinfo(host, serv, &hints, &res);
 	if (rc != 0 || res == NULL) {
-		int code = rc == EAI_AGAIN ? MC_ERR_UNAVAILABLE : MC_ERR_INVALID;
+		/*
+		 * A name that does not resolve is a service out of reach (the
+		 * resolver, or a host not there yet), not a malformed address:
+		 * the syntax was checked above.
+		 */
+		int code = MC_ERR_UNAVAILABLE;
 		char why[128];
 
 		if (res != NULL)

@@ -29,6 +29,7 @@
 #include "mc/checksum.h"
 #include "mc/client.h"
 #include "mc/dataplane.h"
+#include "mc/parse.h"
 #include "mc/proto.h"
 #include "mc/rpcc.h"
 #include "mc/tier.h"
@@ -563,6 +564,10 @@ mc_client_master(struct mc_client *c)
 
 struct rep {
 	uint64_t id;
+	uint64_t peer_id; /* 0: the master did not say */
+	/* when the master drops the peer if it stays silent; has_drop: it said */
+	uint64_t drop_in_ms;
+	bool has_drop;
 	char addr[MC_ADDR_MAX];
 	char tier[16];
 	unsigned char grant[GRANT_MAX];
@@ -575,6 +580,7 @@ parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep, str
 	const msgpack_object_array *a = mc_map_array(body, "replicas");
 	const char *g;
 	uint32_t i;
+	int rc;
 
 	*nrep = 0;
 	if (!a)
@@ -589,6 +595,11 @@ parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep, str
 		if (mc_map_u64(o, "replica_id", &r->id, err) != 1 ||
 		    mc_map_strcpy(o, "addr", r->addr, sizeof(r->addr), err) != 1)
 			return mc_err_set(err, MC_ERR_PROTO, "malformed replica in a replica list");
+		r->peer_id = 0;
+		if (mc_map_u64(o, "peer_id", &r->peer_id, err) < 0 ||
+		    (rc = mc_map_u64(o, "drop_in_ms", &r->drop_in_ms, err)) < 0)
+			return mc_err_set(err, MC_ERR_PROTO, "malformed peer in a replica list");
+		r->has_drop = rc > 0;
 		snprintf(r->tier, sizeof(r->tier), "%s", mc_tier_name(MC_TIER_DRAM));
 		if (mc_map_strcpy(o, "tier", r->tier, sizeof(r->tier), err) < 0)
 			return mc_err_set(err, MC_ERR_PROTO, "malformed tier in a replica list");
@@ -863,12 +874,47 @@ read_send(struct conns *t, struct mc_rpcc *r, void *item, struct mc_err *err)
 	return mc_dp_read_send(r, &o, err);
 }
 
+/*
+ * A replica's peer that could not be reached: say which peer it is and,
+ * from the master's word, how long it has before it is dropped (its
+ * replicas with it), instead of a bare "connection refused".
+ */
+static void
+peer_down(char *buf, size_t cap, const struct rep *r, const struct mc_err *err)
+{
+	const char *why = strstr(err->msg, r->addr);
+	char when[32];
+	int n;
+
+	/* "cannot connect to ADDR: connection refused": the reason alone */
+	why = why != NULL && strncmp(why + strlen(r->addr), ": ", 2) == 0
+		      ? why + strlen(r->addr) + 2
+		      : err->msg;
+	n = snprintf(buf, cap, "peer %llu (%s) is not answering (%s)",
+		     (unsigned long long)r->peer_id, r->addr, why);
+	if (!r->has_drop || n < 0 || (size_t)n >= cap)
+		return;
+	if (r->drop_in_ms == 0)
+		snprintf(buf + n, cap - (size_t)n, "; the master drops it at its next sweep");
+	else
+		snprintf(buf + n, cap - (size_t)n,
+			 "; the master drops it in %s unless it comes back",
+			 mc_fmt_duration_ms(r->drop_in_ms, when, sizeof(when)));
+}
+
 static void
 read_fail(void *item, const char *addr, const struct mc_err *err)
 {
 	struct get_key *k = item;
+	char down[MC_ERR_MSG_MAX];
 
-	key_err(&k->err, err->code, "read", k->key, k->klen, "from", addr, err->msg);
+	if ((err->code == MC_ERR_UNAVAILABLE || err->code == MC_ERR_TIMEOUT) &&
+	    k->rep[k->next].peer_id != 0) {
+		peer_down(down, sizeof(down), &k->rep[k->next], err);
+		key_err(&k->err, err->code, "read", k->key, k->klen, "from", NULL, down);
+	} else {
+		key_err(&k->err, err->code, "read", k->key, k->klen, "from", addr, err->msg);
+	}
 	if (err->code != MC_ERR_CHECKSUM)
 		k->all_checksum = false;
 	k->next++;

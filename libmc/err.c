@@ -31,6 +31,7 @@ static const char *const status_names[MC_STATUS_COUNT] = {
 	[MC_ERR_SYSTEM] = "system",
 	[MC_ERR_INTERNAL] = "internal",
 	[MC_ERR_PERMISSION] = "permission",
+	[MC_ERR_TOO_FEW_PEERS] = "too_few_peers",
 };
 
 int
@@ -150,6 +151,7 @@ mc_status_exit_code(int code)
 		return MC_EXIT_DATAERR;
 	case MC_ERR_UNAVAILABLE:
 	case MC_ERR_TIMEOUT:
+	case MC_ERR_TOO_FEW_PEERS:
 		return MC_EXIT_UNAVAILABLE;
 	case MC_ERR_INTERNAL:
 	case MC_ERR_SYSTEM:

@@ -542,7 +542,7 @@ mc_tool_fail(const struct mc_err *err, const char *verb, const char *what)
 		plain = "not found";
 		break;
 	case MC_ERR_EXISTS:
-		plain = "already exists";
+		plain = "already exists (use --upsert to replace it)";
 		break;
 	case MC_ERR_LEASED:
 		plain = "leased (use --force)";

@@ -290,6 +290,28 @@ fmt_tier(const msgpack_object *peer, int tier, char *buf, size_t cap)
 	return snprintf(buf, cap, "-");
 }
 
+/*
+ * A peer's liveness cell: "no" past the master's --peer-ttl, "silent
+ * 3.2s" once it has missed a heartbeat (silent for two periods; the
+ * master still counts it alive), else "yes". Its length.
+ */
+static int
+fmt_alive(const msgpack_object *peer, char *buf, size_t cap)
+{
+	uint64_t silent = 0, period = 0;
+	bool alive = false;
+	char d[32];
+
+	mc_map_bool(peer, "alive", &alive, NULL);
+	mc_map_u64(peer, "silent_ms", &silent, NULL);
+	mc_map_u64(peer, "heartbeat_ms", &period, NULL);
+	if (!alive)
+		return snprintf(buf, cap, "no");
+	if (period > 0 && silent >= 2 * period)
+		return snprintf(buf, cap, "silent %s", mc_fmt_duration_ms(silent, d, sizeof(d)));
+	return snprintf(buf, cap, "yes");
+}
+
 /* The tiers a listing shows a column for: dram always, any other some peer has. */
 static bool
 tier_shown(const msgpack_object_array *peers, int tier)
@@ -310,7 +332,7 @@ int
 cli_peers(int argc, char **argv)
 {
 	const msgpack_object_array *peers;
-	int wa = 4, wh = 4, wd = 6, wt[MC_TIER_COUNT], last = MC_TIER_DRAM;
+	int wa = 4, wh = 4, wd = 6, wl = 5, wt[MC_TIER_COUNT], last = MC_TIER_DRAM;
 	bool shown[MC_TIER_COUNT];
 	char cell[128];
 	struct mc_msg m;
@@ -341,13 +363,15 @@ cli_peers(int argc, char **argv)
 			wh = w;
 		if ((w = str_width(p, "domain")) > wd)
 			wd = w;
+		if ((w = fmt_alive(p, cell, sizeof(cell))) > wl)
+			wl = w;
 		for (int t = 0; t < MC_TIER_COUNT; t++)
 			if (shown[t] && (w = fmt_tier(p, t, cell, sizeof(cell))) > wt[t])
 				wt[t] = w;
 	}
 	if (!cli.json) {
-		printf("%-4s  %-*s  %-*s  %-*s  %-5s", "ID", wa, "ADDR", wh, "HOST", wd, "DOMAIN",
-		       "ALIVE");
+		printf("%-4s  %-*s  %-*s  %-*s  %-*s", "ID", wa, "ADDR", wh, "HOST", wd, "DOMAIN",
+		       wl, "ALIVE");
 		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			char name[16];
 			size_t k;
@@ -364,15 +388,14 @@ cli_peers(int argc, char **argv)
 		for (i = 0; peers && i < peers->size; i++) {
 			const msgpack_object *p = &peers->ptr[i];
 			uint64_t id = 0;
-			bool alive = false;
 
 			mc_map_u64(p, "peer_id", &id, NULL);
-			mc_map_bool(p, "alive", &alive, NULL);
 			printf("%-4" PRIu64 "  ", id);
 			print_str_col(p, "addr", wa);
 			print_str_col(p, "host", wh);
 			print_str_col(p, "domain", wd);
-			printf("%-5s", alive ? "yes" : "no");
+			fmt_alive(p, cell, sizeof(cell));
+			printf("%-*s", wl, cell);
 			for (int t = 0; t < MC_TIER_COUNT; t++) {
 				if (!shown[t])
 					continue;

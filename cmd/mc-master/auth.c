@@ -72,7 +72,6 @@ auth_hello(struct master *m, struct client *cl, const msgpack_object *params, co
 	const struct mc_auth_entry *e;
 	const char *tok;
 	size_t len;
-	int64_t t = 0;
 	int rc;
 
 	if (!m->auth_on)
@@ -92,15 +91,14 @@ auth_hello(struct master *m, struct client *cl, const msgpack_object *params, co
 		return mc_err_set(err, MC_ERR_PERMISSION,
 				  "permission denied: the token speaks for tenant '%s' only",
 				  e->name);
-	if (e->role != MC_ROLE_PEER) {
-		if (tenant == NULL) {
-			tenant = e->name;
-			tenant_len = strlen(e->name);
-		}
-		if ((t = store_tenant_intern(&m->store, tenant, tenant_len, err)) < 0)
-			return -1;
+	if (e->role == MC_ROLE_PEER) {
+		cl->tenant = 0;
+	} else if (tenant == NULL) {
+		req_client_name_tenant(m, cl, e->name, strlen(e->name));
+	} else {
+		/* found, or kept by name until its first put: a hello creates no tenant */
+		req_client_name_tenant(m, cl, tenant, tenant_len);
 	}
-	cl->tenant = (uint32_t)t;
 	cl->who.role = e->role;
 	memcpy(cl->who.name, e->name, sizeof(cl->who.name));
 	memcpy(cl->who.hash, e->hash, sizeof(cl->who.hash));

@@ -204,7 +204,6 @@ h_hello(struct mc_req *req)
 	struct mc_err err;
 	const char *s;
 	size_t len;
-	int64_t tenant = 0;
 	int rc;
 
 	if (cl == NULL) {
@@ -218,27 +217,27 @@ h_hello(struct mc_req *req)
 		/* the token, not the caller, says which tenant it speaks for */
 		if (auth_hello(m, cl, req->params, rc > 0 ? s : NULL, len, &err) != 0)
 			goto bad;
-		tenant = cl->tenant;
-	} else if (rc > 0 && (tenant = store_tenant_intern(&m->store, s, len, &err)) < 0) {
-		goto bad;
+	} else {
+		/* a read must not create the tenant: only a put does (req_tenant_make) */
+		req_client_name_tenant(m, cl, rc > 0 ? s : MC_DEFAULT_TENANT,
+				       rc > 0 ? len : strlen(MC_DEFAULT_TENANT));
 	}
 	if (mc_map_strcpy(req->params, "host", cl->host, sizeof(cl->host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", cl->domain, sizeof(cl->domain), &err) < 0)
 		goto bad;
-	if (req_client_bind_tenant(m, cl, (uint32_t)tenant, &err) != 0) {
+	if (req_client_bind_tenant(m, cl, cl->tenant, &err) != 0) {
 		/* over its tenant's cap: the connection goes once told why */
 		req_fail_err(req, &err);
 		mc_conn_close(req->conn, true);
 		return;
 	}
-	cl->tenant = (uint32_t)tenant;
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 4);
 	mc_pack_kv_str(pk, "version", MC_PROTO_VERSION);
 	mc_pack_kv_u64(pk, "max_msg", MC_WIRE_DEFAULT_MAX_MSG);
 	mc_pack_kv_str(pk, "server", "mc-master " MASTER_VERSION);
 	/* whom the connection speaks for: the token's tenant when it named none */
-	mc_pack_kv_str(pk, "tenant", m->store.tenants[cl->tenant].name);
+	mc_pack_kv_str(pk, "tenant", req_tenant_name(m, cl));
 	mc_reply_end(req);
 	return;
 bad:
@@ -728,6 +727,13 @@ h_stats(struct mc_req *req)
 	mc_pack_kv_u64(pk, "peers", m->peers.n);
 	mc_pack_key(pk, "tenants");
 	msgpack_pack_array(pk, own ? 1 : s->ntenants);
+	if (own && cl->tenant >= s->ntenants) {
+		/* its tenant wrote nothing yet, so does not exist: an empty line */
+		msgpack_pack_map(pk, 3);
+		mc_pack_kv_str(pk, "tenant", req_tenant_name(m, cl));
+		mc_pack_kv_u64(pk, "objects", 0);
+		mc_pack_kv_u64(pk, "bytes", 0);
+	}
 	for (uint32_t i = 0; i < s->ntenants; i++) {
 		if (own && i != cl->tenant)
 			continue;
@@ -817,7 +823,7 @@ h_peers(struct mc_req *req)
 		const struct peer *p = m->peers.v[i];
 		uint64_t mono = mc_mono_ms();
 
-		msgpack_pack_map(pk, 11);
+		msgpack_pack_map(pk, 12);
 		mc_pack_kv_u64(pk, "peer_id", p->id);
 		mc_pack_kv_str(pk, "addr", p->addr);
 		mc_pack_kv_str(pk, "host", p->host);
@@ -835,6 +841,8 @@ h_peers(struct mc_req *req)
 		pack_tiers(pk, m, p);
 		mc_pack_kv_u64(pk, "last_heartbeat", p->last_heartbeat);
 		mc_pack_kv_u64(pk, "silent_ms", mono > p->heard ? mono - p->heard : 0);
+		/* what silent_ms is measured against: a peer silent for two has missed one */
+		mc_pack_kv_u64(pk, "heartbeat_ms", PEER_HEARTBEAT_MS);
 	}
 	mc_reply_end(req);
 }

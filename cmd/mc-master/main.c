@@ -339,7 +339,8 @@ main(int argc, char **argv)
 	}
 	if (mc_addr_parse(m.cfg.listen, &addr, &err) != 0) {
 		mc_complain("invalid --listen '%s': %s", m.cfg.listen, err.msg);
-		return MC_EXIT_USAGE;
+		/* a malformed address is usage; a name that does not resolve, unavailable */
+		return mc_status_exit_code(err.code);
 	}
 	if (!insecure && m.cfg.auth_file == NULL &&
 	    (open_to_others("--listen", m.cfg.listen) || open_to_others("--http", m.cfg.http)))

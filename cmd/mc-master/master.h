@@ -106,8 +106,18 @@ struct auth_who {
 	uint8_t hash[MC_AUTH_HASH_LEN];
 };
 
+/* A connection's tenant while the one it named does not exist: nothing was written under it. */
+#define TENANT_NONE UINT32_MAX
+
 struct client {
+	/*
+	 * The tenant's id, or TENANT_NONE while tenant_name is not in the
+	 * store: reads find nothing there and create nothing; the first
+	 * put creates it (req_tenant_make), and a request after someone
+	 * else's put finds it (req_begin).
+	 */
 	uint32_t tenant;
+	char tenant_name[MC_NAME_MAX + 1];
 	/* counted against counted_tenant's --max-conns-per-tenant */
 	bool counted;
 	uint32_t counted_tenant;

@@ -17,9 +17,6 @@
 #include "rank.h"
 #include "request.h"
 
-/* Heartbeat period suggested to peers. */
-#define HEARTBEAT_MS 1000
-
 /*
  * A tier entry's watermarks {high?, low?}, each a fraction in (0, 1]
  * with low below high; one left out stays as it was (a registration's:
@@ -218,7 +215,7 @@ reply_registered(struct mc_req *req, const struct peer *p, bool resumed)
 	mgrants_pack_key(pk, &m->grants, p->id);
 	mc_pack_kv_str(pk, "session", hex);
 	mc_pack_kv_bool(pk, "resumed", resumed);
-	mc_pack_kv_u64(pk, "heartbeat_ms", HEARTBEAT_MS);
+	mc_pack_kv_u64(pk, "heartbeat_ms", PEER_HEARTBEAT_MS);
 	mc_pack_kv_u64(pk, "peer_ttl_ms", m->cfg.peer_ttl);
 	mc_reply_end(req);
 }

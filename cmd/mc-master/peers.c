@@ -181,6 +181,15 @@ peer_alive(const struct peer *peer, uint64_t ttl)
 	return now <= peer->heard || now - peer->heard <= ttl;
 }
 
+uint64_t
+peer_drop_in_ms(const struct peer *peer, uint64_t ttl)
+{
+	uint64_t now = mc_mono_ms();
+	uint64_t silent = now > peer->heard ? now - peer->heard : 0;
+
+	return silent < ttl ? ttl - silent : 0;
+}
+
 int
 peer_session_new(struct peer *peer, struct mc_err *err)
 {

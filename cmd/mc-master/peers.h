@@ -20,6 +20,8 @@
 #include "tasks.h"
 
 #define PEERS_MAX 1024
+/* The heartbeat period the master asks of its peers (register's heartbeat_ms). */
+#define PEER_HEARTBEAT_MS 1000
 #define EVICT_MODE_MAX 32
 /* Bytes of a session token; on the wire it is twice as many hex digits. */
 #define PEER_SESSION_LEN 16
@@ -158,6 +160,8 @@ int peer_prepack(struct peer *peer);
 
 /* Heard from within ttl ms (by the monotonic clock: a fake clock cannot kill a peer). */
 bool peer_alive(const struct peer *peer, uint64_t ttl);
+/* How long until a peer that stays silent is past ttl and dropped (0: it is already). */
+uint64_t peer_drop_in_ms(const struct peer *peer, uint64_t ttl);
 
 /* Draw a new session token from getrandom(2); -1 with err when it cannot. */
 int peer_session_new(struct peer *peer, struct mc_err *err);

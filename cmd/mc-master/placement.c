@@ -4,8 +4,12 @@
 #include <string.h>
 
 #include "mc/clock.h"
+#include "mc/parse.h"
 #include "master.h"
 #include "placement.h"
+
+/* "s" after a count other than one */
+#define PLURAL(n) ((n) == 1 ? "" : "s")
 
 /* Tiers a new copy may land on, best first. */
 static const int place_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
@@ -105,6 +109,80 @@ tier_exists(const struct master *m, int tier)
 	return false;
 }
 
+/*
+ * Who could ever take a copy of size bytes (on tier only, unless
+ * MC_TIER_NONE): the live peers, those of them with a tier that would
+ * hold it empty, and the largest such tier of all, fit or not.
+ */
+struct reach {
+	unsigned alive, roomy;
+	uint64_t largest;
+	uint32_t largest_peer;
+	int largest_tier;
+};
+
+static void
+reach_of(const struct master *m, uint64_t size, int only, struct reach *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->largest_tier = -1;
+	for (uint32_t i = 0; i < m->peers.n; i++) {
+		const struct peer *p = m->peers.v[i];
+		bool roomy = false;
+
+		if (!peer_alive(p, m->cfg.peer_ttl))
+			continue;
+		r->alive++;
+		for (size_t k = 0; k < sizeof(place_order) / sizeof(place_order[0]); k++) {
+			const struct peer_tier *t = &p->tiers[place_order[k]];
+
+			if ((only != MC_TIER_NONE && place_order[k] != only) || !t->present)
+				continue;
+			if (t->capacity >= peer_tier_footprint(t, size))
+				roomy = true;
+			if (r->largest_tier < 0 || t->capacity > r->largest) {
+				r->largest = t->capacity;
+				r->largest_peer = p->id;
+				r->largest_tier = place_order[k];
+			}
+		}
+		r->roomy += roomy;
+	}
+}
+
+/*
+ * The failures no eviction can mend, each with its own status: fewer
+ * live peers than copies (too_few_peers), a copy larger than every tier
+ * (too_large), fewer peers with a tier that large than copies
+ * (too_few_peers). 0 when none holds.
+ */
+static int
+beyond_reach(const struct master *m, uint64_t size, unsigned replicas, int tier, struct mc_err *err)
+{
+	char sz[32], big[32];
+	struct reach r;
+
+	reach_of(m, size, tier, &r);
+	if (r.alive < replicas)
+		return mc_err_set(err, MC_ERR_TOO_FEW_PEERS,
+				  "%u replica%s need%s %u live peer%s; %u %s alive", replicas,
+				  PLURAL(replicas), replicas == 1 ? "s" : "", replicas,
+				  PLURAL(replicas), r.alive, r.alive == 1 ? "is" : "are");
+	mc_fmt_size(size, sz, sizeof(sz));
+	if (r.roomy == 0 && r.largest_tier >= 0)
+		return mc_err_set(err, MC_ERR_TOO_LARGE,
+				  "%s is larger than any %stier: the largest is %s (%s of peer %u)",
+				  sz, tier != MC_TIER_NONE ? "such " : "",
+				  mc_fmt_size(r.largest, big, sizeof(big)),
+				  mc_tier_name(r.largest_tier), r.largest_peer);
+	if (r.roomy < replicas)
+		return mc_err_set(
+			err, MC_ERR_TOO_FEW_PEERS,
+			"%u replicas of %s need %u peers with a tier that large; %u %s one",
+			replicas, sz, replicas, r.roomy, r.roomy == 1 ? "has" : "have");
+	return 0;
+}
+
 int
 placement_pick(struct master *m, uint64_t size, unsigned replicas, int tier, struct placement *out,
 	       struct mc_err *err)
@@ -117,9 +195,12 @@ placement_pick(struct master *m, uint64_t size, unsigned replicas, int tier, str
 				  mc_tier_name(tier));
 	if (pick_once(m, size, replicas, tier, out) == 0)
 		return 0;
+	if (beyond_reach(m, size, replicas, tier, err) != 0)
+		return -1;
 	if (tier != MC_TIER_NONE)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes of %s on %u peers",
-				  (unsigned long long)size, mc_tier_name(tier), replicas);
-	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peers",
-			  (unsigned long long)size, replicas);
+		return mc_err_set(
+			err, MC_ERR_NO_SPACE, "no space for %llu bytes of %s on %u peer%s",
+			(unsigned long long)size, mc_tier_name(tier), replicas, PLURAL(replicas));
+	return mc_err_set(err, MC_ERR_NO_SPACE, "no space for %llu bytes on %u peer%s",
+			  (unsigned long long)size, replicas, PLURAL(replicas));
 }

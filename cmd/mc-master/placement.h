@@ -23,8 +23,11 @@ struct placement {
 
 /*
  * Choose, on tier only when it is not MC_TIER_NONE (a put that asked for
- * one); -1 with MC_ERR_NO_SPACE when fewer than `replicas` peers fit, or
- * MC_ERR_INVALID when no live peer has that tier at all.
+ * one). -1 with err when it cannot: MC_ERR_INVALID when no live peer has
+ * that tier at all; MC_ERR_TOO_FEW_PEERS when fewer than `replicas` peers
+ * are alive, or have a tier that would hold the copy empty;
+ * MC_ERR_TOO_LARGE when no tier would; MC_ERR_NO_SPACE (which eviction
+ * may mend) when enough tiers would, but not with what they hold now.
  */
 int placement_pick(struct master *m, uint64_t size, unsigned replicas, int tier,
 		   struct placement *out, struct mc_err *err);

@@ -19,6 +19,7 @@
 #include "mc/wire.h"
 #include "commit.h"
 #include "evict.h"
+#include "holds.h"
 #include "master.h"
 #include "ops.h"
 #include "placement.h"
@@ -118,6 +119,7 @@ place(struct master *m, struct mobj *o, const struct placement *pl, uint64_t ver
  */
 struct room {
 	bool helps;	/* a round could make room, in principle */
+	bool unplaced;	/* placement found no room (not the quota, not --max-objects) */
 	uint64_t round; /* the latest round joined or started (0: none now) */
 };
 
@@ -140,6 +142,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	uint64_t h, version, add;
 
 	room->helps = false;
+	room->unplaced = false;
 	room->round = 0;
 	/* A counter that wrapped would hand out versions readers already saw. */
 	if (m->store.version_seq >= VERSION_MAX)
@@ -181,6 +184,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	    placement_pick(m, a->size, (unsigned)a->replicas, a->tier, &pl, err) != 0) {
 		/* Nothing evicts inline on a put: rounds make the room. */
 		if (err->code == MC_ERR_NO_SPACE) {
+			room->unplaced = true;
 			if (trigger)
 				room->round = evict_no_space(m, a->size, (unsigned)a->replicas,
 							     a->tier, &room->helps);
@@ -269,12 +273,21 @@ waiter_free(struct master *m, struct put_wait *w)
 	free(w);
 }
 
+/* A put failed for good: when it found no room, say what held it (holds.h). */
+static void
+explain(struct master *m, const struct put_args *a, const struct room *room, struct mc_err *err)
+{
+	if (room->unplaced)
+		holds_explain(m, a->size, (unsigned)a->replicas, a->tier, err);
+}
+
 /* The wait is over: answer with err (the last attempt's failure). */
 static void
-waiter_fail(struct master *m, struct put_wait *w, const struct mc_err *err)
+waiter_fail(struct master *m, struct put_wait *w, const struct room *room, struct mc_err *err)
 {
 	double waited = (double)(mc_mono_ns() - w->since_ns) / 1e9;
 
+	explain(m, &w->a, room, err);
 	m->put_waits.failed++;
 	mc_metric_observe(m->put_waits.seconds, waited);
 	if (err->code == MC_ERR_NO_SPACE || err->code == MC_ERR_QUOTA)
@@ -310,7 +323,7 @@ waiter_try(struct master *m, struct put_wait *w, bool last)
 		return;
 	}
 	if (last || !room.helps || (trigger && room.round == 0)) {
-		waiter_fail(m, w, &err);
+		waiter_fail(m, w, &room, &err);
 		return;
 	}
 	if (trigger)
@@ -418,14 +431,17 @@ static void
 h_put_start(struct mc_req *req)
 {
 	struct master *m = req_begin(req);
-	uint32_t tenant = req_client(req)->tenant;
 	struct put_args a;
 	struct mc_err err;
 	struct room room;
+	int64_t t;
+	uint32_t tenant;
 
 	if (put_args_parse(req->params, &a, &err) != 0 ||
-	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0)
+	    softpin_parse(m, req->params, &a.sp_action, &a.sp_ttl, &err) != 0 ||
+	    (t = req_tenant_make(req, &err)) < 0)
 		goto fail;
+	tenant = (uint32_t)t;
 	if (a.parent != NULL)
 		a.parent_hash = store_key_hash(tenant, a.parent, a.plen);
 	a.parent = NULL; /* the hash is all a waiting put keeps */
@@ -434,6 +450,7 @@ h_put_start(struct mc_req *req)
 	if (room.helps && room.round != 0 && m->cfg.put_wait > 0 &&
 	    wait_for_room(m, req, tenant, &a, &room) == 0)
 		return;
+	explain(m, &a, &room, &err);
 fail:
 	req_fail_err(req, &err);
 }
@@ -460,6 +477,7 @@ put_free(struct master *m)
 {
 	struct put_waits *ws = &m->put_waits;
 
+	holds_free(&ws->holds);
 	while (ws->head != NULL) {
 		struct put_wait *w = ws->head;
 

@@ -21,6 +21,7 @@ struct put_waits {
 	size_t n;
 	uint64_t waited, placed, failed;
 	struct mc_metric *seconds;
+	struct holds *holds; /* what no round could free, as last found (holds.h) */
 };
 
 int put_init(struct master *m, struct mc_err *err);

@@ -6,16 +6,77 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/log.h"
 #include "mc/wire.h"
 #include "request.h"
 
 /* A connection that never said hello speaks for the default tenant. */
 static const struct client default_client;
 
+/*
+ * A connection whose tenant did not exist: bind to it once it does. Over
+ * --max-conns-per-tenant it speaks for it all the same, uncounted: it
+ * said hello while the cap could not apply, and failing its reads for
+ * it would only make them wrong.
+ */
+static void
+resolve_tenant(struct master *m, struct client *cl)
+{
+	int64_t t = store_tenant_find(&m->store, cl->tenant_name, strlen(cl->tenant_name));
+	struct mc_err err;
+
+	if (t < 0)
+		return;
+	if (req_client_bind_tenant(m, cl, (uint32_t)t, &err) != 0)
+		mc_warn("%s; this one was opened before the tenant existed", err.msg);
+	cl->tenant = (uint32_t)t;
+}
+
 struct master *
 req_begin(struct mc_req *req)
 {
-	return req->ctx;
+	struct master *m = req->ctx;
+	struct client *cl = req->conn != NULL ? mc_conn_data(req->conn) : NULL;
+
+	if (cl != NULL && cl->tenant == TENANT_NONE)
+		resolve_tenant(m, cl);
+	return m;
+}
+
+void
+req_client_name_tenant(struct master *m, struct client *cl, const char *name, size_t len)
+{
+	int64_t t = store_tenant_find(&m->store, name, len);
+
+	if (len >= sizeof(cl->tenant_name))
+		len = sizeof(cl->tenant_name) - 1;
+	memcpy(cl->tenant_name, name, len);
+	cl->tenant_name[len] = '\0';
+	cl->tenant = t >= 0 ? (uint32_t)t : TENANT_NONE;
+}
+
+int64_t
+req_tenant_make(struct mc_req *req, struct mc_err *err)
+{
+	struct master *m = req->ctx;
+	struct client *cl = req->conn != NULL ? mc_conn_data(req->conn) : NULL;
+	int64_t t;
+
+	if (cl == NULL || cl->tenant != TENANT_NONE)
+		return req_client(req)->tenant;
+	t = store_tenant_intern(&m->store, cl->tenant_name, strlen(cl->tenant_name), err);
+	if (t < 0 || req_client_bind_tenant(m, cl, (uint32_t)t, err) != 0)
+		return -1;
+	cl->tenant = (uint32_t)t;
+	return t;
+}
+
+const char *
+req_tenant_name(const struct master *m, const struct client *cl)
+{
+	if (cl->tenant < m->store.ntenants)
+		return m->store.tenants[cl->tenant].name;
+	return cl->tenant_name[0] != '\0' ? cl->tenant_name : MC_DEFAULT_TENANT;
 }
 
 void
@@ -87,6 +148,12 @@ req_client_bind_tenant(struct master *m, struct client *cl, uint32_t tenant, str
 
 	if (cl->counted && cl->counted_tenant == tenant && count)
 		return 0;
+	if (tenant == TENANT_NONE) {
+		if (cl->counted)
+			m->tenant_conns[cl->counted_tenant]--;
+		cl->counted = false;
+		return 0;
+	}
 	if (count && cap > 0 && m->tenant_conns[tenant] >= (uint32_t)cap) {
 		m->refused_per_tenant++;
 		return mc_err_set(err, MC_ERR_UNAVAILABLE,
@@ -204,9 +271,11 @@ void
 req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
 		 struct mc_grant_scope *scope, const struct mgrant_ident *id)
 {
-	msgpack_pack_map(pk, 7);
+	msgpack_pack_map(pk, 8);
 	mc_pack_kv_u64(pk, "replica_id", r->id);
 	mc_pack_kv_u64(pk, "peer_id", r->peer);
+	/* so that a reader the peer does not answer can say when it goes */
+	mc_pack_kv_u64(pk, "drop_in_ms", p != NULL ? peer_drop_in_ms(p, m->cfg.peer_ttl) : 0);
 	scope->peer = r->peer;
 	mc_pack_key(pk, "grant");
 	mgrants_pack(pk, &m->grants, p != NULL ? &p->grant_signer : NULL, scope, id);

@@ -13,7 +13,11 @@
 #include "mc/err.h"
 #include "master.h"
 
-/* The master a request is for (the dispatcher counted it already). */
+/*
+ * The master a request is for (the dispatcher counted it already). A
+ * connection whose tenant did not exist at hello speaks for it from
+ * the first request after it does.
+ */
 struct master *req_begin(struct mc_req *req);
 /* Answer req with an error (a notification's is counted, not sent). */
 void handler_fail(struct mc_req *req, int code, const char *fmt, ...)
@@ -27,11 +31,26 @@ const struct client *req_client(const struct mc_req *req);
 struct client *req_client_get(struct mc_req *req);
 /*
  * hello binds cl to tenant: count its connection there, a peer's or an
- * operator's aside. -1 with err (and nothing changed) when the tenant
- * has --max-conns-per-tenant connections already.
+ * operator's aside (TENANT_NONE: count it nowhere). -1 with err (and
+ * nothing changed) when the tenant has --max-conns-per-tenant
+ * connections already.
  */
 int req_client_bind_tenant(struct master *m, struct client *cl, uint32_t tenant,
 			   struct mc_err *err);
+/*
+ * hello named tenant name (checked by the caller): cl speaks for it,
+ * by id when it exists, else as TENANT_NONE with the name kept, so that
+ * a read never creates a tenant. The caller binds a found one.
+ */
+void req_client_name_tenant(struct master *m, struct client *cl, const char *name, size_t len);
+/*
+ * For a write that creates objects (put_start): the connection's tenant,
+ * created and bound to when it does not exist yet; -1 with err when it
+ * cannot be (--max-tenants, --max-conns-per-tenant).
+ */
+int64_t req_tenant_make(struct mc_req *req, struct mc_err *err);
+/* The name of the tenant cl speaks for, existing or not. */
+const char *req_tenant_name(const struct master *m, const struct client *cl);
 /* The connection closed: its tenant has one fewer (on_close). */
 void req_client_closed(struct mc_conn *c);
 
@@ -59,8 +78,8 @@ int req_opt_name(const msgpack_object *params, const char *field, const char **s
 		 struct mc_err *err);
 
 /*
- * One replica entry {replica_id, peer_id, grant, addr, tier, host,
- * domain}; p may be NULL. The grant lets the caller do scope's action
+ * One replica entry {replica_id, peer_id, drop_in_ms, grant, addr, tier,
+ * host, domain}; p may be NULL. The grant lets the caller do scope's action
  * (its peer is r's) on that copy; id (NULL: none) lets a read grant
  * come from the cache (grants.h).
  */

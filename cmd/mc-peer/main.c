@@ -136,6 +136,25 @@ set_addr(const char *v, void *target, char *why)
 	return 0;
 }
 
+/*
+ * The master's and the listen address: well formed now; a host name
+ * that does not resolve is told when the peer starts, with the
+ * unavailable status (69) every tool gives it, not as a usage error.
+ */
+static int
+set_addr_resolved_later(const char *v, void *target, char *why)
+{
+	struct mc_addr a;
+	struct mc_err err;
+
+	if (mc_addr_parse(v, &a, &err) < 0 && err.code != MC_ERR_UNAVAILABLE) {
+		snprintf(why, 200, "%.199s", err.msg);
+		return -1;
+	}
+	*(const char **)target = v;
+	return 0;
+}
+
 static int
 set_http(const char *v, void *target, char *why)
 {
@@ -159,10 +178,10 @@ set_dram(const char *v, void *target, char *why)
 }
 
 static const struct mc_opt opts[] = {
-	{ "master", 'm', "ADDR", "MC_MASTER", "master address (default 127.0.0.1:7300)", set_addr,
-	  &cfg.master },
-	{ "listen", 'l', "ADDR", NULL, "data-plane address (default 127.0.0.1:0)", set_addr,
-	  &cfg.listen },
+	{ "master", 'm', "ADDR", "MC_MASTER", "master address (default 127.0.0.1:7300)",
+	  set_addr_resolved_later, &cfg.master },
+	{ "listen", 'l', "ADDR", NULL, "data-plane address (default 127.0.0.1:0)",
+	  set_addr_resolved_later, &cfg.listen },
 	{ MC_TIER_DRAM_NAME, 0, "SIZE", NULL, "DRAM arena size (required), e.g. 256MiB", set_dram,
 	  &cfg.dram },
 	{ MC_TIER_SSD_NAME, 0, "PATH", NULL,
@@ -642,9 +661,11 @@ main(int argc, char **argv)
 		mc_die(MC_EXIT_USAGE, "missing --dram SIZE (the DRAM arena size)");
 	check_tiers();
 	if (mc_addr_parse(cfg.listen, &listen_addr, &err) < 0)
-		mc_die(MC_EXIT_USAGE, "invalid --listen '%s': %s", cfg.listen, err.msg);
+		mc_die(mc_status_exit_code(err.code), "invalid --listen '%s': %s", cfg.listen,
+		       err.msg);
 	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
-		mc_die(MC_EXIT_USAGE, "invalid --master '%s': %s", cfg.master, err.msg);
+		mc_die(mc_status_exit_code(err.code), "invalid --master '%s': %s", cfg.master,
+		       err.msg);
 	/*
 	 * Reads and writes need the master's grants, but a peer that cannot
 	 * prove itself to the master may be talking to a false one: beyond

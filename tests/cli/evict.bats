@@ -410,9 +410,8 @@ evict_one_fails() {
 	[ "$(count_present A n/ 10)" -eq 2 ]
 	# a copy larger than any peer waits for nothing and starts no round
 	head -c $((50 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
-	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
-	assert_failure
-	assert_output --partial "no space"
+	run -1 mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
+	assert_output --partial "is larger than any tier"
 	refute_output --partial "waited"
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 1 ]
 }
@@ -436,15 +435,26 @@ evict_one_fails() {
 
 @test "the client asks once more, after a pause, when a put is refused for no space" {
 	MC_PEER_DRAM=40KiB
-	mc_start_master --http 127.0.0.1:0
+	mc_start_master --http 127.0.0.1:0 --evict-high-watermark 1 --put-wait 0 --lease-ttl 1h
 	mc_start_peers 1
-	head -c $((50 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	fill A n/ 10 --type kv
+	# every copy held by a reader: the tier stays full
+	local k
+	for ((k = 0; k < 10; k++)); do
+		mc_hold_lease "$(key n/ "$k")" A
+	done
+	head -c $((3 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/big"
 	local before
 	before="$(mc_metric master 'mc_requests_total{method="put_start"}')"
-	run mc-cli put huge "$BATS_TEST_TMPDIR/huge"
-	assert_failure
+	run -1 mc-cli -t A put big "$BATS_TEST_TMPDIR/big"
 	assert_output --partial "no space"
 	[ "$(mc_metric master 'mc_requests_total{method="put_start"}')" -eq $((before + 2)) ]
+	# a copy no tier could hold is refused for good: no second ask
+	head -c $((50 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
+	before="$(mc_metric master 'mc_requests_total{method="put_start"}')"
+	run -1 mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
+	assert_output --partial "larger than any tier"
+	[ "$(mc_metric master 'mc_requests_total{method="put_start"}')" -eq $((before + 1)) ]
 }
 
 @test "a put whose round frees nothing fails naming its wait; the next fails at once" {

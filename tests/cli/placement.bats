@@ -97,11 +97,11 @@ placed_on() {
 	[ "$(placed_on tie-2)" = second ]
 }
 
-@test "placement: more replicas than live peers fails with no space" {
+@test "placement: more replicas than live peers fails with too few peers" {
 	mc_start_peer a1
 	mc_start_peer a2
-	run -1 mc-cli put too-many - --replicas 3 <<<"x"
-	assert_output --partial "no space"
+	run -69 mc-cli put too-many - --replicas 3 <<<"x"
+	assert_output --partial "3 replicas need 3 live peers; 2 are alive"
 	run -1 mc-cli exist too-many
 }
 
@@ -112,8 +112,8 @@ placed_on() {
 	mc_random_file "$src" $((6 << 20))
 	mc-cli put skip-tiny "$src"
 	[ "$(placed_on skip-tiny)" = roomy ]
-	run -1 mc-cli put skip-tiny-2 "$src" --replicas 2
-	assert_output --partial "no space"
+	run -69 mc-cli put skip-tiny-2 "$src" --replicas 2
+	assert_output --partial "need 2 peers with a tier that large; 1 has one"
 }
 
 @test "placement: get reads the replica on the client's own host" {

@@ -258,22 +258,22 @@ dram_field_is() {
 	wait_until 5 dram_field_is reported $((9 * 1048576))
 }
 
-@test "programs: put larger than every peer fails with exit 1 and no space" {
+@test "programs: put larger than every peer fails with exit 1 naming the largest tier" {
 	mc_start_master
 	MC_PEER_DRAM=4MiB mc_start_peers 2
 	local src="$BATS_TEST_TMPDIR/big"
 	mc_random_file "$src" $((5 << 20))
 	run -1 mc-cli put too-big "$src"
-	assert_output --partial "no space"
+	assert_output --partial "5MiB is larger than any tier: the largest is 4MiB"
 	run -1 mc-cli exist too-big
 	# a fitting object still goes in afterwards
 	head -c 1000 "$src" | mc-cli put fits
 }
 
-@test "programs: put with no peer at all fails with no space" {
+@test "programs: put with no peer at all fails as unavailable, with too few peers" {
 	mc_start_master
-	run -1 mc-cli put lonely - <<<"x"
-	assert_output --partial "no space"
+	run -69 mc-cli put lonely - <<<"x"
+	assert_output "mc-cli: cannot put 'lonely': 1 replica needs 1 live peer; 0 are alive"
 }
 
 @test "programs: SIGTERM stops mc-master with exit 0" {

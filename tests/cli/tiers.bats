@@ -434,8 +434,11 @@ stat_field_is() {
 	run -1 mc-rpc "$MC_MASTER" put_start key=c size:=100 tier=tape
 	assert_output --partial "unknown tier 'tape'"
 	# a full asked-for tier is no space, though dram has room
-	run -1 mc-rpc "$MC_MASTER" put_start key=c size:=2000000 tier=ssd
+	run -1 mc-rpc "$MC_MASTER" put_start key=c size:=999990 tier=ssd
 	assert_output --partial "no_space"
+	# one larger than the whole tier can never go there
+	run -1 mc-rpc "$MC_MASTER" put_start key=c size:=2000000 tier=ssd
+	assert_output --partial "too_large"
 }
 
 @test "hbm and cxl, which only a peer speaking the protocol can have: cxl between dram and ssd, hbm never placed on" {

@@ -78,6 +78,12 @@ test_parse_bad(void)
 			       err.msg[0] != '\0',
 		       "parse: '%s' is refused as invalid with a reason", bad[i]);
 	}
+	mc_err_clear(&err);
+	TAP_OK(mc_addr_parse("nosuchhost.invalid:7300", &a, &err) == -1 &&
+		       err.code == MC_ERR_UNAVAILABLE &&
+		       strstr(err.msg, "cannot resolve 'nosuchhost.invalid'") != NULL,
+	       "parse: a well-formed name that does not resolve is unavailable, not invalid: %s",
+	       err.msg);
 	memset(longpath, 'p', sizeof(longpath));
 	memcpy(longpath, "unix:/", 6);
 	longpath[sizeof(longpath) - 1] = '\0';

@@ -19,11 +19,11 @@
 static void
 test_status_names(void)
 {
-	static const char *const want[] = { "ok",	"not_found",   "exists",  "no_space",
-					    "leased",	"invalid",     "busy",	  "version",
-					    "checksum", "unavailable", "proto",	  "too_large",
-					    "quota",	"denied",      "timeout", "system",
-					    "internal", "permission" };
+	static const char *const want[] = { "ok",	"not_found",   "exists",       "no_space",
+					    "leased",	"invalid",     "busy",	       "version",
+					    "checksum", "unavailable", "proto",	       "too_large",
+					    "quota",	"denied",      "timeout",      "system",
+					    "internal", "permission",  "too_few_peers" };
 	int i, ok = 1, trip = 1;
 
 	TAP_OK(sizeof(want) / sizeof(want[0]) == MC_STATUS_COUNT,
@@ -60,8 +60,9 @@ test_exit_codes(void)
 		       mc_status_exit_code(MC_ERR_CHECKSUM) == 65,
 	       "exit: proto and checksum are 65");
 	TAP_OK(mc_status_exit_code(MC_ERR_UNAVAILABLE) == 69 &&
-		       mc_status_exit_code(MC_ERR_TIMEOUT) == 69,
-	       "exit: unavailable and timeout are 69");
+		       mc_status_exit_code(MC_ERR_TIMEOUT) == 69 &&
+		       mc_status_exit_code(MC_ERR_TOO_FEW_PEERS) == 69,
+	       "exit: unavailable, timeout and too few peers are 69");
 	TAP_OK(mc_status_exit_code(MC_ERR_INTERNAL) == 70 &&
 		       mc_status_exit_code(MC_ERR_SYSTEM) == 70,
 	       "exit: internal and system are 70");
@@ -74,6 +75,7 @@ test_exit_codes(void)
 		case MC_ERR_CHECKSUM:
 		case MC_ERR_UNAVAILABLE:
 		case MC_ERR_TIMEOUT:
+		case MC_ERR_TOO_FEW_PEERS:
 		case MC_ERR_INTERNAL:
 		case MC_ERR_SYSTEM:
 		case MC_ERR_PERMISSION:

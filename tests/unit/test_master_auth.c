@@ -10,6 +10,7 @@
 #include "auth.h"
 #include "mc/clock.h"
 #include "master.h"
+#include "request.h"
 #include "tap.h"
 
 static struct master m;
@@ -59,9 +60,14 @@ test_hello(void)
 	TAP_OK(hello(&cl, "0123", NULL, &err) == -1 && err.code == MC_ERR_PERMISSION &&
 		       cl.who.role == MC_ROLE_NONE,
 	       "hello: a wrong token binds nothing (%s)", err.msg);
+	uint32_t before = m.store.ntenants;
 	TAP_OK(hello(&cl, tok_alice, NULL, &err) == 0 && cl.who.role == MC_ROLE_TENANT &&
-		       strcmp(m.store.tenants[cl.tenant].name, "alice") == 0,
-	       "hello: a tenant's token speaks for its tenant");
+		       cl.tenant == TENANT_NONE && strcmp(req_tenant_name(&m, &cl), "alice") == 0 &&
+		       m.store.ntenants == before,
+	       "hello: a tenant's token speaks for its tenant, which it does not create");
+	int64_t alice = store_tenant_intern(&m.store, "alice", 5, &err);
+	TAP_OK(hello(&cl, tok_alice, NULL, &err) == 0 && cl.tenant == (uint32_t)alice,
+	       "hello: once the tenant exists it is bound by id");
 	memset(&cl, 0, sizeof(cl));
 	TAP_OK(hello(&cl, tok_alice, "bob", &err) == -1 && err.code == MC_ERR_PERMISSION &&
 		       strcmp(err.msg,
@@ -73,7 +79,7 @@ test_hello(void)
 	       "hello: a failed hello drops the role an earlier one bound");
 	memset(&cl, 0, sizeof(cl));
 	TAP_OK(hello(&cl, tok_ops, "bob", &err) == 0 && cl.who.role == MC_ROLE_ADMIN &&
-		       strcmp(m.store.tenants[cl.tenant].name, "bob") == 0,
+		       strcmp(req_tenant_name(&m, &cl), "bob") == 0,
 	       "hello: an admin may act on any tenant");
 	memset(&cl, 0, sizeof(cl));
 	TAP_OK(hello(&cl, tok_peer, NULL, &err) == 0 && cl.who.role == MC_ROLE_PEER &&

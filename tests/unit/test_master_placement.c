@@ -2,8 +2,10 @@
  * Unit tests for the master's placement (cmd/mc-master/placement.c), a
  * pure choice over the peer table: distinct hosts while another fits,
  * the fastest tier that fits, the most room, then the lower id; dead
- * and full peers are passed over, and a choice that cannot be made is
- * no_space; a put that asks for a tier lands only there, and one that
+ * and full peers are passed over, and a choice that cannot be made says
+ * why: too_few_peers (fewer live peers, or peers with a tier that large,
+ * than copies), too_large (no tier would hold it empty) or no_space
+ * (the tiers are full, which eviction may mend); a put that asks for a tier lands only there, and one that
  * asks for a tier no live peer has is invalid. Nothing is reserved or
  * evicted by choosing.
  */
@@ -77,8 +79,16 @@ main(void)
 	TAP_OK(b->tiers[MC_TIER_DRAM].used == 0 && a->tiers[MC_TIER_DRAM].used == 10 * MIB,
 	       "choosing reserves nothing");
 	TAP_OK(placement_pick(&m, MIB, 4, MC_TIER_NONE, &pl, &err) != 0 &&
+		       err.code == MC_ERR_TOO_FEW_PEERS &&
+		       strcmp(err.msg, "4 replicas need 4 live peers; 3 are alive") == 0,
+	       "four copies on three peers: too_few_peers, with both counts: %s", err.msg);
+	c->tiers[MC_TIER_DRAM].used = 100 * MIB;
+	b->tiers[MC_TIER_DRAM].used = 100 * MIB;
+	TAP_OK(placement_pick(&m, MIB, 2, MC_TIER_NONE, &pl, &err) != 0 &&
 		       err.code == MC_ERR_NO_SPACE,
-	       "four copies on three peers: no_space: %s", err.msg);
+	       "enough peers, but full ones: no_space, which eviction may mend: %s", err.msg);
+	c->tiers[MC_TIER_DRAM].used = 50 * MIB;
+	b->tiers[MC_TIER_DRAM].used = 0;
 
 	/* a dead peer is passed over */
 	b->heard = mc_mono_ms() - 20000;
@@ -96,8 +106,15 @@ main(void)
 		       placed(&pl, 0, a->id, MC_TIER_DRAM),
 	       "dram before ssd, however much room the ssd has; ties to the lower id");
 	TAP_OK(placement_pick(&m, 2000 * MIB, 1, MC_TIER_NONE, &pl, &err) != 0 &&
-		       err.code == MC_ERR_NO_SPACE,
-	       "bigger than every tier: no_space");
+		       err.code == MC_ERR_TOO_LARGE &&
+		       strcmp(err.msg, "1.95GiB is larger than any tier: the largest is "
+				       "1000MiB (ssd of peer 2)") == 0,
+	       "bigger than every tier: too_large, naming the largest: %s", err.msg);
+	TAP_OK(placement_pick(&m, 20 * MIB, 2, MC_TIER_NONE, &pl, &err) != 0 &&
+		       err.code == MC_ERR_TOO_FEW_PEERS &&
+		       strcmp(err.msg, "2 replicas of 20MiB need 2 peers with a tier that "
+				       "large; 1 has one") == 0,
+	       "two copies that only one peer's tiers could hold: too_few_peers: %s", err.msg);
 	/* a tier over its capacity (accounting ahead of a report) is full, not negative */
 	a->tiers[MC_TIER_DRAM].used = 11 * MIB;
 	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_NONE, &pl, &err) == 0 &&
@@ -116,11 +133,17 @@ main(void)
 		       placed(&pl, 0, b->id, MC_TIER_SSD),
 	       "a put asking for ssd lands on ssd, though dram has room");
 	TAP_OK(placement_pick(&m, MIB, 2, MC_TIER_SSD, &pl, &err) != 0 &&
-		       err.code == MC_ERR_NO_SPACE,
+		       err.code == MC_ERR_TOO_FEW_PEERS,
 	       "only peers with that tier count: %s", err.msg);
-	TAP_OK(placement_pick(&m, 20 * MIB, 1, MC_TIER_SSD, &pl, &err) != 0 &&
+	TAP_OK(placement_pick(&m, 200 * MIB, 1, MC_TIER_SSD, &pl, &err) != 0 &&
+		       err.code == MC_ERR_TOO_LARGE &&
+		       strstr(err.msg, "larger than any such tier: the largest is 10MiB") != NULL,
+	       "bigger than every tier of the one asked for: too_large: %s", err.msg);
+	b->tiers[MC_TIER_SSD].used = 9 * MIB + MIB / 2;
+	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_SSD, &pl, &err) != 0 &&
 		       err.code == MC_ERR_NO_SPACE,
 	       "a full asked-for tier is no space, though dram would fit: %s", err.msg);
+	b->tiers[MC_TIER_SSD].used = 0;
 	b->heard = mc_mono_ms() - 2 * m.cfg.peer_ttl;
 	TAP_OK(placement_pick(&m, MIB, 1, MC_TIER_SSD, &pl, &err) != 0 &&
 		       err.code == MC_ERR_INVALID,

@@ -1,6 +1,7 @@
 /*
  * Unit tests for the master's request helpers (cmd/mc-master/request.c):
- * the count of connections per tenant that --max-conns-per-tenant caps.
+ * the count of connections per tenant that --max-conns-per-tenant caps,
+ * and the tenant a hello names, which it never creates.
  */
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +45,25 @@ test_tenant_cap(uint32_t a, uint32_t b)
 	TAP_OK(req_client_bind_tenant(&m, &c1, b, &err) == 0 && m.tenant_conns[b] == 3 &&
 		       m.tenant_conns[a] == 0,
 	       "tenant cap: 0 means no cap");
+	TAP_OK(req_client_bind_tenant(&m, &c1, TENANT_NONE, &err) == 0 && !c1.counted &&
+		       m.tenant_conns[b] == 2,
+	       "tenant cap: a hello naming a tenant that does not exist counts nowhere");
+}
+
+/* hello's tenant by name: found by id, or kept by name, never created */
+static void
+test_name_tenant(uint32_t a)
+{
+	struct client c = { 0 };
+	uint32_t n = m.store.ntenants;
+
+	req_client_name_tenant(&m, &c, "ta", 2);
+	TAP_OK(c.tenant == a && strcmp(req_tenant_name(&m, &c), "ta") == 0,
+	       "name tenant: an existing tenant is found by id");
+	req_client_name_tenant(&m, &c, "nobody", 6);
+	TAP_OK(c.tenant == TENANT_NONE && strcmp(req_tenant_name(&m, &c), "nobody") == 0 &&
+		       m.store.ntenants == n,
+	       "name tenant: a new one is kept by name and not created");
 }
 
 int
@@ -59,6 +79,7 @@ main(void)
 		return 1;
 	}
 	test_tenant_cap((uint32_t)a, (uint32_t)b);
+	test_name_tenant((uint32_t)a);
 	store_free(&m.store);
 	return tap_done();
 }

@@ -20,6 +20,11 @@ struct mc_addr {
 	char text[MC_ADDR_MAX]; /* as given (normalised) */
 };
 
+/*
+ * "host:port", "[v6]:port" or "unix:/path" into out, the host resolved.
+ * -1 with err: MC_ERR_INVALID for a malformed address, MC_ERR_UNAVAILABLE
+ * for a host name that does not resolve (the address was well formed).
+ */
 int mc_addr_parse(const char *s, struct mc_addr *out, struct mc_err *err);
 /*
  * Non-blocking, close-on-exec listening socket with SO_REUSEADDR

@@ -31,6 +31,8 @@ enum mc_status {
 	MC_ERR_SYSTEM,	    /* an OS call failed; msg says which */
 	MC_ERR_INTERNAL,    /* a bug: an invariant did not hold */
 	MC_ERR_PERMISSION,  /* the caller's role may not make this call, or sent no valid token */
+	/* fewer live peers (able to hold the object) than the copies asked for */
+	MC_ERR_TOO_FEW_PEERS,
 	MC_STATUS_COUNT
 };
 
@@ -66,8 +68,8 @@ int mc_status_from_name(const char *name, size_t len);
 
 /*
  * Map a status to the process exit code of DESIGN.md section 8:
- * 0 ok, 1 operation failed, 64 usage, 65 bad data, 69 unavailable, 70 internal,
- * 77 permission denied.
+ * 0 ok, 1 operation failed, 64 usage, 65 bad data, 69 unavailable (too few
+ * peers too), 70 internal, 77 permission denied.
  */
 int mc_status_exit_code(int code);
 

@@ -85,7 +85,8 @@ const char *mc_tool_master_addr(void);
  * Report a failure and exit with the status of its code (DESIGN.md
  * section 8): "cannot VERB 'WHAT': why" (what may be NULL), or err's own
  * sentence when it already starts with "cannot". The common outcomes
- * read as plain words (not found, already exists, leased, busy); an OS
+ * read as plain words with the flag that gets past them (not found,
+ * already exists: use --upsert, leased: use --force, busy); an OS
  * call that failed is a failed operation (1); a master that does not
  * know the method lacks the service (69).
  */
