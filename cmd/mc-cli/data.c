@@ -199,7 +199,9 @@ put_print_json(const char *key)
 		mc_tool_fail(&err, "stat", key);
 	printf("{\"key\":");
 	mc_json_write_str(stdout, key, strlen(key));
-	printf(",\"version\":%" PRIu64 ",\"replicas\":[", info->version);
+	printf(",\"version\":");
+	mc_json_write_u64(stdout, info->version);
+	printf(",\"replicas\":[");
 	for (i = 0; i < info->nreplicas; i++) {
 		printf("%s{\"peer_id\":%" PRIu32 ",\"addr\":", i ? "," : "",
 		       info->replicas[i].peer_id);

@@ -217,7 +217,8 @@ print_text(const char *path, const struct mc_snap_header *h, uint64_t size, stru
 static void
 json_kv_u64(const char *k, uint64_t v, bool comma)
 {
-	printf("%s\"%s\":%" PRIu64, comma ? "," : "", k, v);
+	printf("%s\"%s\":", comma ? "," : "", k);
+	mc_json_write_u64(stdout, v);
 }
 
 static void
