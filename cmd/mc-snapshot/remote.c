@@ -29,16 +29,22 @@
 
 #define CHUNK (1u << 20)
 
-/* snapshot_save {stream?}, one round trip; exits when it fails. */
+/*
+ * snapshot_save {stream?, stream_only?}, one round trip; exits when it
+ * fails. A stream is only streamed: the file is the caller's, and none
+ * lands in the master's --snapshot-dir to count toward its --snapshot-keep.
+ */
 static void
 call_save(struct mc_rpcc *r, bool stream, struct mc_msg *resp)
 {
 	msgpack_packer *pk = mc_rpcc_begin(r, "snapshot_save");
 	struct mc_err err = { 0 };
 
-	msgpack_pack_map(pk, stream ? 1 : 0);
-	if (stream)
+	msgpack_pack_map(pk, stream ? 2 : 0);
+	if (stream) {
 		mc_pack_kv_bool(pk, "stream", true);
+		mc_pack_kv_bool(pk, "stream_only", true);
+	}
 	if (mc_rpcc_call(r, resp, &err) < 0)
 		mc_tool_fail(&err, "save a snapshot", NULL);
 }
