@@ -132,8 +132,8 @@ static const struct mc_opt global_opts[] = {
 	  "who evicts: master (its rounds, global view; default) or local (each peer, its own "
 	  "view) (sim)",
 	  set_eviction_mode, &bo.sim_local },
-	{ "json", 0, NULL, NULL, "print the result as one JSON object (sim)", mc_set_flag,
-	  &bo.json },
+	{ "json", 0, NULL, NULL, "print the result as one JSON object instead of a key=value line",
+	  mc_set_flag, &bo.json },
 	{ 0 },
 };
 
