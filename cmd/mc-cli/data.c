@@ -108,8 +108,8 @@ set_soft_pin(const char *v, void *target, char *why)
 const struct mc_opt cli_put_opts[] = {
 	{ "replicas", 0, "N", NULL, "copies on distinct peers (default 1)", set_replicas,
 	  &put_o.replicas },
-	{ "type", 0, "STR", NULL, "data type: kv, hidden, tensor, general (default)", mc_set_str,
-	  &put_o.type },
+	{ "type", 0, MC_ARG_ONE_OF("STR", "kv|hidden|tensor|general"), NULL,
+	  "data type: kv, hidden, tensor, general (default)", mc_set_str, &put_o.type },
 	{ "group", 0, "STR", NULL, "group whose members share read leases", mc_set_str,
 	  &put_o.group },
 	{ "parent", 0, "KEY", NULL, "the block before this one in its chain (a prompt prefix)",
@@ -119,10 +119,10 @@ const struct mc_opt cli_put_opts[] = {
 	{ "hard-pin", 0, NULL, NULL, "never evict this object", mc_set_flag, &put_o.hard_pin },
 	{ "upsert", 0, NULL, NULL, "replace an existing key with a new version", mc_set_flag,
 	  &put_o.upsert },
-	{ "soft-pin", 0, "ACTION", NULL,
+	{ "soft-pin", 0, MC_ARG_ONE_OF("ACTION", "preserve|enable|disable"), NULL,
 	  "soft pin write action: preserve (default), enable[:TTL] or disable", set_soft_pin,
 	  NULL },
-	{ "tier", 0, "TIER", NULL,
+	{ "tier", 0, MC_ARG_ONE_OF("TIER", MC_TIER_NAMES), NULL,
 	  "put the copies on this tier: dram or ssd (default: the "
 	  "fastest that fits)",
 	  set_tier, &put_o.tier },
