@@ -113,7 +113,7 @@ _mc_cli()
 	local -A vals=( ['put --type']='kv hidden tensor general' ['put --soft-pin']='preserve enable disable' ['put --tier']='dram ssd hbm cxl' ['candidates --tier']='dram ssd hbm cxl' ['evict --tier']='dram ssd hbm cxl' )
 	local -A shorts=( ['-m']='--master' ['-t']='--tenant' ['get -o']='--output' )
 	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin --tier' ['get']='--output -o' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' ['auth']='--auth-file --admin --peer' )
-	_mc_complete '--json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict auth' kinds copts vals shorts
+	_mc_complete '--json --progress --no-progress --master -m --tenant -t --token-file --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict auth' kinds copts vals shorts
 }
 complete -F _mc_cli mc-cli
 
