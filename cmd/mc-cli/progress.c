@@ -5,6 +5,7 @@
  * stderr, --no-progress never.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -41,6 +42,7 @@ on_progress(void *arg, uint64_t moved, uint64_t total)
 void
 cli_progress_begin(struct cli_progress *p, const char *verb, const char *key, uint64_t size)
 {
+	memset(p, 0, sizeof(*p));
 	snprintf(p->label, sizeof(p->label), "%s '%.*s'", verb, CLI_PROGRESS_KEY_SHOWN, key);
 	mc_progress_start(&p->line, p->label, 0);
 	if (cli.progress != CLI_PROGRESS_AUTO)
