@@ -5,7 +5,7 @@
 # the programs built, and the bash completion, driven the way bash drives
 # it (COMP_LINE, COMP_POINT, COMP_WORDS, COMP_CWORD), offers option
 # values, paths after a path option, and the global options after the
-# command. zsh is not needed to run these: its file is checked as text.
+# command; zsh's function hands _arguments the same.
 
 load helpers
 
@@ -114,21 +114,58 @@ offers() {
 	offers "mc-cli put k -m "
 }
 
-@test "completion: zsh's file offers the same values, files after -p and the globals after the command" {
-	local z="$MC_ROOT/completions/_mc"
-	grep -F -- "--tier[put the copies on this tier" "$z" | grep -qF ':TIER:(dram ssd hbm cxl)'
-	grep -F -- "--soft-pin[" "$z" | grep -qF ':ACTION:(preserve enable disable)'
-	grep -F -- "--log-level[" "$z" | grep -qF ':STR:(debug info warn error)'
-	grep -F -- "--eviction-mode[who picks" "$z" | grep -qF ':MODE:(local master_ranked master)'
-	grep -F -- "--promote-on-read[" "$z" | grep -qF ':MODE:(move)'
-	grep -qF -- "'-p[the eviction policy" "$z"
-	grep -F -- "'-p[the eviction policy" "$z" | grep -qF ':FILE:_files'
-	# mc-cli put's arguments: its own options, then the global --json and -m
-	sed -n "/^_mc_cli() {/,/^}/p" "$z" | sed -n "/'put') _arguments/,/&& ret=0/p" >"$BATS_TEST_TMPDIR/put"
-	grep -qF -- "'--soft-pin[" "$BATS_TEST_TMPDIR/put"
-	grep -qF -- "'--json[" "$BATS_TEST_TMPDIR/put"
-	grep -qF -- "'-m[" "$BATS_TEST_TMPDIR/put"
-	# candidates --tenant is the command's: the global one is not repeated there
-	sed -n "/^_mc_cli() {/,/^}/p" "$z" | sed -n "/'candidates') _arguments/,/&& ret=0/p" |
-		grep -c -- "'--tenant\[" | grep -qx 1
+# zsh_specs PROG WORD...: the specs zsh's completion function for PROG
+# hands _arguments once the command line holds WORDs: _arguments is
+# replaced by a stand-in that, the first time, reports the state the
+# program's own specs lead to (after a command: args) and then prints
+# the specs it is given, one per line.
+zsh_specs() {
+	local prog="$1"
+	shift
+	# shellcheck disable=SC2016
+	zsh -f -c '
+		source "$1"
+		shift
+		prog=$1
+		shift
+		calls=0
+		_arguments() {
+			calls=$((calls + 1))
+			if [[ $calls -eq 1 && -n ${cmd_given-} ]]; then
+				state=args
+				return 1
+			fi
+			print -rl -- "$@"
+		}
+		_describe() { :; }
+		_files() { :; }
+		words=("$@")
+		[[ $# -gt 0 ]] && cmd_given=1
+		service=$prog
+		fn=_${prog//-/_}
+		$fn
+	' zsh "$MC_ROOT/completions/_mc" "$prog" "$@"
+}
+
+@test "completion: zsh's function for a command offers its values, the -p files and the global options" {
+	command -v zsh >/dev/null || {
+		echo "# zsh is needed (make deps installs it)" >&2
+		return 1
+	}
+	zsh -n "$MC_ROOT/completions/_mc"
+	run -0 zsh_specs mc-cli put k
+	assert_line --regexp '^--tier\[put the copies on this tier.*\]:TIER:\(dram ssd hbm cxl\)$'
+	assert_line --regexp '^--soft-pin\[.*\]:ACTION:\(preserve enable disable\)$'
+	# the program's options after the command
+	assert_line --regexp '^--json\['
+	assert_line --regexp '^-m\[master address.*\]:ADDR: $'
+	refute_line --regexp '^--output\['
+	run -0 zsh_specs mc-cli candidates
+	[ "$(grep -c -- '^--tenant\[' <<<"$output")" -eq 1 ]
+	run -0 zsh_specs mc-evict-plan
+	assert_line --regexp '^-p\[the eviction policy.*\]:FILE:_files$'
+	run -0 zsh_specs mc-peer
+	assert_line --regexp '^--eviction-mode\[.*\]:MODE:\(local master_ranked master\)$'
+	assert_line --regexp '^--promote-on-read\[.*\]:MODE:\(move\)$'
+	assert_line --regexp '^--log-level\[.*\]:STR:\(debug info warn error\)$'
 }
