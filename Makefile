@@ -69,7 +69,7 @@ C_FILES := $(wildcard libmc/*.c libmc/*.h libmc/policy/*.c libmc/policy/*.h \
 DEB_PKGS := build-essential pkg-config libevent-dev libmsgpack-dev libzstd-dev \
 	libxxhash-dev libsodium-dev libibverbs-dev bats bats-support bats-assert redis-server \
 	redis-tools mandoc clang-format cppcheck iproute2 procps bc jq zstd \
-	clang libclang-rt-14-dev python3
+	clang libclang-rt-14-dev python3 zsh bsdutils
 
 .PHONY: all test unit cli run bench check check-format check-cppcheck \
 	check-man check-lint check-san install clean deps completions fuzz fuzz-build fuzz-check san-build \

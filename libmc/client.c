@@ -61,6 +61,7 @@ struct conns {
 	uint64_t tick;
 	struct peer_slot peers[PEER_CACHE];
 	struct mc_checksum_stream *csum; /* reused by every read */
+	uint64_t moved, total;		 /* the running wave's bytes, for c->progress */
 };
 
 struct mc_client {
@@ -76,6 +77,9 @@ struct mc_client {
 	pthread_mutex_t lock; /* guards threads */
 	struct conns *threads;
 	uint64_t put_retries; /* atomic */
+	/* mc_client_on_progress */
+	void (*progress)(void *arg, uint64_t moved, uint64_t total);
+	void *progress_arg;
 };
 
 static uint64_t next_client_id; /* atomic */
@@ -338,6 +342,18 @@ master_call(struct conns *t, struct mc_msg *resp, struct mc_err *err)
 	return -1;
 }
 
+/* A peer connection's bytes, counted toward its thread's wave. */
+static void
+peer_moved(void *arg, uint64_t n)
+{
+	struct conns *t = arg;
+
+	t->moved += n;
+	if (t->c->progress != NULL)
+		t->c->progress(t->c->progress_arg, t->moved < t->total ? t->moved : t->total,
+			       t->total);
+}
+
 /* A peer connection from the cache, or a new one (*reused tells which). */
 static struct mc_rpcc *
 peer_get(struct conns *t, const char *addr, bool *reused, struct mc_err *err)
@@ -368,6 +384,7 @@ peer_get(struct conns *t, const char *addr, bool *reused, struct mc_err *err)
 	victim->r = mc_rpcc_connect(addr, t->c->timeout_ms, err);
 	if (!victim->r)
 		return NULL;
+	mc_rpcc_on_bytes(victim->r, peer_moved, t);
 	strcpy(victim->addr, addr);
 	victim->used = ++t->tick;
 	return victim->r;
@@ -534,6 +551,14 @@ mc_client_free(struct mc_client *c)
 	free(c->token);
 	free(c->domain);
 	free(c);
+}
+
+void
+mc_client_on_progress(struct mc_client *c, void (*fn)(void *arg, uint64_t moved, uint64_t total),
+		      void *arg)
+{
+	c->progress = fn;
+	c->progress_arg = arg;
 }
 
 void
@@ -773,6 +798,10 @@ wave_run(struct conns *t, const struct wave_ops *ops, struct wave *w)
 {
 	size_t gi, done;
 
+	t->moved = 0;
+	t->total = 0;
+	for (gi = 0; gi < w->ngroups; gi++)
+		t->total += w->g[gi].bytes;
 	/* Send everything first so that all the peers work at once. */
 	for (gi = 0; gi < w->ngroups; gi++) {
 		struct wave_group *g = &w->g[gi];

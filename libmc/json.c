@@ -224,6 +224,61 @@ write_double(FILE *f, double v, int is_float32)
 
 static void write_obj(FILE *f, const msgpack_object *o, int depth);
 
+void
+mc_json_write_u64(FILE *f, uint64_t v)
+{
+	if (v > MC_JSON_EXACT_MAX)
+		fprintf(f, "\"%" PRIu64 "\"", v);
+	else
+		fprintf(f, "%" PRIu64, v);
+}
+
+void
+mc_json_write_hash(FILE *f, uint64_t v)
+{
+	fprintf(f, "\"%016" PRIx64 "\"", v);
+}
+
+bool
+mc_json_is_hash_field(const char *name, size_t len)
+{
+	static const char suffix[] = "_checksum";
+	size_t n = sizeof(suffix) - 1;
+
+	if (len == n - 1 && memcmp(name, suffix + 1, len) == 0)
+		return true;
+	return len > n && memcmp(name + len - n, suffix, n) == 0;
+}
+
+bool
+mc_json_parse_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len == 0 || (s[0] == '0' && len > 1))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)((unsigned char)s[i] - '0');
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+bool
+mc_json_get_u64(const msgpack_object *o, uint64_t *out)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		*out = o->via.u64;
+		return true;
+	}
+	return o->type == MSGPACK_OBJECT_STR &&
+	       mc_json_parse_u64(o->via.str.ptr, o->via.str.size, out);
+}
+
 static void
 write_key(FILE *f, const msgpack_object *k, int depth)
 {
@@ -272,10 +327,13 @@ write_obj(FILE *f, const msgpack_object *o, int depth)
 		fputs(o->via.boolean ? "true" : "false", f);
 		break;
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		fprintf(f, "%" PRIu64, o->via.u64);
+		mc_json_write_u64(f, o->via.u64);
 		break;
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		fprintf(f, "%" PRId64, o->via.i64);
+		if (o->via.i64 < -(int64_t)MC_JSON_EXACT_MAX)
+			fprintf(f, "\"%" PRId64 "\"", o->via.i64);
+		else
+			fprintf(f, "%" PRId64, o->via.i64);
 		break;
 	case MSGPACK_OBJECT_FLOAT32:
 		write_double(f, o->via.f64, 1);
@@ -303,9 +361,17 @@ write_obj(FILE *f, const msgpack_object *o, int depth)
 		for (i = 0; i < o->via.map.size; i++) {
 			if (i > 0)
 				fputc(',', f);
-			write_key(f, &o->via.map.ptr[i].key, depth + 1);
+			const msgpack_object *k = &o->via.map.ptr[i].key;
+			const msgpack_object *v = &o->via.map.ptr[i].val;
+
+			write_key(f, k, depth + 1);
 			fputc(':', f);
-			write_obj(f, &o->via.map.ptr[i].val, depth + 1);
+			if (k->type == MSGPACK_OBJECT_STR &&
+			    v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+			    mc_json_is_hash_field(k->via.str.ptr, k->via.str.size))
+				mc_json_write_hash(f, v->via.u64);
+			else
+				write_obj(f, v, depth + 1);
 		}
 		fputc('}', f);
 		break;

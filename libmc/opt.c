@@ -272,17 +272,35 @@ print_version(const struct mc_opt_spec *spec)
 		printf("%s %s\n", mc_prog(), v);
 }
 
+int
+mc_opt_kind_len(const char *arg)
+{
+	return (int)strcspn(arg, "|");
+}
+
+void
+mc_opt_list_line(const struct mc_opt *o, const char *cmd)
+{
+	const char *arg = o->arg != NULL ? o->arg : "-";
+	int kind = mc_opt_kind_len(arg);
+
+	printf("--%s\t%.*s\t%s", o->name, kind, arg, o->help != NULL ? o->help : "");
+	if (cmd != NULL)
+		printf("\t%s", cmd);
+	if (o->short_name != 0)
+		printf("\tshort=%c", o->short_name);
+	if (arg[kind] == '|')
+		printf("\tvalues=%s", arg + kind + 1);
+	putchar('\n');
+}
+
 static void
 list_options(const struct mc_opt_spec *spec)
 {
 	size_t i, n = count_opts(spec);
 
-	for (i = 0; i < n; i++) {
-		const struct mc_opt *o = &spec->opts[i];
-
-		printf("--%s\t%s\t%s\n", o->name, o->arg != NULL ? o->arg : "-",
-		       o->help != NULL ? o->help : "");
-	}
+	for (i = 0; i < n; i++)
+		mc_opt_list_line(&spec->opts[i], NULL);
 	for (i = 0; i < NBUILTINS; i++)
 		printf("--%s\t-\t%s\n", builtins[i].name, builtins[i].help);
 	for (i = 0; spec->cmds != NULL && spec->cmds[i].name != NULL; i++)
@@ -294,15 +312,16 @@ static void
 print_opt_line(char short_name, const char *name, const char *arg, const char *help,
 	       const char *env)
 {
+	int kind = arg != NULL ? mc_opt_kind_len(arg) : 0;
 	char left[128];
 	int len;
 
 	if (short_name)
-		len = snprintf(left, sizeof(left), "-%c, --%s%s%s", short_name, name,
-			       arg != NULL ? " " : "", arg != NULL ? arg : "");
+		len = snprintf(left, sizeof(left), "-%c, --%s%s%.*s", short_name, name,
+			       arg != NULL ? " " : "", kind, arg != NULL ? arg : "");
 	else
-		len = snprintf(left, sizeof(left), "    --%s%s%s", name, arg != NULL ? " " : "",
-			       arg != NULL ? arg : "");
+		len = snprintf(left, sizeof(left), "    --%s%s%.*s", name, arg != NULL ? " " : "",
+			       kind, arg != NULL ? arg : "");
 	if (len > 26)
 		printf("  %s\n  %28s", left, "");
 	else

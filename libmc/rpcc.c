@@ -67,7 +67,20 @@ struct mc_rpcc {
 	/* told of notifications read among the responses; NULL: they are malformed */
 	void (*on_notify)(void *arg, const struct mc_msg *n);
 	void *on_notify_arg;
+	/* told of the bytes moved (mc_rpcc_on_bytes); NULL: nobody asked */
+	void (*on_bytes)(void *arg, uint64_t n);
+	void *on_bytes_arg;
 };
+
+/* The most a write moves at once while on_bytes listens. */
+#define METERED_WRITE ((size_t)1 << 22)
+
+static void
+moved(const struct mc_rpcc *r, uint64_t n)
+{
+	if (r->on_bytes != NULL)
+		r->on_bytes(r->on_bytes_arg, n);
+}
 
 static void
 mark_dead(struct mc_rpcc *r)
@@ -324,6 +337,7 @@ write_iov(struct mc_rpcc *r, struct iovec *iov, int n, struct mc_err *err)
 			return io_fail(r, err, "cannot write to", errno);
 		}
 		k = (size_t)w;
+		moved(r, k);
 		while (n > 0 && k >= iov->iov_len) {
 			k -= iov->iov_len;
 			iov++;
@@ -349,6 +363,7 @@ send_src(struct mc_rpcc *r, const struct mc_bulk_src *src, struct mc_err *err)
 		if (w < 0)
 			return io_fail(r, err, "cannot write to", errno);
 		at += (uint64_t)w;
+		moved(r, (uint64_t)w);
 	}
 	return 0;
 }
@@ -388,9 +403,17 @@ mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
 		} else if (bi < r->nbulks) {
 			const char *p = r->bulks[bi].src.data;
 			uint64_t left = r->bulks[bi].src.len;
+			/* one blocking write of it all would tell on_bytes only at its end */
+			size_t step = r->on_bytes != NULL ? METERED_WRITE : SSIZE_MAX / 2;
 
 			while (left > 0) {
-				size_t k = left > SSIZE_MAX / 2 ? SSIZE_MAX / 2 : (size_t)left;
+				size_t k = left > step ? step : (size_t)left;
+
+				if (r->on_bytes != NULL && n > 0) {
+					if (write_iov(r, iov, n, err) < 0)
+						return -1;
+					n = 0;
+				}
 
 				if (n + 1 > IOV_MAX) {
 					if (write_iov(r, iov, n, err) < 0)
@@ -460,6 +483,13 @@ mc_rpcc_on_notify(struct mc_rpcc *r, void (*fn)(void *arg, const struct mc_msg *
 {
 	r->on_notify = fn;
 	r->on_notify_arg = arg;
+}
+
+void
+mc_rpcc_on_bytes(struct mc_rpcc *r, void (*fn)(void *arg, uint64_t n), void *arg)
+{
+	r->on_bytes = fn;
+	r->on_bytes_arg = arg;
 }
 
 int
@@ -626,6 +656,7 @@ mc_rpcc_read_bulk_to(struct mc_rpcc *r, struct mc_bulk_sink *sink, struct mc_err
 		if (mc_bulk_sink_commit(sink, at, (size_t)got) < 0)
 			return sink_fail(r, err);
 		at += (uint64_t)got;
+		moved(r, (uint64_t)got);
 	}
 	return 0;
 }

@@ -269,12 +269,8 @@ list_cmd_opts(void)
 	size_t i, j;
 
 	for (i = 0; t->cmds[i].name != NULL; i++)
-		for (j = 0; j < count(t->cmds[i].opts); j++) {
-			const struct mc_opt *o = &t->cmds[i].opts[j];
-
-			printf("--%s\t%s\t%s\t%s\n", o->name, o->arg ? o->arg : "-", o->help,
-			       t->cmds[i].name);
-		}
+		for (j = 0; j < count(t->cmds[i].opts); j++)
+			mc_opt_list_line(&t->cmds[i].opts[j], t->cmds[i].name);
 }
 
 /* --help: after the program's own text, each command's options. */
@@ -293,8 +289,9 @@ help_cmd_opts(void)
 			if (!any)
 				printf("\ncommand options:\n");
 			any = true;
-			snprintf(left, sizeof(left), "%s --%s%s%s", t->cmds[i].name, o->name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
+			snprintf(left, sizeof(left), "%s --%s%s%.*s", t->cmds[i].name, o->name,
+				 o->arg ? " " : "", o->arg ? mc_opt_kind_len(o->arg) : 0,
+				 o->arg ? o->arg : "");
 			if (strlen(left) > 26)
 				printf("  %s\n  %28s%s\n", left, "", o->help);
 			else

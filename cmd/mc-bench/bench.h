@@ -30,6 +30,26 @@ int bench_fill(const struct bench_opts *o);
 int bench_replay(const struct bench_opts *o, const char *trace);
 int bench_sim(const struct bench_opts *o, const char *trace);
 
+/*
+ * The result record (result.c): out_begin, the fields, out_end. Text is
+ * "MODE k=v k=v", JSON {"mode":"MODE","k":v,...}; a list (of items of
+ * fields) appears in the JSON only, the text form shows it as a table.
+ */
+struct bench_out {
+	bool json, first;
+	int list_depth;
+};
+
+void out_begin(struct bench_out *r, bool json, const char *mode);
+void out_u64(struct bench_out *r, const char *name, uint64_t v);
+void out_double(struct bench_out *r, const char *name, int decimals, double v);
+void out_str(struct bench_out *r, const char *name, const char *s);
+void out_list_begin(struct bench_out *r, const char *name);
+void out_item_begin(struct bench_out *r);
+void out_item_end(struct bench_out *r);
+void out_list_end(struct bench_out *r);
+void out_end(struct bench_out *r);
+
 /* Latency samples of one run, in nanoseconds. */
 struct lat {
 	uint64_t *ns;

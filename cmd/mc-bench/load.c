@@ -104,10 +104,12 @@ out:
 	return NULL;
 }
 
+/* The record of get or lookup; param is the size or the batch, named so. */
 static int
 report_load(const char *what, const struct bench_opts *o, struct worker *w, double wall, double cpu,
-	    const char *extra)
+	    const char *param, uint64_t value)
 {
+	struct bench_out r;
 	struct lat all = { 0 };
 	uint64_t ops = 0, bytes = 0, failures = 0;
 	int rc = 0;
@@ -123,14 +125,20 @@ report_load(const char *what, const struct bench_opts *o, struct worker *w, doub
 		lat_merge(&all, &w[i].lat);
 		lat_free(&w[i].lat);
 	}
-	printf("%s clients=%llu%s ops=%llu failures=%llu seconds=%.3f ops_per_s=%.1f "
-	       "gb_per_s=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f cpu_s=%.3f "
-	       "cpu_s_per_gb=%.3f\n",
-	       what, (unsigned long long)o->clients, extra, (unsigned long long)ops,
-	       (unsigned long long)failures, wall, wall > 0 ? (double)ops / wall : 0,
-	       wall > 0 ? (double)bytes / wall / 1e9 : 0, lat_pct_us(&all, 50),
-	       lat_pct_us(&all, 99), lat_pct_us(&all, 100), cpu,
-	       bytes ? cpu / ((double)bytes / 1e9) : 0);
+	out_begin(&r, o->json, what);
+	out_u64(&r, "clients", o->clients);
+	out_u64(&r, param, value);
+	out_u64(&r, "ops", ops);
+	out_u64(&r, "failures", failures);
+	out_double(&r, "seconds", 3, wall);
+	out_double(&r, "ops_per_s", 1, wall > 0 ? (double)ops / wall : 0);
+	out_double(&r, "gb_per_s", 3, wall > 0 ? (double)bytes / wall / 1e9 : 0);
+	out_double(&r, "p50_us", 1, lat_pct_us(&all, 50));
+	out_double(&r, "p99_us", 1, lat_pct_us(&all, 99));
+	out_double(&r, "max_us", 1, lat_pct_us(&all, 100));
+	out_double(&r, "cpu_s", 3, cpu);
+	out_double(&r, "cpu_s_per_gb", 3, bytes ? cpu / ((double)bytes / 1e9) : 0);
+	out_end(&r);
 	lat_free(&all);
 	return rc;
 }
@@ -142,7 +150,7 @@ bench_get(const struct bench_opts *o)
 	struct mc_client *c = mc_tool_client();
 	struct mc_put_opts po = MC_PUT_OPTS_INIT;
 	struct worker *w;
-	char key[KEY_CAP], extra[64];
+	char key[KEY_CAP];
 	unsigned char *val;
 	double wall, cpu;
 	int rc;
@@ -167,8 +175,7 @@ bench_get(const struct bench_opts *o)
 		rc = MC_EXIT_SOFTWARE;
 		goto out;
 	}
-	snprintf(extra, sizeof(extra), " size=%llu", (unsigned long long)o->size);
-	rc = report_load("get", o, w, wall, cpu, extra);
+	rc = report_load("get", o, w, wall, cpu, "size", o->size);
 out:
 	free(val);
 	free(w);
@@ -410,7 +417,6 @@ bench_lookup(const struct bench_opts *o)
 	struct bench_opts fo = *o;
 	struct mc_err err = { 0 };
 	struct worker *w;
-	char extra[64];
 	double wall, cpu, c0;
 	uint64_t t0;
 	int rc;
@@ -432,8 +438,7 @@ bench_lookup(const struct bench_opts *o)
 	lookup_loop(&w[0]);
 	wall = (double)(mc_mono_ns() - t0) / 1e9;
 	cpu = cpu_seconds() - c0;
-	snprintf(extra, sizeof(extra), " batch=%llu", (unsigned long long)o->batch);
-	rc = report_load("lookup", o, w, wall, cpu, extra);
+	rc = report_load("lookup", o, w, wall, cpu, "batch", o->batch);
 	free(w);
 	free(key_pool);
 	return rc;
@@ -444,6 +449,7 @@ bench_fill(const struct bench_opts *o)
 {
 	struct mc_err err = { 0 };
 	uint64_t t0 = mc_mono_ns();
+	struct bench_out r;
 	double s;
 
 	if (fill_objects(o, &err) < 0) {
@@ -451,8 +457,11 @@ bench_fill(const struct bench_opts *o)
 		return mc_status_exit_code(err.code);
 	}
 	s = (double)(mc_mono_ns() - t0) / 1e9;
-	printf("fill count=%llu key_len=%llu seconds=%.3f objects_per_s=%.1f\n",
-	       (unsigned long long)o->count, (unsigned long long)o->key_len, s,
-	       s > 0 ? (double)o->count / s : 0);
+	out_begin(&r, o->json, "fill");
+	out_u64(&r, "count", o->count);
+	out_u64(&r, "key_len", o->key_len);
+	out_double(&r, "seconds", 3, s);
+	out_double(&r, "objects_per_s", 1, s > 0 ? (double)o->count / s : 0);
+	out_end(&r);
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include "mc/log.h"
 #include "mc/opt.h"
 #include "mc/parse.h"
+#include "mc/tier.h"
 #include "mc/tool.h"
 
 #include "bench.h"
@@ -94,8 +95,8 @@ set_fraction(const char *v, void *target, char *why)
 
 static const struct mc_opt global_opts[] = {
 	{ "size", 0, "SIZE", NULL, "object size (get)", mc_set_size, &bo.size },
-	{ "tier", 0, "TIER", NULL, "tier the objects are put on (get; default: dram)", mc_set_str,
-	  &bo.tier },
+	{ "tier", 0, MC_ARG_ONE_OF("TIER", MC_TIER_NAMES), NULL,
+	  "tier the objects are put on (get; default: dram)", mc_set_str, &bo.tier },
 	{ "reuse", 0, NULL, NULL, "read the objects an earlier get wrote, putting none (get)",
 	  mc_set_flag, &bo.reuse },
 	{ "keys", 0, "N", NULL, "distinct keys to read (get, lookup)", mc_set_u64, &bo.keys },
@@ -112,7 +113,7 @@ static const struct mc_opt global_opts[] = {
 	{ "block-bytes", 0, "SIZE", NULL, "bytes per trace block (replay)", mc_set_size,
 	  &bo.block_bytes },
 	{ "limit", 0, "N", NULL, "trace requests to replay (0: all)", mc_set_u64, &bo.limit },
-	{ "clock", 0, "STR", NULL,
+	{ "clock", 0, MC_ARG_ONE_OF("STR", "fast|trace"), NULL,
 	  "fast (as fast as possible) or trace (object time from the trace's timestamps)",
 	  set_clock, &bo.trace_clock },
 	{ "max-put-failures", 0, "FRACTION", NULL,
@@ -128,12 +129,12 @@ static const struct mc_opt global_opts[] = {
 	  &bo.sim_low },
 	{ "peers", 0, "N", NULL, "peer tiers the capacity is split over (sim; default 1)",
 	  mc_set_u64, &bo.sim_peers },
-	{ "eviction-mode", 0, "MODE", NULL,
+	{ "eviction-mode", 0, MC_ARG_ONE_OF("MODE", "master|local"), NULL,
 	  "who evicts: master (its rounds, global view; default) or local (each peer, its own "
 	  "view) (sim)",
 	  set_eviction_mode, &bo.sim_local },
-	{ "json", 0, NULL, NULL, "print the result as one JSON object (sim)", mc_set_flag,
-	  &bo.json },
+	{ "json", 0, NULL, NULL, "print the result as one JSON object instead of a key=value line",
+	  mc_set_flag, &bo.json },
 	{ 0 },
 };
 

@@ -372,6 +372,7 @@ bench_replay(const struct bench_opts *o, const char *path)
 	struct trace t;
 	struct mc_err err = { 0 };
 	struct mc_client_stats cs;
+	struct bench_out r;
 	uint64_t t0, retries = 0;
 	uint64_t rounds = 0, evicted = 0;
 	double s, fill = 0, occ_min = -1;
@@ -420,21 +421,29 @@ bench_replay(const struct bench_opts *o, const char *path)
 			mc_msg_release(&m);
 		}
 	}
-	printf("replay requests=%llu blocks=%llu prefix_hits=%llu prefix_hit_ratio=%.4f "
-	       "found=%llu block_hit_ratio=%.4f puts=%llu put_failures=%llu put_retries=%llu "
-	       "puts_existing=%llu get_errors=%llu occupancy_min=%.4f occupancy_mean=%.4f "
-	       "rounds=%llu evicted_bytes=%llu seconds=%.3f requests_per_s=%.1f p50_us=%.1f "
-	       "p90_us=%.1f p99_us=%.1f\n",
-	       (unsigned long long)st.requests, (unsigned long long)st.blocks,
-	       (unsigned long long)st.hits, ratio(st.hits, st.blocks), (unsigned long long)st.found,
-	       ratio(st.found, st.blocks), (unsigned long long)st.puts,
-	       (unsigned long long)st.put_failures, (unsigned long long)retries,
-	       (unsigned long long)st.puts_existing, (unsigned long long)st.get_errors,
-	       occ_min >= 0 ? occ_min : 0, st.occ_samples ? st.occ_sum / (double)st.occ_samples : 0,
-	       (unsigned long long)rounds, (unsigned long long)evicted, s,
-	       s > 0 ? (double)st.requests / s : 0, lat_pct_us(&st.lat, 50),
-	       lat_pct_us(&st.lat, 90), lat_pct_us(&st.lat, 99));
-	fflush(stdout);
+	out_begin(&r, o->json, "replay");
+	out_u64(&r, "requests", st.requests);
+	out_u64(&r, "blocks", st.blocks);
+	out_u64(&r, "prefix_hits", st.hits);
+	out_double(&r, "prefix_hit_ratio", 4, ratio(st.hits, st.blocks));
+	out_u64(&r, "found", st.found);
+	out_double(&r, "block_hit_ratio", 4, ratio(st.found, st.blocks));
+	out_u64(&r, "puts", st.puts);
+	out_u64(&r, "put_failures", st.put_failures);
+	out_u64(&r, "put_retries", retries);
+	out_u64(&r, "puts_existing", st.puts_existing);
+	out_u64(&r, "get_errors", st.get_errors);
+	out_double(&r, "occupancy_min", 4, occ_min >= 0 ? occ_min : 0);
+	out_double(&r, "occupancy_mean", 4,
+		   st.occ_samples ? st.occ_sum / (double)st.occ_samples : 0);
+	out_u64(&r, "rounds", rounds);
+	out_u64(&r, "evicted_bytes", evicted);
+	out_double(&r, "seconds", 3, s);
+	out_double(&r, "requests_per_s", 1, s > 0 ? (double)st.requests / s : 0);
+	out_double(&r, "p50_us", 1, lat_pct_us(&st.lat, 50));
+	out_double(&r, "p90_us", 1, lat_pct_us(&st.lat, 90));
+	out_double(&r, "p99_us", 1, lat_pct_us(&st.lat, 99));
+	out_end(&r);
 	if (rc == 0 && st.puts > 0 &&
 	    (double)st.put_failures > o->max_put_failures * (double)st.puts) {
 		mc_complain(

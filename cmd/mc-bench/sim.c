@@ -623,14 +623,18 @@ parse_capacity(const char *s, uint64_t unique, uint64_t block)
 	return v;
 }
 
+/* Each policy's figures, an item of the record's results list. */
 static void
-print_json_result(const struct sim_result *r, bool last)
+out_result(struct bench_out *r, const struct sim_result *res)
 {
-	printf("{\"policy\":\"%s\",\"prefix_hit_ratio\":%.6f,\"block_hit_ratio\":%.6f,"
-	       "\"writes\":%llu,\"evictions\":%llu,\"rounds\":%llu}%s",
-	       r->name, ratio(r->prefix_hits, r->blocks), ratio(r->found, r->blocks),
-	       (unsigned long long)r->writes, (unsigned long long)r->evictions,
-	       (unsigned long long)r->rounds, last ? "" : ",");
+	out_item_begin(r);
+	out_str(r, "policy", res->name);
+	out_double(r, "prefix_hit_ratio", 6, ratio(res->prefix_hits, res->blocks));
+	out_double(r, "block_hit_ratio", 6, ratio(res->found, res->blocks));
+	out_u64(r, "writes", res->writes);
+	out_u64(r, "evictions", res->evictions);
+	out_u64(r, "rounds", res->rounds);
+	out_item_end(r);
 }
 
 int
@@ -640,6 +644,7 @@ bench_sim(const struct bench_opts *o, const char *path)
 	struct mc_policy pol;
 	struct mc_err err;
 	struct sim_result res[MC_REF_COUNT + 1];
+	struct bench_out r;
 	uint64_t capacity, block = o->block_bytes, t0 = mc_mono_ns();
 	int64_t opt_hits;
 	size_t nres = 0;
@@ -732,23 +737,7 @@ bench_sim(const struct bench_opts *o, const char *path)
 	opt = ratio((uint64_t)opt_hits, st.nids);
 	gap = opt > lru ? (ratio(res[0].prefix_hits, res[0].blocks) - lru) / (opt - lru) : 0;
 
-	if (o->json) {
-		printf("{\"trace\":");
-		mc_json_write_str(stdout, path, strlen(path));
-		printf(",\"requests\":%zu,\"blocks\":%zu,\"unique_blocks\":%llu,\"block_bytes\":%"
-		       "llu,"
-		       "\"capacity_bytes\":%llu,\"high\":%.4f,\"low\":%.4f,\"results\":[",
-		       st.nreq, st.nids, (unsigned long long)st.unique, (unsigned long long)block,
-		       (unsigned long long)capacity, o->sim_high, o->sim_low);
-		for (size_t i = 0; i < nres; i++)
-			print_json_result(&res[i], i + 1 == nres);
-		printf("],\"opt_block_hit_ratio\":%.6f,\"gap_closed\":%.4f,"
-		       "\"gap_closed_note\":\"(policy - lru) / (opt - lru): prefix hit ratios for "
-		       "the policy and lru, opt's block hit ratio as the ceiling (an upper "
-		       "bound)\","
-		       "\"seconds\":%.3f}\n",
-		       opt, gap, (double)(mc_mono_ns() - t0) / 1e9);
-	} else {
+	if (!o->json) {
 		char cb[32];
 
 		printf("sim %s: %zu requests, %zu block accesses, %llu unique blocks of %llu B; "
@@ -771,12 +760,36 @@ bench_sim(const struct bench_opts *o, const char *path)
 		       "policy and lru, opt's block ratio as the ceiling: an upper bound, so this "
 		       "underestimates)\n",
 		       res[0].name, gap);
-		printf("sim policy=%s prefix_hit_ratio=%.4f block_hit_ratio=%.4f lru=%.4f "
-		       "opt_block=%.4f gap_closed=%.4f seconds=%.3f\n",
-		       res[0].name, ratio(res[0].prefix_hits, res[0].blocks),
-		       ratio(res[0].found, res[0].blocks), lru, opt, gap,
-		       (double)(mc_mono_ns() - t0) / 1e9);
 	}
+	/* the record: the policy's figures first, then the run and every policy's */
+	out_begin(&r, o->json, "sim");
+	out_str(&r, "policy", res[0].name);
+	out_double(&r, "prefix_hit_ratio", 4, ratio(res[0].prefix_hits, res[0].blocks));
+	out_double(&r, "block_hit_ratio", 4, ratio(res[0].found, res[0].blocks));
+	out_double(&r, "lru", 4, lru);
+	out_double(&r, "opt_block", 4, opt);
+	out_double(&r, "gap_closed", 4, gap);
+	out_double(&r, "seconds", 3, (double)(mc_mono_ns() - t0) / 1e9);
+	if (o->json) {
+		/* the text form's table and heading */
+		out_str(&r, "trace", path);
+		out_u64(&r, "requests", st.nreq);
+		out_u64(&r, "blocks", st.nids);
+		out_u64(&r, "unique_blocks", st.unique);
+		out_u64(&r, "block_bytes", block);
+		out_u64(&r, "capacity_bytes", capacity);
+		out_double(&r, "high", 4, o->sim_high);
+		out_double(&r, "low", 4, o->sim_low);
+		out_double(&r, "opt_block_hit_ratio", 6, opt);
+		out_str(&r, "gap_closed_note",
+			"(policy - lru) / (opt - lru): prefix hit ratios for the policy and lru, "
+			"opt's block hit ratio as the ceiling (an upper bound)");
+		out_list_begin(&r, "results");
+		for (size_t i = 0; i < nres; i++)
+			out_result(&r, &res[i]);
+		out_list_end(&r);
+	}
+	out_end(&r);
 	mc_policy_free(&pol);
 	free_trace(&st);
 	return MC_EXIT_OK;

@@ -108,8 +108,8 @@ set_soft_pin(const char *v, void *target, char *why)
 const struct mc_opt cli_put_opts[] = {
 	{ "replicas", 0, "N", NULL, "copies on distinct peers (default 1)", set_replicas,
 	  &put_o.replicas },
-	{ "type", 0, "STR", NULL, "data type: kv, hidden, tensor, general (default)", mc_set_str,
-	  &put_o.type },
+	{ "type", 0, MC_ARG_ONE_OF("STR", "kv|hidden|tensor|general"), NULL,
+	  "data type: kv, hidden, tensor, general (default)", mc_set_str, &put_o.type },
 	{ "group", 0, "STR", NULL, "group whose members share read leases", mc_set_str,
 	  &put_o.group },
 	{ "parent", 0, "KEY", NULL, "the block before this one in its chain (a prompt prefix)",
@@ -119,10 +119,10 @@ const struct mc_opt cli_put_opts[] = {
 	{ "hard-pin", 0, NULL, NULL, "never evict this object", mc_set_flag, &put_o.hard_pin },
 	{ "upsert", 0, NULL, NULL, "replace an existing key with a new version", mc_set_flag,
 	  &put_o.upsert },
-	{ "soft-pin", 0, "ACTION", NULL,
+	{ "soft-pin", 0, MC_ARG_ONE_OF("ACTION", "preserve|enable|disable"), NULL,
 	  "soft pin write action: preserve (default), enable[:TTL] or disable", set_soft_pin,
 	  NULL },
-	{ "tier", 0, "TIER", NULL,
+	{ "tier", 0, MC_ARG_ONE_OF("TIER", MC_TIER_NAMES), NULL,
 	  "put the copies on this tier: dram or ssd (default: the "
 	  "fastest that fits)",
 	  set_tier, &put_o.tier },
@@ -199,7 +199,9 @@ put_print_json(const char *key)
 		mc_tool_fail(&err, "stat", key);
 	printf("{\"key\":");
 	mc_json_write_str(stdout, key, strlen(key));
-	printf(",\"version\":%" PRIu64 ",\"replicas\":[", info->version);
+	printf(",\"version\":");
+	mc_json_write_u64(stdout, info->version);
+	printf(",\"replicas\":[");
 	for (i = 0; i < info->nreplicas; i++) {
 		printf("%s{\"peer_id\":%" PRIu32 ",\"addr\":", i ? "," : "",
 		       info->replicas[i].peer_id);
@@ -220,9 +222,10 @@ cli_put(int argc, char **argv)
 	struct mc_put_opts o = MC_PUT_OPTS_INIT;
 	char parent[MC_KEY_MAX + 1];
 	struct mc_err err = { 0 };
+	struct cli_progress pg;
 	size_t len;
 	char *buf;
-	int fd = 0;
+	int fd = 0, rc;
 
 	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		mc_die(MC_EXIT_FAIL, "cannot read '%s': %s", path, mc_strerror(errno));
@@ -247,7 +250,10 @@ cli_put(int argc, char **argv)
 	o.has_soft_pin_ttl = put_o.has_soft_pin_ttl;
 	o.soft_pin_ttl_ms = put_o.soft_pin_ttl_ms;
 	o.tier = put_o.tier;
-	if (mc_put(mc_tool_client(), key, strlen(key), buf, len, &o, &err) < 0)
+	cli_progress_begin(&pg, "put", key, len);
+	rc = mc_put(mc_tool_client(), key, strlen(key), buf, len, &o, &err);
+	cli_progress_end(&pg);
+	if (rc < 0)
 		mc_tool_fail(&err, "put", key);
 	free(buf);
 	if (cli.json)
@@ -266,8 +272,9 @@ get_to_file(const char *key, const char *path)
 	size_t n = strlen(path), len;
 	char *tmp = malloc(n + 16);
 	struct mc_err err = { 0 };
+	struct cli_progress pg;
 	mode_t mask;
-	int fd;
+	int fd, rc;
 
 	if (!tmp)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
@@ -275,7 +282,10 @@ get_to_file(const char *key, const char *path)
 	fd = mkstemp(tmp);
 	if (fd < 0)
 		mc_die(MC_EXIT_FAIL, "cannot write '%s': %s", path, mc_strerror(errno));
-	if (mc_get_fd(mc_tool_client(), key, strlen(key), fd, &len, &err) < 0) {
+	cli_progress_begin(&pg, "get", key, 0);
+	rc = mc_get_fd(mc_tool_client(), key, strlen(key), fd, &len, &err);
+	cli_progress_end(&pg);
+	if (rc < 0) {
 		close(fd);
 		unlink(tmp);
 		mc_tool_fail(&err, "get", key);
@@ -297,15 +307,20 @@ cli_get(int argc, char **argv)
 {
 	const char *key = argv[0];
 	struct mc_err err = { 0 };
+	struct cli_progress pg;
 	void *buf;
 	size_t len;
+	int rc;
 
 	(void)argc;
 	if (get_o.output) {
 		get_to_file(key, get_o.output);
 		return MC_EXIT_OK;
 	}
-	if (mc_get_alloc(mc_tool_client(), key, strlen(key), &buf, &len, &err) < 0)
+	cli_progress_begin(&pg, "get", key, 0);
+	rc = mc_get_alloc(mc_tool_client(), key, strlen(key), &buf, &len, &err);
+	cli_progress_end(&pg);
+	if (rc < 0)
 		mc_tool_fail(&err, "get", key);
 	if (mc_write_all(1, buf, len) < 0)
 		mc_die(MC_EXIT_FAIL, "cannot write to stdout: %s", mc_strerror(errno));

@@ -25,6 +25,7 @@
 #include "mc/parse.h"
 #include "mc/plan.h"
 #include "mc/rpcc.h"
+#include "mc/tier.h"
 
 /* Bulk bytes read per call, and the step the JSON buffer grows by. */
 #define CHUNK (1u << 20)
@@ -38,7 +39,8 @@ static struct {
 const struct mc_opt cli_candidates_opts[] = {
 	{ "peer", 0, "ID", NULL, "only copies on this peer (its id or address)", mc_set_str,
 	  &cand_o.peer },
-	{ "tier", 0, "STR", NULL, "only copies in this tier: dram, ssd", mc_set_str, &cand_o.tier },
+	{ "tier", 0, MC_ARG_ONE_OF("STR", MC_TIER_NAMES), NULL,
+	  "only copies in this tier: dram, ssd", mc_set_str, &cand_o.tier },
 	{ "tenant", 0, "STR", NULL, "only this tenant's copies (default: every tenant)", mc_set_str,
 	  &cand_o.tenant },
 	{ 0 },
@@ -266,8 +268,8 @@ const struct mc_opt cli_evict_opts[] = {
 	  &ev_o.tenant },
 	{ "peer", 0, "ID", NULL, "with --target: only copies on this peer (its id or address)",
 	  mc_set_str, &ev_o.peer },
-	{ "tier", 0, "STR", NULL, "with --target: only copies in this tier: dram, ssd", mc_set_str,
-	  &ev_o.tier },
+	{ "tier", 0, MC_ARG_ONE_OF("STR", MC_TIER_NAMES), NULL,
+	  "with --target: only copies in this tier: dram, ssd", mc_set_str, &ev_o.tier },
 	{ "dry-run", 0, NULL, NULL, "with --target: print the master's plan, evict nothing",
 	  mc_set_flag, &ev_o.dry_run },
 	{ "raw", 0, NULL, NULL, "write the answer as the msgpack stream it came in", mc_set_flag,

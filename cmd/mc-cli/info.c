@@ -27,7 +27,11 @@ print_key(const void *key, size_t key_len, uint64_t size, uint64_t version, cons
 	}
 	printf("{\"key\":");
 	mc_json_write_str(stdout, key, key_len);
-	printf(",\"size\":%" PRIu64 ",\"version\":%" PRIu64 ",\"type\":", size, version);
+	printf(",\"size\":");
+	mc_json_write_u64(stdout, size);
+	printf(",\"version\":");
+	mc_json_write_u64(stdout, version);
+	printf(",\"type\":");
 	mc_json_write_str(stdout, type, strlen(type));
 	printf("}\n");
 	return 0;
@@ -82,12 +86,54 @@ stat_text(const struct mc_object_info *in)
 		       in->replicas[i].complete ? "complete" : "processing");
 }
 
-static void
-print_scalar(const msgpack_object *o)
+/*
+ * A field's unit, by the convention the master's records follow:
+ * "bytes" and NAME_bytes are sizes, NAME_ms durations. *label_len gets
+ * the length of the name without its unit, which the value then shows.
+ */
+enum field_unit { UNIT_NONE, UNIT_BYTES, UNIT_MS };
+
+static bool
+has_suffix(const char *s, size_t n, const char *suffix)
 {
+	size_t k = strlen(suffix);
+
+	return n > k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+static enum field_unit
+field_unit(const msgpack_object *key, int *label_len)
+{
+	const char *k = key->via.str.ptr;
+	size_t n = key->via.str.size;
+
+	*label_len = (int)n;
+	if (n == 5 && memcmp(k, "bytes", 5) == 0)
+		return UNIT_BYTES;
+	if (has_suffix(k, n, "_bytes")) {
+		*label_len = (int)(n - 6);
+		return UNIT_BYTES;
+	}
+	if (has_suffix(k, n, "_ms")) {
+		*label_len = (int)(n - 3);
+		return UNIT_MS;
+	}
+	return UNIT_NONE;
+}
+
+static void
+print_scalar(const msgpack_object *o, enum field_unit unit)
+{
+	char buf[48];
+
 	switch (o->type) {
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		printf("%" PRIu64, o->via.u64);
+		if (unit == UNIT_BYTES)
+			fputs(mc_fmt_size(o->via.u64, buf, sizeof(buf)), stdout);
+		else if (unit == UNIT_MS)
+			fputs(mc_fmt_duration_ms(o->via.u64, buf, sizeof(buf)), stdout);
+		else
+			printf("%" PRIu64, o->via.u64);
 		break;
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
 		printf("%" PRId64, o->via.i64);
@@ -113,8 +159,9 @@ print_scalar(const msgpack_object *o)
 
 /*
  * "key: value" lines; nested maps indent, an array of maps prints one
- * "- k=v k=v" line per element. Fields the master adds later show up
- * without a change here.
+ * "- k=v k=v" line per element. Sizes and durations read as people
+ * write them (field_unit). Fields the master adds later show up without
+ * a change here.
  */
 static void
 print_text(const msgpack_object *map, int indent)
@@ -126,10 +173,13 @@ print_text(const msgpack_object *map, int indent)
 	for (i = 0; i < map->via.map.size; i++) {
 		const msgpack_object *key = &map->via.map.ptr[i].key;
 		const msgpack_object *v = &map->via.map.ptr[i].val;
+		enum field_unit unit;
+		int label;
 
 		if (key->type != MSGPACK_OBJECT_STR)
 			continue;
-		printf("%*s%.*s:", indent, "", (int)key->via.str.size, key->via.str.ptr);
+		unit = field_unit(key, &label);
+		printf("%*s%.*s:", indent, "", label, key->via.str.ptr);
 		if (v->type == MSGPACK_OBJECT_MAP) {
 			printf("\n");
 			print_text(v, indent + 2);
@@ -137,7 +187,7 @@ print_text(const msgpack_object *map, int indent)
 		}
 		if (v->type != MSGPACK_OBJECT_ARRAY) {
 			printf(" ");
-			print_scalar(v);
+			print_scalar(v, unit);
 			printf("\n");
 			continue;
 		}
@@ -148,15 +198,18 @@ print_text(const msgpack_object *map, int indent)
 			printf("%*s-", indent + 2, "");
 			if (e->type != MSGPACK_OBJECT_MAP) {
 				printf(" ");
-				print_scalar(e);
+				print_scalar(e, unit);
 			}
 			for (k = 0; e->type == MSGPACK_OBJECT_MAP && k < e->via.map.size; k++) {
 				const msgpack_object *ek = &e->via.map.ptr[k].key;
+				enum field_unit eu;
+				int elabel;
 
 				if (ek->type != MSGPACK_OBJECT_STR)
 					continue;
-				printf(" %.*s=", (int)ek->via.str.size, ek->via.str.ptr);
-				print_scalar(&e->via.map.ptr[k].val);
+				eu = field_unit(ek, &elabel);
+				printf(" %.*s=", elabel, ek->via.str.ptr);
+				print_scalar(&e->via.map.ptr[k].val, eu);
 			}
 			printf("\n");
 		}

@@ -14,6 +14,11 @@ struct cli cli;
 static const struct mc_opt global_opts[] = {
 	{ "json", 0, NULL, NULL, "print records as JSON, one object per line", mc_set_flag,
 	  &cli.json },
+	{ "progress", 0, NULL, NULL,
+	  "show put and get progress on stderr for any object and stderr", cli_set_progress,
+	  &cli.progress },
+	{ "no-progress", 0, NULL, NULL, "never show put and get progress", cli_set_no_progress,
+	  &cli.progress },
 	{ 0 },
 };
 
@@ -99,7 +104,7 @@ static const struct mc_tool_cmd cmds[] = {
 
 static const struct mc_tool tool = {
 	.prog = "mc-cli",
-	.globals = "[-m ADDR] [-t TENANT] [--json] [--timeout D]",
+	.globals = "[-m ADDR] [-t TENANT] [--json] [--[no-]progress] [--timeout D]",
 	.summary = "store and fetch objects in an mc cluster",
 	.opts = global_opts,
 	.cmds = cmds,

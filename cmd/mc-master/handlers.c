@@ -675,7 +675,7 @@ h_stat(struct mc_req *req)
 	mc_reply_end(req);
 }
 
-/* [{tier, used, capacity}]: each tier some live peer has, summed over the live peers. */
+/* [{tier, used_bytes, capacity_bytes}]: each tier some live peer has, summed over the live peers. */
 static void
 pack_tier_totals(msgpack_packer *pk, const struct master *m)
 {
@@ -704,8 +704,8 @@ pack_tier_totals(msgpack_packer *pk, const struct master *m)
 			continue;
 		msgpack_pack_map(pk, 3);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
-		mc_pack_kv_u64(pk, "used", used[t]);
-		mc_pack_kv_u64(pk, "capacity", cap[t]);
+		mc_pack_kv_u64(pk, "used_bytes", used[t]);
+		mc_pack_kv_u64(pk, "capacity_bytes", cap[t]);
 	}
 }
 
@@ -742,7 +742,7 @@ h_stats(struct mc_req *req)
 		mc_pack_kv_u64(pk, "objects", s->tenants[i].objects);
 		mc_pack_kv_u64(pk, "bytes", s->tenants[i].bytes);
 		if (s->tenants[i].quota != 0)
-			mc_pack_kv_u64(pk, "quota", s->tenants[i].quota);
+			mc_pack_kv_u64(pk, "quota_bytes", s->tenants[i].quota);
 	}
 	mc_pack_kv_u64(pk, "uptime_ms", (mc_mono_ns() / 1000000) - m->started_ms);
 	mc_pack_kv_str(pk, "version", MASTER_VERSION);

@@ -299,8 +299,8 @@ main(int argc, char **argv)
 		  "close a connection with nothing in flight for this long, peers' control links "
 		  "aside (default 5m; 0: never)",
 		  mc_set_duration, &lim.idle_timeout_ms },
-		{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
-		  mc_set_log_level, NULL },
+		{ "log-level", 0, MC_ARG_ONE_OF("STR", MC_LOG_LEVELS), NULL,
+		  "debug, info, warn or error (default info)", mc_set_log_level, NULL },
 		{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
 		  mc_set_flag, &list_methods },
 		{ 0 },

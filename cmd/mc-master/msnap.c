@@ -287,8 +287,12 @@ child_main(struct master *m, int fd, int errw)
 	_exit(status);
 }
 
+/*
+ * Start the child: into --snapshot-dir when in_dir (and there is one),
+ * else into a nameless temporary that only a stream reply reads.
+ */
 static int
-snap_start(struct master *m, struct mc_err *err)
+snap_start(struct master *m, bool in_dir, struct mc_err *err)
 {
 	struct msnap *sn = &m->snap;
 	int fd = -1, pfd[2] = { -1, -1 };
@@ -299,7 +303,8 @@ snap_start(struct master *m, struct mc_err *err)
 		return 0;
 	if (created <= sn->last_created)
 		created = sn->last_created + 1;
-	sn->in_dir = m->cfg.snapshot_dir != NULL;
+	sn->in_dir = in_dir && m->cfg.snapshot_dir != NULL;
+	sn->dir_owed = false;
 	if (sn->in_dir) {
 		fd = mc_snap_create_tmp(m->cfg.snapshot_dir, sn->tmp, sizeof(sn->tmp), err);
 		if (fd < 0)
@@ -364,7 +369,12 @@ msnap_start(struct master *m, struct mc_err *err)
 {
 	if (m->cfg.snapshot_dir == NULL)
 		return mc_err_set(err, MC_ERR_UNAVAILABLE, "no --snapshot-dir");
-	return snap_start(m, err);
+	if (m->snap.pid != 0 && !m->snap.in_dir) {
+		/* a stream-only snapshot is running: the directory's comes after it */
+		m->snap.dir_owed = true;
+		return 0;
+	}
+	return snap_start(m, true, err);
 }
 
 static void
@@ -415,6 +425,40 @@ reply_saved(struct master *m, struct snap_waiter *w, int fd, uint64_t size)
 	mc_reply_end_bulk(w->req, mp->p, mp->len, unmap_release, mp);
 }
 
+/* Whether the snapshot just written answers w. */
+static bool
+served(const struct msnap *sn, const struct snap_waiter *w)
+{
+	return sn->in_dir || !w->need_dir;
+}
+
+/*
+ * After a snapshot ended and answered its waiters: drop them, keep those
+ * it could not serve, and start the snapshot into the directory they (or
+ * the interval) asked for meanwhile.
+ */
+static void
+start_owed(struct master *m)
+{
+	struct msnap *sn = &m->snap;
+	struct mc_err err;
+	size_t kept = 0;
+
+	for (size_t i = 0; i < sn->nwait; i++)
+		if (!served(sn, &sn->waiters[i]))
+			sn->waiters[kept++] = sn->waiters[i];
+	sn->nwait = kept;
+	if (kept == 0 && !sn->dir_owed)
+		return;
+	if (snap_start(m, true, &err) == 0)
+		return;
+	mc_metric_inc(sn->m_failures);
+	mc_warn("cannot start a snapshot: %s", err.msg);
+	for (size_t i = 0; i < sn->nwait; i++)
+		handler_fail(sn->waiters[i].req, err.code, "cannot start a snapshot: %s", err.msg);
+	sn->nwait = 0;
+}
+
 static void
 finish_ok(struct master *m, uint64_t millis)
 {
@@ -425,7 +469,7 @@ finish_ok(struct master *m, uint64_t millis)
 	bool stream = false;
 
 	for (size_t i = 0; i < sn->nwait; i++)
-		stream |= sn->waiters[i].stream;
+		stream |= sn->waiters[i].stream && served(sn, &sn->waiters[i]);
 	if (!sn->in_dir) {
 		fd = sn->stream_fd;
 		sn->stream_fd = -1;
@@ -446,11 +490,12 @@ finish_ok(struct master *m, uint64_t millis)
 	mc_info("snapshot %s: %llu objects in %llu ms", sn->path, (unsigned long long)sn->objects,
 		(unsigned long long)millis);
 	for (size_t i = 0; i < sn->nwait; i++)
-		reply_saved(m, &sn->waiters[i], fd, size);
-	sn->nwait = 0;
+		if (served(sn, &sn->waiters[i]))
+			reply_saved(m, &sn->waiters[i], fd, size);
 	/* A streamed temporary lives on in the mappings only. */
 	if (fd >= 0)
 		close(fd);
+	start_owed(m);
 }
 
 static void
@@ -466,8 +511,9 @@ finish_fail(struct master *m, const char *why)
 		close(sn->stream_fd);
 	sn->stream_fd = -1;
 	for (size_t i = 0; i < sn->nwait; i++)
-		handler_fail(sn->waiters[i].req, MC_ERR_SYSTEM, "snapshot failed: %s", why);
-	sn->nwait = 0;
+		if (served(sn, &sn->waiters[i]))
+			handler_fail(sn->waiters[i].req, MC_ERR_SYSTEM, "snapshot failed: %s", why);
+	start_owed(m);
 }
 
 void
@@ -515,7 +561,8 @@ interval_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (m->snap.pid == 0 && msnap_start(m, &err) != 0)
+	/* a snapshot into the directory that is running already will do */
+	if (msnap_start(m, &err) != 0)
 		mc_warn("cannot start a periodic snapshot: %s", err.msg);
 }
 
@@ -1347,12 +1394,19 @@ h_snapshot_save(struct mc_req *req)
 	struct msnap *sn = &m->snap;
 	struct mc_err err;
 	struct mc_req *d;
-	bool stream = false;
+	bool stream = false, stream_only = false, need_dir;
 
-	if (mc_map_bool(req->params, "stream", &stream, &err) < 0) {
+	if (mc_map_bool(req->params, "stream", &stream, &err) < 0 ||
+	    mc_map_bool(req->params, "stream_only", &stream_only, &err) < 0) {
 		handler_fail(req, err.code, "%s", err.msg);
 		return;
 	}
+	if (stream_only && !stream) {
+		handler_fail(req, MC_ERR_INVALID, "stream_only: needs stream");
+		return;
+	}
+	/* stream_only: the caller keeps the file; the directory gets none */
+	need_dir = m->cfg.snapshot_dir != NULL && !stream_only;
 	if (m->cfg.snapshot_dir == NULL && !stream) {
 		handler_fail(req, MC_ERR_UNAVAILABLE,
 			     "no --snapshot-dir on this master: stream the snapshot instead");
@@ -1369,7 +1423,7 @@ h_snapshot_save(struct mc_req *req)
 		sn->wcap = cap;
 	}
 	/* One at a time: a request meanwhile waits for the running one. */
-	if (sn->pid == 0 && snap_start(m, &err) != 0) {
+	if (sn->pid == 0 && snap_start(m, need_dir, &err) != 0) {
 		mc_metric_inc(sn->m_failures);
 		mc_warn("cannot start a snapshot: %s", err.msg);
 		handler_fail(req, err.code, "cannot start a snapshot: %s", err.msg);
@@ -1382,6 +1436,7 @@ h_snapshot_save(struct mc_req *req)
 	}
 	sn->waiters[sn->nwait].req = d;
 	sn->waiters[sn->nwait].stream = stream;
+	sn->waiters[sn->nwait].need_dir = need_dir;
 	sn->nwait++;
 }
 

@@ -5,7 +5,9 @@
  * of the store and exits, so the event loop never waits for the disk.
  * The parent polls for the child's exit from the sweep timer, then
  * answers every request that waited for that snapshot. One snapshot is
- * written at a time; a request arriving meanwhile joins it.
+ * written at a time; a request arriving meanwhile joins it, unless it
+ * wants a file in --snapshot-dir and the running one only streams: that
+ * request waits for the next snapshot, which starts when this one ends.
  *
  * Loading builds a whole new store aside and swaps it in only when the
  * file was read to its end and checked, so a bad file leaves nothing
@@ -28,6 +30,7 @@ struct master;
 struct snap_waiter {
 	struct mc_req *req; /* deferred */
 	bool stream;
+	bool need_dir; /* a snapshot written into --snapshot-dir answers it */
 };
 
 struct snap_last {
@@ -40,6 +43,7 @@ struct msnap {
 	pid_t pid;     /* the writing child; 0 when none */
 	int err_fd;    /* read end of the child's error pipe */
 	bool in_dir;   /* into --snapshot-dir (else a temporary for streaming) */
+	bool dir_owed; /* a snapshot into the directory was asked for meanwhile */
 	int stream_fd; /* that temporary, unlinked already; -1 when none */
 	char tmp[PATH_MAX];
 	char path[PATH_MAX]; /* the finished file */

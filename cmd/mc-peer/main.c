@@ -197,11 +197,12 @@ static const struct mc_opt opts[] = {
 	  "HIGH:LOW, fractions of SSD: usage that starts eviction and where it stops (default "
 	  "0.9:0.7)",
 	  set_marks, &cfg.marks[MC_TIER_SSD] },
-	{ "promote-on-read", 0, "MODE", NULL,
+	{ "promote-on-read", 0, MC_ARG_ONE_OF("MODE", "move"), NULL,
 	  "move: a read of an SSD copy moves it up to DRAM, while DRAM is under its high "
 	  "watermark (default off)",
 	  set_promote, &cfg.promote },
-	{ "eviction-mode", 0, "MODE", "MC_EVICTION_MODE",
+	{ "eviction-mode", 0, MC_ARG_ONE_OF("MODE", "local|master_ranked|master"),
+	  "MC_EVICTION_MODE",
 	  "who picks this peer's victims: local (its own watermarks and policy, the default), "
 	  "master_ranked (the master's ranking first) or master (the master's rounds evict DRAM)",
 	  set_eviction_mode, &cfg.eviction_mode },
@@ -254,8 +255,8 @@ static const struct mc_opt opts[] = {
 	  &cfg.secret_file },
 	{ "insecure", 0, NULL, NULL, "serve a non-loopback --listen or --http, unauthenticated",
 	  mc_set_flag, &cfg.insecure },
-	{ "log-level", 0, "STR", NULL, "debug, info, warn or error (default info)",
-	  mc_set_log_level, NULL },
+	{ "log-level", 0, MC_ARG_ONE_OF("STR", MC_LOG_LEVELS), NULL,
+	  "debug, info, warn or error (default info)", mc_set_log_level, NULL },
 	{ 0 },
 };
 

@@ -19,6 +19,7 @@
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
+#include "mc/progress.h"
 #include "mc/snapshot.h"
 #include "mc/wire.h"
 #include "snap.h"
@@ -217,7 +218,8 @@ print_text(const char *path, const struct mc_snap_header *h, uint64_t size, stru
 static void
 json_kv_u64(const char *k, uint64_t v, bool comma)
 {
-	printf("%s\"%s\":%" PRIu64, comma ? "," : "", k, v);
+	printf("%s\"%s\":", comma ? "," : "", k);
+	mc_json_write_u64(stdout, v);
 }
 
 static void
@@ -287,7 +289,7 @@ cmd_inspect(int argc, char **argv)
 	struct mc_snap_header h;
 	struct mc_snap_reader *r;
 	const msgpack_object *rec;
-	struct progress pg;
+	struct mc_progress pg;
 	struct census c;
 	uint64_t size, read_bytes;
 	size_t i;
@@ -302,10 +304,10 @@ cmd_inspect(int argc, char **argv)
 		mc_htab_init(&c.t[i].h);
 	}
 	fd = snap_open_input(path, &size);
-	progress_start(&pg, "inspect", size);
+	mc_progress_start(&pg, "inspect", size);
 	r = mc_snap_reader_open(fd, &h, &err);
 	if (r == NULL) {
-		progress_end(&pg);
+		mc_progress_end(&pg);
 		snap_read_fail(path, &err);
 	}
 	while ((rc = mc_snap_reader_next(r, &rec, &err)) > 0) {
@@ -316,11 +318,11 @@ cmd_inspect(int argc, char **argv)
 		if (k.len == 6 && memcmp(k.s, "object", 6) == 0)
 			count_object(&c, rec);
 		if (c.records % 4096 == 0)
-			progress_update(&pg, mc_snap_reader_offset(r));
+			mc_progress_update(&pg, mc_snap_reader_offset(r), 0);
 	}
 	read_bytes = mc_snap_reader_offset(r);
 	mc_snap_reader_close(r);
-	progress_end(&pg);
+	mc_progress_end(&pg);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (rc < 0)

@@ -14,6 +14,7 @@
 #include "mc/log.h"
 #include "mc/tool.h"
 #include "mc/parse.h"
+#include "mc/progress.h"
 #include "mc/snapshot.h"
 #include "snap.h"
 
@@ -67,23 +68,23 @@ cmd_verify(int argc, char **argv)
 	struct mc_snap_header h;
 	struct mc_snap_reader *r;
 	const msgpack_object *rec;
-	struct progress pg;
+	struct mc_progress pg;
 	uint64_t size, n = 0;
 	int fd, rc;
 
 	(void)argc;
 	fd = snap_open_input(path, &size);
-	progress_start(&pg, "verify", size);
+	mc_progress_start(&pg, "verify", size);
 	r = mc_snap_reader_open(fd, &h, &err);
 	if (r == NULL) {
 		rc = -1;
 	} else {
 		while ((rc = mc_snap_reader_next(r, &rec, &err)) > 0)
 			if (++n % 4096 == 0)
-				progress_update(&pg, mc_snap_reader_offset(r));
+				mc_progress_update(&pg, mc_snap_reader_offset(r), 0);
 		mc_snap_reader_close(r);
 	}
-	progress_end(&pg);
+	mc_progress_end(&pg);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (sc.json)

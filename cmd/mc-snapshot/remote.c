@@ -21,6 +21,7 @@
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
+#include "mc/progress.h"
 #include "mc/rpcc.h"
 #include "mc/snapshot.h"
 #include "mc/tool.h"
@@ -29,16 +30,22 @@
 
 #define CHUNK (1u << 20)
 
-/* snapshot_save {stream?}, one round trip; exits when it fails. */
+/*
+ * snapshot_save {stream?, stream_only?}, one round trip; exits when it
+ * fails. A stream is only streamed: the file is the caller's, and none
+ * lands in the master's --snapshot-dir to count toward its --snapshot-keep.
+ */
 static void
 call_save(struct mc_rpcc *r, bool stream, struct mc_msg *resp)
 {
 	msgpack_packer *pk = mc_rpcc_begin(r, "snapshot_save");
 	struct mc_err err = { 0 };
 
-	msgpack_pack_map(pk, stream ? 1 : 0);
-	if (stream)
+	msgpack_pack_map(pk, stream ? 2 : 0);
+	if (stream) {
 		mc_pack_kv_bool(pk, "stream", true);
+		mc_pack_kv_bool(pk, "stream_only", true);
+	}
 	if (mc_rpcc_call(r, resp, &err) < 0)
 		mc_tool_fail(&err, "save a snapshot", NULL);
 }
@@ -64,13 +71,13 @@ dir_of(const char *path, char *buf, size_t cap)
 static int
 receive_bulk(struct mc_rpcc *r, uint64_t len, int fd, const char *dest, struct mc_err *err)
 {
-	struct progress pg;
+	struct mc_progress pg;
 	uint64_t done = 0;
 	char *buf = malloc(CHUNK);
 
 	if (buf == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot save a snapshot: out of memory");
-	progress_start(&pg, "save", len);
+	mc_progress_start(&pg, "save", len);
 	while (done < len) {
 		size_t k = len - done < CHUNK ? (size_t)(len - done) : CHUNK;
 
@@ -82,9 +89,9 @@ receive_bulk(struct mc_rpcc *r, uint64_t len, int fd, const char *dest, struct m
 			break;
 		}
 		done += k;
-		progress_update(&pg, done);
+		mc_progress_update(&pg, done, 0);
 	}
-	progress_end(&pg);
+	mc_progress_end(&pg);
 	free(buf);
 	return done == len ? 0 : -1;
 }
@@ -188,14 +195,14 @@ cmd_save(int argc, char **argv)
 static int
 send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_err *err)
 {
-	struct progress pg;
+	struct mc_progress pg;
 	uint64_t done = 0;
 	char *buf = malloc(CHUNK);
 	int sock = mc_rpcc_fd(r), rc = -1;
 
 	if (buf == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot restore '%s': out of memory", path);
-	progress_start(&pg, "restore", len);
+	mc_progress_start(&pg, "restore", len);
 	while (done < len) {
 		size_t want = len - done < CHUNK ? (size_t)(len - done) : CHUNK, off = 0;
 		ssize_t n = read(fd, buf, want);
@@ -223,11 +230,11 @@ send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_e
 			off += (size_t)w;
 		}
 		done += (uint64_t)n;
-		progress_update(&pg, done);
+		mc_progress_update(&pg, done, 0);
 	}
 	rc = 0;
 out:
-	progress_end(&pg);
+	mc_progress_end(&pg);
 	free(buf);
 	return rc;
 }
@@ -253,7 +260,7 @@ cmd_restore(int argc, char **argv)
 	msgpack_packer *pk;
 	struct mc_rpcc *r;
 	struct mc_msg resp;
-	struct progress pg;
+	struct mc_progress pg;
 	struct mc_snap_header h;
 	struct mc_snap_reader *rd;
 	const msgpack_object *rec;
@@ -267,7 +274,7 @@ cmd_restore(int argc, char **argv)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		mc_die(MC_EXIT_FAIL, "cannot restore '%s': not a regular file", path);
 	/* a bad file is refused here, with the reason, before the master sees it */
-	progress_start(&pg, "verify", len);
+	mc_progress_start(&pg, "verify", len);
 	rd = mc_snap_reader_open(fd, &h, &err);
 	rc = -1;
 	if (rd != NULL) {
@@ -275,10 +282,10 @@ cmd_restore(int argc, char **argv)
 
 		while ((rc = mc_snap_reader_next(rd, &rec, &err)) > 0)
 			if (++n % 4096 == 0)
-				progress_update(&pg, mc_snap_reader_offset(rd));
+				mc_progress_update(&pg, mc_snap_reader_offset(rd), 0);
 		mc_snap_reader_close(rd);
 	}
-	progress_end(&pg);
+	mc_progress_end(&pg);
 	if (rc < 0)
 		snap_read_fail(path, &err);
 	if (lseek(fd, 0, SEEK_SET) < 0)

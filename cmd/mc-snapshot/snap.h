@@ -1,7 +1,7 @@
 /*
  * mc-snapshot internals: the options every command sees, the commands,
- * the progress line and the helpers that turn a failure into one line
- * on stderr and an exit status.
+ * the helpers that turn a failure into one line on stderr and an exit
+ * status. The progress line is libmc's (mc/progress.h).
  */
 #ifndef MC_SNAPSHOT_TOOL_H
 #define MC_SNAPSHOT_TOOL_H
@@ -29,23 +29,6 @@ int cmd_verify(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
-
-/*
- * A "\r..." line on stderr while a long read or write runs, redrawn at
- * most four times a second, and only when stderr is a terminal: under
- * cron the tool is silent unless something fails.
- */
-struct progress {
-	bool on, shown;
-	const char *label;
-	uint64_t total; /* 0 when unknown (a pipe) */
-	uint64_t next_ns;
-};
-
-void progress_start(struct progress *p, const char *label, uint64_t total);
-void progress_update(struct progress *p, uint64_t done);
-/* Erase the line, so what follows starts on a clean one. */
-void progress_end(struct progress *p);
 
 /*
  * Open a snapshot file to read ("-": stdin); *size is its length, or 0

@@ -145,7 +145,8 @@ print_pin(const msgpack_object *item, uint64_t now)
 
 	mc_map_u64(item, "deadline", &deadline, NULL);
 	if (sp.json) {
-		printf("{\"remaining_ms\":%" PRIu64, remaining_at(deadline, now));
+		printf("{\"remaining_ms\":");
+		mc_json_write_u64(stdout, remaining_at(deadline, now));
 		json_fields(item);
 		printf("}\n");
 		return;

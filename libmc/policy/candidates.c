@@ -358,7 +358,8 @@ json_name(FILE *f, const struct mc_cand_view *v, const char *k, uint32_t id)
 static void
 json_u64(FILE *f, const char *k, uint64_t n)
 {
-	fprintf(f, ",\"%s\":%" PRIu64, k, n);
+	fprintf(f, ",\"%s\":", k);
+	mc_json_write_u64(f, n);
 }
 
 static int
@@ -369,8 +370,9 @@ write_json(FILE *f, const struct mc_cand_view *v, struct mc_err *err)
 
 	/* one lock for the whole stream instead of one per call */
 	flockfile(f);
-	fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64 ",\"count\":%zu",
-		MC_CAND_FORMAT, MC_CAND_VERSION, v->created, v->n);
+	fprintf(f, "{\"format\":\"%s\",\"version\":%d", MC_CAND_FORMAT, MC_CAND_VERSION);
+	json_u64(f, "created", v->created);
+	json_u64(f, "count", v->n);
 	if (seqs)
 		json_u64(f, "seq", v->seq);
 	fputs("}\n", f);
@@ -614,6 +616,21 @@ field_id(const char *s, size_t len)
 	return memcmp(s, field_names[id], len) == 0 ? id : -1;
 }
 
+/*
+ * An unsigned field given as the decimal string a JSON writer uses above
+ * 2^53 (mc/json.h) becomes the number it spells; anything else stays.
+ */
+static void
+fval_number(struct fval *fv)
+{
+	uint64_t u;
+
+	if (fv->kind == FV_STR && mc_json_parse_u64(fv->s, fv->len, &u)) {
+		fv->kind = FV_UINT;
+		fv->u = u;
+	}
+}
+
 static int
 bad_type(struct reader *r, int id, const char *want, const struct fval *fv, struct mc_err *err)
 {
@@ -786,9 +803,12 @@ record_field(struct reader *r, const char *name, size_t len, const struct fval *
 		break;
 	}
 	if (num != NULL) {
-		if (fv->kind != FV_UINT)
+		struct fval n = *fv;
+
+		fval_number(&n);
+		if (n.kind != FV_UINT)
 			return bad_type(r, id, "an unsigned integer", fv, err);
-		*num = fv->u;
+		*num = n.u;
 	}
 	r->seen |= 1u << id;
 	return 0;
@@ -848,6 +868,7 @@ header_end(struct reader *r, struct mc_err *err)
 	    memcmp(h[H_FORMAT].s, MC_CAND_FORMAT, h[H_FORMAT].len) != 0)
 		return mc_err_set(err, MC_ERR_PROTO, "not an %s stream", MC_CAND_FORMAT);
 	for (int i = H_VERSION; i < H_NFIELDS; i++) {
+		fval_number(&r->hdr[i]);
 		if (!r->hdr_seen[i] || h[i].kind == FV_NIL) {
 			if (i == H_COUNT || i == H_SEQ)
 				continue;

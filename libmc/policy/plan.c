@@ -374,6 +374,14 @@ json_name(FILE *f, const struct mc_cand_view *v, const char *k, uint32_t id)
 	mc_json_write_str(f, v->names[id], v->name_lens[id]);
 }
 
+/* ",\"k\":N", N exact for every JSON reader (mc/json.h). */
+static void
+json_u64(FILE *f, const char *k, uint64_t n)
+{
+	fprintf(f, ",\"%s\":", k);
+	mc_json_write_u64(f, n);
+}
+
 static void
 json_victims(FILE *f, const struct mc_cand_view *v, const struct mc_stage *s, size_t from,
 	     size_t to)
@@ -386,10 +394,11 @@ json_victims(FILE *f, const struct mc_cand_view *v, const struct mc_stage *s, si
 		mc_json_write_str(f, v->names[c->tenant], v->name_lens[c->tenant]);
 		fputs(",\"key\":", f);
 		mc_json_write_str(f, mc_cand_key(v, c), c->key_len);
-		fprintf(f, ",\"version\":%" PRIu64, c->version);
+		json_u64(f, "version", c->version);
 		json_name(f, v, "peer", c->peer);
 		json_name(f, v, "tier", c->tier);
-		fprintf(f, ",\"bytes\":%" PRIu64 "}", c->bytes);
+		json_u64(f, "bytes", c->bytes);
+		fputc('}', f);
 	}
 	fputs("]}\n", f);
 }
@@ -401,12 +410,13 @@ json_stage(FILE *f, const struct mc_plan *p, const struct mc_stage *s)
 
 	fprintf(f, "{\"t\":\"stage\",\"id\":%" PRIu32 ",\"scope\":", s->id);
 	mc_json_write_str(f, s->scope, strlen(s->scope));
-	fprintf(f, ",\"kind\":\"%s\",\"target\":%" PRIu64 ",\"lowerbound\":%" PRIu64,
-		kind_name(s->kind), s->target, s->lowerbound);
+	fprintf(f, ",\"kind\":\"%s\"", kind_name(s->kind));
+	json_u64(f, "target", s->target);
+	json_u64(f, "lowerbound", s->lowerbound);
 	if (s->kind == MC_STAGE_FALLBACK) {
 		fputs(",\"cond_scope\":", f);
 		mc_json_write_str(f, s->cond_scope, strlen(s->cond_scope));
-		fprintf(f, ",\"cond_lowerbound\":%" PRIu64, s->cond_lowerbound);
+		json_u64(f, "cond_lowerbound", s->cond_lowerbound);
 	}
 	if (s->soft_pinned)
 		fputs(",\"soft_pinned\":true", f);
@@ -437,10 +447,10 @@ mc_plan_write(FILE *f, const struct mc_plan *p, bool json, struct mc_err *err)
 		int failed;
 
 		flockfile(f);
-		fprintf(f,
-			"{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64
-			",\"target\":%" PRIu64 ",\"lowerbound\":%" PRIu64,
-			MC_PLAN_FORMAT, MC_PLAN_VERSION, p->created, p->target, p->lowerbound);
+		fprintf(f, "{\"format\":\"%s\",\"version\":%d", MC_PLAN_FORMAT, MC_PLAN_VERSION);
+		json_u64(f, "created", p->created);
+		json_u64(f, "target", p->target);
+		json_u64(f, "lowerbound", p->lowerbound);
 		if (plen != 0) {
 			fputs(",\"policy\":", f);
 			mc_json_write_str(f, p->policy, plen);
@@ -522,12 +532,11 @@ json_report_stage(FILE *f, const struct mc_stage_report *sr, const struct mc_pla
 
 	fprintf(f, "{\"t\":\"stage\",\"id\":%" PRIu32 ",\"scope\":", sr->id);
 	mc_json_write_str(f, sr->scope, strlen(sr->scope));
-	fprintf(f,
-		",\"kind\":\"%s\",\"ran\":%s,\"planned_bytes\":%" PRIu64
-		",\"planned_objects\":%" PRIu64 ",\"evicted_bytes\":%" PRIu64
-		",\"evicted_objects\":%" PRIu64,
-		kind_name(sr->kind), sr->ran ? "true" : "false", sr->planned_bytes,
-		sr->planned_objects, sr->evicted_bytes, sr->evicted_objects);
+	fprintf(f, ",\"kind\":\"%s\",\"ran\":%s", kind_name(sr->kind), sr->ran ? "true" : "false");
+	json_u64(f, "planned_bytes", sr->planned_bytes);
+	json_u64(f, "planned_objects", sr->planned_objects);
+	json_u64(f, "evicted_bytes", sr->evicted_bytes);
+	json_u64(f, "evicted_objects", sr->evicted_objects);
 	json_failures(f, sr, p, from, to);
 	while (to < sr->nfailures) {
 		from = to;
@@ -588,11 +597,13 @@ json_round(FILE *f, const struct mc_round *rd)
 	mc_json_write_str(f, rd->trigger, strlen(rd->trigger));
 	fputs(",\"scope\":", f);
 	mc_json_write_str(f, rd->scope, strlen(rd->scope));
-	fprintf(f,
-		",\"queued_at\":%" PRIu64 ",\"started_at\":%" PRIu64 ",\"usage_at_start\":%" PRIu64
-		",\"low\":%" PRIu64 ",\"waiting\":%" PRIu64 ",\"target\":%" PRIu64 "}",
-		rd->queued_at, rd->started_at, rd->usage_at_start, rd->low, rd->waiting,
-		rd->target);
+	json_u64(f, "queued_at", rd->queued_at);
+	json_u64(f, "started_at", rd->started_at);
+	json_u64(f, "usage_at_start", rd->usage_at_start);
+	json_u64(f, "low", rd->low);
+	json_u64(f, "waiting", rd->waiting);
+	json_u64(f, "target", rd->target);
+	fputc('}', f);
 }
 
 static void
@@ -623,8 +634,8 @@ mc_report_write(FILE *f, const struct mc_report *r, const struct mc_plan *p, boo
 		int failed;
 
 		flockfile(f);
-		fprintf(f, "{\"format\":\"%s\",\"version\":%d,\"created\":%" PRIu64,
-			MC_REPORT_FORMAT, MC_PLAN_VERSION, r->created);
+		fprintf(f, "{\"format\":\"%s\",\"version\":%d", MC_REPORT_FORMAT, MC_PLAN_VERSION);
+		json_u64(f, "created", r->created);
 		if (r->has_round)
 			json_round(f, &r->round);
 		fputs("}\n", f);
@@ -734,10 +745,10 @@ get_u64(struct reader *r, const msgpack_object *m, const char *k, size_t vi, uin
 
 	if (o == NULL)
 		return vfail(r, err, vi, "field '%s': missing", k);
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+	/* a number, or the decimal string a JSON writer uses above 2^53 */
+	if (!mc_json_get_u64(o, out))
 		return vfail(r, err, vi, "field '%s': expected an unsigned integer, got %s", k,
 			     obj_kind(o));
-	*out = o->via.u64;
 	return 0;
 }
 

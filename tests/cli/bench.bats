@@ -150,3 +150,79 @@ field() {
 	run -64 mc-bench sim --capacity 2 --peers 0 "$MC_DIR/trace.jsonl"
 	assert_output --partial "invalid --peers '0'"
 }
+
+# ---- --json: every command, one record, the same fields as its line ----
+
+# same_record: the JSON object in $json holds every key=value of the line
+# in $line, value for value, and names its mode
+same_record() {
+	local mode="$1" k v
+	jq -e --arg m "$mode" '.mode == $m' <<<"$json" >/dev/null
+	[[ "$line" == "$mode "* ]]
+	for kv in ${line#"$mode "}; do
+		k="${kv%%=*}" v="${kv#*=}"
+		# numbers compare as numbers (jq prints 0.5000 as 0.5), the rest as text
+		jq -e --arg k "$k" --arg v "$v" \
+			'has($k) and ((.[$k] | tostring) == $v or
+			 ((.[$k] | type) == "number" and .[$k] == ($v | tonumber)))' \
+			<<<"$json" >/dev/null || {
+			echo "# $mode: field $k=$v is not in $json" >&2
+			return 1
+		}
+	done
+}
+
+@test "bench: --json prints get's record as one JSON object" {
+	run -0 mc-bench get --prefix gj --size 4KiB --keys 4 --clients 2 --requests 10
+	local line="$output"
+	run -0 mc-bench --json get --reuse --prefix gj --size 4KiB --keys 4 --clients 2 \
+		--requests 10
+	local json="$output"
+	jq -e '.clients == 2 and .size == 4096 and .ops == 20 and .failures == 0 and
+		(.p99_us | type == "number")' <<<"$json"
+	# the fields that do not measure time are the line's
+	line="$(sed -E 's/ (seconds|ops_per_s|gb_per_s|p50_us|p99_us|max_us|cpu_s|cpu_s_per_gb)=[^ ]*//g' \
+		<<<"$line")"
+	same_record get
+	[ "$(jq -r 'keys | join(" ")' <<<"$json")" = \
+		"clients cpu_s cpu_s_per_gb failures gb_per_s max_us mode ops ops_per_s p50_us p99_us seconds size" ]
+}
+
+@test "bench: --json prints lookup's record as one JSON object" {
+	run -0 mc-bench lookup --json --prefix lkj --keys 50 --batch 8 --clients 1 --requests 5
+	local json="$output"
+	jq -e '.mode == "lookup" and .batch == 8 and .ops == 40 and .failures == 0' <<<"$json"
+	[ "$(jq -r 'keys | join(" ")' <<<"$json")" = \
+		"batch clients cpu_s cpu_s_per_gb failures gb_per_s max_us mode ops ops_per_s p50_us p99_us seconds" ]
+}
+
+@test "bench: --json prints fill's record as one JSON object" {
+	run -0 mc-bench fill --json --prefix flj --count 20 --key-len 24 --size 1KiB
+	local json="$output"
+	jq -e '.mode == "fill" and .count == 20 and .key_len == 24 and
+		(.seconds | type == "number") and (.objects_per_s | type == "number")' <<<"$json"
+}
+
+@test "bench: --json prints replay's record with every field of its line" {
+	run -0 mc-bench replay --prefix rj1 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
+	local line="$output"
+	run -0 mc-bench replay --json --prefix rj2 --block-bytes 1KiB "$MC_DIR/trace.jsonl"
+	local json="$output"
+	jq -e '.requests == 4 and .blocks == 13 and .put_failures == 0' <<<"$json"
+	# the two runs wrote under other prefixes: drop what timing and the master's totals move
+	line="$(sed -E 's/ (seconds|requests_per_s|p50_us|p90_us|p99_us|rounds|evicted_bytes|occupancy_min|occupancy_mean)=[^ ]*//g' \
+		<<<"$line")"
+	same_record replay
+}
+
+@test "bench: --json prints sim's record with its line's fields and every policy's results" {
+	run -0 mc-bench sim --block-bytes 4KiB --capacity 16KiB "$MC_DIR/trace.jsonl"
+	local line
+	# the record, not the heading above the table
+	line="$(grep '^sim [a-z_]*=' <<<"$output" | sed -E 's/ seconds=[^ ]*//')"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 16KiB "$MC_DIR/trace.jsonl"
+	local json="$output"
+	same_record sim
+	jq -e '(.results | length) > 5 and .results[0].policy == .policy and
+		.capacity_bytes == 16384 and .block_bytes == 4096' <<<"$json"
+}

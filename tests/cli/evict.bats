@@ -512,7 +512,7 @@ evict_one_fails() {
 	[ "$(count_present A q/ 10)" -le 5 ]
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')" -eq 1 ]
 	# stat shows the quota
-	mc-cli -t A --json stat | jq -e '.. | objects | select(.quota? == 40960)' >/dev/null
+	mc-cli -t A --json stat | jq -e '.. | objects | select(.quota_bytes? == 40960)' >/dev/null
 	# an object larger than the whole quota is refused at once, without a round
 	head -c $((11 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
 	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"

@@ -21,8 +21,10 @@ teardown_file() {
 
 # Every line of --list-options: an option "--name<TAB>ARG<TAB>help", a
 # command "cmd<TAB>NAME<TAB>help", or a command's option
-# "--name<TAB>ARG<TAB>help<TAB>CMD".
-LIST_RE=$'^(--[a-z][a-z0-9-]*\t(ADDR|SIZE|DURATION|FILE|DIR|N|STR|[A-Z][A-Z_]*|-)\t[^\t]+(\t[a-z][a-z-]*)?|cmd\t[a-z][a-z-]*\t[^\t]+)$'
+# "--name<TAB>ARG<TAB>help<TAB>CMD"; an option then "<TAB>short=X" when
+# it has a short name and "<TAB>values=A|B" when it takes one of a few
+# words.
+LIST_RE=$'^(--[a-z][a-z0-9-]*\t(ADDR|SIZE|DURATION|FILE|DIR|N|STR|[A-Z][A-Z_]*|-)\t[^\t]+(\t[a-z][a-z-]*)?(\tshort=[a-zA-Z0-9])?(\tvalues=[a-z0-9_:-]+(\|[a-z0-9_:-]+)*)?|cmd\t[a-z][a-z-]*\t[^\t]+)$'
 
 check_list_options() {
 	local prog="$1" line

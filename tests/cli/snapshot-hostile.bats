@@ -232,10 +232,10 @@ refused() {
 
 # ---- the version counter ----
 
-# version_of KEY: KEY's version, as the digits mc-cli printed (jq would
-# round a number this large).
+# version_of KEY: KEY's version (past 2^53 --json gives it as a decimal
+# string, which jq keeps whole).
 version_of() {
-	mc-cli --json stat "$1" | grep -o '"version":[0-9]*' | head -n 1 | cut -d: -f2
+	mc-cli --json stat "$1" | jq -r '.version'
 }
 
 @test "put: the version after the last one fails cleanly instead of wrapping, and the snapshot of that master restores" {

@@ -315,6 +315,71 @@ make_dir() {
 	jq -e '.objects == 3' <<<"$output"
 }
 
+@test "snapshot-tool: save -o only streams: the master's --snapshot-dir stays as it was" {
+	mc_require_bins mc-master mc-peer mc-cli
+	mc_test_dir
+	mkdir -p "$MC_DIR/snaps"
+	mc_start_master --snapshot-dir "$MC_DIR/snaps" --snapshot-keep 1
+	mc_start_peer peer1
+	echo one | mc-cli put k1
+	run -0 mc-snapshot save
+	local kept="$output"
+	local before
+	before="$(ls -la --time-style=full-iso "$MC_DIR/snaps")"
+	echo two | mc-cli put k2
+	run -0 mc-snapshot save -o "$BATS_TEST_TMPDIR/a.mcs"
+	mc-snapshot save -o - >"$BATS_TEST_TMPDIR/b.mcs"
+	local f
+	for f in a b; do
+		run -0 mc-snapshot inspect --json "$BATS_TEST_TMPDIR/$f.mcs"
+		jq -e '.kinds.object == 2' <<<"$output"
+	done
+	# the directory: the same one file, untouched, and no temporary left
+	assert_equal "$(ls -la --time-style=full-iso "$MC_DIR/snaps")" "$before"
+	assert_equal "$(mc_snap_files "$MC_DIR/snaps")" "$kept"
+	# a save into the directory still lands there (and prunes to --snapshot-keep)
+	run -0 mc-snapshot save
+	refute_output "$kept"
+	assert_equal "$(mc_snap_files "$MC_DIR/snaps")" "$output"
+}
+
+@test "snapshot-tool: a save into the directory during a save -o gets the next snapshot" {
+	mc_require_bins mc-master mc-peer mc-cli
+	mc_test_dir
+	mkdir -p "$MC_DIR/snaps" "$MC_DIR/f"
+	MC_FAULT=snapshot.write:pause MC_FAULT_DIR="$MC_DIR/f" \
+		mc_start_master --snapshot-dir "$MC_DIR/snaps" --http 127.0.0.1:0
+	mc_start_peer peer1
+	echo one | mc-cli put k1
+	mc-snapshot save -o "$BATS_TEST_TMPDIR/a.mcs" >/dev/null &
+	local streamer=$!
+	wait_until 10 test -e "$MC_DIR/f/snapshot.write.paused"
+	# written after the streamed snapshot began: only the next one has it
+	echo two | mc-cli put k2
+	mc-snapshot save >"$BATS_TEST_TMPDIR/dir.out" &
+	local saver=$!
+	wait_until 10 mc_metric_at_least master 'mc_requests_total{method="snapshot_save"}' 2
+	touch "$MC_DIR/f/snapshot.write"
+	wait "$streamer"
+	wait "$saver"
+	run -0 mc-snapshot inspect --json "$BATS_TEST_TMPDIR/a.mcs"
+	jq -e '.kinds.object == 1' <<<"$output"
+	assert_equal "$(mc_snap_files "$MC_DIR/snaps")" "$(cat "$BATS_TEST_TMPDIR/dir.out")"
+	run -0 mc-snapshot inspect --json "$(cat "$BATS_TEST_TMPDIR/dir.out")"
+	jq -e '.kinds.object == 2' <<<"$output"
+}
+
+@test "snapshot-tool: stream_only without stream is refused as invalid" {
+	mc_require_bins mc-master mc-rpc
+	mc_test_dir
+	mkdir -p "$MC_DIR/snaps"
+	mc_start_master --snapshot-dir "$MC_DIR/snaps"
+	run mc-rpc "$MC_MASTER" snapshot_save stream_only:=true
+	assert_failure
+	assert_output --partial "stream_only: needs stream"
+	mc_snap_count_is "$MC_DIR/snaps" 0
+}
+
 @test "snapshot-tool: restore refuses a bad file before sending it" {
 	local f="$BATS_TEST_TMPDIR/cut.mcs"
 	head -c 300 "$SNAPS/good.mcs" >"$f"

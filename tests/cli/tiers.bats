@@ -471,7 +471,7 @@ stat_field_is() {
 	assert_line --index 2 --regexp ' 0B/97.66KiB \(peer: 0B\) +-$'
 	run -0 mc-cli --json stat
 	[ "$(jq -c '.tiers' <<<"$output")" = \
-		'[{"tier":"dram","used":0,"capacity":200000},{"tier":"ssd","used":1024,"capacity":1000000}]' ]
+		'[{"tier":"dram","used_bytes":0,"capacity_bytes":200000},{"tier":"ssd","used_bytes":1024,"capacity_bytes":1000000}]' ]
 	[ "$(mc_metric master "mc_peer_tier_used_bytes{peer=\"$id\",tier=\"ssd\"}")" -eq 1024 ]
 	[ "$(mc_metric master "mc_peer_tier_capacity_bytes{peer=\"$id\",tier=\"ssd\"}")" -eq 1000000 ]
 }

@@ -578,6 +578,63 @@ test_bad_json(void)
 	       "json: bad base64 fails naming the line: %s", err.msg);
 }
 
+static int read_view_str(const char *s, size_t len, bool json, struct mc_cand_view *v,
+			 struct mc_err *err);
+
+/*
+ * An integer above 2^53 goes out as a decimal string, which jq and
+ * JavaScript keep exactly, and reads back as the number; a bare number
+ * (what older writers wrote) still reads.
+ */
+static void
+test_big_integers(void)
+{
+	const uint64_t big = (1ull << 53) + 1;
+	struct mc_cand_view v, w;
+	struct mc_err err;
+	struct mem m = { 0 };
+	bool ok;
+
+	struct mc_cand c;
+
+	mc_cand_view_init(&v);
+	memset(&c, 0, sizeof(c));
+	c.tenant = name(&v, "t");
+	c.type = name(&v, "kv");
+	c.peer = name(&v, "p");
+	c.tier = name(&v, "dram");
+	c.group = MC_CAND_NO_NAME;
+	c.domain = MC_CAND_NO_NAME;
+	c.cost = -1;
+	c.bytes = 10;
+	c.version = big;
+	c.access_count = 1ull << 53;
+	ok = mc_cand_add(&v, &c, "k", 1, &err) == 0;
+	v.created = UINT64_MAX;
+	ok = ok && write_mem(&v, true, &m, &err) == 0;
+	TAP_OK(ok && strstr(m.buf, "\"version\":\"9007199254740993\"") != NULL &&
+		       strstr(m.buf, "\"created\":\"18446744073709551615\"") != NULL &&
+		       strstr(m.buf, "\"access_count\":9007199254740992,") != NULL,
+	       "json: integers above 2^53 are written as decimal strings, 2^53 as a number");
+	ok = ok && read_view_str(m.buf, m.len, true, &w, &err) == 0;
+	TAP_OK(ok && w.n == 1 && w.c[0].version == big && w.created == UINT64_MAX &&
+		       w.c[0].access_count == 1ull << 53,
+	       "json: the decimal strings read back as the exact numbers (%s)", ok ? "" : err.msg);
+	if (ok)
+		mc_cand_view_free(&w);
+	TAP_OK(read_view_str(HDR REC ",\"version\":9007199254740993}\n",
+			     strlen(HDR REC ",\"version\":9007199254740993}\n"), true, &w,
+			     &err) == 0 &&
+		       w.c[0].version == big,
+	       "json: a bare number above 2^53, the old form, still reads exactly");
+	mc_cand_view_free(&w);
+	TAP_OK(read_str(HDR REC ",\"bytes\":\"012\"}\n", &err) == -1 &&
+		       has(&err, "field 'bytes': expected an unsigned integer, got a string"),
+	       "json: a string that is not a plain decimal is still refused");
+	free(m.buf);
+	mc_cand_view_free(&v);
+}
+
 /* Read a stream held in a string into v (initialised here); the caller frees v. */
 static int
 read_view_str(const char *s, size_t len, bool json, struct mc_cand_view *v, struct mc_err *err)
@@ -804,6 +861,7 @@ main(void)
 	test_round_trip(true);
 	test_bad_msgpack();
 	test_bad_json();
+	test_big_integers();
 	test_sequences(false);
 	test_sequences(true);
 	test_sequences_hand_made();

@@ -120,7 +120,7 @@ test_objects(void)
 	mc_pack_key(&pk, "empty");
 	msgpack_pack_map(&pk, 0);
 	TAP_OK(json_is(sb.data, sb.size,
-		       "{\"key\":\"k\\\"1\",\"size\":18446744073709551615,"
+		       "{\"key\":\"k\\\"1\",\"size\":\"18446744073709551615\","
 		       "\"delta\":-42,\"pin\":false,\"ratio\":0.1,"
 		       "\"replicas\":[{\"peer\":1,\"tiers\":[]},null],"
 		       "\"empty\":{}}"),
@@ -163,10 +163,61 @@ test_objects(void)
 	msgpack_sbuffer_destroy(&sb);
 }
 
+/*
+ * Numbers that jq and JavaScript read as doubles must not be rounded: a
+ * checksum is its 16 hex digits, any other integer past 2^53 its decimal
+ * digits in a string, and the readers take both back.
+ */
+static void
+test_big_integers(void)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_object o;
+	uint64_t v = 0;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 6);
+	mc_pack_kv_u64(&pk, "checksum", 16483095250448565003ull);
+	mc_pack_kv_u64(&pk, "header_checksum", 5);
+	mc_pack_kv_u64(&pk, "exact", 1ull << 53);
+	mc_pack_kv_u64(&pk, "over", (1ull << 53) + 1);
+	mc_pack_kv_i64(&pk, "low", -(int64_t)(1ull << 53) - 1);
+	mc_pack_kv_str(&pk, "checksums", "x");
+	TAP_OK(json_is(sb.data, sb.size,
+		       "{\"checksum\":\"e4bfb7cc91ea430b\",\"header_checksum\":"
+		       "\"0000000000000005\",\"exact\":9007199254740992,"
+		       "\"over\":\"9007199254740993\",\"low\":\"-9007199254740993\","
+		       "\"checksums\":\"x\"}"),
+	       "json: checksums are 16 hex digits, integers past 2^53 decimal strings");
+	msgpack_sbuffer_destroy(&sb);
+	TAP_OK(mc_json_is_hash_field("checksum", 8) && mc_json_is_hash_field("a_checksum", 10) &&
+		       !mc_json_is_hash_field("_checksum", 9) &&
+		       !mc_json_is_hash_field("checksums", 9),
+	       "json: the hash fields are 'checksum' and '..._checksum'");
+	o.type = MSGPACK_OBJECT_STR;
+	o.via.str.ptr = "18446744073709551615";
+	o.via.str.size = 20;
+	TAP_OK(mc_json_get_u64(&o, &v) && v == UINT64_MAX, "json: a decimal string reads back");
+	o.via.str.ptr = "18446744073709551616";
+	TAP_OK(!mc_json_get_u64(&o, &v), "json: a decimal string over 64 bits is refused");
+	o.via.str.ptr = "012";
+	o.via.str.size = 3;
+	TAP_OK(!mc_json_get_u64(&o, &v), "json: a leading zero is not a number");
+	o.via.str.ptr = "1x";
+	o.via.str.size = 2;
+	TAP_OK(!mc_json_get_u64(&o, &v), "json: a string with a non-digit is not a number");
+	o.type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+	o.via.u64 = 7;
+	TAP_OK(mc_json_get_u64(&o, &v) && v == 7, "json: a plain number reads");
+}
+
 int
 main(void)
 {
 	test_escapes();
 	test_objects();
+	test_big_integers();
 	return tap_done();
 }

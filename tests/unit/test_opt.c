@@ -10,7 +10,7 @@
 #include "mc/proto.h"
 #include "tap.h"
 
-static const char *o_listen, *o_config;
+static const char *o_listen, *o_config, *o_mode;
 static uint64_t o_dram, o_ttl;
 static bool o_verbose;
 static int o_count;
@@ -22,6 +22,7 @@ static const struct mc_opt opts[] = {
 	{ "verbose", 'v', NULL, "TEST_VERBOSE", "say more", mc_set_flag, &o_verbose },
 	{ "count", 'n', "N", NULL, "how many", mc_set_int, &o_count },
 	{ "config", 'c', "FILE", "TEST_CONFIG", "read options from FILE", mc_set_str, &o_config },
+	{ "mode", 0, MC_ARG_ONE_OF("MODE", "fast|slow"), NULL, "how to go", mc_set_str, &o_mode },
 	{ 0 },
 };
 
@@ -347,14 +348,16 @@ test_exit_paths(void)
 	TAP_OK(c.status == 0 && strstr(c.out, "usage: test_opt [OPTIONS]") != NULL &&
 		       strstr(c.out, "--dram SIZE") != NULL &&
 		       strstr(c.out, "-l, --listen ADDR") != NULL &&
-		       strstr(c.out, "(env TEST_LISTEN)") != NULL,
-	       "--help prints usage with options and exits 0");
+		       strstr(c.out, "(env TEST_LISTEN)") != NULL &&
+		       strstr(c.out, "--mode MODE ") != NULL && strstr(c.out, "fast|slow") == NULL,
+	       "--help prints usage with options (the kind, not the words) and exits 0");
 	c = run_child(&spec_cmds, (char *[]){ "test_opt", "-h", NULL });
 	TAP_OK(c.status == 0 && strstr(c.out, "commands:") != NULL && strstr(c.out, "put") != NULL,
 	       "-h lists commands too");
 	c = run_child(&spec_cmds, (char *[]){ "test_opt", "--list-options", NULL });
 	TAP_OK(c.status == 0 && strstr(c.out, "--dram\tSIZE\tDRAM arena size\n") != NULL &&
-		       strstr(c.out, "--verbose\t-\tsay more\n") != NULL &&
+		       strstr(c.out, "--verbose\t-\tsay more\tshort=v\n") != NULL &&
+		       strstr(c.out, "--mode\tMODE\thow to go\tvalues=fast|slow\n") != NULL &&
 		       strstr(c.out, "--help\t-\t") != NULL &&
 		       strstr(c.out, "cmd\tput\tstore an object\n") != NULL &&
 		       strstr(c.out, "cmd\tget\tfetch an object\n") != NULL,

@@ -181,6 +181,46 @@ json_bad(const char *text, const char *want, const char *what)
 	mc_plan_free(&q);
 }
 
+/*
+ * A victim's version above 2^53 is written as a decimal string (jq keeps
+ * it exactly) and read back; the bare number older writers wrote reads too.
+ */
+static void
+test_big_integers(const struct mc_plan *p)
+{
+	const uint64_t big = (1ull << 53) + 3;
+	struct mc_plan q;
+	struct mc_err err;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	uint32_t v0 = p->stages[0].victims[0];
+	uint64_t was = p->view.c[v0].version;
+	int rc;
+
+	p->view.c[v0].version = big;
+	rc = f != NULL ? mc_plan_write(f, p, true, &err) : -1;
+	if (f != NULL)
+		fclose(f);
+	p->view.c[v0].version = was;
+	TAP_OK(rc == 0 && strstr(buf, "\"version\":\"9007199254740995\"") != NULL,
+	       "plan JSON: a version above 2^53 is written as a decimal string");
+	rc = rc == 0 ? read_text(buf, true, &q, &err) : -1;
+	TAP_OK(rc == 0 && q.view.c[q.stages[0].victims[0]].version == big,
+	       "plan JSON: the decimal string reads back as the exact version (%s)",
+	       rc == 0 ? "" : err.msg);
+	if (rc == 0)
+		mc_plan_free(&q);
+	free(buf);
+	rc = read_text(HDR EVICT "\"victims\":[{\"tenant\":\"a\",\"key\":\"k\","
+				 "\"version\":9007199254740995,\"peer\":\"p\",\"tier\":\"dram\","
+				 "\"bytes\":9}]}\n",
+		       true, &q, &err);
+	TAP_OK(rc == 0 && q.view.c[q.stages[0].victims[0]].version == big,
+	       "plan JSON: a bare number above 2^53, the old form, still reads exactly");
+	mc_plan_free(&q);
+}
+
 static void
 test_bad_json(void)
 {
@@ -990,6 +1030,7 @@ main(void)
 	}
 	test_round_trip(&p, false);
 	test_round_trip(&p, true);
+	test_big_integers(&p);
 	test_bad_json();
 	test_bad_msgpack();
 	test_build();

@@ -218,6 +218,16 @@ struct mc_client_stats {
 /* Fill the fields out->size covers. */
 void mc_client_stats(const struct mc_client *c, struct mc_client_stats *out);
 
+/*
+ * Have fn told, on the calling thread, how far the bytes of a put or a
+ * get have gone to or from the peers: moved of total bytes, where total
+ * counts every copy a put writes (a retried read starts again at 0). It
+ * is called as the bytes move, often: fn should be cheap and must not
+ * call the client. NULL stops it. Set it before the calls it watches.
+ */
+void mc_client_on_progress(struct mc_client *c,
+			   void (*fn)(void *arg, uint64_t moved, uint64_t total), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,9 +9,13 @@
  * where name is a long option name without dashes.
  *
  * --list-options prints one line per option: "--name\tARG\thelp" where
- * ARG is the argument's kind (ADDR, SIZE, DURATION, FILE, DIR, N, STR,
- * or "-" for a flag), and for programs with subcommands one line per
- * command: "cmd\tNAME\thelp".
+ * ARG is the argument's kind (ADDR, SIZE, DURATION, FILE, DIR, PATH, N,
+ * STR, ..., or "-" for a flag), and for programs with subcommands one
+ * line per command: "cmd\tNAME\thelp". A command's option adds
+ * "\tCMD" (mc/tool.h). Then, when they apply, tagged fields the
+ * completions use: "\tshort=X" for an option with a short name -X, and
+ * "\tvalues=A|B|C" for one that takes one of a few words. FILE, DIR and
+ * PATH (either) arguments complete as paths.
  */
 #ifndef MC_OPT_H
 #define MC_OPT_H
@@ -22,7 +26,7 @@
 struct mc_opt {
 	const char *name; /* long name, without "--" */
 	char short_name;  /* 0 for none */
-	const char *arg;  /* argument kind, or NULL for a flag */
+	const char *arg;  /* argument kind (or MC_ARG_ONE_OF), or NULL for a flag */
 	const char *env;  /* environment variable consulted, or NULL */
 	const char *help;
 	/*
@@ -33,6 +37,15 @@ struct mc_opt {
 	int (*set)(const char *value, void *target, char *why);
 	void *target;
 };
+
+/*
+ * The arg of an option whose value is one of a few words: its kind, then
+ * the words, MC_ARG_ONE_OF("MODE", "local|master"). --help shows the
+ * kind, --list-options adds the words (values=local|master) for the
+ * completions to offer. A value outside them is still the setter's to
+ * judge (enable:TTL is a soft-pin action too).
+ */
+#define MC_ARG_ONE_OF(kind, words) kind "|" words
 
 struct mc_cmd {
 	const char *name;
@@ -63,6 +76,10 @@ struct mc_opt_spec {
 int mc_opt_parse(const struct mc_opt_spec *spec, int argc, char **argv);
 /* Print the --help text to stdout. */
 void mc_opt_usage(const struct mc_opt_spec *spec);
+/* Print o's --list-options line; cmd names the command it belongs to, or NULL. */
+void mc_opt_list_line(const struct mc_opt *o, const char *cmd);
+/* The length of the kind at the start of an option's arg (without its words). */
+int mc_opt_kind_len(const char *arg);
 
 /* Ready-made setters for mc_opt.set. target points to the named type. */
 int mc_set_str(const char *v, void *target, char *why);		 /* const char * */
@@ -81,5 +98,7 @@ int mc_set_amount(const char *v, void *target, char *why);
 int mc_set_name(const char *v, void *target, char *why);
 /* Sets the process's log level (target unused): debug, info, warn, error. */
 int mc_set_log_level(const char *v, void *target, char *why);
+/* The values mc_set_log_level takes, for mc_opt.values. */
+#define MC_LOG_LEVELS "debug|info|warn|error"
 
 #endif

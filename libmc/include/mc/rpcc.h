@@ -91,6 +91,12 @@ int mc_rpcc_recv(struct mc_rpcc *r, struct mc_msg *resp, struct mc_err *err);
  * of failing the connection on it; n is valid during the call only.
  */
 void mc_rpcc_on_notify(struct mc_rpcc *r, void (*fn)(void *arg, const struct mc_msg *n), void *arg);
+/*
+ * Have fn told of the bytes the connection moves as they move: n
+ * written (requests and their bulks) or bulk bytes read since the last
+ * call. NULL stops it.
+ */
+void mc_rpcc_on_bytes(struct mc_rpcc *r, void (*fn)(void *arg, uint64_t n), void *arg);
 int mc_rpcc_read_bulk(struct mc_rpcc *r, void *dest, uint64_t len, struct mc_err *err);
 /*
  * Read sink->len bulk bytes into the sink (mc/bulk.h). A sink that

@@ -25,6 +25,9 @@ enum mc_tier { MC_TIER_DRAM, MC_TIER_SSD, MC_TIER_HBM, MC_TIER_CXL, MC_TIER_COUN
 #define MC_TIER_SSD_NAME "ssd"
 #define MC_TIER_HBM_NAME "hbm"
 #define MC_TIER_CXL_NAME "cxl"
+/* Every name, as an option's values for the completions (mc/opt.h). */
+#define MC_TIER_NAMES \
+	MC_TIER_DRAM_NAME "|" MC_TIER_SSD_NAME "|" MC_TIER_HBM_NAME "|" MC_TIER_CXL_NAME
 
 /* No tier: the end of the chain, or "whichever tier holds it". */
 #define MC_TIER_NONE (-1)

@@ -1,34 +1,34 @@
 /*
- * The progress line and the small helpers every command shares.
+ * The progress line (mc/progress.h).
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mc/clock.h"
-#include "mc/log.h"
-#include "snap.h"
+#include "mc/progress.h"
 
 #define REDRAW_NS 250000000ull /* four times a second at most */
 #define MIB (1024.0 * 1024.0)
 
 void
-progress_start(struct progress *p, const char *label, uint64_t total)
+mc_progress_start(struct mc_progress *p, const char *label, uint64_t total)
 {
 	memset(p, 0, sizeof(*p));
 	p->on = isatty(STDERR_FILENO) == 1;
 	p->label = label;
 	p->total = total;
-	p->next_ns = mc_mono_ns() + REDRAW_NS;
+	/* the first update draws: a short transfer still shows that it ran */
+	p->next_ns = 0;
 }
 
 void
-progress_update(struct progress *p, uint64_t done)
+mc_progress_update(struct mc_progress *p, uint64_t done, uint64_t total)
 {
 	uint64_t now;
 
+	if (total != 0)
+		p->total = total;
 	if (!p->on)
 		return;
 	now = mc_mono_ns();
@@ -45,19 +45,11 @@ progress_update(struct progress *p, uint64_t done)
 }
 
 void
-progress_end(struct progress *p)
+mc_progress_end(struct mc_progress *p)
 {
 	if (p->on && p->shown) {
 		fprintf(stderr, "\r\033[K");
 		fflush(stderr);
 	}
 	p->shown = false;
-}
-
-const char *
-snap_dir(int argc, char **argv)
-{
-	const char *d = argc > 0 ? argv[0] : getenv("MC_SNAPSHOT_DIR");
-
-	return d != NULL && *d != '\0' ? d : ".";
 }
