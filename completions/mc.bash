@@ -115,9 +115,9 @@ complete -F _mc_master mc-master
 
 _mc_peer()
 {
-	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--ssd']=PATH ['--ssd-size']=SIZE ['--dram-watermarks']=MARKS ['--ssd-watermarks']=MARKS ['--promote-on-read']=MODE ['--eviction-mode']=MODE ['--evict-policy']=FILE ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--grant-skew']=DURATION ['--write-timeout']=DURATION ['--max-conns']=N ['--max-conns-per-addr']=N ['--header-timeout']=DURATION ['--idle-timeout']=DURATION ['--journal-max']=N ['--peer-secret-file']=FILE ['--log-level']=STR )
+	local -A kinds=( ['--master']=ADDR ['--listen']=ADDR ['--dram']=SIZE ['--ssd']=PATH ['--ssd-size']=SIZE ['--dram-watermarks']=MARKS ['--ssd-watermarks']=MARKS ['--promote-on-read']=MODE ['--eviction-mode']=MODE ['--evict-policy']=FILE ['--young']=DURATION ['--http']=ADDR ['--ready-fd']=N ['--domain']=STR ['--host-id']=STR ['--advertise']=ADDR ['--grant-skew']=DURATION ['--write-timeout']=DURATION ['--max-conns']=N ['--max-conns-per-addr']=N ['--header-timeout']=DURATION ['--idle-timeout']=DURATION ['--journal-max']=N ['--peer-secret-file']=FILE ['--log-level']=STR )
 	local -A copts=( )
-	_mc_complete '--master --listen --dram --ssd --ssd-size --dram-watermarks --ssd-watermarks --promote-on-read --eviction-mode --evict-policy --allow-evict-soft-pinned --http --ready-fd --domain --host-id --advertise --list-methods --grant-skew --write-timeout --fault-inject --max-conns --max-conns-per-addr --header-timeout --idle-timeout --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts
+	_mc_complete '--master --listen --dram --ssd --ssd-size --dram-watermarks --ssd-watermarks --promote-on-read --eviction-mode --evict-policy --allow-evict-soft-pinned --young --http --ready-fd --domain --host-id --advertise --list-methods --grant-skew --write-timeout --fault-inject --max-conns --max-conns-per-addr --header-timeout --idle-timeout --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts
 }
 complete -F _mc_peer mc-peer
 

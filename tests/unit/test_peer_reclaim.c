@@ -114,7 +114,8 @@ put_meta(const char *key, uint64_t pages, const char *group, bool hard_pin)
 	o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
 	pindex_set_meta(&ix, o,
 			pmeta_new(put_type, strlen(put_type), group ? group : "",
-				  group ? strlen(group) : 0, hard_pin, put_sp_deadline));
+				  group ? strlen(group) : 0, hard_pin, put_sp_deadline),
+			now_ms);
 	pindex_release(&ix, o);
 }
 
