@@ -18,6 +18,7 @@
 #include "mc/candidates.h"
 #include "mc/conn.h"
 #include "mc/err.h"
+#include "mc/young.h"
 
 struct master;
 
@@ -69,6 +70,14 @@ int candidates_step(struct cand_build *b, size_t max_objects, struct mc_err *err
 /* After the last step, on the loop: the capacities (caps_free them). -1 on allocation failure. */
 int candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err);
 void candidates_end(struct cand_build *b);
+/*
+ * After the last step: the young copies (mc/young.h, --young) the view
+ * holds, in *young as kept, and the bytes of the others that a plan
+ * could take now (lease expired, no active soft pin) in *old.
+ */
+void candidates_young(const struct cand_build *b, struct mc_young_tally *young, uint64_t *old);
+/* After the last step: leave the young copies out of the view (a round ahead of need). */
+void candidates_drop_young(struct cand_build *b);
 /* Anywhere (a thread): mark the view's probationers past their tier's segment. */
 int candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err);
 void caps_free(struct cand_caps *caps);

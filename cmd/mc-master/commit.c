@@ -120,6 +120,7 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 			continue;
 		}
 		peers_rep_complete(&m->peers, r);
+		o->committed = mc_now_ms();
 		if (done.n < MC_REPLICAS_MAX) {
 			done.peer[done.n] = r->peer;
 			done.tier[done.n++] = r->tier;

@@ -250,8 +250,10 @@ evict_one(struct reclaimer *r, struct rtier *t, const char *tenant, size_t tlen,
 		*why = MC_FAIL_VERSION;
 	else if (pk.busy)
 		*why = MC_FAIL_BUSY;
-	else if (pk.protected || (young && !t->with_young))
+	else if (pk.protected)
 		*why = MC_FAIL_PINNED;
+	else if (young && !t->with_young)
+		*why = MC_FAIL_YOUNG;
 	else {
 		pool_evict(r->pl, &k, t->tier, POOL_RECLAIM, &res);
 		if (res.outcome == POOL_FREED || res.outcome == POOL_DEMOTING) {
