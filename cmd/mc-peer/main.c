@@ -196,7 +196,7 @@ static const struct mc_opt opts[] = {
 	{ "allow-evict-soft-pinned", 0, NULL, NULL,
 	  "local eviction may take active soft pins, in the policy's last pass", mc_set_flag,
 	  &cfg.evict_soft_pinned },
-	{ "young", 0, "DURATION", NULL,
+	{ "young", 0, "DURATION", "MC_YOUNG",
 	  "a copy this recently committed is evicted only for a write that needs its room "
 	  "(default 10s; 0: no such protection)",
 	  mc_set_duration, &cfg.young },
