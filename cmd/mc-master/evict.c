@@ -127,15 +127,9 @@ struct job {
 	int64_t *tenant_of, *peer_of; /* per plan name id: -2 unresolved, -1 unknown */
 	int8_t *tier_of;
 	struct mc_htab done;	     /* identities of copies this job evicted */
-	/*
-	 * Young copies (mc/young.h): those the view held (as kept) and
-	 * those the round took; whether it left them out; the bytes of them
-	 * it may still take (the room its waiting puts need; UINT64_MAX for
-	 * an admin's round, which takes what it was told to).
-	 */
+	/* Young copies (mc/young.h): those the view held (as kept), those the round took */
 	struct mc_young_tally young;
 	bool young_left_out;
-	uint64_t young_room;
 	uint64_t t0, t_plan, t_exec; /* mc_mono_ns() */
 };
 
@@ -912,15 +906,6 @@ object_bytes(const struct master *m, const struct mobj *o)
 	return sum;
 }
 
-/* The round evicts a young copy of bytes. */
-static void
-took_young(struct job *j, uint64_t bytes)
-{
-	mc_young_take(&j->young, bytes);
-	if (j->young_room != UINT64_MAX)
-		j->young_room = j->young_room > bytes ? j->young_room - bytes : 0;
-}
-
 /*
  * Evict one victim: the copy it names, or for a member of a group every
  * copy of every member. Returns -1 with *reason when it must stay.
@@ -938,7 +923,6 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	struct mobj *o;
 	uint64_t id;
 	unsigned i;
-	bool young;
 
 	if (tier == -2) {
 		const char *tn = mc_cand_name_str(&j->plan.view, c->tier);
@@ -986,11 +970,6 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 		*reason = MC_FAIL_BUSY;
 		return -1;
 	}
-	young = mc_young_is(m->cfg.young, o->committed, now);
-	if (young && j->young_room == 0) {
-		*reason = MC_FAIL_YOUNG;
-		return -1;
-	}
 	if (o->group != NO_GROUP) {
 		struct group *g = store_group_get(&m->store, o->group);
 
@@ -1010,7 +989,7 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 				*bytes += object_bytes(m, mo);
 				*copies += mo->nrep;
 				if (mc_young_is(m->cfg.young, mo->committed, now))
-					took_young(j, object_bytes(m, mo));
+					mc_young_take(&j->young, object_bytes(m, mo));
 				ops_obj_erase(m, mo, true, NULL);
 				if (last)
 					break; /* the group went with its last member */
@@ -1023,8 +1002,8 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	/* Plans speak in object bytes; a tier's used counts footprints, which free at least that. */
 	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
 	*copies = 1;
-	if (young)
-		took_young(j, *bytes);
+	if (mc_young_is(m->cfg.young, o->committed, now))
+		mc_young_take(&j->young, *bytes);
 	if (!ops_rep_evict(m, o, i))
 		ops_settle(m, o, NULL);
 	mc_htab_insert(&j->done, id, j);
@@ -1104,9 +1083,8 @@ start_plan(struct master *m, struct job *j)
 /*
  * What a round does with the young copies its view holds: one no put
  * waits on leaves them out, and so does one whose waiting puts the old
- * copies can make room for; else they stay, and the round may take as
- * many of their bytes as the waiting puts need. An admin's round or an
- * export keeps them all.
+ * copies can make room for; else they stay, for the policy to rank with
+ * the others. An admin's round or an export keeps them all.
  */
 static void
 sort_young(struct job *j)
@@ -1114,15 +1092,11 @@ sort_young(struct job *j)
 	uint64_t old;
 
 	candidates_young(j->build, &j->young, &old);
-	j->young_room = UINT64_MAX;
-	if (j->scope == SCOPE_NONE || j->young.kept == 0)
-		return;
-	j->young_room = j->round.waiting;
-	if (mc_young_needed(j->round.waiting, old))
+	if (j->scope == SCOPE_NONE || j->young.kept == 0 ||
+	    mc_young_needed(j->round.waiting, old))
 		return;
 	candidates_drop_young(j->build);
 	j->young_left_out = true;
-	j->young_room = 0;
 }
 
 static void

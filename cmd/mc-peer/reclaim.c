@@ -250,10 +250,8 @@ evict_one(struct reclaimer *r, struct rtier *t, const char *tenant, size_t tlen,
 		*why = MC_FAIL_VERSION;
 	else if (pk.busy)
 		*why = MC_FAIL_BUSY;
-	else if (pk.protected)
-		*why = MC_FAIL_PINNED;
-	else if (young && !t->with_young)
-		*why = MC_FAIL_YOUNG;
+	else if (pk.protected || (young && !t->with_young))
+		*why = MC_FAIL_PINNED; /* a young copy is kept as a pin would be */
 	else {
 		pool_evict(r->pl, &k, t->tier, POOL_RECLAIM, &res);
 		if (res.outcome == POOL_FREED || res.outcome == POOL_DEMOTING) {
@@ -444,14 +442,12 @@ plan_try(struct reclaimer *r, struct rtier *t, uint64_t need)
 
 /*
  * Plan need bytes off t's tier over the copies that are not young; when
- * they give nothing and a write waits for room, plan that room over the
- * young ones too. False when there is nothing to execute (the pass rests).
+ * they give nothing and a write waits for room, plan over the young ones
+ * too. False when there is nothing to execute (the pass rests).
  */
 static bool
 plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
 {
-	uint64_t room;
-
 	mc_young_tally_init(&t->young);
 	t->with_young = false;
 	if (plan_try(r, t, need))
@@ -459,11 +455,10 @@ plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
 	if (t->young.kept == 0)
 		return false;
 	count(r, RECLAIM_YOUNG);
-	room = waiting(r, t->tier);
-	if (!mc_young_needed(room, 0))
+	if (!mc_young_needed(waiting(r, t->tier), 0))
 		return false;
 	t->with_young = true;
-	return plan_try(r, t, room);
+	return plan_try(r, t, need);
 }
 
 /*

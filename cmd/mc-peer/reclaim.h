@@ -26,9 +26,8 @@
  * ages (looking again at least every RECLAIM_YOUNG_RECHECK_MS, so a
  * clock that jumps is seen) and then takes it. Only a write waiting for
  * room (one refused for it here, or the master's room request) lets them
- * join, once the old copies cannot make that room, and then for that
- * room only (not down to the low watermark); each such plan logs what it
- * took once.
+ * join, once the old copies cannot make that room; the pass then drains
+ * as any does, and each such plan logs what it took of them once.
  *
  * Modes (--eviction-mode):
  *   local          every tier evicts itself from its local plan;

@@ -44,7 +44,6 @@ static const char *const reason_names[MC_FAIL_REASON_COUNT] = {
 	[MC_FAIL_GROUP_LEASED] = "group member leased",
 	[MC_FAIL_BUSY] = "replica busy",
 	[MC_FAIL_EVICTED] = "already evicted",
-	[MC_FAIL_YOUNG] = "young",
 };
 
 static const char *const kind_names[] = {

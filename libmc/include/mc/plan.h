@@ -53,7 +53,6 @@ enum mc_fail_reason {
 	MC_FAIL_GROUP_LEASED, /* another member of its group is leased */
 	MC_FAIL_BUSY,	      /* the copy or its object is being written, copied or demoted */
 	MC_FAIL_EVICTED,      /* already evicted by an earlier stage */
-	MC_FAIL_YOUNG,	      /* committed within --young, and no write needs its room (mc/young.h) */
 	MC_FAIL_REASON_COUNT
 };
 const char *mc_fail_reason_name(int reason);		 /* "gone", "lease renewed", ... */
