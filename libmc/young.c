@@ -43,14 +43,14 @@ mc_young_needed(uint64_t waiting, uint64_t old)
 }
 
 void
-mc_young_log(const struct mc_young_tally *t, const char *where)
+mc_young_log(const struct mc_young_tally *t, const char *where, const char *why)
 {
 	char size[32];
 
 	if (t->taken == 0)
 		return;
-	mc_info("eviction of %s took %llu young %s, %s (%llu bytes): a write needed the room",
-		where, (unsigned long long)t->taken, t->taken == 1 ? "copy" : "copies",
-		mc_fmt_size(t->taken_bytes, size, sizeof(size)),
-		(unsigned long long)t->taken_bytes);
+	mc_info("eviction of %s took %llu young %s, %s (%llu bytes): %s", where,
+		(unsigned long long)t->taken, t->taken == 1 ? "copy" : "copies",
+		mc_fmt_size(t->taken_bytes, size, sizeof(size)), (unsigned long long)t->taken_bytes,
+		why);
 }

@@ -126,7 +126,7 @@ struct job {
 	struct mc_plan_exec exec;     /* the cursor over the plan, filling report */
 	int64_t *tenant_of, *peer_of; /* per plan name id: -2 unresolved, -1 unknown */
 	int8_t *tier_of;
-	struct mc_htab done;	     /* identities of copies this job evicted */
+	struct mc_htab done; /* identities of copies this job evicted */
 	/* Young copies (mc/young.h): those the view held (as kept), those the round took */
 	struct mc_young_tally young;
 	bool young_left_out;
@@ -764,7 +764,9 @@ job_finish(struct master *m, struct job *j)
 	else if (j->key != UINT64_MAX && j->has_round && j->exec.evicted_bytes == 0)
 		stall(m, j->key, mc_now_ms() + STALL_MS, false);
 	if (j->young.taken > 0) {
-		mc_young_log(&j->young, j->round.scope[0] != '\0' ? j->round.scope : "all copies");
+		mc_young_log(&j->young, j->round.scope[0] != '\0' ? j->round.scope : "all copies",
+			     j->scope == SCOPE_NONE ? "an operator's round asked for them"
+						    : MC_YOUNG_FOR_WRITE);
 		mc_metric_add(e->young, (double)j->young.taken);
 		mc_metric_add(e->young_bytes, (double)j->young.taken_bytes);
 	}
@@ -1092,8 +1094,7 @@ sort_young(struct job *j)
 	uint64_t old;
 
 	candidates_young(j->build, &j->young, &old);
-	if (j->scope == SCOPE_NONE || j->young.kept == 0 ||
-	    mc_young_needed(j->round.waiting, old))
+	if (j->scope == SCOPE_NONE || j->young.kept == 0 || mc_young_needed(j->round.waiting, old))
 		return;
 	candidates_drop_young(j->build);
 	j->young_left_out = true;
@@ -2029,8 +2030,8 @@ metrics_init(struct master *m)
 			      "Time the event loop spent in one slice of a round.", NULL, NULL);
 	e->skipped_self_evict = mc_metric_get(r, "mc_rounds_skipped_total", MC_COUNTER,
 					      skipped_help, "why", "self_evict");
-	e->skipped_young =
-		mc_metric_get(r, "mc_rounds_skipped_total", MC_COUNTER, skipped_help, "why", "young");
+	e->skipped_young = mc_metric_get(r, "mc_rounds_skipped_total", MC_COUNTER, skipped_help,
+					 "why", "young");
 	e->young = mc_metric_get(r, "mc_evicted_young_total", MC_COUNTER,
 				 "Copies younger than --young that the master's rounds evicted "
 				 "(for a put that needed their room, or an admin's round).",

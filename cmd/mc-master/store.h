@@ -65,7 +65,7 @@ struct mobj {
 	uint64_t version; /* committed version (readers see this one) */
 	uint64_t checksum;
 	uint64_t lease_deadline;
-	uint64_t created;     /* ms, for people; ranking uses created_seq */
+	uint64_t created; /* ms, for people; ranking uses created_seq */
 	/*
 	 * ms: when put_end committed this version (what makes its copies
 	 * young, mc/young.h); 0: not known (restored or adopted), old.

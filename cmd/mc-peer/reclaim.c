@@ -277,7 +277,7 @@ static void
 plan_drop(struct rtier *t)
 {
 	/* once a plan: what it took of the young copies, for the write that waited */
-	mc_young_log(&t->young, mc_tier_name(t->tier));
+	mc_young_log(&t->young, mc_tier_name(t->tier), MC_YOUNG_FOR_WRITE);
 	t->young.taken = t->young.taken_bytes = 0;
 	t->with_young = false;
 	if (!t->planned)

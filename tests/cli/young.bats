@@ -178,3 +178,15 @@ SKIPPED_YOUNG='mc_rounds_skipped_total{why="young"}'
 	run -64 mc-master --listen "unix:$MC_DIR/m2.sock" --young -1s
 	assert_output --partial "invalid --young '-1s'"
 }
+
+@test "young: a round an operator asks for takes young copies too, and says so" {
+	mc_start_master --http 127.0.0.1:0
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --eviction-mode master
+	mc_random_file "$BATS_TEST_TMPDIR/a" $((4 * MIB))
+	run -0 mc-cli put a "$BATS_TEST_TMPDIR/a"
+	run -0 mc-cli evict --target 1MiB
+	run -1 mc-cli exist a
+	[ "$(mc_metric master mc_evicted_young_total)" = 1 ]
+	run -0 grep "took 1 young copy, 4MiB (4194304 bytes): an operator's round asked for them" \
+		"$MC_DIR/master.log"
+}

@@ -306,8 +306,8 @@ test_meta(void)
 	{
 		struct pindex_peek pk;
 
-		TAP_OK(pindex_peek(&ix, T, strlen(T), "meta", 4, &pk) == 1 && pk.committed == 5000 &&
-			       pk.size == 10,
+		TAP_OK(pindex_peek(&ix, T, strlen(T), "meta", 4, &pk) == 1 &&
+			       pk.committed == 5000 && pk.size == 10,
 		       "meta: the first notice is the copy's commit time, a later one keeps it");
 	}
 	pindex_release(&ix, o);

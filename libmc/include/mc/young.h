@@ -35,15 +35,14 @@ bool mc_young_is(uint64_t young_ms, uint64_t committed, uint64_t now);
 
 /* What one pass or round did about young copies. */
 struct mc_young_tally {
-	uint64_t kept, kept_bytes; /* left out: no write waited for their room */
-	uint64_t until;		   /* when the first kept copy ages (ms); UINT64_MAX: none kept */
+	uint64_t kept, kept_bytes;   /* left out: no write waited for their room */
+	uint64_t until;		     /* when the first kept copy ages (ms); UINT64_MAX: none kept */
 	uint64_t taken, taken_bytes; /* evicted all the same: a write needed their room */
 };
 
 void mc_young_tally_init(struct mc_young_tally *t);
 /* A copy committed at committed, of bytes, was left out of the pass. */
-void mc_young_keep(struct mc_young_tally *t, uint64_t young_ms, uint64_t committed,
-		   uint64_t bytes);
+void mc_young_keep(struct mc_young_tally *t, uint64_t young_ms, uint64_t committed, uint64_t bytes);
 /* A young copy of bytes was evicted. */
 void mc_young_take(struct mc_young_tally *t, uint64_t bytes);
 /*
@@ -54,8 +53,10 @@ void mc_young_take(struct mc_young_tally *t, uint64_t bytes);
 bool mc_young_needed(uint64_t waiting, uint64_t old);
 /*
  * The info line of a pass or round that took young copies, naming where
- * (a tier, a round's scope); nothing when it took none.
+ * (a tier, a round's scope) and why (MC_YOUNG_FOR_WRITE, or what asked
+ * for the round); nothing when it took none.
  */
-void mc_young_log(const struct mc_young_tally *t, const char *where);
+#define MC_YOUNG_FOR_WRITE "a write needed the room"
+void mc_young_log(const struct mc_young_tally *t, const char *where, const char *why);
 
 #endif
