@@ -190,3 +190,28 @@ SKIPPED_YOUNG='mc_rounds_skipped_total{why="young"}'
 	run -0 grep "took 1 young copy, 4MiB (4194304 bytes): an operator's round asked for them" \
 		"$MC_DIR/master.log"
 }
+
+@test "young: put warns, on stderr, when its object takes more than half of every tier it could land on" {
+	mc_start_master --http 127.0.0.1:0
+	MC_PEER_DRAM=64MiB mc_start_peer p1
+	mc_random_file "$BATS_TEST_TMPDIR/big" $((40 * MIB))
+	mc_random_file "$BATS_TEST_TMPDIR/half" $((32 * MIB))
+	run -0 --separate-stderr mc-cli put big "$BATS_TEST_TMPDIR/big"
+	[ -z "$output" ]
+	[ "$(wc -l <<<"$stderr")" = 1 ]
+	[[ $stderr == "mc-cli: warning: 'big' (40MiB) takes more than half of every tier it could be stored on (the largest holds 64MiB): eviction may take it"*"keep objects under half a tier, or give the peers more room" ]]
+	# exactly half is not more than half
+	run -0 --separate-stderr mc-cli put half "$BATS_TEST_TMPDIR/half"
+	[ -z "$stderr" ]
+	# --json output stays clean on stdout
+	run -0 --separate-stderr mc-cli --json put big1 "$BATS_TEST_TMPDIR/big"
+	jq -e .version <<<"$output"
+	[[ $stderr == *"warning: 'big1' (40MiB)"* ]]
+	# a larger peer it could land on takes it without a warning
+	MC_PEER_DRAM=128MiB mc_start_peer p2
+	run -0 --separate-stderr mc-cli put big2 "$BATS_TEST_TMPDIR/big"
+	[ -z "$stderr" ]
+	# ... unless --tier rules it out: the peers have no ssd tier, so the put fails, unwarned
+	run -64 --separate-stderr mc-cli put big3 "$BATS_TEST_TMPDIR/big" --tier ssd
+	[[ $stderr != *warning* ]]
+}
