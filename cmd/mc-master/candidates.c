@@ -26,6 +26,8 @@ struct cpeer {
 	uint32_t id;
 	uint32_t name;	 /* its address (or peer-ID when too long for a name) */
 	uint32_t domain; /* MC_CAND_NO_NAME when it has none */
+	/* tiers (1u << tier) with none below them there: evicting a copy drops it */
+	uint32_t drops;
 };
 
 /* Name ids of one build; 0 in a cache slot means "not interned yet". */
@@ -93,6 +95,10 @@ add_peers(struct cand_build *b, const struct cand_filter *f, struct mc_err *err)
 			len = strlen(fallback);
 		}
 		cp->id = p->id;
+		cp->drops = 0;
+		for (int t = 0; t < MC_TIER_COUNT; t++)
+			if (peer_tier_below(p, t) == MC_TIER_NONE)
+				cp->drops |= 1u << t;
 		cp->name = 0;
 		cp->domain = MC_CAND_NO_NAME;
 		if (cached_name(b, &cp->name, name, len, err) < 0 ||
@@ -274,10 +280,13 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 		c.tier = b->tier_ids[r[i].tier];
 		if (mc_cand_add(b->v, &c, o->key, o->key_len, err) < 0)
 			return -1;
-		if (young && note_young(b, o->committed, c.bytes, err) < 0)
-			return -1;
-		if (!young && c.lease_expiry <= now && c.soft_pin_deadline == 0)
+		/* a copy a round moves down is not lost: only one it drops may be young */
+		if (young && (cp->drops & (1u << r[i].tier)) != 0) {
+			if (note_young(b, o->committed, c.bytes, err) < 0)
+				return -1;
+		} else if (c.lease_expiry <= now && c.soft_pin_deadline == 0) {
 			b->old_bytes += c.bytes;
+		}
 	}
 	return 0;
 }

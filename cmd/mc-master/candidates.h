@@ -5,7 +5,9 @@
  *
  * A copy is evictable when it is a COMPLETE replica of its object's
  * current version on a live peer, not moving (an eviction sent it down
- * already), and the object is not hard-pinned.
+ * already), and the object is not hard-pinned. A young copy (mc/young.h)
+ * on a tier with none below it, which eviction would drop, is noted so
+ * that a round ahead of need can leave it out (candidates_drop_young).
  * Soft pins and leases do not exclude a copy: they are attributes the
  * policy sees and the executor revalidates.
  */

@@ -925,6 +925,7 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	struct mobj *o;
 	uint64_t id;
 	unsigned i;
+	bool young;
 
 	if (tier == -2) {
 		const char *tn = mc_cand_name_str(&j->plan.view, c->tier);
@@ -1004,10 +1005,13 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	/* Plans speak in object bytes; a tier's used counts footprints, which free at least that. */
 	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
 	*copies = 1;
-	if (mc_young_is(m->cfg.young, o->committed, now))
-		mc_young_take(&j->young, *bytes);
-	if (!ops_rep_evict(m, o, i))
+	young = mc_young_is(m->cfg.young, o->committed, now);
+	if (!ops_rep_evict(m, o, i)) {
+		/* dropped, not moved down: a young one counts */
+		if (young)
+			mc_young_take(&j->young, *bytes);
 		ops_settle(m, o, NULL);
+	}
 	mc_htab_insert(&j->done, id, j);
 	return 0;
 }

@@ -60,6 +60,8 @@ struct rtier {
 	 */
 	struct mc_young_tally young;
 	bool with_young;
+	/* eviction drops a copy here (no tier below it on this peer): young copies are kept */
+	bool drops;
 	/* the local plan being executed */
 	bool planned;
 	struct mc_plan plan;
@@ -250,12 +252,13 @@ evict_one(struct reclaimer *r, struct rtier *t, const char *tenant, size_t tlen,
 		*why = MC_FAIL_VERSION;
 	else if (pk.busy)
 		*why = MC_FAIL_BUSY;
-	else if (pk.protected || (young && !t->with_young))
+	else if (pk.protected || (young && t->drops && !t->with_young))
 		*why = MC_FAIL_PINNED; /* a young copy is kept as a pin would be */
 	else {
 		pool_evict(r->pl, &k, t->tier, POOL_RECLAIM, &res);
 		if (res.outcome == POOL_FREED || res.outcome == POOL_DEMOTING) {
-			if (young) {
+			/* dropped, not moved down (none below, or no room there): a young one counts */
+			if (young && res.outcome == POOL_FREED) {
 				uint64_t fp = pk.size > 0 ? medium_footprint(r->ix->media[t->tier],
 									     pk.size)
 							  : 0;
@@ -277,7 +280,8 @@ static void
 plan_drop(struct rtier *t)
 {
 	/* once a plan: what it took of the young copies, for the write that waited */
-	mc_young_log(&t->young, mc_tier_name(t->tier), MC_YOUNG_FOR_WRITE);
+	mc_young_log(&t->young, mc_tier_name(t->tier),
+		     t->drops ? MC_YOUNG_FOR_WRITE : "the tier below had no room for them");
 	t->young.taken = t->young.taken_bytes = 0;
 	t->with_young = false;
 	if (!t->planned)
@@ -328,7 +332,7 @@ add_copy(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, const str
 		*grouped += fp;
 		return 0;
 	}
-	if (!t->with_young && mc_young_is(r->conf.young_ms, o->committed, now)) {
+	if (t->drops && !t->with_young && mc_young_is(r->conf.young_ms, o->committed, now)) {
 		mc_young_keep(&t->young, r->conf.young_ms, o->committed, fp);
 		return 0;
 	}
@@ -803,6 +807,8 @@ reclaimer_new(struct event_base *base, struct pool *pl, struct mover *mv,
 		r->t[i].occupancy_min = 1;
 		r->t[i].target = UINT64_MAX;
 		mc_young_tally_init(&r->t[i].young);
+		r->t[i].drops = mc_tier_downstream(i) == MC_TIER_NONE ||
+				r->ix->media[mc_tier_downstream(i)] == NULL;
 		if (!(r->t[i].timer = evtimer_new(base, timer_cb, &r->t[i])))
 			goto fail;
 		if (r->ix->media[i])

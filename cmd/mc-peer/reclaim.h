@@ -20,8 +20,10 @@
  * members could cover the overage, the tier is stalled: the heartbeat
  * says so and the master runs a round for it (it evicts groups whole).
  *
- * Young copies (mc/young.h, --young) are left out of every plan, and
- * refused when the master ranks them, so a tier over its mark holding
+ * Young copies (mc/young.h, --young) are left out of every plan of a
+ * tier whose eviction drops copies (one with no tier below it here: a
+ * demotion loses nothing, and goes on as before), and refused when the
+ * master ranks them, so a tier over its mark holding
  * only young copies stays there: the pass rests until the first of them
  * ages (looking again at least every RECLAIM_YOUNG_RECHECK_MS, so a
  * clock that jumps is seen) and then takes it. Only a write waiting for

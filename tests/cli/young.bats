@@ -215,3 +215,18 @@ SKIPPED_YOUNG='mc_rounds_skipped_total{why="young"}'
 	run -64 --separate-stderr mc-cli put big3 "$BATS_TEST_TMPDIR/big" --tier ssd
 	[[ $stderr != *warning* ]]
 }
+
+@test "young: a young copy in DRAM over an SSD tier moves down ahead of need, and nothing is lost" {
+	mc_start_master --http 127.0.0.1:0 --put-wait 5s
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --ssd "$BATS_TEST_TMPDIR/ssd" \
+		--ssd-size 256MiB
+	mc_random_file "$BATS_TEST_TMPDIR/big" $((60 * MIB))
+	run -0 mc-cli put big "$BATS_TEST_TMPDIR/big"
+	on_ssd() {
+		mc-cli --json stat big | jq -e '.replicas[0].tier == "ssd"'
+	}
+	wait_until 10 on_ssd
+	run -0 mc-cli get big -o "$BATS_TEST_TMPDIR/back"
+	cmp "$BATS_TEST_TMPDIR/big" "$BATS_TEST_TMPDIR/back"
+	[ "$(mc_metric p1 mc_evicted_young_total)" = 0 ]
+}

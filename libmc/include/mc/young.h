@@ -3,7 +3,8 @@
  *
  * A copy is young from its commit until --young (ms) later. Eviction
  * that runs ahead of need (a tier over its high watermark, in a peer's
- * own passes or in the master's rounds) leaves young copies out, so a
+ * own passes or in the master's rounds) leaves young copies out where it
+ * would drop them (a copy moved down to a lower tier is not lost), so a
  * put that returned 0 is still there when its writer reads it back; a
  * tier holding only young copies above its mark stays over it until
  * they age, and the next pass after that takes them. Only a write
