@@ -16,7 +16,9 @@
 #include "mc/log.h"
 #include "mc/parse.h"
 #include "mc/proto.h"
+#include "mc/rpcc.h"
 #include "mc/tier.h"
+#include "mc/wire.h"
 
 static struct {
 	uint64_t replicas;
@@ -214,6 +216,48 @@ put_print_json(const char *key)
 	mc_object_info_free(info);
 }
 
+/*
+ * After a put of size bytes: one line on stderr when the object takes
+ * more than half of every tier it could be stored on (tier, or any when
+ * NULL) on the live peers, whose capacities the master's peers call
+ * gives. Quiet when the call is refused (peers is an admin call).
+ */
+static void
+warn_if_large(const char *key, uint64_t size, const char *tier)
+{
+	const msgpack_object_array *peers;
+	struct mc_rpcc *r = mc_tool_master();
+	struct mc_err err = { 0 };
+	uint64_t largest = 0;
+	char sz[32], cap[32];
+	struct mc_msg m;
+
+	if (size == 0 || r == NULL || mc_rpcc_call0(r, "peers", &m, &err) < 0)
+		return;
+	peers = mc_map_array(m.body, "peers");
+	for (uint32_t i = 0; peers && i < peers->size; i++) {
+		const msgpack_object_array *tiers = mc_map_array(&peers->ptr[i], "tiers");
+		bool alive = false;
+
+		mc_map_bool(&peers->ptr[i], "alive", &alive, NULL);
+		for (uint32_t t = 0; alive && tiers && t < tiers->size; t++) {
+			uint64_t c = 0;
+
+			if (tier != NULL && !mc_obj_streq(mc_map_get(&tiers->ptr[t], "tier"), tier))
+				continue;
+			if (mc_map_u64(&tiers->ptr[t], "capacity", &c, NULL) == 1 && c > largest)
+				largest = c;
+		}
+	}
+	mc_msg_release(&m);
+	if (largest == 0 || size <= largest / 2)
+		return;
+	mc_complain("warning: '%s' (%s) takes more than half of every tier it could be stored on "
+		    "(the largest holds %s): eviction may take it to make room for the next "
+		    "writes; keep objects under half a tier, or give the peers more room",
+		    key, mc_fmt_size(size, sz, sizeof(sz)), mc_fmt_size(largest, cap, sizeof(cap)));
+}
+
 int
 cli_put(int argc, char **argv)
 {
@@ -256,6 +300,7 @@ cli_put(int argc, char **argv)
 	if (rc < 0)
 		mc_tool_fail(&err, "put", key);
 	free(buf);
+	warn_if_large(key, len, put_o.tier);
 	if (cli.json)
 		put_print_json(key);
 	return MC_EXIT_OK;

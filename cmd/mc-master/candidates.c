@@ -26,6 +26,8 @@ struct cpeer {
 	uint32_t id;
 	uint32_t name;	 /* its address (or peer-ID when too long for a name) */
 	uint32_t domain; /* MC_CAND_NO_NAME when it has none */
+	/* tiers (1u << tier) with none below them there: evicting a copy drops it */
+	uint32_t drops;
 };
 
 /* Name ids of one build; 0 in a cache slot means "not interned yet". */
@@ -43,6 +45,11 @@ struct cand_build {
 	uint32_t *tenant_ids, *type_ids, *group_ids;
 	uint32_t ntenants, ntypes, ngroups;
 	uint32_t tier_ids[MC_TIER_COUNT];
+	/* the view's young records (ascending indices), their tally, and the others' eligible bytes */
+	uint32_t *young_idx;
+	size_t nyoung, young_cap;
+	struct mc_young_tally young;
+	uint64_t old_bytes;
 };
 
 /* Intern s, remembering the id in *slot (0 while unknown). */
@@ -88,6 +95,10 @@ add_peers(struct cand_build *b, const struct cand_filter *f, struct mc_err *err)
 			len = strlen(fallback);
 		}
 		cp->id = p->id;
+		cp->drops = 0;
+		for (int t = 0; t < MC_TIER_COUNT; t++)
+			if (peer_tier_below(p, t) == MC_TIER_NONE)
+				cp->drops |= 1u << t;
 		cp->name = 0;
 		cp->domain = MC_CAND_NO_NAME;
 		if (cached_name(b, &cp->name, name, len, err) < 0 ||
@@ -193,6 +204,24 @@ caps_free(struct cand_caps *caps)
 	caps->n = 0;
 }
 
+/* The record just added is of a young copy (committed at committed). */
+static int
+note_young(struct cand_build *b, uint64_t committed, uint64_t bytes, struct mc_err *err)
+{
+	if (b->nyoung == b->young_cap) {
+		size_t cap = b->young_cap ? b->young_cap * 2 : 64;
+		uint32_t *p = realloc(b->young_idx, cap * sizeof(*p));
+
+		if (p == NULL)
+			return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+		b->young_idx = p;
+		b->young_cap = cap;
+	}
+	b->young_idx[b->nyoung++] = (uint32_t)(b->v->n - 1);
+	mc_young_keep(&b->young, b->m->cfg.young, committed, bytes);
+	return 0;
+}
+
 /* Append the evictable copies of o. */
 static int
 add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj *o, uint64_t now,
@@ -200,6 +229,7 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 {
 	const struct store *s = &b->m->store;
 	const struct mrep *r = obj_creps(o);
+	bool young = mc_young_is(b->m->cfg.young, o->committed, now);
 	struct mc_cand c;
 	bool named = false;
 
@@ -250,8 +280,40 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 		c.tier = b->tier_ids[r[i].tier];
 		if (mc_cand_add(b->v, &c, o->key, o->key_len, err) < 0)
 			return -1;
+		/* a copy a round moves down is not lost: only one it drops may be young */
+		if (young && (cp->drops & (1u << r[i].tier)) != 0) {
+			if (note_young(b, o->committed, c.bytes, err) < 0)
+				return -1;
+		} else if (c.lease_expiry <= now && c.soft_pin_deadline == 0) {
+			b->old_bytes += c.bytes;
+		}
 	}
 	return 0;
+}
+
+void
+candidates_young(const struct cand_build *b, struct mc_young_tally *young, uint64_t *old)
+{
+	*young = b->young;
+	*old = b->old_bytes;
+}
+
+void
+candidates_drop_young(struct cand_build *b)
+{
+	struct mc_cand_view *v = b->v;
+	size_t keep = 0, next = 0;
+
+	/* their keys stay in the arena, unreferenced: a view is read by its records */
+	for (size_t i = 0; i < v->n; i++) {
+		if (next < b->nyoung && b->young_idx[next] == i) {
+			next++;
+			continue;
+		}
+		v->c[keep++] = v->c[i];
+	}
+	v->n = keep;
+	b->nyoung = 0;
 }
 
 /*
@@ -290,6 +352,7 @@ candidates_begin(struct master *m, const struct cand_filter *f, struct mc_cand_v
 	b->now = mc_now_ms();
 	b->seq = m->store.access_seq;
 	b->half_life = mc_history_half_life(m->store.hist, m->store.objects.count);
+	mc_young_tally_init(&b->young);
 	v->created = b->now;
 	if (add_peers(b, f, err) < 0) {
 		candidates_end(b);
@@ -340,6 +403,7 @@ candidates_end(struct cand_build *b)
 	free(b->tenant_ids);
 	free(b->type_ids);
 	free(b->group_ids);
+	free(b->young_idx);
 	free(b);
 }
 

@@ -5,7 +5,9 @@
  *
  * A copy is evictable when it is a COMPLETE replica of its object's
  * current version on a live peer, not moving (an eviction sent it down
- * already), and the object is not hard-pinned.
+ * already), and the object is not hard-pinned. A young copy (mc/young.h)
+ * on a tier with none below it, which eviction would drop, is noted so
+ * that a round ahead of need can leave it out (candidates_drop_young).
  * Soft pins and leases do not exclude a copy: they are attributes the
  * policy sees and the executor revalidates.
  */
@@ -18,6 +20,7 @@
 #include "mc/candidates.h"
 #include "mc/conn.h"
 #include "mc/err.h"
+#include "mc/young.h"
 
 struct master;
 
@@ -69,6 +72,14 @@ int candidates_step(struct cand_build *b, size_t max_objects, struct mc_err *err
 /* After the last step, on the loop: the capacities (caps_free them). -1 on allocation failure. */
 int candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err);
 void candidates_end(struct cand_build *b);
+/*
+ * After the last step: the young copies (mc/young.h, --young) the view
+ * holds, in *young as kept, and the bytes of the others that a plan
+ * could take now (lease expired, no active soft pin) in *old.
+ */
+void candidates_young(const struct cand_build *b, struct mc_young_tally *young, uint64_t *old);
+/* After the last step: leave the young copies out of the view (a round ahead of need). */
+void candidates_drop_young(struct cand_build *b);
 /* Anywhere (a thread): mark the view's probationers past their tier's segment. */
 int candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err);
 void caps_free(struct cand_caps *caps);

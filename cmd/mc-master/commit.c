@@ -126,6 +126,9 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 		}
 	}
 	m->commits.unconfirmed += dropped;
+	/* what makes its copies young (mc/young.h) */
+	if (done.n > 0)
+		o->committed = mc_now_ms();
 	/* the completed copies join their (peer, tier) recency lists */
 	recency_sync(&m->store.rank, o);
 	/* o may be gone from here on, unless a replica just completed */

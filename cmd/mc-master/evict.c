@@ -18,6 +18,7 @@
 #include "mc/policy.h"
 #include "mc/wire.h"
 #include "mc/workq.h"
+#include "mc/young.h"
 #include "candidates.h"
 #include "evict.h"
 #include "extplan.h"
@@ -125,13 +126,18 @@ struct job {
 	struct mc_plan_exec exec;     /* the cursor over the plan, filling report */
 	int64_t *tenant_of, *peer_of; /* per plan name id: -2 unresolved, -1 unknown */
 	int8_t *tier_of;
-	struct mc_htab done;	     /* identities of copies this job evicted */
+	struct mc_htab done; /* identities of copies this job evicted */
+	/* Young copies (mc/young.h): those the view held (as kept), those the round took */
+	struct mc_young_tally young;
+	bool young_left_out;
 	uint64_t t0, t_plan, t_exec; /* mc_mono_ns() */
 };
 
 struct stalled {
 	uint64_t key;
 	uint64_t until; /* mc_now_ms(): a cooldown, on the injectable clock */
+	/* the same for rounds no put waits on: until the first young copy ages */
+	uint64_t ahead_until;
 };
 
 struct evictor {
@@ -165,6 +171,9 @@ struct evictor {
 	struct mc_metric *slice_seconds;
 	/* watermark rounds a self-evicting tier did not get */
 	struct mc_metric *skipped_self_evict;
+	/* rounds no put waited on, not run while young copies hold their scope */
+	struct mc_metric *skipped_young;
+	struct mc_metric *young, *young_bytes;
 };
 
 static struct evictor *
@@ -383,38 +392,62 @@ scope_key(int kind, uint32_t peer, int tier, uint32_t tenant)
 	return ((uint64_t)kind << 60) ^ ((uint64_t)peer << 28) ^ ((uint64_t)tier << 24) ^ tenant;
 }
 
-static bool
-stalled(struct master *m, uint64_t key)
+enum rest { REST_NONE, REST_COOLDOWN, REST_YOUNG };
+
+/* Whether key's scope rests now, and why; ahead: for a round no put waits on. */
+static enum rest
+stalled(struct master *m, uint64_t key, bool ahead)
 {
 	struct evictor *e = evictor_of(m);
 	uint64_t now = mc_now_ms();
 
-	for (unsigned i = 0; i < e->nstalled; i++)
-		if (e->stalled[i].key == key && now < e->stalled[i].until)
-			return true;
-	return false;
+	for (unsigned i = 0; i < e->nstalled; i++) {
+		if (e->stalled[i].key != key)
+			continue;
+		if (now < e->stalled[i].until)
+			return REST_COOLDOWN;
+		if (ahead && now < e->stalled[i].ahead_until)
+			return REST_YOUNG;
+	}
+	return REST_NONE;
 }
 
+static uint64_t
+stall_end(const struct stalled *s)
+{
+	return s->until > s->ahead_until ? s->until : s->ahead_until;
+}
+
+/* Rest key's scope until (mc_now_ms): for every round, or when ahead for those no put waits on. */
 static void
-stall(struct master *m, uint64_t key)
+stall(struct master *m, uint64_t key, uint64_t until, bool ahead)
 {
 	struct evictor *e = evictor_of(m);
 	uint64_t now = mc_now_ms();
 	unsigned slot = 0;
 
-	for (unsigned i = 0; i < e->nstalled; i++) {
-		if (e->stalled[i].key == key || e->stalled[i].until <= now) {
+	for (unsigned i = 0; i < e->nstalled; i++)
+		if (e->stalled[i].key == key) {
 			slot = i;
 			goto set;
 		}
-		if (e->stalled[i].until < e->stalled[slot].until)
-			slot = i;
+	/* another scope's entry that ended, a new one, else the one that ends first */
+	for (slot = 0; slot < e->nstalled && stall_end(&e->stalled[slot]) > now; slot++)
+		;
+	if (slot == e->nstalled && e->nstalled == STALLED_MAX) {
+		slot = 0;
+		for (unsigned i = 1; i < e->nstalled; i++)
+			if (stall_end(&e->stalled[i]) < stall_end(&e->stalled[slot]))
+				slot = i;
+	} else if (slot == e->nstalled) {
+		e->nstalled++;
 	}
-	if (e->nstalled < STALLED_MAX)
-		slot = e->nstalled++;
+	e->stalled[slot] = (struct stalled){ .key = key };
 set:
-	e->stalled[slot].key = key;
-	e->stalled[slot].until = now + STALL_MS;
+	if (ahead)
+		e->stalled[slot].ahead_until = until;
+	else
+		e->stalled[slot].until = until;
 }
 
 static struct job *
@@ -720,9 +753,23 @@ job_finish(struct master *m, struct job *j)
 			(unsigned long long)j->exec.evicted_bytes, (double)(end - j->t0) / 1e6,
 			(unsigned long long)j->exec.fallbacks);
 	}
-	/* A round of a scope that freed nothing: its scope rests a moment. */
-	if (j->key != UINT64_MAX && j->has_round && j->exec.evicted_bytes == 0)
-		stall(m, j->key);
+	/*
+	 * A round that left young copies out: no round ahead of need finds
+	 * more until the first of them ages, but a put that needs their room
+	 * may have its round at once. Any other round of a scope that freed
+	 * nothing: its scope rests a moment.
+	 */
+	if (j->key != UINT64_MAX && j->young_left_out && j->young.until != UINT64_MAX)
+		stall(m, j->key, j->young.until, true);
+	else if (j->key != UINT64_MAX && j->has_round && j->exec.evicted_bytes == 0)
+		stall(m, j->key, mc_now_ms() + STALL_MS, false);
+	if (j->young.taken > 0) {
+		mc_young_log(&j->young, j->round.scope[0] != '\0' ? j->round.scope : "all copies",
+			     j->scope == SCOPE_NONE ? "an operator's round asked for them"
+						    : MC_YOUNG_FOR_WRITE);
+		mc_metric_add(e->young, (double)j->young.taken);
+		mc_metric_add(e->young_bytes, (double)j->young.taken_bytes);
+	}
 	answer(j);
 	e->totals.evicted_bytes += j->exec.evicted_bytes;
 	e->totals.evicted_objects += j->exec.evicted_objects;
@@ -878,6 +925,7 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	struct mobj *o;
 	uint64_t id;
 	unsigned i;
+	bool young;
 
 	if (tier == -2) {
 		const char *tn = mc_cand_name_str(&j->plan.view, c->tier);
@@ -943,6 +991,8 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 
 				*bytes += object_bytes(m, mo);
 				*copies += mo->nrep;
+				if (mc_young_is(m->cfg.young, mo->committed, now))
+					mc_young_take(&j->young, object_bytes(m, mo));
 				ops_obj_erase(m, mo, true, NULL);
 				if (last)
 					break; /* the group went with its last member */
@@ -955,8 +1005,13 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	/* Plans speak in object bytes; a tier's used counts footprints, which free at least that. */
 	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
 	*copies = 1;
-	if (!ops_rep_evict(m, o, i))
+	young = mc_young_is(m->cfg.young, o->committed, now);
+	if (!ops_rep_evict(m, o, i)) {
+		/* dropped, not moved down: a young one counts */
+		if (young)
+			mc_young_take(&j->young, *bytes);
 		ops_settle(m, o, NULL);
+	}
 	mc_htab_insert(&j->done, id, j);
 	return 0;
 }
@@ -1031,6 +1086,24 @@ start_plan(struct master *m, struct job *j)
 	}
 }
 
+/*
+ * What a round does with the young copies its view holds: one no put
+ * waits on leaves them out, and so does one whose waiting puts the old
+ * copies can make room for; else they stay, for the policy to rank with
+ * the others. An admin's round or an export keeps them all.
+ */
+static void
+sort_young(struct job *j)
+{
+	uint64_t old;
+
+	candidates_young(j->build, &j->young, &old);
+	if (j->scope == SCOPE_NONE || j->young.kept == 0 || mc_young_needed(j->round.waiting, old))
+		return;
+	candidates_drop_young(j->build);
+	j->young_left_out = true;
+}
+
 static void
 build_slice(struct master *m, struct job *j)
 {
@@ -1047,6 +1120,8 @@ build_slice(struct master *m, struct job *j)
 	}
 	if (rc == 0 && candidates_caps(j->build, &j->caps, &err) != 0)
 		rc = -1;
+	if (rc == 0)
+		sort_young(j);
 	candidates_end(j->build);
 	j->build = NULL;
 	if (rc < 0) {
@@ -1395,8 +1470,15 @@ scope_round(struct master *m, int trigger, int kind, const struct cand_filter *f
 		}
 	if (e->running != NULL && e->running->key == key)
 		return e->running->seq;
-	if (stalled(m, key))
+	switch (stalled(m, key, need == 0)) {
+	case REST_NONE:
+		break;
+	case REST_YOUNG:
+		mc_metric_inc(e->skipped_young);
 		return 0;
+	default:
+		return 0;
+	}
 	j = job_new(m, trigger);
 	if (j == NULL)
 		return 0;
@@ -1893,6 +1975,10 @@ h_candidates(struct mc_req *req)
 
 /* ---- life cycle and metrics ---- */
 
+static const char skipped_help[] =
+	"Watermark rounds not run, by why (self_evict: the peer evicts that tier itself; "
+	"young: only copies younger than --young would go).";
+
 static int
 metrics_init(struct master *m)
 {
@@ -1946,11 +2032,18 @@ metrics_init(struct master *m)
 	e->slice_seconds =
 		mc_metric_get(r, "mc_evict_slice_seconds", MC_HISTOGRAM,
 			      "Time the event loop spent in one slice of a round.", NULL, NULL);
-	e->skipped_self_evict = mc_metric_get(
-		r, "mc_rounds_skipped_total", MC_COUNTER,
-		"Watermark rounds not run, by why (self_evict: the peer evicts that tier itself).",
-		"why", "self_evict");
-	return e->planner_fallbacks != NULL && e->build_seconds != NULL &&
+	e->skipped_self_evict = mc_metric_get(r, "mc_rounds_skipped_total", MC_COUNTER,
+					      skipped_help, "why", "self_evict");
+	e->skipped_young = mc_metric_get(r, "mc_rounds_skipped_total", MC_COUNTER, skipped_help,
+					 "why", "young");
+	e->young = mc_metric_get(r, "mc_evicted_young_total", MC_COUNTER,
+				 "Copies younger than --young that the master's rounds evicted "
+				 "(for a put that needed their room, or an admin's round).",
+				 NULL, NULL);
+	e->young_bytes = mc_metric_get(r, "mc_evicted_young_bytes_total", MC_COUNTER,
+				       "Bytes of those copies.", NULL, NULL);
+	return e->planner_fallbacks != NULL && e->build_seconds != NULL && e->young != NULL &&
+			       e->young_bytes != NULL && e->skipped_young != NULL &&
 			       e->skipped_self_evict != NULL && e->plan_seconds != NULL &&
 			       e->exec_seconds != NULL && e->slice_seconds != NULL
 		       ? 0

@@ -258,6 +258,10 @@ main(int argc, char **argv)
 		  "an automatic round frees at most this much; the next one goes on (default 0: "
 		  "the whole overage)",
 		  mc_set_size, &m.cfg.max_evict_bytes },
+		{ "young", 0, "DURATION", "MC_YOUNG",
+		  "a copy this recently committed is evicted only for a put that needs its room "
+		  "(default 10s; 0: no such protection)",
+		  mc_set_duration, &m.cfg.young },
 
 		{ "quota-file", 0, "FILE", NULL,
 		  "per-tenant quotas, \"TENANT SIZE\" a line, reloaded on SIGHUP", mc_set_str,

@@ -96,6 +96,7 @@ struct master_cfg {
 	double evict_lowerbound;      /* automatic rounds' lowerbound fraction; < 0: the policy's */
 	int evict_slice;	      /* victims per slice of execution */
 	uint64_t max_evict_bytes;     /* an automatic round's target at most; 0: no cap */
+	uint64_t young;		      /* ms: --young (mc/young.h) */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */

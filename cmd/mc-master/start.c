@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "mc/log.h"
+#include "mc/young.h"
 #include "auth.h"
 #include "evict.h"
 #include "handlers.h"
@@ -39,6 +40,7 @@ master_defaults(struct master_cfg *cfg)
 	cfg->evict_lowerbound = -1; /* the policy's */
 	cfg->evict_planner_timeout = 10000;
 	cfg->evict_slice = 256;
+	cfg->young = MC_YOUNG_DEFAULT_MS;
 	cfg->put_wait = 50;
 	cfg->write_ack_wait = 5000;
 	cfg->grant_ttl = 30000;

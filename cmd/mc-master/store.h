@@ -65,7 +65,12 @@ struct mobj {
 	uint64_t version; /* committed version (readers see this one) */
 	uint64_t checksum;
 	uint64_t lease_deadline;
-	uint64_t created;     /* ms, for people; ranking uses created_seq */
+	uint64_t created; /* ms, for people; ranking uses created_seq */
+	/*
+	 * ms: when put_end committed this version (what makes its copies
+	 * young, mc/young.h); 0: not known (restored or adopted), old.
+	 */
+	uint64_t committed;
 	uint64_t last_access; /* ms, likewise; ranking uses access_seq */
 	/*
 	 * The store's access sequence at this object's last access and at

@@ -567,7 +567,7 @@ h_committed(struct mc_req *req)
 	struct peer *p = req->ctx;
 	const char *tenant = MC_DEFAULT_TENANT, *key, *type = "", *group = "";
 	size_t tlen = strlen(MC_DEFAULT_TENANT), klen, type_len = 0, group_len = 0;
-	uint64_t version = 0, remaining = 0;
+	uint64_t version = 0, remaining = 0, now;
 	bool hard_pin = false;
 	struct medium_meta meta;
 	struct pmeta *pm;
@@ -592,14 +592,15 @@ h_committed(struct mc_req *req)
 		pindex_release(&p->index, o);
 		return;
 	}
+	now = mc_now_ms();
 	pm = pmeta_new(type, type_len, group, group_len, hard_pin,
-		       remaining ? mc_add_sat(mc_now_ms(), remaining) : 0);
+		       remaining ? mc_add_sat(now, remaining) : 0);
 	if (!pm) {
 		pindex_release(&p->index, o);
 		mc_warn("out of memory for a copy's metadata: a restart forgets its pins");
 		return;
 	}
-	pindex_set_meta(&p->index, o, pm);
+	pindex_set_meta(&p->index, o, pm, now);
 	pobj_medium_meta(o, &meta);
 	if (o->size > 0 && medium_seal(p->media[o->tier], o->off, o->size, &meta, &err) < 0)
 		mc_warn("cannot keep a copy's metadata in its %s header: %s", mc_tier_name(o->tier),

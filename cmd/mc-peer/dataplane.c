@@ -356,7 +356,8 @@ h_write(struct mc_req *req)
 	if (len > 0 && medium_alloc(m, len, &off, &err) < 0) {
 		/* Nothing is evicted here: whoever evicts hears of the usage at once. */
 		if (err.code == MC_ERR_NO_SPACE) {
-			reclaimer_kick(p->reclaim, t, true);
+			/* a write that waits for its room: len more must fit */
+			reclaimer_room(p->reclaim, t, len, 0);
 			if (p->full)
 				p->full(p->full_arg, t);
 		}

@@ -446,6 +446,7 @@ pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *
 	/* The key stays held throughout: no removal for the journal, a new link for deltas. */
 	detach_locked(ix, old);
 	o->last_access = old->last_access;
+	o->committed = old->committed;
 	o->access_seq = old->access_seq;
 	o->created_seq = old->created_seq;
 	o->crf = old->crf;
@@ -512,13 +513,15 @@ pobj_medium_meta(const struct pobj *o, struct medium_meta *out)
 }
 
 void
-pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta)
+pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta, uint64_t now)
 {
 	struct pmeta *was;
 
 	pthread_mutex_lock(&ix->mu);
 	was = o->meta;
 	o->meta = meta;
+	if (o->committed == 0)
+		o->committed = now;
 	pthread_mutex_unlock(&ix->mu);
 	free(was);
 }
@@ -569,6 +572,8 @@ pindex_peek(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
 		out->tier = o->tier;
 		out->busy = o->refs > 1 || o->moving;
 		out->protected = o->meta == NULL || o->meta->hard_pin || o->meta->group_len > 0;
+		out->size = o->size;
+		out->committed = o->committed;
 	}
 	pthread_mutex_unlock(&ix->mu);
 	return o != NULL;

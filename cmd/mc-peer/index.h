@@ -67,6 +67,12 @@ struct pobj {
 	uint64_t checksum;
 	uint64_t off; /* offset in the tier's medium; meaningless when size == 0 */
 	uint64_t last_access;
+	/*
+	 * When its commit notice came (mc_now_ms; 0: not yet, or a copy
+	 * found at start, taken as old): what makes it young (mc/young.h).
+	 * Kept when the copy moves between tiers.
+	 */
+	uint64_t committed;
 	uint64_t seq; /* the index's change number when this entry was linked */
 	/*
 	 * What the kv ranking needs (mc/history.h), kept by this peer for
@@ -216,8 +222,12 @@ int pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_e
 /* What o's extent header keeps (medium.h); strings point into o and its meta. */
 void pobj_medium_meta(const struct pobj *o, struct medium_meta *out);
 
-/* Attach meta to o (replacing and freeing what it had). The event loop only. */
-void pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta);
+/*
+ * Attach meta to o (replacing and freeing what it had), from its commit
+ * notice at now (ms): o's commit time, unless an earlier notice set it.
+ * The event loop only.
+ */
+void pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta, uint64_t now);
 
 /*
  * What an eviction looks at before it frees a copy, without touching its
@@ -230,6 +240,7 @@ struct pindex_peek {
 	bool busy;
 	/* only the master may free it: a group member, hard-pinned, or its commit notice not in */
 	bool protected;
+	uint64_t size, committed; /* pobj.size, pobj.committed */
 };
 int pindex_peek(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
 		struct pindex_peek *out);

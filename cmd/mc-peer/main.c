@@ -20,6 +20,7 @@
 #include "mc/log.h"
 #include "mc/metrics.h"
 #include "mc/opt.h"
+#include "mc/young.h"
 
 #include "arena.h"
 #include "peer.h"
@@ -44,6 +45,7 @@ static struct {
 	enum evict_mode eviction_mode;
 	const char *evict_policy;
 	bool evict_soft_pinned;
+	uint64_t young; /* ms: --young (mc/young.h) */
 	int ready_fd;
 	bool fault_inject;
 	bool list_methods;
@@ -63,6 +65,7 @@ static struct {
 	.journal_max = PINDEX_JOURNAL_MAX,
 	.grant_skew = 2000,
 	.write_timeout = 30000,
+	.young = MC_YOUNG_DEFAULT_MS,
 	.marks = { [MC_TIER_DRAM] = { 0.9, 0.7 }, [MC_TIER_SSD] = { 0.9, 0.7 } },
 };
 
@@ -213,6 +216,10 @@ static const struct mc_opt opts[] = {
 	{ "allow-evict-soft-pinned", 0, NULL, NULL,
 	  "local eviction may take active soft pins, in the policy's last pass", mc_set_flag,
 	  &cfg.evict_soft_pinned },
+	{ "young", 0, "DURATION", "MC_YOUNG",
+	  "a copy this recently committed is evicted only for a write that needs its room "
+	  "(default 10s; 0: no such protection)",
+	  mc_set_duration, &cfg.young },
 	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
 	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
@@ -277,6 +284,7 @@ struct peer_metrics {
 		*moving[MC_TIER_COUNT], *occupancy_min[MC_TIER_COUNT];
 	struct mc_metric *outcomes[POOL_OUTCOMES];
 	struct mc_metric *local_evictions[RECLAIM_EVENTS], *rank_queries;
+	struct mc_metric *young, *young_bytes;
 	/* A tier kept on disk: its own I/O (ops, bytes, seconds; read then write), corrupt copies. */
 	struct mc_metric *io_ops[MC_TIER_COUNT][2], *io_bytes[MC_TIER_COUNT][2],
 		*io_seconds[MC_TIER_COUNT][2], *corrupt[MC_TIER_COUNT];
@@ -327,6 +335,13 @@ collect(struct mc_metrics *m, void *arg)
 	for (int e = 0; e < RECLAIM_EVENTS; e++)
 		mc_metric_set(pm->local_evictions[e], (double)reclaimer_events(p->reclaim, e));
 	mc_metric_set(pm->rank_queries, (double)reclaimer_asked(p->reclaim));
+	{
+		uint64_t young, young_bytes;
+
+		reclaimer_young_taken(p->reclaim, &young, &young_bytes);
+		mc_metric_set(pm->young, (double)young);
+		mc_metric_set(pm->young_bytes, (double)young_bytes);
+	}
 	if (p->mover) {
 		const struct mover_stats *ms = mover_stats(p->mover);
 
@@ -457,12 +472,20 @@ metrics_new(struct peer *p)
 			      r, "mc_peer_local_evictions_total", MC_COUNTER,
 			      "What this peer's own eviction did: plans made (round), victims of "
 			      "its plan and of the master's ranking freed (key, master_key), plans "
-			      "that found nothing (no_candidate) or only group members (stalled).",
+			      "that found nothing (no_candidate) or only group members (stalled), "
+			      "plans that left young copies out (young).",
 			      "event", reclaim_event_name(e))))
 			goto fail;
 	if (!(pm->rank_queries = mc_metric_get(
 		      r, "mc_peer_rank_queries_total", MC_COUNTER,
 		      "Ranking queries (evict_candidates) sent to the master.", NULL, NULL)))
+		goto fail;
+	if (!(pm->young = mc_metric_get(r, "mc_evicted_young_total", MC_COUNTER,
+					"Copies younger than --young that this peer's own "
+					"eviction took for a write that needed their room.",
+					NULL, NULL)) ||
+	    !(pm->young_bytes = mc_metric_get(r, "mc_evicted_young_bytes_total", MC_COUNTER,
+					      "Bytes of those copies.", NULL, NULL)))
 		goto fail;
 	for (int k = 0; k < MOVE_KINDS && p->mover; k++) {
 		static const char *const outcome[6] = { "queued",  "done", "failed",
@@ -541,7 +564,8 @@ start_reclaim(struct peer *p, struct mc_policy *pol, struct mc_err *err)
 {
 	struct reclaim_conf rc = { .mode = cfg.eviction_mode,
 				   .policy = pol,
-				   .soft_pinned_pass = cfg.evict_soft_pinned };
+				   .soft_pinned_pass = cfg.evict_soft_pinned,
+				   .young_ms = cfg.young };
 
 	if (cfg.evict_policy ? mc_policy_load(cfg.evict_policy, pol, err) < 0
 			     : mc_policy_builtin(pol, err) < 0) {

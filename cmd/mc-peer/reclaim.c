@@ -10,6 +10,7 @@
 #include "mc/planexec.h"
 #include "mc/planner.h"
 #include "mc/proto.h"
+#include "mc/young.h"
 
 #include "reclaim.h"
 
@@ -31,6 +32,7 @@ static const char *const event_names[RECLAIM_EVENTS] = {
 	[RECLAIM_NO_CANDIDATE] = "no_candidate",
 	[RECLAIM_STALLED] = "stalled",
 	[RECLAIM_MASTER_KEY] = "master_key",
+	[RECLAIM_YOUNG] = "young",
 };
 
 /* A key of the master's answer, its tenant and key bytes in name. */
@@ -52,6 +54,14 @@ struct rtier {
 	bool stalled;	      /* only group members could cover the overage */
 	bool idle;	      /* the last plan could free nothing: wait before the next */
 	double occupancy_min; /* the lowest a drain left the tier at, 1 before any */
+	/*
+	 * Young copies: what the plan at hand left out and took, and whether
+	 * it may take them (a write waits for room only they can make).
+	 */
+	struct mc_young_tally young;
+	bool with_young;
+	/* eviction drops a copy here (no tier below it on this peer): young copies are kept */
+	bool drops;
 	/* the local plan being executed */
 	bool planned;
 	struct mc_plan plan;
@@ -83,6 +93,7 @@ struct reclaimer {
 	reclaim_ask_fn ask;
 	void *ask_arg;
 	bool no_ranking; /* the master lacks evict_candidates */
+	uint64_t young_taken, young_taken_bytes;
 };
 
 const char *
@@ -145,6 +156,15 @@ staying(const struct reclaimer *r, int tier)
 	return used > gone ? used - gone : 0;
 }
 
+/* What the writes waiting for room on tier still lack: 0 when none waits. */
+static uint64_t
+waiting(const struct reclaimer *r, int tier)
+{
+	uint64_t stay = staying(r, tier);
+
+	return stay > r->t[tier].target ? stay - r->t[tier].target : 0;
+}
+
 uint64_t
 reclaimer_need(const struct reclaimer *r, int tier)
 {
@@ -155,8 +175,8 @@ reclaimer_need(const struct reclaimer *r, int tier)
 	low = fraction(medium_capacity(r->ix->media[tier]), r->conf.low[tier]);
 	stay = staying(r, tier);
 	over = stay > low ? stay - low : 0;
-	/* what the master's waiting puts still lack, below the low watermark if need be */
-	short_by = stay > r->t[tier].target ? stay - r->t[tier].target : 0;
+	/* what the waiting writes still lack, below the low watermark if need be */
+	short_by = waiting(r, tier);
 	return over > short_by ? over : short_by;
 }
 
@@ -197,34 +217,58 @@ reclaimer_asked(const struct reclaimer *r)
 	return r->asked;
 }
 
+void
+reclaimer_young_taken(const struct reclaimer *r, uint64_t *copies, uint64_t *bytes)
+{
+	*copies = r->young_taken;
+	*bytes = r->young_taken_bytes;
+}
+
 /* ---- freeing one victim ---- */
 
 /*
- * Free the copy of (tenant, key) at most version on tier if nothing
+ * Free the copy of (tenant, key) at most version on t's tier if nothing
  * protects it now: true when it went (dropped, or its demotion queued),
  * else false with *why, the reason it stays (enum mc_fail_reason, whose
- * first reason, gone, is 0: no status could tell it from success).
+ * first reason, gone, is 0: no status could tell it from success). A
+ * young copy stays unless the plan at hand may take young copies (the
+ * master's ranking may name one); when it goes, it is counted.
  */
 static bool
-evict_one(struct reclaimer *r, int tier, const char *tenant, size_t tlen, const char *key,
+evict_one(struct reclaimer *r, struct rtier *t, const char *tenant, size_t tlen, const char *key,
 	  size_t klen, uint64_t version, int *why)
 {
 	struct pool_key k = { tenant, tlen, key, klen, true, version };
 	struct pindex_peek pk;
 	struct pool_result res;
+	bool young;
 
-	if (!pindex_peek(r->ix, tenant, tlen, key, klen, &pk) || pk.tier != tier)
+	if (!pindex_peek(r->ix, tenant, tlen, key, klen, &pk) || pk.tier != t->tier) {
 		*why = MC_FAIL_GONE;
-	else if (pk.version > version)
+		return false;
+	}
+	young = mc_young_is(r->conf.young_ms, pk.committed, mc_now_ms());
+	if (pk.version > version)
 		*why = MC_FAIL_VERSION;
 	else if (pk.busy)
 		*why = MC_FAIL_BUSY;
-	else if (pk.protected)
-		*why = MC_FAIL_PINNED;
+	else if (pk.protected || (young && t->drops && !t->with_young))
+		*why = MC_FAIL_PINNED; /* a young copy is kept as a pin would be */
 	else {
-		pool_evict(r->pl, &k, tier, POOL_RECLAIM, &res);
-		if (res.outcome == POOL_FREED || res.outcome == POOL_DEMOTING)
+		pool_evict(r->pl, &k, t->tier, POOL_RECLAIM, &res);
+		if (res.outcome == POOL_FREED || res.outcome == POOL_DEMOTING) {
+			/* dropped, not moved down (none below, or no room there): a young one counts */
+			if (young && res.outcome == POOL_FREED) {
+				uint64_t fp = pk.size > 0 ? medium_footprint(r->ix->media[t->tier],
+									     pk.size)
+							  : 0;
+
+				mc_young_take(&t->young, fp);
+				r->young_taken++;
+				r->young_taken_bytes += fp;
+			}
 			return true;
+		}
 		*why = res.outcome == POOL_IN_FLIGHT ? MC_FAIL_BUSY : MC_FAIL_GONE;
 	}
 	return false;
@@ -235,6 +279,11 @@ evict_one(struct reclaimer *r, int tier, const char *tenant, size_t tlen, const 
 static void
 plan_drop(struct rtier *t)
 {
+	/* once a plan: what it took of the young copies, for the write that waited */
+	mc_young_log(&t->young, mc_tier_name(t->tier),
+		     t->drops ? MC_YOUNG_FOR_WRITE : "the tier below had no room for them");
+	t->young.taken = t->young.taken_bytes = 0;
+	t->with_young = false;
 	if (!t->planned)
 		return;
 	mc_plan_free(&t->plan);
@@ -255,20 +304,21 @@ name_id(struct mc_cand_view *v, const char *s, size_t len, uint32_t *out, struct
 	return 0;
 }
 
-/*
- * Add o to v when this peer may free it on its own; the bytes of copies
- * only the master may free (group members) go to *grouped.
- */
 /* What ranking a view takes now: the index's access number and half-life. */
 struct rank_now {
 	uint64_t seq;
 	double half_life;
 };
 
+/*
+ * Add o to v when this peer may free it on its own in t's plan; the
+ * bytes of copies only the master may free (group members) go to
+ * *grouped, young copies the plan may not take to t's tally.
+ */
 static int
-add_copy(struct reclaimer *r, struct mc_cand_view *v, const struct pobj *o, uint32_t self,
-	 uint32_t tier_id, uint64_t now, const struct rank_now *rn, uint64_t *grouped,
-	 struct mc_err *err)
+add_copy(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, const struct pobj *o,
+	 uint32_t self, uint32_t tier_id, uint64_t now, const struct rank_now *rn,
+	 uint64_t *grouped, struct mc_err *err)
 {
 	const struct pmeta *pm = o->meta;
 	struct mc_cand c;
@@ -280,6 +330,10 @@ add_copy(struct reclaimer *r, struct mc_cand_view *v, const struct pobj *o, uint
 	fp = o->size > 0 ? medium_footprint(r->ix->media[o->tier], o->size) : 0;
 	if (pm->group_len > 0) {
 		*grouped += fp;
+		return 0;
+	}
+	if (t->drops && !t->with_young && mc_young_is(r->conf.young_ms, o->committed, now)) {
+		mc_young_keep(&t->young, r->conf.young_ms, o->committed, fp);
 		return 0;
 	}
 	memset(&c, 0, sizeof(c));
@@ -313,11 +367,12 @@ tier_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
 	return medium_capacity(ctx);
 }
 
-/* The view of tier's copies this peer may free; *grouped: what only the master may. */
+/* The view of t's copies this peer may free in its plan; *grouped: what only the master may. */
 static int
-build_view(struct reclaimer *r, int tier, struct mc_cand_view *v, uint64_t *grouped,
+build_view(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, uint64_t *grouped,
 	   struct mc_err *err)
 {
+	int tier = t->tier;
 	struct pobj *objs[WALK_SLICE];
 	struct pindex_walk *w;
 	uint32_t self, tier_id;
@@ -339,7 +394,8 @@ build_view(struct reclaimer *r, int tier, struct mc_cand_view *v, uint64_t *grou
 	while (rc == 0 && (n = pindex_walk_next(w, objs, WALK_SLICE, WALK_NAME_BYTES)) > 0) {
 		for (size_t i = 0; i < n && rc == 0; i++)
 			if (objs[i]->tier == tier)
-				rc = add_copy(r, v, objs[i], self, tier_id, now, &rn, grouped, err);
+				rc = add_copy(r, t, v, objs[i], self, tier_id, now, &rn, grouped,
+					      err);
 		pindex_release_many(r->ix, objs, n);
 	}
 	pindex_walk_end(w);
@@ -347,9 +403,9 @@ build_view(struct reclaimer *r, int tier, struct mc_cand_view *v, uint64_t *grou
 	return rc < 0 ? -1 : mc_history_segment(v, tier_capacity, r->ix->media[tier], err);
 }
 
-/* Plan need bytes off tier; false when there is nothing to execute (the pass rests). */
+/* Plan need bytes off t's tier; false when there is nothing to execute. */
 static bool
-plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
+plan_try(struct reclaimer *r, struct rtier *t, uint64_t need)
 {
 	struct mc_plan_params pp = { .target = need,
 				     .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND,
@@ -361,7 +417,7 @@ plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
 	size_t victims = 0;
 
 	mc_cand_view_init(&v);
-	if (build_view(r, t->tier, &v, &grouped, &err) < 0 ||
+	if (build_view(r, t, &v, &grouped, &err) < 0 ||
 	    mc_planner_run(r->conf.policy, &v, &pp, &t->plan, NULL, &err) < 0) {
 		mc_cand_view_free(&v);
 		mc_warn("local eviction of %s cannot plan: %s", mc_tier_name(t->tier), err.msg);
@@ -386,6 +442,27 @@ plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
 	mc_plan_exec_begin(&t->x, &t->plan, t->planned_bytes, &t->rep);
 	t->planned = true;
 	return true;
+}
+
+/*
+ * Plan need bytes off t's tier over the copies that are not young; when
+ * they give nothing and a write waits for room, plan over the young ones
+ * too. False when there is nothing to execute (the pass rests).
+ */
+static bool
+plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
+{
+	mc_young_tally_init(&t->young);
+	t->with_young = false;
+	if (plan_try(r, t, need))
+		return true;
+	if (t->young.kept == 0)
+		return false;
+	count(r, RECLAIM_YOUNG);
+	if (!mc_young_needed(waiting(r, t->tier), 0))
+		return false;
+	t->with_young = true;
+	return plan_try(r, t, need);
 }
 
 /*
@@ -416,7 +493,7 @@ plan_step(struct reclaimer *r, struct rtier *t, int *budget)
 		c = &t->plan.view.c[vi];
 		why = MC_FAIL_PINNED;
 		if ((!s->soft_pinned || r->conf.soft_pinned_pass) &&
-		    evict_one(r, t->tier, mc_cand_name_str(&t->plan.view, c->tenant),
+		    evict_one(r, t, mc_cand_name_str(&t->plan.view, c->tenant),
 			      t->plan.view.name_lens[c->tenant], mc_cand_key(&t->plan.view, c),
 			      c->key_len, c->version, &why)) {
 			count(r, RECLAIM_KEY);
@@ -486,8 +563,8 @@ ranked_step(struct reclaimer *r, struct rtier *t, int *budget)
 		int why;
 
 		(*budget)--;
-		if (evict_one(r, t->tier, k->name, k->tenant_len, k->name + k->tenant_len,
-			      k->key_len, k->version, &why))
+		if (evict_one(r, t, k->name, k->tenant_len, k->name + k->tenant_len, k->key_len,
+			      k->version, &why))
 			count(r, RECLAIM_MASTER_KEY);
 	}
 }
@@ -572,6 +649,24 @@ pass_end(struct rtier *t)
 	plan_drop(t);
 }
 
+/*
+ * How long a pass that could free nothing rests: RECLAIM_IDLE_MS, or
+ * when young copies held it up, until the first of them ages (looking
+ * again every RECLAIM_YOUNG_RECHECK_MS at most).
+ */
+static uint64_t
+idle_ms(const struct rtier *t)
+{
+	uint64_t now = mc_now_ms(), wait;
+
+	if (t->young.kept == 0 || t->young.until == UINT64_MAX)
+		return RECLAIM_IDLE_MS;
+	wait = t->young.until > now ? t->young.until - now : 0;
+	if (wait < RECLAIM_IDLE_MS)
+		return RECLAIM_IDLE_MS;
+	return wait < RECLAIM_YOUNG_RECHECK_MS ? wait : RECLAIM_YOUNG_RECHECK_MS;
+}
+
 /* One turn of tier's pass; true when it wants the next turn at once. */
 static bool
 tier_turn(struct reclaimer *r, struct rtier *t)
@@ -618,7 +713,7 @@ tier_turn(struct reclaimer *r, struct rtier *t)
 		return false;
 	}
 	if (t->idle) {
-		struct timeval tv = mc_ms_timeval(RECLAIM_IDLE_MS);
+		struct timeval tv = mc_ms_timeval(idle_ms(t));
 
 		evtimer_add(t->timer, &tv);
 		return false;
@@ -676,8 +771,16 @@ reclaimer_kick(struct reclaimer *r, int tier, bool full)
 {
 	if (r == NULL)
 		return;
-	if (full && tier >= 0 && tier < MC_TIER_COUNT)
-		r->t[tier].full = true;
+	if (full && tier >= 0 && tier < MC_TIER_COUNT) {
+		struct rtier *t = &r->t[tier];
+
+		t->full = true;
+		/* resting behind young copies: the write that waits may have them now */
+		if (t->idle && !t->waiting_first && t->young.kept > 0) {
+			t->idle = false;
+			evtimer_del(t->timer);
+		}
+	}
 	event_active(r->run_ev, EV_TIMEOUT, 0);
 }
 
@@ -703,6 +806,9 @@ reclaimer_new(struct event_base *base, struct pool *pl, struct mover *mv,
 		r->t[i].tier = i;
 		r->t[i].occupancy_min = 1;
 		r->t[i].target = UINT64_MAX;
+		mc_young_tally_init(&r->t[i].young);
+		r->t[i].drops = mc_tier_downstream(i) == MC_TIER_NONE ||
+				r->ix->media[mc_tier_downstream(i)] == NULL;
 		if (!(r->t[i].timer = evtimer_new(base, timer_cb, &r->t[i])))
 			goto fail;
 		if (r->ix->media[i])

@@ -20,6 +20,17 @@
  * members could cover the overage, the tier is stalled: the heartbeat
  * says so and the master runs a round for it (it evicts groups whole).
  *
+ * Young copies (mc/young.h, --young) are left out of every plan of a
+ * tier whose eviction drops copies (one with no tier below it here: a
+ * demotion loses nothing, and goes on as before), and refused when the
+ * master ranks them, so a tier over its mark holding
+ * only young copies stays there: the pass rests until the first of them
+ * ages (looking again at least every RECLAIM_YOUNG_RECHECK_MS, so a
+ * clock that jumps is seen) and then takes it. Only a write waiting for
+ * room (one refused for it here, or the master's room request) lets them
+ * join, once the old copies cannot make that room; the pass then drains
+ * as any does, and each such plan logs what it took of them once.
+ *
  * Modes (--eviction-mode):
  *   local          every tier evicts itself from its local plan;
  *   master_ranked  the same, but victims come first from the master's
@@ -58,6 +69,8 @@
 #define RECLAIM_ASK_MAX 4096
 /* After a pass that could free nothing, the next one waits this long (ms). */
 #define RECLAIM_IDLE_MS 100
+/* A pass that young copies hold up looks at the clock again at least this often (ms). */
+#define RECLAIM_YOUNG_RECHECK_MS 1000
 
 enum evict_mode { EVICT_LOCAL, EVICT_MASTER_RANKED, EVICT_MASTER, EVICT_MODES };
 /* "local", "master_ranked", "master". */
@@ -72,9 +85,10 @@ enum reclaim_event {
 	RECLAIM_NO_CANDIDATE, /* a plan found nothing it may free */
 	RECLAIM_STALLED,      /* ... and only group members were left */
 	RECLAIM_MASTER_KEY,   /* a victim the master ranked went */
+	RECLAIM_YOUNG,	      /* a plan left young copies out */
 	RECLAIM_EVENTS
 };
-/* "round", "key", "no_candidate", "stalled", "master_key". */
+/* "round", "key", "no_candidate", "stalled", "master_key", "young". */
 const char *reclaim_event_name(enum reclaim_event e);
 
 struct reclaim_conf {
@@ -82,6 +96,7 @@ struct reclaim_conf {
 	double high[MC_TIER_COUNT], low[MC_TIER_COUNT]; /* fractions of capacity */
 	const struct mc_policy *policy;			/* outlives the worker */
 	bool soft_pinned_pass; /* the policy's second pass over active soft pins */
+	uint64_t young_ms;     /* --young (mc/young.h); 0: nothing is young */
 };
 
 /* One key of a ranking answer; strings are copied by reclaimer_answer. */
@@ -140,5 +155,7 @@ void reclaimer_no_ranking(struct reclaimer *r);
 double reclaimer_occupancy_min(const struct reclaimer *r, int tier);
 /* Ranking queries sent, and their answers. */
 uint64_t reclaimer_asked(const struct reclaimer *r);
+/* Young copies this peer's eviction took for a waiting write, and their bytes (footprints). */
+void reclaimer_young_taken(const struct reclaimer *r, uint64_t *copies, uint64_t *bytes);
 
 #endif

@@ -295,14 +295,21 @@ test_meta(void)
 	TAP_OK(mm.type_len == 0 && mm.group_len == 0 && !mm.hard_pin && mm.sp_deadline == 0 &&
 		       mm.version == 1 && mm.size == 10 && mm.key_len == 4,
 	       "meta: a copy without a commit notice has none");
-	pindex_set_meta(&ix, o, pm);
+	pindex_set_meta(&ix, o, pm, 5000);
 	pobj_medium_meta(o, &mm);
 	TAP_OK(mm.type_len == 2 && memcmp(mm.type, "kv", 2) == 0 && mm.group_len == 3 &&
 		       memcmp(mm.group, "grp", 3) == 0 && mm.hard_pin && mm.sp_deadline == 12345,
 	       "meta: the notice's type, group, hard pin and deadline are kept with the copy");
-	pindex_set_meta(&ix, o, pmeta_new("", 0, "", 0, false, 0));
+	pindex_set_meta(&ix, o, pmeta_new("", 0, "", 0, false, 0), 9000);
 	pobj_medium_meta(o, &mm);
 	TAP_OK(mm.type_len == 0 && !mm.hard_pin, "meta: a later notice replaces it");
+	{
+		struct pindex_peek pk;
+
+		TAP_OK(pindex_peek(&ix, T, strlen(T), "meta", 4, &pk) == 1 &&
+			       pk.committed == 5000 && pk.size == 10,
+		       "meta: the first notice is the copy's commit time, a later one keeps it");
+	}
 	pindex_release(&ix, o);
 	TAP_OK(drop_on("meta", MC_TIER_NONE, false, 0) == 1, "meta: freed with its copy");
 }

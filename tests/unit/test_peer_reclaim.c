@@ -9,7 +9,9 @@
  * stalled; in master mode DRAM is left alone; master_ranked takes the
  * master's victims first, page-rounded to the overage, covers the rest
  * from its own plan, does not wait on a slow answer and falls back to
- * local order when the master has no ranking.
+ * local order when the master has no ranking; young copies (--young)
+ * are left out of a watermark pass, which rests until the first ages
+ * and then takes them, and go only for a write waiting for room, counted.
  */
 #include <event2/event.h>
 #include <stdio.h>
@@ -38,6 +40,8 @@ static uint64_t now_ms = 1000000;
 /* the soft pin's deadline the next copies get (0: none), and whether the second pass may take them */
 static uint64_t put_sp_deadline;
 static bool soft_pass;
+/* --young of the next setup (0: nothing is young) */
+static uint64_t young_ms;
 
 /* What the fake master was asked, and what it answers. */
 static struct {
@@ -59,7 +63,9 @@ static void
 setup(bool with_ssd, enum evict_mode mode)
 {
 	struct medium_conf conf = { .size = PAGES * ARENA_PAGE };
-	struct reclaim_conf c = { .mode = mode, .policy = &policy, .soft_pinned_pass = soft_pass };
+	struct reclaim_conf c = {
+		.mode = mode, .policy = &policy, .soft_pinned_pass = soft_pass, .young_ms = young_ms
+	};
 	struct mc_err err;
 
 	memset(media, 0, sizeof(media));
@@ -114,7 +120,8 @@ put_meta(const char *key, uint64_t pages, const char *group, bool hard_pin)
 	o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
 	pindex_set_meta(&ix, o,
 			pmeta_new(put_type, strlen(put_type), group ? group : "",
-				  group ? strlen(group) : 0, hard_pin, put_sp_deadline));
+				  group ? strlen(group) : 0, hard_pin, put_sp_deadline),
+			now_ms);
 	pindex_release(&ix, o);
 }
 
@@ -576,6 +583,112 @@ test_ranking_again(void)
 }
 
 static void
+test_young_kept(void)
+{
+	uint64_t rounds, copies, bytes;
+
+	young_ms = 150;
+	setup(false, EVICT_LOCAL);
+	fill(58);
+	run();
+	reclaimer_young_taken(rc, &copies, &bytes);
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 58 && reclaimer_events(rc, RECLAIM_KEY) == 0 &&
+		       reclaimer_events(rc, RECLAIM_YOUNG) == 1 && copies == 0,
+	       "young: a watermark pass leaves copies younger than --young alone");
+	TAP_OK(reclaimer_need(rc, MC_TIER_DRAM) > 0, "young: the tier stays over its mark");
+	rounds = reclaimer_events(rc, RECLAIM_ROUND);
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	TAP_OK(reclaimer_events(rc, RECLAIM_ROUND) == rounds,
+	       "young: the pass rests (no plan at each turn of the loop, nor at each commit)");
+	/* aged on the clock: the pass's timer, armed for when the first ages, takes them */
+	now_ms += 150;
+	mc_clock_set_fake(now_ms);
+	for (int i = 0; i < 20 && tier_pages(MC_TIER_DRAM) > 44; i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	reclaimer_young_taken(rc, &copies, &bytes);
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44 && reclaimer_events(rc, RECLAIM_KEY) == 14 &&
+		       copies == 0,
+	       "young: once they have aged, the pass drains them as before, uncounted");
+	teardown();
+	young_ms = 0;
+}
+
+static void
+test_young_for_room(void)
+{
+	uint64_t copies, bytes;
+
+	young_ms = 60000;
+	setup(false, EVICT_LOCAL);
+	fill(58);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 58, "young, room: nothing goes ahead of need");
+	/* a write of 10 pages waits for its room: 58 + 10 > 64 */
+	reclaimer_room(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, 0);
+	run();
+	reclaimer_young_taken(rc, &copies, &bytes);
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44 && copies == 14 && bytes == 14 * ARENA_PAGE,
+	       "young, room: a write waiting for room takes them, down to the low watermark, "
+	       "counted (%llu copies, %llu bytes)",
+	       (unsigned long long)copies, (unsigned long long)bytes);
+	teardown();
+	young_ms = 0;
+}
+
+static void
+test_young_old_first(void)
+{
+	char k[16];
+	uint64_t copies, bytes;
+	bool young_kept = true;
+
+	young_ms = 60000;
+	setup(false, EVICT_LOCAL);
+	/* 20 old copies (found at start: no commit time), then 38 young ones */
+	for (int i = 0; i < 58; i++) {
+		keyname(k, sizeof(k), i);
+		put(k);
+		if (i < 20) {
+			struct pobj *o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+
+			o->committed = 0;
+			pindex_release(&ix, o);
+		}
+	}
+	reclaimer_room(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, 0);
+	run();
+	for (int i = 20; i < 58; i++) {
+		keyname(k, sizeof(k), i);
+		young_kept &= has(k);
+	}
+	reclaimer_young_taken(rc, &copies, &bytes);
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 44 && copies == 0 && young_kept,
+	       "young, room: the old copies go first when they make the room");
+	teardown();
+	young_ms = 0;
+}
+
+static void
+test_young_ranked(void)
+{
+	young_ms = 60000;
+	setup(false, EVICT_MASTER_RANKED);
+	reclaimer_on_ask(rc, ask, NULL);
+	master.answer_at_once = true;
+	master.keys[0] = "k000";
+	master.keys[1] = "k001";
+	master.nkeys = 2;
+	fill(58);
+	run();
+	TAP_OK(master.calls >= 1 && reclaimer_events(rc, RECLAIM_MASTER_KEY) == 0 && has("k000") &&
+		       tier_pages(MC_TIER_DRAM) == 58,
+	       "young, master_ranked: a young copy the master ranks first is kept");
+	teardown();
+	young_ms = 0;
+}
+
+static void
 test_modes(void)
 {
 	enum evict_mode m;
@@ -612,6 +725,10 @@ main(void)
 	test_slow_master();
 	test_no_ranking();
 	test_ranking_again();
+	test_young_kept();
+	test_young_for_room();
+	test_young_old_first();
+	test_young_ranked();
 	mc_policy_free(&policy);
 	event_base_free(base);
 	return tap_done();
