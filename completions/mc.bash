@@ -109,7 +109,7 @@ complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['put --replicas']='N' ['put --type']='STR' ['put --group']='STR' ['put --parent']='KEY' ['put --soft-pin']='ACTION' ['put --tier']='TIER' ['get --output']='FILE' ['rm --prefix']='STR' ['candidates --peer']='ID' ['candidates --tier']='STR' ['candidates --tenant']='STR' ['evict --plan']='FILE' ['evict --target']='SIZE' ['evict --lowerbound']='SIZE' ['evict --tenant']='STR' ['evict --peer']='ID' ['evict --tier']='STR' ['auth --auth-file']='FILE' )
+	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['put --replicas']='N' ['put --type']='STR' ['put --group']='STR' ['put --parent']='KEY' ['put --soft-pin']='ACTION' ['put --tier']='TIER' ['get --output']='FILE' ['rm --prefix']='STR' ['candidates --peer']='ID' ['candidates --tier']='TIER' ['candidates --tenant']='STR' ['evict --plan']='FILE' ['evict --target']='SIZE' ['evict --lowerbound']='SIZE' ['evict --tenant']='STR' ['evict --peer']='ID' ['evict --tier']='TIER' ['auth --auth-file']='FILE' )
 	local -A vals=( ['put --type']='kv hidden tensor general' ['put --soft-pin']='preserve enable disable' ['put --tier']='dram ssd hbm cxl' ['candidates --tier']='dram ssd hbm cxl' ['evict --tier']='dram ssd hbm cxl' )
 	local -A shorts=( ['-m']='--master' ['-t']='--tenant' ['get -o']='--output' )
 	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin --tier' ['get']='--output -o' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' ['auth']='--auth-file --admin --peer' )

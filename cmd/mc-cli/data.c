@@ -125,8 +125,8 @@ const struct mc_opt cli_put_opts[] = {
 	  "soft pin write action: preserve (default), enable[:TTL] or disable", set_soft_pin,
 	  NULL },
 	{ "tier", 0, MC_ARG_ONE_OF("TIER", MC_TIER_NAMES), NULL,
-	  "put the copies on this tier: dram or ssd (default: the "
-	  "fastest that fits)",
+	  "put the copies on this tier: dram or ssd (hbm, cxl: peers that register them; "
+	  "default: the fastest that fits)",
 	  set_tier, &put_o.tier },
 	{ 0 },
 };

@@ -15,7 +15,7 @@ static const struct mc_opt global_opts[] = {
 	{ "json", 0, NULL, NULL, "print records as JSON, one object per line", mc_set_flag,
 	  &cli.json },
 	{ "progress", 0, NULL, NULL,
-	  "show put and get progress on stderr for any object and stderr", cli_set_progress,
+	  "show put and get progress on stderr, for any size, terminal or not", cli_set_progress,
 	  &cli.progress },
 	{ "no-progress", 0, NULL, NULL, "never show put and get progress", cli_set_no_progress,
 	  &cli.progress },
