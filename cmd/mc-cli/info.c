@@ -385,7 +385,7 @@ int
 cli_peers(int argc, char **argv)
 {
 	const msgpack_object_array *peers;
-	int wa = 4, wh = 4, wd = 6, wl = 5, wt[MC_TIER_COUNT], last = MC_TIER_DRAM;
+	int wa = 4, wh = 4, wd = 6, wl = 5, wt[MC_TIER_COUNT], last = MC_TIER_DRAM, t;
 	bool shown[MC_TIER_COUNT];
 	char cell[128];
 	struct mc_msg m;
@@ -395,7 +395,9 @@ cli_peers(int argc, char **argv)
 	(void)argv;
 	admin_call("peers", &m);
 	peers = mc_map_array(m.body, "peers");
-	for (int t = 0; t < MC_TIER_COUNT; t++) {
+	/* a column per tier some peer has (dram always), fastest first */
+	MC_TIER_FASTEST_FIRST(t)
+	{
 		shown[t] = tier_shown(peers, t);
 		wt[t] = (int)strlen(mc_tier_name(t));
 		if (shown[t])
@@ -425,7 +427,8 @@ cli_peers(int argc, char **argv)
 	if (!cli.json) {
 		printf("%-4s  %-*s  %-*s  %-*s  %-*s", "ID", wa, "ADDR", wh, "HOST", wd, "DOMAIN",
 		       wl, "ALIVE");
-		for (int t = 0; t < MC_TIER_COUNT; t++) {
+		MC_TIER_FASTEST_FIRST(t)
+		{
 			char name[16];
 			size_t k;
 
@@ -449,7 +452,8 @@ cli_peers(int argc, char **argv)
 			print_str_col(p, "domain", wd);
 			fmt_alive(p, cell, sizeof(cell));
 			printf("%-*s", wl, cell);
-			for (int t = 0; t < MC_TIER_COUNT; t++) {
+			MC_TIER_FASTEST_FIRST(t)
+			{
 				if (!shown[t])
 					continue;
 				fmt_tier(p, t, cell, sizeof(cell));

@@ -1584,9 +1584,6 @@ peer_tier_used(struct master *m, uint32_t peer, int tier)
 	return p != NULL ? p->tiers[tier].used : 0;
 }
 
-/* Tiers a copy may land on, best first (as placement tries them). */
-static const int fit_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
-
 /*
  * Ask a peer that evicts tier itself for room for a put of bytes there:
  * a put the master cannot place never reaches the peer as a write, so
@@ -1626,15 +1623,18 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
-		for (size_t k = 0; k < sizeof(fit_order) / sizeof(fit_order[0]); k++) {
-			const struct peer_tier *pt = &p->tiers[fit_order[k]];
+		int t;
+
+		/* the tiers a copy may land on, as placement tries them */
+		MC_TIER_FASTEST_FIRST(t)
+		{
+			const struct peer_tier *pt = &p->tiers[t];
 
 			/* A tier too small even empty: evicting there would only lose the cache. */
-			if ((tier != MC_TIER_NONE && fit_order[k] != tier) || !pt->present ||
-			    pt->capacity < size)
+			if (!mc_tier_may_land(t, tier) || !pt->present || pt->capacity < size)
 				continue;
 			c[n].peer = p->id;
-			c[n].tier = fit_order[k];
+			c[n].tier = t;
 			c[n].room = pt->used < pt->capacity ? pt->capacity - pt->used : 0;
 			c[n].coming = pt->moving;
 			c[n].need = peer_tier_footprint(pt, size);

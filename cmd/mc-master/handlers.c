@@ -123,7 +123,8 @@ leased(const struct mobj *o, uint64_t now)
 
 /*
  * The readable replicas of o, best first for this client: same host,
- * then same domain, then dram before other tiers; stable otherwise.
+ * then same domain, then faster tiers before slower ones; stable
+ * otherwise.
  */
 static unsigned
 readable(const struct master *m, const struct mobj *o, const struct client *cl, struct cand *out)
@@ -140,16 +141,17 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 		p = peers_find(&m->peers, v[i].peer);
 		if (p == NULL)
 			continue;
+		/* locality first; within it, the tier's speed rank */
 		if (cl->host[0] != '\0' && strcmp(cl->host, p->host) == 0)
 			rank = 0;
 		else if (cl->domain[0] != '\0' && strcmp(cl->domain, p->domain) == 0)
-			rank = 2;
+			rank = 1;
 		else
-			rank = 4;
-		rank += v[i].tier != MC_TIER_DRAM;
+			rank = 2;
+		rank = rank * (MC_TIER_COUNT + 1) + mc_tier_speed_rank(v[i].tier);
 		/* A peer without its control link is likely dead: try it last. */
 		if (p->conn == NULL)
-			rank += 8;
+			rank += 3 * (MC_TIER_COUNT + 1);
 		unsigned j = n++;
 		while (j > 0 && out[j - 1].rank > rank) {
 			out[j] = out[j - 1];

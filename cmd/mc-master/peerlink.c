@@ -264,6 +264,24 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 	reply_registered(req, p, true);
 }
 
+/* " dram 268435456 ssd 1073741824": the tiers p has and their sizes, fastest first. */
+static const char *
+peer_tiers_text(const struct peer *p, char *buf, size_t len)
+{
+	size_t n = 0;
+	int t;
+
+	buf[0] = '\0';
+	MC_TIER_FASTEST_FIRST(t)
+	{
+		if (!p->tiers[t].present || n >= len)
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, " %s %llu", mc_tier_name(t),
+				      (unsigned long long)p->tiers[t].capacity);
+	}
+	return buf;
+}
+
 static void
 h_peer_register(struct mc_req *req)
 {
@@ -271,6 +289,7 @@ h_peer_register(struct mc_req *req)
 	struct client *cl = req_client_get(req);
 	struct peer tmp, *p, *old;
 	struct mc_err err;
+	char tiers[128];
 	const char *mode, *why;
 	uint64_t since = 0;
 	size_t mlen;
@@ -341,9 +360,8 @@ h_peer_register(struct mc_req *req)
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", id);
 	cl->peer_id = id;
-	mc_info("peer %u registered: %s host %s domain %s dram %llu ssd %llu", id, p->addr, p->host,
-		p->domain[0] ? p->domain : "-", (unsigned long long)p->tiers[MC_TIER_DRAM].capacity,
-		(unsigned long long)p->tiers[MC_TIER_SSD].capacity);
+	mc_info("peer %u registered: %s host %s domain %s%s", id, p->addr, p->host,
+		p->domain[0] ? p->domain : "-", peer_tiers_text(p, tiers, sizeof(tiers)));
 	recon_peer_registered(m, p);
 	reply_registered(req, p, false);
 	return;

@@ -11,51 +11,30 @@
 /* "s" after a count other than one */
 #define PLURAL(n) ((n) == 1 ? "" : "s")
 
-/* Tiers a new copy may land on by itself, best first. */
-static const int place_order[] = { MC_TIER_DRAM, MC_TIER_CXL, MC_TIER_SSD };
-#define PLACE_ORDER_N (sizeof(place_order) / sizeof(place_order[0]))
-
 /*
- * The tiers a copy may land on, best first: the one a put asked for
- * (any tier a peer has, hbm too), else place_order. Returns how many.
- */
-static size_t
-tiers_to_try(int only, const int **tiers)
-{
-	static const int each[MC_TIER_COUNT] = { MC_TIER_DRAM, MC_TIER_SSD, MC_TIER_HBM,
-						 MC_TIER_CXL };
-
-	if (only == MC_TIER_NONE) {
-		*tiers = place_order;
-		return PLACE_ORDER_N;
-	}
-	*tiers = &each[only];
-	return 1;
-}
-
-/*
- * The tier a copy of size bytes would use on peer, or -1; *free_out is
- * its room and *rank the tier's place in place_order (faster tiers win
+ * The tier a copy of size bytes would use on peer, or -1: the fastest
+ * it may land on (the one the put asked for, when it asked) with room.
+ * *free_out is its room and *rank its speed rank (faster tiers win
  * before free space is compared).
  */
 static int
 peer_fit(const struct peer *peer, uint64_t size, int only, uint64_t *free_out, int *rank)
 {
-	const int *tiers;
-	size_t n = tiers_to_try(only, &tiers);
+	int tier;
 
-	for (size_t i = 0; i < n; i++) {
-		const struct peer_tier *t = &peer->tiers[tiers[i]];
+	MC_TIER_FASTEST_FIRST(tier)
+	{
+		const struct peer_tier *t = &peer->tiers[tier];
 		uint64_t room;
 
-		if (!t->present || t->used > t->capacity)
+		if (!mc_tier_may_land(tier, only) || !t->present || t->used > t->capacity)
 			continue;
 		room = t->capacity - t->used;
 		/* what the copy takes there: its pages and header, as the peer counts */
 		if (room >= peer_tier_footprint(t, size)) {
 			*free_out = room;
-			*rank = (int)i;
-			return tiers[i];
+			*rank = mc_tier_speed_rank(tier);
+			return tier;
 		}
 	}
 	return -1;
@@ -154,20 +133,20 @@ reach_of(const struct master *m, uint64_t size, int only, struct reach *r)
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
 		r->alive++;
-		const int *tiers;
-		size_t n = tiers_to_try(only, &tiers);
+		int tier;
 
-		for (size_t k = 0; k < n; k++) {
-			const struct peer_tier *t = &p->tiers[tiers[k]];
+		MC_TIER_FASTEST_FIRST(tier)
+		{
+			const struct peer_tier *t = &p->tiers[tier];
 
-			if (!t->present)
+			if (!mc_tier_may_land(tier, only) || !t->present)
 				continue;
 			if (t->capacity >= peer_tier_footprint(t, size))
 				roomy = true;
 			if (r->largest_tier < 0 || t->capacity > r->largest) {
 				r->largest = t->capacity;
 				r->largest_peer = p->id;
-				r->largest_tier = tiers[k];
+				r->largest_tier = tier;
 			}
 		}
 		r->roomy += roomy;

@@ -1,4 +1,7 @@
-/* Unit tests for the tier vocabulary (libmc/tier.c): names, parsing and the chain. */
+/*
+ * Unit tests for the tier vocabulary (libmc/tier.c): names, parsing,
+ * the chain, the speed order and where a put may land.
+ */
 #include <string.h>
 
 #include "mc/tier.h"
@@ -59,11 +62,54 @@ test_chain(void)
 	       "chain: no tier has nothing below it");
 }
 
+static void
+test_speed(void)
+{
+	int seen[MC_TIER_COUNT] = { 0 }, order[MC_TIER_COUNT], n = 0, t, ranks_agree = 1;
+
+	MC_TIER_FASTEST_FIRST(t)
+	{
+		if (n < MC_TIER_COUNT)
+			order[n] = t;
+		seen[t]++;
+		ranks_agree &= mc_tier_speed_rank(t) == n;
+		n++;
+	}
+	TAP_OK(n == MC_TIER_COUNT && seen[0] == 1 && seen[1] == 1 && seen[2] == 1 && seen[3] == 1,
+	       "speed: the iterator visits every tier once (%d visits)", n);
+	TAP_OK(order[0] == MC_TIER_HBM && order[1] == MC_TIER_DRAM && order[2] == MC_TIER_CXL &&
+		       order[3] == MC_TIER_SSD,
+	       "speed: hbm, dram, cxl, then ssd");
+	TAP_OK(ranks_agree, "speed: a tier's rank is its place in the iteration");
+	TAP_OK(mc_tier_by_speed(MC_TIER_COUNT) == MC_TIER_NONE &&
+		       mc_tier_speed_rank(MC_TIER_NONE) == MC_TIER_COUNT &&
+		       mc_tier_speed_rank(MC_TIER_COUNT) == MC_TIER_COUNT,
+	       "speed: past the slowest is no tier, and no tier ranks last");
+}
+
+static void
+test_landing(void)
+{
+	TAP_OK(mc_tier_lands_unasked(MC_TIER_DRAM) && mc_tier_lands_unasked(MC_TIER_CXL) &&
+		       mc_tier_lands_unasked(MC_TIER_SSD) && !mc_tier_lands_unasked(MC_TIER_HBM),
+	       "landing: a put that names no tier may land anywhere but hbm");
+	TAP_OK(mc_tier_may_land(MC_TIER_HBM, MC_TIER_HBM) &&
+		       !mc_tier_may_land(MC_TIER_DRAM, MC_TIER_HBM) &&
+		       !mc_tier_may_land(MC_TIER_SSD, MC_TIER_DRAM),
+	       "landing: a put that names a tier lands there only");
+	TAP_OK(mc_tier_may_land(MC_TIER_SSD, MC_TIER_NONE) &&
+		       !mc_tier_may_land(MC_TIER_HBM, MC_TIER_NONE) &&
+		       !mc_tier_may_land(MC_TIER_COUNT, MC_TIER_NONE),
+	       "landing: naming none means whatever lands unasked, and no unknown tier");
+}
+
 int
 main(void)
 {
 	test_names();
 	test_parse();
 	test_chain();
+	test_speed();
+	test_landing();
 	return tap_done();
 }
