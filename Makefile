@@ -226,6 +226,7 @@ bench: deps
 	tests/bench/fullcache
 	tests/bench/policy
 	tests/bench/ssd
+	tests/bench/ssdmix
 	tests/bench/rank
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
