@@ -554,6 +554,18 @@ h_evict(struct mc_req *req)
 	peer_free_items(req, POOL_RECLAIM, admit_task, p->ctl);
 }
 
+/* A copy's header was written again on the disk queue (err NULL), or not. */
+static void
+resealed(void *arg, const struct mc_err *err)
+{
+	struct pobj *o = arg;
+
+	if (err != NULL)
+		mc_warn("cannot keep a copy's metadata in its %s header: %s", mc_tier_name(o->tier),
+			err->msg);
+	pindex_release(o->ix, o);
+}
+
 /*
  * The commit notice: what the master knows of a copy once put_end made
  * it readable, kept with the copy (and in its extent header, on a tier
@@ -602,6 +614,11 @@ h_committed(struct mc_req *req)
 	}
 	pindex_set_meta(&p->index, o, pm, now);
 	pobj_medium_meta(o, &meta);
+	/* A header on disk is written again by a worker; o stays held until it is. */
+	if (o->size > 0 && medium_blocks(p->media[o->tier]) && p->diskq != NULL) {
+		diskq_reseal(p->diskq, p->media[o->tier], o->off, o->size, &meta, resealed, o);
+		return;
+	}
 	if (o->size > 0 && medium_seal(p->media[o->tier], o->off, o->size, &meta, &err) < 0)
 		mc_warn("cannot keep a copy's metadata in its %s header: %s", mc_tier_name(o->tier),
 			err.msg);

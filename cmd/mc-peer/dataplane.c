@@ -187,6 +187,13 @@ struct pending_write {
 	struct pobj *o;		  /* unlinked, one reference */
 	struct mc_bulk_sink sink; /* where the bulk lands */
 	/*
+	 * A blocking medium's copy: the bulk lands in this staging buffer
+	 * from the disk queue, and a worker writes and seals it. NULL: the
+	 * sink is the medium's own.
+	 */
+	void *stage;
+	uint64_t stage_len;
+	/*
 	 * A sink that is not memory, for a writer that sent no checksum:
 	 * the bytes are hashed as they land, as they cannot be read after.
 	 */
@@ -201,20 +208,12 @@ struct pending_write {
 	bool granted; /* a grant covered it: the master hears of its commit */
 };
 
-/* Commit o, whose bytes (and checksum) have landed. */
+/* Link o, whose bytes (and checksum) have landed and are sealed, and answer. */
 static void
-finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool granted)
+commit_write(struct peer *p, struct mc_req *req, struct pobj *o, bool granted)
 {
-	struct medium_meta meta;
 	struct mc_err err;
 
-	/* Sealed before it is linked: a copy readable on a lasting tier survives a restart. */
-	pobj_medium_meta(o, &meta);
-	if (o->size > 0 && medium_seal(p->media[o->tier], o->off, o->size, &meta, &err) < 0) {
-		pindex_release(&p->index, o);
-		mc_reply_mc_err(req, &err);
-		return;
-	}
 	if (pool_commit(&p->pool, o, &err) < 0) {
 		pindex_release(&p->index, o);
 		mc_reply_mc_err(req, &err);
@@ -229,6 +228,23 @@ finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool granted)
 	mc_reply_ok_empty(req);
 }
 
+/* Seal o, whose bytes have landed in its medium (or that has none), and commit it. */
+static void
+finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool granted)
+{
+	struct medium_meta meta;
+	struct mc_err err;
+
+	/* Sealed before it is linked: a copy readable on a lasting tier survives a restart. */
+	pobj_medium_meta(o, &meta);
+	if (o->size > 0 && medium_seal(p->media[o->tier], o->off, o->size, &meta, &err) < 0) {
+		pindex_release(&p->index, o);
+		mc_reply_mc_err(req, &err);
+		return;
+	}
+	commit_write(p, req, o, granted);
+}
+
 /* What pw holds besides its entry and its request. */
 static void
 pending_write_free(struct pending_write *pw)
@@ -237,7 +253,23 @@ pending_write_free(struct pending_write *pw)
 		event_free(pw->stall);
 	mc_checksum_stream_free(pw->sum);
 	mc_bulk_sink_release(&pw->sink);
+	diskq_unstage(pw->p->diskq, pw->stage, pw->stage_len);
 	free(pw);
+}
+
+/* A staged copy was written and sealed on the disk queue (err NULL), or not. */
+static void
+write_stored(void *arg, const struct mc_err *err)
+{
+	struct pending_write *pw = arg;
+
+	if (err != NULL) {
+		pindex_release(&pw->p->index, pw->o);
+		mc_reply_mc_err(pw->req, err);
+	} else {
+		commit_write(pw->p, pw->req, pw->o, pw->granted);
+	}
+	pending_write_free(pw);
 }
 
 static void
@@ -246,9 +278,25 @@ write_done(struct mc_req *req, bool ok, void *arg)
 	struct pending_write *pw = arg;
 
 	(void)req; /* the deferred copy in pw is the one to answer through */
+	if (pw->stall != NULL)
+		evtimer_del(pw->stall); /* every byte is in: no stall from here on */
 	if (!ok) {
 		pindex_release(&pw->p->index, pw->o);
 		mc_reply_err(pw->req, MC_ERR_UNAVAILABLE, "connection lost during write");
+	} else if (pw->stage != NULL) {
+		struct medium_meta meta;
+
+		/*
+		 * A worker hashes it (when the writer sent no checksum), writes and
+		 * seals it; the connection waits, so a pipelining writer's replies
+		 * stay in order.
+		 */
+		(void)mc_req_hold(pw->req);
+		pobj_medium_meta(pw->o, &meta);
+		diskq_store(pw->p->diskq, pw->p->media[pw->o->tier], pw->o->off, pw->stage,
+			    pw->o->size, &meta, pw->has_checksum ? NULL : &pw->o->checksum,
+			    write_stored, pw);
+		return;
 	} else {
 		if (!pw->has_checksum)
 			pw->o->checksum = pw->sum != NULL ? mc_checksum_stream_digest(pw->sum)
@@ -397,7 +445,14 @@ h_write(struct mc_req *req)
 	pw->o = o;
 	pw->has_checksum = r == 1;
 	pw->granted = covered;
-	if (medium_sink(m, off, len, &pw->sink, &err) < 0) {
+	if (medium_blocks(m) && p->diskq != NULL &&
+	    (pw->stage = diskq_stage(p->diskq, len)) != NULL) {
+		pw->stage_len = len;
+		mc_bulk_sink_mem(&pw->sink, pw->stage, len);
+	} else if (medium_blocks(m) && p->diskq != NULL) {
+		diskq_count_loop(p->diskq, true);
+	}
+	if (pw->stage == NULL && medium_sink(m, off, len, &pw->sink, &err) < 0) {
 		free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_mc_err(req, &err);
@@ -450,6 +505,79 @@ read_release(void *arg)
 	pindex_release(o->ix, o);
 }
 
+/* A cold read in flight on the disk queue: the copy and where it lands. */
+struct pending_read {
+	struct peer *p;
+	struct mc_req *req; /* deferred */
+	struct pobj *o;	    /* one reference, until the reply is sent */
+	void *buf;	    /* staging, o->size bytes */
+};
+
+static void
+pending_read_free(void *arg)
+{
+	struct pending_read *pr = arg;
+
+	diskq_unstage(pr->p->diskq, pr->buf, pr->o->size);
+	pindex_release(&pr->p->index, pr->o);
+	free(pr);
+}
+
+/* The reply's head: what a read answers before its bytes. */
+static void
+reply_read_head(struct mc_req *req, const struct pobj *o)
+{
+	msgpack_packer *pk = mc_reply_ok_begin(req);
+
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_u64(pk, "len", o->size);
+	mc_pack_kv_u64(pk, "version", o->version);
+	mc_pack_kv_u64(pk, "checksum", o->checksum);
+}
+
+/* A worker read the copy into pr->buf (err NULL), or could not. */
+static void
+read_loaded(void *arg, const struct mc_err *err)
+{
+	struct pending_read *pr = arg;
+
+	if (err != NULL) {
+		mc_reply_mc_err(pr->req, err);
+		pending_read_free(pr);
+		return;
+	}
+	reply_read_head(pr->req, pr->o);
+	mc_reply_end_bulk(pr->req, pr->buf, (size_t)pr->o->size, pending_read_free, pr);
+}
+
+/*
+ * Hand the read of o, a copy on a blocking medium, to the disk queue;
+ * false when the staging budget is spent (the caller sends it itself).
+ */
+static bool
+read_on_disk_queue(struct peer *p, struct mc_req *req, struct pobj *o)
+{
+	struct pending_read *pr;
+
+	if (!medium_blocks(p->media[o->tier]) || p->diskq == NULL)
+		return false;
+	if (!(pr = calloc(1, sizeof(*pr))) || !(pr->buf = diskq_stage(p->diskq, o->size))) {
+		free(pr);
+		diskq_count_loop(p->diskq, false);
+		return false;
+	}
+	if (!(pr->req = mc_req_defer(req))) {
+		diskq_unstage(p->diskq, pr->buf, o->size);
+		free(pr);
+		return false;
+	}
+	pr->p = p;
+	pr->o = o;
+	(void)mc_req_hold(pr->req); /* replies in request order, as write_done's */
+	diskq_load(p->diskq, p->media[o->tier], o->off, o->size, pr->buf, read_loaded, pr);
+	return true;
+}
+
 /*
  * --promote-on-read: a copy read below DRAM moves up, on the mover,
  * while DRAM is under its high watermark; this read is served from
@@ -484,7 +612,6 @@ h_read(struct mc_req *req)
 	uint64_t version = 0, len = 0;
 	struct pobj *o;
 	struct mc_bulk_src src;
-	msgpack_packer *pk;
 	int r, rl;
 	bool covered;
 	char kb[80];
@@ -523,28 +650,28 @@ h_read(struct mc_req *req)
 			     (unsigned long long)have, (unsigned long long)size);
 		return;
 	}
-	/* The medium's source sends the bytes; the reply holds o until they are sent. */
-	if (o->size > 0 && medium_source(p->media[o->tier], o->off, o->size, &src, &err) < 0) {
-		pindex_release(&p->index, o);
-		mc_reply_mc_err(req, &err);
-		return;
-	}
 	p->st.reads++;
 	p->st.bytes_out += o->size;
 	pindex_read(&p->index, o);
 	if (covered && grant_reused(p, req) && p->local_read)
 		p->local_read(p->local_read_arg, o);
 	promote(p, o);
-	pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 3);
-	mc_pack_kv_u64(pk, "len", o->size);
-	mc_pack_kv_u64(pk, "version", o->version);
-	mc_pack_kv_u64(pk, "checksum", o->checksum);
 	if (o->size == 0) {
+		reply_read_head(req, o);
 		pindex_release(&p->index, o);
 		mc_reply_end_bulk(req, NULL, 0, NULL, NULL);
 		return;
 	}
+	/* A copy on disk is read by a worker; the reply holds o until its bytes are sent. */
+	if (read_on_disk_queue(p, req, o))
+		return;
+	/* The medium's source sends the bytes, from the loop. */
+	if (medium_source(p->media[o->tier], o->off, o->size, &src, &err) < 0) {
+		pindex_release(&p->index, o);
+		mc_reply_mc_err(req, &err);
+		return;
+	}
+	reply_read_head(req, o);
 	mc_reply_end_src(req, &src, read_release, o);
 }
 

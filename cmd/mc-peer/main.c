@@ -274,6 +274,12 @@ static const struct mc_opt_spec spec = {
 	.version = "mc-peer 0.1.0",
 };
 
+/*
+ * The staging the disk queue may hold for writes and cold reads in
+ * flight; past it they stream on the loop, as before the queue.
+ */
+#define PEER_DISK_STAGE_MAX (256ull << 20)
+
 /* ---- metrics ---- */
 
 struct peer_metrics {
@@ -290,6 +296,8 @@ struct peer_metrics {
 		*io_seconds[MC_TIER_COUNT][2], *corrupt[MC_TIER_COUNT];
 	/* by kind: queued, done, failed, retried, lost, no_room (mover_stats order) */
 	struct mc_metric *moves[MOVE_KINDS][6];
+	/* the disk queue: jobs by kind (write, read, seal), failed, on the loop (write, read) */
+	struct mc_metric *disk_jobs[3], *disk_failed, *disk_loop[2], *disk_staged;
 	struct mc_metric *objects, *reads, *writes, *abandoned, *misses, *bytes_in, *bytes_out,
 		*malformed, *registrations, *resumes, *inventory_reports,
 		*refused[MC_GRANT_VERDICTS];
@@ -353,6 +361,18 @@ collect(struct mc_metrics *m, void *arg)
 				mc_metric_set(pm->moves[k][i], (double)v[i]);
 		}
 	}
+	if (p->diskq && pm->disk_failed) {
+		struct diskq_stats ds;
+
+		diskq_stats(p->diskq, &ds);
+		mc_metric_set(pm->disk_jobs[0], (double)ds.writes);
+		mc_metric_set(pm->disk_jobs[1], (double)ds.reads);
+		mc_metric_set(pm->disk_jobs[2], (double)ds.seals);
+		mc_metric_set(pm->disk_failed, (double)ds.failed);
+		mc_metric_set(pm->disk_loop[0], (double)ds.loop_writes);
+		mc_metric_set(pm->disk_loop[1], (double)ds.loop_reads);
+		mc_metric_set(pm->disk_staged, (double)ds.staged_bytes);
+	}
 	mc_metric_set(pm->objects, (double)objects);
 	mc_metric_set(pm->reads, (double)p->st.reads);
 	mc_metric_set(pm->writes, (double)p->st.writes);
@@ -402,6 +422,34 @@ io_metrics_new(struct peer_metrics *pm, struct medium *m)
 		mc_metric_get(pm->reg, "mc_peer_medium_corrupt_total", MC_COUNTER,
 			      "Copies found torn or corrupt at start, and dropped.", "tier", tier);
 	return pm->corrupt[t] ? 0 : -1;
+}
+
+/* The disk queue's jobs and staging, for a peer with one. */
+static int
+disk_metrics_new(struct peer_metrics *pm)
+{
+	static const char *const kinds[3] = { "write", "read", "seal" };
+
+	for (int k = 0; k < 3; k++)
+		if (!(pm->disk_jobs[k] = mc_metric_get(
+			      pm->reg, "mc_peer_disk_jobs_total", MC_COUNTER,
+			      "Writes, cold reads and header seals the disk queue's workers ran.",
+			      "kind", kinds[k])))
+			return -1;
+	for (int k = 0; k < 2; k++)
+		if (!(pm->disk_loop[k] = mc_metric_get(
+			      pm->reg, "mc_peer_disk_loop_total", MC_COUNTER,
+			      "Writes and reads of a disk tier the loop streamed itself, the disk "
+			      "queue's staging being spent.",
+			      "op", kinds[k])))
+			return -1;
+	pm->disk_failed =
+		mc_metric_get(pm->reg, "mc_peer_disk_failed_total", MC_COUNTER,
+			      "Disk queue jobs that failed or were cancelled.", NULL, NULL);
+	pm->disk_staged =
+		mc_metric_get(pm->reg, "mc_peer_disk_staged_bytes", MC_GAUGE,
+			      "Staging the disk queue holds for copies in flight.", NULL, NULL);
+	return pm->disk_failed && pm->disk_staged ? 0 : -1;
 }
 
 static struct peer_metrics *
@@ -462,6 +510,8 @@ metrics_new(struct peer *p)
 				goto fail;
 		}
 	}
+	if (p->diskq && disk_metrics_new(pm) < 0)
+		goto fail;
 	for (int oc = 0; oc < POOL_OUTCOMES; oc++)
 		if (!(pm->outcomes[oc] = mc_metric_get(r, "mc_peer_pool_evicts_total", MC_COUNTER,
 						       "Copies asked to be freed, by outcome.",
@@ -779,6 +829,10 @@ main(int argc, char **argv)
 		}
 		p.pool.demote = mover_demote;
 		p.pool.demote_arg = p.mover;
+		if (!(p.diskq = diskq_new(p.base, PEER_DISK_STAGE_MAX, &err))) {
+			mc_complain("%s", err.msg);
+			goto out_index;
+		}
 	}
 	if (start_reclaim(&p, &policy, &err) < 0) {
 		mc_complain("%s", err.msg);
@@ -874,6 +928,9 @@ out_control:
 out_server:
 	if (http)
 		mc_http_stop(http);
+	/* Its completions answer on connections still open and give their copies back. */
+	diskq_free(p.diskq);
+	p.diskq = NULL;
 	/* Closing the connections releases every reference readers held. */
 	mc_server_free(server);
 out_index:
@@ -883,6 +940,7 @@ out_index:
 	reclaimer_free(p.reclaim);
 	mc_policy_free(&policy);
 	/* Before the index: its completions give their claims back. */
+	diskq_free(p.diskq);
 	mover_free(p.mover);
 	pindex_destroy(&p.index);
 out_media:

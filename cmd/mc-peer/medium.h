@@ -69,6 +69,11 @@ typedef int (*medium_found_fn)(void *arg, uint64_t off, const struct medium_meta
 struct medium;
 
 struct medium_ops {
+	/*
+	 * Its reads, writes and seals wait on a device: the loop hands them
+	 * to the disk queue (diskq.h) instead of making them itself.
+	 */
+	bool blocking;
 	struct medium *(*open)(const struct medium_conf *conf, struct mc_err *err);
 	void (*close)(struct medium *m);
 	/* Reserve len > 0 bytes; MC_ERR_NO_SPACE when they do not fit. */
@@ -112,6 +117,16 @@ struct medium_ops {
 	/* Copy len bytes from buf to off (the mover's copy into its extent). */
 	int (*write)(struct medium *m, uint64_t off, const void *buf, uint64_t len,
 		     struct mc_err *err);
+	/*
+	 * A blocking medium's client copies, in and out, on a disk queue
+	 * worker: as write and read (with a buffer), but kept where a sink's
+	 * and a source's bytes are (on SSD, the page cache), so a copy just
+	 * written or read often is read again without the device. NULL: the
+	 * medium is not blocking.
+	 */
+	int (*store)(struct medium *m, uint64_t off, const void *buf, uint64_t len,
+		     struct mc_err *err);
+	int (*load)(struct medium *m, uint64_t off, uint64_t len, void *buf, struct mc_err *err);
 	/*
 	 * Make the copy of len bytes at off, whose bytes have landed,
 	 * recoverable after a restart with meta; again rewrites what is
@@ -227,6 +242,24 @@ medium_close(struct medium *m)
 {
 	if (m)
 		m->ops->close(m);
+}
+
+static inline bool
+medium_blocks(const struct medium *m)
+{
+	return m->ops->blocking;
+}
+
+static inline int
+medium_store(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct mc_err *err)
+{
+	return m->ops->store(m, off, buf, len, err);
+}
+
+static inline int
+medium_load(struct medium *m, uint64_t off, uint64_t len, void *buf, struct mc_err *err)
+{
+	return m->ops->load(m, off, len, buf, err);
 }
 
 static inline int

@@ -50,9 +50,11 @@
  * waits on a first check. A clean stop leaves the copies sealed, as a
  * crash does.
  *
- * I/O: a client's write lands through a bulk sink (pwrite from the
- * connection's staging buffer) and a read's reply goes out with
- * sendfile, both on a buffered descriptor. The mover's copies in
+ * I/O: the loop hands a client's write (with its seal) and a cold read
+ * to the disk queue (diskq.h), whose workers call write and read; only
+ * when the queue's staging budget is spent does a write land through a
+ * bulk sink (pwrite from the connection's staging buffer) or a read's
+ * reply go out with sendfile, both on a buffered descriptor. The mover's copies in
  * (write), reads into a buffer and the checks at recovery use a second,
  * O_DIRECT descriptor when conf->direct asks and the filesystem allows
  * it (tmpfs does not: one log line, then buffered I/O): whole pages go
@@ -649,6 +651,41 @@ ssd_write(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct 
 	return 0;
 }
 
+/* A client's copy in or out through the buffered descriptor, as a sink's and a source's. */
+static int
+ssd_client_io(struct medium *m, bool wr, uint64_t off, const void *buf, uint64_t len,
+	      struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+	uint64_t t0;
+
+	if (mc_fault(wr ? "ssd.write" : "ssd.read"))
+		return mc_err_set(err, MC_ERR_SYSTEM, "fault injected: %s",
+				  wr ? "ssd.write" : "ssd.read");
+	t0 = mc_mono_ns();
+	if (io_all(s->fd, wr, buf, len, off) < 0)
+		return mc_err_errno(err, "cannot %s %llu bytes at %llu of ssd file '%s'",
+				    wr ? "write" : "read", (unsigned long long)len,
+				    (unsigned long long)off, s->file);
+	if (wr)
+		medium_io_write(m, len, mc_mono_ns() - t0);
+	else
+		medium_io_read(m, len, mc_mono_ns() - t0);
+	return 0;
+}
+
+static int
+ssd_store(struct medium *m, uint64_t off, const void *buf, uint64_t len, struct mc_err *err)
+{
+	return ssd_client_io(m, true, off, buf, len, err);
+}
+
+static int
+ssd_load(struct medium *m, uint64_t off, uint64_t len, void *buf, struct mc_err *err)
+{
+	return ssd_client_io(m, false, off, buf, len, err);
+}
+
 /* ---- headers ---- */
 
 uint64_t
@@ -928,6 +965,7 @@ ssd_offer(struct medium *m, struct medium_offer *out, size_t max)
 }
 
 const struct medium_ops medium_ssd = {
+	.blocking = true,
 	.open = ssd_open,
 	.close = ssd_close,
 	.alloc = ssd_alloc,
@@ -937,6 +975,8 @@ const struct medium_ops medium_ssd = {
 	.read_fd = ssd_read_fd,
 	.source = ssd_source,
 	.sink = ssd_sink,
+	.store = ssd_store,
+	.load = ssd_load,
 	.write = ssd_write,
 	.seal = ssd_seal,
 	.recover = ssd_recover,

@@ -9,11 +9,12 @@
  *   index.c        the placement index over the media; calls medium.h
  *   pool.c         commits and frees copies; calls index.c, medium.h
  *   mover.c        copies between tiers (demotion, promotion); calls pool.c, index.c, medium.h
+ *   diskq.c        a blocking medium's I/O on workers, completions on the loop; calls medium.h
  *   reclaim.c      the local eviction worker; calls mover.c, pool.c, index.c, medium.h
- *   dataplane.c    write/read/drop for clients; calls reclaim.c, mover.c, pool.c, index.c,
- *                  medium.h
- *   control.c      the link to the master; calls dataplane.c (drop), reclaim.c, mover.c, pool.c,
+ *   dataplane.c    write/read/drop for clients; calls reclaim.c, mover.c, diskq.c, pool.c,
  *                  index.c, medium.h
+ *   control.c      the link to the master; calls dataplane.c (drop), reclaim.c, mover.c,
+ *                  diskq.c, pool.c, index.c, medium.h
  *   main.c         options, metrics, the method registries; calls everyone
  */
 #ifndef MC_PEER_PEER_H
@@ -28,6 +29,7 @@
 #include "mc/err.h"
 #include "mc/grant.h"
 
+#include "diskq.h"
 #include "index.h"
 #include "medium.h"
 #include "mover.h"
@@ -92,6 +94,7 @@ struct peer {
 	struct pool pool;
 	struct mover *mover;	   /* NULL: one tier, nothing to move between */
 	struct reclaimer *reclaim; /* the local eviction worker */
+	struct diskq *diskq;	   /* the SSD tier's I/O; NULL without one */
 	struct peer_marks marks[MC_TIER_COUNT];
 	enum peer_promote promote;
 	/* Where the master session is kept across restarts (with --ssd), or NULL. */
