@@ -65,7 +65,7 @@ test_chain(void)
 static void
 test_speed(void)
 {
-	int seen[MC_TIER_COUNT] = { 0 }, order[MC_TIER_COUNT], n = 0, t, ranks_agree = 1;
+	int seen[MC_TIER_COUNT] = { 0 }, order[MC_TIER_COUNT] = { 0 }, n = 0, t, ranks_agree = 1;
 
 	MC_TIER_FASTEST_FIRST(t)
 	{
