@@ -129,6 +129,7 @@ enum { ST_PENDING, ST_DONE, ST_FAILED };
 int mc_cl_take_opts(void *dst, size_t dst_size, const void *src, const char *what, const char *init,
 		    struct mc_err *err);
 
+/* A key of 1 to MC_KEY_MAX bytes, or -1 with err in the master's words. */
 int mc_cl_check_key(const void *key, size_t len, struct mc_err *err);
 
 /* Errors that mean the connection itself is gone or unusable. */
@@ -148,8 +149,10 @@ int mc_cl_item_error(const msgpack_object *item, struct mc_err *err);
 /* "keys": [key...] */
 void mc_cl_pack_keys(msgpack_packer *pk, const struct mc_key *keys, size_t n);
 
+/* Close the thread's master connection; the next call makes a new one. */
 void mc_cl_master_drop(struct conns *t);
 
+/* The thread's master connection, connecting (with hello) when it has none. */
 struct mc_rpcc *mc_cl_master_get(struct conns *t, struct mc_err *err);
 
 /* Begin a request to the master: the packer for its params, or NULL. */
@@ -166,6 +169,7 @@ int mc_cl_master_call(struct conns *t, struct mc_msg *resp, struct mc_err *err);
 /* The calling thread's connections for c, made on its first call. */
 struct conns *mc_cl_conns_of(struct mc_client *c, struct mc_err *err);
 
+/* The "replicas" of a master's answer, at most MC_REPLICAS_MAX of them. */
 int mc_cl_parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep,
 			 struct mc_err *err);
 
@@ -173,6 +177,7 @@ int mc_cl_parse_replicas(const msgpack_object *body, struct rep *reps, unsigned 
 struct mc_dp_obj mc_cl_dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version,
 			      uint64_t len, uint64_t checksum, const struct rep *r);
 
+/* A wave of at most cap items; wave_reset empties it for the next round. */
 int mc_cl_wave_init(struct wave *w, size_t cap, struct mc_err *err);
 
 void mc_cl_wave_free(struct wave *w);
@@ -182,6 +187,11 @@ void mc_cl_wave_reset(struct wave *w);
 /* Add an item for addr; false when it has to wait for a later wave. */
 bool mc_cl_wave_add(struct wave *w, void *item, const char *addr, uint64_t bytes);
 
+/*
+ * Send every group's requests, then read the answers group by group; each
+ * item ends recorded by ops (recv or fail). A group whose cached
+ * connection went stale is redone once on a fresh one.
+ */
 void mc_cl_wave_run(struct conns *t, const struct wave_ops *ops, struct wave *w);
 
 #endif
