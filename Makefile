@@ -101,10 +101,18 @@ $(BUILD)/libmc-daemon.a: $(DAEMON_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # libmc.so.VERSION, with the soname link libmc.so.0 and the link libmc.so.
-$(BUILD)/libmc.so: $(LIB_OBJ)
+# It exports the functions of the installed headers and nothing else:
+# libmc's objects are compiled with hidden visibility (the public headers
+# mark theirs default) and the version script lists the same functions
+# (tests/cli/exports.bats compares them). The programs, the unit tests
+# and the test tools link libmc.a, where every module stays reachable.
+LIB_MAP := libmc/libmc.map
+$(BUILD)/libmc/%.o: MC_CFLAGS += -fvisibility=hidden
+$(BUILD)/libmc.so: $(LIB_OBJ) $(LIB_MAP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@.$(VERSION) \
-		$^ $(CLIENT_LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined \
+		-Wl,--version-script=$(LIB_MAP) -o $@.$(VERSION) \
+		$(LIB_OBJ) $(CLIENT_LDLIBS)
 	ln -sf libmc.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
 

@@ -265,7 +265,7 @@ print_version(const struct mc_opt_spec *spec)
 {
 	const char *v = spec->version != NULL ? spec->version : DEFAULT_VERSION;
 
-	/* accept both "0.1.0" and "mc-cli 0.1.0" */
+	/* accept both "VERSION" and "PROG VERSION" */
 	if (strchr(v, ' ') != NULL)
 		printf("%s\n", v);
 	else

@@ -237,7 +237,7 @@ h_hello(struct mc_req *req)
 	msgpack_pack_map(pk, 4);
 	mc_pack_kv_str(pk, "version", MC_PROTO_VERSION);
 	mc_pack_kv_u64(pk, "max_msg", MC_WIRE_DEFAULT_MAX_MSG);
-	mc_pack_kv_str(pk, "server", "mc-master " MASTER_VERSION);
+	mc_pack_kv_str(pk, "server", "mc-master " MC_VERSION);
 	/* whom the connection speaks for: the token's tenant when it named none */
 	mc_pack_kv_str(pk, "tenant", req_tenant_name(m, cl));
 	mc_reply_end(req);
@@ -747,7 +747,7 @@ h_stats(struct mc_req *req)
 			mc_pack_kv_u64(pk, "quota_bytes", s->tenants[i].quota);
 	}
 	mc_pack_kv_u64(pk, "uptime_ms", (mc_mono_ns() / 1000000) - m->started_ms);
-	mc_pack_kv_str(pk, "version", MASTER_VERSION);
+	mc_pack_kv_str(pk, "version", MC_VERSION);
 	mc_pack_kv_u64(pk, "evict_rounds", ev.rounds);
 	mc_pack_kv_u64(pk, "evicted_bytes", ev.evicted_bytes);
 	mc_pack_kv_u64(pk, "evicted_objects", ev.evicted_objects);

@@ -313,7 +313,7 @@ main(int argc, char **argv)
 		.usage = "mc-master [OPTIONS]",
 		.summary = "metadata daemon of the mc KV-cache store",
 		.opts = opts,
-		.version = "mc-master " MASTER_VERSION,
+		.version = "mc-master " MC_VERSION,
 	};
 
 	mc_log_init("mc-master", 1);

@@ -58,8 +58,6 @@
 #include "store.h"
 #include "tasks.h"
 
-#define MASTER_VERSION "0.1.0"
-
 struct master_cfg {
 	const char *listen;
 	const char *http;

@@ -271,7 +271,7 @@ static const struct mc_opt_spec spec = {
 	.usage = "mc-peer --dram SIZE [--ssd PATH --ssd-size SIZE] [OPTIONS]",
 	.summary = "storage daemon of mc: holds object bytes in DRAM and on SSD and serves them",
 	.opts = opts,
-	.version = "mc-peer 0.1.0",
+	.version = "mc-peer " MC_VERSION,
 };
 
 /*

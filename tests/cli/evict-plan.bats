@@ -109,7 +109,7 @@ victim_keys() {
 
 @test "evict-plan: --version prints the program and version" {
 	run -0 mc-evict-plan --version
-	assert_output "mc-evict-plan 0.1.0"
+	assert_output "mc-evict-plan $MC_VERSION"
 }
 
 @test "evict-plan: --help names every option" {

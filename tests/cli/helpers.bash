@@ -26,6 +26,11 @@ export MC_ROOT
 # tests/run names the builds under test (make test SANITIZE=1: bin-san/)
 export PATH="$MC_ROOT/${MC_TEST_BIN:-bin}:$MC_ROOT/${MC_TEST_TOOLS:-build/tools}:$PATH"
 
+# The one version, the Makefile's VERSION: what every program's --version,
+# the soname's file and mc.pc say. No other file spells it.
+MC_VERSION=$(sed -n 's/^VERSION := //p' "$MC_ROOT/Makefile")
+export MC_VERSION
+
 # A realistic epoch (2023-11-14) so nothing mistakes it for "unset".
 MC_CLOCK_START=1700000000000
 

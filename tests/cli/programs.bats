@@ -60,12 +60,23 @@ check_list_options() {
 	assert_output --partial get
 }
 
-@test "programs: --version prints 'PROG 0.1.0' for each program" {
+@test "programs: --version prints 'PROG VERSION' for each program and test tool" {
 	local p
-	for p in mc-master mc-peer mc-cli; do
+	[[ $MC_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]
+	# (mc-ssdforge's --version names the version of the object it forges)
+	for p in mc-master mc-peer mc-cli mc-bench mc-evict-plan mc-snapshot mc-softpin \
+		mc-fill mc-proxy; do
 		run -0 "$p" --version
-		assert_output "$p 0.1.0"
+		assert_output "$p $MC_VERSION"
 	done
+}
+
+@test "programs: the version is written once, in the Makefile" {
+	cd "$MC_ROOT"
+	run -0 grep -c "^VERSION := $MC_VERSION\$" Makefile
+	assert_output 1
+	run -1 grep -rnwF "$MC_VERSION" libmc cmd tests man completions examples README.md
+	assert_output ""
 }
 
 @test "programs: every program's --version is the Makefile's VERSION" {

@@ -42,7 +42,7 @@ file_size() {
 
 @test "snapshot-tool: --version prints the program and version" {
 	run -0 mc-snapshot --version
-	assert_output "mc-snapshot 0.1.0"
+	assert_output "mc-snapshot $MC_VERSION"
 }
 
 @test "snapshot-tool: --help names every command" {

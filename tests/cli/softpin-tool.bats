@@ -30,7 +30,7 @@ put_pin() {
 
 @test "softpin-tool: --version prints the program and version" {
 	run -0 mc-softpin --version
-	assert_output "mc-softpin 0.1.0"
+	assert_output "mc-softpin $MC_VERSION"
 }
 
 @test "softpin-tool: --help names every command and option" {

@@ -104,7 +104,7 @@ static const struct mc_opt_spec spec = {
 	.summary = "write and check many objects of deterministic content",
 	.opts = opts,
 	.cmds = cmds,
-	.version = "mc-fill 0.1.0",
+	.version = "mc-fill " MC_VERSION,
 };
 
 /* ---- deterministic objects ---- */

@@ -60,7 +60,7 @@ static const struct mc_opt_spec spec = {
 	.usage = "mc-proxy --listen ADDR --to ADDR [--ready-fd N]",
 	.summary = "forward connections byte for byte; reset them all on SIGTERM",
 	.opts = opts,
-	.version = "mc-proxy 0.1.0",
+	.version = "mc-proxy " MC_VERSION,
 };
 
 struct pair;

@@ -90,7 +90,7 @@ static const struct mc_opt_spec spec = {
 	.usage = "mc-ssdforge [OPTIONS] DATA",
 	.summary = "write an ssd extent as an outsider can make one",
 	.opts = opts,
-	.version = "mc-ssdforge 0.1.0",
+	.version = "mc-ssdforge " MC_VERSION,
 };
 
 static void

@@ -36,7 +36,7 @@ static const struct mc_opt_spec spec = {
 	.usage = "test_opt [OPTIONS]",
 	.summary = "exercise the option parser",
 	.opts = opts,
-	.version = "0.1.0",
+	.version = MC_VERSION,
 };
 
 static const struct mc_opt_spec spec_cmds = {
@@ -44,7 +44,7 @@ static const struct mc_opt_spec spec_cmds = {
 	.summary = "exercise the option parser with commands",
 	.opts = opts,
 	.cmds = cmds,
-	.version = "0.1.0",
+	.version = MC_VERSION,
 };
 
 static void
@@ -342,8 +342,8 @@ test_exit_paths(void)
 	       "exit: bad environment value names the variable");
 	unsetenv("TEST_DRAM");
 	c = run_child(&spec, (char *[]){ "test_opt", "--version", NULL });
-	TAP_OK(c.status == 0 && strcmp(c.out, "test_opt 0.1.0\n") == 0,
-	       "--version prints 'PROG 0.1.0' and exits 0");
+	TAP_OK(c.status == 0 && strcmp(c.out, "test_opt " MC_VERSION "\n") == 0,
+	       "--version prints 'PROG VERSION' and exits 0");
 	c = run_child(&spec, (char *[]){ "test_opt", "--help", NULL });
 	TAP_OK(c.status == 0 && strstr(c.out, "usage: test_opt [OPTIONS]") != NULL &&
 		       strstr(c.out, "--dram SIZE") != NULL &&

@@ -45,6 +45,12 @@
 extern "C" {
 #endif
 
+/*
+ * libmc is built with -fvisibility=hidden: the functions of the installed
+ * headers are the only ones libmc.so exports (libmc/libmc.map lists them).
+ */
+#pragma GCC visibility push(default)
+
 struct mc_client;
 
 /* A key, or any other byte string: len bytes at data. */
@@ -227,6 +233,8 @@ void mc_client_stats(const struct mc_client *c, struct mc_client_stats *out);
  */
 void mc_client_on_progress(struct mc_client *c,
 			   void (*fn)(void *arg, uint64_t moved, uint64_t total), void *arg);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+/*
+ * libmc is built with -fvisibility=hidden: the functions of the installed
+ * headers are the only ones libmc.so exports (libmc/libmc.map lists them).
+ */
+#pragma GCC visibility push(default)
+
 enum mc_status {
 	MC_OK = 0,
 	MC_ERR_NOT_FOUND,   /* key, peer or replica does not exist */
@@ -80,5 +86,7 @@ int mc_status_exit_code(int code);
 #define MC_EXIT_UNAVAILABLE 69
 #define MC_EXIT_SOFTWARE 70
 #define MC_EXIT_NOPERM 77
+
+#pragma GCC visibility pop
 
 #endif
