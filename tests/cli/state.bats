@@ -142,6 +142,9 @@ some_changes() {
 	put gone 100
 	mc-cli rm gone
 	mc-cli get c >/dev/null
+	# a lease kept, and one released at once
+	mc_hold_lease a
+	mc-cli get d >/dev/null
 }
 
 @test "state: a copy built from the change records alone equals the store after puts, upserts, rm, pins, leases, an eviction and a pin's expiry" {
