@@ -21,6 +21,7 @@
 #include "ops.h"
 #include "placement.h"
 #include "request.h"
+#include "state.h"
 
 struct commit_wait {
 	struct commit_wait *prev, *next;
@@ -119,7 +120,7 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 			dropped++;
 			continue;
 		}
-		peers_rep_complete(&m->peers, r);
+		ops_rep_complete(m, o, r);
 		if (done.n < MC_REPLICAS_MAX) {
 			done.peer[done.n] = r->peer;
 			done.tier[done.n++] = r->tier;
@@ -127,8 +128,12 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 	}
 	m->commits.unconfirmed += dropped;
 	/* what makes its copies young (mc/young.h) */
-	if (done.n > 0)
-		o->committed = mc_now_ms();
+	if (done.n > 0) {
+		struct state_obj f = state_obj_of(o);
+
+		f.committed = mc_now_ms();
+		state_object_set(m, o, &f);
+	}
 	/* the completed copies join their (peer, tier) recency lists */
 	recency_sync(&m->store.rank, o);
 	/* o may be gone from here on, unless a replica just completed */
@@ -243,8 +248,12 @@ commit_end(struct master *m, struct mc_req *req, struct mobj *o, const msgpack_o
 
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version && v[i].state == REP_PROCESSING &&
-		    req_ids_name(ids, v[i].id))
-			v[i].ended = 1;
+		    req_ids_name(ids, v[i].id)) {
+			struct mrep to = v[i];
+
+			to.ended = 1;
+			state_replica_set(m, o, &v[i], &to);
+		}
 	if (awaits_ack(o, version) && m->cfg.write_ack_wait > 0 &&
 	    wait_for_acks(m, req, req_client(req)->tenant, o, version) == 0)
 		return;
@@ -303,7 +312,10 @@ h_write_ack(struct mc_req *req)
 		mc_reply_ok_empty(req);
 		return;
 	}
-	r->written = 1;
+	struct mrep to = *r;
+
+	to.written = 1;
+	state_replica_set(m, o, r, &to);
 	m->commits.acks++;
 	if (r->ended)
 		acked(m, (uint32_t)tenant, key, klen, version);

@@ -10,6 +10,7 @@
 #include "master.h"
 #include "ops.h"
 #include "request.h"
+#include "state.h"
 
 static const char *const reason_names[DROP_REASON_COUNT] = {
 	[DROP_RECLAIM] = "reclaim",
@@ -102,9 +103,12 @@ h_copy_moved(struct mc_req *req)
 		mc_reply_ok_empty(req);
 		return;
 	}
+	struct mrep moved = *r;
+
+	moved.moving = 0;
+	moved.tier = (uint8_t)to;
 	ops_rep_uncharge(m, n.o, r);
-	r->moving = 0;
-	r->tier = (uint8_t)to;
+	state_replica_set(m, n.o, r, &moved);
 	ops_rep_charge(m, n.o, r);
 	/* it leaves from's recency list for to's */
 	recency_sync(&m->store.rank, n.o);

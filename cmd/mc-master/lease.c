@@ -11,6 +11,7 @@
 #include "lease.h"
 #include "master.h"
 #include "request.h"
+#include "state.h"
 
 /* Ids in one release call at most (a batch get leases up to BATCH_MAX keys). */
 #define RELEASE_MAX 10000
@@ -172,19 +173,19 @@ subject_group(struct master *m, const struct mobj *o)
 }
 
 static void
-set_deadline(const struct lease *x, uint64_t was, uint64_t now_latest)
+set_deadline(struct master *m, const struct lease *x, uint64_t was, uint64_t now_latest)
 {
 	if (x->group) {
 		const struct group *g = x->subject;
 
 		for (uint32_t i = 0; i < g->n; i++)
 			if (g->members[i]->lease_deadline == was)
-				g->members[i]->lease_deadline = now_latest;
+				state_lease_set(m, g->members[i], now_latest);
 	} else {
 		struct mobj *o = (struct mobj *)x->subject;
 
 		if (o->lease_deadline == was)
-			o->lease_deadline = now_latest;
+			state_lease_set(m, o, now_latest);
 	}
 }
 
@@ -236,9 +237,9 @@ lease_grant(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 	if (g != NULL) {
 		for (uint32_t i = 0; i < g->n; i++)
 			if (g->members[i]->lease_deadline < until)
-				g->members[i]->lease_deadline = until;
+				state_lease_set(m, g->members[i], until);
 	} else if (o->lease_deadline < until) {
-		o->lease_deadline = until;
+		state_lease_set(m, o, until);
 	}
 	if (l->by_id.count >= LEASES_MAX || (x = lease_alloc(l)) == NULL)
 		goto untracked;
@@ -303,7 +304,7 @@ lease_release(struct master *m, uint64_t id, uint32_t tenant)
 	/* The latest deadline left is the newest remaining holder's. */
 	latest = h->last != x ? h->last->deadline : x->prev != NULL ? x->prev->deadline : 0;
 	if (latest < was)
-		set_deadline(x, was, latest);
+		set_deadline(m, x, was, latest);
 	lease_drop(l, x, h);
 	l->released++;
 	return true;

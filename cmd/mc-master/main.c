@@ -30,6 +30,7 @@
 #include "ops.h"
 #include "request.h"
 #include "start.h"
+#include "state.h"
 
 #define SWEEP_MS 100
 
@@ -469,6 +470,7 @@ out:
 	softpin_free(&m);
 	leases_free(&m.leases);
 	store_free(&m.store);
+	state_free(&m);
 	auth_close(&m);
 	event_base_free(m.base);
 	return status;

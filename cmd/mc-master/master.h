@@ -149,6 +149,7 @@ struct master {
 	struct copies copies;
 	struct mgrants grants;
 	struct evictor *ev;
+	struct state *state; /* the door every state change goes through (state.h) */
 	char master_id[64];
 	uint64_t started_ms;
 	struct mc_authfile auth;

@@ -22,6 +22,7 @@
 #include "master.h"
 #include "msnap.h"
 #include "ops.h"
+#include "state.h"
 
 /* Table slots pre-sized from a file's header at most (it is not trusted). */
 #define RESERVE_MAX (1u << 21)
@@ -968,6 +969,7 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	uint64_t parent = 0, depth = 0, children = 0;
 	double crf = 0, worth = -1;
 	bool hard_pin = false, probation = false;
+	struct state_obj f;
 	unsigned nrep;
 	int64_t tenant, tid;
 	struct mobj *o;
@@ -1058,18 +1060,12 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	uint64_t h = store_key_hash((uint32_t)tenant, key, klen);
 	if (store_find(&L->s, h, (uint32_t)tenant, key, klen) != NULL)
 		return mc_err_set(err, MC_ERR_PROTO, "object record: key listed twice");
-	o = store_create(&L->s, h, (uint32_t)tenant, key, klen, size, group, glen, err);
-	if (o == NULL)
-		return -1;
-	o->version = version;
-	o->checksum = checksum;
-	o->type = (uint32_t)tid;
-	o->hard_pin = hard_pin;
-	o->created = created;
-	o->last_access = last_access;
-	o->access_seq = access_seq;
-	o->created_seq = created_seq;
-	o->access_count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+	memset(&f, 0, sizeof(f));
+	f.version = version;
+	f.size = size;
+	f.checksum = checksum;
+	f.type = (uint32_t)tid;
+	f.hard_pin = hard_pin;
 	/*
 	 * Deadlines past what this master could grant from now are cut to
 	 * that, so a file cannot hold an object up for ever. Cut, not
@@ -1077,30 +1073,35 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	 * lose the file.
 	 */
 	until = mc_add_sat(L->now, L->m->cfg.lease_ttl);
-	o->lease_deadline = lease < until ? lease : until;
-	o->parent = parent;
-	o->depth = depth > UINT8_MAX ? UINT8_MAX : (uint8_t)depth;
-	o->children = children > UINT16_MAX ? UINT16_MAX : (uint16_t)children;
-	o->crf = (float)crf;
-	o->worth = (float)worth;
-	o->probation = probation;
+	f.lease_deadline = lease < until ? lease : until;
 	/*
 	 * Only a pin still running survives: an expired one is ordinary
 	 * cache now, and a pending one waited for a write that is gone.
 	 */
 	if (splen == 6 && memcmp(sp, "active", 6) == 0 && sp_deadline > L->now) {
 		until = mc_add_sat(L->now, L->m->cfg.max_soft_pin_ttl);
-		o->sp_mode = SP_ACTIVE;
-		o->sp_deadline = sp_deadline < until ? sp_deadline : until;
-		o->sp_ttl =
+		f.sp_mode = SP_ACTIVE;
+		f.sp_deadline = sp_deadline < until ? sp_deadline : until;
+		f.sp_ttl =
 			sp_ttl < L->m->cfg.max_soft_pin_ttl ? sp_ttl : L->m->cfg.max_soft_pin_ttl;
 	}
-	for (unsigned i = 0; i < nrep; i++) {
-		struct mrep *r = store_rep_add(o);
-		if (r == NULL)
+	o = state_load_object(&L->s, h, (uint32_t)tenant, key, klen, group, glen, &f, err);
+	if (o == NULL)
+		return -1;
+	o->created = created;
+	o->last_access = last_access;
+	o->access_seq = access_seq;
+	o->created_seq = created_seq;
+	o->access_count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+	o->parent = parent;
+	o->depth = depth > UINT8_MAX ? UINT8_MAX : (uint8_t)depth;
+	o->children = children > UINT16_MAX ? UINT16_MAX : (uint16_t)children;
+	o->crf = (float)crf;
+	o->worth = (float)worth;
+	o->probation = probation;
+	for (unsigned i = 0; i < nrep; i++)
+		if (state_load_replica(o, &reps[i]) != 0)
 			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
-		*r = reps[i];
-	}
 	L->objects++;
 	return 0;
 }
@@ -1224,6 +1225,8 @@ install(struct master *m, struct loader *L)
 	store_free(&m->store);
 	m->store = L->s;
 	ops_hook_store(m);
+	/* those who follow the state hear the old store go and the new one come */
+	state_restored(m);
 	/* the loader placed copies without the index: build its lists in access order */
 	if (recency_rebuild(&m->store.rank, &m->store.objects) != 0)
 		mc_warn("restore: out of memory building the recency index; some copies are "

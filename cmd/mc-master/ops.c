@@ -2,10 +2,12 @@
  * Object and replica lifecycle across the store and the peer registry.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "ops.h"
+#include "state.h"
 
 /* Stale writes handled per sweep, so one sweep never stalls the loop long. */
 #define SWEEP_PENDING_MAX 4096
@@ -84,21 +86,33 @@ ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64
 	    uint64_t size)
 {
 	struct peer *peer = peers_find(&m->peers, peer_id);
-	struct mrep *r = store_rep_add(o);
+	struct mrep init, *r;
 
-	if (r == NULL)
+	memset(&init, 0, sizeof(init));
+	init.id = m->store.replica_seq + 1 != 0 ? m->store.replica_seq + 1 : 1;
+	init.peer = peer_id;
+	init.tier = (uint8_t)tier;
+	init.state = REP_PROCESSING;
+	init.version = version;
+	init.mark = peer != NULL ? peer->mark : 0;
+	if ((r = state_replica_add(m, o, &init)) == NULL)
 		return NULL;
-	if (++m->store.replica_seq == 0)
-		m->store.replica_seq = 1;
-	r->id = m->store.replica_seq;
-	r->peer = peer_id;
-	r->tier = (uint8_t)tier;
-	r->state = REP_PROCESSING;
-	r->version = version;
-	r->mark = peer != NULL ? peer->mark : 0;
+	m->store.replica_seq = init.id;
 	if (peer != NULL)
 		peer->tiers[tier].used += peer_tier_footprint(&peer->tiers[tier], size);
 	return r;
+}
+
+void
+ops_rep_complete(struct master *m, struct mobj *o, struct mrep *r)
+{
+	const struct peer *peer = peers_find(&m->peers, r->peer);
+	struct mrep to = *r;
+
+	to.state = REP_COMPLETE;
+	if (peer != NULL)
+		to.mark = peer->mark;
+	state_replica_set(m, o, r, &to);
 }
 
 /*
@@ -130,7 +144,7 @@ ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
 	if (peer != NULL && notify && !older_on_peer(o, r))
 		peers_queue(&m->peers, peer, TASK_DROP, o->tenant, o->key, o->key_len, r->version,
 			    MC_TIER_NONE);
-	store_rep_del(o, i);
+	state_replica_drop(m, o, i);
 }
 
 bool
@@ -151,8 +165,11 @@ ops_rep_evict(struct master *m, struct mobj *o, unsigned i)
 		return false;
 	}
 	/* Its bytes stay counted until the peer says they moved: placement must not use them. */
+	struct mrep to = *r;
+
+	to.moving = 1;
 	rep_charge_moving(m, o, r);
-	r->moving = 1;
+	state_replica_set(m, o, r, &to);
 	return true;
 }
 
@@ -172,13 +189,7 @@ ops_obj_erase(struct master *m, struct mobj *o, bool notify, size_t *cursor)
 				oldest = i;
 		ops_rep_remove(m, o, oldest, notify);
 	}
-	if (cursor != NULL) {
-		/* Inside a walk only the cursor may unlink, or the walk skips entries. */
-		mc_htab_remove_at(&m->store.objects, cursor);
-		store_destroy_unlinked(&m->store, o);
-	} else {
-		store_destroy(&m->store, o);
-	}
+	state_object_drop(m, o, cursor);
 }
 
 void
@@ -194,18 +205,26 @@ ops_commit(struct master *m, struct mobj *o)
 	 * action takes effect (later ends find p->committed set).
 	 */
 	softpin_commit(m, o, p, mc_now_ms());
+	struct state_obj f;
+
 	if (p->upsert) {
 		/* Older copies go first, while o->size still describes them. */
 		for (unsigned i = o->nrep; i-- > 0;)
 			if (obj_reps(o)[i].version != p->version)
 				ops_rep_remove(m, o, i, true);
-		store_resize(&m->store, o, p->size);
-		o->checksum = p->checksum;
-		o->type = p->type;
+		f = state_obj_of(o);
+		f.size = p->size;
+		f.checksum = p->checksum;
+		f.type = p->type;
+		f.version = p->version;
+		state_object_set(m, o, &f);
 		/* a write is a use: the new version counts as just accessed */
 		store_access(&m->store, o);
+		return;
 	}
-	o->version = p->version;
+	f = state_obj_of(o);
+	f.version = p->version;
+	state_object_set(m, o, &f);
 }
 
 bool
@@ -228,7 +247,7 @@ ops_settle(struct master *m, struct mobj *o, size_t *cursor)
 		if (complete && !p->committed)
 			ops_commit(m, o);
 		if (!processing)
-			store_pending_del(&m->store, o);
+			state_write_end(m, o);
 	}
 	if (o->nrep == 0) {
 		ops_obj_erase(m, o, false, cursor);
@@ -250,7 +269,7 @@ ops_peer_remove(struct master *m, struct peer *peer, const char *why)
 			if (obj_reps(o)[i].peer != peer->id)
 				continue;
 			/* The peer is gone: no one to notify, no usage to return. */
-			store_rep_del(o, i);
+			state_replica_drop(m, o, i);
 			reps++;
 			hit = true;
 		}

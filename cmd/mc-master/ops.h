@@ -30,6 +30,8 @@ void ops_rep_uncharge(struct master *m, const struct mobj *o, const struct mrep 
 /* A new PROCESSING replica, counted on its peer; NULL when out of memory. */
 struct mrep *ops_rep_new(struct master *m, struct mobj *o, uint32_t peer, int tier,
 			 uint64_t version, uint64_t size);
+/* A replica's bytes are all on its peer: COMPLETE, with the peer's mark. */
+void ops_rep_complete(struct master *m, struct mobj *o, struct mrep *r);
 /* Remove replica i; tell its peer to drop the copy when notify. */
 void ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify);
 /*

@@ -250,16 +250,6 @@ peer_session_is(const struct peer *peer, const char *hex, size_t len)
 }
 
 void
-peers_rep_complete(const struct peers *p, struct mrep *r)
-{
-	const struct peer *peer = peers_find(p, r->peer);
-
-	r->state = REP_COMPLETE;
-	if (peer != NULL)
-		r->mark = peer->mark;
-}
-
-void
 peers_queue(struct peers *p, struct peer *peer, int kind, uint32_t tenant, const char *key,
 	    size_t len, uint64_t version, int tier)
 {

@@ -170,9 +170,6 @@ void peer_session_hex(const struct peer *peer, char *out);
 /* Whether hex (len bytes, from the wire) is the peer's token, in constant time. */
 bool peer_session_is(const struct peer *peer, const char *hex, size_t len);
 
-/* A replica's bytes are all on its peer: COMPLETE, with the peer's mark. */
-void peers_rep_complete(const struct peers *p, struct mrep *r);
-
 /*
  * Queue a task of kind (a drop, or an eviction charged to tier) of
  * (tenant, key) up to version for the peer; best effort. A disconnected

@@ -25,6 +25,7 @@
 #include "placement.h"
 #include "put.h"
 #include "request.h"
+#include "state.h"
 
 /* Puts waiting at most; beyond it a put that finds no room fails at once. */
 #define WAITERS_MAX 65536
@@ -136,7 +137,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 {
 	uint64_t now = mc_now_ms();
 	struct placement pl;
-	struct pending *p;
+	struct pending w;
 	struct mobj *o;
 	int64_t type;
 	uint64_t h, version, add;
@@ -193,43 +194,41 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 		}
 		return -1;
 	}
-	if (o != NULL) {
-		p = store_pending_new(&m->store, o, err);
-		if (p == NULL)
-			return -1;
-		p->upsert = true;
-	} else {
-		o = store_create(&m->store, h, tenant, a->key, a->klen, a->size, a->group, a->glen,
-				 err);
+	memset(&w, 0, sizeof(w));
+	w.version = version;
+	w.size = a->size;
+	w.checksum = a->checksum;
+	w.type = (uint32_t)type;
+	w.started = now;
+	w.sp_action = a->sp_action;
+	w.sp_ttl = a->sp_ttl;
+	w.upsert = o != NULL;
+	if (o == NULL) {
+		struct state_obj f;
+
+		memset(&f, 0, sizeof(f));
+		f.version = version;
+		f.size = a->size;
+		f.checksum = a->checksum;
+		f.type = (uint32_t)type;
+		f.hard_pin = a->hard_pin;
+		o = state_object_create(m, h, tenant, a->key, a->klen, a->group, a->glen, &f, err);
 		if (o == NULL)
 			return -1;
-		o->version = version;
-		o->checksum = a->checksum;
-		o->type = (uint32_t)type;
-		o->hard_pin = a->hard_pin;
 		o->created = now;
 		o->last_access = now;
 		store_access_new(&m->store, o, a->parent_hash);
 		store_count_miss(&m->store);
-		p = store_pending_new(&m->store, o, err);
-		if (p == NULL) {
-			store_destroy(&m->store, o);
-			return -1;
-		}
 	}
-	p->version = version;
-	p->size = a->size;
-	p->checksum = a->checksum;
-	p->type = (uint32_t)type;
-	p->started = now;
-	p->sp_action = a->sp_action;
-	p->sp_ttl = a->sp_ttl;
+	if (state_write_begin(m, o, &w, err) == NULL) {
+		if (!w.upsert)
+			state_object_drop(m, o, NULL);
+		return -1;
+	}
 	if (place(m, o, &pl, version, a->size, err) != 0) {
-		bool upsert = p->upsert;
-
-		store_pending_del(&m->store, o);
-		if (!upsert)
-			store_destroy(&m->store, o);
+		state_write_end(m, o);
+		if (!w.upsert)
+			state_object_drop(m, o, NULL);
 		return -1;
 	}
 	m->store.version_seq = version;

@@ -13,6 +13,7 @@
 #include "ops.h"
 #include "reconcile.h"
 #include "request.h"
+#include "state.h"
 
 /* Items in one peer_inventory call (peers send MC_INVENTORY_CHUNK). */
 #define INVENTORY_MAX (16 * MC_INVENTORY_CHUNK)
@@ -141,7 +142,7 @@ drop_unconfirmed(struct master *m, const struct ghost *g, size_t *reps, size_t *
 			if (g != NULL ? peer != g->id : peers_find(&m->peers, peer) != NULL)
 				continue;
 			/* Nobody holds it for sure, so nobody to notify. */
-			store_rep_del(o, i);
+			state_replica_drop(m, o, i);
 			(*reps)++;
 			hit = true;
 		}
@@ -239,7 +240,7 @@ add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
 
 	if (r == NULL)
 		return -1;
-	r->state = REP_COMPLETE;
+	ops_rep_complete(m, o, r);
 	recency_sync(&m->store.rank, o);
 	return 0;
 }
@@ -251,11 +252,14 @@ add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
 static void
 confirm(struct master *m, struct mobj *o, struct mrep *r, struct peer *p, int tier)
 {
+	struct mrep to = *r;
+
+	to.moving = 0;
+	to.peer = p->id;
+	to.tier = (uint8_t)tier;
+	to.mark = p->mark;
 	ops_rep_uncharge(m, o, r);
-	r->moving = 0;
-	r->peer = p->id;
-	r->tier = (uint8_t)tier;
-	r->mark = p->mark;
+	state_replica_set(m, o, r, &to);
 	ops_rep_charge(m, o, r);
 	/* the peer may report it on another tier than the master had it */
 	recency_sync(&m->store.rank, o);
@@ -276,24 +280,28 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	int64_t type = it->type != NULL
 			       ? store_tenant_type(&m->store, tenant, it->type, it->type_len, &err)
 			       : 0;
-	struct mobj *o = type < 0 ? NULL
-				  : store_create(&m->store, hash, tenant, it->key, it->klen,
-						 it->size, it->group, it->group_len, &err);
+	struct state_obj f;
+	struct mobj *o;
 
+	memset(&f, 0, sizeof(f));
+	f.version = it->version;
+	f.size = it->size;
+	f.checksum = it->checksum;
+	f.type = (uint16_t)type;
+	f.hard_pin = it->hard_pin;
+	o = type < 0 ? NULL
+		     : state_object_create(m, hash, tenant, it->key, it->klen, it->group,
+					   it->group_len, &f, &err);
 	if (o == NULL) {
 		n->skipped++;
 		return;
 	}
-	o->version = it->version;
-	o->checksum = it->checksum;
-	o->type = (uint16_t)type;
-	o->hard_pin = it->hard_pin;
 	o->created = now;
 	o->last_access = now;
 	/* found now, like its ms times: newer than everything already known */
 	store_access_new(&m->store, o, 0);
 	if (add_complete(m, o, p, it->tier) != 0) {
-		store_destroy(&m->store, o);
+		state_object_drop(m, o, NULL);
 		n->skipped++;
 		return;
 	}
@@ -346,11 +354,14 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 		 * old version are forgotten; a peer holding the new one
 		 * confirms it when it reports.
 		 */
+		struct state_obj f = state_obj_of(o);
+
 		while (o->nrep > 0)
 			ops_rep_remove(m, o, o->nrep - 1, false);
-		store_resize(&m->store, o, it->size);
-		o->version = it->version;
-		o->checksum = it->checksum;
+		f.size = it->size;
+		f.version = it->version;
+		f.checksum = it->checksum;
+		state_object_set(m, o, &f);
 		if (add_complete(m, o, p, it->tier) != 0) {
 			ops_obj_erase(m, o, false, NULL);
 			n->skipped++;

@@ -11,6 +11,7 @@
 #include "request.h"
 #include "master.h"
 #include "softpin.h"
+#include "state.h"
 
 #define SP_LIST_DEFAULT 1000
 #define SP_LIST_MAX 10000
@@ -103,15 +104,10 @@ softpin_remaining(const struct mobj *o, uint64_t now)
 	return softpin_protects(o, now) ? o->sp_deadline - now : 0;
 }
 
-/* Disabled -> Active (+1) or Active -> Active with a new deadline (0). */
+/* o's deadline into the index that expires pins. */
 static void
-activate(struct master *m, struct mobj *o, uint64_t deadline, uint64_t ttl)
+index_set(struct master *m, struct mobj *o, uint64_t deadline)
 {
-	if (o->sp_mode != SP_ACTIVE)
-		m->sp.active++;
-	o->sp_mode = SP_ACTIVE;
-	o->sp_deadline = deadline;
-	o->sp_ttl = ttl;
 	if (mc_deadline_set(m->sp.idx, obj_id(o), deadline) != 0)
 		/*
 		 * The pin still protects (eviction reads the deadline); only
@@ -119,6 +115,16 @@ activate(struct master *m, struct mobj *o, uint64_t deadline, uint64_t ttl)
 		 */
 		mc_warn("soft pin of '%.*s': out of memory for the deadline index", (int)o->key_len,
 			o->key);
+}
+
+/* Disabled -> Active (+1) or Active -> Active with a new deadline (0). */
+static void
+activate(struct master *m, struct mobj *o, uint64_t deadline, uint64_t ttl)
+{
+	if (o->sp_mode != SP_ACTIVE)
+		m->sp.active++;
+	state_pin_set(m, o, SP_ACTIVE, deadline, ttl);
+	index_set(m, o, deadline);
 }
 
 /* Active -> Disabled (-1); a no-op for a disabled object. */
@@ -129,9 +135,7 @@ deactivate(struct master *m, struct mobj *o)
 		mc_deadline_remove(m->sp.idx, obj_id(o));
 		m->sp.active--;
 	}
-	o->sp_mode = SP_DISABLED;
-	o->sp_deadline = 0;
-	o->sp_ttl = 0;
+	state_pin_set(m, o, SP_DISABLED, 0, 0);
 }
 
 void
@@ -174,10 +178,9 @@ softpin_forget(struct master *m, struct mobj *o)
 {
 	if (o->sp_mode != SP_ACTIVE || m->sp.idx == NULL)
 		return;
-	/* The id is the pointer: it must leave the index before the object dies. */
+	/* The id is the pointer: it must leave the index before the object dies (its pin with it). */
 	mc_deadline_remove(m->sp.idx, obj_id(o));
 	m->sp.active--;
-	o->sp_mode = SP_DISABLED;
 }
 
 void
@@ -191,14 +194,16 @@ softpin_rebuild(struct master *m)
 	m->sp.active = 0;
 	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
 		if (o->sp_mode != SP_ACTIVE) {
-			o->sp_mode = SP_DISABLED;
+			state_pin_set(m, o, SP_DISABLED, o->sp_deadline, o->sp_ttl);
 			continue;
 		}
-		o->sp_mode = SP_DISABLED;
-		if (now < o->sp_deadline)
-			activate(m, o, o->sp_deadline, o->sp_ttl);
-		else
-			deactivate(m, o);
+		if (now < o->sp_deadline) {
+			/* it stays as it is: only the index and the gauge learn of it */
+			m->sp.active++;
+			index_set(m, o, o->sp_deadline);
+		} else {
+			state_pin_set(m, o, SP_DISABLED, 0, 0);
+		}
 	}
 }
 
@@ -246,9 +251,7 @@ cleanup(struct master *m, uint64_t now, struct expired *e)
 		 */
 		if (o->sp_mode != SP_ACTIVE || o->sp_deadline != deadline)
 			continue;
-		o->sp_mode = SP_DISABLED;
-		o->sp_deadline = 0;
-		o->sp_ttl = 0;
+		state_pin_set(m, o, SP_DISABLED, 0, 0);
 		m->sp.active--;
 		n++;
 		expired_add(e, o, deadline);

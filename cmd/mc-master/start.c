@@ -20,6 +20,7 @@
 #include "reconcile.h"
 #include "softpin.h"
 #include "start.h"
+#include "state.h"
 
 void
 master_defaults(struct master_cfg *cfg)
@@ -64,7 +65,8 @@ master_start(struct master *m, uint32_t max_tenants, uint32_t max_types)
 		mc_complain("cannot start: out of memory for metrics");
 		return MC_EXIT_SOFTWARE;
 	}
-	if (softpin_init(m, &err) != 0 || leases_init(m, &err) != 0) {
+	/* the door before any module that changes state through it */
+	if (state_init(m, &err) != 0 || softpin_init(m, &err) != 0 || leases_init(m, &err) != 0) {
 		mc_complain("cannot start: %s", err.msg);
 		return MC_EXIT_SOFTWARE;
 	}
