@@ -25,6 +25,7 @@
 #include "mc/checksum.h"
 #include "mc/fault.h"
 #include "mc/proto.h"
+#include "mc/transport.h"
 
 #include "medium.h"
 #include "medium_ssd.h"
@@ -309,6 +310,7 @@ test_sink_source(void)
 	unsigned char *want = malloc(len), *got = malloc(len), *w;
 	struct mc_bulk_sink sink;
 	struct mc_bulk_src src;
+	struct mc_tconn tc;
 	uint64_t off;
 	ssize_t r;
 	int sv[2];
@@ -336,13 +338,16 @@ test_sink_source(void)
 	       "source: a range of the extents file, for sendfile");
 	memset(got, 0, len);
 	ok = socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0;
+	/* as a connection does: through its transport */
+	mc_tconn_wrap(&tc, NULL, ok ? sv[0] : -1);
 	for (at = 0; ok && at < len; at += (size_t)r) {
-		ok = (r = mc_bulk_src_send(&src, sv[0], at, 32768)) > 0 &&
+		ok = (r = tc.t->write(&tc, &src, 1, at, 32768)) > 0 &&
 		     read(sv[1], got + at, (size_t)r) == r;
 	}
 	TAP_OK(ok && memcmp(got, want, len) == 0, "source: sent as it is stored");
-	close(sv[0]);
-	close(sv[1]);
+	tc.t->close(&tc);
+	if (ok)
+		close(sv[1]);
 	medium_release(m, off, len);
 	medium_close(m);
 	unlink(file);
