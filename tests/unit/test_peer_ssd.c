@@ -217,7 +217,6 @@ test_bytes(const char *path, int direct, const char *what)
 	unsigned char *want = malloc(len), *got = malloc(len + 1), *al = NULL;
 	struct medium_io io;
 	uint64_t off;
-	int fds[2];
 
 	fill(want, len, 3);
 	if (direct >= 0)
@@ -249,11 +248,9 @@ test_bytes(const char *path, int direct, const char *what)
 	}
 	TAP_OK(medium_read(m, off, len, NULL, &err) == NULL && err.code == MC_ERR_UNAVAILABLE,
 	       "%s: a file cannot lend its bytes (%s)", what, err.msg);
-	TAP_OK(pipe(fds) == 0 && medium_read_fd(m, off, 100, fds[1], &err) == 0 &&
-		       read(fds[0], got, len) == 100 && memcmp(got, want, 100) == 0,
-	       "%s: read into a descriptor", what);
-	close(fds[0]);
-	close(fds[1]);
+	memset(got, 0, len);
+	TAP_OK(medium_read(m, off, 100, got, &err) == got && memcmp(got, want, 100) == 0,
+	       "%s: a read of the first bytes only", what);
 	medium_io(m, &io);
 	TAP_OK(io.writes >= 3 && io.write_bytes >= 2 * len && io.reads >= 4 &&
 		       io.read_bytes >= 2 * len && io.corrupt == 0,
