@@ -1789,6 +1789,7 @@ mc_conn_connect(struct event_base *base, const struct mc_addr *a, int timeout_ms
 	struct mc_conn *c;
 	struct mc_tconn tc;
 
+	mc_tconn_wrap(&tc, t, -1);
 	if (t->connect(&tc, a, timeout_ms, MC_TCONNECT_NONBLOCK, err) < 0)
 		return NULL;
 	c = conn_new(base, &tc, ops, lim, err);
@@ -1937,6 +1938,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 		uint64_t h = 0;
 
 		memset(&ss, 0, sizeof(ss));
+		mc_tconn_wrap(&tc, t, -1);
 		if (t->accept(&tc, lfd, &ss, &sslen) < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;

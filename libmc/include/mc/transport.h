@@ -57,6 +57,11 @@ enum mc_transport_caps {
 /* The most sources one write takes. */
 #define MC_TWRITE_MAX 256
 
+/*
+ * An end is made by connect or accept on a tc that comes in wrapped
+ * for the transport called and no descriptor (mc_tconn_wrap(tc, t,
+ * -1)), so a transport finds its own state from tc->t.
+ */
 struct mc_transport {
 	const char *name;
 	unsigned caps; /* enum mc_transport_caps */
