@@ -31,9 +31,10 @@ SAN_BUILD := build-san
 SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 
-# The policy engine is a subsystem of libmc in a folder of its own
-# (libmc/policy/); its headers are in include/mc/ with the others.
-LIB_SRC := $(wildcard libmc/*.c libmc/policy/*.c)
+# The policy engine and the transports are subsystems of libmc in folders
+# of their own (libmc/policy/, libmc/net/); their headers are in include/mc/
+# with the others.
+LIB_SRC := $(wildcard libmc/*.c libmc/policy/*.c libmc/net/*.c)
 # The modules on libevent serve only the daemons: they go into an internal
 # archive, so the installed libmc (client API, codecs, policy engine)
 # pulls nothing of libevent or libsodium into a user's build.
@@ -57,7 +58,7 @@ MAN_PAGES := $(wildcard man/*.[1-8])
 COMPLETIONS := completions/mc.bash completions/_mc
 
 # Everything clang-format and cppcheck look at.
-C_FILES := $(wildcard libmc/*.c libmc/*.h libmc/policy/*.c libmc/policy/*.h \
+C_FILES := $(wildcard libmc/*.c libmc/*.h libmc/policy/*.c libmc/policy/*.h libmc/net/*.c libmc/net/*.h \
 	$(HEADERS) cmd/*/*.c cmd/*/*.h \
 	tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/tools/*.h \
 	tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c tests/bench/*.h)

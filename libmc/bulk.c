@@ -3,9 +3,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
-#include <sys/sendfile.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "mc/bulk.h"
@@ -22,37 +21,28 @@ mc_bulk_src_fd(int fd, uint64_t off, uint64_t len)
 	return (struct mc_bulk_src){ .kind = MC_BULK_FD, .len = len, .fd = fd, .off = off };
 }
 
-const void *
-mc_bulk_src_mem_at(const struct mc_bulk_src *s, uint64_t at)
+/* Whether [off, off + len) lies within r. */
+static bool
+region_holds(const struct mc_bulk_region *r, uint64_t off, uint64_t len)
 {
-	return s->kind == MC_BULK_MEM ? (const char *)s->data + at : NULL;
+	return r != NULL && off <= r->len && len <= r->len - off;
 }
 
-ssize_t
-mc_bulk_src_send(const struct mc_bulk_src *s, int sock, uint64_t at, size_t max)
+int
+mc_bulk_src_region(struct mc_bulk_src *s, const struct mc_bulk_region *r, uint64_t off,
+		   uint64_t len)
 {
-	uint64_t left = s->len - at;
-	size_t n = left < max ? (size_t)left : max;
-	ssize_t w;
-
-	if (s->kind == MC_BULK_MEM)
-		return send(sock, (const char *)s->data + at, n, MSG_NOSIGNAL);
-	if (s->off + at > (uint64_t)INT64_MAX) {
-		errno = EOVERFLOW;
+	if (!region_holds(r, off, len)) {
+		errno = EINVAL;
 		return -1;
 	}
-	/* sendfile moves at most about 2 GiB a call: the caller loops */
-	do {
-		off_t pos = (off_t)(s->off + at);
-
-		w = sendfile(sock, s->fd, &pos, n);
-	} while (w < 0 && errno == EINTR);
-	/* a file shorter than the range announced would leave the stream short */
-	if (w == 0 && n > 0) {
-		errno = ENODATA;
-		return -1;
-	}
-	return w;
+	*s = (struct mc_bulk_src){ .kind = MC_BULK_REGION,
+				   .len = len,
+				   .data = (const char *)r->base + off,
+				   .fd = -1,
+				   .off = off,
+				   .region = r };
+	return 0;
 }
 
 void
@@ -67,6 +57,23 @@ mc_bulk_sink_fd(struct mc_bulk_sink *s, int fd, uint64_t off, uint64_t len)
 	*s = (struct mc_bulk_sink){ .kind = MC_BULK_FD, .len = len, .fd = fd, .off = off };
 }
 
+int
+mc_bulk_sink_region(struct mc_bulk_sink *s, const struct mc_bulk_region *r, uint64_t off,
+		    uint64_t len)
+{
+	if (!region_holds(r, off, len)) {
+		errno = EINVAL;
+		return -1;
+	}
+	*s = (struct mc_bulk_sink){ .kind = MC_BULK_REGION,
+				    .len = len,
+				    .data = (char *)r->base + off,
+				    .fd = -1,
+				    .off = off,
+				    .region = r };
+	return 0;
+}
+
 void
 mc_bulk_sink_release(struct mc_bulk_sink *s)
 {
@@ -78,10 +85,10 @@ void *
 mc_bulk_sink_window(struct mc_bulk_sink *s, uint64_t at, size_t *n)
 {
 	uint64_t left = s->len - at;
-	size_t cap = s->kind == MC_BULK_MEM && s->tap == NULL ? SSIZE_MAX : MC_BULK_CHUNK;
+	size_t cap = s->kind != MC_BULK_FD && s->tap == NULL ? SSIZE_MAX : MC_BULK_CHUNK;
 
 	*n = left < cap ? (size_t)left : cap;
-	if (s->kind == MC_BULK_MEM)
+	if (s->kind != MC_BULK_FD)
 		return (char *)s->data + at;
 	if (s->stage_ == NULL && (s->stage_ = malloc(MC_BULK_CHUNK)) == NULL)
 		return NULL;
@@ -91,11 +98,11 @@ mc_bulk_sink_window(struct mc_bulk_sink *s, uint64_t at, size_t *n)
 int
 mc_bulk_sink_commit(struct mc_bulk_sink *s, uint64_t at, size_t n)
 {
-	const char *p = s->kind == MC_BULK_MEM ? (const char *)s->data + at : s->stage_;
+	const char *p = s->kind != MC_BULK_FD ? (const char *)s->data + at : s->stage_;
 
 	if (s->tap != NULL && n > 0)
 		s->tap(p, n, s->tap_arg);
-	if (s->kind == MC_BULK_MEM)
+	if (s->kind != MC_BULK_FD)
 		return 0;
 	while (n > 0) {
 		ssize_t w = pwrite(s->fd, p, n, (off_t)(s->off + at));

@@ -33,6 +33,7 @@
 #include "mc/parse.h"
 #include "mc/proto.h"
 #include "mc/tier.h"
+#include "mc/transport.h"
 #include "mc/wire.h"
 
 #define EXIST_CHUNK 1024
@@ -197,7 +198,7 @@ master_hello(struct mc_client *c, struct mc_err *err)
 	if (!r)
 		return NULL;
 	pk = mc_rpcc_begin(r, "hello");
-	msgpack_pack_map(pk, 1 + c->tenant_given + (c->token != NULL) + (c->domain != NULL));
+	msgpack_pack_map(pk, 2 + c->tenant_given + (c->token != NULL) + (c->domain != NULL));
 	if (c->tenant_given)
 		mc_pack_kv_str(pk, "tenant", c->tenant);
 	mc_pack_kv_str(pk, "host", c->host);
@@ -205,6 +206,7 @@ master_hello(struct mc_client *c, struct mc_err *err)
 		mc_pack_kv_str(pk, "token", c->token);
 	if (c->domain)
 		mc_pack_kv_str(pk, "domain", c->domain);
+	mc_transport_pack_ours(pk);
 	if (mc_rpcc_call(r, &m, err) < 0) {
 		char why[MC_ERR_MSG_MAX];
 

@@ -7,15 +7,16 @@
  * that frames whole messages with mc_wire_check(), decodes and dispatches
  * them. A message that announces a bulk payload hands the stream over to
  * the bulk: either into the handler's sink (mc/bulk.h: read-ahead bytes
- * are copied once, the rest is recv()'d into the sink's window, in place
+ * are copied once, the rest is read into the sink's window, in place
  * for memory) or into the bin.
  * Parsing resumes once the bulk is through.
  *
  * Output is a list of segments: small messages are coalesced into
  * inline buffers, large packed replies are adopted without a copy, and
- * bulk payloads are referenced with a release callback. Everything in
- * memory goes out with sendmsg() over an iovec; a bulk from a file
- * descriptor goes out with sendfile() in its turn. Replies produced
+ * bulk payloads are referenced with a release callback. The queue goes
+ * out as a list of sources (mc/bulk.h) handed to the connection's
+ * transport (mc/transport.h), which gathers what is in memory into one
+ * write and sends a file's range in its turn. Replies produced
  * while a read pass is running are coalesced and written once at its
  * end, so a pipeline of small requests costs one write; otherwise the
  * write is tried at once and EV_WRITE is armed only when the socket is
@@ -33,19 +34,21 @@
  * request holds one, so closing from inside a handler or callback never
  * frees memory still in use, and a deferred reply after the close finds
  * a closed (but still allocated) connection and is dropped.
+ *
+ * Every byte moves through the connection's transport, chosen once when
+ * it is made (mc_conn_ops.transport): this file never touches a socket's
+ * data itself.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -56,10 +59,7 @@
 #include "mc/hash.h"
 #include "mc/log.h"
 #include "mc/metrics.h"
-
-#ifndef IOV_MAX
-#define IOV_MAX 1024
-#endif
+#include "mc/transport.h"
 
 #define IN_START_CAP (64u << 10) /* input buffer to begin with */
 #define IN_SLACK (64u << 10)	 /* input buffer beyond max_msg */
@@ -72,16 +72,6 @@
  * bulk back, and a long pipeline of bulk reads must not trip max_outq.
  */
 #define COALESCE_MAX (256u << 10)
-/*
- * Send buffer of accepted TCP sockets (the kernel doubles it). Measured
- * with 1 MiB bulk reads on loopback: autotuning grows the buffer to
- * 4 MiB, and the receiver then copies bytes the sender's copy has
- * already pushed out of the cache; a fixed 512 KiB keeps the two copies
- * cache-warm and roughly doubles throughput (3.3 -> 7 GB/s) at lower
- * CPU per byte. It is still several times the bandwidth-delay product
- * of a LAN.
- */
-#define TCP_SNDBUF (256 << 10)
 #define ACCEPT_BURST 64
 /*
  * Bytes one flush writes before it yields to the event loop: a reader
@@ -103,8 +93,8 @@ struct seg {
 	char *adopt; /* adopted heap buffer freed on release, or NULL */
 	void (*release)(void *arg);
 	void *arg;
-	/* kind MC_BULK_FD: the bytes are this range of a file, data unused */
-	struct mc_bulk_src file;
+	/* a bulk that is not plain memory (a file's range, a region): its source */
+	struct mc_bulk_src src;
 	char buf[]; /* inline segments only */
 };
 
@@ -121,7 +111,7 @@ struct call {
 
 struct mc_conn {
 	struct event_base *base;
-	int fd;
+	struct mc_tconn tc;
 	struct event *rev, *wev;
 	bool wev_on;
 	struct mc_conn_ops ops;
@@ -195,7 +185,7 @@ struct addr_count {
 
 struct mc_server {
 	struct event_base *base;
-	int fd;
+	int fd; /* the listening socket */
 	struct event *ev, *backoff;
 	struct mc_conn_ops ops;
 	struct mc_conn_limits lim;
@@ -445,11 +435,11 @@ out_ref(struct mc_conn *c, const void *p, size_t n, void (*release)(void *), voi
 static int
 out_src(struct mc_conn *c, const struct mc_bulk_src *src, void (*release)(void *), void *arg)
 {
-	if (out_ref(c, src->kind == MC_BULK_MEM ? src->data : NULL, (size_t)src->len, release, arg,
+	if (out_ref(c, src->kind != MC_BULK_FD ? src->data : NULL, (size_t)src->len, release, arg,
 		    NULL) < 0)
 		return -1;
 	if (src->kind != MC_BULK_MEM)
-		c->ot->file = *src;
+		c->ot->src = *src;
 	return 0;
 }
 
@@ -519,41 +509,22 @@ wev_set(struct mc_conn *c, bool on)
 static int
 conn_flush(struct mc_conn *c)
 {
-	struct iovec iov[IOV_MAX];
+	struct mc_bulk_src v[MC_TWRITE_MAX];
 	size_t written = 0;
 
 	while (c->oh != NULL && !c->closed) {
-		struct msghdr mh;
 		struct seg *s;
-		size_t off = c->ooff;
 		ssize_t w;
 		int n = 0;
 
-		for (s = c->oh; s != NULL && n < IOV_MAX; s = s->next) {
-			if (s->len - off == 0) {
-				off = 0;
-				continue;
-			}
-			if (s->file.kind != MC_BULK_MEM)
-				break; /* it goes on its own, once what precedes it is out */
-			iov[n].iov_base = (char *)s->data + off;
-			iov[n].iov_len = s->len - off;
-			off = 0;
-			n++;
-		}
-		if (n == 0) {
-			/* nothing left, or a file's range at the head (after empty segments) */
-			out_consume(c, 0);
-			s = c->oh;
-			if (s == NULL || s->file.kind == MC_BULK_MEM)
-				break;
-			w = mc_bulk_src_send(&s->file, c->fd, c->ooff, FLUSH_BUDGET);
-		} else {
-			memset(&mh, 0, sizeof(mh));
-			mh.msg_iov = iov;
-			mh.msg_iovlen = (size_t)n;
-			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-		}
+		/* empty segments at the head (an empty bulk) are done first */
+		out_consume(c, 0);
+		if (c->oh == NULL || c->closed)
+			break;
+		for (s = c->oh; s != NULL && n < MC_TWRITE_MAX; s = s->next)
+			v[n++] = s->src.kind != MC_BULK_MEM ? s->src
+							    : mc_bulk_src_mem(s->data, s->len);
+		w = c->tc.t->write(&c->tc, v, n, c->ooff, FLUSH_BUDGET);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -831,8 +802,8 @@ conn_shutdown(struct mc_conn *c)
 		event_free(c->limit_ev);
 	c->limit_ev = NULL;
 	c->wev_on = false;
-	close(c->fd);
-	c->fd = -1;
+	c->tc.t->close(&c->tc);
+	c->tc.fd = -1;
 	if (c->accepted)
 		STAT_ADD(closed, 1);
 	out_release_all(c);
@@ -905,12 +876,6 @@ void *
 mc_conn_data(const struct mc_conn *c)
 {
 	return c->data;
-}
-
-size_t
-mc_conn_outq_bytes(const struct mc_conn *c)
-{
-	return c->outq;
 }
 
 /* ---- replies ---- */
@@ -1404,20 +1369,21 @@ static int
 bulk_read(struct mc_conn *c)
 {
 	while (c->bulk_left > 0) {
-		char *dst;
-		size_t want;
+		struct mc_bulk_sink bin, *sink = c->bulk_sink;
+		uint64_t at = c->bulk_got;
+		size_t want = c->bulk_left > SSIZE_MAX ? SSIZE_MAX : (size_t)c->bulk_left;
 		ssize_t n;
 
-		if (c->bulk_mode == BULK_RECV) {
-			dst = mc_bulk_sink_window(c->bulk_sink, c->bulk_got, &want);
-			if (dst == NULL)
-				return sink_fail(c);
-		} else {
+		if (c->bulk_mode != BULK_RECV) {
 			/* the input buffer is empty while a bulk is in flight */
-			dst = c->in;
 			want = c->bulk_left > c->in_cap ? c->in_cap : (size_t)c->bulk_left;
+			mc_bulk_sink_mem(&bin, c->in, want);
+			sink = &bin;
+			at = 0;
 		}
-		n = recv(c->fd, dst, want, 0);
+		n = c->tc.t->read(&c->tc, sink, at, want, 0);
+		if (n == MC_TREAD_SINK_FAILED)
+			return sink_fail(c);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1433,9 +1399,6 @@ bulk_read(struct mc_conn *c)
 			return -1;
 		}
 		STAT_ADD(bytes_in, n);
-		if (c->bulk_mode == BULK_RECV &&
-		    mc_bulk_sink_commit(c->bulk_sink, c->bulk_got, (size_t)n) < 0)
-			return sink_fail(c);
 		c->bulk_got += (uint64_t)n;
 		c->bulk_left -= (uint64_t)n;
 	}
@@ -1658,6 +1621,7 @@ in_make_room(struct mc_conn *c)
 static void
 conn_read(struct mc_conn *c)
 {
+	struct mc_bulk_sink in;
 	ssize_t n;
 
 	if (c->bulk_mode != BULK_NONE) {
@@ -1667,8 +1631,9 @@ conn_read(struct mc_conn *c)
 	}
 	if (in_make_room(c) < 0)
 		return;
+	mc_bulk_sink_mem(&in, c->in + c->in_end, c->in_cap - c->in_end);
 	for (;;) {
-		n = recv(c->fd, c->in + c->in_end, c->in_cap - c->in_end, 0);
+		n = c->tc.t->read(&c->tc, &in, 0, c->in_cap - c->in_end, 0);
 		if (n >= 0 || errno != EINTR)
 			break;
 	}
@@ -1725,29 +1690,33 @@ conn_name(struct mc_conn *c)
 	socklen_t len = sizeof(ss);
 
 	memset(&ss, 0, sizeof(ss));
-	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family != AF_UNIX) {
+	if (getpeername(c->tc.fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family != AF_UNIX) {
 		mc_addr_format((struct sockaddr *)&ss, len, c->name, sizeof(c->name));
 		return;
 	}
 	/* a unix client has no name of its own: the socket path and the fd */
 	len = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
-	if (getsockname(c->fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX) {
+	if (getsockname(c->tc.fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX) {
 		const struct sockaddr_un *un = (const struct sockaddr_un *)&ss;
 
 		snprintf(c->name, sizeof(c->name), "unix:%.*s#%d", (int)sizeof(un->sun_path),
-			 un->sun_path, c->fd);
+			 un->sun_path, c->tc.fd);
 		return;
 	}
-	snprintf(c->name, sizeof(c->name), "fd %d", c->fd);
+	snprintf(c->name, sizeof(c->name), "fd %d", c->tc.fd);
 }
 
-struct mc_conn *
-mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
-	    const struct mc_conn_limits *lim, struct mc_err *err)
+/*
+ * A connection on tc, which it owns from here on (the caller closes tc
+ * when this fails).
+ */
+static struct mc_conn *
+conn_new(struct event_base *base, const struct mc_tconn *tc, const struct mc_conn_ops *ops,
+	 const struct mc_conn_limits *lim, struct mc_err *err)
 {
 	struct mc_conn *c;
-	int fl;
+	int fd = tc->fd, fl;
 
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
@@ -1755,7 +1724,7 @@ mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
 		return NULL;
 	}
 	c->base = base;
-	c->fd = fd;
+	c->tc = *tc;
 	c->refs = 1;
 	c->next_id = 1;
 	if (ops != NULL)
@@ -1800,17 +1769,30 @@ fail:
 }
 
 struct mc_conn *
+mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
+	    const struct mc_conn_limits *lim, struct mc_err *err)
+{
+	struct mc_tconn tc;
+
+	mc_tconn_wrap(&tc, ops != NULL ? ops->transport : NULL, fd);
+	return conn_new(base, &tc, ops, lim, err);
+}
+
+struct mc_conn *
 mc_conn_connect(struct event_base *base, const struct mc_addr *a, int timeout_ms,
 		const struct mc_conn_ops *ops, const struct mc_conn_limits *lim, struct mc_err *err)
 {
+	const struct mc_transport *t =
+		ops != NULL && ops->transport != NULL ? ops->transport : &mc_transport_tcp;
 	struct mc_conn *c;
-	int fd = mc_addr_connect(a, timeout_ms, err);
+	struct mc_tconn tc;
 
-	if (fd < 0)
+	mc_tconn_wrap(&tc, t, -1);
+	if (t->connect(&tc, a, timeout_ms, MC_TCONNECT_NONBLOCK, err) < 0)
 		return NULL;
-	c = mc_conn_new(base, fd, ops, lim, err);
+	c = conn_new(base, &tc, ops, lim, err);
 	if (c == NULL)
-		close(fd);
+		tc.t->close(&tc);
 	return c;
 }
 
@@ -1938,7 +1920,9 @@ static void
 on_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct mc_server *s = arg;
-	int i, one = 1;
+	const struct mc_transport *t =
+		s->ops.transport != NULL ? s->ops.transport : &mc_transport_tcp;
+	int i;
 
 	(void)what;
 	for (i = 0; i < ACCEPT_BURST; i++) {
@@ -1947,13 +1931,13 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 		socklen_t sslen = sizeof(ss);
 		struct addr_count *ac = NULL;
 		struct mc_conn *c;
+		struct mc_tconn tc;
 		struct mc_err e;
 		uint64_t h = 0;
-		int fd;
 
 		memset(&ss, 0, sizeof(ss));
-		fd = accept4(lfd, (struct sockaddr *)&ss, &sslen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
+		mc_tconn_wrap(&tc, t, -1);
+		if (t->accept(&tc, lfd, &ss, &sslen) < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -1980,7 +1964,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			STAT_ADD(refused_max_conns, 1);
 			mc_warn("refusing a connection on %s: %d connections open", s->addr.text,
 				s->nconns);
-			close(fd);
+			tc.t->close(&tc);
 			continue;
 		}
 		if (s->lim.max_conns_per_addr > 0) {
@@ -1992,20 +1976,14 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 				mc_warn("refusing a connection on %s: %d connections open from its "
 					"address",
 					s->addr.text, ac->n);
-				close(fd);
+				tc.t->close(&tc);
 				continue;
 			}
 		}
-		if (!s->addr.is_unix) {
-			int sndbuf = TCP_SNDBUF;
-
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-		}
-		c = mc_conn_new(s->base, fd, &s->ops, &s->lim, &e);
+		c = conn_new(s->base, &tc, &s->ops, &s->lim, &e);
 		if (c == NULL) {
 			mc_warn("cannot serve a connection on %s: %s", s->addr.text, e.msg);
-			close(fd);
+			tc.t->close(&tc);
 			continue;
 		}
 		if (limit_start(c) < 0) {

@@ -3,14 +3,15 @@
  *
  * Requests are packed into one output buffer; a bulk is not copied but
  * remembered as a reference at its position in the stream, and the whole
- * queue leaves with sendmsg() over an iovec that interleaves the packed
- * bytes with the callers' buffers; a bulk from a file descriptor goes out
- * with sendfile between them (mc/bulk.h). Responses are framed from an
- * input buffer; a bulk that follows one is first taken from what was
- * read ahead, then received with MSG_WAITALL straight into the caller's
+ * queue leaves as a list of sources (mc/bulk.h) that interleaves the
+ * packed bytes with the callers' bulks, written by the connection's
+ * transport (mc/transport.h: tcp gathers memory into one system call
+ * and sends a descriptor's range from the page cache). Responses are framed from
+ * an input buffer; a bulk that follows one is first taken from what was
+ * read ahead, then read whole (MC_TREAD_ALL) straight into the caller's
  * sink: in place for memory, through the sink's window otherwise.
  *
- * The socket is blocking with SO_RCVTIMEO/SO_SNDTIMEO set from the
+ * The connection is blocking, each read and write timed out after the
  * connect timeout, so a silent daemon turns into MC_ERR_TIMEOUT instead
  * of a hang. Any transport failure leaves the stream at an unknown
  * position, so the connection is marked dead and every later call fails
@@ -22,16 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "mc/rpcc.h"
-
-#ifndef IOV_MAX
-#define IOV_MAX 1024
-#endif
+#include "mc/transport.h"
 
 #define IN_START_CAP (64u << 10)
 #define IN_SLACK (64u << 10)
@@ -43,7 +37,7 @@ struct bulk_ref {
 };
 
 struct mc_rpcc {
-	int fd;
+	struct mc_tconn tc;
 	bool dead;
 	char addr[MC_ADDR_MAX];
 	int timeout_ms;
@@ -85,9 +79,9 @@ moved(const struct mc_rpcc *r, uint64_t n)
 static void
 mark_dead(struct mc_rpcc *r)
 {
-	if (r->fd >= 0)
-		close(r->fd);
-	r->fd = -1;
+	if (r->tc.fd >= 0)
+		r->tc.t->close(&r->tc);
+	r->tc.fd = -1;
 	r->dead = true;
 }
 
@@ -105,20 +99,37 @@ io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
 	return mc_err_set(err, MC_ERR_UNAVAILABLE, "%s %s: %s", what, r->addr, mc_strerror(e));
 }
 
+static int sink_fail(struct mc_rpcc *r, struct mc_err *err);
+
 /*
- * One recv into buf, retried on EINTR: the bytes read (at least one), or
- * -1 through io_fail when the socket fails, times out or closes.
+ * One read of at most max bytes into sink at position at, retried on
+ * EINTR: the bytes landed (at least one), or -1 through io_fail when the
+ * connection fails, times out or closes, or through sink_fail when the
+ * sink refused them.
  */
 static ssize_t
-recv_some(struct mc_rpcc *r, void *buf, size_t want, int flags, struct mc_err *err)
+read_some(struct mc_rpcc *r, struct mc_bulk_sink *sink, uint64_t at, size_t max, unsigned flags,
+	  struct mc_err *err)
 {
 	ssize_t n;
 
-	while ((n = recv(r->fd, buf, want, flags)) < 0 && errno == EINTR)
+	while ((n = r->tc.t->read(&r->tc, sink, at, max, flags)) == -1 && errno == EINTR)
 		;
+	if (n == MC_TREAD_SINK_FAILED)
+		return sink_fail(r, err);
 	if (n <= 0)
 		return io_fail(r, err, "cannot read from", n < 0 ? errno : 0);
 	return n;
+}
+
+/* read_some into plain memory. */
+static ssize_t
+read_buf(struct mc_rpcc *r, void *buf, size_t want, struct mc_err *err)
+{
+	struct mc_bulk_sink s;
+
+	mc_bulk_sink_mem(&s, buf, want);
+	return read_some(r, &s, 0, want, 0, err);
 }
 
 static int
@@ -145,6 +156,13 @@ connect_err(struct mc_err *err, const char *addr)
 struct mc_rpcc *
 mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err)
 {
+	return mc_rpcc_connect_on(NULL, addr, timeout_ms, err);
+}
+
+struct mc_rpcc *
+mc_rpcc_connect_on(const struct mc_transport *t, const char *addr, int timeout_ms,
+		   struct mc_err *err)
+{
 	struct mc_rpcc *r;
 	struct mc_addr a;
 
@@ -153,7 +171,7 @@ mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err)
 		mc_err_set(err, MC_ERR_SYSTEM, "cannot allocate a connection to %s", addr);
 		return NULL;
 	}
-	r->fd = -1;
+	mc_tconn_wrap(&r->tc, t, -1);
 	r->next_id = 1;
 	r->next_resp = 1;
 	r->timeout_ms = timeout_ms;
@@ -172,18 +190,8 @@ mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err)
 	}
 	if (mc_addr_parse(addr, &a, err) < 0)
 		goto fail;
-	r->fd = mc_addr_connect(&a, timeout_ms, err);
-	if (r->fd < 0)
+	if (r->tc.t->connect(&r->tc, &a, timeout_ms, 0, err) < 0)
 		goto fail;
-	if (timeout_ms > 0) {
-		struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-
-		if (setsockopt(r->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-		    setsockopt(r->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
-			mc_err_errno(err, "cannot set timeouts on %s", addr);
-			goto fail;
-		}
-	}
 	return r;
 fail:
 	mc_rpcc_close(r);
@@ -196,8 +204,8 @@ mc_rpcc_close(struct mc_rpcc *r)
 {
 	if (r == NULL)
 		return;
-	if (r->fd >= 0)
-		close(r->fd);
+	if (r->tc.fd >= 0)
+		r->tc.t->close(&r->tc);
 	msgpack_sbuffer_destroy(&r->out);
 	msgpack_sbuffer_destroy(&r->req);
 	free(r->bulks);
@@ -214,7 +222,7 @@ mc_rpcc_addr(const struct mc_rpcc *r)
 int
 mc_rpcc_fd(const struct mc_rpcc *r)
 {
-	return r->fd;
+	return r->tc.fd;
 }
 
 msgpack_packer *
@@ -315,63 +323,40 @@ mc_rpcc_queued(const struct mc_rpcc *r)
 }
 
 /*
- * Write iov[0..n) completely, advancing through partial writes. A bulk
- * may exceed what one iovec entry can describe (SSIZE_MAX); the callers
- * below split such bulks.
+ * Write the sources v[0..n) completely through the transport, telling
+ * on_bytes as they go; at most METERED_WRITE a write while it listens,
+ * so a big bulk is reported as it leaves, not only at its end.
  */
 static int
-write_iov(struct mc_rpcc *r, struct iovec *iov, int n, struct mc_err *err)
+write_all(struct mc_rpcc *r, const struct mc_bulk_src *v, int n, struct mc_err *err)
 {
-	while (n > 0) {
-		struct msghdr mh;
-		ssize_t w;
-		size_t k;
+	uint64_t at = 0;
 
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = iov;
-		mh.msg_iovlen = (size_t)n;
-		w = sendmsg(r->fd, &mh, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return io_fail(r, err, "cannot write to", errno);
-		}
-		k = (size_t)w;
-		moved(r, k);
-		while (n > 0 && k >= iov->iov_len) {
-			k -= iov->iov_len;
-			iov++;
+	for (;;) {
+		size_t max = r->on_bytes != NULL ? METERED_WRITE : SSIZE_MAX / 2;
+		ssize_t w;
+
+		while (n > 0 && at >= v->len) {
+			at -= v->len;
+			v++;
 			n--;
 		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + k;
-			iov->iov_len -= k;
-		}
-	}
-	return 0;
-}
-
-/* Send a source that is not memory, all of it. */
-static int
-send_src(struct mc_rpcc *r, const struct mc_bulk_src *src, struct mc_err *err)
-{
-	for (uint64_t at = 0; at < src->len;) {
-		ssize_t w = mc_bulk_src_send(src, r->fd, at, SSIZE_MAX / 2);
-
+		if (n == 0)
+			return 0;
+		w = r->tc.t->write(&r->tc, v, n, at, max);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
-			return io_fail(r, err, "cannot write to", errno);
+		if (w <= 0)
+			return io_fail(r, err, "cannot write to", w < 0 ? errno : EIO);
 		at += (uint64_t)w;
 		moved(r, (uint64_t)w);
 	}
-	return 0;
 }
 
 int
 mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
 {
-	struct iovec iov[IOV_MAX];
+	struct mc_bulk_src v[MC_TWRITE_MAX];
 	size_t pos = 0, bi = 0;
 	int n = 0, rc = 0;
 
@@ -381,56 +366,20 @@ mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
 	while (pos < r->out.size || bi < r->nbulks) {
 		size_t end = bi < r->nbulks ? r->bulks[bi].pos : r->out.size;
 
-		if (n + 2 > IOV_MAX) {
-			if (write_iov(r, iov, n, err) < 0)
+		if (n + 2 > MC_TWRITE_MAX) {
+			if (write_all(r, v, n, err) < 0)
 				return -1;
 			n = 0;
 		}
 		if (end > pos) {
-			iov[n].iov_base = r->out.data + pos;
-			iov[n].iov_len = end - pos;
-			n++;
+			v[n++] = mc_bulk_src_mem(r->out.data + pos, end - pos);
 			pos = end;
 		}
-		if (bi < r->nbulks && r->bulks[bi].src.kind != MC_BULK_MEM) {
-			/* what precedes it first, then the descriptor's bytes */
-			if (n > 0 && write_iov(r, iov, n, err) < 0)
-				return -1;
-			n = 0;
-			if (send_src(r, &r->bulks[bi].src, err) < 0)
-				return -1;
-			bi++;
-		} else if (bi < r->nbulks) {
-			const char *p = r->bulks[bi].src.data;
-			uint64_t left = r->bulks[bi].src.len;
-			/* one blocking write of it all would tell on_bytes only at its end */
-			size_t step = r->on_bytes != NULL ? METERED_WRITE : SSIZE_MAX / 2;
-
-			while (left > 0) {
-				size_t k = left > step ? step : (size_t)left;
-
-				if (r->on_bytes != NULL && n > 0) {
-					if (write_iov(r, iov, n, err) < 0)
-						return -1;
-					n = 0;
-				}
-
-				if (n + 1 > IOV_MAX) {
-					if (write_iov(r, iov, n, err) < 0)
-						return -1;
-					n = 0;
-				}
-				iov[n].iov_base = (void *)p;
-				iov[n].iov_len = k;
-				n++;
-				p += k;
-				left -= k;
-			}
-			bi++;
-		}
+		if (bi < r->nbulks)
+			v[n++] = r->bulks[bi++].src;
 	}
 	if (n > 0)
-		rc = write_iov(r, iov, n, err);
+		rc = write_all(r, v, n, err);
 	r->nbulks = 0;
 	if (r->out.alloc > OUT_KEEP) {
 		msgpack_sbuffer_destroy(&r->out);
@@ -472,7 +421,7 @@ fill(struct mc_rpcc *r, struct mc_err *err)
 					  r->max_msg);
 		}
 	}
-	if ((n = recv_some(r, r->in + r->in_end, r->in_cap - r->in_end, 0, err)) < 0)
+	if ((n = read_buf(r, r->in + r->in_end, r->in_cap - r->in_end, err)) < 0)
 		return -1;
 	r->in_end += (size_t)n;
 	return 0;
@@ -605,7 +554,7 @@ recv_bin(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 {
 	while (len > 0) {
 		size_t want = len > r->in_cap ? r->in_cap : (size_t)len;
-		ssize_t n = recv_some(r, r->in, want, 0, err);
+		ssize_t n = read_buf(r, r->in, want, err);
 
 		if (n < 0)
 			return -1;
@@ -615,46 +564,39 @@ recv_bin(struct mc_rpcc *r, uint64_t len, struct mc_err *err)
 	return 0;
 }
 
-/*
- * Fill a sink's window of want bytes: from the read-ahead bytes first,
- * then from the socket, whole (MSG_WAITALL). How many landed, or -1.
- */
-static ssize_t
-fill_window(struct mc_rpcc *r, char *w, size_t want, struct mc_err *err)
-{
-	size_t got = r->in_end - r->in_start;
-
-	if (got > want)
-		got = want;
-	memcpy(w, r->in + r->in_start, got);
-	r->in_start += got;
-	while (got < want) {
-		ssize_t n = recv_some(r, w + got, want - got, MSG_WAITALL, err);
-
-		if (n < 0)
-			return -1;
-		got += (size_t)n;
-	}
-	r->bulk_pending -= got;
-	return (ssize_t)got;
-}
-
 int
 mc_rpcc_read_bulk_to(struct mc_rpcc *r, struct mc_bulk_sink *sink, struct mc_err *err)
 {
+	uint64_t at = 0;
+
 	if (bulk_ready(r, sink->len, "reading", err) < 0)
 		return -1;
-	for (uint64_t at = 0; at < sink->len;) {
-		size_t want;
+	/* what was read ahead with the header first, copied once */
+	while (at < sink->len && r->in_end > r->in_start) {
+		size_t want, got = r->in_end - r->in_start;
 		char *w = mc_bulk_sink_window(sink, at, &want);
-		ssize_t got;
 
 		if (w == NULL)
 			return sink_fail(r, err);
-		if ((got = fill_window(r, w, want, err)) < 0)
-			return -1;
-		if (mc_bulk_sink_commit(sink, at, (size_t)got) < 0)
+		if (got > want)
+			got = want;
+		memcpy(w, r->in + r->in_start, got);
+		r->in_start += got;
+		r->bulk_pending -= got;
+		if (mc_bulk_sink_commit(sink, at, got) < 0)
 			return sink_fail(r, err);
+		at += got;
+		moved(r, got);
+	}
+	/* then the rest, whole windows at a time, in place */
+	while (at < sink->len) {
+		uint64_t left = sink->len - at;
+		ssize_t got = read_some(r, sink, at, left > SSIZE_MAX ? SSIZE_MAX : (size_t)left,
+					MC_TREAD_ALL, err);
+
+		if (got < 0)
+			return -1;
+		r->bulk_pending -= (uint64_t)got;
 		at += (uint64_t)got;
 		moved(r, (uint64_t)got);
 	}

@@ -175,8 +175,9 @@ touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 
 /* The fields of a get_replica_list answer, after "key" for batch items; hash is the key's. */
 static void
-pack_grl(msgpack_packer *pk, struct master *m, const struct mobj *o, const char *key, size_t len,
-	 uint64_t hash, uint64_t lease_id, const struct cand *c, unsigned n)
+pack_grl(msgpack_packer *pk, struct master *m, const struct client *cl, const struct mobj *o,
+	 const char *key, size_t len, uint64_t hash, uint64_t lease_id, const struct cand *c,
+	 unsigned n)
 {
 	const char *tenant = m->store.tenants[o->tenant].name;
 	struct mc_grant_scope scope = {
@@ -195,7 +196,7 @@ pack_grl(msgpack_packer *pk, struct master *m, const struct mobj *o, const char 
 	mc_pack_key(pk, "replicas");
 	msgpack_pack_array(pk, n);
 	for (unsigned i = 0; i < n; i++)
-		req_pack_replica(pk, m, c[i].p, c[i].r, &scope, &id);
+		req_pack_replica(pk, m, c[i].p, c[i].r, &cl->transports, &scope, &id);
 }
 
 static void
@@ -225,7 +226,8 @@ h_hello(struct mc_req *req)
 				       rc > 0 ? len : strlen(MC_DEFAULT_TENANT));
 	}
 	if (mc_map_strcpy(req->params, "host", cl->host, sizeof(cl->host), &err) < 0 ||
-	    mc_map_strcpy(req->params, "domain", cl->domain, sizeof(cl->domain), &err) < 0)
+	    mc_map_strcpy(req->params, "domain", cl->domain, sizeof(cl->domain), &err) < 0 ||
+	    mc_transport_list_read(req->params, &cl->transports, &err) < 0)
 		goto bad;
 	if (req_client_bind_tenant(m, cl, cl->tenant, &err) != 0) {
 		/* over its tenant's cap: the connection goes once told why */
@@ -271,7 +273,7 @@ h_get_replica_list(struct mc_req *req)
 		return;
 	}
 	lease = touch(m, o, cl->tenant, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, o, key, len, store_key_hash(cl->tenant, key, len),
+	pack_grl(mc_reply_ok_begin(req), m, cl, o, key, len, store_key_hash(cl->tenant, key, len),
 		 lease, c, n);
 	mc_reply_end(req);
 }
@@ -341,7 +343,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
 			continue;
 		}
-		pack_grl(pk, m, o, key, len, hash, touch(m, o, cl->tenant, now), c, n);
+		pack_grl(pk, m, cl, o, key, len, hash, touch(m, o, cl->tenant, now), c, n);
 	}
 	mc_reply_end(req);
 }
@@ -825,7 +827,7 @@ h_peers(struct mc_req *req)
 		const struct peer *p = m->peers.v[i];
 		uint64_t mono = mc_mono_ms();
 
-		msgpack_pack_map(pk, 12);
+		msgpack_pack_map(pk, 13);
 		mc_pack_kv_u64(pk, "peer_id", p->id);
 		mc_pack_kv_str(pk, "addr", p->addr);
 		mc_pack_kv_str(pk, "host", p->host);
@@ -839,6 +841,11 @@ h_peers(struct mc_req *req)
 		for (int t = 0; t < MC_TIER_COUNT; t++)
 			if (peer_self_evicts(p, t))
 				mc_pack_cstr(pk, mc_tier_name(t));
+		/* what a client may reach it with (mc_transport_choose) */
+		mc_pack_key(pk, "transports");
+		msgpack_pack_array(pk, p->transports.n);
+		for (unsigned t = 0; t < p->transports.n; t++)
+			mc_pack_cstr(pk, p->transports.name[t]);
 		mc_pack_key(pk, "tiers");
 		pack_tiers(pk, m, p);
 		mc_pack_kv_u64(pk, "last_heartbeat", p->last_heartbeat);

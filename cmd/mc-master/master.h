@@ -45,6 +45,7 @@
 #include "mc/conn.h"
 #include "mc/metrics.h"
 #include "mc/proto.h"
+#include "mc/transport.h"
 #include "commit.h"
 #include "copies.h"
 #include "grants.h"
@@ -123,6 +124,8 @@ struct client {
 	uint32_t peer_id; /* 0: not a peer's control connection */
 	char host[MC_NAME_MAX + 1];
 	char domain[MC_NAME_MAX + 1];
+	/* what its hello advertised (n 0 before one: tcp), for its replica lists */
+	struct mc_transport_list transports;
 	struct auth_who who;
 	/* every client record, so that SIGHUP finds whose token went */
 	struct master *m;

@@ -247,6 +247,7 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 	memcpy(p->domain, tmp->domain, sizeof(p->domain));
 	memcpy(p->evict_mode, tmp->evict_mode, sizeof(p->evict_mode));
 	p->task_kinds = tmp->task_kinds;
+	p->transports = tmp->transports;
 	p->self_evict = tmp->self_evict;
 	if (peer_prepack(p) != 0)
 		mc_warn("peer %u: out of memory for its packed entry; packing per read", p->id);
@@ -307,6 +308,7 @@ h_peer_register(struct mc_req *req)
 	    mc_map_strcpy(req->params, "domain", tmp.domain, sizeof(tmp.domain), &err) < 0 ||
 	    read_tiers(m, req->params, &tmp, true, &err) != 0 ||
 	    read_task_kinds(req->params, &tmp, &err) != 0 ||
+	    mc_transport_list_read(req->params, &tmp.transports, &err) != 0 ||
 	    read_tier_set(req->params, "self_evict", &tmp.self_evict, &err) != 0)
 		goto fail;
 	rc = mc_map_str(req->params, "evict_mode", &mode, &mlen, &err);

@@ -16,6 +16,7 @@
 #include "mc/err.h"
 #include "mc/grant.h"
 #include "mc/proto.h"
+#include "mc/transport.h"
 #include "store.h"
 #include "tasks.h"
 
@@ -118,6 +119,12 @@ struct peer {
 	 * that serves no evict goes as a drop: the copy cannot move down.
 	 */
 	uint8_t task_kinds;
+	/*
+	 * The transports it serves reads and writes on, from its
+	 * registration's transports (none sent: tcp alone): what a client
+	 * may reach it with (mc_transport_choose).
+	 */
+	struct mc_transport_list transports;
 	/*
 	 * The tiers the peer evicts itself (1u << tier), from its
 	 * registration and each heartbeat's self_evict: the master's

@@ -234,6 +234,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	m->store.version_seq = version;
 
 	const char *tname = m->store.tenants[tenant].name;
+	const struct client *cl = req_client(req);
 	struct mc_grant_scope scope = {
 		tname, strlen(tname), a->key, a->klen, version, a->size, 0, MC_GRANT_WRITE,
 	};
@@ -245,8 +246,8 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version)
-			req_pack_replica(pk, m, peers_find(&m->peers, v[i].peer), &v[i], &scope,
-					 NULL);
+			req_pack_replica(pk, m, peers_find(&m->peers, v[i].peer), &v[i],
+					 &cl->transports, &scope, NULL);
 	mc_reply_end(req);
 	return 0;
 }

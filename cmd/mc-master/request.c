@@ -269,9 +269,10 @@ req_opt_name(const msgpack_object *params, const char *field, const char **s, si
 
 void
 req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
-		 struct mc_grant_scope *scope, const struct mgrant_ident *id)
+		 const struct mc_transport_list *client, struct mc_grant_scope *scope,
+		 const struct mgrant_ident *id)
 {
-	msgpack_pack_map(pk, 8);
+	msgpack_pack_map(pk, 9);
 	mc_pack_kv_u64(pk, "replica_id", r->id);
 	mc_pack_kv_u64(pk, "peer_id", r->peer);
 	/* so that a reader the peer does not answer can say when it goes */
@@ -279,6 +280,8 @@ req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const str
 	scope->peer = r->peer;
 	mc_pack_key(pk, "grant");
 	mgrants_pack(pk, &m->grants, p != NULL ? &p->grant_signer : NULL, scope, id);
+	mc_pack_kv_str(pk, "transport",
+		       mc_transport_choose(client, p != NULL ? &p->transports : NULL));
 	if (p != NULL && p->packed[r->tier] != NULL) {
 		/* The peer's fixed fields, packed once at registration. */
 		pk->callback(pk->data, p->packed[r->tier], p->packed_len[r->tier]);

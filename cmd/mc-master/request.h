@@ -78,12 +78,14 @@ int req_opt_name(const msgpack_object *params, const char *field, const char **s
 		 struct mc_err *err);
 
 /*
- * One replica entry {replica_id, peer_id, drop_in_ms, grant, addr, tier,
- * host, domain}; p may be NULL. The grant lets the caller do scope's action
- * (its peer is r's) on that copy; id (NULL: none) lets a read grant
- * come from the cache (grants.h).
+ * One replica entry {replica_id, peer_id, drop_in_ms, grant, transport,
+ * addr, tier, host, domain}; p may be NULL. The grant lets the caller do
+ * scope's action (its peer is r's) on that copy; id (NULL: none) lets a
+ * read grant come from the cache (grants.h). transport is the one the
+ * caller, whose hello advertised client (NULL: nothing), reaches p with.
  */
 void req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const struct mrep *r,
-		      struct mc_grant_scope *scope, const struct mgrant_ident *id);
+		      const struct mc_transport_list *client, struct mc_grant_scope *scope,
+		      const struct mgrant_ident *id);
 
 #endif

@@ -49,6 +49,7 @@
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/proto.h"
+#include "mc/transport.h"
 #include "mc/wire.h"
 
 #include "peer.h"
@@ -390,7 +391,7 @@ pack_register(msgpack_packer *pk, const struct control *ctl)
 {
 	struct peer *p = ctl->p;
 
-	msgpack_pack_map(pk, 7 + ctl->resuming);
+	msgpack_pack_map(pk, 8 + ctl->resuming);
 	mc_pack_kv_str(pk, "addr", p->advertise);
 	mc_pack_kv_str(pk, "host", p->host);
 	mc_pack_kv_str(pk, "domain", p->domain);
@@ -403,6 +404,8 @@ pack_register(msgpack_packer *pk, const struct control *ctl)
 	msgpack_pack_array(pk, 2);
 	mc_pack_cstr(pk, "drop");
 	mc_pack_cstr(pk, "evict");
+	/* what a client may reach its data plane with; an older master reads tcp */
+	mc_transport_pack_ours(pk);
 	if (!ctl->resuming)
 		return;
 	mc_pack_key(pk, "resume");

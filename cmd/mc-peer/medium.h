@@ -98,8 +98,6 @@ struct medium_ops {
 	 */
 	const void *(*read)(struct medium *m, uint64_t off, uint64_t len, void *buf,
 			    struct mc_err *err);
-	/* Write the len bytes at off to fd, all of them (a blocking fd). */
-	int (*read_fd)(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_err *err);
 	/*
 	 * How a read's reply sends the len bytes at off: memory lent (valid
 	 * while the allocation is held) or a descriptor's range, sent with
@@ -285,12 +283,6 @@ static inline const void *
 medium_read(struct medium *m, uint64_t off, uint64_t len, void *buf, struct mc_err *err)
 {
 	return m->ops->read(m, off, len, buf, err);
-}
-
-static inline int
-medium_read_fd(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_err *err)
-{
-	return m->ops->read_fd(m, off, len, fd, err);
 }
 
 static inline int

@@ -79,27 +79,6 @@ dram_read(struct medium *m, uint64_t off, uint64_t len, void *buf, struct mc_err
 }
 
 static int
-dram_read_fd(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_err *err)
-{
-	const unsigned char *p = arena_ptr(dram_of(m)->a, off);
-	ssize_t n;
-
-	while (len > 0) {
-		/* A write of more than SSIZE_MAX is the system's to define: stay far below. */
-		n = write(fd, p, len > (1u << 30) ? (size_t)1 << 30 : (size_t)len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return mc_err_errno(err, "cannot write %llu bytes of %s to fd %d",
-					    (unsigned long long)len, mc_tier_name(MC_TIER_DRAM),
-					    fd);
-		p += n;
-		len -= (uint64_t)n;
-	}
-	return 0;
-}
-
-static int
 dram_source(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_src *s, struct mc_err *err)
 {
 	(void)err;
@@ -160,7 +139,6 @@ const struct medium_ops medium_dram = {
 	.alloc = dram_alloc,
 	.release = dram_release,
 	.read = dram_read,
-	.read_fd = dram_read_fd,
 	.source = dram_source,
 	.sink = dram_sink,
 	.write = dram_write,

@@ -74,7 +74,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -585,29 +584,6 @@ ssd_read(struct medium *m, uint64_t off, uint64_t len, void *buf, struct mc_err 
 }
 
 static int
-ssd_read_fd(struct medium *m, uint64_t off, uint64_t len, int fd, struct mc_err *err)
-{
-	struct ssd *s = ssd_of(m);
-	off_t pos = (off_t)off;
-	uint64_t t0 = mc_mono_ns(), left = len;
-	ssize_t n;
-
-	while (left > 0) {
-		n = sendfile(fd, s->fd, &pos, left > (1u << 30) ? (size_t)1 << 30 : (size_t)left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			errno = EIO;
-		if (n <= 0)
-			return mc_err_errno(err, "cannot send %llu bytes of ssd file '%s' to fd %d",
-					    (unsigned long long)left, s->file, fd);
-		left -= (uint64_t)n;
-	}
-	medium_io_read(m, len, mc_mono_ns() - t0);
-	return 0;
-}
-
-static int
 ssd_source(struct medium *m, uint64_t off, uint64_t len, struct mc_bulk_src *src,
 	   struct mc_err *err)
 {
@@ -972,7 +948,6 @@ const struct medium_ops medium_ssd = {
 	.release = ssd_release,
 	.unseal = ssd_unseal,
 	.read = ssd_read,
-	.read_fd = ssd_read_fd,
 	.source = ssd_source,
 	.sink = ssd_sink,
 	.store = ssd_store,

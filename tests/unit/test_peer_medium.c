@@ -76,10 +76,7 @@ test_bytes(void)
 	struct mc_bulk_sink sink;
 	struct mc_bulk_src src;
 	unsigned char b;
-	char path[] = "/tmp/test_peer_medium.XXXXXX";
-	int fds[2], fd;
 	uint64_t off;
-	ssize_t n;
 
 	for (size_t i = 0; i < len; i++)
 		want[i] = (unsigned char)(i * 31 + 7);
@@ -109,21 +106,6 @@ test_bytes(void)
 	       "write: bytes copied in land in the stored copy");
 	dest[5] = want[5];
 
-	/* a pipe holds 64 KiB, so a short copy fits without a reader */
-	TAP_OK(pipe(fds) == 0 && medium_read_fd(m, off, 100, fds[1], &err) == 0 &&
-		       read(fds[0], got, len) == 100 && memcmp(got, want, 100) == 0,
-	       "read into a descriptor: 100 bytes through a pipe");
-	close(fds[0]);
-	close(fds[1]);
-	fd = mkstemp(path);
-	memset(got, 0, len);
-	TAP_OK(fd >= 0 && medium_read_fd(m, off, len, fd, &err) == 0 &&
-		       (n = pread(fd, got, len, 0)) == (ssize_t)len && memcmp(got, want, len) == 0,
-	       "read into a descriptor: %zu bytes into a file", len);
-	close(fd);
-	unlink(path);
-	TAP_OK(medium_read_fd(m, off, len, fd, &err) == -1 && err.code == MC_ERR_SYSTEM,
-	       "read into a descriptor: a closed one fails (%s)", err.msg);
 	medium_release(m, off, len);
 	medium_close(m);
 	free(want);

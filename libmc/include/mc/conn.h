@@ -11,12 +11,14 @@
  * Bulk payloads never pass through an intermediate buffer when they can
  * be avoided: a handler that receives a request with a bulk calls
  * mc_req_recv_bulk() to have the bytes land at its own destination
- * (bytes already read ahead are copied once, the rest is recv()'d in
+ * (bytes already read ahead are copied once, the rest is read in
  * place), or mc_req_recv_bulk_to() for any sink of mc/bulk.h; a bulk it
  * does not claim is discarded. Outgoing bulks are queued by reference
- * and written with writev() straight from the caller's memory, or with
- * sendfile() from a file descriptor's range (mc_reply_end_src), which
- * must stay valid until its release callback runs.
+ * and written straight from the caller's memory, or from a file
+ * descriptor's range or a registered region (mc_reply_end_src), which
+ * must stay valid until its release callback runs. The bytes move
+ * through the connection's transport (mc/transport.h), tcp unless its
+ * ops name another.
  *
  * Every connection is capped: input message size, queued output bytes
  * (over the cap the connection is closed as a slow reader), and the
@@ -176,7 +178,7 @@ void mc_reply_end_bulk(struct mc_req *req, const void *data, size_t len, void (*
  *	mc_pack_kv_u64(pk, "len", len);	(in the result map)
  *	mc_reply_end_src(req, &src, release, arg);
  *
- * The range [off, off + len) of fd is sent with sendfile() when its turn
+ * The range [off, off + len) of fd is sent (over tcp with sendfile) when its turn
  * in the output queue comes, straight from the page cache. fd must stay
  * open and the range unchanged until release(arg) runs, exactly once:
  * after the last byte went, or when the connection closed first
@@ -228,9 +230,16 @@ int mc_req_hold(struct mc_req *req);
 
 /* ---- connections ---- */
 
+struct mc_transport;
+
 struct mc_conn_ops {
 	const struct mc_registry *methods; /* what the connection serves; NULL: nothing */
-	void *ctx;			   /* passed as req->ctx */
+	/*
+	 * How its bytes move (mc/transport.h), for every connection made
+	 * with these ops: accepted, connected or wrapped; NULL: tcp.
+	 */
+	const struct mc_transport *transport;
+	void *ctx; /* passed as req->ctx */
 	/* Optional: called once when the connection closes, before it is freed. */
 	void (*on_close)(struct mc_conn *c, void *ctx);
 	/* Optional: a notification/request whose method is not in the table. */
@@ -244,7 +253,7 @@ struct mc_conn_ops {
 	int (*authorize)(struct mc_req *req, struct mc_err *err);
 };
 
-/* Wrap an already connected socket (made non-blocking here). */
+/* Wrap an already connected socket of ops' transport (made non-blocking here). */
 struct mc_conn *mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
 			    const struct mc_conn_limits *lim, struct mc_err *err);
 /* Connect (blocking, with timeout) then wrap. */
@@ -264,7 +273,6 @@ void mc_conn_keep(struct mc_conn *c);
 /* Per-connection user data (e.g. the tenant a client speaks for). */
 void mc_conn_set_data(struct mc_conn *c, void *data, void (*free_fn)(void *));
 void *mc_conn_data(const struct mc_conn *c);
-size_t mc_conn_outq_bytes(const struct mc_conn *c);
 
 /*
  * Asynchronous calls on a connection (e.g. the peer's control link to the

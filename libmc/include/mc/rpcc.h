@@ -42,6 +42,10 @@ struct mc_rpcc *mc_client_open_master(struct mc_client *c, struct mc_err *err);
 
 /* Connect to addr; an error names it. */
 struct mc_rpcc *mc_rpcc_connect(const char *addr, int timeout_ms, struct mc_err *err);
+/* mc_rpcc_connect over the transport t (mc/transport.h; NULL: tcp). */
+struct mc_transport;
+struct mc_rpcc *mc_rpcc_connect_on(const struct mc_transport *t, const char *addr, int timeout_ms,
+				   struct mc_err *err);
 void mc_rpcc_close(struct mc_rpcc *r);
 const char *mc_rpcc_addr(const struct mc_rpcc *r);
 int mc_rpcc_fd(const struct mc_rpcc *r);
@@ -62,8 +66,9 @@ int mc_rpcc_begin_copy(struct mc_rpcc *dst, const struct mc_rpcc *src, struct mc
 int64_t mc_rpcc_send(struct mc_rpcc *r, const void *bulk, uint64_t bulk_len, struct mc_err *err);
 /*
  * mc_rpcc_send with the bulk from a source (mc/bulk.h; NULL: none): a
- * descriptor's range leaves with sendfile when the queue is flushed, and
- * must stay open and unchanged until then.
+ * descriptor's range is read when the queue is flushed (over tcp with
+ * sendfile), and must stay open and unchanged until then; so must a
+ * region's.
  */
 int64_t mc_rpcc_send_src(struct mc_rpcc *r, const struct mc_bulk_src *src, struct mc_err *err);
 /*
