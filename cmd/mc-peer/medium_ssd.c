@@ -75,6 +75,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -411,6 +412,32 @@ sb_write(struct ssd *s, struct mc_err *err)
 	return 0;
 }
 
+/*
+ * Refuse a size the file system cannot hold before reserving any of it:
+ * fallocate takes free blocks until it fails, so a size that does not fit
+ * would fill the disk for everyone else on it until the file went. What
+ * the file already holds (a restart) needs no new room.
+ */
+static int
+fits_on_disk(const struct ssd *s, struct mc_err *err)
+{
+	struct statvfs fs;
+	struct stat st;
+	uint64_t held, avail;
+
+	if (fstat(s->fd, &st) < 0 || fstatvfs(s->fd, &fs) < 0)
+		return mc_err_errno(err, "cannot measure the room for ssd file '%s'", s->file);
+	held = (uint64_t)st.st_blocks * 512;
+	avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+	if (s->end > held && s->end - held > avail)
+		return mc_err_set(err, MC_ERR_SYSTEM,
+				  "cannot allocate %llu bytes for ssd file '%s': the file system "
+				  "has %llu bytes free",
+				  (unsigned long long)(s->end - held), s->file,
+				  (unsigned long long)avail);
+	return 0;
+}
+
 static struct medium *
 ssd_open(const struct medium_conf *conf, struct mc_err *err)
 {
@@ -468,6 +495,8 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 		s->fresh = true;
 	}
 	/* Space beyond the size could hold no extent the allocator knows of. */
+	if (fits_on_disk(s, err) < 0)
+		goto fail;
 	if (ftruncate(s->fd, (off_t)s->end) < 0 || fallocate(s->fd, 0, 0, (off_t)s->end) < 0) {
 		mc_err_errno(err, "cannot allocate %llu bytes for ssd file '%s'",
 			     (unsigned long long)s->end, s->file);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "mc/checksum.h"
@@ -126,6 +127,8 @@ test_open(void)
 	struct medium *m, *again;
 	char path[192];
 	struct stat st;
+	struct statvfs fs;
+	uint64_t huge;
 
 	m = open_ssd(dir, SIZE + 5, false, &err);
 	snprintf(path, sizeof(path), "%s/extents", dir);
@@ -153,9 +156,14 @@ test_open(void)
 		       strstr(err.msg, path) != NULL,
 	       "open: a missing directory fails, naming the file (%s)", err.msg);
 	snprintf(path, sizeof(path), "%s/huge", dir);
-	TAP_OK(open_ssd(path, 8ull << 40, false, &err) == NULL && err.code == MC_ERR_SYSTEM &&
-		       strstr(err.msg, "cannot allocate") != NULL && access(path, F_OK) != 0,
-	       "open: a size the file system cannot allocate fails, and leaves no file (%s)",
+	/* a gibibyte more than is free: refused before any of it is taken */
+	TAP_OK(statvfs(dir, &fs) == 0, "open: the test's file system is measured");
+	huge = ((uint64_t)fs.f_bavail * fs.f_frsize + (1ull << 30)) & ~(uint64_t)(SIZE - 1);
+	TAP_OK(open_ssd(path, huge, false, &err) == NULL && err.code == MC_ERR_SYSTEM &&
+		       strstr(err.msg, "cannot allocate") != NULL &&
+		       strstr(err.msg, "bytes free") != NULL && access(path, F_OK) != 0,
+	       "open: a size the file system cannot hold fails before reserving any, and leaves "
+	       "no file (%s)",
 	       err.msg);
 	TAP_OK(open_ssd(NULL, SIZE, false, &err) == NULL && err.code == MC_ERR_INVALID,
 	       "open: no path is refused (%s)", err.msg);

@@ -127,7 +127,8 @@ test_round_trip(const struct mc_plan *p, bool json)
 
 	mc_plan_init(&q);
 	rc = mc_plan_write(f, p, json, &err);
-	TAP_OK(rc == 0, "plan %s: a plan of %d victims is written", form, NVICTIMS);
+	TAP_OK(rc == 0, "plan %s: a plan of %d victims is written (%s)", form, NVICTIMS,
+	       rc == 0 ? "" : err.msg);
 	size = ftell(f);
 	rewind(f);
 	rc = mc_plan_read(f, &q, json, &err);
