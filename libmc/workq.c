@@ -30,6 +30,7 @@ struct jobs {
 struct mc_workq {
 	pthread_mutex_t mu;
 	pthread_cond_t more;   /* waiting gained a job, or stopping was set */
+	pthread_cond_t posted; /* a job finished (mc_workq_drain waits on it) */
 	struct jobs waiting;   /* submitted, not started */
 	struct jobs done;      /* finished, completion not run */
 	struct jobs cancelled; /* taken off waiting by mc_workq_free */
@@ -39,6 +40,7 @@ struct mc_workq {
 	int efd;
 	pthread_t *threads;
 	unsigned nthreads; /* started */
+	unsigned running;  /* jobs taken off waiting, not yet done */
 };
 
 static void
@@ -108,10 +110,13 @@ worker(void *arg)
 		if (q->stopping)
 			break;
 		j = jobs_pop(&q->waiting);
+		q->running++;
 		pthread_mutex_unlock(&q->mu);
 		j->work(j->arg);
 		pthread_mutex_lock(&q->mu);
+		q->running--;
 		jobs_push(&q->done, j);
+		pthread_cond_broadcast(&q->posted);
 		wake_owner(q);
 	}
 	pthread_mutex_unlock(&q->mu);
@@ -158,6 +163,7 @@ mc_workq_new(unsigned threads, size_t max_waiting, int nice, struct mc_err *err)
 	}
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->more, NULL);
+	pthread_cond_init(&q->posted, NULL);
 	for (; q->nthreads < threads; q->nthreads++) {
 		rc = pthread_create(&q->threads[q->nthreads], NULL, worker, q);
 		if (rc != 0) {
@@ -238,6 +244,26 @@ mc_workq_complete(struct mc_workq *q)
 }
 
 void
+mc_workq_drain(struct mc_workq *q)
+{
+	bool idle;
+
+	if (q == NULL)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		while (q->done.head == NULL && (q->waiting.head != NULL || q->running > 0))
+			pthread_cond_wait(&q->posted, &q->mu);
+		idle = q->done.head == NULL;
+		pthread_mutex_unlock(&q->mu);
+		if (idle)
+			return;
+		/* A completion may submit again: the loop waits for that job too. */
+		mc_workq_complete(q);
+	}
+}
+
+void
 mc_workq_free(struct mc_workq *q)
 {
 	struct job *j;
@@ -257,6 +283,7 @@ mc_workq_free(struct mc_workq *q)
 	while (q->done.head != NULL)
 		mc_workq_complete(q);
 	pthread_cond_destroy(&q->more);
+	pthread_cond_destroy(&q->posted);
 	pthread_mutex_destroy(&q->mu);
 	close(q->efd);
 	free(q->threads);

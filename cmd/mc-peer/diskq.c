@@ -98,8 +98,14 @@ diskq_free(struct diskq *q)
 {
 	if (!q)
 		return;
+	/*
+	 * A stop finishes the disk work it accepted: a header queued just
+	 * before it is on the disk after it, and each completion sends its
+	 * reply and gives its reference back. The budget bounds the wait.
+	 */
+	for (int l = 0; l < LANES; l++)
+		mc_workq_drain(q->lane[l]);
 	for (int l = 0; l < LANES; l++) {
-		/* Runs every completion left: replies go out, references go back. */
 		mc_workq_free(q->lane[l]);
 		if (q->ev[l])
 			event_free(q->ev[l]);

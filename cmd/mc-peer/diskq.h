@@ -16,8 +16,8 @@
  * written again (pins changed on a committed copy) have one, so that two
  * changes to one copy's header reach the disk in the order they were
  * made. A job holds whatever its copy needs alive (the caller's
- * reference); diskq_free runs every completion left, cancelled ones
- * with an error.
+ * reference); diskq_free runs every job queued to its end, completions
+ * included, so a clean stop loses no header it accepted.
  */
 #ifndef MC_PEER_DISKQ_H
 #define MC_PEER_DISKQ_H
@@ -49,7 +49,7 @@ typedef void (*diskq_done_fn)(void *arg, const struct mc_err *err);
 
 /* A queue whose completions run on base, with stage_max bytes of staging. */
 struct diskq *diskq_new(struct event_base *base, uint64_t stage_max, struct mc_err *err);
-/* Wait for the running jobs, run every completion left; NULL is fine. */
+/* Run every queued job and its completion to the end, then free; NULL is fine. */
 void diskq_free(struct diskq *q);
 
 /*

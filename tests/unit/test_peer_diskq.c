@@ -59,12 +59,14 @@ static int
 keep(void *arg, uint64_t off, const struct medium_meta *meta)
 {
 	struct medium_meta *seen = arg;
-	static char key[64];
+	static char key[64], type[64];
 
 	(void)off;
 	*seen = *meta;
 	snprintf(key, sizeof(key), "%.*s", (int)meta->key_len, meta->key);
 	seen->key = key;
+	snprintf(type, sizeof(type), "%.*s", (int)meta->type_len, meta->type);
+	seen->type = type;
 	return 0;
 }
 
@@ -223,7 +225,7 @@ test_reseal_order_and_free(void)
 	struct medium *m = open_ssd(true, &seen);
 	struct mc_err err;
 	struct diskq *q = diskq_new(base, 4 * LEN, &err);
-	struct result w = { 0 }, r1 = { 0 }, r2 = { 0 }, late = { 0 };
+	struct result w = { 0 }, r1 = { 0 }, r2 = { 0 }, late = { 0 }, last = { 0 };
 	char key[8] = "pinned";
 	uint64_t off, sum = 0;
 	void *buf = diskq_stage(q, LEN);
@@ -243,14 +245,23 @@ test_reseal_order_and_free(void)
 	TAP_OK(r1.calls == 1 && r2.calls == 1 && !r1.failed && !r2.failed,
 	       "reseal: both completions ran");
 	diskq_load(q, m, off, LEN, buf, done, &late);
+	/* queued just before the stop: the stop writes it, as it accepted it */
+	memcpy(key, "pinned", 6);
+	meta.type = "kv";
+	meta.type_len = 2;
+	diskq_reseal(q, m, off, LEN, &meta, done, &last);
 	diskq_free(q);
-	TAP_OK(late.calls == 1, "free: a job still queued has its completion run, once");
+	TAP_OK(late.calls == 1 && !late.failed,
+	       "free: a job still queued runs to its end, its completion once (%s)", late.msg);
+	TAP_OK(last.calls == 1 && !last.failed, "free: a header queued last is written too (%s)",
+	       last.msg);
 	free(buf); /* its budget went with the queue */
 	medium_close(m);
 	memset(&seen, 0, sizeof(seen));
 	m = open_ssd(false, &seen);
-	TAP_OK(seen.hard_pin && strcmp(seen.key, "pinned") == 0,
-	       "reseal: the later header is the one kept, with the names as they were called");
+	TAP_OK(seen.hard_pin && strcmp(seen.key, "pinned") == 0 && seen.type_len == 2 &&
+		       memcmp(seen.type, "kv", 2) == 0,
+	       "reseal: the last header is the one kept, with the names as they were called");
 	medium_close(m);
 }
 

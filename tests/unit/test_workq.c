@@ -2,7 +2,7 @@
  * Unit tests for the worker queue (libmc/workq.c): jobs start in the
  * order submitted, the queue refuses work beyond its bound, freeing it
  * with work pending cancels what waits and still runs every completion
- * once, and completions run on the owner's thread, woken by the eventfd.
+ * once, draining it runs everything submitted to its end, and completions run on the owner's thread, woken by the eventfd.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -223,6 +223,44 @@ test_resubmit(void)
 	       "but not from mc_workq_free: refused, and nothing leaks");
 }
 
+/* A completion that submits one more job, whose completion is counted too. */
+static void
+chain_done(void *arg, bool cancelled)
+{
+	struct mc_err err;
+
+	done(arg, cancelled);
+	if (((struct tjob *)arg)->idx == 3)
+		mc_workq_submit(resubmit_q, work, done, &jobs[4], &err);
+}
+
+static void
+test_drain(void)
+{
+	struct mc_err err;
+	struct mc_workq *q = mc_workq_new(1, 8, 0, &err);
+	bool ran = true;
+
+	reset();
+	resubmit_q = q;
+	for (int i = 0; i < 4; i++)
+		mc_workq_submit(q, work, chain_done, &jobs[i], &err);
+	mc_workq_drain(q);
+	for (int i = 0; i < 5; i++)
+		ran &= jobs[i].done_calls == 1 && !jobs[i].cancelled &&
+		       pthread_equal(jobs[i].done_on, pthread_self());
+	TAP_OK(ran && norder == 5,
+	       "drain: every waiting job runs, none cancelled, each completion once on the owner");
+	TAP_OK(done_order[3] == 3 && done_order[4] == 4,
+	       "drain: a job a completion submitted is run and completed too");
+	TAP_OK(mc_workq_waiting(q) == 0 && mc_workq_complete(q) == 0,
+	       "drain: nothing waits or is left to complete after it");
+	mc_workq_drain(q);
+	TAP_OK(ndone == 5, "drain: an idle queue returns at once");
+	mc_workq_free(q);
+	mc_workq_drain(NULL);
+}
+
 int
 main(void)
 {
@@ -234,6 +272,7 @@ main(void)
 	test_start_order_and_bound();
 	test_free_with_work_pending();
 	test_resubmit();
+	test_drain();
 	mc_workq_free(NULL);
 	return tap_done();
 }

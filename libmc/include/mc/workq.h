@@ -64,6 +64,16 @@ size_t mc_workq_complete(struct mc_workq *q);
 size_t mc_workq_waiting(struct mc_workq *q);
 
 /*
+ * Run everything submitted to its end: wait for the waiting and running
+ * jobs, running each completion on the calling thread as it is posted,
+ * until nothing waits, runs or is left to complete (jobs a completion
+ * submits included). For a clean stop that must finish the work it
+ * accepted (a header write) before mc_workq_free. The owner's thread
+ * only.
+ */
+void mc_workq_drain(struct mc_workq *q);
+
+/*
  * Cancel what waits, wait for the running jobs, run every completion
  * left (the cancelled ones last), join the workers and free. A
  * completion run from here that submits is refused as busy. NULL is
