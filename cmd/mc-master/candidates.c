@@ -1,7 +1,7 @@
 /*
  * Building the candidate view from the store, and the `candidates` call
  * that ships it as a bulk in the stream form of man/mc-candidates.5 (the
- * call is an export job of evict.c: built in slices, encoded off the loop).
+ * call is an export job of eviction's: built in slices, encoded off the loop).
  *
  * The walk visits every object once. Names are interned into the view
  * once per distinct tenant, type, group, peer and tier, and each object
@@ -17,7 +17,6 @@
 #include "mc/clock.h"
 #include "mc/wire.h"
 #include "candidates.h"
-#include "evict.h"
 #include "request.h"
 #include "master.h"
 
@@ -448,3 +447,37 @@ candidates_filter_parse(const struct master *m, const msgpack_object *params, st
 	}
 	return 0;
 }
+
+/*
+ * Eviction's, registered as it starts: the view waits its turn among
+ * the rounds. Every master in a process registers the same function.
+ */
+static candidates_export_fn *export_view;
+
+void
+candidates_on_export(candidates_export_fn *fn)
+{
+	export_view = fn;
+}
+
+/*
+ * candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream:
+ * built in slices and encoded off the loop, as an eviction round's view is.
+ */
+static void
+h_candidates(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	struct cand_filter f = { 0 };
+	struct mc_err err = { 0 };
+	bool none = false;
+
+	if (candidates_filter_parse(m, req->params, &f, &none, &err) < 0 || export_view == NULL ||
+	    export_view(m, req, &f, none, &err) < 0)
+		handler_fail(req, err.code, "%s", err.msg);
+}
+
+const struct mc_method candidates_methods[] = {
+	{ "candidates", h_candidates, MC_METHOD_ADMIN | MC_METHOD_BULK | MC_METHOD_READ_ONLY },
+	{ NULL, NULL, 0 },
+};

@@ -35,17 +35,6 @@ struct master;
 struct evictor;
 struct peer;
 
-enum evict_trigger {
-	TRIG_WATERMARK,
-	TRIG_NO_SPACE,
-	TRIG_QUOTA,
-	TRIG_MANUAL,  /* evict_run */
-	TRIG_PLAN,    /* evict_plan */
-	TRIG_BUDGET,  /* the store at --max-objects */
-	TRIG_STALLED, /* a self-evicting peer's heartbeat: its own eviction cannot cover a tier */
-	TRIG_COUNT
-};
-
 /* Load the policy and quotas named by the configuration; -1 with err. */
 int evict_init(struct master *m, struct mc_err *err);
 void evict_free(struct master *m);

@@ -10,6 +10,7 @@
 #include "mc/log.h"
 #include "mc/young.h"
 #include "auth.h"
+#include "candidates.h"
 #include "evict.h"
 #include "handlers.h"
 #include "lease.h"
@@ -99,8 +100,9 @@ struct mc_registry *
 master_registry(struct mc_metrics *metrics, struct mc_err *err)
 {
 	const struct mc_method *const tables[] = {
-		handler_methods, put_methods,	   lease_methods, softpin_methods, evict_methods,
-		msnap_methods,	 peerlink_methods, recon_methods, commit_methods,  copies_methods,
+		handler_methods, put_methods,	 lease_methods,	     softpin_methods,
+		evict_methods,	 msnap_methods,	 peerlink_methods,   recon_methods,
+		commit_methods,	 copies_methods, candidates_methods,
 	};
 	struct mc_registry *r = mc_registry_new(metrics, err);
 
