@@ -1,6 +1,6 @@
 /*
  * mc-master: the metadata daemon. Options, start-up and the event loop;
- * the work is in store.c, peers.c, placement.c, ops.c and handlers.c.
+ * the work is in store.c, peers.c, placement.c, ops.c, read.c and objects.c.
  */
 #include <fcntl.h>
 #include <malloc.h>
@@ -16,7 +16,6 @@
 #include "mc/opt.h"
 #include "mc/parse.h"
 #include "evict.h"
-#include "handlers.h"
 #include "lease.h"
 #include "msnap.h"
 #include "peerlink.h"

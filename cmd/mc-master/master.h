@@ -15,20 +15,28 @@
  *   request.c                       every handler's helpers; store.c
  *   auth.c                          roles from the auth file; request.c, store.c
  *   lease.c, softpin.c              read leases, soft pins; request.c, store.c
- *   rank.c                          evict_candidates' walk, local reads; softpin.c,
- *                                   mmetrics.c, store.c
+ *   rank.c                          evict_candidates and its walk, local reads;
+ *                                   auth.c, softpin.c, mmetrics.c, store.c
  *   ops.c                           replica and object changes; lease.c, softpin.c,
  *                                   peers.c, store.c
  *   placement.c                     a pure choice of peers; peers.c
- *   candidates.c                    the candidate view; softpin.c, peers.c, store.c
+ *   candidates.c                    the candidate view and its call; softpin.c,
+ *                                   peers.c, store.c
  *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c
- *   evict.c                         rounds and the candidates call; candidates.c,
- *                                   ops.c, extplan.c, offloop.c, and the above
+ *   evict_jobs.c                    eviction's rounds and their metrics; candidates.c,
+ *                                   offloop.c, store.c
+ *   evict_exec.c                    running the rounds; evict_jobs.c, candidates.c,
+ *                                   ops.c, extplan.c, offloop.c
+ *   evict.c                         what starts the rounds; evict_exec.c,
+ *                                   evict_jobs.c, and the above
  *   put.c, commit.c                 writes; evict.c (it starts rounds), placement.c,
  *                                   ops.c, and the above
- *   copies.c                        peers' own moves and drops of copies; evict.c,
+ *   moves.c                         peers' own moves and drops of copies; evict.c,
  *                                   ops.c, request.c
- *   peerlink.c, msnap.c, handlers.c the peers' calls, snapshots, the object calls
+ *   msnap_write.c, msnap_load.c     writing snapshots, loading them; store.c, ops.c
+ *   read.c                          the read-side object calls; request.c, store.c
+ *   peerlink.c, msnap.c, objects.c  the peers' calls, snapshots' calls, the other
+ *                                   object calls; read.c, and the above
  *   start.c                         defaults, start-up, the method registry; everyone
  *   main.c                          options, the listener, stop; start.c
  * Each module serves its own methods (a table in its header) and
@@ -47,7 +55,7 @@
 #include "mc/proto.h"
 #include "mc/transport.h"
 #include "commit.h"
-#include "copies.h"
+#include "moves.h"
 #include "grants.h"
 #include "lease.h"
 #include "mmetrics.h"
@@ -149,7 +157,7 @@ struct master {
 	struct leases leases;
 	struct put_waits put_waits;
 	struct commits commits;
-	struct copies copies;
+	struct moves moves;
 	struct mgrants grants;
 	struct evictor *ev;
 	struct state *state; /* the door every state change goes through (state.h) */

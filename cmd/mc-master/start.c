@@ -12,12 +12,14 @@
 #include "auth.h"
 #include "candidates.h"
 #include "evict.h"
-#include "handlers.h"
+#include "objects.h"
 #include "lease.h"
 #include "msnap.h"
 #include "ops.h"
 #include "peerlink.h"
 #include "put.h"
+#include "rank.h"
+#include "read.h"
 #include "reconcile.h"
 #include "softpin.h"
 #include "start.h"
@@ -88,7 +90,7 @@ master_start(struct master *m, uint32_t max_tenants, uint32_t max_types)
 		return MC_EXIT_SOFTWARE;
 	}
 	commit_init(m);
-	copies_init(m);
+	moves_init(m);
 	if (msnap_init(m, &err) != 0) {
 		mc_complain("cannot start snapshots: %s", err.msg);
 		return MC_EXIT_SOFTWARE;
@@ -100,9 +102,10 @@ struct mc_registry *
 master_registry(struct mc_metrics *metrics, struct mc_err *err)
 {
 	const struct mc_method *const tables[] = {
-		handler_methods, put_methods,	 lease_methods,	     softpin_methods,
-		evict_methods,	 msnap_methods,	 peerlink_methods,   recon_methods,
-		commit_methods,	 copies_methods, candidates_methods,
+		read_methods,	    object_methods,  rank_methods,   put_methods,
+		lease_methods,	    softpin_methods, evict_methods,  msnap_methods,
+		peerlink_methods,   recon_methods,   commit_methods, moves_methods,
+		candidates_methods,
 	};
 	struct mc_registry *r = mc_registry_new(metrics, err);
 

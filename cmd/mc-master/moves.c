@@ -1,11 +1,11 @@
 /*
- * A peer's own moves and drops of its copies (copies.h).
+ * A peer's own moves and drops of its copies (moves.h).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "mc/wire.h"
-#include "copies.h"
+#include "moves.h"
 #include "evict.h"
 #include "master.h"
 #include "ops.h"
@@ -99,7 +99,7 @@ h_copy_moved(struct mc_req *req)
 			r = c;
 	}
 	if (r == NULL || size != n.o->size) {
-		m->copies.stale_moved++;
+		m->moves.stale_moved++;
 		mc_reply_ok_empty(req);
 		return;
 	}
@@ -112,7 +112,7 @@ h_copy_moved(struct mc_req *req)
 	ops_rep_charge(m, n.o, r);
 	/* it leaves from's recency list for to's */
 	recency_sync(&m->store.rank, n.o);
-	m->copies.moved[from][to]++;
+	m->moves.moved[from][to]++;
 	/* The tier it reached may be over its own high watermark now. */
 	evict_tier_check(m, (uint32_t)n.peer, to);
 	evict_moves_landed(m);
@@ -162,11 +162,11 @@ h_copy_dropped(struct mc_req *req)
 		hit = true;
 	}
 	if (!hit) {
-		m->copies.stale_dropped++;
+		m->moves.stale_dropped++;
 		mc_reply_ok_empty(req);
 		return;
 	}
-	m->copies.dropped[tier][reason]++;
+	m->moves.dropped[tier][reason]++;
 	recency_sync(&m->store.rank, n.o);
 	ops_settle(m, n.o, NULL);
 	evict_moves_landed(m);
@@ -177,9 +177,9 @@ fail:
 }
 
 static void
-copies_collect(struct mc_metrics *r, void *arg)
+moves_collect(struct mc_metrics *r, void *arg)
 {
-	const struct copies *c = &((struct master *)arg)->copies;
+	const struct moves *c = &((struct master *)arg)->moves;
 	static const char notices[] = "Copy notices from peers about no replica the master has.";
 	char label[64];
 	struct mc_metric *s;
@@ -214,13 +214,13 @@ copies_collect(struct mc_metrics *r, void *arg)
 }
 
 void
-copies_init(struct master *m)
+moves_init(struct master *m)
 {
-	memset(&m->copies, 0, sizeof(m->copies));
-	mc_metrics_on_collect(m->mx.reg, copies_collect, m);
+	memset(&m->moves, 0, sizeof(m->moves));
+	mc_metrics_on_collect(m->mx.reg, moves_collect, m);
 }
 
-const struct mc_method copies_methods[] = {
+const struct mc_method moves_methods[] = {
 	{ "copy_moved", h_copy_moved, MC_METHOD_PEER },
 	{ "copy_dropped", h_copy_dropped, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },

@@ -1,0 +1,14 @@
+/*
+ * The object calls but the reads (read.h): hello, exist and its batch,
+ * remove, batch_remove, remove_prefix, list, stat, stats, peers,
+ * clock_set.
+ */
+#ifndef MASTER_OBJECTS_H
+#define MASTER_OBJECTS_H
+
+#include "mc/conn.h"
+
+/* The methods this module serves (registered by start.c). */
+extern const struct mc_method object_methods[];
+
+#endif
