@@ -96,4 +96,8 @@ void candidates_on_export(candidates_export_fn *fn);
 /* The methods this module serves: candidates. */
 extern const struct mc_method candidates_methods[];
 
+/* The candidates call as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module candidates_module;
+
 #endif

@@ -44,4 +44,8 @@ void commit_end(struct master *m, struct mc_req *req, struct mobj *o,
 /* write_ack (registered by main.c). */
 extern const struct mc_method commit_methods[];
 
+/* Commits as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module commit_module;
+
 #endif

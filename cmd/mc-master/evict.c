@@ -33,6 +33,8 @@
 #include "master.h"
 #include "offloop.h"
 #include "ops.h"
+#include "peers.h"
+#include "store.h"
 
 struct quota {
 	char *tenant;
@@ -153,7 +155,7 @@ static uint64_t
 quota_of(struct master *m, uint32_t t)
 {
 	struct evictor *e = evictor_of(m);
-	struct store *s = &m->store;
+	struct store *s = m->store;
 
 	if (e->nquotas == 0 || t >= s->ntenants)
 		return 0;
@@ -207,9 +209,9 @@ install_config(struct master *m, struct policy_ref *pol, struct quota *q, size_t
 	free(e->quota_of);
 	e->quota_of = NULL;
 	e->nquota_of = 0;
-	for (uint32_t t = 0; t < m->store.ntenants; t++)
-		m->store.tenants[t].quota = 0;
-	for (uint32_t t = 0; t < m->store.ntenants; t++)
+	for (uint32_t t = 0; t < m->store->ntenants; t++)
+		m->store->tenants[t].quota = 0;
+	for (uint32_t t = 0; t < m->store->ntenants; t++)
 		quota_of(m, t);
 }
 
@@ -241,7 +243,7 @@ superseded(struct master *m, uint32_t peer, int tier)
 	size_t cur = 0;
 	uint64_t sum = 0;
 
-	while ((p = mc_htab_next(&m->store.pending, &cur)) != NULL) {
+	while ((p = mc_htab_next(&m->store->pending, &cur)) != NULL) {
 		const struct mobj *o = p->o;
 		const struct mrep *v = obj_creps(o);
 
@@ -260,7 +262,7 @@ superseded(struct master *m, uint32_t peer, int tier)
 static bool
 tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *low, uint64_t *cap)
 {
-	const struct peer *p = peers_find(&m->peers, peer);
+	const struct peer *p = peers_find(m->peers, peer);
 	const struct peer_tier *pt;
 	uint64_t going;
 
@@ -298,14 +300,14 @@ static bool
 store_target(struct master *m, struct job *j)
 {
 	struct mc_round *rd = &j->round;
-	uint64_t count = m->store.objects.count, want = mc_add_sat(count, j->waiting);
+	uint64_t count = m->store->objects.count, want = mc_add_sat(count, j->waiting);
 	uint64_t low = (uint64_t)((double)m->cfg.max_objects * m->cfg.evict_low), mean;
 
 	if (m->cfg.max_objects == 0 || count == 0 || want <= low)
 		return false;
-	mean = m->store.bytes / count > 0 ? m->store.bytes / count : 1;
+	mean = m->store->bytes / count > 0 ? m->store->bytes / count : 1;
 	snprintf(rd->scope, sizeof(rd->scope), "store of %llu objects", (unsigned long long)count);
-	rd->usage_at_start = m->store.bytes;
+	rd->usage_at_start = m->store->bytes;
 	rd->low = low * mean;
 	rd->waiting = j->waiting * mean;
 	rd->target = round_cap(m, (want - low) * mean);
@@ -338,12 +340,12 @@ scope_target(struct master *m, struct job *j)
 	} else {
 		uint64_t quota = quota_of(m, j->filter.tenant);
 
-		if (quota == 0 || j->filter.tenant >= m->store.ntenants)
+		if (quota == 0 || j->filter.tenant >= m->store->ntenants)
 			return false;
-		used = m->store.tenants[j->filter.tenant].bytes;
+		used = m->store->tenants[j->filter.tenant].bytes;
 		low = (uint64_t)((double)quota * m->cfg.evict_low);
 		snprintf(rd->scope, sizeof(rd->scope), "tenant %.50s",
-			 m->store.tenants[j->filter.tenant].name);
+			 m->store->tenants[j->filter.tenant].name);
 	}
 	rd->usage_at_start = used;
 	rd->low = low;
@@ -366,13 +368,13 @@ manual_round(struct master *m, struct job *j)
 	struct mc_round *rd = &j->round;
 	uint64_t used = 0;
 
-	if (f->by_tenant && f->tenant < m->store.ntenants) {
-		used = m->store.tenants[f->tenant].bytes;
+	if (f->by_tenant && f->tenant < m->store->ntenants) {
+		used = m->store->tenants[f->tenant].bytes;
 		snprintf(rd->scope, sizeof(rd->scope), "tenant %.50s",
-			 m->store.tenants[f->tenant].name);
+			 m->store->tenants[f->tenant].name);
 	} else {
-		for (uint32_t i = 0; i < m->peers.n; i++) {
-			const struct peer *p = m->peers.v[i];
+		for (uint32_t i = 0; i < m->peers->n; i++) {
+			const struct peer *p = m->peers->v[i];
 
 			if (f->by_peer && p->id != f->peer)
 				continue;
@@ -480,7 +482,7 @@ evict_stalled(struct master *m, struct peer *p, uint8_t tiers)
 void
 evict_tier_check(struct master *m, uint32_t peer, int tier)
 {
-	struct peer *p = peers_find(&m->peers, peer);
+	struct peer *p = peers_find(m->peers, peer);
 
 	if (p != NULL && tier >= 0 && tier < MC_TIER_COUNT)
 		check_tier(m, p, tier);
@@ -499,10 +501,10 @@ void
 evict_check_watermarks(struct master *m)
 {
 	if (m->cfg.max_objects > 0 &&
-	    (double)m->store.objects.count > (double)m->cfg.max_objects * m->cfg.evict_high)
+	    (double)m->store->objects.count > (double)m->cfg.max_objects * m->cfg.evict_high)
 		store_round(m, TRIG_BUDGET, 0);
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		struct peer *p = m->peers->v[i];
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
@@ -524,7 +526,7 @@ struct no_space_cand {
 static uint64_t
 peer_tier_used(struct master *m, uint32_t peer, int tier)
 {
-	const struct peer *p = peers_find(&m->peers, peer);
+	const struct peer *p = peers_find(m->peers, peer);
 
 	return p != NULL ? p->tiers[tier].used : 0;
 }
@@ -539,7 +541,7 @@ peer_tier_used(struct master *m, uint32_t peer, int tier)
 static void
 ask_room(struct master *m, uint32_t peer, int tier, uint64_t bytes, uint64_t used)
 {
-	const struct peer *p = peers_find(&m->peers, peer);
+	const struct peer *p = peers_find(m->peers, peer);
 	struct mc_conn *c = p != NULL ? peer_link(p) : NULL;
 	msgpack_packer *pk;
 
@@ -563,8 +565,8 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 	bool moves = false;
 
 	*helps = false;
-	for (uint32_t i = 0; i < m->peers.n && n < PEERS_MAX; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n && n < PEERS_MAX; i++) {
+		const struct peer *p = m->peers->v[i];
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
@@ -605,7 +607,7 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 			/* Demotions under way make the room: no round, wait for them to land. */
 			moves = true;
 		} else if (c[taken].room < c[taken].need &&
-			   peer_self_evicts(peers_find(&m->peers, c[taken].peer), c[taken].tier)) {
+			   peer_self_evicts(peers_find(m->peers, c[taken].peer), c[taken].tier)) {
 			/*
 			 * The peer makes the room itself: no round, wait for its
 			 * copy_dropped / copy_moved notices (or a heartbeat) to free it.
@@ -637,7 +639,7 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 		  struct mc_err *err)
 {
 	uint64_t quota = quota_of(m, tenant);
-	const struct tenant *t = &m->store.tenants[tenant];
+	const struct tenant *t = &m->store->tenants[tenant];
 	struct cand_filter f = { .by_tenant = true, .tenant = tenant };
 
 	if (quota == 0 || add == 0 || t->bytes + add <= quota)
@@ -660,7 +662,7 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 int
 evict_objects_check(struct master *m, uint64_t *round, bool *helps, struct mc_err *err)
 {
-	uint64_t count = m->store.objects.count;
+	uint64_t count = m->store->objects.count;
 
 	if (m->cfg.max_objects == 0 || count < m->cfg.max_objects)
 		return 0;
@@ -707,8 +709,8 @@ evict_moves_landed(struct master *m)
 static void
 note_occupancy(struct master *m)
 {
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		struct peer *p = m->peers->v[i];
 
 		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			struct peer_tier *pt = &p->tiers[t];
@@ -933,7 +935,6 @@ evict_init(struct master *m, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot set up eviction events");
 	if (evict_metrics_init(m) != 0)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction metrics");
-	mc_metrics_on_collect(m->mx.reg, evict_collect, m);
 	return 0;
 }
 
@@ -977,4 +978,25 @@ const struct mc_method evict_methods[] = {
 	{ "evict_plan", h_evict_plan, MC_METHOD_ADMIN | MC_METHOD_BULK },
 	{ "evict_run", h_evict_run, MC_METHOD_ADMIN | MC_METHOD_BULK },
 	{ NULL, NULL, 0 },
+};
+
+static int
+evict_hup(struct master *m, struct mc_err *err)
+{
+	char why[MC_ERR_MSG_MAX];
+
+	if (evict_reload(m, err) == 0)
+		return 0;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return mc_err_set(err, err->code, "kept the old eviction policy and quotas: %s", why);
+}
+
+const struct master_module evict_module = {
+	.name = "eviction",
+	.init = evict_init,
+	.free = evict_free,
+	.sweep = evict_check_watermarks,
+	.reload = evict_hup,
+	.methods = evict_methods,
+	.collect = evict_collect,
 };

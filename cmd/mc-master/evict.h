@@ -30,6 +30,7 @@
 #include "mc/conn.h"
 #include "mc/err.h"
 #include "mc/metrics.h"
+#include "store.h"
 
 struct master;
 struct evictor;
@@ -111,5 +112,9 @@ void evict_moves_landed(struct master *m);
 
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method evict_methods[];
+
+/* Eviction as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module evict_module;
 
 #endif

@@ -23,6 +23,9 @@
 #include "master.h"
 #include "offloop.h"
 #include "ops.h"
+#include "peers.h"
+#include "softpin.h"
+#include "store.h"
 
 static void job_next(struct master *m);
 
@@ -291,7 +294,7 @@ any_eq(const void *entry, const void *key)
 static int64_t
 resolve_tenant(struct master *m, const char *name)
 {
-	return store_tenant_find(&m->store, name, strlen(name));
+	return store_tenant_find(m->store, name, strlen(name));
 }
 
 /* A peer as views name it: its address, or "peer-ID". */
@@ -304,10 +307,10 @@ resolve_peer(struct master *m, const char *name)
 	if (strncmp(name, "peer-", 5) == 0) {
 		unsigned long id = strtoul(name + 5, &end, 10);
 
-		if (*end == '\0' && end != name + 5 && (p = peers_find(&m->peers, id)) != NULL)
+		if (*end == '\0' && end != name + 5 && (p = peers_find(m->peers, id)) != NULL)
 			return p->id;
 	}
-	p = peers_find_addr(&m->peers, name);
+	p = peers_find_addr(m->peers, name);
 	return p != NULL ? (int64_t)p->id : -1;
 }
 
@@ -427,7 +430,7 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	if (tenant < 0 || peer < 0 || tier < 0)
 		return -1;
 	id = copy_identity((uint32_t)tenant, key, c->key_len, (uint32_t)peer, tier);
-	o = store_find(&m->store, store_key_hash((uint32_t)tenant, key, c->key_len),
+	o = store_find(m->store, store_key_hash((uint32_t)tenant, key, c->key_len),
 		       (uint32_t)tenant, key, c->key_len);
 	if (o == NULL) {
 		if (mc_htab_find(&j->done, id, any_eq, NULL) != NULL)
@@ -464,7 +467,7 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 		return -1;
 	}
 	if (o->group != NO_GROUP) {
-		struct group *g = store_group_get(&m->store, o->group);
+		struct group *g = store_group_get(m->store, o->group);
 
 		if (g != NULL) {
 			int why = group_blocks(m, s, g, now);

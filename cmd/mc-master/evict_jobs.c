@@ -14,6 +14,8 @@
 #include "evict_jobs.h"
 #include "master.h"
 #include "offloop.h"
+#include "peers.h"
+#include "mmetrics.h"
 
 const char *const evict_trigger_names[TRIG_COUNT] = {
 	[TRIG_WATERMARK] = "watermark", [TRIG_NO_SPACE] = "no_space", [TRIG_QUOTA] = "quota",
@@ -196,7 +198,7 @@ int
 evict_metrics_init(struct master *m)
 {
 	struct evictor *e = evictor_of(m);
-	struct mc_metrics *r = m->mx.reg;
+	struct mc_metrics *r = m->mx->reg;
 	char label[64];
 
 	for (int t = 0; t < TRIG_COUNT; t++) {
@@ -276,14 +278,14 @@ evict_collect(struct mc_metrics *r, void *arg)
 				    NULL),
 		      (double)(e->queued + (e->running != NULL)));
 	unsigned self_evicting = 0;
-	for (uint32_t i = 0; i < m->peers.n; i++)
-		self_evicting += m->peers.v[i]->self_evict != 0;
+	for (uint32_t i = 0; i < m->peers->n; i++)
+		self_evicting += m->peers->v[i]->self_evict != 0;
 	mc_metric_set(mc_metric_get(r, "mc_peers_self_evicting", MC_GAUGE,
 				    "Registered peers that evict at least one tier themselves.",
 				    NULL, NULL),
 		      (double)self_evicting);
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 
 		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			const struct peer_tier *pt = &p->tiers[t];

@@ -24,6 +24,7 @@
 #include "candidates.h"
 #include "master.h"
 #include "offloop.h"
+#include "store.h"
 
 enum evict_trigger {
 	TRIG_WATERMARK,

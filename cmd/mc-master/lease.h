@@ -68,4 +68,8 @@ void lease_forget(struct master *m, struct mobj *o);
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method lease_methods[];
 
+/* Read leases as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module lease_module;
+
 #endif

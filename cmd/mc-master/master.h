@@ -51,21 +51,25 @@
 
 #include "mc/authfile.h"
 #include "mc/conn.h"
+#include "mc/err.h"
 #include "mc/metrics.h"
 #include "mc/proto.h"
 #include "mc/transport.h"
-#include "commit.h"
-#include "moves.h"
-#include "grants.h"
-#include "lease.h"
-#include "mmetrics.h"
-#include "msnap.h"
-#include "peers.h"
-#include "put.h"
-#include "reconcile.h"
-#include "softpin.h"
-#include "store.h"
-#include "tasks.h"
+
+/* Each module's state, behind its own header. */
+struct commits;
+struct evictor;
+struct leases;
+struct mgrants;
+struct mmetrics;
+struct moves;
+struct msnap;
+struct peers;
+struct put_waits;
+struct recon;
+struct softpin;
+struct state;
+struct store;
 
 struct master_cfg {
 	const char *listen;
@@ -104,6 +108,7 @@ struct master_cfg {
 	int evict_slice;	      /* victims per slice of execution */
 	uint64_t max_evict_bytes;     /* an automatic round's target at most; 0: no cap */
 	uint64_t young;		      /* ms: --young (mc/young.h) */
+	uint32_t max_tenants, max_types; /* the store's (master_start's arguments) */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
@@ -145,20 +150,21 @@ struct master {
 	struct master_cfg cfg;
 	struct event_base *base;
 	struct mc_server *server;
-	struct mc_registry *methods; /* every module's table (main.c) */
+	struct mc_registry *methods; /* every module's table (start.c) */
 	struct mc_http *http;
 	struct event *sweep_ev;
-	struct store store;
-	struct peers peers;
-	struct mmetrics mx;
-	struct msnap snap;
-	struct recon recon;
-	struct softpin sp;
-	struct leases leases;
-	struct put_waits put_waits;
-	struct commits commits;
-	struct moves moves;
-	struct mgrants grants;
+	/* every module's state, in one block master_alloc makes (start.c) */
+	struct store *store;
+	struct peers *peers;
+	struct mmetrics *mx;
+	struct msnap *snap;
+	struct recon *recon;
+	struct softpin *sp;
+	struct leases *leases;
+	struct put_waits *put_waits;
+	struct commits *commits;
+	struct moves *moves;
+	struct mgrants *grants;
 	struct evictor *ev;
 	struct state *state; /* the door every state change goes through (state.h) */
 	char master_id[64];
@@ -166,9 +172,31 @@ struct master {
 	struct mc_authfile auth;
 	bool auth_on;		/* --auth-file given */
 	struct client *clients; /* the connections that said something needing a record */
-	/* connections counted per tenant, and hellos refused over --max-conns-per-tenant */
-	uint32_t tenant_conns[TENANTS_MAX];
+	/* connections counted per tenant (TENANTS_MAX of them), and hellos refused over --max-conns-per-tenant */
+	uint32_t *tenant_conns;
 	uint64_t refused_per_tenant;
+	void *parts;	/* the block of module state (master_alloc) */
+	size_t started; /* modules started, in start.c's order */
+};
+
+/*
+ * A module as start.c sees it: each exports one (NULL where it has no
+ * such hook), and start.c runs them in the order of its one array:
+ * init in that order, free in the reverse, sweep and reload in order.
+ */
+struct master_module {
+	const char *name; /* for "cannot start NAME: ..." */
+	/* 0, or -1 with err (MC_ERR_INVALID: its configuration is bad) */
+	int (*init)(struct master *m, struct mc_err *err);
+	void (*free)(struct master *m);
+	/* from the sweep timer, every SWEEP_MS */
+	void (*sweep)(struct master *m);
+	/* SIGHUP: read its files again; -1 with err, the old ones kept */
+	int (*reload)(struct master *m, struct mc_err *err);
+	/* the methods it serves (NULL-terminated), for the registry */
+	const struct mc_method *methods;
+	/* its metrics' collector (with m as argument), registered once it started */
+	void (*collect)(struct mc_metrics *r, void *arg);
 };
 
 #endif

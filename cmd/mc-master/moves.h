@@ -33,4 +33,8 @@ void moves_init(struct master *m);
 /* copy_moved, copy_dropped (registered by start.c). */
 extern const struct mc_method moves_methods[];
 
+/* Peers' own moves as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module moves_module;
+
 #endif

@@ -21,6 +21,8 @@
 #include "state.h"
 #include "msnap_load.h"
 #include "msnap_write.h"
+#include "reconcile.h"
+#include "store.h"
 
 /* A snapshot_restore whose bulk is arriving. */
 struct restore_job {
@@ -37,7 +39,7 @@ static void
 h_snapshot_save(struct mc_req *req)
 {
 	struct master *m = req->ctx;
-	struct msnap *sn = &m->snap;
+	struct msnap *sn = m->snap;
 	struct mc_err err;
 	struct mc_req *d;
 	bool stream = false, stream_only = false, need_dir;
@@ -104,7 +106,7 @@ restore_done(struct mc_req *req, bool ok, void *arg)
 	struct restore_out out;
 	struct mc_err err;
 
-	m->snap.restoring = false;
+	m->snap->restoring = false;
 	if (!ok) {
 		restore_job_free(j);
 		/* The connection is gone: this only frees the request. */
@@ -113,11 +115,11 @@ restore_done(struct mc_req *req, bool ok, void *arg)
 	}
 	munmap(j->map, j->len);
 	j->map = NULL;
-	if (!j->force && m->store.objects.count > 0) {
+	if (!j->force && m->store->objects.count > 0) {
 		restore_job_free(j);
 		handler_fail(req, MC_ERR_EXISTS,
 			     "the master holds %zu objects; use force to replace them",
-			     m->store.objects.count);
+			     m->store->objects.count);
 		return;
 	}
 	if (lseek(j->fd, 0, SEEK_SET) != 0 || msnap_load_fd(m, j->fd, &out, &err) != 0) {
@@ -162,20 +164,20 @@ h_snapshot_restore(struct mc_req *req)
 	 * connection stays usable.
 	 */
 	if (len > m->cfg.max_restore_bytes) {
-		mc_metric_inc(m->snap.m_restore_too_large);
+		mc_metric_inc(m->snap->m_restore_too_large);
 		handler_fail(req, MC_ERR_TOO_LARGE,
 			     "snapshot of %llu bytes over --max-restore-bytes (%llu)",
 			     (unsigned long long)len, (unsigned long long)m->cfg.max_restore_bytes);
 		return;
 	}
-	if (m->snap.restoring) {
+	if (m->snap->restoring) {
 		handler_fail(req, MC_ERR_BUSY, "a restore is in progress");
 		return;
 	}
-	if (!force && m->store.objects.count > 0) {
+	if (!force && m->store->objects.count > 0) {
 		handler_fail(req, MC_ERR_EXISTS,
 			     "the master holds %zu objects; use force to replace them",
-			     m->store.objects.count);
+			     m->store->objects.count);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
@@ -202,7 +204,7 @@ h_snapshot_restore(struct mc_req *req)
 		handler_fail(d, MC_ERR_INTERNAL, "cannot receive the snapshot");
 		return;
 	}
-	m->snap.restoring = true;
+	m->snap->restoring = true;
 	return;
 sys:
 	mc_err_errno(&err, "cannot make room for the snapshot");
@@ -219,7 +221,7 @@ static void
 h_snapshot_status(struct mc_req *req)
 {
 	struct master *m = req->ctx;
-	const struct msnap *sn = &m->snap;
+	const struct msnap *sn = m->snap;
 
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 7);
@@ -239,7 +241,7 @@ h_snapshot_status(struct mc_req *req)
 	} else {
 		msgpack_pack_nil(pk);
 	}
-	mc_pack_kv_u64(pk, "reconcile_deadline", m->recon.deadline);
+	mc_pack_kv_u64(pk, "reconcile_deadline", m->recon->deadline);
 	mc_reply_end(req);
 }
 
@@ -248,4 +250,12 @@ const struct mc_method msnap_methods[] = {
 	{ "snapshot_restore", h_snapshot_restore, MC_METHOD_ADMIN | MC_METHOD_BULK },
 	{ "snapshot_status", h_snapshot_status, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
 	{ NULL, NULL, 0 },
+};
+
+const struct master_module msnap_module = {
+	.name = "snapshots",
+	.init = msnap_init,
+	.free = msnap_free,
+	.sweep = msnap_poll,
+	.methods = msnap_methods,
 };

@@ -74,4 +74,8 @@ int msnap_restore_startup(struct master *m);
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method msnap_methods[];
 
+/* Snapshots as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module msnap_module;
+
 #endif

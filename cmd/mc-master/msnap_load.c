@@ -20,6 +20,12 @@
 #include "ops.h"
 #include "state.h"
 #include "msnap_load.h"
+#include "lease.h"
+#include "peers.h"
+#include "reconcile.h"
+#include "softpin.h"
+#include "store.h"
+#include "recency.h"
 
 /* Table slots pre-sized from a file's header at most (it is not trusted). */
 #define RESERVE_MAX (1u << 21)
@@ -164,7 +170,7 @@ load_tenant(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 static bool
 id_taken(const struct loader *L, uint32_t id)
 {
-	if (peers_find(&L->m->peers, id) != NULL)
+	if (peers_find(L->m->peers, id) != NULL)
 		return true;
 	for (uint32_t i = 0; i < L->nmap; i++)
 		if (L->map[i].id == id)
@@ -205,7 +211,7 @@ load_peer(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	}
 	struct peer_map *pm = &L->map[L->nmap];
 	pm->file_id = (uint32_t)id;
-	live = peers_find_addr(&L->m->peers, g.addr);
+	live = peers_find_addr(L->m->peers, g.addr);
 	if (live != NULL) {
 		/* Restoring into a running master: that peer is here already. */
 		pm->id = live->id;
@@ -552,12 +558,12 @@ recount_usage(struct master *m)
 	size_t cur = 0;
 	struct mobj *o;
 
-	if (m->peers.n == 0)
+	if (m->peers->n == 0)
 		return;
-	for (uint32_t i = 0; i < m->peers.n; i++)
+	for (uint32_t i = 0; i < m->peers->n; i++)
 		for (int t = 0; t < MC_TIER_COUNT; t++)
-			m->peers.v[i]->tiers[t].used = m->peers.v[i]->tiers[t].moving = 0;
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+			m->peers->v[i]->tiers[t].used = m->peers->v[i]->tiers[t].moving = 0;
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		const struct mrep *v = obj_creps(o);
 		for (unsigned i = 0; i < o->nrep; i++)
 			ops_rep_charge(m, o, &v[i]);
@@ -575,12 +581,12 @@ install(struct master *m, struct loader *L)
 
 	if (vseq < L->max_version)
 		vseq = L->max_version;
-	if (vseq < m->store.version_seq)
-		vseq = m->store.version_seq;
+	if (vseq < m->store->version_seq)
+		vseq = m->store->version_seq;
 	if (rseq < L->max_replica)
 		rseq = L->max_replica;
-	if (rseq < m->store.replica_seq)
-		rseq = m->store.replica_seq;
+	if (rseq < m->store->replica_seq)
+		rseq = m->store->replica_seq;
 	/*
 	 * Accesses are numbered after every restored one (a file whose
 	 * counter lags its objects is repaired), and never below what this
@@ -588,34 +594,34 @@ install(struct master *m, struct loader *L)
 	 */
 	if (aseq < L->max_access_seq)
 		aseq = L->max_access_seq;
-	if (aseq < m->store.access_seq)
-		aseq = m->store.access_seq;
+	if (aseq < m->store->access_seq)
+		aseq = m->store->access_seq;
 	/* Tasks name tenants by id in the old store: send them first. */
-	peers_flush(&m->peers);
-	peers_retire_tasks(&m->peers);
+	peers_flush(m->peers);
+	peers_retire_tasks(m->peers);
 	/* Leases point at objects of the store about to go; readers fall back on their TTL. */
-	leases_clear(&m->leases);
+	leases_clear(m->leases);
 	/* the caps are the running master's options, not the snapshot's */
-	L->s.max_tenants = m->store.max_tenants;
-	L->s.max_types_per_tenant = m->store.max_types_per_tenant;
-	store_free(&m->store);
-	m->store = L->s;
+	L->s.max_tenants = m->store->max_tenants;
+	L->s.max_types_per_tenant = m->store->max_types_per_tenant;
+	store_free(m->store);
+	*m->store = L->s;
 	ops_hook_store(m);
 	/* those who follow the state hear the old store go and the new one come */
 	state_restored(m);
 	/* the loader placed copies without the index: build its lists in access order */
-	if (recency_rebuild(&m->store.rank, &m->store.objects) != 0)
+	if (recency_rebuild(&m->store->rank, &m->store->objects) != 0)
 		mc_warn("restore: out of memory building the recency index; some copies are "
 			"never offered as eviction candidates");
-	m->store.version_seq = vseq;
-	m->store.replica_seq = rseq > UINT32_MAX ? UINT32_MAX : (uint32_t)rseq;
-	m->store.access_seq = aseq;
+	m->store->version_seq = vseq;
+	m->store->replica_seq = rseq > UINT32_MAX ? UINT32_MAX : (uint32_t)rseq;
+	m->store->access_seq = aseq;
 	/* New registrations must never reuse the id of a snapshot peer. */
 	for (uint32_t i = 0; i < L->nghost; i++)
 		if (L->ghosts[i].id >= next_peer)
 			next_peer = (uint64_t)L->ghosts[i].id + 1;
-	if (next_peer > m->peers.next_id && next_peer <= UINT32_MAX)
-		m->peers.next_id = (uint32_t)next_peer;
+	if (next_peer > m->peers->next_id && next_peer <= UINT32_MAX)
+		m->peers->next_id = (uint32_t)next_peer;
 	recount_usage(m);
 	/*
 	 * The index named objects of the store just freed: derive it anew
@@ -646,15 +652,15 @@ msnap_load_fd(struct master *m, int fd, struct restore_out *out, struct mc_err *
 	memset(out, 0, sizeof(*out));
 	L.m = m;
 	L.now = mc_now_ms();
-	L.next_fresh = m->peers.next_id;
+	L.next_fresh = m->peers->next_id;
 	if (store_init(&L.s, err) != 0)
 		return -1;
 	/* a file holds no more tenants and types than puts could have made */
-	L.s.max_tenants = m->store.max_tenants;
-	L.s.max_types_per_tenant = m->store.max_types_per_tenant;
+	L.s.max_tenants = m->store->max_tenants;
+	L.s.max_types_per_tenant = m->store->max_types_per_tenant;
 	/* Connections hold tenant ids: keep each one naming the same tenant. */
-	for (uint32_t i = 0; i < m->store.ntenants; i++) {
-		const char *name = m->store.tenants[i].name;
+	for (uint32_t i = 0; i < m->store->ntenants; i++) {
+		const char *name = m->store->tenants[i].name;
 		if (store_tenant_intern(&L.s, name, strlen(name), err) < 0)
 			goto fail;
 	}
@@ -717,9 +723,9 @@ msnap_log_restored(const struct master *m, const char *what, const struct restor
 		what, (unsigned long long)out->objects, (unsigned long long)out->peers,
 		(unsigned long long)out->tenants, (unsigned long long)out->millis,
 		(unsigned long long)out->skipped);
-	if (m->recon.n > 0)
+	if (m->recon->n > 0)
 		mc_info("waiting %llu ms for %u snapshot peers to confirm their replicas",
-			(unsigned long long)m->cfg.reconcile_timeout, m->recon.n);
+			(unsigned long long)m->cfg.reconcile_timeout, m->recon->n);
 }
 
 int

@@ -25,6 +25,10 @@
 #include "ops.h"
 #include "state.h"
 #include "msnap_write.h"
+#include "peers.h"
+#include "reconcile.h"
+#include "store.h"
+#include "mmetrics.h"
 
 /* Exit status of a child that wrote the file but could not prune. */
 #define CHILD_PRUNE_FAILED 2
@@ -114,7 +118,7 @@ pack_object(msgpack_packer *pk, struct store *s, const struct mobj *o)
 static int
 write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 {
-	struct store *s = &m->store;
+	struct store *s = m->store;
 	struct mc_snap_header h;
 	struct mc_snap_writer *w;
 	msgpack_packer *pk;
@@ -129,7 +133,7 @@ write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 	snprintf(h.master_id, sizeof(h.master_id), "%s", m->master_id);
 	h.created = created;
 	h.objects = s->objects.count;
-	h.peers = m->peers.n + m->recon.n;
+	h.peers = m->peers->n + m->recon->n;
 	h.tenants = s->ntenants;
 	h.bytes = s->bytes;
 	w = mc_snap_writer_open(fd, &h, 0, err);
@@ -140,7 +144,7 @@ write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 	mc_pack_kv_str(pk, "t", "meta");
 	mc_pack_kv_u64(pk, "next_version", s->version_seq + 1);
 	mc_pack_kv_u64(pk, "next_replica_id", (uint64_t)s->replica_seq + 1);
-	mc_pack_kv_u64(pk, "next_peer_id", m->peers.next_id);
+	mc_pack_kv_u64(pk, "next_peer_id", m->peers->next_id);
 	mc_pack_kv_u64(pk, "access_seq", s->access_seq);
 	if (mc_snap_writer_end_record(w, err) != 0)
 		goto fail;
@@ -155,14 +159,14 @@ write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 			goto fail;
 	}
 	/* Peers come before objects, so a reader knows every replica's peer. */
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 		pack_peer(mc_snap_writer_record(w), p->id, p->addr, p->host, p->domain);
 		if (mc_snap_writer_end_record(w, err) != 0)
 			goto fail;
 	}
-	for (uint32_t i = 0; i < m->recon.n; i++) {
-		const struct ghost *g = &m->recon.ghosts[i];
+	for (uint32_t i = 0; i < m->recon->n; i++) {
+		const struct ghost *g = &m->recon->ghosts[i];
 		pack_peer(mc_snap_writer_record(w), g->id, g->addr, g->host, g->domain);
 		if (mc_snap_writer_end_record(w, err) != 0)
 			goto fail;
@@ -205,7 +209,7 @@ static void child_main(struct master *m, int fd, int errw) __attribute__((noretu
 static void
 child_main(struct master *m, int fd, int errw)
 {
-	const struct msnap *sn = &m->snap;
+	const struct msnap *sn = m->snap;
 	struct mc_err err;
 	int status = 0;
 
@@ -250,7 +254,7 @@ child_main(struct master *m, int fd, int errw)
 int
 msnap_write_start(struct master *m, bool in_dir, struct mc_err *err)
 {
-	struct msnap *sn = &m->snap;
+	struct msnap *sn = m->snap;
 	int fd = -1, pfd[2] = { -1, -1 };
 	uint64_t created = mc_now_ms();
 	pid_t pid;
@@ -286,7 +290,7 @@ msnap_write_start(struct master *m, bool in_dir, struct mc_err *err)
 		goto fail;
 	}
 	sn->created = created;
-	sn->objects = m->store.objects.count;
+	sn->objects = m->store->objects.count;
 	sn->started_ns = mc_mono_ns();
 	pid = fork();
 	if (pid < 0) {
@@ -325,9 +329,9 @@ msnap_start(struct master *m, struct mc_err *err)
 {
 	if (m->cfg.snapshot_dir == NULL)
 		return mc_err_set(err, MC_ERR_UNAVAILABLE, "no --snapshot-dir");
-	if (m->snap.pid != 0 && !m->snap.in_dir) {
+	if (m->snap->pid != 0 && !m->snap->in_dir) {
 		/* a stream-only snapshot is running: the directory's comes after it */
-		m->snap.dir_owed = true;
+		m->snap->dir_owed = true;
 		return 0;
 	}
 	return msnap_write_start(m, true, err);
@@ -345,7 +349,7 @@ unmap_release(void *arg)
 static void
 reply_saved(struct master *m, struct snap_waiter *w, int fd, uint64_t size)
 {
-	const struct msnap *sn = &m->snap;
+	const struct msnap *sn = m->snap;
 	struct mapping *mp = NULL;
 	msgpack_packer *pk;
 
@@ -396,7 +400,7 @@ served(const struct msnap *sn, const struct snap_waiter *w)
 static void
 start_owed(struct master *m)
 {
-	struct msnap *sn = &m->snap;
+	struct msnap *sn = m->snap;
 	struct mc_err err;
 	size_t kept = 0;
 
@@ -418,7 +422,7 @@ start_owed(struct master *m)
 static void
 finish_ok(struct master *m, uint64_t millis)
 {
-	struct msnap *sn = &m->snap;
+	struct msnap *sn = m->snap;
 	struct stat st;
 	uint64_t size = 0;
 	int fd = -1;
@@ -457,7 +461,7 @@ finish_ok(struct master *m, uint64_t millis)
 static void
 finish_fail(struct master *m, const char *why)
 {
-	struct msnap *sn = &m->snap;
+	struct msnap *sn = m->snap;
 
 	mc_metric_inc(sn->m_failures);
 	mc_warn("snapshot %s failed: %s", sn->path, why);
@@ -475,7 +479,7 @@ finish_fail(struct master *m, const char *why)
 void
 msnap_poll(struct master *m)
 {
-	struct msnap *sn = &m->snap;
+	struct msnap *sn = m->snap;
 	char why[MC_ERR_MSG_MAX];
 	ssize_t n;
 	int st = 0;
@@ -546,8 +550,8 @@ sigchld_cb(evutil_socket_t fd, short what, void *arg)
 int
 msnap_init(struct master *m, struct mc_err *err)
 {
-	struct msnap *sn = &m->snap;
-	struct mc_metrics *reg = m->mx.reg;
+	struct msnap *sn = m->snap;
+	struct mc_metrics *reg = m->mx->reg;
 
 	sn->err_fd = -1;
 	sn->stream_fd = -1;
@@ -607,7 +611,7 @@ msnap_init(struct master *m, struct mc_err *err)
 void
 msnap_free(struct master *m)
 {
-	struct msnap *sn = &m->snap;
+	struct msnap *sn = m->snap;
 
 	if (sn->pid != 0) {
 		/*

@@ -16,6 +16,10 @@
 #include "master.h"
 #include "ops.h"
 #include "request.h"
+#include "peers.h"
+#include "reconcile.h"
+#include "softpin.h"
+#include "store.h"
 
 #define LIST_DEFAULT 1000
 #define LIST_MAX 10000
@@ -208,7 +212,7 @@ collect_prefix(struct master *m, uint32_t tenant, const char *prefix, size_t ple
 	*n = 0;
 	if (v == NULL)
 		return NULL;
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		if (!has_prefix(o, tenant, prefix, plen))
 			continue;
 		if (readable_only && !read_has_complete(o))
@@ -334,7 +338,7 @@ h_list(struct mc_req *req)
 		mc_pack_kv_strn(pk, "key", v[i]->key, v[i]->key_len);
 		mc_pack_kv_u64(pk, "size", v[i]->size);
 		mc_pack_kv_u64(pk, "version", v[i]->version);
-		mc_pack_kv_str(pk, "type", store_type_name(&m->store, v[i]->type));
+		mc_pack_kv_str(pk, "type", store_type_name(m->store, v[i]->type));
 	}
 	mc_pack_kv_bool(pk, "more", first + out < n);
 	mc_reply_end(req);
@@ -360,15 +364,15 @@ h_stat(struct mc_req *req)
 		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return;
 	}
-	const struct group *g = store_group_get(&m->store, o->group);
+	const struct group *g = store_group_get(m->store, o->group);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 15 + (g != NULL));
 	mc_pack_kv_strn(pk, "key", o->key, o->key_len);
-	mc_pack_kv_str(pk, "tenant", m->store.tenants[o->tenant].name);
+	mc_pack_kv_str(pk, "tenant", m->store->tenants[o->tenant].name);
 	mc_pack_kv_u64(pk, "size", o->size);
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "checksum", o->checksum);
-	mc_pack_kv_str(pk, "type", store_type_name(&m->store, o->type));
+	mc_pack_kv_str(pk, "type", store_type_name(m->store, o->type));
 	if (g != NULL)
 		mc_pack_kv_strn(pk, "group", g->name, g->name_len);
 	mc_pack_kv_bool(pk, "hard_pin", o->hard_pin);
@@ -385,9 +389,9 @@ h_stat(struct mc_req *req)
 	msgpack_pack_array(pk, o->nrep);
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++) {
-		const struct peer *p = peers_find(&m->peers, v[i].peer);
+		const struct peer *p = peers_find(m->peers, v[i].peer);
 		/* A replica from a restored snapshot that no peer confirmed yet. */
-		const struct ghost *gh = p == NULL ? recon_ghost(&m->recon, v[i].peer) : NULL;
+		const struct ghost *gh = p == NULL ? recon_ghost(m->recon, v[i].peer) : NULL;
 		msgpack_pack_map(pk, 9);
 		mc_pack_kv_u64(pk, "replica_id", v[i].id);
 		mc_pack_kv_u64(pk, "peer_id", v[i].peer);
@@ -410,8 +414,8 @@ pack_tier_totals(msgpack_packer *pk, const struct master *m)
 	bool present[MC_TIER_COUNT] = { false };
 	unsigned n = 0;
 
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
@@ -440,7 +444,7 @@ static void
 h_stats(struct mc_req *req)
 {
 	struct master *m = req_begin(req);
-	const struct store *s = &m->store;
+	const struct store *s = m->store;
 	const struct client *cl = req_client(req);
 	/* an authenticated tenant sees its own line only, not who else is here */
 	bool own = m->auth_on && cl->who.role == MC_ROLE_TENANT;
@@ -451,7 +455,7 @@ h_stats(struct mc_req *req)
 	msgpack_pack_map(pk, 10);
 	mc_pack_kv_u64(pk, "objects", s->objects.count);
 	mc_pack_kv_u64(pk, "bytes", s->bytes);
-	mc_pack_kv_u64(pk, "peers", m->peers.n);
+	mc_pack_kv_u64(pk, "peers", m->peers->n);
 	mc_pack_key(pk, "tenants");
 	msgpack_pack_array(pk, own ? 1 : s->ntenants);
 	if (own && cl->tenant >= s->ntenants) {
@@ -545,9 +549,9 @@ h_peers(struct mc_req *req)
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);
 	mc_pack_key(pk, "peers");
-	msgpack_pack_array(pk, m->peers.n);
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	msgpack_pack_array(pk, m->peers->n);
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 		uint64_t mono = mc_mono_ms();
 
 		msgpack_pack_map(pk, 13);
@@ -592,4 +596,9 @@ const struct mc_method object_methods[] = {
 	{ "peers", h_peers, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
 	{ "clock_set", h_clock_set, MC_METHOD_ADMIN },
 	{ NULL, NULL, 0 },
+};
+
+const struct master_module objects_module = {
+	.name = "objects",
+	.methods = object_methods,
 };

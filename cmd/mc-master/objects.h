@@ -11,4 +11,8 @@
 /* The methods this module serves (registered by start.c). */
 extern const struct mc_method object_methods[];
 
+/* The other object calls as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module objects_module;
+
 #endif

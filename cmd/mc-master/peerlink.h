@@ -21,4 +21,8 @@ void peerlink_rotate_grants(struct master *m);
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method peerlink_methods[];
 
+/* The peers' calls as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module peerlink_module;
+
 #endif

@@ -31,4 +31,8 @@ void put_free(struct master *m);
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method put_methods[];
 
+/* Puts as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module put_module;
+
 #endif

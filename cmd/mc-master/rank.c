@@ -11,6 +11,10 @@
 #include "mmetrics.h"
 #include "rank.h"
 #include "request.h"
+#include "peers.h"
+#include "softpin.h"
+#include "store.h"
+#include "recency.h"
 
 /* Whether peer's copy of o on tier may go now. */
 bool
@@ -33,7 +37,7 @@ size_t
 rank_query(struct master *m, uint32_t peer, int tier, uint64_t budget, size_t max, uint64_t now,
 	   struct mobj **out, bool *more)
 {
-	struct recency *r = &m->store.rank;
+	struct recency *r = &m->store->rank;
 	const struct rank_list *l = recency_list(r, peer, tier);
 	uint64_t bytes = 0;
 	uint32_t cur = 0;
@@ -122,19 +126,19 @@ rank_local_reads_apply(struct master *m, const msgpack_object_array *reads, uint
 		if (read_item(&reads->ptr[i], i, &t, &tl, &k, &kl, NULL) != 0)
 			continue;
 		if (last == NULL || tl != last_len || memcmp(t, last, tl) != 0) {
-			tenant = store_tenant_find(&m->store, t, tl);
+			tenant = store_tenant_find(m->store, t, tl);
 			last = t;
 			last_len = tl;
 		}
 		if (tenant >= 0)
-			o = store_find(&m->store, store_key_hash((uint32_t)tenant, k, kl),
+			o = store_find(m->store, store_key_hash((uint32_t)tenant, k, kl),
 				       (uint32_t)tenant, k, kl);
 		if (o == NULL) {
 			unknown++;
 			continue;
 		}
 		o->last_access = now;
-		store_touch(&m->store, o);
+		store_touch(m->store, o);
 		recorded++;
 	}
 	mmetrics_local_reads(m, recorded, unknown);
@@ -165,7 +169,7 @@ h_evict_candidates(struct mc_req *req)
 		req_fail_err(req, &err);
 		return;
 	}
-	if (id > UINT32_MAX || peers_find(&m->peers, (uint32_t)id) == NULL) {
+	if (id > UINT32_MAX || peers_find(m->peers, (uint32_t)id) == NULL) {
 		handler_fail(req, MC_ERR_INVALID, "peer_id: unknown peer %llu",
 			     (unsigned long long)id);
 		return;
@@ -189,7 +193,7 @@ h_evict_candidates(struct mc_req *req)
 	msgpack_pack_array(pk, n);
 	for (size_t i = 0; i < n; i++) {
 		msgpack_pack_map(pk, 4);
-		mc_pack_kv_str(pk, "tenant", m->store.tenants[out[i]->tenant].name);
+		mc_pack_kv_str(pk, "tenant", m->store->tenants[out[i]->tenant].name);
 		mc_pack_kv_strn(pk, "key", out[i]->key, out[i]->key_len);
 		mc_pack_kv_u64(pk, "version", out[i]->version);
 		mc_pack_kv_u64(pk, "bytes", out[i]->size);
@@ -202,4 +206,9 @@ h_evict_candidates(struct mc_req *req)
 const struct mc_method rank_methods[] = {
 	{ "evict_candidates", h_evict_candidates, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
+};
+
+const struct master_module rank_module = {
+	.name = "rank",
+	.methods = rank_methods,
 };

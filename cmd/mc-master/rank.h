@@ -14,6 +14,7 @@
 #include "mc/err.h"
 #include "mc/wire.h"
 #include "master.h"
+#include "store.h"
 
 /* Keys one answer carries at most, and when the caller names no cap. */
 #define RANK_MAX 4096u
@@ -49,5 +50,9 @@ void rank_local_reads_apply(struct master *m, const msgpack_object_array *reads,
 
 /* evict_candidates, a self-evicting peer's call (registered by start.c). */
 extern const struct mc_method rank_methods[];
+
+/* evict_candidates as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module rank_module;
 
 #endif

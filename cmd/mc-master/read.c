@@ -14,6 +14,11 @@
 #include "read.h"
 #include "master.h"
 #include "request.h"
+#include "grants.h"
+#include "lease.h"
+#include "peers.h"
+#include "store.h"
+#include "mmetrics.h"
 
 /* Keys per batch call: keeps one reply well under a client's max message. */
 #define BATCH_MAX 10000
@@ -71,7 +76,7 @@ read_pack_err(msgpack_packer *pk, int code, const char *msg)
 struct mobj *
 read_lookup(struct master *m, uint32_t tenant, const char *key, size_t len)
 {
-	return store_find(&m->store, store_key_hash(tenant, key, len), tenant, key, len);
+	return store_find(m->store, store_key_hash(tenant, key, len), tenant, key, len);
 }
 
 /*
@@ -90,8 +95,8 @@ prefetch_key(struct master *m, uint32_t tenant, const msgpack_object *k)
 	if (read_bytes(k, &key, &len) != 0)
 		return 0;
 	hash = store_key_hash(tenant, key, len);
-	store_prefetch(&m->store, hash);
-	mgrants_prefetch(&m->grants, hash);
+	store_prefetch(m->store, hash);
+	mgrants_prefetch(m->grants, hash);
 	return hash;
 }
 
@@ -129,7 +134,7 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 
 		if (v[i].state != REP_COMPLETE || v[i].version != o->version)
 			continue;
-		p = peers_find(&m->peers, v[i].peer);
+		p = peers_find(m->peers, v[i].peer);
 		if (p == NULL)
 			continue;
 		/* locality first; within it, the tier's speed rank */
@@ -158,7 +163,7 @@ static uint64_t
 touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 {
 	o->last_access = now;
-	store_read(&m->store, o);
+	store_read(m->store, o);
 	if (o->access_count != UINT32_MAX)
 		o->access_count++;
 	return lease_grant(m, o, tenant, now);
@@ -170,7 +175,7 @@ pack_grl(msgpack_packer *pk, struct master *m, const struct client *cl, const st
 	 const char *key, size_t len, uint64_t hash, uint64_t lease_id, const struct cand *c,
 	 unsigned n)
 {
-	const char *tenant = m->store.tenants[o->tenant].name;
+	const char *tenant = m->store->tenants[o->tenant].name;
 	struct mc_grant_scope scope = {
 		tenant, strlen(tenant), key, len, o->version, o->size, 0, MC_GRANT_READ,
 	};
@@ -180,7 +185,7 @@ pack_grl(msgpack_packer *pk, struct master *m, const struct client *cl, const st
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "size", o->size);
 	mc_pack_kv_u64(pk, "checksum", o->checksum);
-	mc_pack_kv_str(pk, "type", store_type_name(&m->store, o->type));
+	mc_pack_kv_str(pk, "type", store_type_name(m->store, o->type));
 	mc_pack_kv_u64(pk, "lease_ms", m->cfg.lease_ttl);
 	/* 0: no lease of this reader's own to release (the TTL protects) */
 	mc_pack_kv_u64(pk, "lease_id", lease_id);
@@ -237,7 +242,7 @@ h_read_raced(struct mc_req *req)
 		req_fail_err(req, &err);
 		return;
 	}
-	mc_metric_add(m->mx.read_raced, (double)count);
+	mc_metric_add(m->mx->read_raced, (double)count);
 	mc_reply_ok_empty(req);
 }
 
@@ -278,7 +283,7 @@ h_batch_get_replica_list(struct mc_req *req)
 			read_pack_err(pk, MC_ERR_INVALID, "key must be a string of 1..4096 bytes");
 			continue;
 		}
-		o = store_find(&m->store, hash, cl->tenant, key, len);
+		o = store_find(m->store, hash, cl->tenant, key, len);
 		if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
 			msgpack_pack_map(pk, 1);
 			mc_pack_key(pk, "error");
@@ -295,4 +300,9 @@ const struct mc_method read_methods[] = {
 	{ "batch_get_replica_list", h_batch_get_replica_list, MC_METHOD_READ_ONLY },
 	{ "read_raced", h_read_raced, MC_METHOD_READ_ONLY },
 	{ NULL, NULL, 0 },
+};
+
+const struct master_module read_module = {
+	.name = "read",
+	.methods = read_methods,
 };

@@ -33,4 +33,8 @@ bool read_leased(const struct mobj *o, uint64_t now);
 /* The methods this module serves (registered by start.c). */
 extern const struct mc_method read_methods[];
 
+/* The read calls as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module read_module;
+
 #endif

@@ -66,4 +66,8 @@ void recon_sweep(struct master *m);
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method recon_methods[];
 
+/* Reconciliation as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module recon_module;
+
 #endif

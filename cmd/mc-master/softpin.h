@@ -85,4 +85,8 @@ const char *softpin_state_name(const struct master *m, const struct mobj *o, uin
 /* The methods this module serves (registered by main.c). */
 extern const struct mc_method softpin_methods[];
 
+/* Soft pins as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module softpin_module;
+
 #endif
