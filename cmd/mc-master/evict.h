@@ -110,7 +110,7 @@ void evict_on_rounds_ended(struct master *m, void (*fn)(struct master *m));
  */
 void evict_moves_landed(struct master *m);
 
-/* The methods this module serves (registered by main.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method evict_methods[];
 
 /* Eviction as a module (start.c runs every module's). */

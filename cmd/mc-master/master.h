@@ -4,14 +4,17 @@
  * it through the struct master passed as context.
  *
  * Who may call whom: a module calls only those on lines above its own,
- * so there is no circle (callbacks, such as a put waiting on eviction's
- * rounds, are registered by the caller above):
+ * and includes only their headers, so there is no circle (callbacks,
+ * such as a put waiting on eviction's rounds, are registered by the
+ * caller above; tests/tools/module-layers counts the arrows back up):
  *   recency.c                       the per-(peer, tier) recency lists; nothing here
  *   store.c, offloop.c, extplan.c   data and helpers; recency.c only
- *   grants.c                        data-plane grants; calls nothing here
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
  *   mmetrics.c                      the registry and the store's gauges; the above
+ *   grants.c                        data-plane grants; mmetrics.c
+ *   state.c                         the door every state change goes through;
+ *                                   mmetrics.c, store.c
  *   request.c                       every handler's helpers; store.c
  *   auth.c                          roles from the auth file; request.c, store.c
  *   lease.c, softpin.c              read leases, soft pins; request.c, store.c
@@ -29,8 +32,8 @@
  *                                   ops.c, extplan.c, offloop.c
  *   evict.c                         what starts the rounds; evict_exec.c,
  *                                   evict_jobs.c, and the above
- *   put.c, commit.c                 writes; evict.c (it starts rounds), placement.c,
- *                                   ops.c, and the above
+ *   put.c, holds.c, commit.c        writes and the holds of waiting puts; evict.c
+ *                                   (it starts rounds), placement.c, ops.c, and the above
  *   moves.c                         peers' own moves and drops of copies; evict.c,
  *                                   ops.c, request.c
  *   msnap_write.c, msnap_load.c     writing snapshots, loading them; store.c, ops.c
@@ -39,8 +42,11 @@
  *                                   object calls; read.c, and the above
  *   start.c                         defaults, start-up, the method registry; everyone
  *   main.c                          options, the listener, stop; start.c
- * Each module serves its own methods (a table in its header) and
- * registers its own metrics collector; the dispatcher counts requests.
+ * Each module exports a struct master_module (below): its init, free,
+ * sweep and reload hooks, the methods it serves and its metrics
+ * collector; start.c runs them all from one array, and the dispatcher
+ * counts requests. This header embeds no module's state, only points
+ * at it, so it includes none of their headers.
  */
 #ifndef MASTER_MASTER_H
 #define MASTER_MASTER_H

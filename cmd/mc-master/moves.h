@@ -30,7 +30,7 @@ struct moves {
 /* Count from here on, and serve the counts as metrics. */
 void moves_init(struct master *m);
 
-/* copy_moved, copy_dropped (registered by start.c). */
+/* copy_moved, copy_dropped (in its module table). */
 extern const struct mc_method moves_methods[];
 
 /* Peers' own moves as a module (start.c runs every module's). */

@@ -16,7 +16,6 @@
 #include "mc/wire.h"
 #include "request.h"
 #include "master.h"
-#include "msnap.h"
 #include "ops.h"
 #include "state.h"
 #include "msnap_load.h"

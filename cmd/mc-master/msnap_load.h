@@ -26,4 +26,10 @@ int msnap_load_fd(struct master *m, int fd, struct restore_out *out, struct mc_e
 /* The log line of a restore from what (a file's path, a bulk). */
 void msnap_log_restored(const struct master *m, const char *what, const struct restore_out *out);
 
+/*
+ * --restore at start-up. Returns an exit status to stop with, or 0 to
+ * go on serving (restored, or empty when nothing could be loaded).
+ */
+int msnap_restore_startup(struct master *m);
+
 #endif

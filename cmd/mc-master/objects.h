@@ -8,7 +8,7 @@
 
 #include "mc/conn.h"
 
-/* The methods this module serves (registered by start.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method object_methods[];
 
 /* The other object calls as a module (start.c runs every module's). */

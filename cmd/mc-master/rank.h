@@ -48,7 +48,7 @@ const msgpack_object_array *rank_local_reads_check(const msgpack_object *params,
 /* Record each checked item as a read for recency only (store_touch); unknown keys are counted. */
 void rank_local_reads_apply(struct master *m, const msgpack_object_array *reads, uint64_t now);
 
-/* evict_candidates, a self-evicting peer's call (registered by start.c). */
+/* evict_candidates, a self-evicting peer's call (in its module table). */
 extern const struct mc_method rank_methods[];
 
 /* evict_candidates as a module (start.c runs every module's). */

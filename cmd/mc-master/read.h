@@ -30,7 +30,7 @@ bool read_has_complete(const struct mobj *o);
 /* Whether o's read lease is held at now. */
 bool read_leased(const struct mobj *o, uint64_t now);
 
-/* The methods this module serves (registered by start.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method read_methods[];
 
 /* The read calls as a module (start.c runs every module's). */
