@@ -432,7 +432,7 @@ scope_round(struct master *m, int trigger, int kind, const struct cand_filter *f
 	j->key = key;
 	j->waiting = need;
 	seq = j->seq;
-	/* Read before queueing: a round with nothing to do ends inside job_queue. */
+	/* Read before queueing: a round with nothing to do ends inside evict_job_queue. */
 	if (evict_job_queue(m, j) != 0) {
 		evict_job_free(j);
 		return 0;

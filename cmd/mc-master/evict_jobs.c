@@ -34,7 +34,7 @@ evict_policy_put(struct policy_ref *r)
 	}
 }
 
-/* ---- the job queue ---- */
+/* ---- jobs, and the scopes that rest ---- */
 
 uint64_t
 evict_scope_key(int kind, uint32_t peer, int tier, uint32_t tenant)
