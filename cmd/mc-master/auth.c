@@ -8,6 +8,7 @@
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "request.h"
+#include "peers.h"
 
 int
 auth_open(struct master *m, struct mc_err *err)
@@ -157,3 +158,31 @@ auth_check_takeover(const struct master *m, const struct peer *holder, struct mc
 			  "permission denied: live peer %u holds %s; resume with its session",
 			  holder->id, holder->addr);
 }
+
+static int
+auth_start(struct master *m, struct mc_err *err)
+{
+	if (auth_open(m, err) != 0)
+		return -1;
+	if (!m->auth_on)
+		mc_info("no --auth-file: every client may call everything, unauthenticated");
+	return 0;
+}
+
+static int
+auth_hup(struct master *m, struct mc_err *err)
+{
+	char why[MC_ERR_MSG_MAX];
+
+	if (auth_reload(m, err) == 0)
+		return 0;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return mc_err_set(err, err->code, "kept the old auth file: %s", why);
+}
+
+const struct master_module auth_module = {
+	.name = "authentication",
+	.init = auth_start,
+	.free = auth_close,
+	.reload = auth_hup,
+};

@@ -13,6 +13,7 @@
 #include "mc/conn.h"
 #include "mc/err.h"
 #include "master.h"
+#include "peers.h"
 
 /* Load cfg.auth_file, when given; -1 with err when it cannot be read. */
 int auth_open(struct master *m, struct mc_err *err);
@@ -44,5 +45,9 @@ int auth_check_takeover(const struct master *m, const struct peer *holder, struc
 
 /* The dispatcher's hook (mc_conn_ops.authorize): the method's flags against the role. */
 int auth_authorize(struct mc_req *req, struct mc_err *err);
+
+/* Authentication as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module auth_module;
 
 #endif

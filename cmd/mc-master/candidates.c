@@ -1,7 +1,7 @@
 /*
  * Building the candidate view from the store, and the `candidates` call
  * that ships it as a bulk in the stream form of man/mc-candidates.5 (the
- * call is an export job of evict.c: built in slices, encoded off the loop).
+ * call is an export job of eviction's: built in slices, encoded off the loop).
  *
  * The walk visits every object once. Names are interned into the view
  * once per distinct tenant, type, group, peer and tier, and each object
@@ -17,9 +17,11 @@
 #include "mc/clock.h"
 #include "mc/wire.h"
 #include "candidates.h"
-#include "evict.h"
 #include "request.h"
 #include "master.h"
+#include "peers.h"
+#include "softpin.h"
+#include "store.h"
 
 /* A live peer as the view names it. */
 struct cpeer {
@@ -70,7 +72,7 @@ cached_name(struct cand_build *b, uint32_t *slot, const char *s, size_t len, str
 static int
 add_peers(struct cand_build *b, const struct cand_filter *f, struct mc_err *err)
 {
-	const struct peers *ps = &b->m->peers;
+	const struct peers *ps = b->m->peers;
 	char fallback[32];
 
 	b->peers = calloc(ps->n != 0 ? ps->n : 1, sizeof(*b->peers));
@@ -128,7 +130,7 @@ group_id(struct cand_build *b, uint32_t gid, uint32_t *out, struct mc_err *err)
 	*out = MC_CAND_NO_NAME;
 	if (gid == NO_GROUP || gid >= b->ngroups)
 		return 0;
-	g = store_group_get(&b->m->store, gid);
+	g = store_group_get(b->m->store, gid);
 	if (g == NULL)
 		return 0;
 	/* A freed group id may come back under another name between slices. */
@@ -154,7 +156,7 @@ chain_fields(const struct cand_build *b, const struct mobj *o, struct mc_cand *c
 	c->depth = o->depth;
 	c->children = o->children;
 	c->flags = o->probation ? MC_CAND_PROBATION : 0;
-	if (o->parent != 0 && store_find_parent(&b->m->store, o) == NULL)
+	if (o->parent != 0 && store_find_parent(b->m->store, o) == NULL)
 		c->flags |= MC_CAND_ORPHAN;
 }
 
@@ -179,7 +181,7 @@ candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err
 	if (out->v == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
 	for (uint32_t i = 0; i < b->npeers; i++) {
-		const struct peer *p = peers_find(&b->m->peers, b->peers[i].id);
+		const struct peer *p = peers_find(b->m->peers, b->peers[i].id);
 
 		for (int t = 0; p != NULL && t < MC_TIER_COUNT; t++)
 			if (p->tiers[t].present && b->tier_ids[t] != 0)
@@ -227,7 +229,7 @@ static int
 add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj *o, uint64_t now,
 	   struct mc_err *err)
 {
-	const struct store *s = &b->m->store;
+	const struct store *s = b->m->store;
 	const struct mrep *r = obj_creps(o);
 	bool young = mc_young_is(b->m->cfg.young, o->committed, now);
 	struct mc_cand c;
@@ -350,8 +352,8 @@ candidates_begin(struct master *m, const struct cand_filter *f, struct mc_cand_v
 	b->v = v;
 	b->f = *f;
 	b->now = mc_now_ms();
-	b->seq = m->store.access_seq;
-	b->half_life = mc_history_half_life(m->store.hist, m->store.objects.count);
+	b->seq = m->store->access_seq;
+	b->half_life = mc_history_half_life(m->store->hist, m->store->objects.count);
 	mc_young_tally_init(&b->young);
 	v->created = b->now;
 	if (add_peers(b, f, err) < 0) {
@@ -364,7 +366,7 @@ candidates_begin(struct master *m, const struct cand_filter *f, struct mc_cand_v
 int
 candidates_step(struct cand_build *b, size_t max, struct mc_err *err)
 {
-	const struct store *s = &b->m->store;
+	const struct store *s = b->m->store;
 	struct mobj *o;
 
 	/* No live peer passes the filter: nothing can qualify. */
@@ -438,7 +440,7 @@ candidates_filter_parse(const struct master *m, const msgpack_object *params, st
 	if ((rc = mc_map_str(params, "tenant", &s, &len, err)) < 0)
 		return -1;
 	if (rc > 0) {
-		int64_t t = store_tenant_find(&m->store, s, len);
+		int64_t t = store_tenant_find(m->store, s, len);
 
 		f->by_tenant = true;
 		if (t < 0)
@@ -448,3 +450,42 @@ candidates_filter_parse(const struct master *m, const msgpack_object *params, st
 	}
 	return 0;
 }
+
+/*
+ * Eviction's, registered as it starts: the view waits its turn among
+ * the rounds. Every master in a process registers the same function.
+ */
+static candidates_export_fn *export_view;
+
+void
+candidates_on_export(candidates_export_fn *fn)
+{
+	export_view = fn;
+}
+
+/*
+ * candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream:
+ * built in slices and encoded off the loop, as an eviction round's view is.
+ */
+static void
+h_candidates(struct mc_req *req)
+{
+	struct master *m = req->ctx;
+	struct cand_filter f = { 0 };
+	struct mc_err err = { 0 };
+	bool none = false;
+
+	if (candidates_filter_parse(m, req->params, &f, &none, &err) < 0 || export_view == NULL ||
+	    export_view(m, req, &f, none, &err) < 0)
+		handler_fail(req, err.code, "%s", err.msg);
+}
+
+const struct mc_method candidates_methods[] = {
+	{ "candidates", h_candidates, MC_METHOD_ADMIN | MC_METHOD_BULK | MC_METHOD_READ_ONLY },
+	{ NULL, NULL, 0 },
+};
+
+const struct master_module candidates_module = {
+	.name = "candidates",
+	.methods = candidates_methods,
+};

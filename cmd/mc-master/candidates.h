@@ -84,4 +84,20 @@ void candidates_drop_young(struct cand_build *b);
 int candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err);
 void caps_free(struct cand_caps *caps);
 
+/*
+ * How the `candidates` call queues the view it answers with (eviction
+ * builds it as a round's, in slices): 0, or -1 with err when it cannot
+ * be queued (req then still the caller's).
+ */
+typedef int candidates_export_fn(struct master *m, struct mc_req *req, const struct cand_filter *f,
+				 bool empty, struct mc_err *err);
+void candidates_on_export(candidates_export_fn *fn);
+
+/* The methods this module serves: candidates. */
+extern const struct mc_method candidates_methods[];
+
+/* The candidates call as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module candidates_module;
+
 #endif

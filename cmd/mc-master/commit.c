@@ -22,6 +22,10 @@
 #include "placement.h"
 #include "request.h"
 #include "state.h"
+#include "peers.h"
+#include "softpin.h"
+#include "store.h"
+#include "recency.h"
 
 struct commit_wait {
 	struct commit_wait *prev, *next;
@@ -38,9 +42,8 @@ struct commit_wait {
 static struct mobj *
 find_write(struct master *m, uint32_t tenant, const char *key, size_t klen, uint64_t version)
 {
-	struct mobj *o =
-		store_find(&m->store, store_key_hash(tenant, key, klen), tenant, key, klen);
-	const struct pending *p = o != NULL ? store_pending_get(&m->store, o) : NULL;
+	struct mobj *o = store_find(m->store, store_key_hash(tenant, key, klen), tenant, key, klen);
+	const struct pending *p = o != NULL ? store_pending_get(m->store, o) : NULL;
 
 	return p != NULL && p->version == version ? o : NULL;
 }
@@ -69,12 +72,12 @@ static void
 notify_committed(struct master *m, const struct mobj *o, uint64_t version,
 		 const struct placement *done)
 {
-	const struct store *s = &m->store;
-	const struct group *g = o->group != NO_GROUP ? store_group_get(&m->store, o->group) : NULL;
+	const struct store *s = m->store;
+	const struct group *g = o->group != NO_GROUP ? store_group_get(m->store, o->group) : NULL;
 	uint64_t now = mc_now_ms();
 
 	for (unsigned i = 0; i < done->n; i++) {
-		const struct peer *p = peers_find(&m->peers, done->peer[i]);
+		const struct peer *p = peers_find(m->peers, done->peer[i]);
 		struct mc_conn *c = p != NULL ? peer_link(p) : NULL;
 		msgpack_packer *pk;
 		bool again = false;
@@ -126,7 +129,7 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 			done.tier[done.n++] = r->tier;
 		}
 	}
-	m->commits.unconfirmed += dropped;
+	m->commits->unconfirmed += dropped;
 	/* what makes its copies young (mc/young.h) */
 	if (done.n > 0) {
 		struct state_obj f = state_obj_of(o);
@@ -135,7 +138,7 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 		state_object_set(m, o, &f);
 	}
 	/* the completed copies join their (peer, tier) recency lists */
-	recency_sync(&m->store.rank, o);
+	recency_sync(&m->store->rank, o);
 	/* o may be gone from here on, unless a replica just completed */
 	ops_settle(m, o, NULL);
 	if (done.n > 0)
@@ -157,7 +160,7 @@ settle_ended(struct master *m, struct mc_req *req, struct mobj *o, uint64_t vers
 static void
 wait_free(struct master *m, struct commit_wait *w)
 {
-	struct commits *cs = &m->commits;
+	struct commits *cs = m->commits;
 
 	if (w->prev != NULL)
 		w->prev->next = w->next;
@@ -201,7 +204,7 @@ static int
 wait_for_acks(struct master *m, struct mc_req *req, uint32_t tenant, const struct mobj *o,
 	      uint64_t version)
 {
-	struct commits *cs = &m->commits;
+	struct commits *cs = m->commits;
 	struct timeval tv = mc_ms_timeval(m->cfg.write_ack_wait);
 	size_t klen = o->key_len;
 	struct commit_wait *w = calloc(1, sizeof(*w) + klen);
@@ -243,7 +246,7 @@ fail:
 void
 commit_end(struct master *m, struct mc_req *req, struct mobj *o, const msgpack_object_array *ids)
 {
-	uint64_t version = store_pending_get(&m->store, o)->version;
+	uint64_t version = store_pending_get(m->store, o)->version;
 	struct mrep *v = obj_reps(o);
 
 	for (unsigned i = 0; i < o->nrep; i++)
@@ -264,7 +267,7 @@ commit_end(struct master *m, struct mc_req *req, struct mobj *o, const msgpack_o
 static void
 acked(struct master *m, uint32_t tenant, const char *key, size_t klen, uint64_t version)
 {
-	struct commit_wait *w = m->commits.head, *next;
+	struct commit_wait *w = m->commits->head, *next;
 
 	for (; w != NULL; w = next) {
 		next = w->next;
@@ -299,16 +302,16 @@ h_write_ack(struct mc_req *req)
 	/* Only the peer registered on this connection confirms its own writes. */
 	if (req_check_own_peer(req, id, &err) != 0)
 		goto fail;
-	tenant = store_tenant_find(&m->store, tname, tlen);
+	tenant = store_tenant_find(m->store, tname, tlen);
 	o = tenant < 0 ? NULL : find_write(m, (uint32_t)tenant, key, klen, version);
 	for (unsigned i = 0; o != NULL && i < o->nrep && r == NULL; i++) {
 		struct mrep *c = &obj_reps(o)[i];
 		if (c->peer == id && c->version == version && c->state == REP_PROCESSING)
 			r = c;
 	}
-	if (r == NULL || size != store_pending_get(&m->store, o)->size) {
+	if (r == NULL || size != store_pending_get(m->store, o)->size) {
 		/* Abandoned or already done; or the peer holds another length than was placed. */
-		m->commits.stale_acks++;
+		m->commits->stale_acks++;
 		mc_reply_ok_empty(req);
 		return;
 	}
@@ -316,7 +319,7 @@ h_write_ack(struct mc_req *req)
 
 	to.written = 1;
 	state_replica_set(m, o, r, &to);
-	m->commits.acks++;
+	m->commits->acks++;
 	if (r->ended)
 		acked(m, (uint32_t)tenant, key, klen, version);
 	mc_reply_ok_empty(req);
@@ -328,7 +331,7 @@ fail:
 static void
 commit_collect(struct mc_metrics *r, void *arg)
 {
-	const struct commits *cs = &((struct master *)arg)->commits;
+	const struct commits *cs = ((struct master *)arg)->commits;
 	static const char help[] = "Write confirmations from peers, by outcome.";
 	struct mc_metric *s;
 
@@ -348,15 +351,14 @@ commit_collect(struct mc_metrics *r, void *arg)
 void
 commit_init(struct master *m)
 {
-	memset(&m->commits, 0, sizeof(m->commits));
-	mc_metrics_on_collect(m->mx.reg, commit_collect, m);
+	memset(m->commits, 0, sizeof(*m->commits));
 }
 
 void
 commit_free(struct master *m)
 {
-	while (m->commits.head != NULL) {
-		struct commit_wait *w = m->commits.head;
+	while (m->commits->head != NULL) {
+		struct commit_wait *w = m->commits->head;
 
 		/* The loop is gone: the connections are, too. */
 		mc_reply_err(w->req, MC_ERR_UNAVAILABLE, "master stopping");
@@ -367,4 +369,20 @@ commit_free(struct master *m)
 const struct mc_method commit_methods[] = {
 	{ "write_ack", h_write_ack, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
+};
+
+static int
+commit_start(struct master *m, struct mc_err *err)
+{
+	(void)err;
+	commit_init(m);
+	return 0;
+}
+
+const struct master_module commit_module = {
+	.name = "commits",
+	.init = commit_start,
+	.free = commit_free,
+	.methods = commit_methods,
+	.collect = commit_collect,
 };

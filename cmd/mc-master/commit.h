@@ -41,7 +41,11 @@ void commit_free(struct master *m);
 void commit_end(struct master *m, struct mc_req *req, struct mobj *o,
 		const msgpack_object_array *ids);
 
-/* write_ack (registered by main.c). */
+/* write_ack (in its module table). */
 extern const struct mc_method commit_methods[];
+
+/* Commits as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module commit_module;
 
 #endif

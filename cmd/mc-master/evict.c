@@ -1,6 +1,11 @@
 /*
- * Eviction jobs: trigger -> view -> plan -> revalidated execution (see
- * evict.h). Everything here runs on the event loop except the planning,
+ * When eviction's rounds start (see evict.h): the watermarks, a put that
+ * found no room, a tenant's quota, the store's budget, and the admin's
+ * evict_run and evict_plan; the policy and quotas they follow; and the
+ * evictor's life cycle. evict_exec.c runs the rounds, evict_jobs.c keeps
+ * their records and metrics.
+ *
+ * Everything in eviction runs on the event loop except the planning,
  * which a job on the evictor's worker queue does over data only the job
  * owns (the view, a reference to the policy, the plan bytes), and the
  * release of a finished job's memory. The queue's completion brings the
@@ -21,182 +26,22 @@
 #include "mc/young.h"
 #include "candidates.h"
 #include "evict.h"
+#include "evict_exec.h"
+#include "evict_jobs.h"
 #include "extplan.h"
 #include "request.h"
 #include "master.h"
 #include "offloop.h"
 #include "ops.h"
-
-/* Queued jobs at most; a request beyond it is refused as busy. */
-#define JOBS_MAX 64
-/* A slice yields after this long even when victims remain. */
-#define SLICE_NS 500000ull
-/*
- * The evictor's workers: one plans while another releases the memory of
- * the round before (or of a big answer just sent). A release that finds
- * the queue full happens on the loop.
- */
-#define WORKERS 2
-#define WORK_WAITING_MAX 256
-/* Objects the view build visits between clock checks. */
-#define BUILD_CHUNK 512
-/* The largest plan evict_plan takes. */
-#define PLAN_MAX_BYTES (1ull << 30)
-/*
- * A scope whose round freed nothing (everything leased or pinned, say)
- * starts no other round for this long, so a stream of puts cannot keep
- * the master building views that free nothing.
- */
-#define STALL_MS 100
-/* Scopes remembered as stalled at once. */
-#define STALLED_MAX 64
-
-static const char *const trigger_names[TRIG_COUNT] = {
-	[TRIG_WATERMARK] = "watermark", [TRIG_NO_SPACE] = "no_space", [TRIG_QUOTA] = "quota",
-	[TRIG_BUDGET] = "budget",	[TRIG_MANUAL] = "manual",     [TRIG_PLAN] = "plan",
-	[TRIG_STALLED] = "stalled",
-};
-
-/* Which pass a victim came from, for the metrics. */
-enum pass_kind { PASS_EVICT, PASS_FALLBACK, PASS_SOFT_PINNED, PASS_COUNT };
-static const char *const pass_names[PASS_COUNT] = { "evict", "fallback", "soft_pinned" };
-
-/* A policy shared by the loop and the plan jobs; freed with its last user. */
-struct policy_ref {
-	int refs; /* changed on the loop only */
-	struct mc_policy p;
-};
+#include "peers.h"
+#include "store.h"
 
 struct quota {
 	char *tenant;
 	uint64_t bytes;
 };
 
-enum phase { PH_QUEUED, PH_BUILD, PH_PLAN, PH_EXEC };
-
-/*
- * What an automatic round is for. A watermark scope is one (peer, tier):
- * the watermark and no-space triggers share its round. A quota scope is
- * one tenant. The store scope is every object, for --max-objects. At
- * most one round runs or waits per scope.
- */
-enum scope_kind { SCOPE_NONE, SCOPE_TIER, SCOPE_TENANT, SCOPE_STORE };
-
-struct job {
-	struct job *next;
-	struct master *m;
-	int trigger;
-	int phase;
-	struct cand_filter filter;
-	bool empty; /* the filter names nothing that exists: plan nothing */
-	uint64_t target, lowerbound;
-	/* evict_run's percentages, of the view's bytes and of the target: applied once built */
-	struct mc_amount pct_target, pct_lowerbound;
-	bool dry_run;
-	bool export_view;   /* a `candidates` call: build and answer the view, no round */
-	struct mc_req *req; /* deferred request to answer, or NULL */
-	bool says_kind;	    /* evict_run: the answer names its kind (plan or report) */
-	uint64_t seq;	    /* in queue order: evict_rounds_done compares against it */
-	int scope;	    /* enum scope_kind */
-	uint64_t key;	    /* the scope (UINT64_MAX: none, the job is no scope's round) */
-	uint64_t waiting;   /* bytes the puts waiting on this round need */
-	struct mc_round round;
-	bool has_round; /* round filled: a round with a target ran */
-	/* evict_plan: the plan's bytes, parsed by the worker */
-	char *plan_bytes;
-	size_t plan_len;
-	/* build and plan */
-	struct cand_build *build;
-	struct mc_cand_view view;
-	struct cand_caps caps; /* for the view's probationary segment, applied by the thread */
-	struct policy_ref *policy;
-	const char *planner_cmd;
-	uint64_t planner_timeout_ms;
-	bool soft_pinned_pass;
-	struct mc_plan plan;
-	bool have_plan;
-	int plan_rc;
-	struct mc_err plan_err;
-	bool planner_failed; /* the external planner failed; the built-in one planned */
-	uint64_t *planned;   /* per stage: its victims' bytes, summed by the thread */
-	struct blob *answer; /* encoded off the loop: a view or a dry run's plan */
-	char planner_why[MC_ERR_MSG_MAX];
-	/* execute */
-	struct mc_report report;
-	struct mc_plan_exec exec;     /* the cursor over the plan, filling report */
-	int64_t *tenant_of, *peer_of; /* per plan name id: -2 unresolved, -1 unknown */
-	int8_t *tier_of;
-	struct mc_htab done; /* identities of copies this job evicted */
-	/* Young copies (mc/young.h): those the view held (as kept), those the round took */
-	struct mc_young_tally young;
-	bool young_left_out;
-	uint64_t t0, t_plan, t_exec; /* mc_mono_ns() */
-};
-
-struct stalled {
-	uint64_t key;
-	uint64_t until; /* mc_now_ms(): a cooldown, on the injectable clock */
-	/* the same for rounds no put waits on: until the first young copy ages */
-	uint64_t ahead_until;
-};
-
-struct evictor {
-	struct policy_ref *policy;
-	struct quota *quotas;
-	size_t nquotas;
-	uint64_t *quota_of; /* per tenant id; UINT64_MAX: not looked up */
-	uint32_t nquota_of;
-	struct job *running;
-	struct job *head, *tail;
-	size_t queued;
-	struct stalled stalled[STALLED_MAX];
-	unsigned nstalled;
-	uint64_t next_seq, done_seq;
-	struct evict_totals totals;
-	/* Run from the loop after a round ended: the waiting puts try again. */
-	void (*rounds_ended)(struct master *m);
-	struct event *ended_ev;
-	struct event *step_ev;
-	struct mc_workq *wq;
-	struct event *wq_ev; /* runs wq's completions on the loop */
-	bool stopping;	     /* evict_free: completions change nothing */
-	/* metrics */
-	struct mc_metric *rounds[TRIG_COUNT];
-	struct mc_metric *bytes[PASS_COUNT][TRIG_COUNT];
-	struct mc_metric *objects[PASS_COUNT][TRIG_COUNT];
-	struct mc_metric *failures[MC_FAIL_REASON_COUNT];
-	struct mc_metric *fallbacks[MC_POLICY_MAX_DEPTH + 1];
-	struct mc_metric *planner_fallbacks;
-	struct mc_metric *build_seconds, *plan_seconds, *exec_seconds;
-	struct mc_metric *slice_seconds;
-	/* watermark rounds a self-evicting tier did not get */
-	struct mc_metric *skipped_self_evict;
-	/* rounds no put waited on, not run while young copies hold their scope */
-	struct mc_metric *skipped_young;
-	struct mc_metric *young, *young_bytes;
-};
-
-static struct evictor *
-evictor_of(struct master *m)
-{
-	return m->ev;
-}
-
-static void job_next(struct master *m);
-static bool scope_target(struct master *m, struct job *j);
-static void manual_round(struct master *m, struct job *j);
-static void ended_cb(evutil_socket_t fd, short what, void *arg);
-
 /* ---- policy and quotas ---- */
-
-static void
-policy_put(struct policy_ref *r)
-{
-	if (r != NULL && --r->refs == 0) {
-		mc_policy_free(&r->p);
-		free(r);
-	}
-}
 
 static struct policy_ref *
 policy_load(const char *path, struct mc_err *err)
@@ -310,7 +155,7 @@ static uint64_t
 quota_of(struct master *m, uint32_t t)
 {
 	struct evictor *e = evictor_of(m);
-	struct store *s = &m->store;
+	struct store *s = m->store;
 
 	if (e->nquotas == 0 || t >= s->ntenants)
 		return 0;
@@ -345,7 +190,7 @@ load_config(struct master *m, struct policy_ref **pol, struct quota **q, size_t 
 	if (*pol == NULL)
 		return -1;
 	if (m->cfg.quota_file != NULL && quotas_load(m->cfg.quota_file, q, nq, err) != 0) {
-		policy_put(*pol);
+		evict_policy_put(*pol);
 		return -1;
 	}
 	return 0;
@@ -356,7 +201,7 @@ install_config(struct master *m, struct policy_ref *pol, struct quota *q, size_t
 {
 	struct evictor *e = evictor_of(m);
 
-	policy_put(e->policy);
+	evict_policy_put(e->policy);
 	e->policy = pol;
 	quotas_free(e->quotas, e->nquotas);
 	e->quotas = q;
@@ -364,9 +209,9 @@ install_config(struct master *m, struct policy_ref *pol, struct quota *q, size_t
 	free(e->quota_of);
 	e->quota_of = NULL;
 	e->nquota_of = 0;
-	for (uint32_t t = 0; t < m->store.ntenants; t++)
-		m->store.tenants[t].quota = 0;
-	for (uint32_t t = 0; t < m->store.ntenants; t++)
+	for (uint32_t t = 0; t < m->store->ntenants; t++)
+		m->store->tenants[t].quota = 0;
+	for (uint32_t t = 0; t < m->store->ntenants; t++)
 		quota_of(m, t);
 }
 
@@ -384,906 +229,6 @@ evict_reload(struct master *m, struct mc_err *err)
 	return 0;
 }
 
-/* ---- the job queue ---- */
-
-static uint64_t
-scope_key(int kind, uint32_t peer, int tier, uint32_t tenant)
-{
-	return ((uint64_t)kind << 60) ^ ((uint64_t)peer << 28) ^ ((uint64_t)tier << 24) ^ tenant;
-}
-
-enum rest { REST_NONE, REST_COOLDOWN, REST_YOUNG };
-
-/* Whether key's scope rests now, and why; ahead: for a round no put waits on. */
-static enum rest
-stalled(struct master *m, uint64_t key, bool ahead)
-{
-	struct evictor *e = evictor_of(m);
-	uint64_t now = mc_now_ms();
-
-	for (unsigned i = 0; i < e->nstalled; i++) {
-		if (e->stalled[i].key != key)
-			continue;
-		if (now < e->stalled[i].until)
-			return REST_COOLDOWN;
-		if (ahead && now < e->stalled[i].ahead_until)
-			return REST_YOUNG;
-	}
-	return REST_NONE;
-}
-
-static uint64_t
-stall_end(const struct stalled *s)
-{
-	return s->until > s->ahead_until ? s->until : s->ahead_until;
-}
-
-/* Rest key's scope until (mc_now_ms): for every round, or when ahead for those no put waits on. */
-static void
-stall(struct master *m, uint64_t key, uint64_t until, bool ahead)
-{
-	struct evictor *e = evictor_of(m);
-	uint64_t now = mc_now_ms();
-	unsigned slot = 0;
-
-	for (unsigned i = 0; i < e->nstalled; i++)
-		if (e->stalled[i].key == key) {
-			slot = i;
-			goto set;
-		}
-	/* another scope's entry that ended, a new one, else the one that ends first */
-	for (slot = 0; slot < e->nstalled && stall_end(&e->stalled[slot]) > now; slot++)
-		;
-	if (slot == e->nstalled && e->nstalled == STALLED_MAX) {
-		slot = 0;
-		for (unsigned i = 1; i < e->nstalled; i++)
-			if (stall_end(&e->stalled[i]) < stall_end(&e->stalled[slot]))
-				slot = i;
-	} else if (slot == e->nstalled) {
-		e->nstalled++;
-	}
-	e->stalled[slot] = (struct stalled){ .key = key };
-set:
-	if (ahead)
-		e->stalled[slot].ahead_until = until;
-	else
-		e->stalled[slot].until = until;
-}
-
-static struct job *
-job_new(struct master *m, int trigger)
-{
-	struct job *j = calloc(1, sizeof(*j));
-
-	if (j == NULL)
-		return NULL;
-	j->m = m;
-	j->trigger = trigger;
-	j->lowerbound = MC_PLAN_DEFAULT_LOWERBOUND;
-	j->planner_cmd = m->cfg.evict_planner;
-	j->planner_timeout_ms = m->cfg.evict_planner_timeout;
-	j->soft_pinned_pass = m->cfg.allow_evict_soft_pinned;
-	j->key = UINT64_MAX;
-	j->seq = ++evictor_of(m)->next_seq;
-	j->round.queued_at = mc_now_ms();
-	snprintf(j->round.trigger, sizeof(j->round.trigger), "%s", trigger_names[trigger]);
-	mc_cand_view_init(&j->view);
-	mc_plan_init(&j->plan);
-	mc_report_init(&j->report);
-	mc_htab_init(&j->done);
-	return j;
-}
-
-static void
-job_free(struct job *j)
-{
-	if (j == NULL)
-		return;
-	candidates_end(j->build);
-	caps_free(&j->caps);
-	mc_cand_view_free(&j->view);
-	mc_plan_free(&j->plan);
-	mc_report_free(&j->report);
-	mc_htab_free(&j->done);
-	policy_put(j->policy);
-	free(j->plan_bytes);
-	blob_free(j->answer);
-	free(j->planned);
-	free(j->tenant_of);
-	free(j->peer_of);
-	free(j->tier_of);
-	free(j);
-}
-
-static int
-job_queue(struct master *m, struct job *j)
-{
-	struct evictor *e = evictor_of(m);
-
-	if (e->queued >= JOBS_MAX)
-		return -1;
-	if (e->tail != NULL)
-		e->tail->next = j;
-	else
-		e->head = j;
-	e->tail = j;
-	e->queued++;
-	if (e->running == NULL)
-		job_next(m);
-	return 0;
-}
-
-static void
-schedule_step(struct master *m)
-{
-	/* A zero timeout, not event_active: requests waiting on sockets go first. */
-	struct timeval now = { 0, 0 };
-
-	evtimer_add(evictor_of(m)->step_ev, &now);
-}
-
-/* ---- planning (on a worker) ---- */
-
-/* A `candidates` answer: the view in its msgpack stream form. */
-static int
-write_view(FILE *f, const void *arg, struct mc_err *err)
-{
-	const struct job *j = arg;
-
-	return mc_cand_write(f, &j->view, false, err);
-}
-
-static int
-write_plan(FILE *f, const void *arg, struct mc_err *err)
-{
-	const struct job *j = arg;
-
-	return mc_plan_write(f, &j->plan, false, err);
-}
-
-static int
-write_report(FILE *f, const void *arg, struct mc_err *err)
-{
-	const struct job *j = arg;
-
-	return mc_report_write(f, &j->report, &j->plan, false, err);
-}
-
-/* Each stage's planned bytes, off the loop: a reserve may list millions of victims. */
-static int
-sum_planned(struct job *j, struct mc_err *err)
-{
-	j->planned = mc_plan_exec_planned(&j->plan);
-	if (j->planned == NULL)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the plan");
-	return 0;
-}
-
-/*
- * evict_run's percentages made bytes, on the view they are of, as
- * mc-evict-plan makes them: the target of the view's bytes, the
- * lowerbound of the target. -1 when a lowerbound is above such a target.
- */
-static int
-apply_percentages(struct job *j, struct mc_err *err)
-{
-	char t[32], l[32];
-
-	if (j->pct_target.is_pct) {
-		j->target = mc_amount_bytes(&j->pct_target, mc_cand_view_bytes(&j->view));
-		j->round.target = j->target;
-	}
-	if (j->pct_lowerbound.is_pct)
-		j->lowerbound = mc_amount_bytes(&j->pct_lowerbound, j->target);
-	/* a lowerbound in bytes could not be checked against such a target before */
-	if (j->pct_target.is_pct && j->lowerbound != MC_PLAN_DEFAULT_LOWERBOUND &&
-	    j->lowerbound > j->target)
-		return mc_err_set(err, MC_ERR_INVALID, "lowerbound %s is above the target of %s",
-				  mc_fmt_size(j->lowerbound, l, sizeof(l)),
-				  mc_fmt_size(j->target, t, sizeof(t)));
-	return 0;
-}
-
-static void
-plan_work(void *arg)
-{
-	struct job *j = arg;
-
-	if (j->plan_bytes == NULL && candidates_segment(&j->view, &j->caps, &j->plan_err) != 0) {
-		j->plan_rc = -1;
-	} else if (j->export_view) {
-		j->answer = blob_write(write_view, j, &j->plan_err);
-		j->plan_rc = j->answer != NULL ? 0 : -1;
-	} else if (j->plan_bytes != NULL) {
-		FILE *f = fmemopen(j->plan_bytes, j->plan_len, "r");
-
-		if (f == NULL) {
-			j->plan_rc = mc_err_errno(&j->plan_err, "cannot read the plan");
-		} else {
-			j->plan_rc = mc_plan_read(f, &j->plan, false, &j->plan_err);
-			fclose(f);
-		}
-		j->have_plan = j->plan_rc == 0;
-	} else if (apply_percentages(j, &j->plan_err) != 0) {
-		j->plan_rc = -1;
-	} else {
-		struct mc_plan_params pp = {
-			.target = j->target,
-			.lowerbound = j->lowerbound,
-			.soft_pinned_pass = j->soft_pinned_pass,
-		};
-
-		j->plan_rc = -1;
-		if (j->planner_cmd != NULL) {
-			struct extplan x = {
-				.cmd = j->planner_cmd,
-				.target = j->target,
-				.lowerbound = j->lowerbound,
-				.soft_pinned_pass = j->soft_pinned_pass,
-				.timeout_ms = j->planner_timeout_ms,
-			};
-			struct mc_err perr = { 0 };
-
-			j->plan_rc = extplan_run(&x, &j->view, &j->plan, &perr);
-			j->have_plan = j->plan_rc == 0;
-			if (j->plan_rc != 0) {
-				j->planner_failed = true;
-				snprintf(j->planner_why, sizeof(j->planner_why), "%s", perr.msg);
-			}
-		}
-		if (j->plan_rc != 0) {
-			j->plan_rc = mc_planner_run(&j->policy->p, &j->view, &pp, &j->plan, NULL,
-						    &j->plan_err);
-			j->have_plan = j->plan_rc == 0;
-		}
-	}
-	if (j->have_plan && sum_planned(j, &j->plan_err) != 0) {
-		j->plan_rc = -1;
-		j->have_plan = false;
-	}
-	if (j->have_plan && j->dry_run &&
-	    (j->answer = blob_write(write_plan, j, &j->plan_err)) == NULL) {
-		j->plan_rc = -1;
-		j->have_plan = false;
-	}
-}
-
-/* ---- freeing off the loop ---- */
-
-static void
-drop_view_pages(struct mc_cand_view *v)
-{
-	offloop_drop_pages(v->c, v->cap * sizeof(*v->c));
-	offloop_drop_pages(v->keys, v->keys_cap);
-}
-
-static void
-free_work(void *arg)
-{
-	struct job *j = arg;
-
-	drop_view_pages(&j->view);
-	drop_view_pages(&j->plan.view);
-	offloop_drop_pages(j->done.slots, j->done.cap * sizeof(*j->done.slots));
-	for (size_t i = 0; i < j->plan.nstages; i++)
-		offloop_drop_pages(j->plan.stages[i].victims,
-				   j->plan.stages[i].cap * sizeof(*j->plan.stages[i].victims));
-	job_free(j);
-}
-
-/* A release the queue cancelled (it is being freed) happens here instead. */
-static void
-free_done(void *arg, bool cancelled)
-{
-	if (cancelled)
-		job_free(arg);
-}
-
-/*
- * Free a finished job. A round's view and plan can be hundreds of
- * megabytes, and handing that many pages back to the kernel takes
- * milliseconds, so a worker does it when one is free.
- */
-static void
-job_dispose(struct job *j)
-{
-	policy_put(j->policy); /* the count belongs to the loop */
-	j->policy = NULL;
-	if (mc_workq_submit(evictor_of(j->m)->wq, free_work, free_done, j, NULL) != 0)
-		job_free(j);
-}
-
-/* ---- answering ---- */
-
-static void
-answer(struct job *j)
-{
-	struct mc_err err = { 0 };
-	struct blob *b = j->answer;
-	msgpack_packer *pk;
-
-	if (j->req == NULL)
-		return;
-	j->answer = NULL;
-	if (b == NULL && (b = blob_write(write_report, j, &err)) == NULL) {
-		handler_fail(j->req, err.code, "%s", err.msg);
-		j->req = NULL;
-		return;
-	}
-	pk = mc_reply_ok_begin(j->req);
-	if (j->export_view) {
-		msgpack_pack_map(pk, 2);
-		mc_pack_kv_u64(pk, "count", j->view.n);
-		mc_pack_kv_u64(pk, "len", b->len);
-	} else {
-		msgpack_pack_map(pk, j->says_kind ? 4 : 3);
-		mc_pack_kv_u64(pk, "len", b->len);
-		if (j->says_kind)
-			mc_pack_kv_str(pk, "kind", j->dry_run ? "plan" : "report");
-		mc_pack_kv_u64(pk, "evicted_bytes", j->exec.evicted_bytes);
-		mc_pack_kv_u64(pk, "evicted_objects", j->exec.evicted_objects);
-	}
-	blob_reply(j->req, b, evictor_of(j->m)->wq);
-	j->req = NULL;
-}
-
-static void
-job_fail(struct job *j, const struct mc_err *err)
-{
-	if (j->export_view)
-		mc_warn("candidates failed: %s", err->msg);
-	else
-		mc_warn("eviction round (%s) failed: %s", trigger_names[j->trigger], err->msg);
-	if (j->req != NULL)
-		handler_fail(j->req, err->code, "%s", err->msg);
-	j->req = NULL;
-}
-
-static void
-job_finish(struct master *m, struct job *j)
-{
-	struct evictor *e = evictor_of(m);
-	uint64_t end = mc_mono_ns();
-
-	if (j->phase == PH_EXEC) {
-		mc_metric_observe(e->exec_seconds, (double)(end - j->t_exec) / 1e9);
-		mc_info("eviction round (%s): evicted %llu copies, %llu bytes in %.1f ms, "
-			"%llu fallbacks run",
-			trigger_names[j->trigger], (unsigned long long)j->exec.evicted_objects,
-			(unsigned long long)j->exec.evicted_bytes, (double)(end - j->t0) / 1e6,
-			(unsigned long long)j->exec.fallbacks);
-	}
-	/*
-	 * A round that left young copies out: no round ahead of need finds
-	 * more until the first of them ages, but a put that needs their room
-	 * may have its round at once. Any other round of a scope that freed
-	 * nothing: its scope rests a moment.
-	 */
-	if (j->key != UINT64_MAX && j->young_left_out && j->young.until != UINT64_MAX)
-		stall(m, j->key, j->young.until, true);
-	else if (j->key != UINT64_MAX && j->has_round && j->exec.evicted_bytes == 0)
-		stall(m, j->key, mc_now_ms() + STALL_MS, false);
-	if (j->young.taken > 0) {
-		mc_young_log(&j->young, j->round.scope[0] != '\0' ? j->round.scope : "all copies",
-			     j->scope == SCOPE_NONE ? "an operator's round asked for them"
-						    : MC_YOUNG_FOR_WRITE);
-		mc_metric_add(e->young, (double)j->young.taken);
-		mc_metric_add(e->young_bytes, (double)j->young.taken_bytes);
-	}
-	answer(j);
-	e->totals.evicted_bytes += j->exec.evicted_bytes;
-	e->totals.evicted_objects += j->exec.evicted_objects;
-	e->running = NULL;
-	e->done_seq = j->seq;
-	job_dispose(j);
-	/* From the loop, never from inside the caller that made this round end. */
-	event_active(e->ended_ev, EV_TIMEOUT, 0);
-	job_next(m);
-}
-
-/* ---- executing ---- */
-
-static uint64_t
-copy_identity(uint32_t tenant, const char *key, size_t len, uint32_t peer, int tier)
-{
-	return store_key_hash(tenant, key, len) ^ ((uint64_t)peer * 0x9e3779b97f4a7c15ull) ^
-	       ((uint64_t)(tier + 1) << 56);
-}
-
-static bool
-any_eq(const void *entry, const void *key)
-{
-	(void)entry;
-	(void)key;
-	return true;
-}
-
-static int64_t
-resolve_tenant(struct master *m, const char *name)
-{
-	return store_tenant_find(&m->store, name, strlen(name));
-}
-
-/* A peer as views name it: its address, or "peer-ID". */
-static int64_t
-resolve_peer(struct master *m, const char *name)
-{
-	const struct peer *p;
-	char *end;
-
-	if (strncmp(name, "peer-", 5) == 0) {
-		unsigned long id = strtoul(name + 5, &end, 10);
-
-		if (*end == '\0' && end != name + 5 && (p = peers_find(&m->peers, id)) != NULL)
-			return p->id;
-	}
-	p = peers_find_addr(&m->peers, name);
-	return p != NULL ? (int64_t)p->id : -1;
-}
-
-static int
-exec_begin(struct job *j, struct mc_err *err)
-{
-	uint32_t n = j->plan.view.nnames;
-
-	j->tenant_of = malloc(((size_t)n + 1) * sizeof(*j->tenant_of));
-	j->peer_of = malloc(((size_t)n + 1) * sizeof(*j->peer_of));
-	j->tier_of = malloc((size_t)n + 1);
-	if (j->tenant_of == NULL || j->peer_of == NULL || j->tier_of == NULL)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the plan");
-	for (uint32_t i = 0; i <= n; i++) {
-		j->tenant_of[i] = -2;
-		j->peer_of[i] = -2;
-		j->tier_of[i] = -2;
-	}
-	mc_plan_exec_begin(&j->exec, &j->plan, j->planned, &j->report);
-	j->report.has_round = j->has_round;
-	j->report.round = j->round;
-	/* Sized once for every victim, so recording them never rehashes mid-slice. */
-	size_t total = 0;
-	for (size_t i = 0; i < j->plan.nstages; i++)
-		total += j->plan.stages[i].nvictims;
-	if (mc_htab_reserve(&j->done, total < (1u << 24) ? total : (1u << 24)) != 0)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the plan");
-	j->phase = PH_EXEC;
-	j->t_exec = mc_mono_ns();
-	return 0;
-}
-
-/* Resolve a plan name id through a per-job cache. */
-static int64_t
-cached(int64_t *cache, uint32_t id, struct master *m, const struct job *j,
-       int64_t (*resolve)(struct master *, const char *))
-{
-	if (cache[id] == -2)
-		cache[id] = resolve(m, mc_cand_name_str(&j->plan.view, id));
-	return cache[id];
-}
-
-static bool
-soft_pin_blocks(const struct master *m, const struct mc_stage *s, const struct mobj *o,
-		uint64_t now)
-{
-	return softpin_protects(o, now) && !(s->soft_pinned && m->cfg.allow_evict_soft_pinned);
-}
-
-static bool
-object_busy(const struct mobj *o)
-{
-	const struct mrep *r = obj_creps(o);
-
-	if (o->writing)
-		return true;
-	for (unsigned i = 0; i < o->nrep; i++)
-		if (r[i].state != REP_COMPLETE)
-			return true;
-	return false;
-}
-
-/* Why a member of a group keeps the whole group, or -1 when none does. */
-static int
-group_blocks(const struct master *m, const struct mc_stage *s, const struct group *g, uint64_t now)
-{
-	for (uint32_t i = 0; i < g->n; i++) {
-		const struct mobj *o = g->members[i];
-
-		if (o->lease_deadline > now)
-			return MC_FAIL_GROUP_LEASED;
-		if (o->hard_pin || soft_pin_blocks(m, s, o, now))
-			return MC_FAIL_PINNED;
-		if (object_busy(o))
-			return MC_FAIL_BUSY;
-	}
-	return -1;
-}
-
-static uint64_t
-object_bytes(const struct master *m, const struct mobj *o)
-{
-	const struct mrep *r = obj_creps(o);
-	uint64_t sum = 0;
-
-	for (unsigned i = 0; i < o->nrep; i++)
-		sum += ops_rep_size(m, o, &r[i]);
-	return sum;
-}
-
-/*
- * Evict one victim: the copy it names, or for a member of a group every
- * copy of every member. Returns -1 with *reason when it must stay.
- */
-static int
-evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t vi,
-	     uint64_t *bytes, uint64_t *copies, int *reason)
-{
-	const struct mc_cand *c = &j->plan.view.c[vi];
-	const char *key = mc_cand_key(&j->plan.view, c);
-	uint64_t now = mc_now_ms();
-	int64_t tenant = cached(j->tenant_of, c->tenant, m, j, resolve_tenant);
-	int64_t peer = cached(j->peer_of, c->peer, m, j, resolve_peer);
-	int tier = j->tier_of[c->tier];
-	struct mobj *o;
-	uint64_t id;
-	unsigned i;
-	bool young;
-
-	if (tier == -2) {
-		const char *tn = mc_cand_name_str(&j->plan.view, c->tier);
-
-		tier = mc_tier_parse(tn, strlen(tn), NULL);
-		j->tier_of[c->tier] = (int8_t)tier;
-	}
-	*reason = MC_FAIL_GONE;
-	if (tenant < 0 || peer < 0 || tier < 0)
-		return -1;
-	id = copy_identity((uint32_t)tenant, key, c->key_len, (uint32_t)peer, tier);
-	o = store_find(&m->store, store_key_hash((uint32_t)tenant, key, c->key_len),
-		       (uint32_t)tenant, key, c->key_len);
-	if (o == NULL) {
-		if (mc_htab_find(&j->done, id, any_eq, NULL) != NULL)
-			*reason = MC_FAIL_EVICTED;
-		return -1;
-	}
-	if (o->version != c->version) {
-		*reason = MC_FAIL_VERSION;
-		return -1;
-	}
-	for (i = 0; i < o->nrep; i++) {
-		const struct mrep *r = &obj_creps(o)[i];
-
-		/* A moving copy was evicted already: its peer is demoting it. */
-		if (r->peer == (uint32_t)peer && r->tier == tier && r->version == o->version &&
-		    !r->moving)
-			break;
-	}
-	if (i == o->nrep) {
-		if (mc_htab_find(&j->done, id, any_eq, NULL) != NULL)
-			*reason = MC_FAIL_EVICTED;
-		return -1;
-	}
-	if (o->hard_pin || soft_pin_blocks(m, s, o, now)) {
-		*reason = MC_FAIL_PINNED;
-		return -1;
-	}
-	if (o->lease_deadline > now) {
-		*reason = MC_FAIL_LEASED;
-		return -1;
-	}
-	if (object_busy(o)) {
-		*reason = MC_FAIL_BUSY;
-		return -1;
-	}
-	if (o->group != NO_GROUP) {
-		struct group *g = store_group_get(&m->store, o->group);
-
-		if (g != NULL) {
-			int why = group_blocks(m, s, g, now);
-
-			if (why >= 0) {
-				*reason = why;
-				return -1;
-			}
-			/* All or none: the whole group goes, every copy of every member. */
-			*bytes = *copies = 0;
-			while (g->n > 0) {
-				struct mobj *mo = g->members[g->n - 1];
-				bool last = g->n == 1;
-
-				*bytes += object_bytes(m, mo);
-				*copies += mo->nrep;
-				if (mc_young_is(m->cfg.young, mo->committed, now))
-					mc_young_take(&j->young, object_bytes(m, mo));
-				ops_obj_erase(m, mo, true, NULL);
-				if (last)
-					break; /* the group went with its last member */
-			}
-			mc_htab_insert(&j->done, id, j);
-			return 0;
-		}
-	}
-	/* A copy left moving counts as freed: its bytes are going, and a round no longer counts them. */
-	/* Plans speak in object bytes; a tier's used counts footprints, which free at least that. */
-	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
-	*copies = 1;
-	young = mc_young_is(m->cfg.young, o->committed, now);
-	if (!ops_rep_evict(m, o, i)) {
-		/* dropped, not moved down: a young one counts */
-		if (young)
-			mc_young_take(&j->young, *bytes);
-		ops_settle(m, o, NULL);
-	}
-	mc_htab_insert(&j->done, id, j);
-	return 0;
-}
-
-static unsigned
-scope_depth(const char *scope)
-{
-	unsigned d = *scope != '\0';
-
-	for (; *scope != '\0'; scope++)
-		d += *scope == '/';
-	return d > MC_POLICY_MAX_DEPTH ? MC_POLICY_MAX_DEPTH : d;
-}
-
-static int
-pass_of(const struct mc_stage *s)
-{
-	if (s->soft_pinned)
-		return PASS_SOFT_PINNED;
-	return s->kind == MC_STAGE_FALLBACK ? PASS_FALLBACK : PASS_EVICT;
-}
-
-/* One slice of execution; 1 when more remains. */
-static int
-exec_slice(struct master *m, struct job *j, struct mc_err *err)
-{
-	struct evictor *e = evictor_of(m);
-	uint64_t until = mc_mono_ns() + SLICE_NS;
-	int budget = m->cfg.evict_slice;
-
-	for (;;) {
-		const struct mc_stage *s;
-		uint64_t bytes = 0, copies = 0;
-		uint32_t vi;
-		bool started;
-		int reason, rc;
-
-		if (budget-- <= 0 || ((budget & 31) == 0 && mc_mono_ns() >= until))
-			return 1;
-		rc = mc_plan_exec_next(&j->exec, &s, &vi, &started, err);
-		if (rc <= 0)
-			return rc;
-		if (started)
-			mc_metric_inc(e->fallbacks[scope_depth(s->scope)]);
-		if (evict_victim(m, j, s, vi, &bytes, &copies, &reason) == 0) {
-			mc_plan_exec_evicted(&j->exec, bytes, copies);
-			mc_metric_add(e->bytes[pass_of(s)][j->trigger], (double)bytes);
-			mc_metric_add(e->objects[pass_of(s)][j->trigger], (double)copies);
-		} else {
-			mc_metric_inc(e->failures[reason]);
-			if (mc_plan_exec_kept(&j->exec, reason, err) != 0)
-				return -1;
-		}
-	}
-}
-
-/* ---- the job's steps ---- */
-
-static void plan_done(void *arg, bool cancelled);
-
-static void
-start_plan(struct master *m, struct job *j)
-{
-	struct mc_err err = { 0 };
-
-	j->phase = PH_PLAN;
-	j->t_plan = mc_mono_ns();
-	if (mc_workq_submit(evictor_of(m)->wq, plan_work, plan_done, j, &err) != 0) {
-		job_fail(j, &err);
-		job_finish(m, j);
-		return;
-	}
-}
-
-/*
- * What a round does with the young copies its view holds: one no put
- * waits on leaves them out, and so does one whose waiting puts the old
- * copies can make room for; else they stay, for the policy to rank with
- * the others. An admin's round or an export keeps them all.
- */
-static void
-sort_young(struct job *j)
-{
-	uint64_t old;
-
-	candidates_young(j->build, &j->young, &old);
-	if (j->scope == SCOPE_NONE || j->young.kept == 0 || mc_young_needed(j->round.waiting, old))
-		return;
-	candidates_drop_young(j->build);
-	j->young_left_out = true;
-}
-
-static void
-build_slice(struct master *m, struct job *j)
-{
-	uint64_t until = mc_mono_ns() + SLICE_NS;
-	struct mc_err err = { 0 };
-	int rc;
-
-	do {
-		rc = candidates_step(j->build, BUILD_CHUNK, &err);
-	} while (rc == 1 && mc_mono_ns() < until);
-	if (rc == 1) {
-		schedule_step(m);
-		return;
-	}
-	if (rc == 0 && candidates_caps(j->build, &j->caps, &err) != 0)
-		rc = -1;
-	if (rc == 0)
-		sort_young(j);
-	candidates_end(j->build);
-	j->build = NULL;
-	if (rc < 0) {
-		job_fail(j, &err);
-		job_finish(m, j);
-		return;
-	}
-	mc_metric_observe(evictor_of(m)->build_seconds, (double)(mc_mono_ns() - j->t0) / 1e9);
-	start_plan(m, j);
-}
-
-static void step(struct master *m, struct job *j);
-
-/* One slice of the running job, timed: the longest is what reads waited. */
-static void
-step_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct master *m = arg;
-	struct job *j = evictor_of(m)->running;
-	uint64_t t0 = mc_mono_ns();
-
-	(void)fd;
-	(void)what;
-	if (j == NULL)
-		return;
-	step(m, j);
-	mc_metric_observe(evictor_of(m)->slice_seconds, (double)(mc_mono_ns() - t0) / 1e9);
-}
-
-static void
-step(struct master *m, struct job *j)
-{
-	struct mc_err err = { 0 };
-	int rc;
-
-	if (j->phase == PH_BUILD) {
-		build_slice(m, j);
-		return;
-	}
-	if (j->phase != PH_EXEC)
-		return;
-	rc = exec_slice(m, j, &err);
-	if (rc == 1) {
-		schedule_step(m);
-		return;
-	}
-	if (rc < 0)
-		job_fail(j, &err);
-	job_finish(m, j);
-}
-
-static void planned(struct master *m, struct job *j);
-
-/*
- * The plan job is done, back on the loop. At shutdown (the queue being
- * freed) the job stays as it is for evict_free to free.
- */
-static void
-plan_done(void *arg, bool cancelled)
-{
-	struct job *j = arg;
-	struct evictor *e = evictor_of(j->m);
-	uint64_t t0 = mc_mono_ns();
-
-	if (cancelled || e->stopping)
-		return;
-	planned(j->m, j);
-	mc_metric_observe(e->slice_seconds, (double)(mc_mono_ns() - t0) / 1e9);
-}
-
-static void
-planned(struct master *m, struct job *j)
-{
-	struct evictor *e = evictor_of(m);
-	struct mc_err err = { 0 };
-
-	mc_metric_observe(e->plan_seconds, (double)(mc_mono_ns() - j->t_plan) / 1e9);
-	if (j->planner_failed) {
-		mc_metric_inc(e->planner_fallbacks);
-		mc_warn("eviction planner '%s' failed (%s); planned with the built-in policy",
-			j->planner_cmd, j->planner_why);
-	}
-	if (j->plan_rc != 0) {
-		job_fail(j, &j->plan_err);
-		job_finish(m, j);
-		return;
-	}
-	if (j->dry_run || j->export_view) {
-		job_finish(m, j);
-		return;
-	}
-	if (exec_begin(j, &err) != 0) {
-		job_fail(j, &err);
-		job_finish(m, j);
-		return;
-	}
-	schedule_step(m);
-}
-
-static void
-job_start(struct master *m, struct job *j)
-{
-	struct evictor *e = evictor_of(m);
-	struct mc_err err = { 0 };
-
-	e->running = j;
-	j->t0 = mc_mono_ns();
-	j->round.started_at = mc_now_ms();
-	if (j->scope != SCOPE_NONE && !scope_target(m, j)) {
-		/* Other rounds or removals made the room already. */
-		job_finish(m, j);
-		return;
-	}
-	if (j->scope == SCOPE_NONE && !j->export_view && j->plan_bytes == NULL)
-		manual_round(m, j);
-	if (j->has_round)
-		mc_debug("eviction round %llu (%s, %s): queued_at=%llu started_at=%llu "
-			 "usage_at_start=%llu low=%llu waiting=%llu target=%llu",
-			 (unsigned long long)j->seq, j->round.trigger,
-			 j->round.scope[0] != '\0' ? j->round.scope : "all",
-			 (unsigned long long)j->round.queued_at,
-			 (unsigned long long)j->round.started_at,
-			 (unsigned long long)j->round.usage_at_start,
-			 (unsigned long long)j->round.low, (unsigned long long)j->round.waiting,
-			 (unsigned long long)j->round.target);
-	if (!j->export_view) {
-		mc_metric_inc(e->rounds[j->trigger]);
-		e->totals.rounds++;
-	}
-	j->policy = e->policy;
-	j->policy->refs++;
-	if (j->plan_bytes != NULL || j->empty) {
-		j->view.created = mc_now_ms();
-		start_plan(m, j);
-		return;
-	}
-	j->build = candidates_begin(m, &j->filter, &j->view, &err);
-	if (j->build == NULL) {
-		job_fail(j, &err);
-		job_finish(m, j);
-		return;
-	}
-	j->phase = PH_BUILD;
-	schedule_step(m);
-}
-
-static void
-job_next(struct master *m)
-{
-	struct evictor *e = evictor_of(m);
-	struct job *j = e->head;
-
-	if (e->running != NULL || j == NULL)
-		return;
-	e->head = j->next;
-	if (e->head == NULL)
-		e->tail = NULL;
-	e->queued--;
-	j->next = NULL;
-	job_start(m, j);
-}
-
 /* ---- triggers ---- */
 
 /*
@@ -1298,7 +243,7 @@ superseded(struct master *m, uint32_t peer, int tier)
 	size_t cur = 0;
 	uint64_t sum = 0;
 
-	while ((p = mc_htab_next(&m->store.pending, &cur)) != NULL) {
+	while ((p = mc_htab_next(&m->store->pending, &cur)) != NULL) {
 		const struct mobj *o = p->o;
 		const struct mrep *v = obj_creps(o);
 
@@ -1317,7 +262,7 @@ superseded(struct master *m, uint32_t peer, int tier)
 static bool
 tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *low, uint64_t *cap)
 {
-	const struct peer *p = peers_find(&m->peers, peer);
+	const struct peer *p = peers_find(m->peers, peer);
 	const struct peer_tier *pt;
 	uint64_t going;
 
@@ -1355,14 +300,14 @@ static bool
 store_target(struct master *m, struct job *j)
 {
 	struct mc_round *rd = &j->round;
-	uint64_t count = m->store.objects.count, want = mc_add_sat(count, j->waiting);
+	uint64_t count = m->store->objects.count, want = mc_add_sat(count, j->waiting);
 	uint64_t low = (uint64_t)((double)m->cfg.max_objects * m->cfg.evict_low), mean;
 
 	if (m->cfg.max_objects == 0 || count == 0 || want <= low)
 		return false;
-	mean = m->store.bytes / count > 0 ? m->store.bytes / count : 1;
+	mean = m->store->bytes / count > 0 ? m->store->bytes / count : 1;
 	snprintf(rd->scope, sizeof(rd->scope), "store of %llu objects", (unsigned long long)count);
-	rd->usage_at_start = m->store.bytes;
+	rd->usage_at_start = m->store->bytes;
 	rd->low = low * mean;
 	rd->waiting = j->waiting * mean;
 	rd->target = round_cap(m, (want - low) * mean);
@@ -1395,12 +340,12 @@ scope_target(struct master *m, struct job *j)
 	} else {
 		uint64_t quota = quota_of(m, j->filter.tenant);
 
-		if (quota == 0 || j->filter.tenant >= m->store.ntenants)
+		if (quota == 0 || j->filter.tenant >= m->store->ntenants)
 			return false;
-		used = m->store.tenants[j->filter.tenant].bytes;
+		used = m->store->tenants[j->filter.tenant].bytes;
 		low = (uint64_t)((double)quota * m->cfg.evict_low);
 		snprintf(rd->scope, sizeof(rd->scope), "tenant %.50s",
-			 m->store.tenants[j->filter.tenant].name);
+			 m->store->tenants[j->filter.tenant].name);
 	}
 	rd->usage_at_start = used;
 	rd->low = low;
@@ -1423,13 +368,13 @@ manual_round(struct master *m, struct job *j)
 	struct mc_round *rd = &j->round;
 	uint64_t used = 0;
 
-	if (f->by_tenant && f->tenant < m->store.ntenants) {
-		used = m->store.tenants[f->tenant].bytes;
+	if (f->by_tenant && f->tenant < m->store->ntenants) {
+		used = m->store->tenants[f->tenant].bytes;
 		snprintf(rd->scope, sizeof(rd->scope), "tenant %.50s",
-			 m->store.tenants[f->tenant].name);
+			 m->store->tenants[f->tenant].name);
 	} else {
-		for (uint32_t i = 0; i < m->peers.n; i++) {
-			const struct peer *p = m->peers.v[i];
+		for (uint32_t i = 0; i < m->peers->n; i++) {
+			const struct peer *p = m->peers->v[i];
 
 			if (f->by_peer && p->id != f->peer)
 				continue;
@@ -1470,7 +415,7 @@ scope_round(struct master *m, int trigger, int kind, const struct cand_filter *f
 		}
 	if (e->running != NULL && e->running->key == key)
 		return e->running->seq;
-	switch (stalled(m, key, need == 0)) {
+	switch (evict_rest(m, key, need == 0)) {
 	case REST_NONE:
 		break;
 	case REST_YOUNG:
@@ -1479,7 +424,7 @@ scope_round(struct master *m, int trigger, int kind, const struct cand_filter *f
 	default:
 		return 0;
 	}
-	j = job_new(m, trigger);
+	j = evict_job_new(m, trigger);
 	if (j == NULL)
 		return 0;
 	j->scope = kind;
@@ -1487,9 +432,9 @@ scope_round(struct master *m, int trigger, int kind, const struct cand_filter *f
 	j->key = key;
 	j->waiting = need;
 	seq = j->seq;
-	/* Read before queueing: a round with nothing to do ends inside job_queue. */
-	if (job_queue(m, j) != 0) {
-		job_free(j);
+	/* Read before queueing: a round with nothing to do ends inside evict_job_queue. */
+	if (evict_job_queue(m, j) != 0) {
+		evict_job_free(j);
 		return 0;
 	}
 	return seq;
@@ -1500,7 +445,8 @@ tier_round(struct master *m, int trigger, uint32_t peer, int tier, uint64_t need
 {
 	struct cand_filter f = { .by_peer = true, .peer = peer, .by_tier = true, .tier = tier };
 
-	return scope_round(m, trigger, SCOPE_TIER, &f, scope_key(SCOPE_TIER, peer, tier, 0), need);
+	return scope_round(m, trigger, SCOPE_TIER, &f, evict_scope_key(SCOPE_TIER, peer, tier, 0),
+			   need);
 }
 
 /* A peer tier over its high watermark starts its round (from now on it is watched). */
@@ -1536,7 +482,7 @@ evict_stalled(struct master *m, struct peer *p, uint8_t tiers)
 void
 evict_tier_check(struct master *m, uint32_t peer, int tier)
 {
-	struct peer *p = peers_find(&m->peers, peer);
+	struct peer *p = peers_find(m->peers, peer);
 
 	if (p != NULL && tier >= 0 && tier < MC_TIER_COUNT)
 		check_tier(m, p, tier);
@@ -1547,17 +493,18 @@ store_round(struct master *m, int trigger, uint64_t need)
 {
 	struct cand_filter f = { 0 };
 
-	return scope_round(m, trigger, SCOPE_STORE, &f, scope_key(SCOPE_STORE, 0, 0, 0), need);
+	return scope_round(m, trigger, SCOPE_STORE, &f, evict_scope_key(SCOPE_STORE, 0, 0, 0),
+			   need);
 }
 
 void
 evict_check_watermarks(struct master *m)
 {
 	if (m->cfg.max_objects > 0 &&
-	    (double)m->store.objects.count > (double)m->cfg.max_objects * m->cfg.evict_high)
+	    (double)m->store->objects.count > (double)m->cfg.max_objects * m->cfg.evict_high)
 		store_round(m, TRIG_BUDGET, 0);
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		struct peer *p = m->peers->v[i];
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
@@ -1579,7 +526,7 @@ struct no_space_cand {
 static uint64_t
 peer_tier_used(struct master *m, uint32_t peer, int tier)
 {
-	const struct peer *p = peers_find(&m->peers, peer);
+	const struct peer *p = peers_find(m->peers, peer);
 
 	return p != NULL ? p->tiers[tier].used : 0;
 }
@@ -1594,7 +541,7 @@ peer_tier_used(struct master *m, uint32_t peer, int tier)
 static void
 ask_room(struct master *m, uint32_t peer, int tier, uint64_t bytes, uint64_t used)
 {
-	const struct peer *p = peers_find(&m->peers, peer);
+	const struct peer *p = peers_find(m->peers, peer);
 	struct mc_conn *c = p != NULL ? peer_link(p) : NULL;
 	msgpack_packer *pk;
 
@@ -1618,8 +565,8 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 	bool moves = false;
 
 	*helps = false;
-	for (uint32_t i = 0; i < m->peers.n && n < PEERS_MAX; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n && n < PEERS_MAX; i++) {
+		const struct peer *p = m->peers->v[i];
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
@@ -1660,7 +607,7 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 			/* Demotions under way make the room: no round, wait for them to land. */
 			moves = true;
 		} else if (c[taken].room < c[taken].need &&
-			   peer_self_evicts(peers_find(&m->peers, c[taken].peer), c[taken].tier)) {
+			   peer_self_evicts(peers_find(m->peers, c[taken].peer), c[taken].tier)) {
 			/*
 			 * The peer makes the room itself: no round, wait for its
 			 * copy_dropped / copy_moved notices (or a heartbeat) to free it.
@@ -1692,7 +639,7 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 		  struct mc_err *err)
 {
 	uint64_t quota = quota_of(m, tenant);
-	const struct tenant *t = &m->store.tenants[tenant];
+	const struct tenant *t = &m->store->tenants[tenant];
 	struct cand_filter f = { .by_tenant = true, .tenant = tenant };
 
 	if (quota == 0 || add == 0 || t->bytes + add <= quota)
@@ -1705,7 +652,7 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 	*helps = true;
 	if (round != NULL)
 		*round = scope_round(m, TRIG_QUOTA, SCOPE_TENANT, &f,
-				     scope_key(SCOPE_TENANT, 0, 0, tenant), add);
+				     evict_scope_key(SCOPE_TENANT, 0, 0, tenant), add);
 	return mc_err_set(err, MC_ERR_QUOTA,
 			  "tenant '%s' over its quota: %llu + %llu bytes of %llu; eviction started",
 			  t->name, (unsigned long long)t->bytes, (unsigned long long)add,
@@ -1715,7 +662,7 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 int
 evict_objects_check(struct master *m, uint64_t *round, bool *helps, struct mc_err *err)
 {
-	uint64_t count = m->store.objects.count;
+	uint64_t count = m->store->objects.count;
 
 	if (m->cfg.max_objects == 0 || count < m->cfg.max_objects)
 		return 0;
@@ -1730,7 +677,11 @@ evict_objects_check(struct master *m, uint64_t *round, bool *helps, struct mc_er
 void
 evict_totals(struct master *m, struct evict_totals *out)
 {
-	*out = evictor_of(m)->totals;
+	const struct evictor *e = evictor_of(m);
+
+	out->rounds = e->totals.rounds;
+	out->evicted_bytes = e->totals.evicted_bytes;
+	out->evicted_objects = e->totals.evicted_objects;
 }
 
 uint64_t
@@ -1758,8 +709,8 @@ evict_moves_landed(struct master *m)
 static void
 note_occupancy(struct master *m)
 {
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		struct peer *p = m->peers->v[i];
 
 		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			struct peer_tier *pt = &p->tiers[t];
@@ -1801,15 +752,15 @@ plan_received(struct mc_req *req, bool ok, void *arg)
 	j->req = req;
 	if (!ok) {
 		j->req = NULL;
-		job_free(j);
+		evict_job_free(j);
 		/* The connection is gone: this only frees the request (and its hold on it). */
 		mc_reply_err(req, MC_ERR_UNAVAILABLE, "connection lost");
 		return;
 	}
-	if (job_queue(m, j) != 0) {
+	if (evict_job_queue(m, j) != 0) {
 		handler_fail(req, MC_ERR_BUSY, "too many eviction rounds queued");
 		j->req = NULL;
-		job_free(j);
+		evict_job_free(j);
 	}
 }
 
@@ -1836,7 +787,7 @@ h_evict_plan(struct mc_req *req)
 		handler_fail(req, MC_ERR_BUSY, "too many eviction rounds queued");
 		return;
 	}
-	j = job_new(m, TRIG_PLAN);
+	j = evict_job_new(m, TRIG_PLAN);
 	if (j == NULL || (j->plan_bytes = malloc(len)) == NULL)
 		goto oom;
 	j->plan_len = len;
@@ -1846,12 +797,12 @@ h_evict_plan(struct mc_req *req)
 	j->req = d;
 	if (mc_req_recv_bulk(d, j->plan_bytes, plan_received, j) != 0) {
 		j->req = NULL;
-		job_free(j);
+		evict_job_free(j);
 		handler_fail(d, MC_ERR_INTERNAL, "cannot receive the plan");
 	}
 	return;
 oom:
-	job_free(j);
+	evict_job_free(j);
 	handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 }
 
@@ -1889,7 +840,7 @@ h_evict_run(struct mc_req *req)
 	struct job *j = NULL;
 	int rc;
 
-	j = job_new(m, TRIG_MANUAL);
+	j = evict_job_new(m, TRIG_MANUAL);
 	if (j == NULL) {
 		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
@@ -1920,10 +871,10 @@ h_evict_run(struct mc_req *req)
 		mc_err_set(&err, MC_ERR_SYSTEM, "out of memory");
 		goto fail;
 	}
-	job_queue(m, j);
+	evict_job_queue(m, j);
 	return;
 fail:
-	job_free(j);
+	evict_job_free(j);
 	handler_fail(req, err.code, "%s", err.msg);
 }
 
@@ -1941,7 +892,7 @@ export_view(struct master *m, struct mc_req *req, const struct cand_filter *f, b
 
 	if (evictor_of(m)->queued >= JOBS_MAX)
 		return mc_err_set(err, MC_ERR_BUSY, "too many eviction rounds queued");
-	j = job_new(m, TRIG_MANUAL);
+	j = evict_job_new(m, TRIG_MANUAL);
 	if (j == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 	j->export_view = true;
@@ -1949,146 +900,14 @@ export_view(struct master *m, struct mc_req *req, const struct cand_filter *f, b
 	j->empty = empty;
 	j->req = mc_req_defer(req);
 	if (j->req == NULL) {
-		job_free(j);
+		evict_job_free(j);
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 	}
-	job_queue(m, j);
+	evict_job_queue(m, j);
 	return 0;
 }
 
-/*
- * candidates {peer_id?, tier?, tenant?} -> {count, len} + the stream:
- * built in slices and encoded off the loop, as an eviction round's view is.
- */
-static void
-h_candidates(struct mc_req *req)
-{
-	struct master *m = req->ctx;
-	struct cand_filter f = { 0 };
-	struct mc_err err = { 0 };
-	bool none = false;
-
-	if (candidates_filter_parse(m, req->params, &f, &none, &err) < 0 ||
-	    export_view(m, req, &f, none, &err) < 0)
-		handler_fail(req, err.code, "%s", err.msg);
-}
-
-/* ---- life cycle and metrics ---- */
-
-static const char skipped_help[] =
-	"Watermark rounds not run, by why (self_evict: the peer evicts that tier itself; "
-	"young: only copies younger than --young would go).";
-
-static int
-metrics_init(struct master *m)
-{
-	struct evictor *e = evictor_of(m);
-	struct mc_metrics *r = m->mx.reg;
-	char label[64];
-
-	for (int t = 0; t < TRIG_COUNT; t++) {
-		e->rounds[t] = mc_metric_get(r, "mc_evict_rounds_total", MC_COUNTER,
-					     "Eviction rounds started, by trigger.", "trigger",
-					     trigger_names[t]);
-		for (int p = 0; p < PASS_COUNT; p++) {
-			snprintf(label, sizeof(label), "%s,%s", pass_names[p], trigger_names[t]);
-			e->bytes[p][t] = mc_metric_get(r, "mc_evicted_bytes_total", MC_COUNTER,
-						       "Bytes evicted, by stage kind and trigger.",
-						       "kind,trigger", label);
-			e->objects[p][t] =
-				mc_metric_get(r, "mc_evicted_objects_total", MC_COUNTER,
-					      "Copies evicted, by stage kind and trigger.",
-					      "kind,trigger", label);
-			if (e->bytes[p][t] == NULL || e->objects[p][t] == NULL)
-				return -1;
-		}
-		if (e->rounds[t] == NULL)
-			return -1;
-	}
-	for (int i = 0; i < MC_FAIL_REASON_COUNT; i++) {
-		e->failures[i] = mc_metric_get(r, "mc_evict_failures_total", MC_COUNTER,
-					       "Planned victims kept at revalidation, by reason.",
-					       "reason", mc_fail_reason_name(i));
-		if (e->failures[i] == NULL)
-			return -1;
-	}
-	for (int i = 0; i <= MC_POLICY_MAX_DEPTH; i++) {
-		snprintf(label, sizeof(label), "%d", i);
-		e->fallbacks[i] = mc_metric_get(r, "mc_evict_fallbacks_total", MC_COUNTER,
-						"Fallback stages run, by scope depth (0: global).",
-						"level", label);
-		if (e->fallbacks[i] == NULL)
-			return -1;
-	}
-	e->planner_fallbacks = mc_metric_get(
-		r, "mc_evict_planner_failures_total", MC_COUNTER,
-		"External planner runs that failed (the built-in one planned).", NULL, NULL);
-	e->build_seconds = mc_metric_get(r, "mc_evict_view_seconds", MC_HISTOGRAM,
-					 "Time to build a round's candidate view.", NULL, NULL);
-	e->plan_seconds = mc_metric_get(r, "mc_evict_plan_seconds", MC_HISTOGRAM,
-					"Time to plan a round.", NULL, NULL);
-	e->exec_seconds = mc_metric_get(r, "mc_evict_exec_seconds", MC_HISTOGRAM,
-					"Time to execute a plan.", NULL, NULL);
-	e->slice_seconds =
-		mc_metric_get(r, "mc_evict_slice_seconds", MC_HISTOGRAM,
-			      "Time the event loop spent in one slice of a round.", NULL, NULL);
-	e->skipped_self_evict = mc_metric_get(r, "mc_rounds_skipped_total", MC_COUNTER,
-					      skipped_help, "why", "self_evict");
-	e->skipped_young = mc_metric_get(r, "mc_rounds_skipped_total", MC_COUNTER, skipped_help,
-					 "why", "young");
-	e->young = mc_metric_get(r, "mc_evicted_young_total", MC_COUNTER,
-				 "Copies younger than --young that the master's rounds evicted "
-				 "(for a put that needed their room, or an admin's round).",
-				 NULL, NULL);
-	e->young_bytes = mc_metric_get(r, "mc_evicted_young_bytes_total", MC_COUNTER,
-				       "Bytes of those copies.", NULL, NULL);
-	return e->planner_fallbacks != NULL && e->build_seconds != NULL && e->young != NULL &&
-			       e->young_bytes != NULL && e->skipped_young != NULL &&
-			       e->skipped_self_evict != NULL && e->plan_seconds != NULL &&
-			       e->exec_seconds != NULL && e->slice_seconds != NULL
-		       ? 0
-		       : -1;
-}
-
-static void
-evict_collect(struct mc_metrics *r, void *arg)
-{
-	struct master *m = arg;
-
-	struct evictor *e = evictor_of(m);
-
-	mc_metric_set(mc_metric_get(r, "mc_evict_queued", MC_GAUGE,
-				    "Eviction rounds waiting, the running one included.", NULL,
-				    NULL),
-		      (double)(e->queued + (e->running != NULL)));
-	unsigned self_evicting = 0;
-	for (uint32_t i = 0; i < m->peers.n; i++)
-		self_evicting += m->peers.v[i]->self_evict != 0;
-	mc_metric_set(mc_metric_get(r, "mc_peers_self_evicting", MC_GAUGE,
-				    "Registered peers that evict at least one tier themselves.",
-				    NULL, NULL),
-		      (double)self_evicting);
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
-
-		for (int t = 0; t < MC_TIER_COUNT; t++) {
-			const struct peer_tier *pt = &p->tiers[t];
-			char label[64];
-			struct mc_metric *s;
-
-			if (!pt->present || !pt->reached_high)
-				continue;
-			snprintf(label, sizeof(label), "%u,%s", p->id, mc_tier_name(t));
-			s = mc_metric_get(
-				r, "mc_tier_occupancy_min", MC_GAUGE,
-				"lowest fill of a peer tier after a round, since it first "
-				"reached its high watermark",
-				"peer,tier", label);
-			if (s != NULL)
-				mc_metric_set(s, pt->occupancy_min);
-		}
-	}
-}
+/* ---- life cycle ---- */
 
 int
 evict_init(struct master *m, struct mc_err *err)
@@ -2101,19 +920,21 @@ evict_init(struct master *m, struct mc_err *err)
 	if (e == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction");
 	m->ev = e;
+	e->scope_target = scope_target;
+	e->manual_round = manual_round;
+	candidates_on_export(export_view);
 	if (load_config(m, &pol, &q, &nq, err) != 0)
 		return -1;
 	install_config(m, pol, q, nq);
 	if ((e->wq = mc_workq_new(WORKERS, WORK_WAITING_MAX, OFFLOOP_NICE, err)) == NULL)
 		return -1;
-	e->step_ev = evtimer_new(m->base, step_cb, m);
+	e->step_ev = evtimer_new(m->base, evict_step_cb, m);
 	e->ended_ev = event_new(m->base, -1, 0, ended_cb, m);
 	e->wq_ev = offloop_watch(m->base, e->wq);
 	if (e->step_ev == NULL || e->wq_ev == NULL || e->ended_ev == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot set up eviction events");
-	if (metrics_init(m) != 0)
+	if (evict_metrics_init(m) != 0)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for eviction metrics");
-	mc_metrics_on_collect(m->mx.reg, evict_collect, m);
 	return 0;
 }
 
@@ -2132,13 +953,13 @@ evict_free(struct master *m)
 	mc_workq_free(e->wq);
 	if (e->running != NULL) {
 		e->running->req = NULL;
-		job_free(e->running);
+		evict_job_free(e->running);
 		e->running = NULL;
 	}
 	while ((j = e->head) != NULL) {
 		e->head = j->next;
 		j->req = NULL;
-		job_free(j);
+		evict_job_free(j);
 	}
 	e->tail = NULL;
 	e->queued = 0;
@@ -2146,7 +967,7 @@ evict_free(struct master *m)
 		event_free(e->step_ev);
 	if (e->ended_ev != NULL)
 		event_free(e->ended_ev);
-	policy_put(e->policy);
+	evict_policy_put(e->policy);
 	quotas_free(e->quotas, e->nquotas);
 	free(e->quota_of);
 	free(e);
@@ -2154,8 +975,28 @@ evict_free(struct master *m)
 }
 
 const struct mc_method evict_methods[] = {
-	{ "candidates", h_candidates, MC_METHOD_ADMIN | MC_METHOD_BULK | MC_METHOD_READ_ONLY },
 	{ "evict_plan", h_evict_plan, MC_METHOD_ADMIN | MC_METHOD_BULK },
 	{ "evict_run", h_evict_run, MC_METHOD_ADMIN | MC_METHOD_BULK },
 	{ NULL, NULL, 0 },
+};
+
+static int
+evict_hup(struct master *m, struct mc_err *err)
+{
+	char why[MC_ERR_MSG_MAX];
+
+	if (evict_reload(m, err) == 0)
+		return 0;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return mc_err_set(err, err->code, "kept the old eviction policy and quotas: %s", why);
+}
+
+const struct master_module evict_module = {
+	.name = "eviction",
+	.init = evict_init,
+	.free = evict_free,
+	.sweep = evict_check_watermarks,
+	.reload = evict_hup,
+	.methods = evict_methods,
+	.collect = evict_collect,
 };

@@ -30,21 +30,11 @@
 #include "mc/conn.h"
 #include "mc/err.h"
 #include "mc/metrics.h"
+#include "store.h"
 
 struct master;
 struct evictor;
 struct peer;
-
-enum evict_trigger {
-	TRIG_WATERMARK,
-	TRIG_NO_SPACE,
-	TRIG_QUOTA,
-	TRIG_MANUAL,  /* evict_run */
-	TRIG_PLAN,    /* evict_plan */
-	TRIG_BUDGET,  /* the store at --max-objects */
-	TRIG_STALLED, /* a self-evicting peer's heartbeat: its own eviction cannot cover a tier */
-	TRIG_COUNT
-};
 
 /* Load the policy and quotas named by the configuration; -1 with err. */
 int evict_init(struct master *m, struct mc_err *err);
@@ -120,7 +110,11 @@ void evict_on_rounds_ended(struct master *m, void (*fn)(struct master *m));
  */
 void evict_moves_landed(struct master *m);
 
-/* The methods this module serves (registered by main.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method evict_methods[];
+
+/* Eviction as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module evict_module;
 
 #endif

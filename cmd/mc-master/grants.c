@@ -10,6 +10,8 @@
 #include "mc/clock.h"
 #include "mc/wire.h"
 #include "grants.h"
+#include "master.h"
+#include "mmetrics.h"
 
 #define WAYS 2
 
@@ -201,3 +203,21 @@ mgrants_pack(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *sign
 {
 	mgrants_pack_at(pk, g, signer, scope, id, mc_steady_ms());
 }
+
+static int
+mgrants_start(struct master *m, struct mc_err *err)
+{
+	return mgrants_init(m->grants, m->cfg.grant_ttl, m->cfg.grant_cache, m->mx->reg, err);
+}
+
+static void
+mgrants_stop(struct master *m)
+{
+	mgrants_free(m->grants);
+}
+
+const struct master_module mgrants_module = {
+	.name = "grants",
+	.init = mgrants_start,
+	.free = mgrants_stop,
+};

@@ -73,4 +73,8 @@ void mgrants_pack_at(msgpack_packer *pk, struct mgrants *g, struct mc_grant_sign
 void mgrants_pack(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *signer,
 		  const struct mc_grant_scope *scope, const struct mgrant_ident *id);
 
+/* Grants as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module mgrants_module;
+
 #endif

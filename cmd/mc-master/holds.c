@@ -14,6 +14,9 @@
 #include "master.h"
 #include "ops.h"
 #include "softpin.h"
+#include "peers.h"
+#include "store.h"
+#include "put.h"
 
 enum hold_kind { HOLD_WRITE, HOLD_HARD, HOLD_SOFT, HOLD_LEASE, HOLD_COUNT };
 
@@ -72,11 +75,11 @@ walk(struct master *m)
 	struct mobj *o;
 	size_t cursor = 0;
 
-	h = calloc(1, sizeof(*h) + (size_t)m->peers.n * MC_TIER_COUNT * sizeof(h->v[0]));
+	h = calloc(1, sizeof(*h) + (size_t)m->peers->n * MC_TIER_COUNT * sizeof(h->v[0]));
 	if (h == NULL)
 		return NULL;
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
@@ -88,7 +91,7 @@ walk(struct master *m)
 			h->n++;
 		}
 	}
-	while (h->n > 0 && (o = mc_htab_next(&m->store.objects, &cursor)) != NULL) {
+	while (h->n > 0 && (o = mc_htab_next(&m->store->objects, &cursor)) != NULL) {
 		int kind = hold_of(m, o, now);
 		const struct mrep *r = obj_creps(o);
 
@@ -103,7 +106,7 @@ walk(struct master *m)
 		}
 	}
 	h->at_ms = mc_mono_ms();
-	h->npeers = m->peers.n;
+	h->npeers = m->peers->n;
 	return h;
 }
 
@@ -111,9 +114,9 @@ walk(struct master *m)
 static struct holds *
 holds_now(struct master *m)
 {
-	struct holds **h = &m->put_waits.holds;
+	struct holds **h = &m->put_waits->holds;
 
-	if (*h != NULL && (*h)->npeers == m->peers.n && mc_mono_ms() - (*h)->at_ms < HOLDS_KEEP_MS)
+	if (*h != NULL && (*h)->npeers == m->peers->n && mc_mono_ms() - (*h)->at_ms < HOLDS_KEEP_MS)
 		return *h;
 	holds_free(h);
 	*h = walk(m);
@@ -142,8 +145,8 @@ holds_explain(struct master *m, uint64_t size, unsigned replicas, int tier, stru
 
 	if (h == NULL)
 		return;
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 		bool room = false;
 
 		for (uint32_t j = 0; j < h->n; j++) {

@@ -12,6 +12,7 @@
 #include "master.h"
 #include "request.h"
 #include "state.h"
+#include "store.h"
 
 /* Ids in one release call at most (a batch get leases up to BATCH_MAX keys). */
 #define RELEASE_MAX 10000
@@ -118,14 +119,13 @@ static void lease_collect(struct mc_metrics *r, void *arg);
 int
 leases_init(struct master *m, struct mc_err *err)
 {
-	struct leases *l = &m->leases;
+	struct leases *l = m->leases;
 
 	(void)err;
 	memset(l, 0, sizeof(*l));
 	mc_htab_init(&l->by_id);
 	mc_htab_init(&l->subjects);
 	l->next_id = 1;
-	mc_metrics_on_collect(m->mx.reg, lease_collect, m);
 	return 0;
 }
 
@@ -169,7 +169,7 @@ leases_free(struct leases *l)
 static struct group *
 subject_group(struct master *m, const struct mobj *o)
 {
-	return store_group_get(&m->store, o->group);
+	return store_group_get(m->store, o->group);
 }
 
 static void
@@ -226,7 +226,7 @@ holders_of(struct leases *l, const void *subject)
 uint64_t
 lease_grant(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
 {
-	struct leases *l = &m->leases;
+	struct leases *l = m->leases;
 	uint64_t until = mc_add_sat(now, m->cfg.lease_ttl);
 	struct group *g = subject_group(m, o);
 	const void *subject = g != NULL ? (const void *)g : (const void *)o;
@@ -289,7 +289,7 @@ untracked:
 bool
 lease_release(struct master *m, uint64_t id, uint32_t tenant)
 {
-	struct leases *l = &m->leases;
+	struct leases *l = m->leases;
 	struct lease *x = mc_htab_find(&l->by_id, id_hash(id), lease_eq, &id);
 	struct holders *h;
 	uint64_t was, latest;
@@ -313,7 +313,7 @@ lease_release(struct master *m, uint64_t id, uint32_t tenant)
 void
 lease_expire(struct master *m, uint64_t now)
 {
-	struct leases *l = &m->leases;
+	struct leases *l = m->leases;
 	unsigned n = 0;
 
 	/* Expired leases already protect nothing: this only frees their memory. */
@@ -340,12 +340,12 @@ lease_forget(struct master *m, struct mobj *o)
 {
 	struct group *g = subject_group(m, o);
 
-	if (m->leases.subjects.count == 0)
+	if (m->leases->subjects.count == 0)
 		return;
 	if (g == NULL)
-		forget_subject(&m->leases, o);
+		forget_subject(m->leases, o);
 	else if (g->n == 1 && g->members[0] == o)
-		forget_subject(&m->leases, g);
+		forget_subject(m->leases, g);
 }
 
 static void
@@ -398,7 +398,7 @@ lease_collect(struct mc_metrics *r, void *arg)
 {
 	struct master *m = arg;
 
-	const struct leases *l = &m->leases;
+	const struct leases *l = m->leases;
 	struct mc_metric *held =
 		mc_metric_get(r, "mc_leases", MC_GAUGE, "Read leases held by readers.", NULL, NULL);
 
@@ -414,4 +414,25 @@ lease_collect(struct mc_metrics *r, void *arg)
 const struct mc_method lease_methods[] = {
 	{ "release", h_release, MC_METHOD_READ_ONLY },
 	{ NULL, NULL, 0 },
+};
+
+static void
+leases_stop(struct master *m)
+{
+	leases_free(m->leases);
+}
+
+static void
+leases_sweep(struct master *m)
+{
+	lease_expire(m, mc_now_ms());
+}
+
+const struct master_module lease_module = {
+	.name = "leases",
+	.init = leases_init,
+	.free = leases_stop,
+	.sweep = leases_sweep,
+	.methods = lease_methods,
+	.collect = lease_collect,
 };

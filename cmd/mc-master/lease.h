@@ -65,7 +65,11 @@ void lease_expire(struct master *m, uint64_t now);
 /* o is about to be freed: forget the leases on it, and on its group if o is its last member. */
 void lease_forget(struct master *m, struct mobj *o);
 
-/* The methods this module serves (registered by main.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method lease_methods[];
+
+/* Read leases as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module lease_module;
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * mc-master: the metadata daemon. Options, start-up and the event loop;
- * the work is in store.c, peers.c, placement.c, ops.c and handlers.c.
+ * the work is in store.c, peers.c, placement.c, ops.c, read.c and objects.c.
  */
 #include <fcntl.h>
 #include <malloc.h>
@@ -16,7 +16,6 @@
 #include "mc/opt.h"
 #include "mc/parse.h"
 #include "evict.h"
-#include "handlers.h"
 #include "lease.h"
 #include "msnap.h"
 #include "peerlink.h"
@@ -31,6 +30,8 @@
 #include "request.h"
 #include "start.h"
 #include "state.h"
+#include "store.h"
+#include "mmetrics.h"
 
 #define SWEEP_MS 100
 
@@ -97,16 +98,9 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	ops_sweep(m);
-	msnap_poll(m);
-	recon_sweep(m);
-	evict_check_watermarks(m);
-	/* Soft-pin expiry rides the same timer: only due entries cost anything. */
-	softpin_cleanup(m, mc_now_ms());
-	lease_expire(m, mc_now_ms());
-	peers_expire_tasks(&m->peers, mc_now_ms(), m->cfg.task_ttl);
+	master_sweep(m);
 	/* counted at the end: a scrape that sees it grow knows a whole sweep followed it */
-	mc_metric_inc(m->mx.sweeps);
+	mc_metric_inc(m->mx->sweeps);
 }
 
 /*
@@ -130,15 +124,10 @@ static void
 hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct master *m = arg;
-	struct mc_err err;
 
 	(void)sig;
 	(void)what;
-	if (evict_reload(m, &err) != 0)
-		mc_warn("SIGHUP: kept the old eviction policy and quotas: %s", err.msg);
-	if (auth_reload(m, &err) != 0)
-		mc_warn("SIGHUP: kept the old auth file: %s", err.msg);
-	peerlink_rotate_grants(m);
+	master_reload(m);
 }
 
 /* A connection closed: a peer's control link goes, its tenant has one fewer. */
@@ -398,7 +387,7 @@ main(int argc, char **argv)
 	if (m.cfg.restore != NULL && (status = msnap_restore_startup(&m)) != 0)
 		goto out;
 	status = MC_EXIT_SOFTWARE;
-	if ((m.methods = master_registry(m.mx.reg, &err)) == NULL) {
+	if ((m.methods = master_registry(m.mx->reg, &err)) == NULL) {
 		mc_complain("cannot start: %s", err.msg);
 		goto out;
 	}
@@ -415,7 +404,7 @@ main(int argc, char **argv)
 	}
 	if (m.cfg.http != NULL) {
 		struct mc_addr hbound;
-		m.http = mc_http_start(m.base, m.cfg.http, m.mx.reg, &hbound, &err);
+		m.http = mc_http_start(m.base, m.cfg.http, m.mx->reg, &hbound, &err);
 		if (m.http == NULL) {
 			mc_complain("cannot serve metrics on %s: %s", m.cfg.http, err.msg);
 			status = MC_EXIT_UNAVAILABLE;
@@ -444,15 +433,11 @@ main(int argc, char **argv)
 	}
 	status = MC_EXIT_OK;
 out:
-	msnap_free(&m);
 	if (m.server != NULL)
 		mc_server_free(m.server);
 	mc_registry_free(m.methods);
 	if (m.http != NULL)
 		mc_http_stop(m.http);
-	put_free(&m);
-	commit_free(&m);
-	mgrants_free(&m.grants);
 	if (m.sweep_ev != NULL)
 		event_free(m.sweep_ev);
 	if (sigterm != NULL)
@@ -461,17 +446,7 @@ out:
 		event_free(sigint);
 	if (sighup != NULL)
 		event_free(sighup);
-	evict_free(&m);
-	mmetrics_free(&m.mx);
-	recon_free(&m.recon);
-	peers_free(&m.peers);
-	/* Objects freed from here on must not reach a freed index. */
-	m.store.on_destroy = NULL;
-	softpin_free(&m);
-	leases_free(&m.leases);
-	store_free(&m.store);
-	state_free(&m);
-	auth_close(&m);
+	master_stop(&m);
 	event_base_free(m.base);
 	return status;
 }

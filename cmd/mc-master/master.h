@@ -4,35 +4,49 @@
  * it through the struct master passed as context.
  *
  * Who may call whom: a module calls only those on lines above its own,
- * so there is no circle (callbacks, such as a put waiting on eviction's
- * rounds, are registered by the caller above):
+ * and includes only their headers, so there is no circle (callbacks,
+ * such as a put waiting on eviction's rounds, are registered by the
+ * caller above; tests/tools/module-layers counts the arrows back up):
  *   recency.c                       the per-(peer, tier) recency lists; nothing here
  *   store.c, offloop.c, extplan.c   data and helpers; recency.c only
- *   grants.c                        data-plane grants; calls nothing here
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
  *   mmetrics.c                      the registry and the store's gauges; the above
+ *   grants.c                        data-plane grants; mmetrics.c
+ *   state.c                         the door every state change goes through;
+ *                                   mmetrics.c, store.c
  *   request.c                       every handler's helpers; store.c
  *   auth.c                          roles from the auth file; request.c, store.c
  *   lease.c, softpin.c              read leases, soft pins; request.c, store.c
- *   rank.c                          evict_candidates' walk, local reads; softpin.c,
- *                                   mmetrics.c, store.c
+ *   rank.c                          evict_candidates and its walk, local reads;
+ *                                   auth.c, softpin.c, mmetrics.c, store.c
  *   ops.c                           replica and object changes; lease.c, softpin.c,
  *                                   peers.c, store.c
  *   placement.c                     a pure choice of peers; peers.c
- *   candidates.c                    the candidate view; softpin.c, peers.c, store.c
+ *   candidates.c                    the candidate view and its call; softpin.c,
+ *                                   peers.c, store.c
  *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c
- *   evict.c                         rounds and the candidates call; candidates.c,
- *                                   ops.c, extplan.c, offloop.c, and the above
- *   put.c, commit.c                 writes; evict.c (it starts rounds), placement.c,
- *                                   ops.c, and the above
- *   copies.c                        peers' own moves and drops of copies; evict.c,
+ *   evict_jobs.c                    eviction's rounds and their metrics; candidates.c,
+ *                                   offloop.c, store.c
+ *   evict_exec.c                    running the rounds; evict_jobs.c, candidates.c,
+ *                                   ops.c, extplan.c, offloop.c
+ *   evict.c                         what starts the rounds; evict_exec.c,
+ *                                   evict_jobs.c, and the above
+ *   put.c, holds.c, commit.c        writes and the holds of waiting puts; evict.c
+ *                                   (it starts rounds), placement.c, ops.c, and the above
+ *   moves.c                         peers' own moves and drops of copies; evict.c,
  *                                   ops.c, request.c
- *   peerlink.c, msnap.c, handlers.c the peers' calls, snapshots, the object calls
+ *   msnap_write.c, msnap_load.c     writing snapshots, loading them; store.c, ops.c
+ *   read.c                          the read-side object calls; request.c, store.c
+ *   peerlink.c, msnap.c, objects.c  the peers' calls, snapshots' calls, the other
+ *                                   object calls; read.c, and the above
  *   start.c                         defaults, start-up, the method registry; everyone
  *   main.c                          options, the listener, stop; start.c
- * Each module serves its own methods (a table in its header) and
- * registers its own metrics collector; the dispatcher counts requests.
+ * Each module exports a struct master_module (below): its init, free,
+ * sweep and reload hooks, the methods it serves and its metrics
+ * collector; start.c runs them all from one array, and the dispatcher
+ * counts requests. This header embeds no module's state, only points
+ * at it, so it includes none of their headers.
  */
 #ifndef MASTER_MASTER_H
 #define MASTER_MASTER_H
@@ -43,21 +57,25 @@
 
 #include "mc/authfile.h"
 #include "mc/conn.h"
+#include "mc/err.h"
 #include "mc/metrics.h"
 #include "mc/proto.h"
 #include "mc/transport.h"
-#include "commit.h"
-#include "copies.h"
-#include "grants.h"
-#include "lease.h"
-#include "mmetrics.h"
-#include "msnap.h"
-#include "peers.h"
-#include "put.h"
-#include "reconcile.h"
-#include "softpin.h"
-#include "store.h"
-#include "tasks.h"
+
+/* Each module's state, behind its own header. */
+struct commits;
+struct evictor;
+struct leases;
+struct mgrants;
+struct mmetrics;
+struct moves;
+struct msnap;
+struct peers;
+struct put_waits;
+struct recon;
+struct softpin;
+struct state;
+struct store;
 
 struct master_cfg {
 	const char *listen;
@@ -96,6 +114,7 @@ struct master_cfg {
 	int evict_slice;	      /* victims per slice of execution */
 	uint64_t max_evict_bytes;     /* an automatic round's target at most; 0: no cap */
 	uint64_t young;		      /* ms: --young (mc/young.h) */
+	uint32_t max_tenants, max_types; /* the store's (master_start's arguments) */
 };
 
 /* What a connection said in hello (and whether a peer lives on it). */
@@ -137,20 +156,21 @@ struct master {
 	struct master_cfg cfg;
 	struct event_base *base;
 	struct mc_server *server;
-	struct mc_registry *methods; /* every module's table (main.c) */
+	struct mc_registry *methods; /* every module's table (start.c) */
 	struct mc_http *http;
 	struct event *sweep_ev;
-	struct store store;
-	struct peers peers;
-	struct mmetrics mx;
-	struct msnap snap;
-	struct recon recon;
-	struct softpin sp;
-	struct leases leases;
-	struct put_waits put_waits;
-	struct commits commits;
-	struct copies copies;
-	struct mgrants grants;
+	/* every module's state, in one block master_alloc makes (start.c) */
+	struct store *store;
+	struct peers *peers;
+	struct mmetrics *mx;
+	struct msnap *snap;
+	struct recon *recon;
+	struct softpin *sp;
+	struct leases *leases;
+	struct put_waits *put_waits;
+	struct commits *commits;
+	struct moves *moves;
+	struct mgrants *grants;
 	struct evictor *ev;
 	struct state *state; /* the door every state change goes through (state.h) */
 	char master_id[64];
@@ -158,9 +178,31 @@ struct master {
 	struct mc_authfile auth;
 	bool auth_on;		/* --auth-file given */
 	struct client *clients; /* the connections that said something needing a record */
-	/* connections counted per tenant, and hellos refused over --max-conns-per-tenant */
-	uint32_t tenant_conns[TENANTS_MAX];
+	/* connections counted per tenant (TENANTS_MAX of them), and hellos refused over --max-conns-per-tenant */
+	uint32_t *tenant_conns;
 	uint64_t refused_per_tenant;
+	void *parts;	/* the block of module state (master_alloc) */
+	size_t started; /* modules started, in start.c's order */
+};
+
+/*
+ * A module as start.c sees it: each exports one (NULL where it has no
+ * such hook), and start.c runs them in the order of its one array:
+ * init in that order, free in the reverse, sweep and reload in order.
+ */
+struct master_module {
+	const char *name; /* for "cannot start NAME: ..." */
+	/* 0, or -1 with err (MC_ERR_INVALID: its configuration is bad) */
+	int (*init)(struct master *m, struct mc_err *err);
+	void (*free)(struct master *m);
+	/* from the sweep timer, every SWEEP_MS */
+	void (*sweep)(struct master *m);
+	/* SIGHUP: read its files again; -1 with err, the old ones kept */
+	int (*reload)(struct master *m, struct mc_err *err);
+	/* the methods it serves (NULL-terminated), for the registry */
+	const struct mc_method *methods;
+	/* its metrics' collector (with m as argument), registered once it started */
+	void (*collect)(struct mc_metrics *r, void *arg);
 };
 
 #endif

@@ -9,6 +9,9 @@
 #include "mc/conn.h"
 #include "master.h"
 #include "mmetrics.h"
+#include "peers.h"
+#include "store.h"
+#include "recency.h"
 
 static void
 gauge(struct mc_metrics *r, const char *name, const char *help, const char *label,
@@ -24,7 +27,7 @@ static void
 collect(struct mc_metrics *r, void *arg)
 {
 	struct master *m = arg;
-	const struct store *s = &m->store;
+	const struct store *s = m->store;
 	unsigned alive = 0;
 	struct mc_history_stats hs;
 	struct mc_conn_stats cs;
@@ -56,11 +59,11 @@ collect(struct mc_metrics *r, void *arg)
 		      "Connections whose hello bound the tenant, as --max-conns-per-tenant counts.",
 		      "tenant", t->name, (double)m->tenant_conns[i]);
 	}
-	for (uint32_t i = 0; i < m->peers.n; i++)
-		if (peer_alive(m->peers.v[i], m->cfg.peer_ttl))
+	for (uint32_t i = 0; i < m->peers->n; i++)
+		if (peer_alive(m->peers->v[i], m->cfg.peer_ttl))
 			alive++;
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 
 		for (int t = 0; t < MC_TIER_COUNT; t++) {
 			const struct peer_tier *pt = &p->tiers[t];
@@ -83,7 +86,7 @@ collect(struct mc_metrics *r, void *arg)
 			      "peer,tier", label, (double)pt->capacity);
 		}
 	}
-	gauge(r, "mc_peers", "Registered peers.", NULL, NULL, m->peers.n);
+	gauge(r, "mc_peers", "Registered peers.", NULL, NULL, m->peers->n);
 	gauge(r, "mc_peers_alive", "Peers whose heartbeat is within --peer-ttl.", NULL, NULL,
 	      alive);
 	gauge(r, "mc_connections", "Open client and peer connections.", NULL, NULL,
@@ -125,13 +128,13 @@ mmetrics_rank_query(struct master *m, uint64_t keys, double seconds)
 {
 	struct mc_metric *s;
 
-	if (m->mx.reg == NULL)
+	if (m->mx->reg == NULL)
 		return;
-	if ((s = mc_metric_get(m->mx.reg, RANK_QUERIES, NULL, NULL)) != NULL)
+	if ((s = mc_metric_get(m->mx->reg, RANK_QUERIES, NULL, NULL)) != NULL)
 		mc_metric_inc(s);
-	if ((s = mc_metric_get(m->mx.reg, RANK_KEYS, NULL, NULL)) != NULL)
+	if ((s = mc_metric_get(m->mx->reg, RANK_KEYS, NULL, NULL)) != NULL)
 		mc_metric_add(s, (double)keys);
-	if ((s = mc_metric_get(m->mx.reg, RANK_SECONDS, NULL, NULL)) != NULL)
+	if ((s = mc_metric_get(m->mx->reg, RANK_SECONDS, NULL, NULL)) != NULL)
 		mc_metric_observe(s, seconds);
 }
 
@@ -140,18 +143,18 @@ mmetrics_local_reads(struct master *m, uint64_t recorded, uint64_t unknown)
 {
 	struct mc_metric *s;
 
-	if (m->mx.reg == NULL)
+	if (m->mx->reg == NULL)
 		return;
-	if (recorded > 0 && (s = mc_metric_get(m->mx.reg, LOCAL_READS, "recorded")) != NULL)
+	if (recorded > 0 && (s = mc_metric_get(m->mx->reg, LOCAL_READS, "recorded")) != NULL)
 		mc_metric_add(s, (double)recorded);
-	if (unknown > 0 && (s = mc_metric_get(m->mx.reg, LOCAL_READS, "unknown")) != NULL)
+	if (unknown > 0 && (s = mc_metric_get(m->mx->reg, LOCAL_READS, "unknown")) != NULL)
 		mc_metric_add(s, (double)unknown);
 }
 
 int
 mmetrics_init(struct master *m)
 {
-	struct mmetrics *mx = &m->mx;
+	struct mmetrics *mx = m->mx;
 
 	mx->reg = mc_metrics_new();
 	if (mx->reg == NULL)
@@ -163,7 +166,7 @@ mmetrics_init(struct master *m)
 	mc_metric_get(mx->reg, LOCAL_READS, "recorded");
 	mc_metric_get(mx->reg, LOCAL_READS, "unknown");
 	mc_metrics_on_collect(mx->reg, collect, m);
-	mc_metrics_on_collect(mx->reg, tasks_collect, &m->peers.tasks);
+	mc_metrics_on_collect(mx->reg, tasks_collect, &m->peers->tasks);
 	mx->read_raced = mc_metric_get(
 		mx->reg, "mc_read_raced_total", MC_COUNTER,
 		"Reads that found their copy gone after the replica list (readers' read_raced).",
@@ -181,3 +184,23 @@ mmetrics_free(struct mmetrics *mx)
 		mc_metrics_free(mx->reg);
 	mx->reg = NULL;
 }
+
+static int
+mmetrics_start(struct master *m, struct mc_err *err)
+{
+	if (mmetrics_init(m) != 0)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for metrics");
+	return 0;
+}
+
+static void
+mmetrics_stop(struct master *m)
+{
+	mmetrics_free(m->mx);
+}
+
+const struct master_module mmetrics_module = {
+	.name = "metrics",
+	.init = mmetrics_start,
+	.free = mmetrics_stop,
+};

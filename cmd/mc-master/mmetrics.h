@@ -26,4 +26,8 @@ void mmetrics_rank_query(struct master *m, uint64_t keys, double seconds);
 void mmetrics_local_reads(struct master *m, uint64_t recorded, uint64_t unknown);
 void mmetrics_free(struct mmetrics *mx);
 
+/* The registry as a module, the first to start (start.c runs every module's). */
+struct master_module;
+extern const struct master_module mmetrics_module;
+
 #endif

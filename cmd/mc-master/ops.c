@@ -8,6 +8,11 @@
 #include "mc/log.h"
 #include "ops.h"
 #include "state.h"
+#include "lease.h"
+#include "peers.h"
+#include "softpin.h"
+#include "store.h"
+#include "tasks.h"
 
 /* Stale writes handled per sweep, so one sweep never stalls the loop long. */
 #define SWEEP_PENDING_MAX 4096
@@ -25,14 +30,14 @@ object_gone(void *ctx, struct mobj *o)
 void
 ops_hook_store(struct master *m)
 {
-	m->store.on_destroy = object_gone;
-	m->store.on_destroy_ctx = m;
+	m->store->on_destroy = object_gone;
+	m->store->on_destroy_ctx = m;
 }
 
 uint64_t
 ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
 {
-	const struct pending *p = store_pending_get(&m->store, o);
+	const struct pending *p = store_pending_get(m->store, o);
 
 	if (p != NULL && r->version == p->version)
 		return p->size;
@@ -43,7 +48,7 @@ ops_rep_size(const struct master *m, const struct mobj *o, const struct mrep *r)
 static struct peer_tier *
 rep_tier(const struct master *m, const struct mrep *r)
 {
-	struct peer *peer = peers_find(&m->peers, r->peer);
+	struct peer *peer = peers_find(m->peers, r->peer);
 
 	return peer != NULL ? &peer->tiers[r->tier] : NULL;
 }
@@ -85,11 +90,11 @@ struct mrep *
 ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64_t version,
 	    uint64_t size)
 {
-	struct peer *peer = peers_find(&m->peers, peer_id);
+	struct peer *peer = peers_find(m->peers, peer_id);
 	struct mrep init, *r;
 
 	memset(&init, 0, sizeof(init));
-	init.id = m->store.replica_seq + 1 != 0 ? m->store.replica_seq + 1 : 1;
+	init.id = m->store->replica_seq + 1 != 0 ? m->store->replica_seq + 1 : 1;
 	init.peer = peer_id;
 	init.tier = (uint8_t)tier;
 	init.state = REP_PROCESSING;
@@ -97,7 +102,7 @@ ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64
 	init.mark = peer != NULL ? peer->mark : 0;
 	if ((r = state_replica_add(m, o, &init)) == NULL)
 		return NULL;
-	m->store.replica_seq = init.id;
+	m->store->replica_seq = init.id;
 	if (peer != NULL)
 		peer->tiers[tier].used += peer_tier_footprint(&peer->tiers[tier], size);
 	return r;
@@ -106,7 +111,7 @@ ops_rep_new(struct master *m, struct mobj *o, uint32_t peer_id, int tier, uint64
 void
 ops_rep_complete(struct master *m, struct mobj *o, struct mrep *r)
 {
-	const struct peer *peer = peers_find(&m->peers, r->peer);
+	const struct peer *peer = peers_find(m->peers, r->peer);
 	struct mrep to = *r;
 
 	to.state = REP_COMPLETE;
@@ -138,11 +143,11 @@ void
 ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
 {
 	struct mrep *r = &obj_reps(o)[i];
-	struct peer *peer = peers_find(&m->peers, r->peer);
+	struct peer *peer = peers_find(m->peers, r->peer);
 
 	ops_rep_uncharge(m, o, r);
 	if (peer != NULL && notify && !older_on_peer(o, r))
-		peers_queue(&m->peers, peer, TASK_DROP, o->tenant, o->key, o->key_len, r->version,
+		peers_queue(m->peers, peer, TASK_DROP, o->tenant, o->key, o->key_len, r->version,
 			    MC_TIER_NONE);
 	state_replica_drop(m, o, i);
 }
@@ -151,14 +156,13 @@ bool
 ops_rep_evict(struct master *m, struct mobj *o, unsigned i)
 {
 	struct mrep *r = &obj_reps(o)[i];
-	struct peer *peer = peers_find(&m->peers, r->peer);
+	struct peer *peer = peers_find(m->peers, r->peer);
 
 	if (peer == NULL || !(peer->task_kinds & (1u << TASK_EVICT))) {
 		ops_rep_remove(m, o, i, true);
 		return false;
 	}
-	peers_queue(&m->peers, peer, TASK_EVICT, o->tenant, o->key, o->key_len, r->version,
-		    r->tier);
+	peers_queue(m->peers, peer, TASK_EVICT, o->tenant, o->key, o->key_len, r->version, r->tier);
 	if (peer_tier_below(peer, r->tier) == MC_TIER_NONE) {
 		/* The peer drops the copy when the task arrives: unroutable from now on. */
 		ops_rep_remove(m, o, i, false);
@@ -195,7 +199,7 @@ ops_obj_erase(struct master *m, struct mobj *o, bool notify, size_t *cursor)
 void
 ops_commit(struct master *m, struct mobj *o)
 {
-	struct pending *p = store_pending_get(&m->store, o);
+	struct pending *p = store_pending_get(m->store, o);
 
 	if (p == NULL || p->committed)
 		return;
@@ -219,7 +223,7 @@ ops_commit(struct master *m, struct mobj *o)
 		f.version = p->version;
 		state_object_set(m, o, &f);
 		/* a write is a use: the new version counts as just accessed */
-		store_access(&m->store, o);
+		store_access(m->store, o);
 		return;
 	}
 	f = state_obj_of(o);
@@ -230,7 +234,7 @@ ops_commit(struct master *m, struct mobj *o)
 bool
 ops_settle(struct master *m, struct mobj *o, size_t *cursor)
 {
-	struct pending *p = store_pending_get(&m->store, o);
+	struct pending *p = store_pending_get(m->store, o);
 
 	if (p != NULL) {
 		bool processing = false, complete = false;
@@ -262,7 +266,7 @@ ops_peer_remove(struct master *m, struct peer *peer, const char *why)
 	size_t cur = 0, reps = 0, erased = 0;
 	struct mobj *o;
 
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		bool hit = false;
 
 		for (unsigned i = o->nrep; i-- > 0;) {
@@ -278,7 +282,7 @@ ops_peer_remove(struct master *m, struct peer *peer, const char *why)
 	}
 	mc_info("peer %u (%s) %s: %zu replicas removed, %zu objects erased", peer->id, peer->addr,
 		why, reps, erased);
-	peers_del(&m->peers, peer);
+	peers_del(m->peers, peer);
 }
 
 static void
@@ -288,12 +292,12 @@ sweep_pending(struct master *m, uint64_t now)
 	size_t n = 0, cur = 0, reps = 0, erased = 0;
 	struct pending *p;
 
-	while (n < SWEEP_PENDING_MAX && (p = mc_htab_next(&m->store.pending, &cur)) != NULL)
+	while (n < SWEEP_PENDING_MAX && (p = mc_htab_next(&m->store->pending, &cur)) != NULL)
 		if (now >= p->started && now - p->started > m->cfg.put_timeout)
 			due[n++] = p->o;
 	for (size_t k = 0; k < n; k++) {
 		struct mobj *o = due[k];
-		uint64_t version = store_pending_get(&m->store, o)->version;
+		uint64_t version = store_pending_get(m->store, o)->version;
 
 		for (unsigned i = o->nrep; i-- > 0;) {
 			const struct mrep *r = &obj_reps(o)[i];
@@ -316,14 +320,36 @@ ops_sweep(struct master *m)
 {
 	uint64_t now = mc_now_ms();
 
-	for (uint32_t i = 0; i < m->peers.n;) {
-		struct peer *peer = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n;) {
+		struct peer *peer = m->peers->v[i];
 		if (!peer_alive(peer, m->cfg.peer_ttl)) {
 			ops_peer_remove(m, peer, "expired");
 			continue; /* the array shifted down */
 		}
 		i++;
 	}
-	if (m->store.pending.count > 0)
+	if (m->store->pending.count > 0)
 		sweep_pending(m, now);
 }
+
+static int
+ops_start(struct master *m, struct mc_err *err)
+{
+	(void)err;
+	ops_hook_store(m);
+	return 0;
+}
+
+/* Objects freed from here on must not reach a freed index. */
+static void
+ops_stop(struct master *m)
+{
+	m->store->on_destroy = NULL;
+}
+
+const struct master_module ops_module = {
+	.name = "replica changes",
+	.init = ops_start,
+	.free = ops_stop,
+	.sweep = ops_sweep,
+};

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "master.h"
+#include "peers.h"
+#include "store.h"
 
 /*
  * Have the store tell the soft-pin index and the leases about every
@@ -58,5 +60,9 @@ bool ops_settle(struct master *m, struct mobj *o, size_t *cursor);
 void ops_peer_remove(struct master *m, struct peer *peer, const char *why);
 /* Expire silent peers and writes older than --put-timeout. */
 void ops_sweep(struct master *m);
+
+/* Replica and object changes as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module ops_module;
 
 #endif

@@ -16,6 +16,10 @@
 #include "peerlink.h"
 #include "rank.h"
 #include "request.h"
+#include "grants.h"
+#include "peers.h"
+#include "reconcile.h"
+#include "tasks.h"
 
 /*
  * A tier entry's watermarks {high?, low?}, each a fraction in (0, 1]
@@ -183,7 +187,7 @@ resume_target(struct master *m, const msgpack_object *params, const struct peer 
 	    mc_map_u64(r, "since", since, err) < 0)
 		return mc_err_set(err, MC_ERR_INVALID,
 				  "field 'resume' needs peer_id, session and since");
-	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
+	p = id <= UINT32_MAX ? peers_find(m->peers, (uint32_t)id) : NULL;
 	if (p == NULL)
 		*why = "unknown peer";
 	else if (!peer_session_is(p, session, slen))
@@ -212,7 +216,7 @@ reply_registered(struct mc_req *req, const struct peer *p, bool resumed)
 	mc_pack_kv_bool(pk, "rank", mc_registry_serves(m->methods, "evict_candidates"));
 	/* The key of this peer id: a resumed or new identity gets its own. */
 	mc_pack_key(pk, "grant_key");
-	mgrants_pack_key(pk, &m->grants, p->id);
+	mgrants_pack_key(pk, m->grants, p->id);
 	mc_pack_kv_str(pk, "session", hex);
 	mc_pack_kv_bool(pk, "resumed", resumed);
 	mc_pack_kv_u64(pk, "heartbeat_ms", PEER_HEARTBEAT_MS);
@@ -256,7 +260,7 @@ resume(struct mc_req *req, struct client *cl, struct peer *p, const struct peer 
 	p->mark++;
 	p->unconfirmed = true;
 	cl->peer_id = p->id;
-	peers_attach(&m->peers, p, req->conn);
+	peers_attach(m->peers, p, req->conn);
 	/* Re-pointed first, so the old link's close hook leaves the new one be. */
 	if (old != NULL && old != req->conn && mc_conn_is_open(old))
 		mc_conn_close(old, false);
@@ -337,7 +341,7 @@ h_peer_register(struct mc_req *req)
 			tmp.addr, why);
 	if (peer_session_new(&tmp, &err) != 0)
 		goto fail;
-	old = peers_find_addr(&m->peers, tmp.addr);
+	old = peers_find_addr(m->peers, tmp.addr);
 	if (auth_check_takeover(m, old, &err) != 0)
 		goto fail;
 	/*
@@ -348,7 +352,7 @@ h_peer_register(struct mc_req *req)
 	 */
 	if (old != NULL && recon_ghost_peer(m, old) != 0)
 		ops_peer_remove(m, old, "replaced by a new registration");
-	p = peers_add(&m->peers, &err);
+	p = peers_add(m->peers, &err);
 	if (p == NULL)
 		goto fail;
 	uint32_t id = p->id;
@@ -384,7 +388,7 @@ need_peer(struct mc_req *req)
 		req_fail_err(req, &err);
 		return NULL;
 	}
-	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
+	p = id <= UINT32_MAX ? peers_find(m->peers, (uint32_t)id) : NULL;
 	if (p == NULL)
 		handler_fail(req, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
 			     (unsigned long long)id);
@@ -421,7 +425,7 @@ h_peer_heartbeat(struct mc_req *req)
 		return;
 	}
 	if ((acks = mc_map_get(req->params, "tasks")) != NULL &&
-	    tasks_ack(&m->peers.tasks, &p->tasks, acks, &err) != 0) {
+	    tasks_ack(&m->peers->tasks, &p->tasks, acks, &err) != 0) {
 		req_fail_err(req, &err);
 		return;
 	}
@@ -441,7 +445,7 @@ h_peer_heartbeat(struct mc_req *req)
 		struct client *cl = req_client_get(req);
 		if (cl != NULL) {
 			cl->peer_id = p->id;
-			peers_attach(&m->peers, p, req->conn);
+			peers_attach(m->peers, p, req->conn);
 			mc_info("peer %u (%s) reconnected", p->id, p->addr);
 		}
 	}
@@ -470,7 +474,7 @@ master_on_close(struct mc_conn *c, void *ctx)
 
 	if (cl == NULL || cl->peer_id == 0)
 		return;
-	p = peers_find(&m->peers, cl->peer_id);
+	p = peers_find(m->peers, cl->peer_id);
 	/* Not removed: the peer may resume on a new link; it expires by --peer-ttl. */
 	if (p != NULL && p->conn == c) {
 		p->conn = NULL;
@@ -483,20 +487,20 @@ peerlink_rotate_grants(struct master *m)
 {
 	struct mc_err err;
 
-	if (mgrants_rotate(&m->grants, &err) < 0) {
+	if (mgrants_rotate(m->grants, &err) < 0) {
 		mc_warn("SIGHUP: kept the old grant key: %s", err.msg);
 		return;
 	}
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		struct peer *p = m->peers->v[i];
 
 		if (p == NULL || p->conn == NULL)
 			continue;
-		mgrants_pack_key(mc_conn_begin(p->conn, "grant_key"), &m->grants, p->id);
+		mgrants_pack_key(mc_conn_begin(p->conn, "grant_key"), m->grants, p->id);
 		if (mc_conn_notify(p->conn) != 0)
 			mc_warn("cannot send the new grant key to peer %u", p->id);
 	}
-	mc_info("rotated the grant key to generation %u", m->grants.key.gen);
+	mc_info("rotated the grant key to generation %u", m->grants->key.gen);
 }
 
 const struct mc_method peerlink_methods[] = {
@@ -504,4 +508,19 @@ const struct mc_method peerlink_methods[] = {
 	{ "peer_heartbeat", h_peer_heartbeat, MC_METHOD_PEER },
 	{ "peer_unregister", h_peer_unregister, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
+};
+
+/* SIGHUP rotates the grant keys. */
+static int
+peerlink_hup(struct master *m, struct mc_err *err)
+{
+	(void)err;
+	peerlink_rotate_grants(m);
+	return 0;
+}
+
+const struct master_module peerlink_module = {
+	.name = "the peers' calls",
+	.reload = peerlink_hup,
+	.methods = peerlink_methods,
 };

@@ -18,7 +18,11 @@ void master_on_close(struct mc_conn *c, void *ctx);
  */
 void peerlink_rotate_grants(struct master *m);
 
-/* The methods this module serves (registered by main.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method peerlink_methods[];
+
+/* The peers' calls as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module peerlink_module;
 
 #endif

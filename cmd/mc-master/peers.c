@@ -10,6 +10,9 @@
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "peers.h"
+#include "master.h"
+#include "store.h"
+#include "tasks.h"
 
 static void
 flush_cb(evutil_socket_t fd, short what, void *arg)
@@ -331,3 +334,29 @@ peers_flush(struct peers *p)
 	for (uint32_t i = 0; i < p->n; i++)
 		flush_peer(p, p->v[i]);
 }
+
+static int
+peers_start(struct master *m, struct mc_err *err)
+{
+	return peers_init(m->peers, m->base, m->store, err);
+}
+
+static void
+peers_stop(struct master *m)
+{
+	peers_free(m->peers);
+}
+
+/* Tasks whose acknowledgement is overdue are sent again, or given up. */
+static void
+peers_sweep(struct master *m)
+{
+	peers_expire_tasks(m->peers, mc_now_ms(), m->cfg.task_ttl);
+}
+
+const struct master_module peers_module = {
+	.name = "the peer table",
+	.init = peers_start,
+	.free = peers_stop,
+	.sweep = peers_sweep,
+};

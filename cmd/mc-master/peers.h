@@ -207,4 +207,8 @@ void peers_expire_tasks(struct peers *p, uint64_t now, uint64_t ttl);
 /* Retire every task (they name tenants of a store being replaced). */
 void peers_retire_tasks(struct peers *p);
 
+/* The peer table as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module peers_module;
+
 #endif

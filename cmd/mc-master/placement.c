@@ -7,6 +7,7 @@
 #include "mc/parse.h"
 #include "master.h"
 #include "placement.h"
+#include "peers.h"
 
 /* "s" after a count other than one */
 #define PLURAL(n) ((n) == 1 ? "" : "s")
@@ -43,7 +44,7 @@ peer_fit(const struct peer *peer, uint64_t size, int only, uint64_t *free_out, i
 static int
 pick_once(struct master *m, uint64_t size, unsigned want, int only, struct placement *out)
 {
-	const struct peers *ps = &m->peers;
+	const struct peers *ps = m->peers;
 
 	out->n = 0;
 	while (out->n < want) {
@@ -102,9 +103,9 @@ pick_once(struct master *m, uint64_t size, unsigned want, int only, struct place
 static bool
 tier_exists(const struct master *m, int tier)
 {
-	for (uint32_t i = 0; i < m->peers.n; i++)
-		if (m->peers.v[i]->tiers[tier].present &&
-		    peer_alive(m->peers.v[i], m->cfg.peer_ttl))
+	for (uint32_t i = 0; i < m->peers->n; i++)
+		if (m->peers->v[i]->tiers[tier].present &&
+		    peer_alive(m->peers->v[i], m->cfg.peer_ttl))
 			return true;
 	return false;
 }
@@ -126,8 +127,8 @@ reach_of(const struct master *m, uint64_t size, int only, struct reach *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->largest_tier = -1;
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 		bool roomy = false;
 
 		if (!peer_alive(p, m->cfg.peer_ttl))

@@ -26,6 +26,10 @@
 #include "put.h"
 #include "request.h"
 #include "state.h"
+#include "peers.h"
+#include "softpin.h"
+#include "store.h"
+#include "mmetrics.h"
 
 /* Puts waiting at most; beyond it a put that finds no room fails at once. */
 #define WAITERS_MAX 65536
@@ -146,15 +150,15 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	room->unplaced = false;
 	room->round = 0;
 	/* A counter that wrapped would hand out versions readers already saw. */
-	if (m->store.version_seq >= VERSION_MAX)
+	if (m->store->version_seq >= VERSION_MAX)
 		return mc_err_set(
 			err, MC_ERR_TOO_LARGE,
 			"no version left to write: the version counter is at its maximum");
-	if ((type = store_tenant_type(&m->store, tenant, a->type, a->tlen, err)) < 0)
+	if ((type = store_tenant_type(m->store, tenant, a->type, a->tlen, err)) < 0)
 		return -1;
 	pl.n = 0;
 	h = store_key_hash(tenant, a->key, a->klen);
-	o = store_find(&m->store, h, tenant, a->key, a->klen);
+	o = store_find(m->store, h, tenant, a->key, a->klen);
 	if (o != NULL && !a->upsert)
 		return mc_err_set(err, MC_ERR_EXISTS, "key exists");
 	if (o != NULL && o->writing)
@@ -168,7 +172,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	if (evict_quota_check(m, tenant, add, trigger ? &room->round : NULL, &room->helps, err) !=
 	    0)
 		return -1;
-	version = m->store.version_seq + 1;
+	version = m->store->version_seq + 1;
 	if (o != NULL && a->size == o->size) {
 		/* Upsert of the same size rewrites in place on the same peers. */
 		const struct mrep *v = obj_creps(o);
@@ -217,8 +221,8 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 			return -1;
 		o->created = now;
 		o->last_access = now;
-		store_access_new(&m->store, o, a->parent_hash);
-		store_count_miss(&m->store);
+		store_access_new(m->store, o, a->parent_hash);
+		store_count_miss(m->store);
 	}
 	if (state_write_begin(m, o, &w, err) == NULL) {
 		if (!w.upsert)
@@ -231,9 +235,9 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 			state_object_drop(m, o, NULL);
 		return -1;
 	}
-	m->store.version_seq = version;
+	m->store->version_seq = version;
 
-	const char *tname = m->store.tenants[tenant].name;
+	const char *tname = m->store->tenants[tenant].name;
 	const struct client *cl = req_client(req);
 	struct mc_grant_scope scope = {
 		tname, strlen(tname), a->key, a->klen, version, a->size, 0, MC_GRANT_WRITE,
@@ -246,7 +250,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++)
 		if (v[i].version == version)
-			req_pack_replica(pk, m, peers_find(&m->peers, v[i].peer), &v[i],
+			req_pack_replica(pk, m, peers_find(m->peers, v[i].peer), &v[i],
 					 &cl->transports, &scope, NULL);
 	mc_reply_end(req);
 	return 0;
@@ -257,7 +261,7 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 static void
 waiter_free(struct master *m, struct put_wait *w)
 {
-	struct put_waits *ws = &m->put_waits;
+	struct put_waits *ws = m->put_waits;
 
 	if (w->prev != NULL)
 		w->prev->next = w->next;
@@ -288,8 +292,8 @@ waiter_fail(struct master *m, struct put_wait *w, const struct room *room, struc
 	double waited = (double)(mc_mono_ns() - w->since_ns) / 1e9;
 
 	explain(m, &w->a, room, err);
-	m->put_waits.failed++;
-	mc_metric_observe(m->put_waits.seconds, waited);
+	m->put_waits->failed++;
+	mc_metric_observe(m->put_waits->seconds, waited);
 	if (err->code == MC_ERR_NO_SPACE || err->code == MC_ERR_QUOTA)
 		handler_fail(w->req, err->code, "%s (waited %.0f ms for eviction)", err->msg,
 			     waited * 1e3);
@@ -317,8 +321,9 @@ waiter_try(struct master *m, struct put_wait *w, bool last)
 		return;
 	}
 	if (put_try(m, w->tenant, &w->a, w->req, trigger && !last, &room, &err) == 0) {
-		m->put_waits.placed++;
-		mc_metric_observe(m->put_waits.seconds, (double)(mc_mono_ns() - w->since_ns) / 1e9);
+		m->put_waits->placed++;
+		mc_metric_observe(m->put_waits->seconds,
+				  (double)(mc_mono_ns() - w->since_ns) / 1e9);
 		waiter_free(m, w);
 		return;
 	}
@@ -344,9 +349,9 @@ waiter_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 rounds_ended(struct master *m)
 {
-	struct put_wait *w = m->put_waits.head, *next;
+	struct put_wait *w = m->put_waits->head, *next;
 	/* Puts that start waiting meanwhile wait for later rounds: stop at the current tail. */
-	struct put_wait *last = m->put_waits.tail;
+	struct put_wait *last = m->put_waits->tail;
 
 	while (w != NULL) {
 		next = w->next;
@@ -383,7 +388,7 @@ static int
 wait_for_room(struct master *m, struct mc_req *req, uint32_t tenant, const struct put_args *a,
 	      const struct room *room)
 {
-	struct put_waits *ws = &m->put_waits;
+	struct put_waits *ws = m->put_waits;
 	struct timeval tv = mc_ms_timeval(m->cfg.put_wait);
 	struct put_wait *w;
 
@@ -460,22 +465,21 @@ static void put_collect(struct mc_metrics *r, void *arg);
 int
 put_init(struct master *m, struct mc_err *err)
 {
-	struct put_waits *ws = &m->put_waits;
+	struct put_waits *ws = m->put_waits;
 
 	memset(ws, 0, sizeof(*ws));
-	ws->seconds = mc_metric_get(m->mx.reg, "mc_put_wait_seconds", MC_HISTOGRAM,
+	ws->seconds = mc_metric_get(m->mx->reg, "mc_put_wait_seconds", MC_HISTOGRAM,
 				    "How long a put waited for eviction to make room.", NULL, NULL);
 	if (ws->seconds == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for put metrics");
 	evict_on_rounds_ended(m, rounds_ended);
-	mc_metrics_on_collect(m->mx.reg, put_collect, m);
 	return 0;
 }
 
 void
 put_free(struct master *m)
 {
-	struct put_waits *ws = &m->put_waits;
+	struct put_waits *ws = m->put_waits;
 
 	holds_free(&ws->holds);
 	while (ws->head != NULL) {
@@ -492,7 +496,7 @@ put_collect(struct mc_metrics *r, void *arg)
 {
 	struct master *m = arg;
 
-	const struct put_waits *ws = &m->put_waits;
+	const struct put_waits *ws = m->put_waits;
 	struct mc_metric *s;
 
 	if ((s = mc_metric_get(r, "mc_put_waiting", MC_GAUGE,
@@ -529,12 +533,12 @@ write_target(struct mc_req *req, const msgpack_object_array **ids)
 		req_fail_err(req, &err);
 		return NULL;
 	}
-	o = store_find(&m->store, store_key_hash(cl->tenant, key, len), cl->tenant, key, len);
+	o = store_find(m->store, store_key_hash(cl->tenant, key, len), cl->tenant, key, len);
 	if (o == NULL) {
 		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return NULL;
 	}
-	p = store_pending_get(&m->store, o);
+	p = store_pending_get(m->store, o);
 	if (p == NULL || p->version != version) {
 		handler_fail(req, MC_ERR_VERSION, "no write of version %llu in progress",
 			     (unsigned long long)version);
@@ -586,7 +590,7 @@ h_put_revoke(struct mc_req *req)
 
 	if (o == NULL)
 		return;
-	uint64_t version = store_pending_get(&m->store, o)->version;
+	uint64_t version = store_pending_get(m->store, o)->version;
 	for (unsigned i = o->nrep; i-- > 0;) {
 		const struct mrep *r = &obj_reps(o)[i];
 		if (r->version == version && r->state == REP_PROCESSING && req_ids_name(ids, r->id))
@@ -601,4 +605,12 @@ const struct mc_method put_methods[] = {
 	{ "put_end", h_put_end, 0 },
 	{ "put_revoke", h_put_revoke, 0 },
 	{ NULL, NULL, 0 },
+};
+
+const struct master_module put_module = {
+	.name = "puts",
+	.init = put_init,
+	.free = put_free,
+	.methods = put_methods,
+	.collect = put_collect,
 };

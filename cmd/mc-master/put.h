@@ -28,7 +28,11 @@ int put_init(struct master *m, struct mc_err *err);
 /* Answer every waiting put (the master is stopping). */
 void put_free(struct master *m);
 
-/* The methods this module serves (registered by main.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method put_methods[];
+
+/* Puts as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module put_module;
 
 #endif

@@ -14,6 +14,7 @@
 #include "mc/err.h"
 #include "mc/wire.h"
 #include "master.h"
+#include "store.h"
 
 /* Keys one answer carries at most, and when the caller names no cap. */
 #define RANK_MAX 4096u
@@ -46,5 +47,12 @@ const msgpack_object_array *rank_local_reads_check(const msgpack_object *params,
 						   struct mc_err *err);
 /* Record each checked item as a read for recency only (store_touch); unknown keys are counted. */
 void rank_local_reads_apply(struct master *m, const msgpack_object_array *reads, uint64_t now);
+
+/* evict_candidates, a self-evicting peer's call (in its module table). */
+extern const struct mc_method rank_methods[];
+
+/* evict_candidates as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module rank_module;
 
 #endif

@@ -14,6 +14,11 @@
 #include "reconcile.h"
 #include "request.h"
 #include "state.h"
+#include "peers.h"
+#include "softpin.h"
+#include "store.h"
+#include "tasks.h"
+#include "recency.h"
 
 /* Items in one peer_inventory call (peers send MC_INVENTORY_CHUNK). */
 #define INVENTORY_MAX (16 * MC_INVENTORY_CHUNK)
@@ -60,14 +65,14 @@ recon_ghost(const struct recon *r, uint32_t id)
 void
 recon_install(struct master *m, struct ghost *v, uint32_t n)
 {
-	recon_free(&m->recon);
-	m->recon.ghosts = v;
-	m->recon.n = n;
+	recon_free(m->recon);
+	m->recon->ghosts = v;
+	m->recon->n = n;
 	if (n > 0)
-		m->recon.deadline = mc_add_sat(mc_now_ms(), m->cfg.reconcile_timeout);
+		m->recon->deadline = mc_add_sat(mc_now_ms(), m->cfg.reconcile_timeout);
 	for (uint32_t i = 0; i < n; i++) {
 		/* A peer already live at that address claims its ghost now. */
-		const struct peer *p = peers_find_addr(&m->peers, v[i].addr);
+		const struct peer *p = peers_find_addr(m->peers, v[i].addr);
 		if (p != NULL)
 			v[i].new_id = p->id;
 	}
@@ -76,8 +81,8 @@ recon_install(struct master *m, struct ghost *v, uint32_t n)
 void
 recon_peer_registered(struct master *m, const struct peer *p)
 {
-	for (uint32_t i = 0; i < m->recon.n; i++) {
-		struct ghost *g = &m->recon.ghosts[i];
+	for (uint32_t i = 0; i < m->recon->n; i++) {
+		struct ghost *g = &m->recon->ghosts[i];
 		if (strcmp(g->addr, p->addr) != 0)
 			continue;
 		g->new_id = p->id;
@@ -89,7 +94,7 @@ recon_peer_registered(struct master *m, const struct peer *p)
 int
 recon_ghost_peer(struct master *m, struct peer *p)
 {
-	struct recon *r = &m->recon;
+	struct recon *r = m->recon;
 	struct ghost *v = realloc(r->ghosts, (r->n + 1) * sizeof(*v));
 	struct ghost *g;
 
@@ -108,7 +113,7 @@ recon_ghost_peer(struct master *m, struct peer *p)
 	mc_info("peer %u (%s) replaced by a new registration: its replicas wait for the new "
 		"peer's inventory",
 		p->id, p->addr);
-	peers_del(&m->peers, p);
+	peers_del(m->peers, p);
 	return 0;
 }
 
@@ -134,12 +139,12 @@ drop_unconfirmed(struct master *m, const struct ghost *g, size_t *reps, size_t *
 	size_t cur = 0;
 	struct mobj *o;
 
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		bool hit = false;
 
 		for (unsigned i = o->nrep; i-- > 0;) {
 			uint32_t peer = obj_reps(o)[i].peer;
-			if (g != NULL ? peer != g->id : peers_find(&m->peers, peer) != NULL)
+			if (g != NULL ? peer != g->id : peers_find(m->peers, peer) != NULL)
 				continue;
 			/* Nobody holds it for sure, so nobody to notify. */
 			state_replica_drop(m, o, i);
@@ -156,13 +161,13 @@ recon_sweep(struct master *m)
 {
 	size_t reps = 0, erased = 0;
 
-	if (m->recon.deadline == 0 || mc_now_ms() < m->recon.deadline)
+	if (m->recon->deadline == 0 || mc_now_ms() < m->recon->deadline)
 		return;
 	drop_unconfirmed(m, NULL, &reps, &erased);
 	mc_info("reconcile timeout: %zu unconfirmed replicas dropped, %zu objects erased", reps,
 		erased);
-	free(m->recon.ghosts);
-	memset(&m->recon, 0, sizeof(m->recon));
+	free(m->recon->ghosts);
+	memset(m->recon, 0, sizeof(*m->recon));
 }
 
 static int
@@ -214,7 +219,7 @@ find_rep(const struct master *m, const struct mobj *o, const struct peer *p)
 	for (unsigned i = 0; i < o->nrep; i++) {
 		if (v[i].peer == p->id)
 			return (int)i;
-		const struct ghost *g = recon_ghost(&m->recon, v[i].peer);
+		const struct ghost *g = recon_ghost(m->recon, v[i].peer);
 		if (g != NULL && g->new_id == p->id)
 			return (int)i;
 	}
@@ -227,7 +232,7 @@ has_live_rep(const struct master *m, const struct mobj *o)
 	const struct mrep *v = obj_creps(o);
 
 	for (unsigned i = 0; i < o->nrep; i++)
-		if (peers_find(&m->peers, v[i].peer) != NULL)
+		if (peers_find(m->peers, v[i].peer) != NULL)
 			return true;
 	return false;
 }
@@ -241,7 +246,7 @@ add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
 	if (r == NULL)
 		return -1;
 	ops_rep_complete(m, o, r);
-	recency_sync(&m->store.rank, o);
+	recency_sync(&m->store->rank, o);
 	return 0;
 }
 
@@ -262,7 +267,7 @@ confirm(struct master *m, struct mobj *o, struct mrep *r, struct peer *p, int ti
 	state_replica_set(m, o, r, &to);
 	ops_rep_charge(m, o, r);
 	/* the peer may report it on another tier than the master had it */
-	recency_sync(&m->store.rank, o);
+	recency_sync(&m->store->rank, o);
 }
 
 /*
@@ -278,7 +283,7 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	uint64_t now = mc_now_ms();
 	/* MC_DEFAULT_TYPE is interned first */
 	int64_t type = it->type != NULL
-			       ? store_tenant_type(&m->store, tenant, it->type, it->type_len, &err)
+			       ? store_tenant_type(m->store, tenant, it->type, it->type_len, &err)
 			       : 0;
 	struct state_obj f;
 	struct mobj *o;
@@ -299,7 +304,7 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	o->created = now;
 	o->last_access = now;
 	/* found now, like its ms times: newer than everything already known */
-	store_access_new(&m->store, o, 0);
+	store_access_new(m->store, o, 0);
 	if (add_complete(m, o, p, it->tier) != 0) {
 		state_object_drop(m, o, NULL);
 		n->skipped++;
@@ -307,8 +312,8 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	}
 	softpin_adopt(m, o, it->sp_deadline, now);
 	/* Versions never go backwards, whoever handed this one out. */
-	if (m->store.version_seq < it->version)
-		m->store.version_seq = it->version;
+	if (m->store->version_seq < it->version)
+		m->store->version_seq = it->version;
 	n->adopted++;
 }
 
@@ -316,7 +321,7 @@ static void
 inventory_item(struct master *m, struct peer *p, const struct inv_item *it, struct inv_count *n)
 {
 	struct mc_err err;
-	int64_t tenant = store_tenant_intern(&m->store, it->tenant, it->tlen, &err);
+	int64_t tenant = store_tenant_intern(m->store, it->tenant, it->tlen, &err);
 	uint64_t hash;
 	struct mobj *o;
 	int i;
@@ -326,7 +331,7 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 		return;
 	}
 	hash = store_key_hash((uint32_t)tenant, it->key, it->klen);
-	o = store_find(&m->store, hash, (uint32_t)tenant, it->key, it->klen);
+	o = store_find(m->store, hash, (uint32_t)tenant, it->key, it->klen);
 	if (o == NULL) {
 		adopt_new(m, p, (uint32_t)tenant, hash, it, n);
 		return;
@@ -367,13 +372,13 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 			n->skipped++;
 			return;
 		}
-		if (m->store.version_seq < it->version)
-			m->store.version_seq = it->version;
+		if (m->store->version_seq < it->version)
+			m->store->version_seq = it->version;
 		n->adopted++;
 		return;
 	}
 	/* A copy that disagrees: forget it here and have the peer free it. */
-	peers_queue(&m->peers, p, TASK_DROP, o->tenant, o->key, o->key_len, it->version,
+	peers_queue(m->peers, p, TASK_DROP, o->tenant, o->key, o->key_len, it->version,
 		    MC_TIER_NONE);
 	n->dropped++;
 	if (i >= 0) {
@@ -408,13 +413,13 @@ static void
 inventory_gone(struct master *m, const struct peer *p, const struct inv_gone *g,
 	       struct inv_count *n)
 {
-	int64_t tenant = store_tenant_find(&m->store, g->tenant, g->tlen);
+	int64_t tenant = store_tenant_find(m->store, g->tenant, g->tlen);
 	struct mobj *o;
 	bool hit = false;
 
 	if (tenant < 0)
 		return;
-	o = store_find(&m->store, store_key_hash((uint32_t)tenant, g->key, g->klen),
+	o = store_find(m->store, store_key_hash((uint32_t)tenant, g->key, g->klen),
 		       (uint32_t)tenant, g->key, g->klen);
 	if (o == NULL)
 		return;
@@ -427,7 +432,7 @@ inventory_gone(struct master *m, const struct peer *p, const struct inv_gone *g,
 		hit = true;
 	}
 	if (hit) {
-		recency_sync(&m->store.rank, o);
+		recency_sync(&m->store->rank, o);
 		ops_settle(m, o, NULL);
 	}
 }
@@ -444,7 +449,7 @@ drop_unreported(struct master *m, struct peer *p)
 	size_t cur = 0, reps = 0, erased = 0;
 	struct mobj *o;
 
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		bool hit = false;
 
 		if (o->writing)
@@ -473,8 +478,8 @@ inventory_done(struct master *m, struct peer *p)
 {
 	if (p->unconfirmed)
 		drop_unreported(m, p);
-	for (uint32_t k = 0; k < m->recon.n;) {
-		struct ghost *g = &m->recon.ghosts[k];
+	for (uint32_t k = 0; k < m->recon->n;) {
+		struct ghost *g = &m->recon->ghosts[k];
 		size_t reps = 0, erased = 0;
 
 		if (g->new_id != p->id) {
@@ -485,8 +490,8 @@ inventory_done(struct master *m, struct peer *p)
 		mc_info("peer %u (%s) reconciled: %zu unreported replicas dropped, "
 			"%zu objects erased",
 			p->id, p->addr, reps, erased);
-		ghost_del(&m->recon, g);
-		if (m->recon.n == 0)
+		ghost_del(m->recon, g);
+		if (m->recon->n == 0)
 			mc_info("reconciliation complete");
 	}
 }
@@ -511,7 +516,7 @@ h_peer_inventory(struct mc_req *req)
 	}
 	if (auth_check_peer(req, id, &err) != 0)
 		goto fail;
-	p = id <= UINT32_MAX ? peers_find(&m->peers, (uint32_t)id) : NULL;
+	p = id <= UINT32_MAX ? peers_find(m->peers, (uint32_t)id) : NULL;
 	if (p == NULL) {
 		mc_err_set(&err, MC_ERR_NOT_FOUND, "unknown peer %llu: register again",
 			   (unsigned long long)id);
@@ -564,7 +569,7 @@ h_peer_inventory(struct mc_req *req)
 	if (done && !delta)
 		inventory_done(m, p);
 	/* the copies came in the peer's order: put them in the order of their accesses */
-	if (done && recency_sort_peer(&m->store.rank, p->id) != 0)
+	if (done && recency_sort_peer(&m->store->rank, p->id) != 0)
 		mc_warn("peer %u (%s) inventory: out of memory ordering its recency lists", p->id,
 			p->addr);
 	if (n.adopted + n.dropped + n.removed > 0 || done)
@@ -588,4 +593,17 @@ fail:
 const struct mc_method recon_methods[] = {
 	{ "peer_inventory", h_peer_inventory, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
+};
+
+static void
+recon_stop(struct master *m)
+{
+	recon_free(m->recon);
+}
+
+const struct master_module recon_module = {
+	.name = "reconciliation",
+	.free = recon_stop,
+	.sweep = recon_sweep,
+	.methods = recon_methods,
 };

@@ -63,7 +63,11 @@ int recon_ghost_peer(struct master *m, struct peer *p);
 /* From the sweep: at the deadline, drop every unconfirmed replica. */
 void recon_sweep(struct master *m);
 
-/* The methods this module serves (registered by main.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method recon_methods[];
+
+/* Reconciliation as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module recon_module;
 
 #endif

@@ -9,6 +9,9 @@
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "request.h"
+#include "grants.h"
+#include "peers.h"
+#include "store.h"
 
 /* A connection that never said hello speaks for the default tenant. */
 static const struct client default_client;
@@ -22,7 +25,7 @@ static const struct client default_client;
 static void
 resolve_tenant(struct master *m, struct client *cl)
 {
-	int64_t t = store_tenant_find(&m->store, cl->tenant_name, strlen(cl->tenant_name));
+	int64_t t = store_tenant_find(m->store, cl->tenant_name, strlen(cl->tenant_name));
 	struct mc_err err;
 
 	if (t < 0)
@@ -46,7 +49,7 @@ req_begin(struct mc_req *req)
 void
 req_client_name_tenant(struct master *m, struct client *cl, const char *name, size_t len)
 {
-	int64_t t = store_tenant_find(&m->store, name, len);
+	int64_t t = store_tenant_find(m->store, name, len);
 
 	if (len >= sizeof(cl->tenant_name))
 		len = sizeof(cl->tenant_name) - 1;
@@ -64,7 +67,7 @@ req_tenant_make(struct mc_req *req, struct mc_err *err)
 
 	if (cl == NULL || cl->tenant != TENANT_NONE)
 		return req_client(req)->tenant;
-	t = store_tenant_intern(&m->store, cl->tenant_name, strlen(cl->tenant_name), err);
+	t = store_tenant_intern(m->store, cl->tenant_name, strlen(cl->tenant_name), err);
 	if (t < 0 || req_client_bind_tenant(m, cl, (uint32_t)t, err) != 0)
 		return -1;
 	cl->tenant = (uint32_t)t;
@@ -74,8 +77,8 @@ req_tenant_make(struct mc_req *req, struct mc_err *err)
 const char *
 req_tenant_name(const struct master *m, const struct client *cl)
 {
-	if (cl->tenant < m->store.ntenants)
-		return m->store.tenants[cl->tenant].name;
+	if (cl->tenant < m->store->ntenants)
+		return m->store->tenants[cl->tenant].name;
 	return cl->tenant_name[0] != '\0' ? cl->tenant_name : MC_DEFAULT_TENANT;
 }
 
@@ -158,7 +161,7 @@ req_client_bind_tenant(struct master *m, struct client *cl, uint32_t tenant, str
 		m->refused_per_tenant++;
 		return mc_err_set(err, MC_ERR_UNAVAILABLE,
 				  "too many connections for tenant '%s': %u open",
-				  m->store.tenants[tenant].name, m->tenant_conns[tenant]);
+				  m->store->tenants[tenant].name, m->tenant_conns[tenant]);
 	}
 	if (cl->counted)
 		m->tenant_conns[cl->counted_tenant]--;
@@ -279,7 +282,7 @@ req_pack_replica(msgpack_packer *pk, struct master *m, struct peer *p, const str
 	mc_pack_kv_u64(pk, "drop_in_ms", p != NULL ? peer_drop_in_ms(p, m->cfg.peer_ttl) : 0);
 	scope->peer = r->peer;
 	mc_pack_key(pk, "grant");
-	mgrants_pack(pk, &m->grants, p != NULL ? &p->grant_signer : NULL, scope, id);
+	mgrants_pack(pk, m->grants, p != NULL ? &p->grant_signer : NULL, scope, id);
 	mc_pack_kv_str(pk, "transport",
 		       mc_transport_choose(client, p != NULL ? &p->transports : NULL));
 	if (p != NULL && p->packed[r->tier] != NULL) {

@@ -12,6 +12,9 @@
 #include "mc/conn.h"
 #include "mc/err.h"
 #include "master.h"
+#include "grants.h"
+#include "peers.h"
+#include "store.h"
 
 /*
  * The master a request is for (the dispatcher counted it already). A

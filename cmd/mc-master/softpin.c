@@ -12,6 +12,7 @@
 #include "master.h"
 #include "softpin.h"
 #include "state.h"
+#include "store.h"
 
 #define SP_LIST_DEFAULT 1000
 #define SP_LIST_MAX 10000
@@ -33,13 +34,12 @@ static void softpin_collect(struct mc_metrics *r, void *arg);
 int
 softpin_init(struct master *m, struct mc_err *err)
 {
-	struct softpin *sp = &m->sp;
+	struct softpin *sp = m->sp;
 
 	memset(sp, 0, sizeof(*sp));
 	sp->idx = mc_deadline_new();
 	if (sp->idx == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
-	mc_metrics_on_collect(m->mx.reg, softpin_collect, m);
 	return 0;
 }
 
@@ -47,10 +47,10 @@ void
 softpin_free(struct master *m)
 {
 	/* Objects freed after this must not reach a freed index. */
-	m->store.on_destroy = NULL;
-	if (m->sp.idx != NULL)
-		mc_deadline_free(m->sp.idx);
-	m->sp.idx = NULL;
+	m->store->on_destroy = NULL;
+	if (m->sp->idx != NULL)
+		mc_deadline_free(m->sp->idx);
+	m->sp->idx = NULL;
 }
 
 int
@@ -108,7 +108,7 @@ softpin_remaining(const struct mobj *o, uint64_t now)
 static void
 index_set(struct master *m, struct mobj *o, uint64_t deadline)
 {
-	if (mc_deadline_set(m->sp.idx, obj_id(o), deadline) != 0)
+	if (mc_deadline_set(m->sp->idx, obj_id(o), deadline) != 0)
 		/*
 		 * The pin still protects (eviction reads the deadline); only
 		 * the gauge waits for a rebuild to count it down.
@@ -122,7 +122,7 @@ static void
 activate(struct master *m, struct mobj *o, uint64_t deadline, uint64_t ttl)
 {
 	if (o->sp_mode != SP_ACTIVE)
-		m->sp.active++;
+		m->sp->active++;
 	state_pin_set(m, o, SP_ACTIVE, deadline, ttl);
 	index_set(m, o, deadline);
 }
@@ -132,8 +132,8 @@ static void
 deactivate(struct master *m, struct mobj *o)
 {
 	if (o->sp_mode == SP_ACTIVE) {
-		mc_deadline_remove(m->sp.idx, obj_id(o));
-		m->sp.active--;
+		mc_deadline_remove(m->sp->idx, obj_id(o));
+		m->sp->active--;
 	}
 	state_pin_set(m, o, SP_DISABLED, 0, 0);
 }
@@ -176,11 +176,11 @@ softpin_commit(struct master *m, struct mobj *o, const struct pending *p, uint64
 void
 softpin_forget(struct master *m, struct mobj *o)
 {
-	if (o->sp_mode != SP_ACTIVE || m->sp.idx == NULL)
+	if (o->sp_mode != SP_ACTIVE || m->sp->idx == NULL)
 		return;
 	/* The id is the pointer: it must leave the index before the object dies (its pin with it). */
-	mc_deadline_remove(m->sp.idx, obj_id(o));
-	m->sp.active--;
+	mc_deadline_remove(m->sp->idx, obj_id(o));
+	m->sp->active--;
 }
 
 void
@@ -190,16 +190,16 @@ softpin_rebuild(struct master *m)
 	size_t cur = 0;
 	struct mobj *o;
 
-	mc_deadline_clear(m->sp.idx);
-	m->sp.active = 0;
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+	mc_deadline_clear(m->sp->idx);
+	m->sp->active = 0;
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		if (o->sp_mode != SP_ACTIVE) {
 			state_pin_set(m, o, SP_DISABLED, o->sp_deadline, o->sp_ttl);
 			continue;
 		}
 		if (now < o->sp_deadline) {
 			/* it stays as it is: only the index and the gauge learn of it */
-			m->sp.active++;
+			m->sp->active++;
 			index_set(m, o, o->sp_deadline);
 		} else {
 			state_pin_set(m, o, SP_DISABLED, 0, 0);
@@ -240,8 +240,8 @@ cleanup(struct master *m, uint64_t now, struct expired *e)
 {
 	uint64_t id, deadline, n = 0;
 
-	m->sp.cleanup_runs++;
-	while (mc_deadline_pop_due(m->sp.idx, now, &id, &deadline)) {
+	m->sp->cleanup_runs++;
+	while (mc_deadline_pop_due(m->sp->idx, now, &id, &deadline)) {
 		struct mobj *o = id_obj(id);
 
 		/*
@@ -252,11 +252,11 @@ cleanup(struct master *m, uint64_t now, struct expired *e)
 		if (o->sp_mode != SP_ACTIVE || o->sp_deadline != deadline)
 			continue;
 		state_pin_set(m, o, SP_DISABLED, 0, 0);
-		m->sp.active--;
+		m->sp->active--;
 		n++;
 		expired_add(e, o, deadline);
 	}
-	m->sp.expired += n;
+	m->sp->expired += n;
 	return n;
 }
 
@@ -273,7 +273,7 @@ softpin_state_name(const struct master *m, const struct mobj *o, uint64_t now)
 
 	if (softpin_protects(o, now))
 		return "active";
-	p = store_pending_get(&m->store, o);
+	p = store_pending_get(m->store, o);
 	if (p != NULL && !p->committed)
 		return "pending";
 	return "disabled";
@@ -300,11 +300,11 @@ softpin_collect(struct mc_metrics *r, void *arg)
 	struct mc_deadline_stats st;
 	struct mc_metric *s;
 
-	mc_deadline_stats(m->sp.idx, &st);
+	mc_deadline_stats(m->sp->idx, &st);
 	s = mc_metric_get(r, "mc_softpin_active", MC_GAUGE, "Objects with an active soft pin.",
 			  NULL, NULL);
 	if (s != NULL)
-		mc_metric_set(s, (double)m->sp.active);
+		mc_metric_set(s, (double)m->sp->active);
 	s = mc_metric_get(r, "mc_softpin_heap_entries", MC_GAUGE,
 			  "Entries in the soft-pin deadline heap, stale ones included.", NULL,
 			  NULL);
@@ -317,11 +317,11 @@ softpin_collect(struct mc_metrics *r, void *arg)
 	s = mc_metric_get(r, "mc_softpin_cleanup_runs_total", MC_COUNTER,
 			  "Soft-pin cleanup cycles run.", NULL, NULL);
 	if (s != NULL)
-		mc_metric_set(s, (double)m->sp.cleanup_runs);
+		mc_metric_set(s, (double)m->sp->cleanup_runs);
 	s = mc_metric_get(r, "mc_softpin_expired_total", MC_COUNTER,
 			  "Soft pins cleared by cleanup at their deadline.", NULL, NULL);
 	if (s != NULL)
-		mc_metric_set(s, (double)m->sp.expired);
+		mc_metric_set(s, (double)m->sp->expired);
 	s = mc_metric_get(r, "mc_softpin_rebuilds_total", MC_COUNTER,
 			  "Rebuilds of the soft-pin deadline heap.", NULL, NULL);
 	if (s != NULL)
@@ -346,12 +346,12 @@ h_softpin_show(struct mc_req *req)
 	}
 	/* A plain lookup: no lease, no access time. */
 	const struct mobj *o =
-		store_find(&m->store, store_key_hash(cl->tenant, key, len), cl->tenant, key, len);
+		store_find(m->store, store_key_hash(cl->tenant, key, len), cl->tenant, key, len);
 	if (o == NULL) {
 		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return;
 	}
-	const struct pending *p = store_pending_get(&m->store, o);
+	const struct pending *p = store_pending_get(m->store, o);
 	bool pend = p != NULL && !p->committed;
 	bool active = softpin_protects(o, now);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
@@ -388,7 +388,7 @@ static void
 pack_item(msgpack_packer *pk, const struct master *m, const struct mobj *o, uint64_t deadline)
 {
 	msgpack_pack_map(pk, 3);
-	mc_pack_kv_str(pk, "tenant", m->store.tenants[o->tenant].name);
+	mc_pack_kv_str(pk, "tenant", m->store->tenants[o->tenant].name);
 	mc_pack_kv_strn(pk, "key", o->key, o->key_len);
 	mc_pack_kv_u64(pk, "deadline", deadline);
 }
@@ -424,7 +424,7 @@ h_softpin_list(struct mc_req *req)
 		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
-	mc_deadline_visit(m->sp.idx, until, l.cap, list_visit, &l);
+	mc_deadline_visit(m->sp->idx, until, l.cap, list_visit, &l);
 	size_t out = l.n > limit ? (size_t)limit : l.n;
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 2);
@@ -444,15 +444,15 @@ h_softpin_stats(struct mc_req *req)
 	struct master *m = req->ctx;
 	struct mc_deadline_stats st;
 
-	mc_deadline_stats(m->sp.idx, &st);
+	mc_deadline_stats(m->sp->idx, &st);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 9);
-	mc_pack_kv_u64(pk, "active", m->sp.active);
+	mc_pack_kv_u64(pk, "active", m->sp->active);
 	mc_pack_kv_u64(pk, "heap", st.heap);
 	mc_pack_kv_u64(pk, "live", st.live);
 	mc_pack_kv_u64(pk, "rebuilds", st.rebuilds);
-	mc_pack_kv_u64(pk, "cleanup_runs", m->sp.cleanup_runs);
-	mc_pack_kv_u64(pk, "expired", m->sp.expired);
+	mc_pack_kv_u64(pk, "cleanup_runs", m->sp->cleanup_runs);
+	mc_pack_kv_u64(pk, "expired", m->sp->expired);
 	mc_pack_kv_u64(pk, "default_ttl_ms", m->cfg.default_soft_pin_ttl);
 	mc_pack_kv_u64(pk, "max_ttl_ms", m->cfg.max_soft_pin_ttl);
 	mc_pack_kv_bool(pk, "allow_evict", m->cfg.allow_evict_soft_pinned);
@@ -489,4 +489,20 @@ const struct mc_method softpin_methods[] = {
 	{ "softpin_stats", h_softpin_stats, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
 	{ "softpin_expire", h_softpin_expire, MC_METHOD_ADMIN },
 	{ NULL, NULL, 0 },
+};
+
+/* Expiry rides the sweep: only due entries cost anything. */
+static void
+softpin_sweep(struct master *m)
+{
+	softpin_cleanup(m, mc_now_ms());
+}
+
+const struct master_module softpin_module = {
+	.name = "soft pins",
+	.init = softpin_init,
+	.free = softpin_free,
+	.sweep = softpin_sweep,
+	.methods = softpin_methods,
+	.collect = softpin_collect,
 };

@@ -82,7 +82,11 @@ uint64_t softpin_cleanup(struct master *m, uint64_t now);
 /* State name as stat and softpin_show report it. */
 const char *softpin_state_name(const struct master *m, const struct mobj *o, uint64_t now);
 
-/* The methods this module serves (registered by main.c). */
+/* The methods this module serves (in its module table). */
 extern const struct mc_method softpin_methods[];
+
+/* Soft pins as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module softpin_module;
 
 #endif

@@ -9,6 +9,8 @@
 #include "mc/log.h"
 #include "master.h"
 #include "state.h"
+#include "store.h"
+#include "mmetrics.h"
 
 #define STATE_KIND_NAME(k, name) name,
 static const char *const kind_names[STATE_KIND_COUNT] = { STATE_CHANGE_KINDS(STATE_KIND_NAME) };
@@ -167,7 +169,8 @@ log_change(const struct state_change *c, void *arg)
 {
 	const struct master *m = arg;
 	const char *kind = state_kind_name(c->kind);
-	const char *tenant = c->tenant < m->store.ntenants ? m->store.tenants[c->tenant].name : "?";
+	const char *tenant =
+		c->tenant < m->store->ntenants ? m->store->tenants[c->tenant].name : "?";
 	int klen = (int)c->key_len, glen = c->group != NULL ? (int)c->group_len : 1;
 	const char *group = c->group != NULL ? c->group : "-";
 	const struct state_obj *f = c->kind == STATE_OBJECT_DROP ? &c->was : &c->now;
@@ -182,7 +185,7 @@ log_change(const struct state_change *c, void *arg)
 			 "sp_ttl=%llu",
 			 kind, tenant, klen, c->key, (unsigned long long)f->version,
 			 (unsigned long long)f->size, (unsigned long long)f->checksum,
-			 store_type_name(&m->store, f->type), glen, group, f->hard_pin,
+			 store_type_name(m->store, f->type), glen, group, f->hard_pin,
 			 (unsigned long long)f->committed, (unsigned long long)f->lease_deadline,
 			 sp_name(f->sp_mode), (unsigned long long)f->sp_deadline,
 			 (unsigned long long)f->sp_ttl);
@@ -252,8 +255,8 @@ state_init(struct master *m, struct mc_err *err)
 	st->subs[1].fn = log_change;
 	st->subs[1].arg = m;
 	st->nsubs = 2;
-	if (m->mx.reg != NULL)
-		mc_metrics_on_collect(m->mx.reg, collect, st);
+	if (m->mx->reg != NULL)
+		mc_metrics_on_collect(m->mx->reg, collect, st);
 	return 0;
 }
 
@@ -282,18 +285,18 @@ state_object_create(struct master *m, uint64_t hash, uint32_t tenant, const char
 		    const char *group, size_t group_len, const struct state_obj *f,
 		    struct mc_err *err)
 {
-	struct mobj *o = create(&m->store, hash, tenant, key, len, group, group_len, f, err);
+	struct mobj *o = create(m->store, hash, tenant, key, len, group, group_len, f, err);
 	const struct group *g;
 	struct state_change c;
 
 	if (o == NULL)
 		return NULL;
 	/* a group is made by its first member */
-	if ((g = store_group_get(&m->store, o->group)) != NULL && g->n == 1) {
-		record_of(&c, STATE_GROUP_CREATE, &m->store, o);
+	if ((g = store_group_get(m->store, o->group)) != NULL && g->n == 1) {
+		record_of(&c, STATE_GROUP_CREATE, m->store, o);
 		tell(m, &c);
 	}
-	record_of(&c, STATE_OBJECT_CREATE, &m->store, o);
+	record_of(&c, STATE_OBJECT_CREATE, m->store, o);
 	memset(&c.was, 0, sizeof(c.was));
 	tell(m, &c);
 	return o;
@@ -304,9 +307,9 @@ state_object_set(struct master *m, struct mobj *o, const struct state_obj *f)
 {
 	struct state_change c;
 
-	record_of(&c, STATE_OBJECT_SET, &m->store, o);
+	record_of(&c, STATE_OBJECT_SET, m->store, o);
 	if (f->size != o->size)
-		store_resize(&m->store, o, f->size);
+		store_resize(m->store, o, f->size);
 	obj_apply(o, f);
 	c.now = state_obj_of(o);
 	if (!obj_same(&c.was, &c.now))
@@ -316,7 +319,7 @@ state_object_set(struct master *m, struct mobj *o, const struct state_obj *f)
 void
 state_object_drop(struct master *m, struct mobj *o, size_t *cursor)
 {
-	const struct group *g = store_group_get(&m->store, o->group);
+	const struct group *g = store_group_get(m->store, o->group);
 	struct state_change c;
 
 	/* told while o is whole: what goes with it first, then o, then its group */
@@ -324,19 +327,19 @@ state_object_drop(struct master *m, struct mobj *o, size_t *cursor)
 		state_write_end(m, o);
 	while (o->nrep > 0)
 		state_replica_drop(m, o, o->nrep - 1u);
-	record_of(&c, STATE_OBJECT_DROP, &m->store, o);
+	record_of(&c, STATE_OBJECT_DROP, m->store, o);
 	memset(&c.now, 0, sizeof(c.now));
 	tell(m, &c);
 	if (g != NULL && g->n == 1) {
-		record_of(&c, STATE_GROUP_DROP, &m->store, o);
+		record_of(&c, STATE_GROUP_DROP, m->store, o);
 		tell(m, &c);
 	}
 	if (cursor != NULL) {
 		/* inside a walk only the cursor may unlink, or the walk skips entries */
-		mc_htab_remove_at(&m->store.objects, cursor);
-		store_destroy_unlinked(&m->store, o);
+		mc_htab_remove_at(&m->store->objects, cursor);
+		store_destroy_unlinked(m->store, o);
 	} else {
-		store_destroy(&m->store, o);
+		store_destroy(m->store, o);
 	}
 }
 
@@ -345,14 +348,14 @@ state_object_drop(struct master *m, struct mobj *o, size_t *cursor)
 struct pending *
 state_write_begin(struct master *m, struct mobj *o, const struct pending *w, struct mc_err *err)
 {
-	struct pending *p = store_pending_new(&m->store, o, err);
+	struct pending *p = store_pending_new(m->store, o, err);
 	struct state_change c;
 
 	if (p == NULL)
 		return NULL;
 	*p = *w;
 	p->o = o;
-	record_of(&c, STATE_WRITE_BEGIN, &m->store, o);
+	record_of(&c, STATE_WRITE_BEGIN, m->store, o);
 	c.write_version = p->version;
 	c.write_size = p->size;
 	tell(m, &c);
@@ -362,15 +365,15 @@ state_write_begin(struct master *m, struct mobj *o, const struct pending *w, str
 void
 state_write_end(struct master *m, struct mobj *o)
 {
-	const struct pending *p = store_pending_get(&m->store, o);
+	const struct pending *p = store_pending_get(m->store, o);
 	struct state_change c;
 
 	if (p == NULL)
 		return;
-	record_of(&c, STATE_WRITE_END, &m->store, o);
+	record_of(&c, STATE_WRITE_END, m->store, o);
 	c.write_version = p->version;
 	c.write_size = p->size;
-	store_pending_del(&m->store, o);
+	store_pending_del(m->store, o);
 	tell(m, &c);
 }
 
@@ -385,7 +388,7 @@ state_replica_add(struct master *m, struct mobj *o, const struct mrep *r)
 	if (n == NULL)
 		return NULL;
 	*n = *r;
-	record_of(&c, STATE_REPLICA_ADD, &m->store, o);
+	record_of(&c, STATE_REPLICA_ADD, m->store, o);
 	c.rep = *n;
 	tell(m, &c);
 	return n;
@@ -396,7 +399,7 @@ state_replica_set(struct master *m, struct mobj *o, struct mrep *r, const struct
 {
 	struct state_change c;
 
-	record_of(&c, STATE_REPLICA_SET, &m->store, o);
+	record_of(&c, STATE_REPLICA_SET, m->store, o);
 	c.rep_was = *r;
 	*r = *to;
 	c.rep = *r;
@@ -411,7 +414,7 @@ state_replica_drop(struct master *m, struct mobj *o, unsigned i)
 
 	if (i >= o->nrep)
 		return;
-	record_of(&c, STATE_REPLICA_DROP, &m->store, o);
+	record_of(&c, STATE_REPLICA_DROP, m->store, o);
 	c.rep_was = obj_reps(o)[i];
 	store_rep_del(o, i);
 	tell(m, &c);
@@ -424,7 +427,7 @@ state_pin_set(struct master *m, struct mobj *o, int mode, uint64_t deadline, uin
 {
 	struct state_change c;
 
-	record_of(&c, STATE_PIN_SET, &m->store, o);
+	record_of(&c, STATE_PIN_SET, m->store, o);
 	o->sp_mode = (uint8_t)mode & 3;
 	o->sp_deadline = deadline;
 	o->sp_ttl = ttl;
@@ -440,7 +443,7 @@ state_lease_set(struct master *m, struct mobj *o, uint64_t deadline)
 
 	if (o->lease_deadline == deadline)
 		return;
-	record_of(&c, STATE_LEASE_SET, &m->store, o);
+	record_of(&c, STATE_LEASE_SET, m->store, o);
 	o->lease_deadline = deadline;
 	c.now.lease_deadline = deadline;
 	tell(m, &c);
@@ -455,31 +458,31 @@ state_restored(struct master *m)
 	size_t cur = 0;
 	struct mobj *o;
 
-	record_of(&c, STATE_RESET, &m->store, NULL);
+	record_of(&c, STATE_RESET, m->store, NULL);
 	tell(m, &c);
-	for (uint32_t i = 1; i < m->store.ngroup_ids; i++) {
-		const struct group *g = m->store.group_by_id[i];
+	for (uint32_t i = 1; i < m->store->ngroup_ids; i++) {
+		const struct group *g = m->store->group_by_id[i];
 
 		if (g == NULL || g->n == 0)
 			continue;
-		record_of(&c, STATE_GROUP_CREATE, &m->store, g->members[0]);
+		record_of(&c, STATE_GROUP_CREATE, m->store, g->members[0]);
 		tell(m, &c);
 	}
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		const struct mrep *v = obj_creps(o);
-		const struct pending *p = store_pending_get(&m->store, o);
+		const struct pending *p = store_pending_get(m->store, o);
 
-		record_of(&c, STATE_OBJECT_CREATE, &m->store, o);
+		record_of(&c, STATE_OBJECT_CREATE, m->store, o);
 		memset(&c.was, 0, sizeof(c.was));
 		tell(m, &c);
 		if (p != NULL) {
-			record_of(&c, STATE_WRITE_BEGIN, &m->store, o);
+			record_of(&c, STATE_WRITE_BEGIN, m->store, o);
 			c.write_version = p->version;
 			c.write_size = p->size;
 			tell(m, &c);
 		}
 		for (unsigned i = 0; i < o->nrep; i++) {
-			record_of(&c, STATE_REPLICA_ADD, &m->store, o);
+			record_of(&c, STATE_REPLICA_ADD, m->store, o);
 			c.rep = v[i];
 			tell(m, &c);
 		}
@@ -504,3 +507,9 @@ state_load_replica(struct mobj *o, const struct mrep *r)
 	*n = *r;
 	return 0;
 }
+
+const struct master_module state_module = {
+	.name = "the state door",
+	.init = state_init,
+	.free = state_free,
+};

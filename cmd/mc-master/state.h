@@ -22,6 +22,7 @@
 
 #include "mc/err.h"
 #include "store.h"
+#include "tasks.h"
 
 struct master;
 
@@ -152,5 +153,9 @@ struct mobj *state_load_object(struct store *s, uint64_t hash, uint32_t tenant, 
 			       size_t len, const char *group, size_t group_len,
 			       const struct state_obj *f, struct mc_err *err);
 int state_load_replica(struct mobj *o, const struct mrep *r);
+
+/* The door as a module, started before any that changes state (start.c runs every module's). */
+struct master_module;
+extern const struct master_module state_module;
 
 #endif

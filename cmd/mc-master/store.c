@@ -8,6 +8,8 @@
 #include "mc/checksum.h"
 #include "mc/proto.h"
 #include "store.h"
+#include "master.h"
+#include "recency.h"
 
 struct okey {
 	uint32_t tenant;
@@ -612,3 +614,25 @@ store_pending_del(struct store *s, struct mobj *o)
 	free(mc_htab_remove(&s->pending, ptr_hash(o), pending_eq, o));
 	o->writing = 0;
 }
+
+static int
+store_start(struct master *m, struct mc_err *err)
+{
+	if (store_init(m->store, err) != 0)
+		return -1;
+	m->store->max_tenants = m->cfg.max_tenants;
+	m->store->max_types_per_tenant = m->cfg.max_types;
+	return 0;
+}
+
+static void
+store_stop(struct master *m)
+{
+	store_free(m->store);
+}
+
+const struct master_module store_module = {
+	.name = "the store",
+	.init = store_start,
+	.free = store_stop,
+};

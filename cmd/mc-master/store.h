@@ -282,4 +282,8 @@ void store_count_miss(struct store *s);
 double store_crf(const struct mobj *o, uint64_t seq, double hl);
 double store_worth(const struct mobj *o, uint64_t seq, double hl);
 
+/* The store as a module (start.c runs every module's). */
+struct master_module;
+extern const struct master_module store_module;
+
 #endif

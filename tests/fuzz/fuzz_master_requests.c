@@ -20,6 +20,8 @@
 #include "peerlink.h"
 #include "serve.h"
 #include "start.h"
+#include "store.h"
+#include "mmetrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -39,7 +41,7 @@ start(void)
 	m.cfg.write_ack_wait = 0;
 	snprintf(m.master_id, sizeof(m.master_id), "fuzz");
 	if ((m.base = event_base_new()) == NULL || master_start(&m, TENANTS_MAX, 64) != 0 ||
-	    (m.methods = master_registry(m.mx.reg, &err)) == NULL)
+	    (m.methods = master_registry(m.mx->reg, &err)) == NULL)
 		abort();
 	ops.methods = m.methods;
 	ops.ctx = &m;

@@ -25,6 +25,7 @@
 #include "master.h"
 #include "msnap.h"
 #include "start.h"
+#include "store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

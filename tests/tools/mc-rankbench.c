@@ -22,6 +22,9 @@
 #include "mc/clock.h"
 #include "master.h"
 #include "rank.h"
+#include "store.h"
+#include "recency.h"
+#include "start.h"
 
 #define WANT RANK_MAX
 #define OBJ_SIZE (64u << 10)
@@ -51,7 +54,7 @@ fill(uint64_t n)
 	struct mc_err err;
 	char key[32];
 
-	if (mc_htab_reserve(&m.store.objects, n) != 0)
+	if (mc_htab_reserve(&m.store->objects, n) != 0)
 		return -1;
 	for (uint64_t i = 0; i < n; i++) {
 		size_t len;
@@ -60,12 +63,12 @@ fill(uint64_t n)
 
 		make_key(key, sizeof(key), i);
 		len = strlen(key);
-		o = store_create(&m.store, store_key_hash(0, key, len), 0, key, len, OBJ_SIZE, NULL,
+		o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, OBJ_SIZE, NULL,
 				 0, &err);
 		if (o == NULL)
 			return -1;
 		o->version = i + 1;
-		store_access_new(&m.store, o, 0);
+		store_access_new(m.store, o, 0);
 		for (int t = 0; t < (i % 4 == 0 ? 2 : 1); t++) {
 			struct mrep *r = store_rep_add(o);
 			if (r == NULL)
@@ -76,7 +79,7 @@ fill(uint64_t n)
 			r->state = REP_COMPLETE;
 		}
 		/* the commit's hook: its copies join their lists */
-		if (recency_sync(&m.store.rank, o) != 0)
+		if (recency_sync(&m.store->rank, o) != 0)
 			return -1;
 	}
 	for (uint64_t i = 0; i < n / 4; i++) {
@@ -84,8 +87,7 @@ fill(uint64_t n)
 
 		make_key(key, sizeof(key), next_rand() % n);
 		len = strlen(key);
-		store_read(&m.store,
-			   store_find(&m.store, store_key_hash(0, key, len), 0, key, len));
+		store_read(m.store, store_find(m.store, store_key_hash(0, key, len), 0, key, len));
 	}
 	return 0;
 }
@@ -128,7 +130,7 @@ scan(uint32_t peer, int tier, uint64_t now, struct mobj **heap, struct mobj **ou
 	size_t cur = 0, n = 0;
 	struct mobj *o;
 
-	while ((o = mc_htab_next(&m.store.objects, &cur)) != NULL) {
+	while ((o = mc_htab_next(&m.store->objects, &cur)) != NULL) {
 		/* the index's own filter, so both answers can be compared */
 		if (!rank_offerable(o, peer, tier, now))
 			continue;
@@ -166,6 +168,9 @@ median(uint64_t *v, size_t n)
 int
 main(int argc, char **argv)
 {
+	/* struct master points at its modules' state (start.c) */
+	if (master_alloc(&m) != 0)
+		return 1;
 	static struct mobj *by_index[WANT], *by_scan[WANT], *heap[WANT];
 	uint64_t objects = 10000000, queries = 200, scans = 5, now = mc_now_ms();
 	uint64_t *qt, *st, t0, build_ns;
@@ -188,7 +193,7 @@ main(int argc, char **argv)
 	}
 	qt = calloc(queries, sizeof(*qt));
 	st = calloc(scans, sizeof(*st));
-	if (qt == NULL || st == NULL || store_init(&m.store, &err) != 0) {
+	if (qt == NULL || st == NULL || store_init(m.store, &err) != 0) {
 		fprintf(stderr, "mc-rankbench: out of memory\n");
 		return 2;
 	}
@@ -215,7 +220,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	uint64_t qm = median(qt, queries), sm = median(st, scans);
-	const struct recency *r = &m.store.rank;
+	const struct recency *r = &m.store->rank;
 	double per_entry = (double)recency_memory(r) / (double)r->live;
 
 	printf("objects %llu, index entries %llu, built (puts and reads) in %.1f s\n",
@@ -232,7 +237,7 @@ main(int argc, char **argv)
 	printf("rank objects=%llu query_us=%.1f scan_ms=%.1f ratio=%.0f bytes_per_entry=%.1f\n",
 	       (unsigned long long)objects, (double)qm / 1e3, (double)sm / 1e6,
 	       (double)sm / (double)qm, per_entry);
-	store_free(&m.store);
+	store_free(m.store);
 	free(qt);
 	free(st);
 	return 0;

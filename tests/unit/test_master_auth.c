@@ -12,6 +12,9 @@
 #include "master.h"
 #include "request.h"
 #include "tap.h"
+#include "peers.h"
+#include "store.h"
+#include "start.h"
 
 static struct master m;
 static char tok_alice[MC_AUTH_TOKEN_LEN + 1], tok_ops[MC_AUTH_TOKEN_LEN + 1],
@@ -60,12 +63,12 @@ test_hello(void)
 	TAP_OK(hello(&cl, "0123", NULL, &err) == -1 && err.code == MC_ERR_PERMISSION &&
 		       cl.who.role == MC_ROLE_NONE,
 	       "hello: a wrong token binds nothing (%s)", err.msg);
-	uint32_t before = m.store.ntenants;
+	uint32_t before = m.store->ntenants;
 	TAP_OK(hello(&cl, tok_alice, NULL, &err) == 0 && cl.who.role == MC_ROLE_TENANT &&
 		       cl.tenant == TENANT_NONE && strcmp(req_tenant_name(&m, &cl), "alice") == 0 &&
-		       m.store.ntenants == before,
+		       m.store->ntenants == before,
 	       "hello: a tenant's token speaks for its tenant, which it does not create");
-	int64_t alice = store_tenant_intern(&m.store, "alice", 5, &err);
+	int64_t alice = store_tenant_intern(m.store, "alice", 5, &err);
 	TAP_OK(hello(&cl, tok_alice, NULL, &err) == 0 && cl.tenant == (uint32_t)alice,
 	       "hello: once the tenant exists it is bound by id");
 	memset(&cl, 0, sizeof(cl));
@@ -114,6 +117,9 @@ test_takeover(void)
 int
 main(void)
 {
+	/* struct master points at its modules' state (start.c) */
+	if (master_alloc(&m) != 0)
+		return 1;
 	char path[] = "/tmp/test_master_auth.XXXXXX";
 	struct mc_authfile a = { 0 };
 	struct mc_err err;
@@ -123,7 +129,7 @@ main(void)
 	if (mc_authfile_add(&a, MC_ROLE_TENANT, "alice", tok_alice, &err) != 0 ||
 	    mc_authfile_add(&a, MC_ROLE_ADMIN, "ops", tok_ops, &err) != 0 ||
 	    mc_authfile_add(&a, MC_ROLE_PEER, "peers", tok_peer, &err) != 0 ||
-	    mc_authfile_save(&a, path, &err) != 0 || store_init(&m.store, &err) != 0) {
+	    mc_authfile_save(&a, path, &err) != 0 || store_init(m.store, &err) != 0) {
 		fprintf(stderr, "test_master_auth: setup failed: %s\n", err.msg);
 		return 1;
 	}
@@ -134,7 +140,7 @@ main(void)
 	test_hello();
 	test_takeover();
 	auth_close(&m);
-	store_free(&m.store);
+	store_free(m.store);
 	unlink(path);
 	return tap_done();
 }

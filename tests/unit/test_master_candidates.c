@@ -13,6 +13,8 @@
 #include "master.h"
 #include "start.h"
 #include "tap.h"
+#include "peers.h"
+#include "store.h"
 
 #define NOW 1700000000000ull
 
@@ -23,7 +25,7 @@ static struct peer *
 peer(uint64_t ssd_cap)
 {
 	struct mc_err err;
-	struct peer *p = peers_add(&m.peers, &err);
+	struct peer *p = peers_add(m.peers, &err);
 
 	snprintf(p->addr, sizeof(p->addr), "unix:/peer-%u", p->id);
 	p->heard = mc_mono_ms();
@@ -39,13 +41,13 @@ obj(const char *key, uint64_t size, uint64_t committed, const struct peer *p)
 {
 	struct mc_err err;
 	size_t len = strlen(key);
-	struct mobj *o = store_create(&m.store, store_key_hash(0, key, len), 0, key, len, size,
-				      NULL, 0, &err);
+	struct mobj *o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, size, NULL,
+				      0, &err);
 	struct mrep *r;
 
 	o->version = 1;
 	o->committed = committed;
-	store_access_new(&m.store, o, 0);
+	store_access_new(m.store, o, 0);
 	r = store_rep_add(o);
 	r->peer = p->id;
 	r->tier = MC_TIER_DRAM;
@@ -80,6 +82,9 @@ has(const struct mc_cand_view *v, const char *key)
 int
 main(void)
 {
+	/* struct master points at its modules' state (start.c) */
+	if (master_alloc(&m) != 0)
+		return 1;
 	struct mc_young_tally young;
 	struct mc_cand_view v;
 	struct cand_build *b;
@@ -91,7 +96,7 @@ main(void)
 	mc_clock_set_fake(NOW);
 	master_defaults(&m.cfg);
 	m.cfg.young = 10000;
-	TAP_OK(store_init(&m.store, &err) == 0 && peers_init(&m.peers, base, &m.store, &err) == 0,
+	TAP_OK(store_init(m.store, &err) == 0 && peers_init(m.peers, base, m.store, &err) == 0,
 	       "a master's store and peer table");
 	plain = peer(0);
 	tiered = peer(1 << 30);
@@ -120,8 +125,8 @@ main(void)
 	TAP_OK(young.kept == 0 && old == 1500, "--young 0: nothing is young");
 	candidates_end(b);
 	mc_cand_view_free(&v);
-	peers_free(&m.peers);
-	store_free(&m.store);
+	peers_free(m.peers);
+	store_free(m.store);
 	event_base_free(base);
 	return tap_done();
 }

@@ -15,6 +15,9 @@
 #include "master.h"
 #include "placement.h"
 #include "tap.h"
+#include "peers.h"
+#include "store.h"
+#include "start.h"
 
 #define MIB (1ull << 20)
 
@@ -26,7 +29,7 @@ static struct peer *
 peer(const char *host, uint64_t dram_cap, uint64_t dram_used, uint64_t ssd_cap)
 {
 	struct mc_err err;
-	struct peer *p = peers_add(&m.peers, &err);
+	struct peer *p = peers_add(m.peers, &err);
 
 	snprintf(p->host, sizeof(p->host), "%s", host);
 	p->heard = mc_mono_ms();
@@ -42,8 +45,8 @@ reset(void)
 {
 	struct mc_err err;
 
-	peers_free(&m.peers);
-	peers_init(&m.peers, base, &m.store, &err);
+	peers_free(m.peers);
+	peers_init(m.peers, base, m.store, &err);
 }
 
 static bool
@@ -55,13 +58,16 @@ placed(const struct placement *pl, unsigned i, uint32_t id, int tier)
 int
 main(void)
 {
+	/* struct master points at its modules' state (start.c) */
+	if (master_alloc(&m) != 0)
+		return 1;
 	struct placement pl;
 	struct mc_err err;
 	struct peer *a, *b, *c, *d;
 
 	m.cfg.peer_ttl = 10000;
 	base = event_base_new();
-	TAP_OK(store_init(&m.store, &err) == 0, "a master's store and peer table");
+	TAP_OK(store_init(m.store, &err) == 0, "a master's store and peer table");
 	reset();
 
 	a = peer("h1", 100 * MIB, 10 * MIB, 0);
@@ -149,8 +155,8 @@ main(void)
 		       err.code == MC_ERR_INVALID,
 	       "a dead peer's tier does not count");
 
-	peers_free(&m.peers);
-	store_free(&m.store);
+	peers_free(m.peers);
+	store_free(m.store);
 	event_base_free(base);
 	return tap_done();
 }

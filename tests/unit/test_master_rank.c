@@ -13,6 +13,9 @@
 #include "master.h"
 #include "rank.h"
 #include "tap.h"
+#include "store.h"
+#include "recency.h"
+#include "start.h"
 
 #define PEER_A 1u
 #define PEER_B 2u
@@ -25,11 +28,11 @@ obj(const char *key, uint64_t size)
 {
 	struct mc_err err;
 	size_t len = strlen(key);
-	struct mobj *o = store_create(&m.store, store_key_hash(0, key, len), 0, key, len, size,
-				      NULL, 0, &err);
+	struct mobj *o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, size, NULL,
+				      0, &err);
 
 	o->version = 1;
-	store_access_new(&m.store, o, 0);
+	store_access_new(m.store, o, 0);
 	return o;
 }
 
@@ -43,7 +46,7 @@ copy(struct mobj *o, uint32_t peer, int tier)
 	r->tier = (uint8_t)tier;
 	r->version = o->version;
 	r->state = REP_COMPLETE;
-	recency_sync(&m.store.rank, o);
+	recency_sync(&m.store->rank, o);
 	return r;
 }
 
@@ -62,7 +65,7 @@ find(const char *key)
 {
 	size_t len = strlen(key);
 
-	return store_find(&m.store, store_key_hash(0, key, len), 0, key, len);
+	return store_find(m.store, store_key_hash(0, key, len), 0, key, len);
 }
 
 /* The answer's keys joined by spaces ("" for none). */
@@ -86,8 +89,8 @@ reset(void)
 {
 	struct mc_err err;
 
-	store_free(&m.store);
-	store_init(&m.store, &err);
+	store_free(m.store);
+	store_init(m.store, &err);
 }
 
 static void
@@ -101,10 +104,10 @@ test_order(void)
 	copy(c, PEER_A, MC_TIER_DRAM);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, &more), "a b c") == 0 && !more,
 	       "order: oldest write first, nothing left over");
-	store_read(&m.store, a);
+	store_read(m.store, a);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, NULL), "b c a") == 0,
 	       "order: a read moves the key to the warm end");
-	store_access(&m.store, b);
+	store_access(m.store, b);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, NULL), "c a b") == 0,
 	       "order: an upsert's access moves it too");
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_DRAM, 30, RANK_MAX, &more), "c") == 0 && more,
@@ -136,7 +139,7 @@ test_tiers(void)
 	       "tiers: each (peer, tier) lists only its own copies");
 	/* c's copy on A lands on ssd (copy_moved): it leaves dram, joins ssd by its recency */
 	rep_of(c, PEER_A, MC_TIER_DRAM)->tier = MC_TIER_SSD;
-	recency_sync(&m.store.rank, c);
+	recency_sync(&m.store->rank, c);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, NULL), "a") == 0 &&
 		       strcmp(ranked(PEER_A, MC_TIER_SSD, 0, RANK_MAX, NULL), "a b c") == 0,
 	       "tier move: the copy is relinked on its new tier");
@@ -144,17 +147,17 @@ test_tiers(void)
 	for (unsigned i = 0; i < a->nrep; i++)
 		if (obj_reps(a)[i].tier == MC_TIER_SSD)
 			store_rep_del(a, i);
-	recency_sync(&m.store.rank, a);
+	recency_sync(&m.store->rank, a);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_SSD, 0, RANK_MAX, NULL), "b c") == 0 &&
 		       strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, NULL), "a") == 0,
 	       "removal: the dropped copy leaves, its sibling on dram stays");
 	/* b's copy goes without a sync (an eviction round's): the walk drops it */
-	uint64_t live = m.store.rank.live;
+	uint64_t live = m.store->rank.live;
 	store_rep_del(b, 0);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_SSD, 0, RANK_MAX, NULL), "c") == 0 &&
-		       m.store.rank.live == live - 1,
+		       m.store->rank.live == live - 1,
 	       "removal unsynced: never answered, freed by the walk that meets it");
-	store_destroy(&m.store, c);
+	store_destroy(m.store, c);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_SSD, 0, RANK_MAX, NULL), "") == 0 &&
 		       strcmp(ranked(PEER_B, MC_TIER_DRAM, 0, RANK_MAX, NULL), "") == 0,
 	       "destroy: the object leaves every list");
@@ -172,10 +175,10 @@ test_skips(void)
 
 	for (int i = 0; i < 8; i++) {
 		if (i == 2) {
-			o[i] = store_create(&m.store, store_key_hash(0, keys[i], 7), 0, keys[i], 7,
+			o[i] = store_create(m.store, store_key_hash(0, keys[i], 7), 0, keys[i], 7,
 					    1, "grp", 3, &err);
 			o[i]->version = 1;
-			store_access_new(&m.store, o[i], 0);
+			store_access_new(m.store, o[i], 0);
 		} else {
 			o[i] = obj(keys[i], 1);
 		}
@@ -205,8 +208,8 @@ static void
 test_local_reads(void)
 {
 	struct mobj *a = obj("a", 1), *b = obj("b", 1), *c = obj("c", 1);
-	double hl = mc_history_half_life(m.store.hist, m.store.objects.count);
-	uint64_t later = m.store.access_seq + 50;
+	double hl = mc_history_half_life(m.store->hist, m.store->objects.count);
+	uint64_t later = m.store->access_seq + 50;
 	double crf, worth;
 
 	copy(a, PEER_A, MC_TIER_DRAM);
@@ -216,10 +219,10 @@ test_local_reads(void)
 	a->probation = 1;
 	crf = store_crf(a, later, hl);
 	worth = store_worth(a, later, hl);
-	store_touch(&m.store, a);
+	store_touch(m.store, a);
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, NULL), "b c a") == 0,
 	       "local read: the key ranks behind all others");
-	TAP_OK(a->access_count == 3 && a->probation == 1 && a->access_seq == m.store.access_seq,
+	TAP_OK(a->access_count == 3 && a->probation == 1 && a->access_seq == m.store->access_seq,
 	       "local read: a new access number, access_count and probation untouched");
 	TAP_OK(store_crf(a, later, hl) > crf * 0.999 && store_crf(a, later, hl) < crf * 1.001 &&
 		       store_worth(a, later, hl) > worth * 0.999 &&
@@ -313,7 +316,7 @@ test_rebuild(void)
 	}
 	TAP_OK(strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, NULL), "") == 0,
 	       "restore: copies placed directly are not listed yet");
-	TAP_OK(recency_rebuild(&m.store.rank, &m.store.objects) == 0 &&
+	TAP_OK(recency_rebuild(&m.store->rank, &m.store->objects) == 0 &&
 		       strcmp(ranked(PEER_A, MC_TIER_DRAM, 0, RANK_MAX, NULL), "y z x") == 0,
 	       "restore: the rebuild lists them in access_seq order");
 	reset();
@@ -348,7 +351,7 @@ test_placement(void)
 	/* a peer's inventory, in its own order: its lists are sorted once it is in */
 	for (int i = 0; i < 200; i++)
 		copy(v[(i * 37) % 200], PEER_B, MC_TIER_DRAM);
-	TAP_OK(recency_sort_peer(&m.store.rank, PEER_B) == 0, "sort: a peer's lists sorted");
+	TAP_OK(recency_sort_peer(&m.store->rank, PEER_B) == 0, "sort: a peer's lists sorted");
 	n = rank_query(&m, PEER_B, MC_TIER_DRAM, 0, RANK_MAX, 1000, out, &more);
 	ordered = true;
 	for (size_t i = 0; i < n; i++)
@@ -371,14 +374,14 @@ test_churn(void)
 	}
 	for (int i = 0; i < 5000; i += 2) {
 		snprintf(key, sizeof(key), "k%d", i);
-		store_destroy(&m.store, find(key));
+		store_destroy(m.store, find(key));
 	}
 	for (int i = 0; i < 2500; i++) {
 		snprintf(key, sizeof(key), "n%d", i);
 		copy(obj(key, 1), PEER_A, MC_TIER_DRAM);
 	}
 	n = rank_query(&m, PEER_A, MC_TIER_DRAM, 0, RANK_MAX, 1000, out, &more);
-	TAP_OK(n == RANK_MAX && more && m.store.rank.live == 5000 && m.store.rank.used <= 5001 &&
+	TAP_OK(n == RANK_MAX && more && m.store->rank.live == 5000 && m.store->rank.used <= 5001 &&
 		       out[0] == find("k1") && out[2499] == find("k4999") &&
 		       out[2500] == find("n0"),
 	       "churn: freed nodes are reused, the order survives");
@@ -388,9 +391,12 @@ test_churn(void)
 int
 main(void)
 {
+	/* struct master points at its modules' state (start.c) */
+	if (master_alloc(&m) != 0)
+		return 1;
 	struct mc_err err;
 
-	TAP_OK(store_init(&m.store, &err) == 0, "a master's store");
+	TAP_OK(store_init(m.store, &err) == 0, "a master's store");
 	test_order();
 	test_tiers();
 	test_skips();
@@ -399,6 +405,6 @@ main(void)
 	test_rebuild();
 	test_placement();
 	test_churn();
-	store_free(&m.store);
+	store_free(m.store);
 	return tap_done();
 }

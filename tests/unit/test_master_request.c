@@ -9,6 +9,8 @@
 #include "master.h"
 #include "request.h"
 #include "tap.h"
+#include "store.h"
+#include "start.h"
 
 static struct master m;
 
@@ -55,31 +57,34 @@ static void
 test_name_tenant(uint32_t a)
 {
 	struct client c = { 0 };
-	uint32_t n = m.store.ntenants;
+	uint32_t n = m.store->ntenants;
 
 	req_client_name_tenant(&m, &c, "ta", 2);
 	TAP_OK(c.tenant == a && strcmp(req_tenant_name(&m, &c), "ta") == 0,
 	       "name tenant: an existing tenant is found by id");
 	req_client_name_tenant(&m, &c, "nobody", 6);
 	TAP_OK(c.tenant == TENANT_NONE && strcmp(req_tenant_name(&m, &c), "nobody") == 0 &&
-		       m.store.ntenants == n,
+		       m.store->ntenants == n,
 	       "name tenant: a new one is kept by name and not created");
 }
 
 int
 main(void)
 {
+	/* struct master points at its modules' state (start.c) */
+	if (master_alloc(&m) != 0)
+		return 1;
 	struct mc_err err;
 	int64_t a, b;
 
-	if (store_init(&m.store, &err) != 0 ||
-	    (a = store_tenant_intern(&m.store, "ta", 2, &err)) < 0 ||
-	    (b = store_tenant_intern(&m.store, "tb", 2, &err)) < 0) {
+	if (store_init(m.store, &err) != 0 ||
+	    (a = store_tenant_intern(m.store, "ta", 2, &err)) < 0 ||
+	    (b = store_tenant_intern(m.store, "tb", 2, &err)) < 0) {
 		fprintf(stderr, "test_master_request: setup failed: %s\n", err.msg);
 		return 1;
 	}
 	test_tenant_cap((uint32_t)a, (uint32_t)b);
 	test_name_tenant((uint32_t)a);
-	store_free(&m.store);
+	store_free(m.store);
 	return tap_done();
 }

@@ -21,6 +21,10 @@
 #include "ops.h"
 #include "tasks.h"
 #include "tap.h"
+#include "peers.h"
+#include "store.h"
+#include "mmetrics.h"
+#include "start.h"
 
 #define TTL 60000
 
@@ -80,7 +84,7 @@ object_on(struct peer *p, const char *key, int tier, uint64_t size)
 {
 	struct mc_err err;
 	uint64_t h = store_key_hash(0, key, strlen(key));
-	struct mobj *o = store_create(&m.store, h, 0, key, strlen(key), size, NULL, 0, &err);
+	struct mobj *o = store_create(m.store, h, 0, key, strlen(key), size, NULL, 0, &err);
 	struct mrep *r;
 
 	if (o == NULL)
@@ -100,7 +104,7 @@ object_on(struct peer *p, const char *key, int tier, uint64_t size)
 static void
 master_closed(struct mc_conn *c, void *ctx)
 {
-	struct peer *p = peers_find(&m.peers, (uint32_t)(uintptr_t)ctx);
+	struct peer *p = peers_find(m.peers, (uint32_t)(uintptr_t)ctx);
 
 	if (p != NULL && p->conn == c)
 		p->conn = NULL;
@@ -122,7 +126,7 @@ link_up(struct peer *p)
 	pc = mc_conn_new(m.base, fds[1], &pops, NULL, &err);
 	if (mc == NULL || pc == NULL)
 		return NULL;
-	peers_attach(&m.peers, p, mc);
+	peers_attach(m.peers, p, mc);
 	return pc;
 }
 
@@ -136,7 +140,7 @@ pump(void)
 static void
 drop(struct peer *p, const char *key)
 {
-	peers_queue(&m.peers, p, TASK_DROP, 0, key, strlen(key), 7, MC_TIER_NONE);
+	peers_queue(m.peers, p, TASK_DROP, 0, key, strlen(key), 7, MC_TIER_NONE);
 }
 
 /* An acknowledgement of n ids, as a heartbeat's tasks array. */
@@ -150,7 +154,7 @@ ack(struct peer *p, const uint64_t *ids, uint32_t n, struct mc_err *err)
 					 .via.u64 = ids[i] };
 	a.via.array.size = n;
 	a.via.array.ptr = v;
-	return tasks_ack(&m.peers.tasks, &p->tasks, &a, err);
+	return tasks_ack(&m.peers->tasks, &p->tasks, &a, err);
 }
 
 static bool
@@ -167,12 +171,15 @@ received(const uint64_t *ids, const char *const *keys, size_t n)
 static const struct task_counts *
 counts(void)
 {
-	return &m.peers.tasks.count;
+	return &m.peers->tasks.count;
 }
 
 int
 main(void)
 {
+	/* struct master points at its modules' state (start.c) */
+	if (master_alloc(&m) != 0)
+		return 1;
 	struct mc_err err;
 	struct mc_conn *pc;
 	struct peer *p, *other;
@@ -186,12 +193,12 @@ main(void)
 	m.base = event_base_new();
 	peer_methods = mc_registry_new(NULL, &err);
 	mc_registry_add(peer_methods, peer_table, &err);
-	TAP_OK(store_init(&m.store, &err) == 0 && peers_init(&m.peers, m.base, &m.store, &err) == 0,
+	TAP_OK(store_init(m.store, &err) == 0 && peers_init(m.peers, m.base, m.store, &err) == 0,
 	       "a master's store and peer table");
-	m.mx.reg = mc_metrics_new();
-	mc_metrics_on_collect(m.mx.reg, tasks_collect, &m.peers.tasks);
-	p = peers_add(&m.peers, &err);
-	other = peers_add(&m.peers, &err);
+	m.mx->reg = mc_metrics_new();
+	mc_metrics_on_collect(m.mx->reg, tasks_collect, &m.peers->tasks);
+	p = peers_add(m.peers, &err);
+	other = peers_add(m.peers, &err);
 	p->heard = other->heard = mc_mono_ms();
 
 	/* sent in id order at the end of the turn */
@@ -220,7 +227,7 @@ main(void)
 		msgpack_object a = { .type = MSGPACK_OBJECT_ARRAY,
 				     .via.array = { .size = 2, .ptr = bad } };
 
-		TAP_OK(tasks_ack(&m.peers.tasks, &p->tasks, &a, &err) != 0 &&
+		TAP_OK(tasks_ack(&m.peers->tasks, &p->tasks, &a, &err) != 0 &&
 			       err.code == MC_ERR_INVALID && tasks_pending(&p->tasks) == 1,
 		       "a malformed acknowledgement is invalid and changes nothing: %s", err.msg);
 	}
@@ -248,11 +255,11 @@ main(void)
 	drop(p, "e");
 	pump();
 	mc_clock_set_fake(now + TTL - 1);
-	peers_expire_tasks(&m.peers, mc_now_ms(), TTL);
+	peers_expire_tasks(m.peers, mc_now_ms(), TTL);
 	TAP_OK(tasks_pending(&p->tasks) == 1 && counts()->expired[TASK_DROP] == 0,
 	       "a task within its TTL stays");
 	mc_clock_set_fake(now + TTL);
-	peers_expire_tasks(&m.peers, mc_now_ms(), TTL);
+	peers_expire_tasks(m.peers, mc_now_ms(), TTL);
 	TAP_OK(tasks_pending(&p->tasks) == 0 && tasks_pending(&other->tasks) == 0 &&
 		       counts()->expired[TASK_DROP] == 2,
 	       "unacknowledged for its TTL, a task is retired as expired (both peers')");
@@ -265,7 +272,7 @@ main(void)
 	drop(other, "y");
 	p->heard = mc_mono_ms() - 2 * m.cfg.peer_ttl;
 	ops_sweep(&m);
-	TAP_OK(peers_find(&m.peers, 1) == NULL && counts()->retired[TASK_DROP] == 2,
+	TAP_OK(peers_find(m.peers, 1) == NULL && counts()->retired[TASK_DROP] == 2,
 	       "a peer declared dead takes its tasks with it, counted retired");
 	TAP_OK(tasks_pending(&other->tasks) == 1, "another peer's tasks stay");
 	ops_peer_remove(&m, other, "unregistered");
@@ -273,7 +280,7 @@ main(void)
 
 	/* evictions, on a peer with ssd below dram */
 	{
-		struct peer *q = peers_add(&m.peers, &err);
+		struct peer *q = peers_add(m.peers, &err);
 		struct mc_conn *qc;
 		struct mobj *o1, *o2, *o3;
 
@@ -298,7 +305,7 @@ main(void)
 			       q->tiers[MC_TIER_SSD].used == 50 - 50,
 		       "evicted from ssd, the bottom: the replica goes at once");
 		ops_settle(&m, o2, NULL);
-		peers_queue(&m.peers, q, TASK_DROP, 0, "e3", 2, 1, MC_TIER_NONE);
+		peers_queue(m.peers, q, TASK_DROP, 0, "e3", 2, 1, MC_TIER_NONE);
 		pump();
 		TAP_OK(ngot == 3 && strcmp(got_method[0], "evict") == 0 &&
 			       strcmp(got_key[0], "e1") == 0 && strcmp(got_tier[0], "dram") == 0 &&
@@ -329,14 +336,14 @@ main(void)
 	}
 
 	/* the bound */
-	p = peers_add(&m.peers, &err);
+	p = peers_add(m.peers, &err);
 	for (size_t i = 0; i <= TASKS_PER_PEER_MAX; i++)
-		full += tasks_queue(&m.peers.tasks, &p->tasks, TASK_DROP, 0, "k", 1, i,
+		full += tasks_queue(&m.peers->tasks, &p->tasks, TASK_DROP, 0, "k", 1, i,
 				    MC_TIER_NONE) == 0;
 	TAP_OK(full == TASKS_PER_PEER_MAX && counts()->refused[TASK_DROP] == 1,
 	       "a full queue refuses the next task, counted");
 
-	text = mc_metrics_render(m.mx.reg, &len);
+	text = mc_metrics_render(m.mx->reg, &len);
 	TAP_OK(text != NULL && strstr(text, "mc_tasks_acked_total{kind=\"drop\"} 6") != NULL &&
 		       strstr(text, "mc_tasks_resent_total{kind=\"drop\"} 1") != NULL &&
 		       strstr(text, "mc_tasks_expired_total{kind=\"drop\"} 2") != NULL &&
@@ -347,9 +354,9 @@ main(void)
 
 	mc_conn_close(pc, false);
 	pump();
-	peers_free(&m.peers);
-	store_free(&m.store);
-	mc_metrics_free(m.mx.reg);
+	peers_free(m.peers);
+	store_free(m.store);
+	mc_metrics_free(m.mx->reg);
 	mc_registry_free(peer_methods);
 	event_base_free(m.base);
 	mc_clock_set_fake(0);

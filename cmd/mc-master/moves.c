@@ -1,16 +1,18 @@
 /*
- * A peer's own moves and drops of its copies (copies.h).
+ * A peer's own moves and drops of its copies (moves.h).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "mc/wire.h"
-#include "copies.h"
+#include "moves.h"
 #include "evict.h"
 #include "master.h"
 #include "ops.h"
 #include "request.h"
 #include "state.h"
+#include "store.h"
+#include "recency.h"
 
 static const char *const reason_names[DROP_REASON_COUNT] = {
 	[DROP_RECLAIM] = "reclaim",
@@ -59,9 +61,9 @@ read_notice(struct mc_req *req, struct notice *n, struct mc_err *err)
 		return mc_err_set(err, MC_ERR_INVALID, "a copy notice needs a valid 'tenant'");
 	if (req_check_own_peer(req, n->peer, err) != 0)
 		return -1;
-	tenant = store_tenant_find(&m->store, tname, tlen);
+	tenant = store_tenant_find(m->store, tname, tlen);
 	n->o = tenant < 0 ? NULL
-			  : store_find(&m->store, store_key_hash((uint32_t)tenant, n->key, n->klen),
+			  : store_find(m->store, store_key_hash((uint32_t)tenant, n->key, n->klen),
 				       (uint32_t)tenant, n->key, n->klen);
 	return 0;
 }
@@ -99,7 +101,7 @@ h_copy_moved(struct mc_req *req)
 			r = c;
 	}
 	if (r == NULL || size != n.o->size) {
-		m->copies.stale_moved++;
+		m->moves->stale_moved++;
 		mc_reply_ok_empty(req);
 		return;
 	}
@@ -111,8 +113,8 @@ h_copy_moved(struct mc_req *req)
 	state_replica_set(m, n.o, r, &moved);
 	ops_rep_charge(m, n.o, r);
 	/* it leaves from's recency list for to's */
-	recency_sync(&m->store.rank, n.o);
-	m->copies.moved[from][to]++;
+	recency_sync(&m->store->rank, n.o);
+	m->moves->moved[from][to]++;
 	/* The tier it reached may be over its own high watermark now. */
 	evict_tier_check(m, (uint32_t)n.peer, to);
 	evict_moves_landed(m);
@@ -162,12 +164,12 @@ h_copy_dropped(struct mc_req *req)
 		hit = true;
 	}
 	if (!hit) {
-		m->copies.stale_dropped++;
+		m->moves->stale_dropped++;
 		mc_reply_ok_empty(req);
 		return;
 	}
-	m->copies.dropped[tier][reason]++;
-	recency_sync(&m->store.rank, n.o);
+	m->moves->dropped[tier][reason]++;
+	recency_sync(&m->store->rank, n.o);
 	ops_settle(m, n.o, NULL);
 	evict_moves_landed(m);
 	mc_reply_ok_empty(req);
@@ -177,9 +179,9 @@ fail:
 }
 
 static void
-copies_collect(struct mc_metrics *r, void *arg)
+moves_collect(struct mc_metrics *r, void *arg)
 {
-	const struct copies *c = &((struct master *)arg)->copies;
+	const struct moves *c = ((struct master *)arg)->moves;
 	static const char notices[] = "Copy notices from peers about no replica the master has.";
 	char label[64];
 	struct mc_metric *s;
@@ -214,14 +216,28 @@ copies_collect(struct mc_metrics *r, void *arg)
 }
 
 void
-copies_init(struct master *m)
+moves_init(struct master *m)
 {
-	memset(&m->copies, 0, sizeof(m->copies));
-	mc_metrics_on_collect(m->mx.reg, copies_collect, m);
+	memset(m->moves, 0, sizeof(*m->moves));
 }
 
-const struct mc_method copies_methods[] = {
+const struct mc_method moves_methods[] = {
 	{ "copy_moved", h_copy_moved, MC_METHOD_PEER },
 	{ "copy_dropped", h_copy_dropped, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
+};
+
+static int
+moves_start(struct master *m, struct mc_err *err)
+{
+	(void)err;
+	moves_init(m);
+	return 0;
+}
+
+const struct master_module moves_module = {
+	.name = "moves",
+	.init = moves_start,
+	.methods = moves_methods,
+	.collect = moves_collect,
 };

@@ -1,203 +1,30 @@
 /*
- * RPC handlers (the protocol is in mc/proto.h). Every field read from a
- * request is checked for type and range before use; strings from the
- * message are not NUL-terminated and die with it, so anything kept is
- * copied (the store copies keys and names).
+ * The object calls but the reads (read.c): hello, exist and its batch,
+ * the removals, list, stat, stats, peers and clock_set. Every field
+ * read from a request is checked for type and range before use.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mc/clock.h"
-#include "mc/log.h"
 #include "mc/wire.h"
 #include "auth.h"
 #include "evict.h"
-#include "handlers.h"
+#include "objects.h"
+#include "read.h"
 #include "master.h"
 #include "ops.h"
-#include "rank.h"
 #include "request.h"
+#include "peers.h"
+#include "reconcile.h"
+#include "softpin.h"
+#include "store.h"
 
-/* Keys per batch call: keeps one reply well under a client's max message. */
-#define BATCH_MAX 10000
 #define LIST_DEFAULT 1000
 #define LIST_MAX 10000
 /* Key bytes in one list reply, for the same reason. */
 #define LIST_KEY_BYTES (8u << 20)
-
-/* A readable replica with what the caller needs to rank it. */
-struct cand {
-	const struct mrep *r;
-	struct peer *p; /* its grant key is made ready on first use */
-	int rank;
-};
-
-/* A str or bin object as bytes; -1 for anything else. */
-static int
-obj_bytes(const msgpack_object *o, const char **s, size_t *len)
-{
-	if (o->type == MSGPACK_OBJECT_STR) {
-		*s = o->via.str.ptr;
-		*len = o->via.str.size;
-		return 0;
-	}
-	if (o->type == MSGPACK_OBJECT_BIN) {
-		*s = o->via.bin.ptr;
-		*len = o->via.bin.size;
-		return 0;
-	}
-	return -1;
-}
-
-/* The keys array of a batch call, or NULL with err. */
-static const msgpack_object_array *
-need_keys(const msgpack_object *params, struct mc_err *err)
-{
-	const msgpack_object_array *a = mc_map_array(params, "keys");
-
-	if (a == NULL) {
-		mc_err_set(err, MC_ERR_INVALID, "missing array field 'keys'");
-		return NULL;
-	}
-	if (a->size > BATCH_MAX) {
-		mc_err_set(err, MC_ERR_TOO_LARGE, "%u keys in one call, limit %d", a->size,
-			   BATCH_MAX);
-		return NULL;
-	}
-	return a;
-}
-
-static void
-pack_err(msgpack_packer *pk, int code, const char *msg)
-{
-	msgpack_pack_map(pk, 2);
-	mc_pack_kv_str(pk, "code", mc_status_name(code));
-	mc_pack_kv_str(pk, "msg", msg);
-}
-
-static struct mobj *
-lookup(struct master *m, uint32_t tenant, const char *key, size_t len)
-{
-	return store_find(&m->store, store_key_hash(tenant, key, len), tenant, key, len);
-}
-
-/*
- * Batch lookups hash a few keys ahead and prefetch their slots, so the
- * cache misses of consecutive keys overlap instead of queueing.
- */
-#define PREFETCH_AHEAD 8
-
-static uint64_t
-prefetch_key(struct master *m, uint32_t tenant, const msgpack_object *k)
-{
-	const char *key;
-	size_t len;
-	uint64_t hash;
-
-	if (obj_bytes(k, &key, &len) != 0)
-		return 0;
-	hash = store_key_hash(tenant, key, len);
-	store_prefetch(&m->store, hash);
-	mgrants_prefetch(&m->grants, hash);
-	return hash;
-}
-
-static bool
-has_complete(const struct mobj *o)
-{
-	const struct mrep *v = obj_creps(o);
-
-	for (unsigned i = 0; i < o->nrep; i++)
-		if (v[i].state == REP_COMPLETE && v[i].version == o->version)
-			return true;
-	return false;
-}
-
-static bool
-leased(const struct mobj *o, uint64_t now)
-{
-	return o->lease_deadline > now;
-}
-
-/*
- * The readable replicas of o, best first for this client: same host,
- * then same domain, then faster tiers before slower ones; stable
- * otherwise.
- */
-static unsigned
-readable(const struct master *m, const struct mobj *o, const struct client *cl, struct cand *out)
-{
-	const struct mrep *v = obj_creps(o);
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < o->nrep; i++) {
-		struct peer *p;
-		int rank;
-
-		if (v[i].state != REP_COMPLETE || v[i].version != o->version)
-			continue;
-		p = peers_find(&m->peers, v[i].peer);
-		if (p == NULL)
-			continue;
-		/* locality first; within it, the tier's speed rank */
-		if (cl->host[0] != '\0' && strcmp(cl->host, p->host) == 0)
-			rank = 0;
-		else if (cl->domain[0] != '\0' && strcmp(cl->domain, p->domain) == 0)
-			rank = 1;
-		else
-			rank = 2;
-		rank = rank * (MC_TIER_COUNT + 1) + mc_tier_speed_rank(v[i].tier);
-		/* A peer without its control link is likely dead: try it last. */
-		if (p->conn == NULL)
-			rank += 3 * (MC_TIER_COUNT + 1);
-		unsigned j = n++;
-		while (j > 0 && out[j - 1].rank > rank) {
-			out[j] = out[j - 1];
-			j--;
-		}
-		out[j] = (struct cand){ &v[i], p, rank };
-	}
-	return n;
-}
-
-/* A read by a reader of tenant: its lease on the object (or group), and the access. */
-static uint64_t
-touch(struct master *m, struct mobj *o, uint32_t tenant, uint64_t now)
-{
-	o->last_access = now;
-	store_read(&m->store, o);
-	if (o->access_count != UINT32_MAX)
-		o->access_count++;
-	return lease_grant(m, o, tenant, now);
-}
-
-/* The fields of a get_replica_list answer, after "key" for batch items; hash is the key's. */
-static void
-pack_grl(msgpack_packer *pk, struct master *m, const struct client *cl, const struct mobj *o,
-	 const char *key, size_t len, uint64_t hash, uint64_t lease_id, const struct cand *c,
-	 unsigned n)
-{
-	const char *tenant = m->store.tenants[o->tenant].name;
-	struct mc_grant_scope scope = {
-		tenant, strlen(tenant), key, len, o->version, o->size, 0, MC_GRANT_READ,
-	};
-	struct mgrant_ident id = { hash, o->tenant };
-
-	msgpack_pack_map(pk, 7);
-	mc_pack_kv_u64(pk, "version", o->version);
-	mc_pack_kv_u64(pk, "size", o->size);
-	mc_pack_kv_u64(pk, "checksum", o->checksum);
-	mc_pack_kv_str(pk, "type", store_type_name(&m->store, o->type));
-	mc_pack_kv_u64(pk, "lease_ms", m->cfg.lease_ttl);
-	/* 0: no lease of this reader's own to release (the TTL protects) */
-	mc_pack_kv_u64(pk, "lease_id", lease_id);
-	mc_pack_key(pk, "replicas");
-	msgpack_pack_array(pk, n);
-	for (unsigned i = 0; i < n; i++)
-		req_pack_replica(pk, m, c[i].p, c[i].r, &cl->transports, &scope, &id);
-}
 
 static void
 h_hello(struct mc_req *req)
@@ -248,106 +75,6 @@ bad:
 	req_fail_err(req, &err);
 }
 
-/* ---- reads ---- */
-
-static void
-h_get_replica_list(struct mc_req *req)
-{
-	struct master *m = req_begin(req);
-	const struct client *cl = req_client(req);
-	struct cand c[2 * MC_REPLICAS_MAX];
-	struct mc_err err;
-	const char *key;
-	size_t len;
-	struct mobj *o;
-	unsigned n;
-	uint64_t lease;
-
-	if (req_need_key(req->params, &key, &len, &err) != 0) {
-		req_fail_err(req, &err);
-		return;
-	}
-	o = lookup(m, cl->tenant, key, len);
-	if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
-		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
-		return;
-	}
-	lease = touch(m, o, cl->tenant, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, cl, o, key, len, store_key_hash(cl->tenant, key, len),
-		 lease, c, n);
-	mc_reply_end(req);
-}
-
-/*
- * read_raced {count}: a reader found count copies gone between its
- * replica list and its read (and went on to the next replica). Only
- * counted: the master learns of the copy itself from its peer. Sent as
- * a notification; a request gets an empty answer.
- */
-static void
-h_read_raced(struct mc_req *req)
-{
-	struct master *m = req_begin(req);
-	struct mc_err err;
-	uint64_t count;
-
-	if (req_need_u64(req->params, "count", &count, &err) != 0) {
-		req_fail_err(req, &err);
-		return;
-	}
-	mc_metric_add(m->mx.read_raced, (double)count);
-	mc_reply_ok_empty(req);
-}
-
-static void
-h_batch_get_replica_list(struct mc_req *req)
-{
-	struct master *m = req_begin(req);
-	const struct client *cl = req_client(req);
-	struct cand c[2 * MC_REPLICAS_MAX];
-	uint64_t now = mc_now_ms(), hashes[PREFETCH_AHEAD];
-	struct mc_err err;
-	const msgpack_object_array *keys = need_keys(req->params, &err);
-
-	if (keys == NULL) {
-		req_fail_err(req, &err);
-		return;
-	}
-	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 1);
-	mc_pack_key(pk, "items");
-	msgpack_pack_array(pk, keys->size);
-	for (uint32_t j = 0; j < PREFETCH_AHEAD && j < keys->size; j++)
-		hashes[j % PREFETCH_AHEAD] = prefetch_key(m, cl->tenant, &keys->ptr[j]);
-	for (uint32_t j = 0; j < keys->size; j++) {
-		const char *key;
-		size_t len;
-		struct mobj *o = NULL;
-		unsigned n = 0;
-		uint64_t hash = hashes[j % PREFETCH_AHEAD];
-
-		if (j + PREFETCH_AHEAD < keys->size)
-			hashes[j % PREFETCH_AHEAD] =
-				prefetch_key(m, cl->tenant, &keys->ptr[j + PREFETCH_AHEAD]);
-		/* Items answer the keys in order; a failed one is {error}. */
-		if (obj_bytes(&keys->ptr[j], &key, &len) != 0 || req_check_key(len, &err) != 0) {
-			msgpack_pack_map(pk, 1);
-			mc_pack_key(pk, "error");
-			pack_err(pk, MC_ERR_INVALID, "key must be a string of 1..4096 bytes");
-			continue;
-		}
-		o = store_find(&m->store, hash, cl->tenant, key, len);
-		if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
-			msgpack_pack_map(pk, 1);
-			mc_pack_key(pk, "error");
-			pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
-			continue;
-		}
-		pack_grl(pk, m, cl, o, key, len, hash, touch(m, o, cl->tenant, now), c, n);
-	}
-	mc_reply_end(req);
-}
-
 static void
 h_exist(struct mc_req *req)
 {
@@ -360,10 +87,10 @@ h_exist(struct mc_req *req)
 		req_fail_err(req, &err);
 		return;
 	}
-	struct mobj *o = lookup(m, req_client(req)->tenant, key, len);
+	struct mobj *o = read_lookup(m, req_client(req)->tenant, key, len);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);
-	mc_pack_kv_bool(pk, "exists", o != NULL && has_complete(o));
+	mc_pack_kv_bool(pk, "exists", o != NULL && read_has_complete(o));
 	mc_reply_end(req);
 }
 
@@ -373,7 +100,7 @@ h_batch_exist(struct mc_req *req)
 	struct master *m = req_begin(req);
 	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
-	const msgpack_object_array *keys = need_keys(req->params, &err);
+	const msgpack_object_array *keys = read_need_keys(req->params, &err);
 
 	if (keys == NULL) {
 		req_fail_err(req, &err);
@@ -388,9 +115,9 @@ h_batch_exist(struct mc_req *req)
 		size_t len;
 		struct mobj *o = NULL;
 
-		if (obj_bytes(&keys->ptr[j], &key, &len) == 0 && req_check_key(len, &err) == 0)
-			o = lookup(m, tenant, key, len);
-		if (o != NULL && has_complete(o))
+		if (read_bytes(&keys->ptr[j], &key, &len) == 0 && req_check_key(len, &err) == 0)
+			o = read_lookup(m, tenant, key, len);
+		if (o != NULL && read_has_complete(o))
 			msgpack_pack_true(pk);
 		else
 			msgpack_pack_false(pk);
@@ -405,12 +132,12 @@ static int
 remove_one(struct master *m, uint32_t tenant, const char *key, size_t len, bool force,
 	   struct mc_err *err)
 {
-	struct mobj *o = lookup(m, tenant, key, len);
+	struct mobj *o = read_lookup(m, tenant, key, len);
 	uint64_t now = mc_now_ms();
 
 	if (o == NULL)
 		return mc_err_set(err, MC_ERR_NOT_FOUND, "key not found");
-	if (!force && leased(o, now))
+	if (!force && read_leased(o, now))
 		return mc_err_set(err, MC_ERR_LEASED, "key is leased for %llu ms more; use force",
 				  (unsigned long long)(o->lease_deadline - now));
 	ops_obj_erase(m, o, true, NULL);
@@ -442,7 +169,7 @@ h_batch_remove(struct mc_req *req)
 	uint32_t tenant = req_client(req)->tenant;
 	struct mc_err err;
 	bool force = false;
-	const msgpack_object_array *keys = need_keys(req->params, &err);
+	const msgpack_object_array *keys = read_need_keys(req->params, &err);
 
 	if (keys == NULL || mc_map_bool(req->params, "force", &force, &err) < 0) {
 		req_fail_err(req, &err);
@@ -456,14 +183,14 @@ h_batch_remove(struct mc_req *req)
 		const char *key;
 		size_t len;
 
-		if (obj_bytes(&keys->ptr[j], &key, &len) != 0)
+		if (read_bytes(&keys->ptr[j], &key, &len) != 0)
 			mc_err_set(&err, MC_ERR_INVALID, "key must be a string");
 		else if (req_check_key(len, &err) == 0 &&
 			 remove_one(m, tenant, key, len, force, &err) == 0) {
 			msgpack_pack_nil(pk);
 			continue;
 		}
-		pack_err(pk, err.code, err.msg);
+		read_pack_err(pk, err.code, err.msg);
 	}
 	mc_reply_end(req);
 }
@@ -485,10 +212,10 @@ collect_prefix(struct master *m, uint32_t tenant, const char *prefix, size_t ple
 	*n = 0;
 	if (v == NULL)
 		return NULL;
-	while ((o = mc_htab_next(&m->store.objects, &cur)) != NULL) {
+	while ((o = mc_htab_next(&m->store->objects, &cur)) != NULL) {
 		if (!has_prefix(o, tenant, prefix, plen))
 			continue;
-		if (readable_only && !has_complete(o))
+		if (readable_only && !read_has_complete(o))
 			continue;
 		if (*n == cap) {
 			struct mobj **nv = realloc(v, 2 * cap * sizeof(*v));
@@ -528,7 +255,7 @@ h_remove_prefix(struct mc_req *req)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!force && leased(v[i], now)) {
+		if (!force && read_leased(v[i], now)) {
 			skipped++;
 			continue;
 		}
@@ -611,7 +338,7 @@ h_list(struct mc_req *req)
 		mc_pack_kv_strn(pk, "key", v[i]->key, v[i]->key_len);
 		mc_pack_kv_u64(pk, "size", v[i]->size);
 		mc_pack_kv_u64(pk, "version", v[i]->version);
-		mc_pack_kv_str(pk, "type", store_type_name(&m->store, v[i]->type));
+		mc_pack_kv_str(pk, "type", store_type_name(m->store, v[i]->type));
 	}
 	mc_pack_kv_bool(pk, "more", first + out < n);
 	mc_reply_end(req);
@@ -632,20 +359,20 @@ h_stat(struct mc_req *req)
 		req_fail_err(req, &err);
 		return;
 	}
-	o = lookup(m, cl->tenant, key, len);
+	o = read_lookup(m, cl->tenant, key, len);
 	if (o == NULL) {
 		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return;
 	}
-	const struct group *g = store_group_get(&m->store, o->group);
+	const struct group *g = store_group_get(m->store, o->group);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 15 + (g != NULL));
 	mc_pack_kv_strn(pk, "key", o->key, o->key_len);
-	mc_pack_kv_str(pk, "tenant", m->store.tenants[o->tenant].name);
+	mc_pack_kv_str(pk, "tenant", m->store->tenants[o->tenant].name);
 	mc_pack_kv_u64(pk, "size", o->size);
 	mc_pack_kv_u64(pk, "version", o->version);
 	mc_pack_kv_u64(pk, "checksum", o->checksum);
-	mc_pack_kv_str(pk, "type", store_type_name(&m->store, o->type));
+	mc_pack_kv_str(pk, "type", store_type_name(m->store, o->type));
 	if (g != NULL)
 		mc_pack_kv_strn(pk, "group", g->name, g->name_len);
 	mc_pack_kv_bool(pk, "hard_pin", o->hard_pin);
@@ -662,9 +389,9 @@ h_stat(struct mc_req *req)
 	msgpack_pack_array(pk, o->nrep);
 	const struct mrep *v = obj_creps(o);
 	for (unsigned i = 0; i < o->nrep; i++) {
-		const struct peer *p = peers_find(&m->peers, v[i].peer);
+		const struct peer *p = peers_find(m->peers, v[i].peer);
 		/* A replica from a restored snapshot that no peer confirmed yet. */
-		const struct ghost *gh = p == NULL ? recon_ghost(&m->recon, v[i].peer) : NULL;
+		const struct ghost *gh = p == NULL ? recon_ghost(m->recon, v[i].peer) : NULL;
 		msgpack_pack_map(pk, 9);
 		mc_pack_kv_u64(pk, "replica_id", v[i].id);
 		mc_pack_kv_u64(pk, "peer_id", v[i].peer);
@@ -687,8 +414,8 @@ pack_tier_totals(msgpack_packer *pk, const struct master *m)
 	bool present[MC_TIER_COUNT] = { false };
 	unsigned n = 0;
 
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 
 		if (!peer_alive(p, m->cfg.peer_ttl))
 			continue;
@@ -717,7 +444,7 @@ static void
 h_stats(struct mc_req *req)
 {
 	struct master *m = req_begin(req);
-	const struct store *s = &m->store;
+	const struct store *s = m->store;
 	const struct client *cl = req_client(req);
 	/* an authenticated tenant sees its own line only, not who else is here */
 	bool own = m->auth_on && cl->who.role == MC_ROLE_TENANT;
@@ -728,7 +455,7 @@ h_stats(struct mc_req *req)
 	msgpack_pack_map(pk, 10);
 	mc_pack_kv_u64(pk, "objects", s->objects.count);
 	mc_pack_kv_u64(pk, "bytes", s->bytes);
-	mc_pack_kv_u64(pk, "peers", m->peers.n);
+	mc_pack_kv_u64(pk, "peers", m->peers->n);
 	mc_pack_key(pk, "tenants");
 	msgpack_pack_array(pk, own ? 1 : s->ntenants);
 	if (own && cl->tenant >= s->ntenants) {
@@ -822,9 +549,9 @@ h_peers(struct mc_req *req)
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 1);
 	mc_pack_key(pk, "peers");
-	msgpack_pack_array(pk, m->peers.n);
-	for (uint32_t i = 0; i < m->peers.n; i++) {
-		const struct peer *p = m->peers.v[i];
+	msgpack_pack_array(pk, m->peers->n);
+	for (uint32_t i = 0; i < m->peers->n; i++) {
+		const struct peer *p = m->peers->v[i];
 		uint64_t mono = mc_mono_ms();
 
 		msgpack_pack_map(pk, 13);
@@ -856,70 +583,8 @@ h_peers(struct mc_req *req)
 	mc_reply_end(req);
 }
 
-/*
- * evict_candidates {peer_id, tier, bytes, max}: the peer's keys on tier,
- * least recently accessed first, for a peer that evicts for itself
- * (rank.h). MC_FAULT reply.evict_candidates:pause holds the answer.
- */
-static void
-h_evict_candidates(struct mc_req *req)
-{
-	struct master *m = req_begin(req);
-	/* one event loop answers every call: one array serves them all */
-	static struct mobj *out[RANK_MAX];
-	uint64_t id, budget = 0, max = RANK_MAX, start = mc_mono_ns();
-	const char *tier_name;
-	size_t tlen, n;
-	struct mc_err err;
-	bool more;
-	int tier;
-
-	if (req_need_u64(req->params, "peer_id", &id, &err) != 0 ||
-	    auth_check_peer(req, id, &err) != 0 ||
-	    mc_map_u64(req->params, "bytes", &budget, &err) < 0 ||
-	    mc_map_u64(req->params, "max", &max, &err) < 0) {
-		req_fail_err(req, &err);
-		return;
-	}
-	if (id > UINT32_MAX || peers_find(&m->peers, (uint32_t)id) == NULL) {
-		handler_fail(req, MC_ERR_INVALID, "peer_id: unknown peer %llu",
-			     (unsigned long long)id);
-		return;
-	}
-	if (mc_map_str(req->params, "tier", &tier_name, &tlen, &err) != 1 ||
-	    (tier = mc_tier_parse(tier_name, tlen, NULL)) < 0 ||
-	    (tier != MC_TIER_DRAM && tier != MC_TIER_SSD)) {
-		handler_fail(req, MC_ERR_INVALID, "tier: needs \"dram\" or \"ssd\"");
-		return;
-	}
-	if (max < 1 || max > RANK_MAX) {
-		handler_fail(req, MC_ERR_INVALID, "max: %llu out of range 1..%u",
-			     (unsigned long long)max, RANK_MAX);
-		return;
-	}
-	n = rank_query(m, (uint32_t)id, tier, budget, (size_t)max, mc_now_ms(), out, &more);
-
-	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 2);
-	mc_pack_key(pk, "keys");
-	msgpack_pack_array(pk, n);
-	for (size_t i = 0; i < n; i++) {
-		msgpack_pack_map(pk, 4);
-		mc_pack_kv_str(pk, "tenant", m->store.tenants[out[i]->tenant].name);
-		mc_pack_kv_strn(pk, "key", out[i]->key, out[i]->key_len);
-		mc_pack_kv_u64(pk, "version", out[i]->version);
-		mc_pack_kv_u64(pk, "bytes", out[i]->size);
-	}
-	mc_pack_kv_bool(pk, "more", more);
-	mc_reply_end(req);
-	mmetrics_rank_query(m, n, (double)(mc_mono_ns() - start) / 1e9);
-}
-
-const struct mc_method handler_methods[] = {
+const struct mc_method object_methods[] = {
 	{ "hello", h_hello, MC_METHOD_READ_ONLY | MC_METHOD_OPEN },
-	{ "get_replica_list", h_get_replica_list, MC_METHOD_READ_ONLY },
-	{ "batch_get_replica_list", h_batch_get_replica_list, MC_METHOD_READ_ONLY },
-	{ "read_raced", h_read_raced, MC_METHOD_READ_ONLY },
 	{ "exist", h_exist, MC_METHOD_READ_ONLY },
 	{ "batch_exist", h_batch_exist, MC_METHOD_READ_ONLY },
 	{ "remove", h_remove, 0 },
@@ -930,6 +595,10 @@ const struct mc_method handler_methods[] = {
 	{ "stats", h_stats, MC_METHOD_READ_ONLY },
 	{ "peers", h_peers, MC_METHOD_ADMIN | MC_METHOD_READ_ONLY },
 	{ "clock_set", h_clock_set, MC_METHOD_ADMIN },
-	{ "evict_candidates", h_evict_candidates, MC_METHOD_PEER },
 	{ NULL, NULL, 0 },
+};
+
+const struct master_module objects_module = {
+	.name = "objects",
+	.methods = object_methods,
 };
