@@ -269,8 +269,11 @@ check-examples: $(BINS) $(BUILD)/libmc.a
 
 # Suites that cannot pass by accident: no sleep outside the reviewed
 # tests/lint/sleep.allow, no run whose status and output nothing reads.
+# And the transport seam holds: nothing outside libmc/net/ calls recv,
+# send and the like on a socket (tests/lint/sockets.allow).
 check-lint:
 	tests/lint/bats
+	tests/lint/sockets
 
 # The sanitizer builds: every program, tool and unit test under ASan and
 # UBSan, in build-san/ and bin-san/. Leaks are errors, except option
