@@ -31,3 +31,10 @@ load helpers
 	assert_line "circle: a.c b.c"
 	assert_line "  a.c -> b.c: b_fn"
 }
+
+@test "layout: no file of libmc is over 1,500 lines" {
+	local over
+	over=$(find "$BATS_TEST_DIRNAME/../../libmc" -type f \( -name '*.c' -o -name '*.h' \) \
+		-exec awk 'END { if (NR > 1500) print FILENAME ": " NR " lines" }' {} \;)
+	assert_equal "$over" ""
+}
