@@ -38,7 +38,7 @@ LIB_SRC := $(wildcard libmc/*.c libmc/policy/*.c libmc/net/*.c)
 # The modules on libevent serve only the daemons: they go into an internal
 # archive, so the installed libmc (client API, codecs, policy engine)
 # pulls nothing of libevent or libsodium into a user's build.
-DAEMON_SRC := libmc/conn.c libmc/metrics.c libmc/authfile.c libmc/grant.c
+DAEMON_SRC := libmc/conn.c libmc/registry.c libmc/listener.c libmc/metrics.c libmc/authfile.c libmc/grant.c
 LIB_OBJ := $(filter-out $(DAEMON_SRC:%.c=$(BUILD)/%.o),$(LIB_SRC:%.c=$(BUILD)/%.o))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 LIBS := $(BUILD)/libmc-daemon.a $(BUILD)/libmc.a
@@ -269,8 +269,11 @@ check-examples: $(BINS) $(BUILD)/libmc.a
 
 # Suites that cannot pass by accident: no sleep outside the reviewed
 # tests/lint/sleep.allow, no run whose status and output nothing reads.
+# And the transport seam holds: nothing outside libmc/net/ calls recv,
+# send and the like on a socket (tests/lint/sockets.allow).
 check-lint:
 	tests/lint/bats
+	tests/lint/sockets
 
 # The sanitizer builds: every program, tool and unit test under ASan and
 # UBSan, in build-san/ and bin-san/. Leaks are errors, except option

@@ -1,5 +1,9 @@
 /*
- * Event-driven msgpack-rpc connections (mc/conn.h).
+ * One event-driven msgpack-rpc connection (mc/conn.h): its lifetime,
+ * its input and output, its replies and deferred requests, and the
+ * calls it makes itself. The method registry is registry.c's; listening,
+ * accepting and the limits of accepted connections are listener.c's
+ * (conn_impl.h says what the three files share).
  *
  * The data path is built around two queues per connection:
  *
@@ -22,13 +26,6 @@
  * write is tried at once and EV_WRITE is armed only when the socket is
  * full.
  *
- * Limits of accepted connections: one timer per connection serves the
- * header and the idle timeout. Traffic only moves timestamps; the timer
- * checks them when it fires and re-arms itself for what is left, so a
- * busy connection costs no timer operations beyond one when a read pass
- * ends inside a message. The listener counts its connections per
- * address in a hash table.
- *
  * Lifetime: a connection is reference counted. The open socket holds one
  * reference, every running callback pass holds one, and every deferred
  * request holds one, so closing from inside a handler or callback never
@@ -42,7 +39,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,13 +46,11 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
-#include <unistd.h>
 
-#include "mc/checksum.h"
+#include "conn_impl.h"
 #include "mc/clock.h"
 #include "mc/conn.h"
 #include "mc/fault.h"
-#include "mc/hash.h"
 #include "mc/log.h"
 #include "mc/metrics.h"
 #include "mc/transport.h"
@@ -72,7 +66,6 @@
  * bulk back, and a long pipeline of bulk reads must not trip max_outq.
  */
 #define COALESCE_MAX (256u << 10)
-#define ACCEPT_BURST 64
 /*
  * Bytes one flush writes before it yields to the event loop: a reader
  * fast enough never to fill the socket would otherwise keep a writer of
@@ -80,10 +73,7 @@
  * every other connection waits.
  */
 #define FLUSH_BUDGET (4u << 20)
-#define EMFILE_BACKOFF_MS 100
 #define REPLY_KEEP (1u << 20) /* keep a reply buffer this big across requests */
-
-enum { BULK_NONE, BULK_RECV, BULK_SKIP };
 
 struct seg {
 	struct seg *next;
@@ -109,151 +99,10 @@ struct call {
 	struct event *timer;
 };
 
-struct mc_conn {
-	struct event_base *base;
-	struct mc_tconn tc;
-	struct event *rev, *wev;
-	bool wev_on;
-	struct mc_conn_ops ops;
-	struct mc_conn_limits lim;
-	char name[MC_ADDR_MAX + 24];
-	int refs;
-	bool closed;  /* socket gone, queues released */
-	bool closing; /* flushing queued output, then close */
-	bool in_read; /* a read pass runs: replies coalesce */
-	bool accepted;
-
-	/* server membership */
-	struct mc_server *srv;
-	struct mc_conn *sprev, *snext;
-
-	/* input */
-	char *in;
-	size_t in_cap, in_max, in_start, in_end;
-
-	/* the request being handled, and its bulk */
-	struct mc_req cur;
-	struct mc_req *cur_deferred;
-	struct mc_req *held; /* deferred request the connection waits on (mc_req_hold) */
-	bool bulk_claimable;
-	int bulk_mode;
-	struct mc_bulk_sink *bulk_sink;
-	struct mc_bulk_sink bulk_mem; /* the sink of mc_req_recv_bulk's memory */
-	uint64_t bulk_left, bulk_got;
-	mc_bulk_done_fn bulk_done;
-	void *bulk_arg;
-	struct mc_req *bulk_req;
-
-	/* output */
-	struct seg *oh, *ot;
-	size_t ooff; /* bytes of oh already written */
-	size_t outq;
-	size_t last_add; /* size of the newest message queued */
-	struct seg *spare_buf, *spare_ref;
-	int nspare_buf, nspare_ref;
-	msgpack_sbuffer scratch; /* packing calls and notifications */
-	/* the call or notification begun (mc_conn_begin): its params */
-	msgpack_sbuffer req;
-	msgpack_packer req_pk;
-	char req_method[48];
-
-	/* calls awaiting a response */
-	uint32_t next_id;
-	struct call *calls, *calls_tail;
-
-	void *data;
-	void (*data_free)(void *);
-
-	/* limits of an accepted connection (limit_ev NULL: no timeout applies) */
-	struct event *limit_ev;
-	uint64_t msg_ns;	 /* when the message being read began; 0: none is partial */
-	uint64_t active_ns;	 /* last traffic, or the end of work in flight */
-	uint64_t limit_due_ns;	 /* when the limits' timer fires next */
-	uint64_t nparsed;	 /* messages framed so far */
-	int ndeferred;		 /* deferred requests not answered yet */
-	bool keep;		 /* mc_conn_keep: never idle */
-	struct addr_count *addr; /* its address's count on the server, or NULL */
-};
-
-/* Open connections from one address: family tag, then the address bytes. */
-#define ADDR_KEY_LEN 17
-struct addr_count {
-	unsigned char key[ADDR_KEY_LEN];
-	uint64_t hash;
-	int n;
-};
-
-struct mc_server {
-	struct event_base *base;
-	int fd; /* the listening socket */
-	struct event *ev, *backoff;
-	struct mc_conn_ops ops;
-	struct mc_conn_limits lim;
-	struct mc_addr addr;
-	struct mc_conn *conns;
-	int nconns;
-	struct mc_htab per_addr; /* struct addr_count, with max_conns_per_addr */
-};
-
-static bool
-addr_count_eq(const void *entry, const void *key)
-{
-	return memcmp(((const struct addr_count *)entry)->key, key, ADDR_KEY_LEN) == 0;
-}
-
-/*
- * Process-wide counters. A daemon may run several loops in threads, so
- * they are updated with relaxed atomics: totals, not synchronisation.
- */
-static struct mc_conn_stats g_stats;
-
-#define STAT_ADD(field, n) __atomic_fetch_add(&g_stats.field, (uint64_t)(n), __ATOMIC_RELAXED)
-
-static void conn_shutdown(struct mc_conn *c);
 static int conn_flush(struct mc_conn *c);
 
 void
-mc_conn_stats_get(struct mc_conn_stats *out)
-{
-	out->accepted = __atomic_load_n(&g_stats.accepted, __ATOMIC_RELAXED);
-	out->closed = __atomic_load_n(&g_stats.closed, __ATOMIC_RELAXED);
-	out->malformed = __atomic_load_n(&g_stats.malformed, __ATOMIC_RELAXED);
-	out->bytes_in = __atomic_load_n(&g_stats.bytes_in, __ATOMIC_RELAXED);
-	out->bytes_out = __atomic_load_n(&g_stats.bytes_out, __ATOMIC_RELAXED);
-	out->header_timeouts = __atomic_load_n(&g_stats.header_timeouts, __ATOMIC_RELAXED);
-	out->idle_timeouts = __atomic_load_n(&g_stats.idle_timeouts, __ATOMIC_RELAXED);
-	out->refused_per_addr = __atomic_load_n(&g_stats.refused_per_addr, __ATOMIC_RELAXED);
-	out->refused_max_conns = __atomic_load_n(&g_stats.refused_max_conns, __ATOMIC_RELAXED);
-}
-
-void
-mc_conn_stats_export(struct mc_metrics *r)
-{
-	struct mc_conn_stats st;
-	const struct {
-		const char *reason;
-		const uint64_t *v;
-	} rows[] = {
-		{ "header_timeout", &st.header_timeouts },
-		{ "idle_timeout", &st.idle_timeouts },
-		{ "per_addr", &st.refused_per_addr },
-		{ "max_conns", &st.refused_max_conns },
-	};
-
-	mc_conn_stats_get(&st);
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct mc_metric *m = mc_metric_get(
-			r, "mc_connections_closed_total", MC_COUNTER,
-			"Connections closed or refused by a connection limit, by reason.", "reason",
-			rows[i].reason);
-
-		if (m != NULL)
-			mc_metric_set(m, (double)*rows[i].v);
-	}
-}
-
-static void
-limits_norm(struct mc_conn_limits *out, const struct mc_conn_limits *in)
+mc_cn_limits_norm(struct mc_conn_limits *out, const struct mc_conn_limits *in)
 {
 	if (in != NULL)
 		*out = *in;
@@ -267,16 +116,6 @@ limits_norm(struct mc_conn_limits *out, const struct mc_conn_limits *in)
 		out->max_outq = (size_t)256 << 20;
 	if (out->max_conns <= 0)
 		out->max_conns = 4096;
-}
-
-void
-mc_conn_limits_daemon(struct mc_conn_limits *lim)
-{
-	memset(lim, 0, sizeof(*lim));
-	lim->max_conns = 4096;
-	lim->max_conns_per_addr = 1024;
-	lim->header_timeout_ms = 10 * 1000;
-	lim->idle_timeout_ms = 5 * 60 * 1000;
 }
 
 /* ---- lifetime ---- */
@@ -533,7 +372,7 @@ conn_flush(struct mc_conn *c)
 				return 0;
 			}
 			mc_debug("closing %s: write: %s", c->name, strerror(errno));
-			conn_shutdown(c);
+			mc_cn_shutdown(c);
 			return -1;
 		}
 		STAT_ADD(bytes_out, w);
@@ -551,7 +390,7 @@ conn_flush(struct mc_conn *c)
 		return -1;
 	wev_set(c, false);
 	if (c->closing) {
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 		return -1;
 	}
 	return 0;
@@ -576,7 +415,7 @@ conn_kick(struct mc_conn *c)
 	if (c->outq - (c->outq < c->last_add ? c->outq : c->last_add) > c->lim.max_outq) {
 		mc_warn("closing %s: output queue over %zu bytes (peer not reading)", c->name,
 			c->lim.max_outq);
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 	}
 }
 
@@ -593,170 +432,7 @@ on_write(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
-/* ---- limits of accepted connections ---- */
-
-/* A limit in ms as nanoseconds, saturating. */
-static uint64_t
-ms_ns(uint64_t ms)
-{
-	return ms > UINT64_MAX / 1000000u ? UINT64_MAX : ms * 1000000u;
-}
-
-/* Fire in ns (at most an hour: the check re-arms for what is left). */
-static void
-limit_arm(struct mc_conn *c, uint64_t ns)
-{
-	struct timeval tv;
-
-	if (ns > ms_ns(3600 * 1000))
-		ns = ms_ns(3600 * 1000);
-	c->limit_due_ns = mc_add_sat(mc_mono_ns(), ns);
-	tv.tv_sec = (time_t)(ns / 1000000000u);
-	tv.tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
-	if (event_add(c->limit_ev, &tv) != 0)
-		mc_warn("%s: cannot arm its timeouts", c->name);
-}
-
-/* Work in flight that the idle timeout waits for. */
-static bool
-conn_busy(const struct mc_conn *c)
-{
-	return c->bulk_mode != BULK_NONE || c->ndeferred > 0 || c->calls != NULL || c->oh != NULL ||
-	       c->closing;
-}
-
-static void
-on_limit(evutil_socket_t fd, short what, void *arg)
-{
-	struct mc_conn *c = arg;
-	uint64_t now = mc_mono_ns(), due;
-
-	(void)fd;
-	(void)what;
-	if (c->msg_ns != 0 && c->lim.header_timeout_ms > 0) {
-		due = mc_add_sat(c->msg_ns, ms_ns(c->lim.header_timeout_ms));
-		if (now < due) {
-			limit_arm(c, due - now);
-			return;
-		}
-		STAT_ADD(header_timeouts, 1);
-		mc_info("closing %s: no whole message %llu ms after %s", c->name,
-			(unsigned long long)c->lim.header_timeout_ms,
-			c->in_end > c->in_start ? "its first byte" : "connecting");
-		conn_shutdown(c);
-		return;
-	}
-	/* a message that begins arms the timer again */
-	if (c->lim.idle_timeout_ms == 0 || c->keep)
-		return;
-	if (conn_busy(c)) {
-		limit_arm(c, ms_ns(c->lim.idle_timeout_ms));
-		return;
-	}
-	due = mc_add_sat(c->active_ns, ms_ns(c->lim.idle_timeout_ms));
-	if (now < due) {
-		limit_arm(c, due - now);
-		return;
-	}
-	STAT_ADD(idle_timeouts, 1);
-	mc_debug("closing %s: idle for %llu ms", c->name,
-		 (unsigned long long)c->lim.idle_timeout_ms);
-	conn_shutdown(c);
-}
-
-/*
- * After a read pass: there was traffic, and a message left partial in
- * the buffer starts the header clock, or keeps it running when it is
- * the same message as before.
- */
-static void
-limit_after_read(struct mc_conn *c, uint64_t parsed_before)
-{
-	uint64_t now = mc_mono_ns();
-
-	c->active_ns = now;
-	if (c->bulk_mode != BULK_NONE || c->held != NULL || c->in_end == c->in_start) {
-		/*
-		 * The header clock stops; the timer it armed may be due long
-		 * after the idle timeout (a new connection's is), so it is
-		 * brought forward to it.
-		 */
-		if (c->msg_ns != 0 && c->lim.idle_timeout_ms > 0 && !c->keep &&
-		    c->limit_due_ns > mc_add_sat(now, ms_ns(c->lim.idle_timeout_ms)))
-			limit_arm(c, ms_ns(c->lim.idle_timeout_ms));
-		c->msg_ns = 0;
-		return;
-	}
-	if (c->msg_ns != 0 && c->nparsed == parsed_before)
-		return;
-	c->msg_ns = now;
-	if (c->lim.header_timeout_ms > 0)
-		limit_arm(c, ms_ns(c->lim.header_timeout_ms));
-}
-
-/* The connection was just accepted: its first message is due, or it idles. */
-static int
-limit_start(struct mc_conn *c)
-{
-	uint64_t first;
-
-	if (c->lim.header_timeout_ms == 0 && c->lim.idle_timeout_ms == 0)
-		return 0;
-	c->limit_ev = evtimer_new(c->base, on_limit, c);
-	if (c->limit_ev == NULL)
-		return -1;
-	c->active_ns = mc_mono_ns();
-	c->msg_ns = c->lim.header_timeout_ms > 0 ? c->active_ns : 0;
-	first = c->msg_ns != 0 ? c->lim.header_timeout_ms : c->lim.idle_timeout_ms;
-	limit_arm(c, ms_ns(first));
-	return 0;
-}
-
-/* The key of a client's address: all unix clients share one (all zero). */
-static void
-addr_key(const struct sockaddr_storage *ss, unsigned char key[ADDR_KEY_LEN])
-{
-	memset(key, 0, ADDR_KEY_LEN);
-	if (ss->ss_family == AF_INET) {
-		key[0] = 4;
-		memcpy(key + 1, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-
-		if (IN6_IS_ADDR_V4MAPPED(a6)) {
-			key[0] = 4;
-			memcpy(key + 1, a6->s6_addr + 12, 4);
-		} else {
-			key[0] = 6;
-			memcpy(key + 1, a6->s6_addr, 16);
-		}
-	}
-}
-
 /* ---- closing ---- */
-
-static void
-server_unlink(struct mc_conn *c)
-{
-	struct mc_server *s = c->srv;
-
-	if (s == NULL)
-		return;
-	if (c->sprev != NULL)
-		c->sprev->snext = c->snext;
-	else
-		s->conns = c->snext;
-	if (c->snext != NULL)
-		c->snext->sprev = c->sprev;
-	c->sprev = c->snext = NULL;
-	c->srv = NULL;
-	s->nconns--;
-	if (c->addr != NULL && --c->addr->n == 0) {
-		mc_htab_remove(&s->per_addr, c->addr->hash, addr_count_eq, c->addr->key);
-		free(c->addr);
-	}
-	c->addr = NULL;
-}
 
 static void
 call_free(struct call *k)
@@ -785,8 +461,8 @@ call_unlink(struct mc_conn *c, struct call *k)
  * release callbacks, a bulk in progress, pending calls, on_close. The
  * memory goes when the last reference does.
  */
-static void
-conn_shutdown(struct mc_conn *c)
+void
+mc_cn_shutdown(struct mc_conn *c)
 {
 	struct mc_err err;
 
@@ -823,7 +499,7 @@ conn_shutdown(struct mc_conn *c)
 	}
 	if (c->ops.on_close != NULL)
 		c->ops.on_close(c, c->ops.ctx);
-	server_unlink(c);
+	mc_cn_server_unlink(c);
 	conn_unref(c); /* the one the open socket held */
 	conn_unref(c);
 }
@@ -840,7 +516,7 @@ mc_conn_close(struct mc_conn *c, bool flush)
 		if (!c->in_read && !c->wev_on)
 			conn_flush(c);
 	} else {
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 	}
 	conn_unref(c);
 }
@@ -889,186 +565,11 @@ unhold(struct mc_conn *c)
 		return;
 	if (event_add(c->rev, NULL) != 0) {
 		mc_warn("closing %s: cannot watch it for input again", c->name);
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 		return;
 	}
 	/* Whole messages may wait in the buffer: on_read parses them. */
 	event_active(c->rev, EV_READ, 0);
-}
-
-/* ---- the method registry ---- */
-
-/* One entry's counters (NULL series when the registry has no metrics). */
-struct mc_method_stats {
-	struct mc_metric *requests, *failures, *seconds, *denied;
-};
-
-struct reg_entry {
-	const struct mc_method *m;
-	size_t len;
-	struct mc_method_stats st;
-};
-
-struct mc_registry {
-	struct mc_metrics *metrics;
-	struct reg_entry *v;
-	size_t n, cap;
-};
-
-struct mc_registry *
-mc_registry_new(struct mc_metrics *metrics, struct mc_err *err)
-{
-	struct mc_registry *r = calloc(1, sizeof(*r));
-
-	if (r == NULL) {
-		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for the method registry");
-		return NULL;
-	}
-	r->metrics = metrics;
-	return r;
-}
-
-int
-mc_registry_add(struct mc_registry *r, const struct mc_method *table, struct mc_err *err)
-{
-	for (const struct mc_method *m = table; m->name != NULL; m++) {
-		struct reg_entry *e;
-
-		if (mc_registry_find(r, m->name, strlen(m->name)) != NULL)
-			return mc_err_set(err, MC_ERR_INTERNAL, "method '%s' registered twice",
-					  m->name);
-		if (r->n == r->cap) {
-			size_t cap = r->cap ? r->cap * 2 : 32;
-			struct reg_entry *v = realloc(r->v, cap * sizeof(*v));
-
-			if (v == NULL)
-				return mc_err_set(err, MC_ERR_NO_SPACE,
-						  "out of memory for the method registry");
-			r->v = v;
-			r->cap = cap;
-		}
-		e = &r->v[r->n];
-		*e = (struct reg_entry){ .m = m, .len = strlen(m->name) };
-		if (r->metrics != NULL) {
-			e->st.requests =
-				mc_metric_get(r->metrics, "mc_requests_total", MC_COUNTER,
-					      "Requests received, by method.", "method", m->name);
-			e->st.failures = mc_metric_get(
-				r->metrics, "mc_request_failures_total", MC_COUNTER,
-				"Requests answered with an error, by method.", "method", m->name);
-			e->st.seconds = mc_metric_get(
-				r->metrics, "mc_request_seconds", MC_HISTOGRAM,
-				"Time from a request's arrival to its answer, by method.", "method",
-				m->name);
-			e->st.denied =
-				mc_metric_get(r->metrics, "mc_requests_denied_total", MC_COUNTER,
-					      "Requests refused for the caller's role, by method.",
-					      "method", m->name);
-			if (e->st.requests == NULL || e->st.failures == NULL ||
-			    e->st.seconds == NULL || e->st.denied == NULL)
-				return mc_err_set(err, MC_ERR_NO_SPACE,
-						  "out of memory for the method metrics");
-		}
-		r->n++;
-	}
-	return 0;
-}
-
-void
-mc_registry_free(struct mc_registry *r)
-{
-	if (r == NULL)
-		return;
-	free(r->v);
-	free(r);
-}
-
-static const struct reg_entry *
-registry_entry(const struct mc_registry *r, const char *name, size_t len)
-{
-	/* tens of methods: a scan of lengths first is as quick as a hash */
-	for (size_t i = 0; r != NULL && i < r->n; i++)
-		if (r->v[i].len == len && memcmp(r->v[i].m->name, name, len) == 0)
-			return &r->v[i];
-	return NULL;
-}
-
-const struct mc_method *
-mc_registry_find(const struct mc_registry *r, const char *name, size_t len)
-{
-	const struct reg_entry *e = registry_entry(r, name, len);
-
-	return e != NULL ? e->m : NULL;
-}
-
-bool
-mc_registry_serves(const struct mc_registry *r, const char *name)
-{
-	return mc_registry_find(r, name, strlen(name)) != NULL && !mc_fault2_always("method", name);
-}
-
-size_t
-mc_registry_count(const struct mc_registry *r)
-{
-	return r != NULL ? r->n : 0;
-}
-
-const struct mc_method *
-mc_registry_at(const struct mc_registry *r, size_t i)
-{
-	return r != NULL && i < r->n ? r->v[i].m : NULL;
-}
-
-const char *
-mc_method_flags_str(unsigned flags, char *buf, size_t cap)
-{
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} names[] = {
-		{ MC_METHOD_ADMIN, "admin" }, { MC_METHOD_PEER, "peer" },
-		{ MC_METHOD_BULK, "bulk" },   { MC_METHOD_READ_ONLY, "read-only" },
-		{ MC_METHOD_OPEN, "open" },
-	};
-	size_t len = 0;
-
-	if (cap == 0)
-		return buf;
-	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (flags & names[i].bit)
-			len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s",
-						len ? "," : "", names[i].name);
-	return buf;
-}
-
-void
-mc_registry_print(const struct mc_registry *r, FILE *f)
-{
-	char flags[64];
-
-	for (size_t i = 0; i < mc_registry_count(r); i++) {
-		const struct mc_method *m = mc_registry_at(r, i);
-
-		if (!mc_registry_serves(r, m->name))
-			continue;
-		mc_method_flags_str(m->flags, flags, sizeof(flags));
-		fprintf(f, "%s %s\n", m->name, flags[0] ? flags : "-");
-	}
-}
-
-/* Count an answer (or a notification handled): failed when it was an error. */
-static void
-count_answer(struct mc_req *req, bool failed)
-{
-	const struct mc_method_stats *st = req->stats_;
-
-	if (st == NULL || st->requests == NULL)
-		return;
-	if (failed)
-		mc_metric_inc(st->failures);
-	mc_metric_observe(st->seconds, (double)(mc_mono_ns() - req->t0_ns_) / 1e9);
-	req->stats_ = NULL; /* once */
 }
 
 static bool
@@ -1092,7 +593,7 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 	bool sent = false;
 
 	if (!req->replied)
-		count_answer(req, failed);
+		mc_cn_count_answer(req, failed);
 	conn_ref(c);
 	if (req->replied) {
 		mc_warn("%s: second reply to request %u dropped", c->name, req->id);
@@ -1100,7 +601,7 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 		   mc_fault2("reply", req->method->name)) {
 		/* The work is done, its answer lost with the connection. */
 		mc_warn("fault injected: %s reply on %s lost", req->method->name, c->name);
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 	} else if (!req->notify && !c->closed && !c->closing) {
 		int rc;
 
@@ -1127,7 +628,7 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 		}
 		if (rc < 0) {
 			mc_warn("closing %s: out of memory queueing a reply", c->name);
-			conn_shutdown(c);
+			mc_cn_shutdown(c);
 		} else {
 			conn_kick(c);
 		}
@@ -1328,7 +829,7 @@ static int
 sink_fail(struct mc_conn *c)
 {
 	mc_warn("closing %s: cannot store a bulk: %s", c->name, strerror(errno));
-	conn_shutdown(c);
+	mc_cn_shutdown(c);
 	return -1;
 }
 
@@ -1390,12 +891,12 @@ bulk_read(struct mc_conn *c)
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
 			mc_debug("closing %s: read: %s", c->name, strerror(errno));
-			conn_shutdown(c);
+			mc_cn_shutdown(c);
 			return -1;
 		}
 		if (n == 0) {
 			mc_debug("closing %s: end of stream inside a bulk payload", c->name);
-			conn_shutdown(c);
+			mc_cn_shutdown(c);
 			return -1;
 		}
 		STAT_ADD(bytes_in, n);
@@ -1416,7 +917,7 @@ close_malformed(struct mc_conn *c, const char *why)
 {
 	STAT_ADD(malformed, 1);
 	mc_warn("closing %s: malformed message: %s", c->name, why);
-	conn_shutdown(c);
+	mc_cn_shutdown(c);
 }
 
 static void
@@ -1448,24 +949,6 @@ begin_skip(struct mc_conn *c, uint64_t len)
 		c->bulk_mode = BULK_NONE;
 }
 
-/*
- * Ask the daemon whether the caller may make this call; a refusal is
- * answered here, as permission denied, and counted per method.
- */
-static bool
-authorized(struct mc_req *r, const struct mc_conn_ops *ops)
-{
-	struct mc_err err;
-
-	if (ops->authorize(r, &err) == 0)
-		return true;
-	if (r->stats_ != NULL && r->stats_->denied != NULL)
-		mc_metric_inc(r->stats_->denied);
-	if (!r->notify)
-		mc_reply_err(r, MC_ERR_PERMISSION, "permission denied: %s", err.msg);
-	return false;
-}
-
 static void
 dispatch(struct mc_conn *c, const struct mc_msg *m)
 {
@@ -1483,7 +966,7 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	if (m->has_bulk && m->bulk_len > c->lim.max_bulk) {
 		mc_warn("closing %s: bulk of %llu bytes over the limit of %llu", c->name,
 			(unsigned long long)m->bulk_len, (unsigned long long)c->lim.max_bulk);
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 		return;
 	}
 	r->conn = c;
@@ -1498,7 +981,7 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	c->cur_deferred = NULL;
 	c->bulk_claimable = m->has_bulk;
 
-	entry = registry_entry(c->ops.methods, m->method, m->method_len);
+	entry = mc_cn_registry_entry(c->ops.methods, m->method, m->method_len);
 	/* method.NAME: this daemon answers as one built without NAME (mc-fault(7)) */
 	if (entry != NULL && mc_fault2("method", entry->m->name))
 		entry = NULL;
@@ -1509,7 +992,7 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 		r->t0_ns_ = mc_mono_ns();
 	}
 	fn = entry != NULL ? entry->m->fn : c->ops.fallback;
-	if (entry != NULL && c->ops.authorize != NULL && !authorized(r, &c->ops)) {
+	if (entry != NULL && c->ops.authorize != NULL && !mc_cn_authorized(r, &c->ops)) {
 		/* answered: the handler never sees a call its caller may not make */
 	} else if (fn != NULL) {
 		fn(r);
@@ -1526,7 +1009,7 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	r->params = NULL;
 	/* a notification is done when its handler returns */
 	if (r->notify)
-		count_answer(r, false);
+		mc_cn_count_answer(r, false);
 	if (c->closed)
 		return;
 	if (c->bulk_mode == BULK_RECV) {
@@ -1605,7 +1088,7 @@ in_make_room(struct mc_conn *c)
 		p = realloc(c->in, ncap);
 		if (p == NULL) {
 			mc_warn("closing %s: out of memory for input", c->name);
-			conn_shutdown(c);
+			mc_cn_shutdown(c);
 			return -1;
 		}
 		c->in = p;
@@ -1614,7 +1097,7 @@ in_make_room(struct mc_conn *c)
 	}
 	STAT_ADD(malformed, 1);
 	mc_warn("closing %s: malformed message: over %zu bytes", c->name, c->lim.max_msg);
-	conn_shutdown(c);
+	mc_cn_shutdown(c);
 	return -1;
 }
 
@@ -1641,13 +1124,13 @@ conn_read(struct mc_conn *c)
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return;
 		mc_debug("closing %s: read: %s", c->name, strerror(errno));
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 		return;
 	}
 	if (n == 0) {
 		if (c->in_end > c->in_start)
 			mc_debug("closing %s: end of stream inside a message", c->name);
-		conn_shutdown(c);
+		mc_cn_shutdown(c);
 		return;
 	}
 	STAT_ADD(bytes_in, n);
@@ -1677,7 +1160,7 @@ on_read(evutil_socket_t fd, short what, void *arg)
 	if (!c->closed)
 		conn_kick(c);
 	if (!c->closed && c->limit_ev != NULL)
-		limit_after_read(c, parsed);
+		mc_cn_limit_after_read(c, parsed);
 	conn_unref(c);
 }
 
@@ -1711,9 +1194,9 @@ conn_name(struct mc_conn *c)
  * A connection on tc, which it owns from here on (the caller closes tc
  * when this fails).
  */
-static struct mc_conn *
-conn_new(struct event_base *base, const struct mc_tconn *tc, const struct mc_conn_ops *ops,
-	 const struct mc_conn_limits *lim, struct mc_err *err)
+struct mc_conn *
+mc_cn_new(struct event_base *base, const struct mc_tconn *tc, const struct mc_conn_ops *ops,
+	  const struct mc_conn_limits *lim, struct mc_err *err)
 {
 	struct mc_conn *c;
 	int fd = tc->fd, fl;
@@ -1729,7 +1212,7 @@ conn_new(struct event_base *base, const struct mc_tconn *tc, const struct mc_con
 	c->next_id = 1;
 	if (ops != NULL)
 		c->ops = *ops;
-	limits_norm(&c->lim, lim);
+	mc_cn_limits_norm(&c->lim, lim);
 	c->in_max = c->lim.max_msg + IN_SLACK;
 	c->in_cap = IN_START_CAP < c->in_max ? IN_START_CAP : c->in_max;
 	msgpack_sbuffer_init(&c->cur.reply);
@@ -1775,7 +1258,7 @@ mc_conn_new(struct event_base *base, int fd, const struct mc_conn_ops *ops,
 	struct mc_tconn tc;
 
 	mc_tconn_wrap(&tc, ops != NULL ? ops->transport : NULL, fd);
-	return conn_new(base, &tc, ops, lim, err);
+	return mc_cn_new(base, &tc, ops, lim, err);
 }
 
 struct mc_conn *
@@ -1790,7 +1273,7 @@ mc_conn_connect(struct event_base *base, const struct mc_addr *a, int timeout_ms
 	mc_tconn_wrap(&tc, t, -1);
 	if (t->connect(&tc, a, timeout_ms, MC_TCONNECT_NONBLOCK, err) < 0)
 		return NULL;
-	c = conn_new(base, &tc, ops, lim, err);
+	c = mc_cn_new(base, &tc, ops, lim, err);
 	if (c == NULL)
 		tc.t->close(&tc);
 	return c;
@@ -1902,185 +1385,4 @@ mc_conn_notify(struct mc_conn *c)
 	conn_kick(c);
 	conn_unref(c);
 	return 0;
-}
-
-/* ---- servers ---- */
-
-static void
-on_backoff(evutil_socket_t fd, short what, void *arg)
-{
-	struct mc_server *s = arg;
-
-	(void)fd;
-	(void)what;
-	event_add(s->ev, NULL);
-}
-
-static void
-on_accept(evutil_socket_t lfd, short what, void *arg)
-{
-	struct mc_server *s = arg;
-	const struct mc_transport *t =
-		s->ops.transport != NULL ? s->ops.transport : &mc_transport_tcp;
-	int i;
-
-	(void)what;
-	for (i = 0; i < ACCEPT_BURST; i++) {
-		unsigned char key[ADDR_KEY_LEN];
-		struct sockaddr_storage ss;
-		socklen_t sslen = sizeof(ss);
-		struct addr_count *ac = NULL;
-		struct mc_conn *c;
-		struct mc_tconn tc;
-		struct mc_err e;
-		uint64_t h = 0;
-
-		memset(&ss, 0, sizeof(ss));
-		mc_tconn_wrap(&tc, t, -1);
-		if (t->accept(&tc, lfd, &ss, &sslen) < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM) {
-				/*
-				 * The pending connection stays in the backlog and
-				 * keeps the listener readable: stop listening for
-				 * a moment instead of spinning on it.
-				 */
-				struct timeval tv = { 0, EMFILE_BACKOFF_MS * 1000 };
-
-				mc_warn("cannot accept on %s: %s; pausing %d ms", s->addr.text,
-					strerror(errno), EMFILE_BACKOFF_MS);
-				event_del(s->ev);
-				evtimer_add(s->backoff, &tv);
-				return;
-			}
-			mc_warn("cannot accept on %s: %s", s->addr.text, strerror(errno));
-			return;
-		}
-		if (s->nconns >= s->lim.max_conns) {
-			STAT_ADD(refused_max_conns, 1);
-			mc_warn("refusing a connection on %s: %d connections open", s->addr.text,
-				s->nconns);
-			tc.t->close(&tc);
-			continue;
-		}
-		if (s->lim.max_conns_per_addr > 0) {
-			addr_key(&ss, key);
-			h = mc_hash64(key, sizeof(key), 0);
-			ac = mc_htab_find(&s->per_addr, h, addr_count_eq, key);
-			if (ac != NULL && ac->n >= s->lim.max_conns_per_addr) {
-				STAT_ADD(refused_per_addr, 1);
-				mc_warn("refusing a connection on %s: %d connections open from its "
-					"address",
-					s->addr.text, ac->n);
-				tc.t->close(&tc);
-				continue;
-			}
-		}
-		c = conn_new(s->base, &tc, &s->ops, &s->lim, &e);
-		if (c == NULL) {
-			mc_warn("cannot serve a connection on %s: %s", s->addr.text, e.msg);
-			tc.t->close(&tc);
-			continue;
-		}
-		if (limit_start(c) < 0) {
-			mc_warn("cannot serve a connection on %s: cannot arm its timeouts",
-				s->addr.text);
-			mc_conn_close(c, false);
-			continue;
-		}
-		if (s->lim.max_conns_per_addr > 0 && ac == NULL) {
-			ac = calloc(1, sizeof(*ac));
-			if (ac == NULL || mc_htab_insert(&s->per_addr, h, ac) < 0) {
-				free(ac);
-				mc_warn("cannot serve a connection on %s: out of memory",
-					s->addr.text);
-				mc_conn_close(c, false);
-				continue;
-			}
-			memcpy(ac->key, key, sizeof(key));
-			ac->hash = h;
-		}
-		if (ac != NULL)
-			ac->n++;
-		c->addr = ac;
-		c->accepted = true;
-		c->srv = s;
-		c->snext = s->conns;
-		if (s->conns != NULL)
-			s->conns->sprev = c;
-		s->conns = c;
-		s->nconns++;
-		STAT_ADD(accepted, 1);
-		mc_debug("accepted %s on %s", c->name, s->addr.text);
-	}
-}
-
-struct mc_server *
-mc_server_new(struct event_base *base, const struct mc_addr *addr, const struct mc_conn_ops *ops,
-	      const struct mc_conn_limits *lim, struct mc_addr *bound, struct mc_err *err)
-{
-	struct mc_server *s;
-
-	s = calloc(1, sizeof(*s));
-	if (s == NULL) {
-		mc_err_set(err, MC_ERR_SYSTEM, "cannot allocate a server");
-		return NULL;
-	}
-	s->base = base;
-	s->fd = -1;
-	if (ops != NULL)
-		s->ops = *ops;
-	limits_norm(&s->lim, lim);
-	mc_htab_init(&s->per_addr);
-	s->fd = mc_addr_listen(addr, 1024, &s->addr, err);
-	if (s->fd < 0)
-		goto fail;
-	s->ev = event_new(base, s->fd, EV_READ | EV_PERSIST, on_accept, s);
-	s->backoff = evtimer_new(base, on_backoff, s);
-	if (s->ev == NULL || s->backoff == NULL || event_add(s->ev, NULL) < 0) {
-		mc_err_set(err, MC_ERR_SYSTEM, "cannot register the listener on %s", addr->text);
-		goto fail;
-	}
-	if (bound != NULL)
-		*bound = s->addr;
-	return s;
-fail:
-	if (s->ev != NULL)
-		event_free(s->ev);
-	if (s->backoff != NULL)
-		event_free(s->backoff);
-	if (s->fd >= 0)
-		close(s->fd);
-	free(s);
-	return NULL;
-}
-
-void
-mc_server_free(struct mc_server *s)
-{
-	if (s == NULL)
-		return;
-	event_free(s->ev);
-	event_free(s->backoff);
-	close(s->fd);
-	if (s->addr.is_unix) {
-		const struct sockaddr_un *un = (const struct sockaddr_un *)&s->addr.ss;
-
-		if (un->sun_path[0] != '\0')
-			unlink(un->sun_path);
-	}
-	while (s->conns != NULL)
-		conn_shutdown(s->conns);
-	mc_htab_free(&s->per_addr);
-	free(s);
-}
-
-int
-mc_server_conn_count(const struct mc_server *s)
-{
-	return s->nconns;
 }

@@ -3,16 +3,15 @@
  *
  * Both move a whole snapshot file over one connection as a bulk: save
  * -o reads the master's reply bulk in chunks straight into a temporary
- * file, restore writes the file to the socket in chunks after the
- * request header. Neither holds the file in memory, and both can show
- * how far they got.
+ * file, restore hands the file to the connection as its request's bulk
+ * (mc_rpcc_send_src), which its transport sends. Neither holds the
+ * file in memory, and both can show how far they got.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -191,51 +190,51 @@ cmd_save(int argc, char **argv)
 	return MC_EXIT_OK;
 }
 
-/* The file's bytes after the request header, straight to the socket. */
+/* How far a restore got, for its progress line. */
+struct restore_sent {
+	struct mc_progress pg;
+	uint64_t moved, len;
+};
+
+/*
+ * The connection wrote n more bytes. The request's header is counted
+ * with the file's, a few bytes ahead; the line stops at the file's size.
+ */
+static void
+restore_moved(void *arg, uint64_t n)
+{
+	struct restore_sent *s = arg;
+
+	s->moved += n;
+	mc_progress_update(&s->pg, s->moved < s->len ? s->moved : s->len, 0);
+}
+
+/*
+ * The request begun, with the file's len bytes as its bulk, read from
+ * fd when the connection's transport sends them (from the page cache,
+ * over tcp). Nothing else of the file is read or held here.
+ */
 static int
 send_file(struct mc_rpcc *r, int fd, uint64_t len, const char *path, struct mc_err *err)
 {
-	struct mc_progress pg;
-	uint64_t done = 0;
-	char *buf = malloc(CHUNK);
-	int sock = mc_rpcc_fd(r), rc = -1;
+	struct mc_bulk_src src = mc_bulk_src_fd(fd, 0, len);
+	struct restore_sent s = { .len = len };
+	struct stat st;
+	int rc = 0;
 
-	if (buf == NULL)
-		return mc_err_set(err, MC_ERR_SYSTEM, "cannot restore '%s': out of memory", path);
-	mc_progress_start(&pg, "restore", len);
-	while (done < len) {
-		size_t want = len - done < CHUNK ? (size_t)(len - done) : CHUNK, off = 0;
-		ssize_t n = read(fd, buf, want);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* the file shrank under us: the length already went out */
-			mc_err_set(err, MC_ERR_SYSTEM, "cannot read '%s': %s", path,
-				   n < 0 ? mc_strerror(errno) : "it shrank while being sent");
-			goto out;
-		}
-		while (off < (size_t)n) {
-			ssize_t w = send(sock, buf + off, (size_t)n - off, MSG_NOSIGNAL);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				mc_err_set(err,
-					   errno == EAGAIN ? MC_ERR_TIMEOUT : MC_ERR_UNAVAILABLE,
-					   "cannot send '%s' to %s: %s", path, mc_rpcc_addr(r),
-					   errno == EAGAIN ? "timed out" : mc_strerror(errno));
-				goto out;
-			}
-			off += (size_t)w;
-		}
-		done += (uint64_t)n;
-		mc_progress_update(&pg, done, 0);
+	if (mc_rpcc_send_src(r, &src, err) < 0)
+		return -1;
+	mc_progress_start(&s.pg, "restore", len);
+	mc_rpcc_on_bytes(r, restore_moved, &s);
+	if (mc_rpcc_flush(r, err) < 0) {
+		rc = -1;
+		/* the file shrank under us: the length already went out */
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < len)
+			mc_err_set(err, MC_ERR_SYSTEM,
+				   "cannot read '%s': it shrank while being sent", path);
 	}
-	rc = 0;
-out:
-	mc_progress_end(&pg);
-	free(buf);
+	mc_rpcc_on_bytes(r, NULL, NULL);
+	mc_progress_end(&s.pg);
 	return rc;
 }
 
@@ -256,7 +255,7 @@ int
 cmd_restore(int argc, char **argv)
 {
 	const char *path = argv[0];
-	struct mc_err err = { 0 }, serr = { 0 };
+	struct mc_err err = { 0 };
 	msgpack_packer *pk;
 	struct mc_rpcc *r;
 	struct mc_msg resp;
@@ -297,17 +296,8 @@ cmd_restore(int argc, char **argv)
 	mc_pack_kv_u64(pk, "len", len);
 	if (sc.force)
 		mc_pack_kv_bool(pk, "force", true);
-	if (mc_rpcc_send(r, NULL, 0, &err) < 0 || mc_rpcc_flush(r, &err) < 0)
+	if (send_file(r, fd, len, path, &err) < 0)
 		restore_fail(path, &err);
-	if (send_file(r, fd, len, path, &serr) < 0) {
-		/*
-		 * The master may have refused early and closed: its answer
-		 * says more than our broken pipe does.
-		 */
-		if (mc_rpcc_recv(r, &resp, &err) == 0 && mc_msg_error(&resp, &err) < 0)
-			restore_fail(path, &err);
-		restore_fail(path, &serr);
-	}
 	close(fd);
 	if (mc_rpcc_recv(r, &resp, &err) < 0)
 		restore_fail(path, &err);

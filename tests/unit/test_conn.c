@@ -1,6 +1,7 @@
 /*
- * Unit tests for the connection layer: libmc/conn.c (event-driven server
- * side) driven through libmc/rpcc.c (blocking client side).
+ * Unit tests for the connection layer: libmc/conn.c, registry.c and
+ * listener.c (event-driven server side) driven through libmc/rpcc.c
+ * (blocking client side).
  *
  * A server thread runs its own event_base with two servers: A (unix
  * socket and 127.0.0.1:0, small limits so the caps are cheap to hit) and

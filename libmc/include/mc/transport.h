@@ -4,7 +4,8 @@
  * (mc/conn.h), the tools' and the client's (mc/rpcc.h) and, through
  * them, the data plane (mc/dataplane.h) reach a socket only through the
  * operations here; nothing above this layer calls recv, send or
- * sendfile itself.
+ * sendfile itself (tests/lint/sockets fails the build's checks when
+ * something does).
  *
  * A transport reads into a sink and writes from sources (mc/bulk.h), so
  * one with its own way to move a registered region or a file's range
