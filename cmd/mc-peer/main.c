@@ -719,17 +719,19 @@ main(int argc, char **argv)
 	if (i < argc)
 		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
 	if (cfg.list_methods) {
-		const struct mc_method *const tables[] = { peer_data_methods,
-							   peer_control_methods };
+		struct mc_registry *r = mc_registry_new(NULL, &err);
 
-		for (size_t t = 0; t < 2; t++) {
-			struct mc_registry *r = mc_registry_new(NULL, &err);
-
-			if (!r || mc_registry_add(r, tables[t], &err) < 0)
+		if (!r || mc_registry_add(r, peer_data_methods, &err) < 0)
+			mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+		mc_registry_print(r, stdout);
+		mc_registry_free(r);
+		if (!(r = mc_registry_new(NULL, &err)))
+			mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+		for (size_t t = 0; peer_control_methods[t]; t++)
+			if (mc_registry_add(r, peer_control_methods[t], &err) < 0)
 				mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
-			mc_registry_print(r, stdout);
-			mc_registry_free(r);
-		}
+		mc_registry_print(r, stdout);
+		mc_registry_free(r);
 		return MC_EXIT_OK;
 	}
 	if (cfg.dram == 0)

@@ -35,6 +35,7 @@
 #include "mover.h"
 #include "pool.h"
 #include "reclaim.h"
+#include "tasks.h"
 
 /*
  * Totals since start. Updated on the network thread only, so plain
@@ -102,6 +103,7 @@ struct peer {
 	struct peer_counters st;
 	struct peer_grants grants;
 	struct control *ctl;
+	struct peer_tasks *tasks; /* the master's tasks, on the control link */
 	/*
 	 * Told of every write a grant covered once its bytes are committed:
 	 * the control link confirms it to the master (write_ack), so its
@@ -138,27 +140,20 @@ struct peer {
 	char secret[256];
 };
 
-/* The data-plane methods (dataplane.c), and the control connection's (control.c). */
+/*
+ * The data-plane methods (dataplane.c), and the control connection's:
+ * one table per module that serves some (link.c, tasks.c, inventory.c,
+ * ranked.c), ended by NULL.
+ */
 extern const struct mc_method peer_data_methods[];
-extern const struct mc_method peer_control_methods[];
+extern const struct mc_method *const peer_control_methods[];
 
 /*
  * Take the grant key gk {gen, key, now} the master sent for peer_id
  * (peer_register's answer, grant_key); -1 with err when malformed.
  */
 int peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err);
-/*
- * Whether to free an item (the control link skips the tasks it executed
- * already); it may look at the item's other fields.
- */
-typedef bool (*peer_drop_admit_fn)(void *arg, const msgpack_object *item);
-/*
- * A drop (why: delete) or evict (reclaim) request or notification, each
- * item freed through pool_evict when admit (if not NULL) agrees.
- */
-void peer_free_items(struct mc_req *req, enum pool_reason why, peer_drop_admit_fn admit, void *arg);
-
-/* ---- control.c: the link to the master ---- */
+/* ---- link.c: the link to the master ---- */
 
 struct control *control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err);
 /* Begin connecting (asynchronously; failures are retried with backoff). */
