@@ -153,6 +153,14 @@ extern const struct mc_method *const peer_control_methods[];
  * (peer_register's answer, grant_key); -1 with err when malformed.
  */
 int peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err);
+/* ---- metrics.c: what --http serves ---- */
+
+/* Every module's metrics registered, collected from p at each scrape; NULL when out of memory. */
+struct peer_metrics *peer_metrics_new(struct peer *p);
+/* Where they are (and the methods are counted); NULL for pm NULL. */
+struct mc_metrics *peer_metrics_registry(const struct peer_metrics *pm);
+void peer_metrics_free(struct peer_metrics *pm);
+
 /* ---- link.c: the link to the master ---- */
 
 struct control *control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err);
