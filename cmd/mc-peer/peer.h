@@ -1,21 +1,38 @@
 /*
  * mc-peer's shared state: the media, the index, the pool, counters, and
- * the pieces main.c wires together (data plane in dataplane.c, master
- * link in control.c).
+ * the pieces main.c wires together (data plane in dataplane.c, the link
+ * to the master in link.c and the modules beside it, metrics in
+ * metrics.c).
  *
  * Who may call whom (no module calls one above it):
- *   arena.c        the DRAM medium's page allocator; calls nothing here
+ *   pages.c        the page allocator; calls nothing here
+ *   arena.c        the DRAM medium's mapping; calls pages.c
  *   medium*.c      the media, one per tier, behind medium.h; medium_dram.c calls arena.c
  *   index.c        the placement index over the media; calls medium.h
  *   pool.c         commits and frees copies; calls index.c, medium.h
  *   mover.c        copies between tiers (demotion, promotion); calls pool.c, index.c, medium.h
  *   diskq.c        a blocking medium's I/O on workers, completions on the loop; calls medium.h
  *   reclaim.c      the local eviction worker; calls mover.c, pool.c, index.c, medium.h
- *   dataplane.c    write/read/drop for clients; calls reclaim.c, mover.c, diskq.c, pool.c,
+ *   names.c        the names a request gives (tenant, key, tier); calls nothing here
+ *   tasks.c        the master's tasks: dedupe, acks, dispatch by kind (drop, evict);
+ *                  calls names.c, pool.c
+ *   dataplane.c    write/read for clients, and data-port drops under --fault-inject;
+ *                  calls tasks.c, names.c, reclaim.c, mover.c, diskq.c, pool.c, index.c,
+ *                  medium.h
+ *   inventory.c    tells the master which copies there are (the report, write_ack,
+ *                  copy_moved, copy_dropped, committed); calls diskq.c, mover.c, pool.c,
  *                  index.c, medium.h
- *   control.c      the link to the master; calls dataplane.c (drop), reclaim.c, mover.c,
- *                  diskq.c, pool.c, index.c, medium.h
- *   main.c         options, metrics, the method registries; calls everyone
+ *   ranked.c       the master's ranking for master_ranked, and its room requests;
+ *                  calls reclaim.c
+ *   link.c         the connection to the master (register, heartbeat, reconnect); calls
+ *                  inventory.c, ranked.c, tasks.c, dataplane.c (grant keys), reclaim.c,
+ *                  index.c, medium.h
+ *   metrics.c      every module's metrics, read at each scrape; calls the modules below
+ *                  link.c
+ *   main.c         options, and the table of modules it starts and stops; calls everyone
+ *
+ * control.h holds the link's state that link.c, inventory.c and ranked.c
+ * share; they reach each other only downward, as above.
  */
 #ifndef MC_PEER_PEER_H
 #define MC_PEER_PEER_H
