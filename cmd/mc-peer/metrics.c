@@ -72,11 +72,14 @@ static double
 disk_value(const struct peer *p, int which)
 {
 	struct diskq_stats ds;
-	const uint64_t *v[7] = { &ds.writes,	  &ds.reads,	  &ds.seals,	   &ds.failed,
-				 &ds.loop_writes, &ds.loop_reads, &ds.staged_bytes };
 
 	diskq_stats(p->diskq, &ds);
-	return (double)*v[which];
+	{
+		const uint64_t v[7] = { ds.writes,	ds.reads,      ds.seals,       ds.failed,
+					ds.loop_writes, ds.loop_reads, ds.staged_bytes };
+
+		return (double)v[which];
+	}
 }
 
 static double
