@@ -63,9 +63,9 @@ static const struct mc_method link_methods[] = {
 	{ NULL, NULL, 0 },
 };
 
-/* Every method of the control connection, by the module that serves it. */
+/* Every method of the control connection, by the module that serves it, in their old order. */
 const struct mc_method *const peer_control_methods[] = {
-	link_methods, peer_task_methods, peer_inventory_methods, peer_ranked_methods, NULL,
+	peer_task_methods, peer_inventory_methods, peer_ranked_methods, link_methods, NULL,
 };
 
 static void start_register(struct control *ctl);
