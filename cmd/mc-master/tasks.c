@@ -15,33 +15,67 @@
 /* Bytes of keys in one message, well under any peer's max message. */
 #define MSG_KEY_BYTES (4u << 20)
 
+/* What a kind is: its names, and how its payload is kept, sent and let go. */
 struct kind {
 	const char *name;   /* the kind label of the metrics */
 	const char *method; /* the notification that carries it: {items: [...]} */
+	/* t's payload, a copy of pl the task owns: -1 when memory ran out */
+	int (*take)(struct task *t, const union task_payload *pl);
 	/* one item of that notification, a map that ends with the task id */
 	void (*pack_item)(msgpack_packer *pk, const struct tasks *ts, const struct task *t);
+	/* bytes of the item beyond its fixed fields: a message is cut by them */
+	size_t (*bytes)(const struct task *t);
+	/* give back what take took */
+	void (*release)(struct task *t);
 };
+
+static int
+copy_take(struct task *t, const union task_payload *pl)
+{
+	const struct task_copy *c = &pl->copy;
+
+	t->u.copy = *c;
+	t->u.copy.key = malloc(c->len ? c->len : 1);
+	if (t->u.copy.key == NULL)
+		return -1;
+	memcpy(t->u.copy.key, c->key, c->len);
+	return 0;
+}
 
 /* One copy: (tenant, key) up to version, and the tier when the task names one (evictions). */
 static void
-pack_copy(msgpack_packer *pk, const struct tasks *ts, const struct task *t)
+copy_pack(msgpack_packer *pk, const struct tasks *ts, const struct task *t)
 {
 	const struct store *s = ts->store;
-	bool tier = t->tier != MC_TIER_NONE;
+	const struct task_copy *c = &t->u.copy;
+	bool tier = c->tier != MC_TIER_NONE;
 
 	msgpack_pack_map(pk, tier ? 5 : 4);
 	mc_pack_kv_str(pk, "tenant",
-		       t->tenant < s->ntenants ? s->tenants[t->tenant].name : MC_DEFAULT_TENANT);
-	mc_pack_kv_strn(pk, "key", t->key, t->len);
-	mc_pack_kv_u64(pk, "version", t->version);
+		       c->tenant < s->ntenants ? s->tenants[c->tenant].name : MC_DEFAULT_TENANT);
+	mc_pack_kv_strn(pk, "key", c->key, c->len);
+	mc_pack_kv_u64(pk, "version", c->version);
 	if (tier)
-		mc_pack_kv_str(pk, "tier", mc_tier_name(t->tier));
+		mc_pack_kv_str(pk, "tier", mc_tier_name(c->tier));
 	mc_pack_kv_u64(pk, "task", t->id);
 }
 
+static size_t
+copy_bytes(const struct task *t)
+{
+	return t->u.copy.len;
+}
+
+static void
+copy_release(struct task *t)
+{
+	free(t->u.copy.key);
+	t->u.copy.key = NULL;
+}
+
 static const struct kind kinds[TASK_KIND_COUNT] = {
-	[TASK_DROP] = { "drop", "drop", pack_copy },
-	[TASK_EVICT] = { "evict", "evict", pack_copy },
+	[TASK_DROP] = { "drop", "drop", copy_take, copy_pack, copy_bytes, copy_release },
+	[TASK_EVICT] = { "evict", "evict", copy_take, copy_pack, copy_bytes, copy_release },
 };
 
 int
@@ -65,8 +99,7 @@ static void
 task_done(struct task_queue *q, struct task *t)
 {
 	t->done = true;
-	free(t->key);
-	t->key = NULL;
+	kinds[t->kind].release(t);
 	q->live--;
 }
 
@@ -94,8 +127,23 @@ int
 tasks_queue(struct tasks *ts, struct task_queue *q, int kind, uint32_t tenant, const char *key,
 	    size_t len, uint64_t version, int tier)
 {
+	union task_payload pl = { .copy = { .tenant = tenant,
+					    .len = (uint32_t)len,
+					    .version = version,
+					    .key = (char *)key,
+					    .tier = (int8_t)tier } };
+
+	return tasks_add(ts, q, kind, &pl);
+}
+
+int
+tasks_add(struct tasks *ts, struct task_queue *q, int kind, const union task_payload *pl)
+{
 	struct task *t;
 
+	/* a kind without a row has nothing to count it under either */
+	if (kind < 0 || kind >= TASK_KIND_COUNT)
+		return -1;
 	if (q->live >= TASKS_PER_PEER_MAX)
 		goto refused;
 	if (q->n == q->cap) {
@@ -112,15 +160,9 @@ tasks_queue(struct tasks *ts, struct task_queue *q, int kind, uint32_t tenant, c
 		.id = ts->last_id + 1,
 		.queued = mc_now_ms(),
 		.kind = (uint8_t)kind,
-		.tier = (int8_t)tier,
-		.tenant = tenant,
-		.len = (uint32_t)len,
-		.version = version,
-		.key = malloc(len ? len : 1),
 	};
-	if (t->key == NULL)
+	if (kinds[kind].take(t, pl) < 0)
 		goto refused;
-	memcpy(t->key, key, len);
 	ts->last_id++;
 	q->n++;
 	q->live++;
@@ -174,7 +216,7 @@ tasks_send(struct tasks *ts, struct task_queue *q, struct mc_conn *conn, uint32_
 				continue;
 			if (q->v[to].kind != kind)
 				break;
-			bytes += q->v[to].len;
+			bytes += kinds[kind].bytes(&q->v[to]);
 			items++;
 		}
 		if (mc_fault("task.send")) {

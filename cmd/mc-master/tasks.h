@@ -51,20 +51,35 @@ struct task_counts {
 };
 
 /*
- * One task. Every kind names one copy: (tenant, key) up to version; an
- * eviction also its tier (MC_TIER_NONE: whichever holds the key).
+ * The payload of a drop or an eviction: one copy, (tenant, key) up to
+ * version; an eviction also names its tier (MC_TIER_NONE: whichever
+ * holds the key). The key is the task's own.
  */
+struct task_copy {
+	uint32_t tenant;
+	uint32_t len;
+	uint64_t version;
+	char *key;
+	int8_t tier; /* enum mc_tier or MC_TIER_NONE; evictions only */
+};
+
+/*
+ * What a task carries, one member per kind (the kind table in tasks.c
+ * says which, and how it is copied, packed and freed). A later kind, a
+ * copy to another peer, adds its own struct here (its target, lease,
+ * version, grant) and one row there, and changes no other kind.
+ */
+union task_payload {
+	struct task_copy copy; /* TASK_DROP, TASK_EVICT */
+};
+
 struct task {
 	uint64_t id;
 	uint64_t queued; /* mc_now_ms() */
 	uint8_t kind;	 /* enum task_kind */
 	bool sent;	 /* on some link already: sending it again is a resend */
 	bool done;	 /* acknowledged or retired: a hole until the head passes it */
-	int8_t tier;	 /* enum mc_tier or MC_TIER_NONE; evictions only */
-	uint32_t tenant;
-	uint32_t len;
-	uint64_t version;
-	char *key;
+	union task_payload u;
 };
 
 /*
@@ -89,8 +104,13 @@ struct tasks {
 void tasks_init(struct tasks *ts, const struct store *store);
 
 /*
- * Queue a task of kind for (tenant, key) up to version, on tier (for an
- * eviction; MC_TIER_NONE otherwise); -1 when it is refused (counted).
+ * Queue a task of kind carrying a copy of pl (the member of its kind);
+ * -1 when it is refused (counted): the queue is full or memory ran out.
+ */
+int tasks_add(struct tasks *ts, struct task_queue *q, int kind, const union task_payload *pl);
+/*
+ * Queue a drop or an eviction of (tenant, key) up to version, on tier
+ * (for an eviction; MC_TIER_NONE otherwise): tasks_add with a task_copy.
  */
 int tasks_queue(struct tasks *ts, struct task_queue *q, int kind, uint32_t tenant, const char *key,
 		size_t len, uint64_t version, int tier);

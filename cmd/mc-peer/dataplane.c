@@ -18,7 +18,6 @@
  * master on the control link once its bytes are committed, so a put_end
  * can complete only copies that exist.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,69 +29,8 @@
 #include "mc/proto.h"
 #include "mc/wire.h"
 
+#include "names.h"
 #include "peer.h"
-
-struct name {
-	const char *p;
-	size_t len;
-};
-
-/*
- * A string (or bin, for byte-string keys) field of 1..max bytes. An
- * absent field takes dflt, or is an error when dflt is NULL.
- */
-static int
-get_name(const msgpack_object *params, const char *field, size_t max, const char *dflt,
-	 struct name *out, struct mc_err *err)
-{
-	const msgpack_object *o = mc_map_get(params, field);
-
-	if (!o || o->type == MSGPACK_OBJECT_NIL) {
-		if (!dflt)
-			return mc_err_set(err, MC_ERR_INVALID, "missing field '%s'", field);
-		out->p = dflt;
-		out->len = strlen(dflt);
-		return 0;
-	}
-	if (o->type == MSGPACK_OBJECT_STR) {
-		out->p = o->via.str.ptr;
-		out->len = o->via.str.size;
-	} else if (o->type == MSGPACK_OBJECT_BIN) {
-		out->p = o->via.bin.ptr;
-		out->len = o->via.bin.size;
-	} else {
-		return mc_err_set(err, MC_ERR_INVALID, "field '%s' must be a string", field);
-	}
-	if (out->len == 0 || out->len > max)
-		return mc_err_set(err, MC_ERR_INVALID, "field '%s' of %zu bytes is outside 1..%zu",
-				  field, out->len, max);
-	return 0;
-}
-
-/* tenant (default "default") and key, the address of every data-plane call. */
-static int
-get_target(const msgpack_object *params, struct name *tenant, struct name *key, struct mc_err *err)
-{
-	if (get_name(params, "tenant", MC_NAME_MAX, MC_DEFAULT_TENANT, tenant, err) < 0)
-		return -1;
-	return get_name(params, "key", MC_KEY_MAX, NULL, key, err);
-}
-
-/* A key for an error message: printable bytes, the rest as '?', cut short. */
-static const char *
-show_key(const struct name *k, char *buf, size_t cap)
-{
-	size_t i, n = k->len < cap - 4 ? k->len : cap - 4;
-
-	for (i = 0; i < n; i++)
-		buf[i] = isprint((unsigned char)k->p[i]) ? k->p[i] : '?';
-	if (n < k->len) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return buf;
-}
 
 /* ---- grants ---- */
 
@@ -358,10 +296,10 @@ h_write(struct mc_req *req)
 	bool covered;
 	char kb[80];
 
-	if (get_target(req->params, &tenant, &key, &err) < 0 ||
-	    get_name(req->params, "tier", 16, mc_tier_name(MC_TIER_DRAM), &tier, &err) < 0 ||
+	if (name_target(req->params, &tenant, &key, &err) < 0 ||
+	    name_get(req->params, "tier", 16, mc_tier_name(MC_TIER_DRAM), &tier, &err) < 0 ||
 	    (mc_map_get(req->params, "parent") != NULL &&
-	     get_name(req->params, "parent", MC_KEY_MAX, NULL, &parent, &err) < 0))
+	     name_get(req->params, "parent", MC_KEY_MAX, NULL, &parent, &err) < 0))
 		goto bad;
 	if ((r = mc_map_u64(req->params, "version", &version, &err)) <= 0) {
 		if (r == 0)
@@ -397,7 +335,7 @@ h_write(struct mc_req *req)
 	if (pindex_version(&p->index, tenant.p, tenant.len, key.p, key.len, &have, NULL) &&
 	    have > version) {
 		mc_reply_err(req, MC_ERR_VERSION, "version %llu of '%s' is older than stored %llu",
-			     (unsigned long long)version, show_key(&key, kb, sizeof(kb)),
+			     (unsigned long long)version, name_show(&key, kb, sizeof(kb)),
 			     (unsigned long long)have);
 		return;
 	}
@@ -616,7 +554,7 @@ h_read(struct mc_req *req)
 	bool covered;
 	char kb[80];
 
-	if (get_target(req->params, &tenant, &key, &err) < 0 ||
+	if (name_target(req->params, &tenant, &key, &err) < 0 ||
 	    (r = mc_map_u64(req->params, "version", &version, &err)) < 0 ||
 	    (rl = mc_map_u64(req->params, "size", &len, &err)) < 0) {
 		mc_reply_mc_err(req, &err);
@@ -636,7 +574,7 @@ h_read(struct mc_req *req)
 	if (!o) {
 		p->st.read_misses++;
 		mc_reply_err(req, MC_ERR_NOT_FOUND, "no copy of '%s'",
-			     show_key(&key, kb, sizeof(kb)));
+			     name_show(&key, kb, sizeof(kb)));
 		return;
 	}
 	if ((r == 1 && o->version != version) || (rl == 1 && o->size != len)) {
@@ -646,7 +584,7 @@ h_read(struct mc_req *req)
 		p->st.read_misses++;
 		mc_reply_err(req, MC_ERR_NOT_FOUND,
 			     "no copy of '%s' at version %llu (have version %llu of %llu bytes)",
-			     show_key(&key, kb, sizeof(kb)), (unsigned long long)version,
+			     name_show(&key, kb, sizeof(kb)), (unsigned long long)version,
 			     (unsigned long long)have, (unsigned long long)size);
 		return;
 	}
@@ -678,87 +616,6 @@ h_read(struct mc_req *req)
 /* ---- drop and evict ---- */
 
 /*
- * Free the copy item names {tenant, key, version?, tier?} for why: a
- * drop deletes it wherever it is; an evict reclaims it from the tier it
- * was charged to (any without one), demoting it when there is a tier
- * below.
- */
-static int
-free_one(struct peer *p, const msgpack_object *item, enum pool_reason why, struct mc_err *err)
-{
-	char kb[80];
-	struct name tenant, key, tier;
-	struct pool_key k;
-	struct pool_result res;
-	uint64_t version = 0;
-	int r, t = MC_TIER_NONE;
-
-	if (get_target(item, &tenant, &key, err) < 0 ||
-	    (r = mc_map_u64(item, "version", &version, err)) < 0 ||
-	    get_name(item, "tier", 16, "", &tier, err) < 0)
-		return -1;
-	if (tier.len > 0 && (t = mc_tier_parse(tier.p, tier.len, err)) < 0)
-		return -1;
-	if (mc_fault(why == POOL_DELETE ? "drop" : "evict")) {
-		mc_warn("fault injected: %s of '%s' lost",
-			why == POOL_DELETE ? "a drop" : "an evict", show_key(&key, kb, sizeof(kb)));
-		return 0;
-	}
-	k = (struct pool_key){ tenant.p, tenant.len, key.p, key.len, r == 1, version };
-	pool_evict(&p->pool, &k, why == POOL_DELETE ? MC_TIER_NONE : t, why, &res);
-	return 0;
-}
-
-/* Free item unless admit says it was done already. */
-static int
-free_admitted(struct peer *p, const msgpack_object *item, enum pool_reason why,
-	      peer_drop_admit_fn admit, void *arg, struct mc_err *err)
-{
-	if (admit != NULL && !admit(arg, item))
-		return 0;
-	return free_one(p, item, why, err);
-}
-
-void
-peer_free_items(struct mc_req *req, enum pool_reason why, peer_drop_admit_fn admit, void *arg)
-{
-	struct peer *p = req->ctx;
-	const msgpack_object_array *items = mc_map_array(req->params, "items");
-	struct mc_err err;
-	uint32_t i;
-	int bad = 0;
-
-	if (!items) {
-		if (free_admitted(p, req->params, why, admit, arg, &err) < 0)
-			goto fail;
-		if (!req->notify)
-			mc_reply_ok_empty(req);
-		return;
-	}
-	/* A bad item must not stop the others from going. */
-	for (i = 0; i < items->size; i++) {
-		if (free_admitted(p, &items->ptr[i], why, admit, arg, &err) < 0) {
-			mc_warn("%s from %s: item %u: %s", req->method->name,
-				mc_conn_peer_name(req->conn), i, err.msg);
-			bad++;
-		}
-	}
-	if (!req->notify) {
-		if (bad)
-			mc_reply_err(req, MC_ERR_INVALID, "%d of %u items were invalid", bad,
-				     items->size);
-		else
-			mc_reply_ok_empty(req);
-	}
-	return;
-fail:
-	if (req->notify)
-		mc_warn("%s from %s: %s", req->method->name, mc_conn_peer_name(req->conn), err.msg);
-	else
-		mc_reply_mc_err(req, &err);
-}
-
-/*
  * Drops and evicts come from the master on the control link; the data
  * port takes them only in tests.
  */
@@ -775,7 +632,8 @@ free_from_data_port(struct mc_req *req, enum pool_reason why)
 			     what, what);
 		return;
 	}
-	peer_free_items(req, why, NULL, NULL);
+	/* executed as they come: no task ids to dedupe or acknowledge here */
+	peer_tasks_serve(p, NULL, req);
 }
 
 static void
@@ -842,7 +700,7 @@ h_corrupt(struct mc_req *req)
 		mc_reply_err(req, MC_ERR_DENIED, "corrupt needs mc-peer --fault-inject");
 		return;
 	}
-	if (get_target(req->params, &tenant, &key, &err) < 0 ||
+	if (name_target(req->params, &tenant, &key, &err) < 0 ||
 	    mc_map_u64(req->params, "offset", &offset, &err) < 0) {
 		mc_reply_mc_err(req, &err);
 		return;
@@ -850,13 +708,13 @@ h_corrupt(struct mc_req *req)
 	o = pindex_acquire(&p->index, tenant.p, tenant.len, key.p, key.len);
 	if (!o) {
 		mc_reply_err(req, MC_ERR_NOT_FOUND, "no copy of '%s'",
-			     show_key(&key, kb, sizeof(kb)));
+			     name_show(&key, kb, sizeof(kb)));
 		return;
 	}
 	if (o->size == 0) {
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_INVALID, "'%s' is empty: no byte to corrupt",
-			     show_key(&key, kb, sizeof(kb)));
+			     name_show(&key, kb, sizeof(kb)));
 		return;
 	}
 	m = p->media[o->tier];
@@ -870,7 +728,7 @@ h_corrupt(struct mc_req *req)
 		return;
 	}
 	mc_warn("fault injected: flipped byte %llu of '%s'", (unsigned long long)at,
-		show_key(&key, kb, sizeof(kb)));
+		name_show(&key, kb, sizeof(kb)));
 	pindex_release(&p->index, o);
 	mc_reply_ok_empty(req);
 }

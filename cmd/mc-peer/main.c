@@ -280,323 +280,152 @@ static const struct mc_opt_spec spec = {
  */
 #define PEER_DISK_STAGE_MAX (256ull << 20)
 
-/* ---- metrics ---- */
+/* ---- start and stop: the modules, in the order they start ---- */
 
-struct peer_metrics {
-	struct mc_metrics *reg;
-	/* By tier, for the tiers this peer holds (NULL for the others). */
-	struct mc_metric *used[MC_TIER_COUNT], *capacity[MC_TIER_COUNT],
-		*evictions[MC_TIER_COUNT][POOL_REASON_COUNT], *drops[MC_TIER_COUNT][POOL_DROP_WHYS],
-		*moving[MC_TIER_COUNT], *occupancy_min[MC_TIER_COUNT];
-	struct mc_metric *outcomes[POOL_OUTCOMES];
-	struct mc_metric *local_evictions[RECLAIM_EVENTS], *rank_queries;
-	struct mc_metric *young, *young_bytes;
-	/* A tier kept on disk: its own I/O (ops, bytes, seconds; read then write), corrupt copies. */
-	struct mc_metric *io_ops[MC_TIER_COUNT][2], *io_bytes[MC_TIER_COUNT][2],
-		*io_seconds[MC_TIER_COUNT][2], *corrupt[MC_TIER_COUNT];
-	/* by kind: queued, done, failed, retried, lost, no_room (mover_stats order) */
-	struct mc_metric *moves[MOVE_KINDS][6];
-	/* the disk queue: jobs by kind (write, read, seal), failed, on the loop (write, read) */
-	struct mc_metric *disk_jobs[3], *disk_failed, *disk_loop[2], *disk_staged;
-	struct mc_metric *objects, *reads, *writes, *abandoned, *misses, *bytes_in, *bytes_out,
-		*malformed, *registrations, *resumes, *inventory_reports,
-		*refused[MC_GRANT_VERDICTS];
+/* What the modules share beyond struct peer: main's own resources. */
+static struct {
+	struct mc_addr listen, master, bound, http_bound;
+	struct mc_policy policy;
+	struct mc_registry *data_methods;
+	struct mc_server *server;
+	struct mc_http *http;
+	struct event *sigterm, *sigint;
+	char session[4096];
+} run;
+
+/*
+ * One module of the peer: start (an exit status: anything but
+ * MC_EXIT_OK, said on stderr, stops the peer), stop (before any module
+ * is freed: what must end while the others still stand) and free, each
+ * NULL when there is nothing to do. They start in table order and stop
+ * and free in the reverse, only those that started.
+ */
+struct peer_module {
+	const char *name;
+	int (*start)(struct peer *p);
+	void (*stop)(struct peer *p);
+	void (*free)(struct peer *p);
 };
 
+/*
+ * The media: DRAM, and the SSD tier with the session kept beside it. A
+ * file that cannot be had refuses the start.
+ */
+static int
+media_start(struct peer *p)
+{
+	struct medium_conf ssd = { .size = cfg.ssd_size, .path = cfg.ssd, .direct = true };
+	struct mc_err err;
+	struct stat st;
+
+	p->media[MC_TIER_DRAM] =
+		medium_open(MC_TIER_DRAM, &(struct medium_conf){ .size = cfg.dram }, &err);
+	if (!p->media[MC_TIER_DRAM]) {
+		mc_complain("cannot create the %s arena: %s", mc_tier_name(MC_TIER_DRAM), err.msg);
+		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
+	}
+	if (!cfg.ssd)
+		return MC_EXIT_OK;
+	p->media[MC_TIER_SSD] = medium_open(MC_TIER_SSD, &ssd, &err);
+	if (!p->media[MC_TIER_SSD]) {
+		mc_complain("cannot open the %s tier at '%s': %s", mc_tier_name(MC_TIER_SSD),
+			    cfg.ssd, err.msg);
+		medium_close(p->media[MC_TIER_DRAM]);
+		p->media[MC_TIER_DRAM] = NULL;
+		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
+	}
+	if (stat(cfg.ssd, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(run.session, sizeof(run.session), "%s/session", cfg.ssd);
+	else
+		snprintf(run.session, sizeof(run.session), "%s.session", cfg.ssd);
+	p->session_path = run.session;
+	return MC_EXIT_OK;
+}
+
 static void
-collect(struct mc_metrics *m, void *arg)
+media_free(struct peer *p)
 {
-	struct peer *p = arg;
-	struct peer_metrics *pm = p->metrics;
-	struct mc_conn_stats cs;
-	uint64_t objects, bytes;
-
-	pindex_counts(&p->index, &objects, &bytes);
-	mc_conn_stats_get(&cs);
-	mc_conn_stats_export(m);
-	for (int t = 0; t < MC_TIER_COUNT; t++) {
-		if (!p->media[t])
-			continue;
-		mc_metric_set(pm->used[t], (double)medium_used(p->media[t]));
-		mc_metric_set(pm->capacity[t], (double)medium_capacity(p->media[t]));
-		for (int r = 0; r < POOL_REASON_COUNT; r++)
-			mc_metric_set(pm->evictions[t][r], (double)pool_evictions(&p->pool, t, r));
-		for (int w = 0; w < POOL_DROP_WHYS; w++)
-			mc_metric_set(pm->drops[t][w], (double)atomic_load(&p->pool.dropped[t][w]));
-		mc_metric_set(pm->moving[t], p->mover ? (double)mover_in_flight(p->mover, t) : 0);
-		mc_metric_set(pm->occupancy_min[t], reclaimer_occupancy_min(p->reclaim, t));
-		if (pm->corrupt[t]) {
-			struct medium_io io;
-
-			medium_io(p->media[t], &io);
-			mc_metric_set(pm->io_ops[t][0], (double)io.reads);
-			mc_metric_set(pm->io_ops[t][1], (double)io.writes);
-			mc_metric_set(pm->io_bytes[t][0], (double)io.read_bytes);
-			mc_metric_set(pm->io_bytes[t][1], (double)io.write_bytes);
-			mc_metric_set(pm->io_seconds[t][0], (double)io.read_ns / 1e9);
-			mc_metric_set(pm->io_seconds[t][1], (double)io.write_ns / 1e9);
-			mc_metric_set(pm->corrupt[t], (double)io.corrupt);
-		}
-	}
-	for (int oc = 0; oc < POOL_OUTCOMES; oc++)
-		mc_metric_set(pm->outcomes[oc], (double)atomic_load(&p->pool.outcomes[oc]));
-	for (int e = 0; e < RECLAIM_EVENTS; e++)
-		mc_metric_set(pm->local_evictions[e], (double)reclaimer_events(p->reclaim, e));
-	mc_metric_set(pm->rank_queries, (double)reclaimer_asked(p->reclaim));
-	{
-		uint64_t young, young_bytes;
-
-		reclaimer_young_taken(p->reclaim, &young, &young_bytes);
-		mc_metric_set(pm->young, (double)young);
-		mc_metric_set(pm->young_bytes, (double)young_bytes);
-	}
-	if (p->mover) {
-		const struct mover_stats *ms = mover_stats(p->mover);
-
-		for (int k = 0; k < MOVE_KINDS; k++) {
-			const uint64_t v[6] = { ms->queued[k],	ms->done[k], ms->failed[k],
-						ms->retried[k], ms->lost[k], ms->no_room[k] };
-
-			for (int i = 0; i < 6; i++)
-				mc_metric_set(pm->moves[k][i], (double)v[i]);
-		}
-	}
-	if (p->diskq && pm->disk_failed) {
-		struct diskq_stats ds;
-
-		diskq_stats(p->diskq, &ds);
-		mc_metric_set(pm->disk_jobs[0], (double)ds.writes);
-		mc_metric_set(pm->disk_jobs[1], (double)ds.reads);
-		mc_metric_set(pm->disk_jobs[2], (double)ds.seals);
-		mc_metric_set(pm->disk_failed, (double)ds.failed);
-		mc_metric_set(pm->disk_loop[0], (double)ds.loop_writes);
-		mc_metric_set(pm->disk_loop[1], (double)ds.loop_reads);
-		mc_metric_set(pm->disk_staged, (double)ds.staged_bytes);
-	}
-	mc_metric_set(pm->objects, (double)objects);
-	mc_metric_set(pm->reads, (double)p->st.reads);
-	mc_metric_set(pm->writes, (double)p->st.writes);
-	mc_metric_set(pm->misses, (double)p->st.read_misses);
-	mc_metric_set(pm->abandoned, (double)p->st.writes_abandoned);
-	mc_metric_set(pm->bytes_in, (double)p->st.bytes_in);
-	mc_metric_set(pm->bytes_out, (double)p->st.bytes_out);
-	mc_metric_set(pm->malformed, (double)cs.malformed);
-	mc_metric_set(pm->registrations, (double)p->st.registrations);
-	mc_metric_set(pm->resumes, (double)p->st.resumes);
-	mc_metric_set(pm->inventory_reports, (double)p->st.inventory_reports);
-	for (int v = MC_GRANT_OK + 1; v < MC_GRANT_VERDICTS; v++)
-		mc_metric_set(pm->refused[v], (double)p->grants.refused[v]);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		medium_close(p->media[t]);
 }
 
-/* The I/O of a tier kept on disk (one that seals its copies); nothing for DRAM. */
+/* The index over the media, and the pool that commits and frees copies in it. */
 static int
-io_metrics_new(struct peer_metrics *pm, struct medium *m)
+index_start(struct peer *p)
 {
-	static const char *const op[2] = { "read", "write" };
-	const char *tier = mc_tier_name(m->tier);
-	int t = m->tier;
+	struct mc_err err;
 
-	if (!m->ops->seal)
-		return 0;
-	for (int i = 0; i < 2; i++) {
-		char label[64];
-
-		snprintf(label, sizeof(label), "%s,%s", tier, op[i]);
-		pm->io_ops[t][i] =
-			mc_metric_get(pm->reg, "mc_peer_medium_ops_total", MC_COUNTER,
-				      "Reads and writes of a tier kept on disk (reads it served "
-				      "include replies sent with sendfile).",
-				      "tier,op", label);
-		pm->io_bytes[t][i] = mc_metric_get(
-			pm->reg, "mc_peer_medium_bytes_total", MC_COUNTER,
-			"Bytes read and written on a tier kept on disk.", "tier,op", label);
-		pm->io_seconds[t][i] = mc_metric_get(
-			pm->reg, "mc_peer_medium_seconds_total", MC_COUNTER,
-			"Time spent in a disk tier's own reads and writes (the mover's copies and "
-			"recovery; replies and client writes run in their connections).",
-			"tier,op", label);
-		if (!pm->io_ops[t][i] || !pm->io_bytes[t][i] || !pm->io_seconds[t][i])
-			return -1;
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		p->marks[t] = cfg.marks[t];
+	p->promote = cfg.promote ? PROMOTE_MOVE : PROMOTE_OFF;
+	if (pindex_init(&p->index, p->media, &err) < 0) {
+		mc_complain("%s", err.msg);
+		return MC_EXIT_SOFTWARE;
 	}
-	pm->corrupt[t] =
-		mc_metric_get(pm->reg, "mc_peer_medium_corrupt_total", MC_COUNTER,
-			      "Copies found torn or corrupt at start, and dropped.", "tier", tier);
-	return pm->corrupt[t] ? 0 : -1;
+	pool_init(&p->pool, &p->index);
+	pindex_journal_limit(&p->index, (size_t)cfg.journal_max, PINDEX_JOURNAL_NAME_BYTES);
+	return MC_EXIT_OK;
 }
 
-/* The disk queue's jobs and staging, for a peer with one. */
+static void
+index_free(struct peer *p)
+{
+	pindex_destroy(&p->index);
+}
+
+/*
+ * A tier kept on disk: its copies from before a restart taken back, the
+ * mover that demotes into it, and the disk queue that does its I/O.
+ */
 static int
-disk_metrics_new(struct peer_metrics *pm)
+disk_start(struct peer *p)
 {
-	static const char *const kinds[3] = { "write", "read", "seal" };
+	struct mc_err err;
+	struct medium_io io;
+	uint64_t found;
 
-	for (int k = 0; k < 3; k++)
-		if (!(pm->disk_jobs[k] = mc_metric_get(
-			      pm->reg, "mc_peer_disk_jobs_total", MC_COUNTER,
-			      "Writes, cold reads and header seals the disk queue's workers ran.",
-			      "kind", kinds[k])))
-			return -1;
-	for (int k = 0; k < 2; k++)
-		if (!(pm->disk_loop[k] = mc_metric_get(
-			      pm->reg, "mc_peer_disk_loop_total", MC_COUNTER,
-			      "Writes and reads of a disk tier the loop streamed itself, the disk "
-			      "queue's staging being spent.",
-			      "op", kinds[k])))
-			return -1;
-	pm->disk_failed =
-		mc_metric_get(pm->reg, "mc_peer_disk_failed_total", MC_COUNTER,
-			      "Disk queue jobs that failed or were cancelled.", NULL, NULL);
-	pm->disk_staged =
-		mc_metric_get(pm->reg, "mc_peer_disk_staged_bytes", MC_GAUGE,
-			      "Staging the disk queue holds for copies in flight.", NULL, NULL);
-	return pm->disk_failed && pm->disk_staged ? 0 : -1;
+	if (!p->media[MC_TIER_SSD])
+		return MC_EXIT_OK;
+	if (pool_recover(&p->pool, MC_TIER_SSD, &found, &err) < 0) {
+		mc_complain("cannot recover the %s tier: %s", mc_tier_name(MC_TIER_SSD), err.msg);
+		return MC_EXIT_SOFTWARE;
+	}
+	medium_io(p->media[MC_TIER_SSD], &io);
+	if (io.corrupt > 0)
+		mc_warn("%llu copies on %s were torn or corrupt (checksum mismatch): dropped",
+			(unsigned long long)io.corrupt, mc_tier_name(MC_TIER_SSD));
+	if (found > 0)
+		mc_info("%llu copies kept on %s from before; reporting them to the master",
+			(unsigned long long)found, mc_tier_name(MC_TIER_SSD));
+	if (!(p->mover = mover_new(p->base, &p->pool, &err))) {
+		mc_complain("%s", err.msg);
+		return MC_EXIT_SOFTWARE;
+	}
+	p->pool.demote = mover_demote;
+	p->pool.demote_arg = p->mover;
+	if (!(p->diskq = diskq_new(p->base, PEER_DISK_STAGE_MAX, &err))) {
+		mc_complain("%s", err.msg);
+		return MC_EXIT_SOFTWARE;
+	}
+	return MC_EXIT_OK;
 }
 
-static struct peer_metrics *
-metrics_new(struct peer *p)
+/* Its completions answer on connections still open and give their copies back. */
+static void
+disk_stop(struct peer *p)
 {
-	struct peer_metrics *pm = calloc(1, sizeof(*pm));
-	struct mc_metrics *r;
-
-	if (!pm)
-		return NULL;
-	pm->reg = r = mc_metrics_new();
-	if (!r)
-		goto fail;
-	for (int t = 0; t < MC_TIER_COUNT; t++) {
-		if (!p->media[t])
-			continue;
-		pm->used[t] = mc_metric_get(r, "mc_peer_tier_bytes_used", MC_GAUGE,
-					    "Bytes allocated in the tier (whole pages).", "tier",
-					    mc_tier_name(t));
-		pm->capacity[t] =
-			mc_metric_get(r, "mc_peer_tier_bytes_capacity", MC_GAUGE,
-				      "Capacity of the tier in bytes.", "tier", mc_tier_name(t));
-		if (!pm->used[t] || !pm->capacity[t])
-			goto fail;
-		for (int w = 0; w < POOL_DROP_WHYS; w++) {
-			char label[64];
-
-			snprintf(label, sizeof(label), "%s,%s", mc_tier_name(t),
-				 pool_drop_why_name(w));
-			if (!(pm->drops[t][w] = mc_metric_get(
-				      r, "mc_peer_capacity_drops_total", MC_COUNTER,
-				      "Copies dropped for capacity instead of moved down, by tier "
-				      "and why.",
-				      "tier,reason", label)))
-				goto fail;
-		}
-		if (!(pm->moving[t] = mc_metric_get(r, "mc_peer_moving_bytes", MC_GAUGE,
-						    "Bytes being moved out of the tier.", "tier",
-						    mc_tier_name(t))))
-			goto fail;
-		if (!(pm->occupancy_min[t] = mc_metric_get(
-			      r, "mc_peer_tier_occupancy_min", MC_GAUGE,
-			      "The lowest usage, a fraction of capacity, this peer's own eviction "
-			      "left the tier at (1 before it ran).",
-			      "tier", mc_tier_name(t))))
-			goto fail;
-		if (io_metrics_new(pm, p->media[t]) < 0)
-			goto fail;
-		for (int why = 0; why < POOL_REASON_COUNT; why++) {
-			char label[64];
-
-			snprintf(label, sizeof(label), "%s,%s", mc_tier_name(t),
-				 pool_reason_name(why));
-			pm->evictions[t][why] = mc_metric_get(
-				r, "mc_peer_evictions_total", MC_COUNTER,
-				"Copies freed, by tier and reason.", "tier,reason", label);
-			if (!pm->evictions[t][why])
-				goto fail;
-		}
-	}
-	if (p->diskq && disk_metrics_new(pm) < 0)
-		goto fail;
-	for (int oc = 0; oc < POOL_OUTCOMES; oc++)
-		if (!(pm->outcomes[oc] = mc_metric_get(r, "mc_peer_pool_evicts_total", MC_COUNTER,
-						       "Copies asked to be freed, by outcome.",
-						       "outcome", pool_outcome_name(oc))))
-			goto fail;
-	for (int e = 0; e < RECLAIM_EVENTS; e++)
-		if (!(pm->local_evictions[e] = mc_metric_get(
-			      r, "mc_peer_local_evictions_total", MC_COUNTER,
-			      "What this peer's own eviction did: plans made (round), victims of "
-			      "its plan and of the master's ranking freed (key, master_key), plans "
-			      "that found nothing (no_candidate) or only group members (stalled), "
-			      "plans that left young copies out (young).",
-			      "event", reclaim_event_name(e))))
-			goto fail;
-	if (!(pm->rank_queries = mc_metric_get(
-		      r, "mc_peer_rank_queries_total", MC_COUNTER,
-		      "Ranking queries (evict_candidates) sent to the master.", NULL, NULL)))
-		goto fail;
-	if (!(pm->young = mc_metric_get(r, "mc_evicted_young_total", MC_COUNTER,
-					"Copies younger than --young that this peer's own "
-					"eviction took for a write that needed their room.",
-					NULL, NULL)) ||
-	    !(pm->young_bytes = mc_metric_get(r, "mc_evicted_young_bytes_total", MC_COUNTER,
-					      "Bytes of those copies.", NULL, NULL)))
-		goto fail;
-	for (int k = 0; k < MOVE_KINDS && p->mover; k++) {
-		static const char *const outcome[6] = { "queued",  "done", "failed",
-							"retried", "lost", "no_room" };
-
-		for (int i = 0; i < 6; i++) {
-			char label[64];
-
-			snprintf(label, sizeof(label), "%s,%s", mover_kind_name(k), outcome[i]);
-			if (!(pm->moves[k][i] = mc_metric_get(
-				      r, "mc_peer_moves_total", MC_COUNTER,
-				      "Moves between tiers (demotions and promotions), by outcome.",
-				      "kind,outcome", label)))
-				goto fail;
-		}
-	}
-	pm->objects = mc_metric_get(r, "mc_peer_objects", MC_GAUGE, "Objects held.", NULL, NULL);
-	pm->reads =
-		mc_metric_get(r, "mc_peer_reads_total", MC_COUNTER, "Reads served.", NULL, NULL);
-	pm->writes =
-		mc_metric_get(r, "mc_peer_writes_total", MC_COUNTER, "Writes stored.", NULL, NULL);
-	pm->misses = mc_metric_get(r, "mc_peer_read_misses_total", MC_COUNTER,
-				   "Reads of a key or version not held.", NULL, NULL);
-	pm->abandoned =
-		mc_metric_get(r, "mc_peer_writes_abandoned_total", MC_COUNTER,
-			      "Writes abandoned when their bytes stopped coming.", NULL, NULL);
-	pm->bytes_in = mc_metric_get(r, "mc_peer_bytes_in_total", MC_COUNTER,
-				     "Object bytes written.", NULL, NULL);
-	pm->bytes_out = mc_metric_get(r, "mc_peer_bytes_out_total", MC_COUNTER,
-				      "Object bytes read.", NULL, NULL);
-	pm->malformed = mc_metric_get(r, "mc_peer_malformed_messages_total", MC_COUNTER,
-				      "Connections closed for a malformed message.", NULL, NULL);
-	pm->registrations =
-		mc_metric_get(r, "mc_peer_registrations_total", MC_COUNTER,
-			      "Registrations the master accepted as a new peer.", NULL, NULL);
-	pm->resumes =
-		mc_metric_get(r, "mc_peer_resumes_total", MC_COUNTER,
-			      "Registrations the master resumed after a lost link.", NULL, NULL);
-	pm->inventory_reports =
-		mc_metric_get(r, "mc_peer_inventory_reports_total", MC_COUNTER,
-			      "Whole inventories reported to the master.", NULL, NULL);
-	for (int v = MC_GRANT_OK + 1; v < MC_GRANT_VERDICTS; v++)
-		if (!(pm->refused[v] =
-			      mc_metric_get(r, "mc_peer_grants_refused_total", MC_COUNTER,
-					    "Reads and writes refused for their grant, by reason.",
-					    "reason", mc_grant_verdict_name(v))))
-			goto fail;
-	if (!pm->objects || !pm->reads || !pm->writes || !pm->misses || !pm->abandoned ||
-	    !pm->bytes_in || !pm->bytes_out || !pm->malformed || !pm->registrations ||
-	    !pm->resumes || !pm->inventory_reports)
-		goto fail;
-	mc_metrics_on_collect(r, collect, p);
-	return pm;
-fail:
-	if (pm->reg)
-		mc_metrics_free(pm->reg);
-	free(pm);
-	return NULL;
+	diskq_free(p->diskq);
+	p->diskq = NULL;
 }
 
-/* ---- start and stop ---- */
+static void
+disk_free(struct peer *p)
+{
+	diskq_free(p->diskq);
+	p->diskq = NULL;
+	mover_free(p->mover);
+	p->mover = NULL;
+}
 
 /*
  * The local eviction worker, with the policy it plans by. It is woken
@@ -610,67 +439,146 @@ reclaim_settled(void *arg, int tier)
 }
 
 static int
-start_reclaim(struct peer *p, struct mc_policy *pol, struct mc_err *err)
+reclaim_start(struct peer *p)
 {
+	struct mc_policy *pol = &run.policy;
 	struct reclaim_conf rc = { .mode = cfg.eviction_mode,
 				   .policy = pol,
 				   .soft_pinned_pass = cfg.evict_soft_pinned,
 				   .young_ms = cfg.young };
+	struct mc_err err;
 
-	if (cfg.evict_policy ? mc_policy_load(cfg.evict_policy, pol, err) < 0
-			     : mc_policy_builtin(pol, err) < 0) {
+	if (cfg.evict_policy ? mc_policy_load(cfg.evict_policy, pol, &err) < 0
+			     : mc_policy_builtin(pol, &err) < 0) {
 		/* a file the operator named that does not do: theirs to fix */
-		err->code = MC_ERR_INVALID;
-		return -1;
+		mc_complain("%s", err.msg);
+		return MC_EXIT_USAGE;
 	}
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		rc.high[t] = p->marks[t].high;
 		rc.low[t] = p->marks[t].low;
 	}
-	if (!(p->reclaim = reclaimer_new(p->base, &p->pool, p->mover, &rc, err)))
-		return -1;
+	if (!(p->reclaim = reclaimer_new(p->base, &p->pool, p->mover, &rc, &err))) {
+		mc_complain("%s", err.msg);
+		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
+	}
 	if (p->mover)
 		mover_on_settled(p->mover, reclaim_settled, p->reclaim);
 	mc_info("eviction mode %s, planned with %s", evict_mode_name(cfg.eviction_mode),
 		pol->name[0] ? pol->name : MC_POLICY_BUILTIN_NAME);
-	return 0;
+	return MC_EXIT_OK;
 }
 
-/* Flags that name a tier this peer does not have, or half of one: refused at start. */
 static void
-check_tiers(void)
+reclaim_free(struct peer *p)
 {
-	if (cfg.ssd && cfg.ssd_size == 0)
-		mc_die(MC_EXIT_USAGE, "--ssd needs --ssd-size SIZE");
-	if (!cfg.ssd && cfg.ssd_size > 0)
-		mc_die(MC_EXIT_USAGE, "--ssd-size needs --ssd PATH");
-	if (!cfg.ssd && cfg.marks[MC_TIER_SSD].given)
-		mc_die(MC_EXIT_USAGE, "--ssd-watermarks needs --ssd PATH");
-	if (!cfg.ssd && cfg.promote)
-		mc_die(MC_EXIT_USAGE,
-		       "--promote-on-read needs --ssd PATH (a tier to promote from)");
+	if (p->mover)
+		mover_on_settled(p->mover, NULL, NULL);
+	reclaimer_free(p->reclaim);
+	p->reclaim = NULL;
 }
 
-/*
- * The SSD tier: opened (a file that cannot be had refuses the start),
- * its copies from before a restart taken back, the mover that demotes
- * into it, and the session kept beside it.
- */
+/* The metrics, with --http; the registry counts every method, so they come first. */
 static int
-open_ssd(struct peer *p, char *session, size_t cap, struct mc_err *err)
+metrics_start(struct peer *p)
 {
-	struct medium_conf conf = { .size = cfg.ssd_size, .path = cfg.ssd, .direct = true };
-	struct stat st;
+	if (cfg.http && !(p->metrics = peer_metrics_new(p))) {
+		mc_complain("cannot create metrics");
+		return MC_EXIT_SOFTWARE;
+	}
+	p->registry = peer_metrics_registry(p->metrics);
+	return MC_EXIT_OK;
+}
 
-	p->media[MC_TIER_SSD] = medium_open(MC_TIER_SSD, &conf, err);
-	if (!p->media[MC_TIER_SSD])
-		return -1;
-	if (stat(cfg.ssd, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(session, cap, "%s/session", cfg.ssd);
-	else
-		snprintf(session, cap, "%s.session", cfg.ssd);
-	p->session_path = session;
-	return 0;
+static void
+metrics_free(struct peer *p)
+{
+	peer_metrics_free(p->metrics);
+	p->metrics = NULL;
+	p->registry = NULL;
+}
+
+/* The data plane on --listen. */
+static int
+data_start(struct peer *p)
+{
+	struct mc_conn_ops ops = { 0 };
+	struct mc_conn_limits lim;
+	struct mc_err err;
+	uint64_t largest = 0;
+
+	run.data_methods = mc_registry_new(p->registry, &err);
+	if (!run.data_methods || mc_registry_add(run.data_methods, peer_data_methods, &err) < 0) {
+		mc_complain("cannot start: %s", err.msg);
+		return MC_EXIT_SOFTWARE;
+	}
+	ops.methods = run.data_methods;
+	ops.ctx = p;
+	lim = cfg.lim;
+	lim.max_conns = cfg.max_conns;
+	/*
+	 * A read queues the object by reference, so queued output is mostly
+	 * medium bytes that cost nothing extra; allow one object as large as
+	 * the largest tier plus headers instead of cutting off readers of
+	 * large objects.
+	 */
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		if (p->media[t] && medium_capacity(p->media[t]) > largest)
+			largest = medium_capacity(p->media[t]);
+	lim.max_outq = (size_t)largest + (64u << 20);
+	/*
+	 * Data-plane headers are small (a key is at most 4 KiB) and bulk
+	 * bytes do not count, so a 1 MiB cap on one message bounds what a
+	 * hostile client can make each connection buffer.
+	 */
+	lim.max_msg = 1u << 20;
+	run.server = mc_server_new(p->base, &run.listen, &ops, &lim, &run.bound, &err);
+	if (!run.server) {
+		/* The error names the address already ("cannot listen on ADDR: why"). */
+		mc_complain("%s", err.msg);
+		return MC_EXIT_UNAVAILABLE;
+	}
+	snprintf(p->advertise, sizeof(p->advertise), "%s",
+		 cfg.advertise ? cfg.advertise : run.bound.text);
+	snprintf(p->bound, sizeof(p->bound), "%s", run.bound.text);
+	p->ready_fd = cfg.ready_fd;
+	return MC_EXIT_OK;
+}
+
+/* Closing the connections releases every reference readers held. */
+static void
+data_free(struct peer *p)
+{
+	(void)p;
+	mc_server_free(run.server);
+	run.server = NULL;
+	mc_registry_free(run.data_methods);
+	run.data_methods = NULL;
+}
+
+static int
+http_start(struct peer *p)
+{
+	struct mc_err err;
+
+	if (!cfg.http)
+		return MC_EXIT_OK;
+	run.http = mc_http_start(p->base, cfg.http, p->registry, &run.http_bound, &err);
+	if (!run.http) {
+		mc_complain("cannot serve metrics: %s", err.msg);
+		return MC_EXIT_UNAVAILABLE;
+	}
+	mc_info("metrics on http://%s/metrics", run.http_bound.text);
+	return MC_EXIT_OK;
+}
+
+static void
+http_free(struct peer *p)
+{
+	(void)p;
+	if (run.http)
+		mc_http_stop(run.http);
+	run.http = NULL;
 }
 
 static void
@@ -695,50 +603,112 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	control_shutdown(p->ctl, UNREGISTER_TIMEOUT_MS, stopped, p->base);
 }
 
+/* The link to the master (link.c), connecting once the loop runs. */
+static int
+link_start(struct peer *p)
+{
+	struct mc_err err;
+
+	p->ctl = control_new(p, &run.master, &err);
+	if (!p->ctl) {
+		mc_complain("%s", err.msg);
+		return MC_EXIT_SOFTWARE;
+	}
+	run.sigterm = evsignal_new(p->base, SIGTERM, on_signal, p);
+	run.sigint = evsignal_new(p->base, SIGINT, on_signal, p);
+	if (!run.sigterm || !run.sigint || evsignal_add(run.sigterm, NULL) < 0 ||
+	    evsignal_add(run.sigint, NULL) < 0) {
+		mc_complain("cannot install signal handlers");
+		return MC_EXIT_SOFTWARE;
+	}
+	control_start(p->ctl);
+	return MC_EXIT_OK;
+}
+
+static void
+link_free(struct peer *p)
+{
+	if (run.sigterm)
+		event_free(run.sigterm);
+	if (run.sigint)
+		event_free(run.sigint);
+	run.sigterm = run.sigint = NULL;
+	control_free(p->ctl);
+	p->ctl = NULL;
+}
+
+static const struct peer_module modules[] = {
+	{ "media", media_start, NULL, media_free },
+	{ "index", index_start, NULL, index_free },
+	{ "disk", disk_start, disk_stop, disk_free },
+	{ "reclaim", reclaim_start, NULL, reclaim_free },
+	{ "metrics", metrics_start, NULL, metrics_free },
+	{ "data", data_start, NULL, data_free },
+	{ "http", http_start, NULL, http_free },
+	{ "link", link_start, NULL, link_free },
+};
+#define NMODULES (sizeof(modules) / sizeof(modules[0]))
+
+/* Flags that name a tier this peer does not have, or half of one: refused at start. */
+static void
+check_tiers(void)
+{
+	if (cfg.ssd && cfg.ssd_size == 0)
+		mc_die(MC_EXIT_USAGE, "--ssd needs --ssd-size SIZE");
+	if (!cfg.ssd && cfg.ssd_size > 0)
+		mc_die(MC_EXIT_USAGE, "--ssd-size needs --ssd PATH");
+	if (!cfg.ssd && cfg.marks[MC_TIER_SSD].given)
+		mc_die(MC_EXIT_USAGE, "--ssd-watermarks needs --ssd PATH");
+	if (!cfg.ssd && cfg.promote)
+		mc_die(MC_EXIT_USAGE,
+		       "--promote-on-read needs --ssd PATH (a tier to promote from)");
+}
+
+/* --list-methods: the data plane's, then the control connection's. */
+static int
+list_methods(void)
+{
+	struct mc_err err;
+	struct mc_registry *r = mc_registry_new(NULL, &err);
+
+	if (!r || mc_registry_add(r, peer_data_methods, &err) < 0)
+		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+	mc_registry_print(r, stdout);
+	mc_registry_free(r);
+	if (!(r = mc_registry_new(NULL, &err)))
+		mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+	for (size_t t = 0; peer_control_methods[t]; t++)
+		if (mc_registry_add(r, peer_control_methods[t], &err) < 0)
+			mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
+	mc_registry_print(r, stdout);
+	mc_registry_free(r);
+	return MC_EXIT_OK;
+}
+
 int
 main(int argc, char **argv)
 {
 	static struct peer p;
-	struct mc_addr listen_addr, master_addr, bound, http_bound;
-	struct mc_conn_ops ops = { 0 };
-	struct mc_conn_limits lim;
-	struct mc_server *server = NULL;
-	struct mc_registry *data_methods = NULL;
-	struct mc_http *http = NULL;
-	struct event *sigterm = NULL, *sigint = NULL;
 	struct mc_err err;
-	struct mc_policy policy;
-	char host[256], session[4096];
-	uint64_t largest = 0;
+	char host[256];
+	size_t n;
 	int i, code = MC_EXIT_SOFTWARE;
 
 	mc_log_init("mc-peer", 1);
-	mc_policy_default(&policy);
+	mc_policy_default(&run.policy);
 	mc_conn_limits_daemon(&cfg.lim);
 	i = mc_opt_parse(&spec, argc, argv);
 	if (i < argc)
 		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);
-	if (cfg.list_methods) {
-		const struct mc_method *const tables[] = { peer_data_methods,
-							   peer_control_methods };
-
-		for (size_t t = 0; t < 2; t++) {
-			struct mc_registry *r = mc_registry_new(NULL, &err);
-
-			if (!r || mc_registry_add(r, tables[t], &err) < 0)
-				mc_die(MC_EXIT_SOFTWARE, "%s", err.msg);
-			mc_registry_print(r, stdout);
-			mc_registry_free(r);
-		}
-		return MC_EXIT_OK;
-	}
+	if (cfg.list_methods)
+		return list_methods();
 	if (cfg.dram == 0)
 		mc_die(MC_EXIT_USAGE, "missing --dram SIZE (the DRAM arena size)");
 	check_tiers();
-	if (mc_addr_parse(cfg.listen, &listen_addr, &err) < 0)
+	if (mc_addr_parse(cfg.listen, &run.listen, &err) < 0)
 		mc_die(mc_status_exit_code(err.code), "invalid --listen '%s': %s", cfg.listen,
 		       err.msg);
-	if (mc_addr_parse(cfg.master, &master_addr, &err) < 0)
+	if (mc_addr_parse(cfg.master, &run.master, &err) < 0)
 		mc_die(mc_status_exit_code(err.code), "invalid --master '%s': %s", cfg.master,
 		       err.msg);
 	/*
@@ -751,7 +721,7 @@ main(int argc, char **argv)
 	     mc_addr_check_local("--http", cfg.http, INSECURE_REMEDY, &err) != 0))
 		mc_die(MC_EXIT_USAGE, "%s", err.msg);
 	/* Fault injection lets anyone make and drop copies: never beyond this machine. */
-	if (cfg.fault_inject && !mc_addr_is_local(&listen_addr))
+	if (cfg.fault_inject && !mc_addr_is_local(&run.listen))
 		mc_die(MC_EXIT_USAGE, "refusing --fault-inject with --listen %s: only on loopback",
 		       cfg.listen);
 	if (cfg.secret_file != NULL) {
@@ -784,173 +754,32 @@ main(int argc, char **argv)
 		mc_complain("cannot create the event loop");
 		return MC_EXIT_SOFTWARE;
 	}
-	p.media[MC_TIER_DRAM] =
-		medium_open(MC_TIER_DRAM, &(struct medium_conf){ .size = cfg.dram }, &err);
-	if (!p.media[MC_TIER_DRAM]) {
-		mc_complain("cannot create the %s arena: %s", mc_tier_name(MC_TIER_DRAM), err.msg);
-		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
-		goto out_base;
+	for (n = 0; n < NMODULES; n++) {
+		if (modules[n].start && (code = modules[n].start(&p)) != MC_EXIT_OK)
+			break;
+		mc_debug("started %s", modules[n].name);
 	}
-	if (cfg.ssd && open_ssd(&p, session, sizeof(session), &err) < 0) {
-		mc_complain("cannot open the %s tier at '%s': %s", mc_tier_name(MC_TIER_SSD),
-			    cfg.ssd, err.msg);
-		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
-		goto out_media;
-	}
-	for (int t = 0; t < MC_TIER_COUNT; t++)
-		p.marks[t] = cfg.marks[t];
-	p.promote = cfg.promote ? PROMOTE_MOVE : PROMOTE_OFF;
-	if (pindex_init(&p.index, p.media, &err) < 0) {
-		mc_complain("%s", err.msg);
-		goto out_media;
-	}
-	pool_init(&p.pool, &p.index);
-	pindex_journal_limit(&p.index, (size_t)cfg.journal_max, PINDEX_JOURNAL_NAME_BYTES);
-	if (p.media[MC_TIER_SSD]) {
-		uint64_t found;
-		struct medium_io io;
-
-		if (pool_recover(&p.pool, MC_TIER_SSD, &found, &err) < 0) {
-			mc_complain("cannot recover the %s tier: %s", mc_tier_name(MC_TIER_SSD),
-				    err.msg);
-			goto out_index;
-		}
-		medium_io(p.media[MC_TIER_SSD], &io);
-		if (io.corrupt > 0)
-			mc_warn("%llu copies on %s were torn or corrupt (checksum mismatch): "
-				"dropped",
-				(unsigned long long)io.corrupt, mc_tier_name(MC_TIER_SSD));
-		if (found > 0)
-			mc_info("%llu copies kept on %s from before; reporting them to the master",
-				(unsigned long long)found, mc_tier_name(MC_TIER_SSD));
-		if (!(p.mover = mover_new(p.base, &p.pool, &err))) {
-			mc_complain("%s", err.msg);
-			goto out_index;
-		}
-		p.pool.demote = mover_demote;
-		p.pool.demote_arg = p.mover;
-		if (!(p.diskq = diskq_new(p.base, PEER_DISK_STAGE_MAX, &err))) {
-			mc_complain("%s", err.msg);
-			goto out_index;
+	if (n == NMODULES) {
+		for (int t = 0; t < MC_TIER_COUNT; t++)
+			if (p.media[t])
+				mc_info("%s tier of %llu bytes", mc_tier_name(t),
+					(unsigned long long)medium_capacity(p.media[t]));
+		mc_info("master %s; advertising %s", run.master.text, p.advertise);
+		mc_complain("listening on %s", run.bound.text);
+		code = MC_EXIT_OK;
+		if (event_base_dispatch(p.base) < 0) {
+			mc_complain("event loop failed");
+			code = MC_EXIT_SOFTWARE;
 		}
 	}
-	if (start_reclaim(&p, &policy, &err) < 0) {
-		mc_complain("%s", err.msg);
-		code = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
-		goto out_index;
-	}
-
-	/* the registry counts every method, so the metrics come first */
-	if (cfg.http && !(p.metrics = metrics_new(&p))) {
-		mc_complain("cannot create metrics");
-		goto out_index;
-	}
-	p.registry = p.metrics ? p.metrics->reg : NULL;
-	data_methods = mc_registry_new(p.registry, &err);
-	if (!data_methods || mc_registry_add(data_methods, peer_data_methods, &err) < 0) {
-		mc_complain("cannot start: %s", err.msg);
-		goto out_index;
-	}
-	ops.methods = data_methods;
-	ops.ctx = &p;
-	lim = cfg.lim;
-	lim.max_conns = cfg.max_conns;
-	/*
-	 * A read queues the object by reference, so queued output is mostly
-	 * medium bytes that cost nothing extra; allow one object as large as
-	 * the largest tier plus headers instead of cutting off readers of
-	 * large objects.
-	 */
-	for (int t = 0; t < MC_TIER_COUNT; t++)
-		if (p.media[t] && medium_capacity(p.media[t]) > largest)
-			largest = medium_capacity(p.media[t]);
-	lim.max_outq = (size_t)largest + (64u << 20);
-	/*
-	 * Data-plane headers are small (a key is at most 4 KiB) and bulk
-	 * bytes do not count, so a 1 MiB cap on one message bounds what a
-	 * hostile client can make each connection buffer.
-	 */
-	lim.max_msg = 1u << 20;
-	server = mc_server_new(p.base, &listen_addr, &ops, &lim, &bound, &err);
-	if (!server) {
-		/* The error names the address already ("cannot listen on ADDR: why"). */
-		mc_complain("%s", err.msg);
-		code = MC_EXIT_UNAVAILABLE;
-		goto out_index;
-	}
-	snprintf(p.advertise, sizeof(p.advertise), "%s",
-		 cfg.advertise ? cfg.advertise : bound.text);
-	snprintf(p.bound, sizeof(p.bound), "%s", bound.text);
-	p.ready_fd = cfg.ready_fd;
-
-	if (cfg.http) {
-		http = mc_http_start(p.base, cfg.http, p.metrics->reg, &http_bound, &err);
-		if (!http) {
-			mc_complain("cannot serve metrics: %s", err.msg);
-			code = MC_EXIT_UNAVAILABLE;
-			goto out_server;
-		}
-		mc_info("metrics on http://%s/metrics", http_bound.text);
-	}
-
-	p.ctl = control_new(&p, &master_addr, &err);
-	if (!p.ctl) {
-		mc_complain("%s", err.msg);
-		goto out_server;
-	}
-	sigterm = evsignal_new(p.base, SIGTERM, on_signal, &p);
-	sigint = evsignal_new(p.base, SIGINT, on_signal, &p);
-	if (!sigterm || !sigint || evsignal_add(sigterm, NULL) < 0 ||
-	    evsignal_add(sigint, NULL) < 0) {
-		mc_complain("cannot install signal handlers");
-		goto out_control;
-	}
-	control_start(p.ctl);
-
-	for (int t = 0; t < MC_TIER_COUNT; t++)
-		if (p.media[t])
-			mc_info("%s tier of %llu bytes", mc_tier_name(t),
-				(unsigned long long)medium_capacity(p.media[t]));
-	mc_info("master %s; advertising %s", master_addr.text, p.advertise);
-	mc_complain("listening on %s", bound.text);
-
-	if (event_base_dispatch(p.base) < 0) {
-		mc_complain("event loop failed");
-		goto out_control;
-	}
-	code = MC_EXIT_OK;
-out_control:
-	if (sigterm)
-		event_free(sigterm);
-	if (sigint)
-		event_free(sigint);
-	control_free(p.ctl);
-out_server:
-	if (http)
-		mc_http_stop(http);
-	/* Its completions answer on connections still open and give their copies back. */
-	diskq_free(p.diskq);
-	p.diskq = NULL;
-	/* Closing the connections releases every reference readers held. */
-	mc_server_free(server);
-out_index:
-	mc_registry_free(data_methods);
-	if (p.mover)
-		mover_on_settled(p.mover, NULL, NULL);
-	reclaimer_free(p.reclaim);
-	mc_policy_free(&policy);
-	/* Before the index: its completions give their claims back. */
-	diskq_free(p.diskq);
-	mover_free(p.mover);
-	pindex_destroy(&p.index);
-out_media:
-	for (int t = 0; t < MC_TIER_COUNT; t++)
-		medium_close(p.media[t]);
-out_base:
-	if (p.metrics) {
-		mc_metrics_free(p.metrics->reg);
-		free(p.metrics);
-	}
+	/* what started stops, then is freed, last first */
+	for (size_t i = n; i-- > 0;)
+		if (modules[i].stop)
+			modules[i].stop(&p);
+	for (size_t i = n; i-- > 0;)
+		if (modules[i].free)
+			modules[i].free(&p);
+	mc_policy_free(&run.policy);
 	free(p.grants.seen);
 	event_base_free(p.base);
 	return code;

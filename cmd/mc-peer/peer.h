@@ -1,21 +1,38 @@
 /*
  * mc-peer's shared state: the media, the index, the pool, counters, and
- * the pieces main.c wires together (data plane in dataplane.c, master
- * link in control.c).
+ * the pieces main.c wires together (data plane in dataplane.c, the link
+ * to the master in link.c and the modules beside it, metrics in
+ * metrics.c).
  *
  * Who may call whom (no module calls one above it):
- *   arena.c        the DRAM medium's page allocator; calls nothing here
+ *   pages.c        the page allocator; calls nothing here
+ *   arena.c        the DRAM medium's mapping; calls pages.c
  *   medium*.c      the media, one per tier, behind medium.h; medium_dram.c calls arena.c
  *   index.c        the placement index over the media; calls medium.h
  *   pool.c         commits and frees copies; calls index.c, medium.h
  *   mover.c        copies between tiers (demotion, promotion); calls pool.c, index.c, medium.h
  *   diskq.c        a blocking medium's I/O on workers, completions on the loop; calls medium.h
  *   reclaim.c      the local eviction worker; calls mover.c, pool.c, index.c, medium.h
- *   dataplane.c    write/read/drop for clients; calls reclaim.c, mover.c, diskq.c, pool.c,
+ *   names.c        the names a request gives (tenant, key, tier); calls nothing here
+ *   tasks.c        the master's tasks: dedupe, acks, dispatch by kind (drop, evict);
+ *                  calls names.c, pool.c
+ *   dataplane.c    write/read for clients, and data-port drops under --fault-inject;
+ *                  calls tasks.c, names.c, reclaim.c, mover.c, diskq.c, pool.c, index.c,
+ *                  medium.h
+ *   inventory.c    tells the master which copies there are (the report, write_ack,
+ *                  copy_moved, copy_dropped, committed); calls diskq.c, mover.c, pool.c,
  *                  index.c, medium.h
- *   control.c      the link to the master; calls dataplane.c (drop), reclaim.c, mover.c,
- *                  diskq.c, pool.c, index.c, medium.h
- *   main.c         options, metrics, the method registries; calls everyone
+ *   ranked.c       the master's ranking for master_ranked, and its room requests;
+ *                  calls reclaim.c
+ *   link.c         the connection to the master (register, heartbeat, reconnect); calls
+ *                  inventory.c, ranked.c, tasks.c, dataplane.c (grant keys), reclaim.c,
+ *                  index.c, medium.h
+ *   metrics.c      every module's metrics, read at each scrape; calls the modules below
+ *                  link.c
+ *   main.c         options, and the table of modules it starts and stops; calls everyone
+ *
+ * control.h holds the link's state that link.c, inventory.c and ranked.c
+ * share; they reach each other only downward, as above.
  */
 #ifndef MC_PEER_PEER_H
 #define MC_PEER_PEER_H
@@ -35,6 +52,7 @@
 #include "mover.h"
 #include "pool.h"
 #include "reclaim.h"
+#include "tasks.h"
 
 /*
  * Totals since start. Updated on the network thread only, so plain
@@ -102,6 +120,7 @@ struct peer {
 	struct peer_counters st;
 	struct peer_grants grants;
 	struct control *ctl;
+	struct peer_tasks *tasks; /* the master's tasks, on the control link */
 	/*
 	 * Told of every write a grant covered once its bytes are committed:
 	 * the control link confirms it to the master (write_ack), so its
@@ -138,27 +157,28 @@ struct peer {
 	char secret[256];
 };
 
-/* The data-plane methods (dataplane.c), and the control connection's (control.c). */
+/*
+ * The data-plane methods (dataplane.c), and the control connection's:
+ * one table per module that serves some (link.c, tasks.c, inventory.c,
+ * ranked.c), ended by NULL.
+ */
 extern const struct mc_method peer_data_methods[];
-extern const struct mc_method peer_control_methods[];
+extern const struct mc_method *const peer_control_methods[];
 
 /*
  * Take the grant key gk {gen, key, now} the master sent for peer_id
  * (peer_register's answer, grant_key); -1 with err when malformed.
  */
 int peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err);
-/*
- * Whether to free an item (the control link skips the tasks it executed
- * already); it may look at the item's other fields.
- */
-typedef bool (*peer_drop_admit_fn)(void *arg, const msgpack_object *item);
-/*
- * A drop (why: delete) or evict (reclaim) request or notification, each
- * item freed through pool_evict when admit (if not NULL) agrees.
- */
-void peer_free_items(struct mc_req *req, enum pool_reason why, peer_drop_admit_fn admit, void *arg);
+/* ---- metrics.c: what --http serves ---- */
 
-/* ---- control.c: the link to the master ---- */
+/* Every module's metrics registered, collected from p at each scrape; NULL when out of memory. */
+struct peer_metrics *peer_metrics_new(struct peer *p);
+/* Where they are (and the methods are counted); NULL for pm NULL. */
+struct mc_metrics *peer_metrics_registry(const struct peer_metrics *pm);
+void peer_metrics_free(struct peer_metrics *pm);
+
+/* ---- link.c: the link to the master ---- */
 
 struct control *control_new(struct peer *p, const struct mc_addr *master, struct mc_err *err);
 /* Begin connecting (asynchronously; failures are retried with backoff). */

@@ -49,9 +49,12 @@ start(void)
 		abort();
 	if ((regs[0] = mc_registry_new(NULL, &err)) == NULL ||
 	    mc_registry_add(regs[0], peer_data_methods, &err) != 0 ||
-	    (regs[1] = mc_registry_new(NULL, &err)) == NULL ||
-	    mc_registry_add(regs[1], peer_control_methods, &err) != 0)
+	    (regs[1] = mc_registry_new(NULL, &err)) == NULL)
 		abort();
+	/* the control link's methods come one table per module, in order */
+	for (size_t t = 0; peer_control_methods[t] != NULL; t++)
+		if (mc_registry_add(regs[1], peer_control_methods[t], &err) != 0)
+			abort();
 }
 
 int

@@ -7,7 +7,8 @@
  * peer the master declares dead are retired; a full queue refuses; an
  * eviction goes as an evict task naming its tier, leaving the replica
  * moving when the peer has a tier below, and as a drop to a peer that
- * serves no evict. The peer's end of the link is a socketpair served by
+ * serves no evict; a task queued from its kind's payload owns a copy of
+ * it, and a kind without a row is refused. The peer's end of the link is a socketpair served by
  * drop and evict handlers that record what they received.
  */
 #include <stdint.h>
@@ -330,6 +331,38 @@ main(void)
 			       strcmp(got_key[0], "e3") == 0,
 		       "and the peer is sent a drop");
 		ack(q, got, 1, &err);
+
+		/* a task queued from its kind's payload */
+		{
+			char key[8] = "pl1";
+			union task_payload pl = { .copy = { .tenant = 0,
+							    .len = 3,
+							    .version = 4,
+							    .key = key,
+							    .tier = MC_TIER_SSD } };
+			size_t before = tasks_pending(&q->tasks);
+
+			ngot = 0;
+			TAP_OK(tasks_add(&m.peers.tasks, &q->tasks, TASK_EVICT, &pl) == 0 &&
+				       tasks_pending(&q->tasks) == before + 1,
+			       "a task is queued from its kind's payload");
+			memcpy(key, "XXX", 3);
+			tasks_send(&m.peers.tasks, &q->tasks, q->conn, q->id);
+			pump();
+			TAP_OK(ngot == 1 && strcmp(got_method[0], "evict") == 0 &&
+				       strcmp(got_key[0], "pl1") == 0 &&
+				       strcmp(got_tier[0], "ssd") == 0,
+			       "the payload is the task's own copy, sent as its kind's item");
+			ack(q, got, 1, &err);
+			TAP_OK(tasks_add(&m.peers.tasks, &q->tasks, TASK_KIND_COUNT, &pl) == -1 &&
+				       tasks_add(&m.peers.tasks, &q->tasks, -1, &pl) == -1 &&
+				       tasks_pending(&q->tasks) == before,
+			       "a kind without a row is refused, nothing queued");
+			TAP_OK(tasks_kind_parse("evict", 5) == TASK_EVICT &&
+				       tasks_kind_parse("drop", 4) == TASK_DROP &&
+				       tasks_kind_parse("copy", 4) == -1,
+			       "kinds are parsed by their table's names, others refused");
+		}
 		mc_conn_close(qc, false);
 		pump();
 		ops_peer_remove(&m, q, "unregistered");
@@ -348,7 +381,7 @@ main(void)
 		       strstr(text, "mc_tasks_resent_total{kind=\"drop\"} 1") != NULL &&
 		       strstr(text, "mc_tasks_expired_total{kind=\"drop\"} 2") != NULL &&
 		       strstr(text, "mc_tasks_retired_total{kind=\"drop\"} 3") != NULL &&
-		       strstr(text, "mc_tasks_queued_total{kind=\"evict\"} 2") != NULL,
+		       strstr(text, "mc_tasks_queued_total{kind=\"evict\"} 3") != NULL,
 	       "the counts are served as metrics");
 	free(text);
 
