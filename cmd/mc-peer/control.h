@@ -11,6 +11,7 @@
 #include "mc/log.h"
 
 #include "peer.h"
+#include "tasks.h"
 
 /* Longest session token taken from the master (it sends 32 hex digits). */
 #define SESSION_MAX 64

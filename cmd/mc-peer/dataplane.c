@@ -31,6 +31,10 @@
 
 #include "names.h"
 #include "peer.h"
+#include "diskq.h"
+#include "mover.h"
+#include "reclaim.h"
+#include "tasks.h"
 
 /* ---- grants ---- */
 

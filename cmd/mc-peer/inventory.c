@@ -28,6 +28,8 @@
 #include "mc/wire.h"
 
 #include "control.h"
+#include "diskq.h"
+#include "mover.h"
 
 #define INVENTORY_TIMEOUT_MS 30000
 /*

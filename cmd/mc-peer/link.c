@@ -39,6 +39,7 @@
 #include "mc/wire.h"
 
 #include "control.h"
+#include "reclaim.h"
 
 #define BACKOFF_MIN_MS 100u
 #define BACKOFF_MAX_MS 5000u

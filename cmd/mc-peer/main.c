@@ -24,6 +24,9 @@
 
 #include "arena.h"
 #include "peer.h"
+#include "diskq.h"
+#include "mover.h"
+#include "reclaim.h"
 
 #define UNREGISTER_TIMEOUT_MS 1000
 #define INSECURE_REMEDY                                                                         \

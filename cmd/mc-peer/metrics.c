@@ -20,6 +20,9 @@
 #include "mc/metrics.h"
 
 #include "peer.h"
+#include "diskq.h"
+#include "mover.h"
+#include "reclaim.h"
 
 struct peer_metrics {
 	struct mc_metrics *reg;

@@ -46,13 +46,9 @@
 #include "mc/err.h"
 #include "mc/grant.h"
 
-#include "diskq.h"
 #include "index.h"
 #include "medium.h"
-#include "mover.h"
 #include "pool.h"
-#include "reclaim.h"
-#include "tasks.h"
 
 /*
  * Totals since start. Updated on the network thread only, so plain
@@ -89,7 +85,11 @@ struct peer_grants {
 #define PEER_GRANTS_SEEN (1u << 16)
 
 struct control;
+struct diskq;
+struct mover;
 struct peer_metrics;
+struct peer_tasks;
+struct reclaimer;
 
 /*
  * A tier's watermarks: fractions of its capacity, 0 < low < high <= 1.

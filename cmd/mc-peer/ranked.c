@@ -12,6 +12,7 @@
 #include "mc/wire.h"
 
 #include "control.h"
+#include "reclaim.h"
 
 static void h_room(struct mc_req *req);
 

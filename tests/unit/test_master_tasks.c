@@ -343,19 +343,19 @@ main(void)
 			size_t before = tasks_pending(&q->tasks);
 
 			ngot = 0;
-			TAP_OK(tasks_add(&m.peers.tasks, &q->tasks, TASK_EVICT, &pl) == 0 &&
+			TAP_OK(tasks_add(&m.peers->tasks, &q->tasks, TASK_EVICT, &pl) == 0 &&
 				       tasks_pending(&q->tasks) == before + 1,
 			       "a task is queued from its kind's payload");
 			memcpy(key, "XXX", 3);
-			tasks_send(&m.peers.tasks, &q->tasks, q->conn, q->id);
+			tasks_send(&m.peers->tasks, &q->tasks, q->conn, q->id);
 			pump();
 			TAP_OK(ngot == 1 && strcmp(got_method[0], "evict") == 0 &&
 				       strcmp(got_key[0], "pl1") == 0 &&
 				       strcmp(got_tier[0], "ssd") == 0,
 			       "the payload is the task's own copy, sent as its kind's item");
 			ack(q, got, 1, &err);
-			TAP_OK(tasks_add(&m.peers.tasks, &q->tasks, TASK_KIND_COUNT, &pl) == -1 &&
-				       tasks_add(&m.peers.tasks, &q->tasks, -1, &pl) == -1 &&
+			TAP_OK(tasks_add(&m.peers->tasks, &q->tasks, TASK_KIND_COUNT, &pl) == -1 &&
+				       tasks_add(&m.peers->tasks, &q->tasks, -1, &pl) == -1 &&
 				       tasks_pending(&q->tasks) == before,
 			       "a kind without a row is refused, nothing queued");
 			TAP_OK(tasks_kind_parse("evict", 5) == TASK_EVICT &&

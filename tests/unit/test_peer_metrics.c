@@ -14,6 +14,8 @@
 
 #include "peer.h"
 #include "tap.h"
+#include "mover.h"
+#include "reclaim.h"
 
 #define BYTES (1u << 20)
 

@@ -18,6 +18,7 @@
 
 #include "peer.h"
 #include "tap.h"
+#include "tasks.h"
 
 #define T "tenant"
 
