@@ -61,6 +61,12 @@ mc_log_set_level(int level)
 }
 
 int
+mc_log_enabled(int level)
+{
+	return level >= log_level;
+}
+
+int
 mc_log_level_parse(const char *s)
 {
 	size_t i;

@@ -212,3 +212,18 @@ some_changes() {
 	[ "$(changes group_drop)" -eq 1 ]
 	[ "$(changes reset)" -eq 0 ]
 }
+
+@test "state: at the default log level nothing reads the records, and every change is still counted" {
+	mc_start_master --http 127.0.0.1:0
+	mc_start_peers 1
+	put k 1000 --soft-pin enable:1h
+	[ "$(changes object_create)" -eq 1 ]
+	[ "$(changes pin_set)" -ge 1 ]
+	local leases
+	leases=$(changes lease_set)
+	mc-cli get k >/dev/null
+	mc-cli get k >/dev/null
+	# each get takes a lease and gives it back
+	[ "$(changes lease_set)" -ge $((leases + 2)) ]
+	run -1 grep -c "state: " "$MC_DIR/master.log"
+}

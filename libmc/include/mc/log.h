@@ -11,6 +11,8 @@ enum mc_log_level { MC_LOG_DEBUG, MC_LOG_INFO, MC_LOG_WARN, MC_LOG_ERROR };
 void mc_log_init(const char *prog, int daemon_format);
 const char *mc_prog(void);
 void mc_log_set_level(int level);
+/* Whether a line of level would be written now. */
+int mc_log_enabled(int level);
 /* Parse "debug|info|warn|error"; -1 when unknown. */
 int mc_log_level_parse(const char *s);
 
