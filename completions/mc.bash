@@ -99,11 +99,11 @@ _mc_complete()
 
 _mc_bench()
 {
-	local -A kinds=( ['--size']='SIZE' ['--tier']='TIER' ['--keys']='N' ['--clients']='N' ['--requests']='N' ['--duration']='DURATION' ['--batch']='N' ['--count']='N' ['--key-len']='N' ['--prefix']='STR' ['--block-bytes']='SIZE' ['--limit']='N' ['--clock']='STR' ['--max-put-failures']='FRACTION' ['--policy']='FILE' ['--capacity']='SIZE' ['--high']='FRACTION' ['--low']='FRACTION' ['--peers']='N' ['--eviction-mode']='MODE' ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' )
+	local -A kinds=( ['--size']='SIZE' ['--tier']='TIER' ['--keys']='N' ['--clients']='N' ['--requests']='N' ['--duration']='DURATION' ['--batch']='N' ['--count']='N' ['--key-len']='N' ['--prefix']='STR' ['--block-bytes']='SIZE' ['--limit']='N' ['--clock']='STR' ['--max-put-failures']='FRACTION' ['--policy']='FILE' ['--capacity']='SIZE' ['--high']='FRACTION' ['--low']='FRACTION' ['--peers']='N' ['--eviction-mode']='MODE' ['--seed']='N' ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' )
 	local -A vals=( ['--tier']='dram ssd hbm cxl' ['--clock']='fast trace' ['--eviction-mode']='master local' )
 	local -A shorts=( ['-c']='--clients' ['-n']='--requests' ['-d']='--duration' ['-b']='--batch' ['-m']='--master' ['-t']='--tenant' )
 	local -A copts=( )
-	_mc_complete '--size --tier --reuse --keys --clients -c --requests -n --duration -d --batch -b --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --peers --eviction-mode --json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'get lookup fill replay sim' kinds copts vals shorts
+	_mc_complete '--size --tier --reuse --keys --clients -c --requests -n --duration -d --batch -b --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --peers --eviction-mode --seed --json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'get lookup fill replay sim gen' kinds copts vals shorts
 }
 complete -F _mc_bench mc-bench
 

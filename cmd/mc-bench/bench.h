@@ -21,6 +21,7 @@ struct bench_opts {
 	double sim_high, sim_low; /* sim: watermarks */
 	uint64_t sim_peers;	  /* sim: peer tiers the capacity is split over */
 	bool sim_local;		  /* sim: --eviction-mode local (each peer evicts itself) */
+	uint64_t seed;		  /* gen: the same seed, the same trace */
 	bool json;
 };
 
@@ -29,6 +30,8 @@ int bench_lookup(const struct bench_opts *o);
 int bench_fill(const struct bench_opts *o);
 int bench_replay(const struct bench_opts *o, const char *trace);
 int bench_sim(const struct bench_opts *o, const char *trace);
+/* gen: a synthetic trace of one family on standard output; an exit code. */
+int bench_gen(const struct bench_opts *o, const char *family);
 
 /*
  * The result record (result.c): out_begin, the fields, out_end. Text is

@@ -6,6 +6,7 @@
  *   mc-bench fill     puts of zero bytes, for memory per object
  *   mc-bench replay   a request trace (JSON lines with hash_ids) against a cluster
  *   mc-bench sim      the same trace through a policy offline, beside references
+ *   mc-bench gen      a synthetic trace of one workload family, for replay and sim
  *
  * Every command ends with one machine-readable line of key=value pairs
  * that tests/bench/ scripts parse.
@@ -43,6 +44,7 @@ static struct bench_opts bo = {
 	.sim_high = 0.9,
 	.sim_low = 0.7,
 	.sim_peers = 1,
+	.seed = 1,
 };
 
 /* --clock fast|trace */
@@ -133,6 +135,8 @@ static const struct mc_opt global_opts[] = {
 	  "who evicts: master (its rounds, global view; default) or local (each peer, its own "
 	  "view) (sim)",
 	  set_eviction_mode, &bo.sim_local },
+	{ "seed", 0, "N", NULL, "random seed of the generated trace (gen; default 1)", mc_set_u64,
+	  &bo.seed },
 	{ "json", 0, NULL, NULL, "print the result as one JSON object instead of a key=value line",
 	  mc_set_flag, &bo.json },
 	{ 0 },
@@ -192,6 +196,13 @@ run_sim(int argc, char **argv)
 	return bench_sim(&bo, argv[0]);
 }
 
+static int
+run_gen(int argc, char **argv)
+{
+	(void)argc;
+	return bench_gen(&bo, argv[0]);
+}
+
 static const struct mc_tool_cmd cmds[] = {
 	{ .name = "get",
 	  .args = "",
@@ -221,6 +232,12 @@ static const struct mc_tool_cmd cmds[] = {
 	  .min_args = 1,
 	  .max_args = 1,
 	  .run = run_sim },
+	{ .name = "gen",
+	  .args = "FAMILY",
+	  .help = "write a synthetic trace: chat, agent, zipf, scan or phase (--requests, --seed)",
+	  .min_args = 1,
+	  .max_args = 1,
+	  .run = run_gen },
 	{ 0 },
 };
 
