@@ -23,6 +23,7 @@
 #include "diskq.h"
 #include "mover.h"
 #include "reclaim.h"
+#include "tasks.h"
 
 struct peer_metrics {
 	struct mc_metrics *reg;
@@ -30,6 +31,7 @@ struct peer_metrics {
 
 static const char *const io_ops[2] = { "read", "write" };
 static const char *const disk_kinds[3] = { "write", "read", "seal" };
+static const char *const task_outcomes[3] = { "done", "failed", "repeated" };
 static const char *const move_outcomes[6] = { "queued",	 "done", "failed",
 					      "retried", "lost", "no_room" };
 
@@ -83,6 +85,27 @@ disk_value(const struct peer *p, int which)
 
 		return (double)v[which];
 	}
+}
+
+/* How many kinds the peer's tasks serve (0 before the link made them). */
+static int
+task_kinds(const struct peer *p)
+{
+	int n = 0;
+
+	while (p->tasks != NULL && n < PEER_TASK_KINDS_MAX && p->tasks->kinds[n].name != NULL)
+		n++;
+	return n;
+}
+
+/* Items of task kind k by outcome i, in task_outcomes' order. */
+static double
+task_value(const struct peer *p, int k, int i)
+{
+	const struct peer_task_stats *st = &p->tasks->count[k];
+	const uint64_t v[3] = { st->done, st->failed, st->repeated };
+
+	return (double)v[i];
 }
 
 static double
@@ -233,13 +256,22 @@ malformed_value(void)
 	S("mc_peer_inventory_reports_total", MC_COUNTER,                                         \
 	  "Whole inventories reported to the master.", true, (double)p->st.inventory_reports)
 
+/* tasks.c: the master's tasks, by kind */
+#define TASKS_METRICS(S, E, P)                                                               \
+	P("mc_peer_tasks_total", MC_COUNTER,                                                 \
+	  "Items of the master's tasks, by kind and outcome: run (done), run and failed "    \
+	  "(failed), or seen before and only acknowledged again (repeated).",                \
+	  true, "kind,outcome", task_kinds(p), p->tasks->kinds[i].name, 3, task_outcomes[j], \
+	  task_value(p, i, j))
+
 #define PEER_METRICS(S, E, P)    \
 	MEDIUM_METRICS(S, E, P)  \
 	POOL_METRICS(S, E, P)    \
 	MOVER_METRICS(S, E, P)   \
 	RECLAIM_METRICS(S, E, P) \
 	DISKQ_METRICS(S, E, P)   \
-	INDEX_METRICS(S, E, P) DATAPLANE_METRICS(S, E, P) LINK_METRICS(S, E, P)
+	INDEX_METRICS(S, E, P)   \
+	DATAPLANE_METRICS(S, E, P) LINK_METRICS(S, E, P) TASKS_METRICS(S, E, P)
 
 static void
 put(struct mc_metrics *r, const char *name, int type, const char *help, const char *label,

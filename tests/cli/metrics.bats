@@ -129,6 +129,9 @@ teardown_file() {
 	mc-cli rm ev-2
 	wait_until 5 mc_metric_at_least p1 "$del" $((d0 + 3))
 	[ "$(mc_metric p1 "$rec")" -eq "$r0" ]
+	# that drop came as a task of the master's, counted by its kind
+	mc_metric_at_least p1 'mc_peer_tasks_total{kind="drop",outcome="done"}' 1
+	[ "$(mc_metric p1 'mc_peer_tasks_total{kind="evict",outcome="failed"}')" -eq 0 ]
 }
 
 @test "metrics: malformed messages to the peer are counted" {

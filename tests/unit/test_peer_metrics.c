@@ -16,6 +16,7 @@
 #include "tap.h"
 #include "mover.h"
 #include "reclaim.h"
+#include "tasks.h"
 
 #define BYTES (1u << 20)
 
@@ -73,6 +74,7 @@ main(void)
 	struct event_base *base = event_base_new();
 	struct peer_metrics *pm;
 	struct peer p;
+	struct peer_tasks tasks;
 	struct mc_err err;
 	char *text;
 
@@ -102,7 +104,20 @@ main(void)
 	       "no disk queue, mover or disk tier: none of their series");
 	TAP_OK(has(text, "# HELP mc_peer_objects Objects held.\n# TYPE mc_peer_objects gauge\n"),
 	       "names, help and type as documented");
+	TAP_OK(!has(text, "mc_peer_tasks_total"), "no link yet: no task series");
 	free(text);
+	peer_tasks_init(&tasks, &p, NULL, NULL);
+	p.tasks = &tasks;
+	tasks.count[0].done = 4;
+	tasks.count[1].repeated = 2;
+	text = mc_metrics_render(peer_metrics_registry(pm), NULL);
+	TAP_OK(has(text, "mc_peer_tasks_total{kind=\"drop\",outcome=\"done\"} 4\n") &&
+		       has(text, "mc_peer_tasks_total{kind=\"evict\",outcome=\"repeated\"} 2\n") &&
+		       has(text, "mc_peer_tasks_total{kind=\"evict\",outcome=\"failed\"} 0\n"),
+	       "the master's task items by kind and outcome, one series per row of the kind table");
+	free(text);
+	p.tasks = NULL;
+	peer_tasks_free(&tasks);
 	peer_metrics_free(pm);
 	peer_down(&p);
 
