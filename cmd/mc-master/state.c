@@ -102,15 +102,22 @@ record_of(struct state_change *c, enum state_change_kind kind, const struct stor
 	c->was = c->now = state_obj_of(o);
 }
 
+/* Count one change of kind; a master put together by hand (a unit test) may have no door. */
+static void
+count(struct master *m, enum state_change_kind kind)
+{
+	if (m->state != NULL)
+		m->state->counts[kind]++;
+}
+
 static void
 tell(struct master *m, const struct state_change *c)
 {
 	struct state *st = m->state;
 
-	/* a master put together by hand (a unit test) may run without the door's module */
+	count(m, c->kind);
 	if (st == NULL)
 		return;
-	st->counts[c->kind]++;
 	for (unsigned i = 0; i < st->nsubs; i++)
 		st->subs[i].fn(c, st->subs[i].arg);
 }
@@ -440,8 +447,8 @@ state_pin_set(struct master *m, struct mobj *o, int mode, uint64_t deadline, uin
 		o->sp_mode = (uint8_t)mode & 3;
 		o->sp_deadline = deadline;
 		o->sp_ttl = ttl;
-		if (changed && m->state != NULL)
-			m->state->counts[STATE_PIN_SET]++;
+		if (changed)
+			count(m, STATE_PIN_SET);
 		return;
 	}
 	record_of(&c, STATE_PIN_SET, m->store, o);
@@ -462,8 +469,7 @@ state_lease_set(struct master *m, struct mobj *o, uint64_t deadline)
 		return;
 	if (!recording(m)) {
 		o->lease_deadline = deadline;
-		if (m->state != NULL)
-			m->state->counts[STATE_LEASE_SET]++;
+		count(m, STATE_LEASE_SET);
 		return;
 	}
 	record_of(&c, STATE_LEASE_SET, m->store, o);
