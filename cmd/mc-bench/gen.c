@@ -391,35 +391,54 @@ out:
 	return rc;
 }
 
-static const char *const families[] = { "chat", "agent", "zipf", "scan", "phase", NULL };
+static int
+gen_zipf(struct gen *g, uint64_t requests)
+{
+	return gen_docs(g, requests, DOCS_ONLY);
+}
+
+static int
+gen_scan(struct gen *g, uint64_t requests)
+{
+	return gen_docs(g, requests, DOCS_AND_SCANS);
+}
+
+static int
+gen_phase(struct gen *g, uint64_t requests)
+{
+	return gen_docs(g, requests, DOCS_THEN_OTHERS);
+}
+
+/* The families, by name: the one list gen dispatches on and names in its error. */
+static const struct family {
+	const char *name;
+	int (*run)(struct gen *g, uint64_t requests);
+} families[] = {
+	{ "chat", gen_chat }, { "agent", gen_agent }, { "zipf", gen_zipf },
+	{ "scan", gen_scan }, { "phase", gen_phase }, { NULL, NULL },
+};
 
 int
 bench_gen(const struct bench_opts *o, const char *family)
 {
 	struct gen g = { .rng = o->seed, .out = stdout };
 	uint64_t requests = o->requests ? o->requests : 10000;
+	const struct family *f = families;
 	size_t cursor = 0;
 	void *n;
 	int rc;
 
-	mc_htab_init(&g.chain);
-	if (strcmp(family, "chat") == 0)
-		rc = gen_chat(&g, requests);
-	else if (strcmp(family, "agent") == 0)
-		rc = gen_agent(&g, requests);
-	else if (strcmp(family, "zipf") == 0)
-		rc = gen_docs(&g, requests, DOCS_ONLY);
-	else if (strcmp(family, "scan") == 0)
-		rc = gen_docs(&g, requests, DOCS_AND_SCANS);
-	else if (strcmp(family, "phase") == 0)
-		rc = gen_docs(&g, requests, DOCS_THEN_OTHERS);
-	else {
+	while (f->name != NULL && strcmp(f->name, family) != 0)
+		f++;
+	if (f->name == NULL) {
 		fprintf(stderr, "mc-bench: unknown trace family '%s': one of", family);
-		for (int i = 0; families[i]; i++)
-			fprintf(stderr, " %s", families[i]);
+		for (f = families; f->name != NULL; f++)
+			fprintf(stderr, " %s", f->name);
 		fputc('\n', stderr);
 		return MC_EXIT_USAGE;
 	}
+	mc_htab_init(&g.chain);
+	rc = f->run(&g, requests);
 	if (rc == 0 && fflush(stdout) != 0)
 		rc = -1;
 	if (rc < 0)
