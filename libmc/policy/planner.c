@@ -1300,3 +1300,33 @@ mc_scope_contains(const char *scope, const char *stage)
 		return false;
 	return stage[len] == '\0' || stage[len] == '/';
 }
+
+size_t
+mc_plan_window(uint64_t need, uint64_t bytes, uint64_t copies)
+{
+	uint64_t mean, victims, want;
+
+	if (copies == 0)
+		return 0;
+	mean = bytes / copies > 0 ? bytes / copies : 1;
+	victims = need / mean + (need % mean != 0);
+	want = victims > UINT64_MAX / MC_PLAN_WINDOW_FACTOR ? UINT64_MAX
+							    : victims * MC_PLAN_WINDOW_FACTOR;
+	if (want < MC_PLAN_WINDOW_MIN)
+		want = MC_PLAN_WINDOW_MIN;
+	if (want > copies)
+		want = copies;
+	return want > SIZE_MAX ? SIZE_MAX : (size_t)want;
+}
+
+size_t
+mc_plan_window_grow(size_t window, uint64_t copies)
+{
+	uint64_t next = window > UINT64_MAX / 2 ? UINT64_MAX : (uint64_t)window * 2;
+
+	if (next < MC_PLAN_WINDOW_MIN)
+		next = MC_PLAN_WINDOW_MIN;
+	if (next > copies)
+		next = copies;
+	return next > SIZE_MAX ? SIZE_MAX : (size_t)next;
+}

@@ -928,9 +928,32 @@ test_empty(void)
 	mc_plan_free(&p);
 }
 
+/* The window a round plans over: a multiple of the victims at the mean size, within bounds. */
+static void
+test_window(void)
+{
+	TAP_OK(mc_plan_window(1000, 0, 0) == 0, "an empty tier gives an empty window");
+	TAP_OK(mc_plan_window(4096, 4096ull * 100, 100) == 100,
+	       "a tier smaller than the least window is taken whole");
+	TAP_OK(mc_plan_window(4096ull * 1000, 4096ull * 1000000, 1000000) ==
+		       1000 * MC_PLAN_WINDOW_FACTOR,
+	       "a window holds FACTOR times the victims need takes at the mean size");
+	TAP_OK(mc_plan_window(1, 4096ull * 1000000, 1000000) == MC_PLAN_WINDOW_MIN,
+	       "a small need still gets the least window");
+	TAP_OK(mc_plan_window(4097ull * 1000, 4096ull * 1000000, 1000000) ==
+		       1001 * MC_PLAN_WINDOW_FACTOR,
+	       "a part of a copy counts as a whole victim");
+	TAP_OK(mc_plan_window(UINT64_MAX, UINT64_MAX, 10000000) == 10000000,
+	       "a need past the tier takes every copy, with no overflow");
+	TAP_OK(mc_plan_window_grow(2000, 1000000) == 4000, "a short window doubles");
+	TAP_OK(mc_plan_window_grow(800000, 1000000) == 1000000, "a grown window stops at the tier");
+	TAP_OK(mc_plan_window_grow(SIZE_MAX, UINT64_MAX) > 0, "growing never wraps");
+}
+
 int
 main(void)
 {
+	test_window();
 	test_assign_weight();
 	test_assign_capped();
 	test_assign_usage_quota();

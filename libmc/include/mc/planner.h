@@ -116,4 +116,26 @@ int mc_planner_run(const struct mc_policy *pol, struct mc_cand_view *v,
  */
 bool mc_scope_contains(const char *scope, const char *stage);
 
+/*
+ * Planning from a window, so that a round costs O(victims), not O(copies
+ * on the tier): the caller takes the coldest copies of its tier's
+ * ordering structure (coldest first by last access, and the oldest
+ * probationers) into the view, not the whole tier, and plans over them.
+ *
+ * mc_plan_window says how many copies that window holds to plan need
+ * bytes off a tier of `copies` copies totalling `bytes`:
+ * MC_PLAN_WINDOW_FACTOR times the copies need takes at the tier's mean
+ * size, at least MC_PLAN_WINDOW_MIN, at most every copy. The factor is
+ * the choice the policy keeps: within the window it ranks by its own
+ * order (frequency, chain worth), so a copy read long ago but often
+ * still stays. A plan that came out short of need over a window smaller
+ * than the tier is made again over a window twice as big
+ * (mc_plan_window_grow) until it covers the tier.
+ */
+#define MC_PLAN_WINDOW_FACTOR 8
+#define MC_PLAN_WINDOW_MIN 1024
+size_t mc_plan_window(uint64_t need, uint64_t bytes, uint64_t copies);
+/* The next window after one of `window` copies fell short: twice it, at most every copy. */
+size_t mc_plan_window_grow(size_t window, uint64_t copies);
+
 #endif
