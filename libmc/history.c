@@ -40,13 +40,19 @@ struct mc_history {
 	unsigned shift; /* an epoch is 2^shift references */
 	uint64_t sweep; /* the next bucket the sweep visits */
 	uint64_t count; /* entries in use */
-	/* the climber: H = 2^lk x cached objects */
-	int lk, dir;
+	/* the half-life: H = 2^lk x cached objects, lk the best shadow's */
+	int lk;
+	struct shadow *shadow; /* MC_HISTORY_FACTORS of them, made at the first reference */
+	bool shadow_failed;
+	uint64_t window;     /* sampled references in this window */
+	double window_faded; /* sampled references, faded as the shadows' hits are */
+	double last_rate;
 	uint64_t hits, refs;
-	double prev_rate;
-	bool have_prev;
 	uint64_t evicted, resumed, periods;
 };
+
+static void shadows_ref(struct mc_history *h, uint64_t hash, uint64_t objects);
+static void shadows_free(struct mc_history *h);
 
 static uint32_t
 fp_of(uint64_t hash)
@@ -232,7 +238,6 @@ mc_history_new(double ghosts_per_object, struct mc_err *err)
 	}
 	h->per_object = ghosts_per_object > 0 ? ghosts_per_object : MC_HISTORY_GHOSTS;
 	h->lk = MC_HISTORY_LOG_FACTOR_START;
-	h->dir = 1;
 	return h;
 }
 
@@ -241,6 +246,7 @@ mc_history_free(struct mc_history *h)
 {
 	if (h == NULL)
 		return;
+	shadows_free(h);
 	free(h->t);
 	free(h);
 }
@@ -284,6 +290,7 @@ mc_history_take(struct mc_history *h, uint64_t hash, uint64_t now, uint64_t obje
 	uint64_t epoch;
 
 	*crf = 0;
+	shadows_ref(h, hash, objects);
 	if (h->nb == 0)
 		return false;
 	epoch = epoch_of(h, now);
@@ -306,7 +313,329 @@ mc_history_take(struct mc_history *h, uint64_t hash, uint64_t now, uint64_t obje
 	return false;
 }
 
-/* ---- the climber ---- */
+/* ---- the shadows: the half-life chosen by miniature simulation ---- */
+
+/*
+ * A shadow is a small LRFU cache, on demand and without chains, fed a
+ * spatial sample of the references (the keys whose hash falls in the
+ * first 2^-k of the range; k chosen so the sample holds SHADOW_MIN to
+ * 2 x SHADOW_MIN of the cached objects) and sized to the same share of
+ * the cache. Every shadow sees the same sample and differs only in its
+ * half-life factor, one per power of two of the range; each remembers
+ * ghosts of what it evicted, as the real cache does. A shadow's hit
+ * count on the sample predicts the real cache's at that factor
+ * (Waldspurger et al., "Cache modeling and optimization using
+ * miniature simulations", 2017), so the half-life moves straight to
+ * the best of them instead of stepping towards it one period at a
+ * time.
+ *
+ * A shadow ranks by the LRFU value on a log scale against a clock that
+ * advances 1 / H a reference: log2 of the sum of 2^clock over the key's
+ * references. That order never changes with time, so a binary heap
+ * keeps it; a reference only raises its key's score (sift down).
+ */
+#define SHADOW_MIN 256u
+#define SHADOW_CAP (2 * SHADOW_MIN)
+#define SHADOW_GHOSTS 4u /* ghosts per shadow object, as MC_HISTORY_GHOSTS */
+#define SHADOW_RING (SHADOW_GHOSTS * SHADOW_CAP)
+#define SHADOW_RECS (SHADOW_CAP + SHADOW_RING + 1)
+#define SHADOW_SLOTS 4096u /* the key index: a power of two above SHADOW_RECS / 0.7 */
+#define SHADOW_NONE UINT32_MAX
+/* A window's hits fade by this much each window: the choice looks back a few windows. */
+#define SHADOW_FADE 0.75
+
+struct shadow_rec {
+	uint64_t key;
+	double score;  /* log2 of the LRFU value, in the shadow's clock */
+	uint32_t heap; /* its place in the heap; SHADOW_NONE: a ghost */
+	uint32_t ring; /* a ghost: the ring stamp it was pushed with */
+};
+
+struct shadow {
+	double clock; /* advances 1 / H a reference */
+	struct shadow_rec *rec;
+	uint32_t *slot; /* SHADOW_SLOTS: record index + 1, 0 empty */
+	uint32_t *heap; /* resident records, lowest score first */
+	uint32_t nheap;
+	uint32_t *free; /* unused record indices */
+	uint32_t nfree;
+	uint32_t *ring; /* ghost records in eviction order, with their stamps */
+	uint32_t *ring_stamp;
+	uint32_t ring_head, ring_len, stamp;
+	uint64_t hits;
+	double score; /* faded hits over the windows so far */
+};
+
+/* What the shadows take, allocated at the first eviction: a fixed cost. */
+#define SHADOWS_BYTES                                                                            \
+	(MC_HISTORY_FACTORS *                                                                    \
+	 (sizeof(struct shadow) + SHADOW_RECS * (sizeof(struct shadow_rec) + sizeof(uint32_t)) + \
+	  (SHADOW_SLOTS + SHADOW_CAP + 1 + 2 * SHADOW_RING) * sizeof(uint32_t)))
+_Static_assert(SHADOWS_BYTES <= MC_HISTORY_SHADOW_BYTES, "the shadows outgrew their bound");
+
+static uint32_t
+shadow_home(uint64_t key)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (SHADOW_SLOTS - 1);
+}
+
+/* The slot of key in the index, or of the empty slot that ends its probe. */
+static uint32_t
+shadow_find(const struct shadow *s, uint64_t key)
+{
+	uint32_t i = shadow_home(key);
+
+	while (s->slot[i] != 0 && s->rec[s->slot[i] - 1].key != key)
+		i = (i + 1) & (SHADOW_SLOTS - 1);
+	return i;
+}
+
+/* Remove slot i (linear probing: shift the rest of its run back). */
+static void
+shadow_unindex(struct shadow *s, uint32_t i)
+{
+	uint32_t j = i;
+
+	s->slot[i] = 0;
+	for (;;) {
+		j = (j + 1) & (SHADOW_SLOTS - 1);
+		if (s->slot[j] == 0)
+			return;
+		uint32_t home = shadow_home(s->rec[s->slot[j] - 1].key);
+
+		/* j's entry may move to i when its home is not in (i, j] */
+		if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
+			s->slot[i] = s->slot[j];
+			s->slot[j] = 0;
+			i = j;
+		}
+	}
+}
+
+static void
+heap_set(struct shadow *s, uint32_t at, uint32_t r)
+{
+	s->heap[at] = r;
+	s->rec[r].heap = at;
+}
+
+static void
+heap_up(struct shadow *s, uint32_t at)
+{
+	uint32_t r = s->heap[at];
+
+	while (at > 0 && s->rec[s->heap[(at - 1) / 2]].score > s->rec[r].score) {
+		heap_set(s, at, s->heap[(at - 1) / 2]);
+		at = (at - 1) / 2;
+	}
+	heap_set(s, at, r);
+}
+
+static void
+heap_down(struct shadow *s, uint32_t at)
+{
+	uint32_t r = s->heap[at];
+
+	for (;;) {
+		uint32_t c = 2 * at + 1;
+
+		if (c >= s->nheap)
+			break;
+		if (c + 1 < s->nheap && s->rec[s->heap[c + 1]].score < s->rec[s->heap[c]].score)
+			c++;
+		if (s->rec[s->heap[c]].score >= s->rec[r].score)
+			break;
+		heap_set(s, at, s->heap[c]);
+		at = c;
+	}
+	heap_set(s, at, r);
+}
+
+/* log2(2^a + 2^b) */
+static double
+log_add(double a, double b)
+{
+	double hi = a > b ? a : b, lo = a > b ? b : a;
+
+	return hi + log2(1 + exp2(lo - hi));
+}
+
+/* Forget the oldest ghost, if the ring still holds it as one. */
+static void
+shadow_forget_oldest(struct shadow *s)
+{
+	uint32_t r = s->ring[s->ring_head], st = s->ring_stamp[s->ring_head];
+
+	s->ring_head = (s->ring_head + 1) % SHADOW_RING;
+	s->ring_len--;
+	if (s->rec[r].heap == SHADOW_NONE && s->rec[r].ring == st) {
+		shadow_unindex(s, shadow_find(s, s->rec[r].key));
+		s->free[s->nfree++] = r;
+	}
+}
+
+/* The lowest-scored resident becomes a ghost. */
+static void
+shadow_evict(struct shadow *s)
+{
+	uint32_t r = s->heap[0];
+
+	if (--s->nheap > 0) {
+		heap_set(s, 0, s->heap[s->nheap]);
+		heap_down(s, 0);
+	}
+	if (s->ring_len == SHADOW_RING)
+		shadow_forget_oldest(s);
+	s->rec[r].heap = SHADOW_NONE;
+	s->rec[r].ring = ++s->stamp;
+	uint32_t at = (s->ring_head + s->ring_len++) % SHADOW_RING;
+
+	s->ring[at] = r;
+	s->ring_stamp[at] = s->stamp;
+}
+
+/* One reference to key in a shadow of `cap` objects and half-life hl (in sampled references). */
+static void
+shadow_ref(struct shadow *s, uint64_t key, uint32_t cap, double hl)
+{
+	uint32_t i, r;
+
+	s->clock += 1 / hl;
+	i = shadow_find(s, key);
+	if (s->slot[i] != 0) {
+		r = s->slot[i] - 1;
+		s->rec[r].score = log_add(s->rec[r].score, s->clock);
+		if (s->rec[r].heap != SHADOW_NONE) {
+			s->hits++;
+			heap_down(s, s->rec[r].heap);
+			return;
+		}
+		/* a ghost comes back with its value */
+		s->rec[r].heap = s->nheap;
+		s->heap[s->nheap++] = r;
+		heap_up(s, s->rec[r].heap);
+	} else {
+		/* ensure a free record: the ring gives up its oldest ghosts */
+		while (s->nfree == 0)
+			shadow_forget_oldest(s);
+		i = shadow_find(s, key);
+		r = s->free[--s->nfree];
+		s->rec[r] = (struct shadow_rec){ .key = key, .score = s->clock };
+		s->slot[i] = r + 1;
+		s->rec[r].heap = s->nheap;
+		s->heap[s->nheap++] = r;
+		heap_up(s, s->rec[r].heap);
+	}
+	while (s->nheap > cap)
+		shadow_evict(s);
+}
+
+static void
+shadows_free(struct mc_history *h)
+{
+	for (int k = 0; h->shadow != NULL && k < MC_HISTORY_FACTORS; k++) {
+		struct shadow *s = &h->shadow[k];
+
+		free(s->rec);
+		free(s->slot);
+		free(s->heap);
+		free(s->free);
+		free(s->ring);
+		free(s->ring_stamp);
+	}
+	free(h->shadow);
+	h->shadow = NULL;
+}
+
+static int
+shadows_new(struct mc_history *h)
+{
+	h->shadow = calloc(MC_HISTORY_FACTORS, sizeof(*h->shadow));
+	if (h->shadow == NULL)
+		return -1;
+	for (int k = 0; k < MC_HISTORY_FACTORS; k++) {
+		struct shadow *s = &h->shadow[k];
+
+		s->rec = malloc(SHADOW_RECS * sizeof(*s->rec));
+		s->slot = calloc(SHADOW_SLOTS, sizeof(*s->slot));
+		s->heap = malloc((SHADOW_CAP + 1) * sizeof(*s->heap));
+		s->free = malloc(SHADOW_RECS * sizeof(*s->free));
+		s->ring = malloc(SHADOW_RING * sizeof(*s->ring));
+		s->ring_stamp = malloc(SHADOW_RING * sizeof(*s->ring_stamp));
+		if (s->rec == NULL || s->slot == NULL || s->heap == NULL || s->free == NULL ||
+		    s->ring == NULL || s->ring_stamp == NULL) {
+			shadows_free(h);
+			return -1;
+		}
+		for (uint32_t r = 0; r < SHADOW_RECS; r++)
+			s->free[r] = SHADOW_RECS - 1 - r;
+		s->nfree = SHADOW_RECS;
+	}
+	return 0;
+}
+
+/*
+ * A window of the shadows ended (a shadow-full of sampled references):
+ * fade their scores, add the window's hits, and take the best factor.
+ * The current one keeps its place unless another leads it clearly.
+ */
+static void
+shadows_choose(struct mc_history *h)
+{
+	int cur = h->lk - MC_HISTORY_LOG_FACTOR_MIN, best = cur;
+
+	for (int k = 0; k < MC_HISTORY_FACTORS; k++) {
+		struct shadow *s = &h->shadow[k];
+
+		s->score = s->score * SHADOW_FADE + (double)s->hits;
+		s->hits = 0;
+	}
+	for (int k = 0; k < MC_HISTORY_FACTORS; k++)
+		if (h->shadow[k].score > h->shadow[best].score)
+			best = k;
+	/*
+	 * Move only on a lead beyond the noise of a count of hits (its
+	 * standard deviation, about its square root), so a flat top of
+	 * the curve does not make the factor wander.
+	 */
+	if (h->shadow[best].score - h->shadow[cur].score > sqrt(h->shadow[cur].score))
+		h->lk = best + MC_HISTORY_LOG_FACTOR_MIN;
+	else
+		best = cur;
+	h->last_rate = h->window > 0 ? h->shadow[best].score / h->window_faded : 0;
+	h->periods++;
+}
+
+/* One reference to the key with this hash: to the shadows, if it is in the sample. */
+static void
+shadows_ref(struct mc_history *h, uint64_t hash, uint64_t objects)
+{
+	unsigned k = 0;
+	uint32_t cap;
+
+	/* until the first eviction every shadow holds everything: nothing to choose */
+	if (h->nb == 0)
+		return;
+	if (h->shadow == NULL && (h->shadow_failed || shadows_new(h) != 0)) {
+		h->shadow_failed = true; /* no memory: the factor stays where it is */
+		return;
+	}
+	if (objects == 0)
+		objects = 1;
+	while ((objects >> k) > SHADOW_CAP)
+		k++;
+	if (k > 0 && (hash >> (64 - k)) != 0)
+		return;
+	cap = (uint32_t)((objects + (1ull << k) - 1) >> k);
+	for (int f = 0; f < MC_HISTORY_FACTORS; f++)
+		shadow_ref(&h->shadow[f], hash, cap,
+			   fmax(1, exp2(f + MC_HISTORY_LOG_FACTOR_MIN) * (double)cap));
+	if (++h->window >= cap) {
+		h->window_faded = h->window_faded * SHADOW_FADE + (double)h->window;
+		shadows_choose(h);
+		h->window = 0;
+	}
+}
 
 double
 mc_history_half_life(const struct mc_history *h, uint64_t objects)
@@ -319,29 +648,15 @@ mc_history_half_life(const struct mc_history *h, uint64_t objects)
 void
 mc_history_ref(struct mc_history *h, bool hit, uint64_t objects)
 {
-	uint64_t period = (uint64_t)MC_HISTORY_PERIOD * (objects ? objects : 1);
-	double rate;
-
+	(void)objects;
 	h->hits += hit;
-	if (++h->refs < period)
-		return;
-	rate = (double)h->hits / (double)h->refs;
-	/* the last step lowered the hit rate: go the other way */
-	if (h->have_prev && rate < h->prev_rate)
-		h->dir = -h->dir;
-	h->have_prev = true;
-	h->prev_rate = rate;
-	h->lk += h->dir;
-	if (h->lk < MC_HISTORY_LOG_FACTOR_MIN) {
-		h->lk = MC_HISTORY_LOG_FACTOR_MIN;
-		h->dir = 1;
-	}
-	if (h->lk > MC_HISTORY_LOG_FACTOR_MAX) {
-		h->lk = MC_HISTORY_LOG_FACTOR_MAX;
-		h->dir = -1;
-	}
-	h->hits = h->refs = 0;
-	h->periods++;
+	h->refs++;
+}
+
+void
+mc_history_read(struct mc_history *h, uint64_t hash, uint64_t objects)
+{
+	shadows_ref(h, hash, objects);
 }
 
 void
@@ -352,13 +667,15 @@ mc_history_stats(const struct mc_history *h, struct mc_history_stats *out)
 	out->resumed = h->resumed;
 	out->periods = h->periods;
 	out->factor = exp2(h->lk);
-	out->last_hit_rate = h->have_prev ? h->prev_rate : 0;
+	out->last_hit_rate = h->last_rate;
 }
 
 size_t
 mc_history_memory(const struct mc_history *h)
 {
-	return sizeof(*h) + (size_t)h->nb * WAYS * sizeof(*h->t);
+	size_t shadows = h->shadow == NULL ? 0 : SHADOWS_BYTES;
+
+	return sizeof(*h) + (size_t)h->nb * WAYS * sizeof(*h->t) + shadows;
 }
 
 /* ---- the probationary segment ---- */

@@ -307,6 +307,7 @@ mc_access(void *arg, uint64_t id, const struct sim_req *r)
 	o->access_count++;
 	o->probation = false;
 	mc_history_ref(m->hist, true, m->by_id.count);
+	mc_history_read(m->hist, id_hash(id), m->by_id.count);
 }
 
 /* The model is one tier. */

@@ -484,6 +484,7 @@ store_read(struct store *s, struct mobj *o)
 	store_access(s, o);
 	o->probation = 0;
 	mc_history_ref(s->hist, true, s->objects.count);
+	mc_history_read(s->hist, store_key_hash(o->tenant, o->key, o->key_len), s->objects.count);
 }
 
 void

@@ -347,6 +347,7 @@ pindex_read(struct pindex *ix, struct pobj *o)
 	o->access_seq = ++ix->access_seq;
 	o->probation = false;
 	mc_history_ref(ix->hist, true, ix->objects);
+	mc_history_read(ix->hist, o->hash, ix->objects);
 	pthread_mutex_unlock(&ix->mu);
 }
 

@@ -17,14 +17,19 @@
  *    fingerprint, the value on a log scale, the time in eighths of a
  *    cache-full of references), so the default of four per object costs
  *    16 bytes an object, 20 with the table's headroom.
- *  - The half-life, chosen by hill climbing on the hit rate the builder
- *    sees (as Caffeine sizes its window): H = f x the cached objects,
- *    and every period of ten cache-fulls of references f is doubled or
- *    halved, in the direction that last raised the hit rate, turning
- *    back when it fell. The right window depends on the workload's reuse
- *    distances and on the cache's size; no constant fits every trace.
- * Memory: the ghost table, allocated at the first eviction and sized
- * to the objects cached; nothing else grows.
+ *  - The half-life, chosen by miniature simulation: H = f x the cached
+ *    objects, f a power of two, and beside the cache a shadow per f in
+ *    range, each a small LRFU cache (a few hundred objects, with its own
+ *    ghosts) over a spatial sample of the keys, on demand. Every window
+ *    of a shadow-full of sampled references f becomes the one whose
+ *    shadow hit most lately, when it leads the current one beyond the
+ *    noise of a count. The right window depends on the workload's reuse
+ *    distances and on the cache's size; no constant fits every trace,
+ *    and the shadows find it within a few cache-fulls of references
+ *    instead of stepping to it one long period at a time.
+ * Memory: the ghost table, sized to the objects cached, and the
+ * shadows, a fixed MC_HISTORY_SHADOW_BYTES; both allocated at the first
+ * eviction; nothing else grows.
  */
 #ifndef MC_HISTORY_H
 #define MC_HISTORY_H
@@ -40,12 +45,16 @@
  * across the few cache-fulls of writes between a conversation's turns.
  */
 #define MC_HISTORY_GHOSTS 4.0
-/* The half-life factor's range (log2) and starting point. */
-#define MC_HISTORY_LOG_FACTOR_MIN (-2)
-#define MC_HISTORY_LOG_FACTOR_MAX 6
+/*
+ * The half-life factor's range (log2), one shadow per power of two in
+ * it, and its starting point.
+ */
+#define MC_HISTORY_LOG_FACTOR_MIN (-3)
+#define MC_HISTORY_LOG_FACTOR_MAX 8
+#define MC_HISTORY_FACTORS (MC_HISTORY_LOG_FACTOR_MAX - MC_HISTORY_LOG_FACTOR_MIN + 1)
 #define MC_HISTORY_LOG_FACTOR_START 1
-/* References per cached object in one period of the climber. */
-#define MC_HISTORY_PERIOD 10u
+/* The shadows' memory, allocated at the first eviction, whatever the cache's size. */
+#define MC_HISTORY_SHADOW_BYTES (1280u << 10)
 
 struct mc_history;
 
@@ -53,9 +62,9 @@ struct mc_history_stats {
 	uint64_t ghosts;      /* remembered now */
 	uint64_t evicted;     /* values handed in */
 	uint64_t resumed;     /* keys that came back and found their value */
-	uint64_t periods;     /* climber periods ended */
+	uint64_t periods;     /* shadow windows ended (each one chooses the factor) */
 	double factor;	      /* H / cached objects */
-	double last_hit_rate; /* of the last period */
+	double last_hit_rate; /* the chosen shadow's, faded over the last windows */
 };
 
 /*
@@ -105,9 +114,14 @@ double mc_chain_worth(double crf, double parent_worth);
 double mc_history_half_life(const struct mc_history *h, uint64_t objects);
 /*
  * One reference by the cache: a hit (a read of a copy it held) or a miss
- * (a write of one it had to compute). Feeds the climber.
+ * (a write of one it had to compute). Counts only.
  */
 void mc_history_ref(struct mc_history *h, bool hit, uint64_t objects);
+/*
+ * A read of the cached key with this hash: to the shadows that choose
+ * the half-life (a write tells them through mc_history_take).
+ */
+void mc_history_read(struct mc_history *h, uint64_t hash, uint64_t objects);
 /*
  * The copy of the key with this 64-bit hash left the cache at reference
  * number `now` with LRFU value crf (already decayed to now). Allocation
