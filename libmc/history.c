@@ -342,7 +342,7 @@ mc_history_take(struct mc_history *h, uint64_t hash, uint64_t now, uint64_t obje
 #define SHADOW_SLOTS 4096u /* the key index: a power of two above SHADOW_RECS / 0.7 */
 #define SHADOW_NONE UINT32_MAX
 /* A window's hits fade by this much each window: the choice looks back a few windows. */
-#define SHADOW_FADE 0.75
+#define SHADOW_FADE 0.875
 
 struct shadow_rec {
 	uint64_t key;
@@ -364,6 +364,9 @@ struct shadow {
 	uint32_t ring_head, ring_len, stamp;
 	uint64_t hits;
 	double score; /* faded hits over the windows so far */
+	/* references it and the current factor's shadow disagreed on, this window and faded */
+	uint64_t split;
+	double split_faded;
 };
 
 /* What the shadows take, allocated at the first eviction: a fixed cost. */
@@ -494,8 +497,11 @@ shadow_evict(struct shadow *s)
 	s->ring_stamp[at] = s->stamp;
 }
 
-/* One reference to key in a shadow of `cap` objects and half-life hl (in sampled references). */
-static void
+/*
+ * One reference to key in a shadow of `cap` objects and half-life hl
+ * (in sampled references); true on a hit.
+ */
+static bool
 shadow_ref(struct shadow *s, uint64_t key, uint32_t cap, double hl)
 {
 	uint32_t i, r;
@@ -508,7 +514,7 @@ shadow_ref(struct shadow *s, uint64_t key, uint32_t cap, double hl)
 		if (s->rec[r].heap != SHADOW_NONE) {
 			s->hits++;
 			heap_down(s, s->rec[r].heap);
-			return;
+			return true;
 		}
 		/* a ghost comes back with its value */
 		s->rec[r].heap = s->nheap;
@@ -528,6 +534,7 @@ shadow_ref(struct shadow *s, uint64_t key, uint32_t cap, double hl)
 	}
 	while (s->nheap > cap)
 		shadow_evict(s);
+	return false;
 }
 
 static void
@@ -588,20 +595,27 @@ shadows_choose(struct mc_history *h)
 		struct shadow *s = &h->shadow[k];
 
 		s->score = s->score * SHADOW_FADE + (double)s->hits;
-		s->hits = 0;
+		s->split_faded = s->split_faded * SHADOW_FADE + (double)s->split;
+		s->hits = s->split = 0;
 	}
 	for (int k = 0; k < MC_HISTORY_FACTORS; k++)
 		if (h->shadow[k].score > h->shadow[best].score)
 			best = k;
 	/*
-	 * Move only on a lead beyond the noise of a count of hits (its
-	 * standard deviation, about its square root), so a flat top of
+	 * Move only on a lead beyond the noise. The shadows see the same
+	 * references, so the noise of a lead is that of the references
+	 * the two disagreed on (a paired comparison: McNemar's test); move
+	 * when the lead is twice its standard deviation, so a flat top of
 	 * the curve does not make the factor wander.
 	 */
-	if (h->shadow[best].score - h->shadow[cur].score > sqrt(h->shadow[cur].score))
+	if (best != cur &&
+	    h->shadow[best].score - h->shadow[cur].score > 2 * sqrt(h->shadow[best].split_faded)) {
 		h->lk = best + MC_HISTORY_LOG_FACTOR_MIN;
-	else
+		for (int k = 0; k < MC_HISTORY_FACTORS; k++)
+			h->shadow[k].split_faded = 0; /* against the new current from now */
+	} else {
 		best = cur;
+	}
 	h->last_rate = h->window > 0 ? h->shadow[best].score / h->window_faded : 0;
 	h->periods++;
 }
@@ -627,9 +641,14 @@ shadows_ref(struct mc_history *h, uint64_t hash, uint64_t objects)
 	if (k > 0 && (hash >> (64 - k)) != 0)
 		return;
 	cap = (uint32_t)((objects + (1ull << k) - 1) >> k);
+	bool hit[MC_HISTORY_FACTORS];
+	int cur = h->lk - MC_HISTORY_LOG_FACTOR_MIN;
+
 	for (int f = 0; f < MC_HISTORY_FACTORS; f++)
-		shadow_ref(&h->shadow[f], hash, cap,
-			   fmax(1, exp2(f + MC_HISTORY_LOG_FACTOR_MIN) * (double)cap));
+		hit[f] = shadow_ref(&h->shadow[f], hash, cap,
+				    fmax(1, exp2(f + MC_HISTORY_LOG_FACTOR_MIN) * (double)cap));
+	for (int f = 0; f < MC_HISTORY_FACTORS; f++)
+		h->shadow[f].split += hit[f] != hit[cur];
 	if (++h->window >= cap) {
 		h->window_faded = h->window_faded * SHADOW_FADE + (double)h->window;
 		shadows_choose(h);
