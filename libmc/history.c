@@ -44,8 +44,7 @@ struct mc_history {
 	int lk;
 	struct shadow *shadow; /* MC_HISTORY_FACTORS of them, made at the first reference */
 	bool shadow_failed;
-	uint64_t window;     /* sampled references in this window */
-	double window_faded; /* sampled references, faded as the shadows' hits are */
+	uint64_t window; /* sampled references in this window */
 	double last_rate;
 	uint64_t hits, refs;
 	uint64_t evicted, resumed, periods;
@@ -613,10 +612,10 @@ shadows_choose(struct mc_history *h)
 		h->lk = best + MC_HISTORY_LOG_FACTOR_MIN;
 		for (int k = 0; k < MC_HISTORY_FACTORS; k++)
 			h->shadow[k].split_faded = 0; /* against the new current from now */
-	} else {
-		best = cur;
 	}
-	h->last_rate = h->window > 0 ? h->shadow[best].score / h->window_faded : 0;
+	/* the cache's own hit rate since the last choice */
+	h->last_rate = h->refs > 0 ? (double)h->hits / (double)h->refs : 0;
+	h->hits = h->refs = 0;
 	h->periods++;
 }
 
@@ -650,7 +649,6 @@ shadows_ref(struct mc_history *h, uint64_t hash, uint64_t objects)
 	for (int f = 0; f < MC_HISTORY_FACTORS; f++)
 		h->shadow[f].split += hit[f] != hit[cur];
 	if (++h->window >= cap) {
-		h->window_faded = h->window_faded * SHADOW_FADE + (double)h->window;
 		shadows_choose(h);
 		h->window = 0;
 	}

@@ -64,7 +64,7 @@ struct mc_history_stats {
 	uint64_t resumed;     /* keys that came back and found their value */
 	uint64_t periods;     /* shadow windows ended (each one chooses the factor) */
 	double factor;	      /* H / cached objects */
-	double last_hit_rate; /* the chosen shadow's, faded over the last windows */
+	double last_hit_rate; /* the cache's, over the last window (mc_history_ref) */
 };
 
 /*
