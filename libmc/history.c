@@ -12,7 +12,8 @@
 /*
  * Ghosts: a set-associative table of 4-byte entries, sixteen to a bucket
  * (one cache line), each {12-bit key fingerprint, 8-bit LRFU value on a
- * log scale, 12-bit eviction time in epochs}. A key's bucket comes from
+ * log scale, 1 bit: evicted on probation, 11-bit eviction time in
+ * epochs}. A key's bucket comes from
  * the high bits of its hash, its fingerprint from the low ones; a full
  * bucket gives up its oldest entry, so with sixteen ways the table keeps
  * nearly what a FIFO of the same size would, at 4 bytes a ghost and no
@@ -23,7 +24,9 @@
  */
 #define WAYS 16
 #define FP_BITS 12u
-#define EPOCH_BITS 12u
+#define EPOCH_BITS 11u
+#define PROBATION_BIT (1u << EPOCH_BITS)
+#define CODE_SHIFT (EPOCH_BITS + 1)
 #define EPOCH_MASK ((1u << EPOCH_BITS) - 1)
 #define EPOCH_SWEEP (1u << (EPOCH_BITS - 1))
 #define EPOCHS_PER_FILL 8u
@@ -34,12 +37,14 @@
 
 struct mc_history {
 	double per_object;
-	uint32_t *t;	/* nb x WAYS entries, 0 empty */
-	uint64_t nb;	/* 0 until the first eviction */
-	uint64_t sized; /* the objects the table is sized for */
-	unsigned shift; /* an epoch is 2^shift references */
-	uint64_t sweep; /* the next bucket the sweep visits */
-	uint64_t count; /* entries in use */
+	uint32_t *t;		  /* nb x WAYS entries, 0 empty */
+	uint64_t nb;		  /* 0 until the first eviction */
+	uint64_t sized;		  /* the objects the table is sized for */
+	unsigned shift;		  /* an epoch is 2^shift references */
+	uint64_t sweep;		  /* the next bucket the sweep visits */
+	uint64_t count;		  /* entries in use */
+	uint64_t count_probation; /* of them, evicted on probation */
+	double share;		  /* the probationary segment's share of a tier */
 	/* the half-life: H = 2^lk x cached objects, lk the best shadow's */
 	int lk;
 	struct shadow *shadow; /* MC_HISTORY_FACTORS of them, made at the first reference */
@@ -76,13 +81,14 @@ entry_epoch(uint32_t e)
 static uint32_t
 entry_code(uint32_t e)
 {
-	return e >> EPOCH_BITS & 0xff;
+	return e >> CODE_SHIFT & 0xff;
 }
 
 static uint32_t
-pack(uint32_t fp, uint32_t code, uint64_t epoch)
+pack(uint32_t fp, uint32_t code, bool probation, uint64_t epoch)
 {
-	return fp << (32 - FP_BITS) | code << EPOCH_BITS | ((uint32_t)epoch & EPOCH_MASK);
+	return fp << (32 - FP_BITS) | code << CODE_SHIFT | (probation ? PROBATION_BIT : 0) |
+	       ((uint32_t)epoch & EPOCH_MASK);
 }
 
 /* Epochs from an entry's to `epoch` (entries are never older than the sweep allows). */
@@ -175,7 +181,7 @@ fit(struct mc_history *h, uint64_t objects)
 	t = calloc(nb * WAYS, sizeof(*t));
 	if (t == NULL)
 		return -1;
-	h->count = 0;
+	h->count = h->count_probation = 0;
 	for (uint64_t i = 0; h->t != NULL && i < h->nb * WAYS; i++) {
 		uint32_t e = h->t[i];
 		uint64_t ob = i / WAYS;
@@ -188,6 +194,7 @@ fit(struct mc_history *h, uint64_t objects)
 			if (b[w] == 0) {
 				b[w] = e;
 				h->count++;
+				h->count_probation += (e & PROBATION_BIT) != 0;
 				break;
 			}
 	}
@@ -208,6 +215,14 @@ fit(struct mc_history *h, uint64_t objects)
 	return 0;
 }
 
+static void
+forget(struct mc_history *h, uint32_t *e)
+{
+	h->count--;
+	h->count_probation -= (*e & PROBATION_BIT) != 0;
+	*e = 0;
+}
+
 /* Forget the entries older than EPOCH_SWEEP epochs in the next few buckets. */
 static void
 sweep(struct mc_history *h, uint64_t epoch)
@@ -219,10 +234,8 @@ sweep(struct mc_history *h, uint64_t epoch)
 			h->sweep = 0;
 		b = &h->t[h->sweep++ * WAYS];
 		for (int w = 0; w < WAYS; w++)
-			if (b[w] != 0 && entry_age(b[w], epoch) >= EPOCH_SWEEP) {
-				b[w] = 0;
-				h->count--;
-			}
+			if (b[w] != 0 && entry_age(b[w], epoch) >= EPOCH_SWEEP)
+				forget(h, &b[w]);
 	}
 }
 
@@ -237,6 +250,7 @@ mc_history_new(double ghosts_per_object, struct mc_err *err)
 	}
 	h->per_object = ghosts_per_object > 0 ? ghosts_per_object : MC_HISTORY_GHOSTS;
 	h->lk = MC_HISTORY_LOG_FACTOR_START;
+	h->share = MC_HISTORY_PROBATION;
 	return h;
 }
 
@@ -251,7 +265,8 @@ mc_history_free(struct mc_history *h)
 }
 
 void
-mc_history_evicted(struct mc_history *h, uint64_t hash, double crf, uint64_t now, uint64_t objects)
+mc_history_evicted(struct mc_history *h, uint64_t hash, double crf, bool probation, uint64_t now,
+		   uint64_t objects)
 {
 	uint32_t fp = fp_of(hash), *b, oldest_age = 0;
 	uint64_t epoch;
@@ -277,9 +292,37 @@ mc_history_evicted(struct mc_history *h, uint64_t hash, double crf, uint64_t now
 	}
 	if (slot < 0)
 		slot = oldest;
-	else if (b[slot] == 0)
-		h->count++;
-	b[slot] = pack(fp, crf_code(crf), epoch);
+	if (b[slot] != 0)
+		forget(h, &b[slot]);
+	b[slot] = pack(fp, crf_code(crf), probation, epoch);
+	h->count++;
+	h->count_probation += probation;
+}
+
+/*
+ * A key came back after its copy was evicted: as ARC moves its split
+ * between recency and frequency on a hit in either ghost list, a key
+ * evicted on probation says the segment was too small, one evicted
+ * after it was read says the rest was. The step is an object's worth of
+ * the share, times the other kind's ghosts over this kind's, so the
+ * rarer kind of hit weighs more.
+ */
+static void
+adapt_share(struct mc_history *h, bool probation, uint64_t objects)
+{
+	double mine = (double)(probation ? h->count_probation : h->count - h->count_probation);
+	double other = (double)h->count - mine;
+	double step =
+		(mine > 0 && other > mine ? other / mine : 1) / (double)(objects ? objects : 1);
+
+	h->share += probation ? step : -step;
+	h->share = h->share < 0 ? 0 : h->share > 1 ? 1 : h->share;
+}
+
+double
+mc_history_probation(const struct mc_history *h)
+{
+	return h->share;
 }
 
 bool
@@ -304,8 +347,8 @@ mc_history_take(struct mc_history *h, uint64_t hash, uint64_t now, uint64_t obje
 		double age = ((double)entry_age(e, epoch) + 0.5) * (double)(1ull << h->shift);
 
 		*crf = crf_value(entry_code(e)) * exp2(-age / mc_history_half_life(h, objects));
-		b[w] = 0;
-		h->count--;
+		adapt_share(h, (e & PROBATION_BIT) != 0, objects);
+		forget(h, &b[w]);
 		h->resumed++;
 		return true;
 	}
@@ -685,6 +728,7 @@ mc_history_stats(const struct mc_history *h, struct mc_history_stats *out)
 	out->periods = h->periods;
 	out->factor = exp2(h->lk);
 	out->last_hit_rate = h->last_rate;
+	out->probation = h->share;
 }
 
 size_t
@@ -769,7 +813,7 @@ struct seg_group {
 };
 
 int
-mc_history_segment(struct mc_cand_view *v, mc_history_capacity_fn capacity, void *ctx,
+mc_history_segment(struct mc_cand_view *v, double share, mc_history_capacity_fn capacity, void *ctx,
 		   struct mc_err *err)
 {
 	struct seg_group *g = NULL;
@@ -830,8 +874,7 @@ mc_history_segment(struct mc_cand_view *v, mc_history_capacity_fn capacity, void
 	}
 	for (uint32_t k = 0; k < ng; k++) {
 		size_t at = g[k].at - g[k].count;
-		uint64_t allow =
-			(uint64_t)((double)capacity(ctx, v, &v->c[idx[at]]) * MC_HISTORY_PROBATION);
+		uint64_t allow = (uint64_t)((double)capacity(ctx, v, &v->c[idx[at]]) * share);
 
 		clear_newest(v, idx + at, g[k].count, allow);
 	}

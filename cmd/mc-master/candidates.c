@@ -177,6 +177,7 @@ int
 candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err)
 {
 	out->n = 0;
+	out->probation = mc_history_probation(b->m->store->hist);
 	out->v = calloc((size_t)b->npeers * MC_TIER_COUNT + 1, sizeof(*out->v));
 	if (out->v == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
@@ -195,7 +196,7 @@ candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err
 int
 candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err)
 {
-	return mc_history_segment(v, record_capacity, (void *)caps, err);
+	return mc_history_segment(v, caps->probation, record_capacity, (void *)caps, err);
 }
 
 void

@@ -65,6 +65,7 @@ struct cand_cap {
 struct cand_caps {
 	struct cand_cap *v;
 	uint32_t n;
+	double probation; /* the probationary share when taken (mc_history_probation) */
 };
 struct cand_build *candidates_begin(struct master *m, const struct cand_filter *f,
 				    struct mc_cand_view *v, struct mc_err *err);

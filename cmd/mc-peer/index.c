@@ -358,7 +358,7 @@ pindex_evicted(struct pindex *ix, const struct pobj *o)
 	mc_history_evicted(
 		ix->hist, o->hash,
 		mc_lrfu_decay(o->crf, o->access_seq, ix->access_seq, half_life_locked(ix)),
-		ix->access_seq, ix->objects);
+		o->probation, ix->access_seq, ix->objects);
 	pthread_mutex_unlock(&ix->mu);
 }
 
@@ -400,6 +400,17 @@ pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life)
 	*seq = ix->access_seq;
 	*half_life = half_life_locked(ix);
 	pthread_mutex_unlock(&ix->mu);
+}
+
+double
+pindex_probation(struct pindex *ix)
+{
+	double share;
+
+	pthread_mutex_lock(&ix->mu);
+	share = mc_history_probation(ix->hist);
+	pthread_mutex_unlock(&ix->mu);
+	return share;
 }
 
 int

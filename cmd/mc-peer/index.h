@@ -189,6 +189,8 @@ struct pobj *pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, 
 void pindex_read(struct pindex *ix, struct pobj *o);
 void pindex_evicted(struct pindex *ix, const struct pobj *o);
 void pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life);
+/* The probationary segment's share of a tier now (mc_history_probation). */
+double pindex_probation(struct pindex *ix);
 /* The hash the index files (tenant, key) under. */
 uint64_t pindex_hash(const char *tenant, size_t tlen, const char *key, size_t klen);
 /*

@@ -400,7 +400,9 @@ build_view(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, uint64_
 	}
 	pindex_walk_end(w);
 	/* new copies compete only with each other until read, past the probationary share */
-	return rc < 0 ? -1 : mc_history_segment(v, tier_capacity, r->ix->media[tier], err);
+	return rc < 0 ? -1
+		      : mc_history_segment(v, pindex_probation(r->ix), tier_capacity,
+					   r->ix->media[tier], err);
 }
 
 /* Plan need bytes off t's tier; false when there is nothing to execute. */

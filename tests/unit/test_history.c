@@ -55,21 +55,21 @@ test_ghosts(void)
 	TAP_OK(mc_history_memory(h) < 1024, "memory: no table before the first eviction (%zu B)",
 	       mc_history_memory(h));
 
-	mc_history_evicted(h, key_hash(1), 6.0, now, OBJECTS);
+	mc_history_evicted(h, key_hash(1), 6.0, false, now, OBJECTS);
 	TAP_OK(mc_history_take(h, key_hash(1), now, OBJECTS, &crf) && fabs(crf - 6) / 6 < 0.1,
 	       "take: a key evicted just now resumes its value (6 -> %.3f)", crf);
 	TAP_OK(!mc_history_take(h, key_hash(1), now, OBJECTS, &crf),
 	       "take: a ghost is taken once, then it is gone");
 
 	/* the value decays with the half-life while the key is away */
-	mc_history_evicted(h, key_hash(2), 8.0, now, OBJECTS);
+	mc_history_evicted(h, key_hash(2), 8.0, false, now, OBJECTS);
 	TAP_OK(mc_history_take(h, key_hash(2), now + (uint64_t)hl, OBJECTS, &crf) &&
 		       fabs(crf - 4) / 4 < 0.15,
 	       "take: one half-life away, half the value (8 -> %.3f)", crf);
 
 	/* a churn of 100 cache-fulls of evictions: the bound holds, the recent stay */
 	for (uint64_t i = 0; i < 100u * OBJECTS; i++)
-		mc_history_evicted(h, key_hash(1000 + i), 1.0, now++, OBJECTS);
+		mc_history_evicted(h, key_hash(1000 + i), 1.0, false, now++, OBJECTS);
 	mc_history_stats(h, &st);
 	TAP_OK(st.ghosts <= (uint64_t)(MC_HISTORY_GHOSTS * OBJECTS * 1.25) + 16,
 	       "bound: %llu ghosts for %u objects (at most %.0f x 1.25 each)",
@@ -105,9 +105,9 @@ test_sweep(void)
 	uint64_t wrap = (4096u + 1) * 64;
 	double crf;
 
-	mc_history_evicted(h, key_hash(7), 50.0, 1, OBJECTS);
+	mc_history_evicted(h, key_hash(7), 50.0, false, 1, OBJECTS);
 	for (uint64_t t = 1; t < wrap; t += OBJECTS)
-		mc_history_evicted(h, key_hash(1u << 20 | t), 1.0, t, OBJECTS);
+		mc_history_evicted(h, key_hash(1u << 20 | t), 1.0, false, t, OBJECTS);
 	TAP_OK(!mc_history_take(h, key_hash(7), wrap, OBJECTS, &crf),
 	       "sweep: a ghost as old as the age can count is forgotten, not resumed (%.3f)", crf);
 	mc_history_free(h);
@@ -194,7 +194,7 @@ test_shadows(void)
 	int lk, lo, hi;
 
 	/* the cache is full: the shadows start at its first eviction */
-	mc_history_evicted(h, key_hash(UINT64_MAX), 1, 0, STREAM_OBJECTS);
+	mc_history_evicted(h, key_hash(UINT64_MAX), 1, false, 0, STREAM_OBJECTS);
 	lk = feed(h, drifting, 200000, &lo, &hi);
 	TAP_OK(lk <= 0, "shadows: a drifting working set takes a short half-life (2^%d)", lk);
 	TAP_OK(hi - lo <= 1, "shadows: and settles there (2^%d..2^%d over the last quarter)", lo,
@@ -209,7 +209,7 @@ test_shadows(void)
 	mc_history_free(h);
 
 	h = mc_history_new(0, &err);
-	mc_history_evicted(h, key_hash(UINT64_MAX), 1, 0, STREAM_OBJECTS);
+	mc_history_evicted(h, key_hash(UINT64_MAX), 1, false, 0, STREAM_OBJECTS);
 	lk = feed(h, popular, 300000, &lo, &hi);
 	TAP_OK(lk >= 4 && hi - lo <= 1,
 	       "shadows: a fresh history goes to the long end alike (2^%d, 2^%d..2^%d)", lk, lo,
@@ -257,7 +257,8 @@ test_segment(void)
 		ok &= mc_cand_add(&v, &c, key, strlen(key), &err) == 0;
 	}
 	TAP_OK(ok, "segment: a view of fourteen on two tiers");
-	TAP_OK(mc_history_segment(&v, tier_capacity, caps, &err) == 0, "segment: applied");
+	TAP_OK(mc_history_segment(&v, MC_HISTORY_PROBATION, tier_capacity, caps, &err) == 0,
+	       "segment: applied");
 	ok = 1;
 	for (int i = 0; i < 10; i++)
 		ok &= ((v.c[i].flags & MC_CAND_PROBATION) != 0) == (i < 5);
@@ -269,7 +270,7 @@ test_segment(void)
 	caps[1] = caps[2] = 0;
 	for (int i = 0; i < 14; i++)
 		v.c[i].flags = MC_CAND_PROBATION;
-	ok = mc_history_segment(&v, tier_capacity, caps, &err) == 0;
+	ok = mc_history_segment(&v, MC_HISTORY_PROBATION, tier_capacity, caps, &err) == 0;
 	for (int i = 0; i < 14; i++)
 		ok &= v.c[i].flags == MC_CAND_PROBATION;
 	TAP_OK(ok, "segment: a zero capacity leaves everyone on probation");
@@ -338,7 +339,7 @@ test_segment_selection(void)
 		sum += c->bytes;
 		want[order[k]] = sum <= caps[c->peer] / 2;
 	}
-	ok &= mc_history_segment(&v, tier_capacity, caps, &err) == 0;
+	ok &= mc_history_segment(&v, MC_HISTORY_PROBATION, tier_capacity, caps, &err) == 0;
 	for (int i = 0; i < N; i++) {
 		bool kept = (v.c[i].flags & MC_CAND_PROBATION) != 0;
 
