@@ -222,6 +222,59 @@ test_shadows(void)
 	mc_history_free(h);
 }
 
+/*
+ * The probationary share moves as ARC's split does: keys evicted on
+ * probation that come back raise it, keys evicted after a read lower
+ * it, each kind weighted by the other's ghosts over its own, within
+ * none to all of the cache.
+ */
+static void
+test_share(void)
+{
+	struct mc_err err;
+	struct mc_history *h = mc_history_new(0, &err);
+	struct mc_history_stats st;
+	uint64_t now = 1;
+	double crf, before;
+	int back = 0;
+
+	TAP_OK(mc_history_probation(h) == MC_HISTORY_PROBATION,
+	       "share: starts at the default (%.2f)", mc_history_probation(h));
+	/* a stream whose new blocks come back after their eviction, unread: grow */
+	for (uint64_t i = 0; i < 2u * OBJECTS; i++) {
+		mc_history_evicted(h, key_hash(i), 1, true, now++, OBJECTS);
+		back += mc_history_take(h, key_hash(i), now++, OBJECTS, &crf);
+	}
+	TAP_OK(back == 2 * (int)OBJECTS && mc_history_probation(h) == 1,
+	       "share: probationers that come back grow it to the whole cache (%.2f)",
+	       mc_history_probation(h));
+	/* a stream whose read blocks come back: shrink, to nothing at most */
+	for (uint64_t i = 0; i < 3u * OBJECTS; i++) {
+		mc_history_evicted(h, key_hash(1u << 27 | i), 1, false, now++, OBJECTS);
+		mc_history_take(h, key_hash(1u << 27 | i), now++, OBJECTS, &crf);
+	}
+	mc_history_stats(h, &st);
+	TAP_OK(mc_history_probation(h) == 0 && st.probation == 0,
+	       "share: read blocks that come back shrink it to none (%.2f)",
+	       mc_history_probation(h));
+	/* one ghost of each kind: a probation hit steps up by one object's share */
+	mc_history_evicted(h, key_hash(1u << 30), 1, false, now++, OBJECTS);
+	mc_history_evicted(h, key_hash(1u << 31), 1, true, now++, OBJECTS);
+	mc_history_take(h, key_hash(1u << 31), now++, OBJECTS, &crf);
+	TAP_OK(fabs(mc_history_probation(h) - 1.0 / OBJECTS) < 1e-9,
+	       "share: a new block that comes back adds an object's worth to it");
+	/* ghosts now: 9 read, 1 on probation: its hit weighs their ratio */
+	for (uint64_t i = 0; i < 8; i++)
+		mc_history_evicted(h, key_hash(1u << 29 | i), 1, false, now++, OBJECTS);
+	mc_history_evicted(h, key_hash(1u << 28), 1, true, now++, OBJECTS);
+	before = mc_history_probation(h);
+	mc_history_take(h, key_hash(1u << 28), now++, OBJECTS, &crf);
+	TAP_OK(fabs(mc_history_probation(h) - before - 9.0 / OBJECTS) < 1e-9,
+	       "share: the rarer kind of ghost weighs more (+%.1f objects' worth)",
+	       (mc_history_probation(h) - before) * OBJECTS);
+	mc_history_free(h);
+}
+
 static uint64_t
 tier_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
 {
@@ -360,6 +413,7 @@ main(void)
 	test_ghosts();
 	test_sweep();
 	test_shadows();
+	test_share();
 	test_segment();
 	test_segment_selection();
 	return tap_done();
