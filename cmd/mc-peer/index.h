@@ -83,6 +83,8 @@ struct pobj {
 	 */
 	uint64_t access_seq, created_seq;
 	float crf;
+	/* its chain worth then: crf capped below its parent's (mc_chain_worth) */
+	float worth;
 	bool probation;
 	/*
 	 * The chain parent the write named (the block before it in its
