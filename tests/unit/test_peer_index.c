@@ -110,6 +110,22 @@ test_versions(void)
 	TAP_OK(drop("empty", false, 0) == 1, "unlink: any version");
 }
 
+/* key's commit notice, with a group and a hard pin as given (group "": none). */
+static void
+notice(const char *key, const char *group, bool hard_pin)
+{
+	struct pobj *o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
+
+	pindex_set_meta(&ix, o, pmeta_new("kv", 2, group, strlen(group), hard_pin, 0), 1);
+	pindex_release(&ix, o);
+}
+
+static void
+commit(const char *key)
+{
+	notice(key, "", false);
+}
+
 /* The keys the medium offers, coldest first, joined by spaces. */
 static const char *
 offered(char *buf, size_t cap)
@@ -138,6 +154,11 @@ test_order(void)
 	put("o1", 1, 10);
 	put("o2", 1, 10);
 	put("o3", 1, 10);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "") == 0,
+	       "order: a copy without its commit notice is no candidate (%s)", buf);
+	commit("o1");
+	commit("o2");
+	commit("o3");
 	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o1 o2 o3") == 0,
 	       "order: commits line up coldest first (%s)", buf);
 	o = pindex_acquire(&ix, T, strlen(T), "o1", 2);
@@ -145,6 +166,9 @@ test_order(void)
 	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o2 o3 o1") == 0,
 	       "order: an access makes a copy the warmest (%s)", buf);
 	put("o2", 2, 10);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o3 o1") == 0,
+	       "order: a replaced copy leaves the order at once (%s)", buf);
+	commit("o2");
 	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o3 o1 o2") == 0,
 	       "order: a replacing commit takes the old copy's place out (%s)", buf);
 	drop("o3", false, 0);
