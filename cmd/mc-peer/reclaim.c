@@ -427,7 +427,7 @@ plan_bytes(const struct mc_plan *p, bool soft_pinned_pass)
  */
 static int
 plan_window(struct reclaimer *r, struct rtier *t, uint64_t need, const struct mc_plan_params *pp,
-	    struct mc_err *err)
+	    size_t *used, struct mc_err *err)
 {
 	struct pindex_order_sums sums;
 	struct mc_cand_view v;
@@ -446,6 +446,7 @@ plan_window(struct reclaimer *r, struct rtier *t, uint64_t need, const struct mc
 			return -1;
 		}
 		mc_cand_view_free(&v);
+		*used = window;
 		if (window >= sums.copies || plan_bytes(&t->plan, pp->soft_pinned_pass) >= need)
 			return 0;
 		mc_plan_free(&t->plan);
@@ -464,14 +465,14 @@ plan_try(struct reclaimer *r, struct rtier *t, uint64_t need)
 				     .now = mc_now_ms() };
 	struct pindex_order_sums sums;
 	struct mc_err err;
-	size_t victims = 0;
+	size_t victims = 0, window;
 
-	if (plan_window(r, t, need, &pp, &err) < 0) {
+	if (plan_window(r, t, need, &pp, &window, &err) < 0) {
 		mc_warn("local eviction of %s cannot plan: %s", mc_tier_name(t->tier), err.msg);
 		return false;
 	}
-	mc_debug("local eviction of %s: %zu candidates, need %llu", mc_tier_name(t->tier),
-		 t->plan.view.n, (unsigned long long)need);
+	mc_debug("local eviction of %s: %zu candidates of a window of %zu, need %llu",
+		 mc_tier_name(t->tier), t->plan.view.n, window, (unsigned long long)need);
 	count(r, RECLAIM_ROUND);
 	for (size_t i = 0; i < t->plan.nstages; i++)
 		victims += t->plan.stages[i].nvictims;
@@ -511,6 +512,41 @@ plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
 		return false;
 	t->with_young = true;
 	return plan_try(r, t, need);
+}
+
+int
+reclaimer_plan(struct reclaimer *r, int tier, uint64_t need, struct mc_plan *out, size_t *window,
+	       struct mc_err *err)
+{
+	struct mc_plan_params pp = { .target = need,
+				     .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND,
+				     .soft_pinned_pass = r->conf.soft_pinned_pass,
+				     .now = mc_now_ms() };
+	struct rtier *t;
+	struct mc_young_tally young;
+	bool with_young;
+	int rc;
+
+	if (tier < 0 || tier >= MC_TIER_COUNT || !r->ix->media[tier])
+		return mc_err_set(err, MC_ERR_INVALID, "this peer holds no %s tier",
+				  mc_tier_name(tier));
+	t = &r->t[tier];
+	if (t->planned)
+		return mc_err_set(err, MC_ERR_BUSY, "the %s pass has a plan at hand",
+				  mc_tier_name(tier));
+	/* the pass's own tally stays as it was: this plan is not the pass's */
+	young = t->young;
+	with_young = t->with_young;
+	mc_young_tally_init(&t->young);
+	t->with_young = false;
+	rc = plan_window(r, t, need, &pp, window, err);
+	if (rc == 0) {
+		*out = t->plan;
+		mc_plan_init(&t->plan);
+	}
+	t->young = young;
+	t->with_young = with_young;
+	return rc;
 }
 
 /*
