@@ -423,7 +423,9 @@ plan_bytes(const struct mc_plan *p, bool soft_pinned_pass)
  * Plan need bytes off t's tier into t->plan, over a window of its
  * coldest candidates (mc_plan_window), made again over a bigger one
  * while the plan falls short of need and the window is smaller than
- * the tier's candidates. 0, or -1 with err.
+ * the tier's candidates, unless young copies it left out cover the
+ * shortfall for a write that waits. *used: the last window. 0, or -1
+ * with err.
  */
 static int
 plan_window(struct reclaimer *r, struct rtier *t, uint64_t need, const struct mc_plan_params *pp,
@@ -432,6 +434,7 @@ plan_window(struct reclaimer *r, struct rtier *t, uint64_t need, const struct mc
 	struct pindex_order_sums sums;
 	struct mc_cand_view v;
 	size_t window;
+	uint64_t got;
 
 	pindex_order_sums(r->ix, t->tier, &sums);
 	window = mc_plan_window(need, sums.bytes, sums.copies);
@@ -447,7 +450,17 @@ plan_window(struct reclaimer *r, struct rtier *t, uint64_t need, const struct mc
 		}
 		mc_cand_view_free(&v);
 		*used = window;
-		if (window >= sums.copies || plan_bytes(&t->plan, pp->soft_pinned_pass) >= need)
+		got = plan_bytes(&t->plan, pp->soft_pinned_pass);
+		if (window >= sums.copies || got >= need)
+			return 0;
+		/*
+		 * Young copies this window left out would make the rest, and a
+		 * write waits for it: the pass over young copies (plan_make)
+		 * takes them, instead of every copy of a tier that may be all
+		 * young being looked at first for old ones.
+		 */
+		if (t->drops && !t->with_young && t->young.kept_bytes >= need - got &&
+		    mc_young_needed(waiting(r, t->tier), got))
 			return 0;
 		mc_plan_free(&t->plan);
 		window = mc_plan_window_grow(window, sums.copies);

@@ -840,6 +840,37 @@ test_window(void)
 	       window);
 	mc_plan_free(&p);
 	teardown();
+
+	/* 2000 young copies the coldest, then 1000 old ones (found at start) */
+	young_ms = 60000;
+	setup(false, EVICT_LOCAL);
+	put_many("y", 2000, false);
+	for (int i = 0; i < 1000; i++) {
+		struct pobj *o;
+
+		snprintf(k, sizeof(k), "o%d", i);
+		put(k);
+		o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+		o->committed = 0;
+		pindex_release(&ix, o);
+	}
+	TAP_OK(reclaimer_plan(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, &p, &window, &err) == 0 &&
+		       window > MC_PLAN_WINDOW_MIN && victim_bytes(&p) >= 10 * ARENA_PAGE &&
+		       any_in_view(&p, "o"),
+	       "window: with no write waiting, a window of young copies grows to the old ones "
+	       "(%zu)",
+	       window);
+	mc_plan_free(&p);
+	/* a write of 1200 pages waits: 3000 + 1200 > 4096 */
+	reclaimer_room(rc, MC_TIER_DRAM, 1200 * ARENA_PAGE, 0);
+	TAP_OK(reclaimer_plan(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, &p, &window, &err) == 0 &&
+		       window == MC_PLAN_WINDOW_MIN && victim_bytes(&p) == 0,
+	       "window: for a write that waits, young copies that cover the need stop the "
+	       "growing (%zu): the pass over young copies takes them",
+	       window);
+	mc_plan_free(&p);
+	teardown();
+	young_ms = 0;
 	dram_pages = PAGES;
 }
 
