@@ -15,7 +15,10 @@
  * probation are also in their tier's probation order, oldest first,
  * which a read leaves. Both are kept with running sums, under the
  * index's lock, so that a plan takes its candidates coldest first
- * without walking the index.
+ * without walking the index. A copy enters both at their warm ends: the
+ * probation order is the order copies became candidates, which is their
+ * creation order but for an upsert of a probationer and a move that
+ * did not happen (both enter anew).
  *
  * Besides the hash table, linked entries sit on one list in the order
  * they were linked, so that a walk (the inventory sent to the master)
