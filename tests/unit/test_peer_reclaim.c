@@ -429,6 +429,16 @@ test_demotion(void)
 	TAP_OK(all && mover_stats(mv)->done[MOVE_DEMOTE] == 14 &&
 		       mover_stats(mv)->queued[MOVE_DEMOTE] == 14,
 	       "demote: no key is lost, and no more demotions were queued than the overage");
+	{
+		struct pindex_order_sums d, s;
+
+		pindex_order_sums(&ix, MC_TIER_DRAM, &d);
+		pindex_order_sums(&ix, MC_TIER_SSD, &s);
+		TAP_OK(d.copies == 44 && s.copies == 14 && s.bytes == 14 * ARENA_PAGE &&
+			       s.probation_bytes == 14 * ARENA_PAGE,
+		       "demote: a copy that lands below is a candidate there, on probation still, "
+		       "and no longer above");
+	}
 	teardown();
 }
 
