@@ -98,6 +98,61 @@ set:
 		e->stalled[slot].until = until;
 }
 
+/* ---- a job's view ---- */
+
+int
+evict_job_build(struct master *m, struct job *j, struct mc_err *err)
+{
+	if (j->scope == SCOPE_TIER && j->filter.by_peer && j->filter.by_tier) {
+		if (j->window == 0)
+			j->window = candidates_window_size(m, j->filter.peer, j->filter.tier,
+							   j->target, &j->window_copies);
+		j->build = candidates_begin_window(m, &j->filter, &j->view, j->window, err);
+	} else {
+		j->window = 0;
+		j->build = candidates_begin(m, &j->filter, &j->view, err);
+	}
+	return j->build != NULL ? 0 : -1;
+}
+
+/* The bytes j's plan takes in its evict stages (a fallback's reserve is not taken for need). */
+static uint64_t
+planned_evict(const struct job *j)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; j->planned != NULL && i < j->plan.nstages; i++)
+		if (j->plan.stages[i].kind == MC_STAGE_EVICT)
+			sum += j->planned[i];
+	return sum;
+}
+
+bool
+evict_job_regrow(struct master *m, struct job *j, struct mc_err *err, bool *failed)
+{
+	*failed = false;
+	if (j->window == 0 || !j->window_cut || !j->have_plan || planned_evict(j) >= j->target ||
+	    j->window >= j->window_copies)
+		return false;
+	mc_plan_free(&j->plan);
+	mc_plan_init(&j->plan);
+	mc_cand_view_free(&j->view);
+	mc_cand_view_init(&j->view);
+	caps_free(&j->caps);
+	free(j->planned);
+	j->planned = NULL;
+	j->have_plan = false;
+	j->plan_rc = 0;
+	j->young_left_out = false;
+	mc_young_tally_init(&j->young);
+	j->window = mc_plan_window_grow(j->window, j->window_copies);
+	j->window_cut = false;
+	j->window_grown++;
+	if (evict_job_build(m, j, err) != 0)
+		*failed = true;
+	return true;
+}
+
 struct job *
 evict_job_new(struct master *m, int trigger)
 {
