@@ -532,8 +532,7 @@ window_step(struct cand_build *b, size_t max, struct mc_err *err)
 		uint32_t n;
 		struct mobj *o;
 
-		if (!cursor_holds(b, r, l) || b->visited >= b->window) {
-			b->cut = b->phase == W_COLD && b->visited >= b->window;
+		if (!cursor_holds(b, r, l)) {
 			next_phase(b);
 			continue;
 		}
@@ -542,7 +541,9 @@ window_step(struct cand_build *b, size_t max, struct mc_err *err)
 			    : recency_order_next(
 				      r, l, b->phase == W_ORPHANS ? RANK_ORPHAN : RANK_PROBATION,
 				      b->at);
-		if (n == 0) {
+		if (n == 0 || b->visited >= b->window) {
+			/* copies left beyond the window: a bigger one would see more */
+			b->cut = b->phase == W_COLD && n != 0;
 			next_phase(b);
 			continue;
 		}

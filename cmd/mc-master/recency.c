@@ -432,6 +432,13 @@ struct family_key {
 	uint32_t tenant;
 };
 
+/* The fields alone: the key's padding is never hashed. */
+static uint64_t
+family_hash(uint64_t hash, uint32_t tenant)
+{
+	return mc_hash64(&hash, sizeof(hash), 0xfa11u ^ ((uint64_t)tenant << 20));
+}
+
 static bool
 family_eq(const void *entry, const void *key)
 {
@@ -446,7 +453,7 @@ family_find(const struct recency *r, uint64_t hash, uint32_t tenant)
 {
 	struct family_key k = { hash, tenant };
 
-	return mc_htab_find(&r->families, mc_hash64(&k, sizeof(k), 0xfa11u), family_eq, &k);
+	return mc_htab_find(&r->families, family_hash(hash, tenant), family_eq, &k);
 }
 
 static bool
@@ -459,7 +466,7 @@ int
 recency_child(struct recency *r, const struct mc_htab *objects, struct mobj *o)
 {
 	struct family_key k = { o->parent, o->tenant };
-	uint64_t h = mc_hash64(&k, sizeof(k), 0xfa11u);
+	uint64_t h = family_hash(o->parent, o->tenant);
 	struct rank_family *f = mc_htab_find(&r->families, h, family_eq, &k);
 	uint32_t tenant = o->tenant;
 	const struct mobj *p = mc_htab_find(objects, o->parent, tenant_eq, &tenant);
@@ -500,7 +507,7 @@ static void
 family_leave(struct recency *r, struct mobj *o)
 {
 	struct family_key k = { o->parent, o->tenant };
-	uint64_t h = mc_hash64(&k, sizeof(k), 0xfa11u);
+	uint64_t h = family_hash(o->parent, o->tenant);
 	struct rank_family *f;
 
 	if (o->parent == 0 || (f = mc_htab_find(&r->families, h, family_eq, &k)) == NULL ||
