@@ -624,6 +624,7 @@ build_slice(struct master *m, struct job *j)
 		return;
 	}
 	mc_metric_observe(evictor_of(m)->build_seconds, (double)(mc_mono_ns() - j->t0) / 1e9);
+	mc_metric_add(evictor_of(m)->view_records[j->window != 0], (double)j->view.n);
 	start_plan(m, j);
 }
 

@@ -148,6 +148,7 @@ evict_job_regrow(struct master *m, struct job *j, struct mc_err *err, bool *fail
 	j->window = mc_plan_window_grow(j->window, j->window_copies);
 	j->window_cut = false;
 	j->window_grown++;
+	mc_metric_inc(evictor_of(m)->window_grows);
 	if (evict_job_build(m, j, err) != 0)
 		*failed = true;
 	return true;
@@ -313,6 +314,21 @@ evict_metrics_init(struct master *m)
 				 NULL, NULL);
 	e->young_bytes = mc_metric_get(r, "mc_evicted_young_bytes_total", MC_COUNTER,
 				       "Bytes of those copies.", NULL, NULL);
+	for (int w = 0; w < 2; w++) {
+		e->view_records[w] = mc_metric_get(
+			r, "mc_evict_view_records_total", MC_COUNTER,
+			"Records of the candidate views rounds built, by how (full: a walk of "
+			"the store; window: a tier's coldest copies from its recency index).",
+			"view", w ? "window" : "full");
+		if (e->view_records[w] == NULL)
+			return -1;
+	}
+	e->window_grows = mc_metric_get(
+		r, "mc_evict_window_grows_total", MC_COUNTER,
+		"Plans made again over a window twice as big, the first one short of its target.",
+		NULL, NULL);
+	if (e->window_grows == NULL)
+		return -1;
 	return e->planner_fallbacks != NULL && e->build_seconds != NULL && e->young != NULL &&
 			       e->young_bytes != NULL && e->skipped_young != NULL &&
 			       e->skipped_self_evict != NULL && e->plan_seconds != NULL &&

@@ -193,6 +193,8 @@ struct evictor {
 	/* rounds no put waited on, not run while young copies hold their scope */
 	struct mc_metric *skipped_young;
 	struct mc_metric *young, *young_bytes;
+	/* records of the views built, [0] full walks, [1] tier windows; windows grown */
+	struct mc_metric *view_records[2], *window_grows;
 };
 
 static inline struct evictor *

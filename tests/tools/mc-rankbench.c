@@ -201,15 +201,14 @@ plan_fill(struct peer *p, uint64_t n)
 		make_key(key, sizeof(key), i);
 		len = strlen(key);
 		make_key(parent, sizeof(parent), i - 1);
-		o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, PLAN_SIZE,
-				 NULL, 0, &err);
+		o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, PLAN_SIZE, NULL,
+				 0, &err);
 		if (o == NULL || (r = store_rep_add(o)) == NULL)
 			return -1;
 		o->version = i + 1;
 		store_access_new(m.store, o,
-				 i % PLAN_CHAIN != 0
-					 ? store_key_hash(0, parent, strlen(parent))
-					 : 0);
+				 i % PLAN_CHAIN != 0 ? store_key_hash(0, parent, strlen(parent))
+						     : 0);
 		r->peer = p->id;
 		r->tier = MC_TIER_DRAM;
 		r->version = o->version;
@@ -231,8 +230,8 @@ plan_fill(struct peer *p, uint64_t n)
 
 /* One round's view and plan; its victims and records in *victims and *records. */
 static int
-plan_round(const struct mc_policy *pol, struct peer *p, uint64_t need, bool full,
-	   size_t *victims, size_t *records)
+plan_round(const struct mc_policy *pol, struct peer *p, uint64_t need, bool full, size_t *victims,
+	   size_t *records)
 {
 	struct cand_filter f = {
 		.by_peer = true, .by_tier = true, .peer = p->id, .tier = MC_TIER_DRAM
@@ -320,7 +319,8 @@ plan_main(uint64_t objects, uint64_t rounds, uint64_t slice, bool full)
 	       "%zu victims from %zu records, %.0f ns a victim\n",
 	       full ? "full" : "window", (unsigned long long)slice, (double)med / 1e3,
 	       (unsigned long long)rounds, victims, records, (double)med / (double)victims);
-	printf("plan objects=%llu view=%s round_us=%.1f victims=%zu records=%zu ns_per_victim=%.0f\n",
+	printf("plan objects=%llu view=%s round_us=%.1f victims=%zu records=%zu "
+	       "ns_per_victim=%.0f\n",
 	       (unsigned long long)objects, full ? "full" : "window", (double)med / 1e3, victims,
 	       records, (double)med / (double)victims);
 	mc_policy_free(&pol);
