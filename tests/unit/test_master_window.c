@@ -402,6 +402,40 @@ main(void)
 		       "parent");
 	}
 
+	/* ---- a restore rebuilds the orders and the orphan bits ---- */
+	{
+		const struct rank_list *l = recency_list(&m.store->rank, pa->id, MC_TIER_DRAM);
+		uint64_t pbytes = l->x[RANK_PROBATION].bytes;
+		size_t families = m.store->rank.families.count;
+		char before_o[4096], before_p[4096];
+		struct mobj *o = find("prob-060");
+
+		store_resize(m.store, o, 3 * SIZE);
+		TAP_OK(l->x[RANK_PROBATION].bytes == pbytes + 2 * SIZE,
+		       "resize: a probationer's new size is in its tier's probation bytes");
+		store_resize(m.store, o, SIZE);
+		pa->tiers[MC_TIER_DRAM].capacity =
+			(uint64_t)(100 * SIZE / MC_HISTORY_PROBATION / 2);
+		window_view(window, &v, NULL);
+		flagged(&v, MC_CAND_ORPHAN, before_o, sizeof(before_o));
+		flagged(&v, MC_CAND_PROBATION, before_p, sizeof(before_p));
+		mc_cand_view_free(&v);
+		TAP_OK(recency_rebuild(&m.store->rank, &m.store->objects) == 0,
+		       "restore: the index rebuilt from the objects");
+		l = recency_list(&m.store->rank, pa->id, MC_TIER_DRAM);
+		TAP_OK(l != NULL && l->x[RANK_PROBATION].bytes == pbytes &&
+			       m.store->rank.families.count == families && find("kid-5")->orphan,
+		       "restore: the probation bytes, the families and the orphan bits come back");
+		window_view(window, &v, NULL);
+		TAP_OK(strcmp(flagged(&v, MC_CAND_ORPHAN, a, sizeof(a)), before_o) == 0 &&
+			       strcmp(flagged(&v, MC_CAND_PROBATION, b, sizeof(b)), before_p) ==
+				       0 &&
+			       strlen(before_o) > 0 && strlen(before_p) > 0,
+		       "restore: the window finds the same orphans and probationers");
+		mc_cand_view_free(&v);
+		pa->tiers[MC_TIER_DRAM].capacity = 1ull << 30;
+	}
+
 	/* ---- groups come whole ---- */
 	{
 		obj_in("g-old", NULL, "grp");
