@@ -504,9 +504,7 @@ cursor_holds(const struct cand_build *b, const struct recency *r, const struct r
 		return false;
 	if (b->phase == W_COLD)
 		return x->o->access_seq == b->at_seq;
-	if (b->phase == W_PROBATION)
-		return x->o->probation;
-	return x->o->orphan;
+	return x->order == (b->phase == W_PROBATION ? RANK_PROBATION : RANK_ORPHAN);
 }
 
 static void
@@ -549,7 +547,7 @@ window_step(struct cand_build *b, size_t max, struct mc_err *err)
 		}
 		o = r->nodes[n].o;
 		if (b->phase == W_PROBATION) {
-			uint64_t bytes = l->x[RANK_PROBATION].bytes;
+			uint64_t bytes = l->probation_bytes;
 
 			/* the rest, this one among them, fit in the share: the segment keeps them */
 			if (b->older >= bytes || bytes - b->older <= b->allow) {

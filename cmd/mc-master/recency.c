@@ -22,6 +22,9 @@
  */
 #define PLACE_STEPS 64
 
+/* A node per copy: each byte here is a few megabytes a million copies. */
+_Static_assert(sizeof(struct rank_node) == 32, "struct rank_node grew");
+
 static uint64_t
 list_hash(uint32_t peer, uint32_t tier)
 {
@@ -100,6 +103,9 @@ list_get(struct recency *r, uint32_t peer, uint32_t tier)
 
 	if (l != NULL)
 		return l->idx;
+	/* a node names its list in 16 bits: more lists than that are refused */
+	if (r->nlists >= UINT16_MAX)
+		return -1;
 	v = realloc(r->lists, (r->nlists + 1) * sizeof(*v));
 	if (v == NULL)
 		return -1;
@@ -177,29 +183,25 @@ link_after(struct recency *r, uint32_t n, uint32_t at)
 
 /* ---- the smaller orders ---- */
 
-static bool
-in_order(const struct recency *r, uint32_t n, int k)
-{
-	const struct rank_node *x = &r->nodes[n];
-
-	return x->x[k].prev != 0 || x->x[k].next != 0 || r->lists[x->list]->x[k].head == n;
-}
-
+/* Take n out of the order it is in (if any). */
 static void
-order_unlink(struct recency *r, uint32_t n, int k)
+order_unlink(struct recency *r, uint32_t n)
 {
 	struct rank_node *x = &r->nodes[n];
-	struct rank_order *q = &r->lists[x->list]->x[k];
+	struct rank_order *q = &r->lists[x->list]->x[x->order];
 
-	if (x->x[k].prev != 0)
-		r->nodes[x->x[k].prev].x[k].next = x->x[k].next;
+	if (x->order == RANK_NONE)
+		return;
+	if (x->x.prev != 0)
+		r->nodes[x->x.prev].x.next = x->x.next;
 	else
-		q->head = x->x[k].next;
-	if (x->x[k].next != 0)
-		r->nodes[x->x[k].next].x[k].prev = x->x[k].prev;
+		q->head = x->x.next;
+	if (x->x.next != 0)
+		r->nodes[x->x.next].x.prev = x->x.prev;
 	else
-		q->tail = x->x[k].prev;
-	x->x[k] = (struct rank_link){ 0, 0 };
+		q->tail = x->x.prev;
+	x->x = (struct rank_link){ 0, 0 };
+	x->order = RANK_NONE;
 	q->n--;
 	q->bytes -= x->o->size;
 }
@@ -211,14 +213,15 @@ order_link_after(struct recency *r, uint32_t n, int k, uint32_t at)
 	struct rank_node *x = &r->nodes[n];
 	struct rank_order *q = &r->lists[x->list]->x[k];
 
-	x->x[k].prev = at;
-	x->x[k].next = at != 0 ? r->nodes[at].x[k].next : q->head;
-	if (x->x[k].next != 0)
-		r->nodes[x->x[k].next].x[k].prev = n;
+	x->order = (uint8_t)k;
+	x->x.prev = at;
+	x->x.next = at != 0 ? r->nodes[at].x.next : q->head;
+	if (x->x.next != 0)
+		r->nodes[x->x.next].x.prev = n;
 	else
 		q->tail = n;
 	if (at != 0)
-		r->nodes[at].x[k].next = n;
+		r->nodes[at].x.next = n;
 	else
 		q->head = n;
 	q->n++;
@@ -241,33 +244,36 @@ place_probation(const struct recency *r, const struct rank_order *q, uint64_t se
 		if (newer == 0 || r->nodes[newer].o->created_seq <= seq)
 			return newer;
 		if (r->nodes[older].o->created_seq > seq)
-			return r->nodes[older].x[RANK_PROBATION].prev;
-		newer = r->nodes[newer].x[RANK_PROBATION].prev;
-		older = r->nodes[older].x[RANK_PROBATION].next;
+			return r->nodes[older].x.prev;
+		newer = r->nodes[newer].x.prev;
+		older = r->nodes[older].x.next;
 	}
 	return newer;
 }
 
-/* n's memberships of the smaller orders, made to match its object's bits. */
+/* n's order and probation count, made to match its object's bits (an orphan's order wins). */
 static void
 node_flags(struct recency *r, uint32_t n)
 {
-	const struct mobj *o = r->nodes[n].o;
-	bool want[RANK_ORDERS] = { o->probation, o->orphan };
+	struct rank_node *x = &r->nodes[n];
+	const struct mobj *o = x->o;
+	struct rank_list *l = r->lists[x->list];
+	int want = o->orphan ? RANK_ORPHAN : o->probation ? RANK_PROBATION : RANK_NONE;
 
-	for (int k = 0; k < RANK_ORDERS; k++) {
-		if (in_order(r, n, k) == want[k])
-			continue;
-		if (!want[k]) {
-			order_unlink(r, n, k);
-		} else {
-			const struct rank_order *q = &r->lists[r->nodes[n].list]->x[k];
-
-			order_link_after(r, n, k,
-					 k == RANK_PROBATION ? place_probation(r, q, o->created_seq)
-							     : q->tail);
-		}
+	if (x->probation != o->probation) {
+		if (o->probation)
+			l->probation_bytes += o->size;
+		else
+			l->probation_bytes -= o->size;
+		x->probation = o->probation;
 	}
+	if (x->order == want)
+		return;
+	order_unlink(r, n);
+	if (want == RANK_PROBATION)
+		order_link_after(r, n, want, place_probation(r, &l->x[want], o->created_seq));
+	else if (want == RANK_ORPHAN)
+		order_link_after(r, n, want, l->x[want].tail);
 }
 
 void
@@ -280,10 +286,16 @@ recency_flags(struct recency *r, struct mobj *o)
 void
 recency_resize(struct recency *r, struct mobj *o, uint64_t size)
 {
-	for (uint32_t n = o->rank; n != 0; n = r->nodes[n].sib)
-		for (int k = 0; k < RANK_ORDERS; k++)
-			if (in_order(r, n, k))
-				r->lists[r->nodes[n].list]->x[k].bytes += size - o->size;
+	for (uint32_t n = o->rank; n != 0; n = r->nodes[n].sib) {
+		const struct rank_node *x = &r->nodes[n];
+		struct rank_list *l = r->lists[x->list];
+
+		/* unsigned: adding the difference modulo 2^64 is the change either way */
+		if (x->order != RANK_NONE)
+			l->x[x->order].bytes += size - o->size;
+		if (x->probation)
+			l->probation_bytes += size - o->size;
+	}
 }
 
 /* Unlink n from its list and its object, and put it on the free chain. */
@@ -292,9 +304,9 @@ node_free(struct recency *r, uint32_t n)
 {
 	struct mobj *o = r->nodes[n].o;
 
-	for (int k = 0; k < RANK_ORDERS; k++)
-		if (in_order(r, n, k))
-			order_unlink(r, n, k);
+	order_unlink(r, n);
+	if (r->nodes[n].probation)
+		r->lists[r->nodes[n].list]->probation_bytes -= o->size;
 	unlink_list(r, n);
 	if (o->rank == n) {
 		o->rank = r->nodes[n].sib;
@@ -415,7 +427,7 @@ recency_sync(struct recency *r, struct mobj *o)
 			rc = -1;
 			continue;
 		}
-		r->nodes[n] = (struct rank_node){ .o = o, .sib = o->rank, .list = (uint32_t)li };
+		r->nodes[n] = (struct rank_node){ .o = o, .sib = o->rank, .list = (uint16_t)li };
 		o->rank = n;
 		at = place(r, r->lists[li], o->access_seq);
 		link_after(r, n, at);
@@ -652,10 +664,10 @@ recency_next(struct recency *r, const struct rank_list *l, uint32_t cur)
 uint32_t
 recency_order_next(struct recency *r, const struct rank_list *l, int order, uint32_t cur)
 {
-	uint32_t n = cur != 0 ? r->nodes[cur].x[order].next : l->x[order].head;
+	uint32_t n = cur != 0 ? r->nodes[cur].x.next : l->x[order].head;
 
 	while (n != 0 && stale(r, n)) {
-		uint32_t next = r->nodes[n].x[order].next;
+		uint32_t next = r->nodes[n].x.next;
 		node_free(r, n);
 		n = next;
 	}

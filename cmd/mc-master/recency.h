@@ -8,13 +8,14 @@
  * object's nodes (mobj.rank is the first). Indexes, not pointers, so
  * that neither the slab growing nor the object's replica array moving
  * invalidates anything: a node names its object and its list, never a
- * struct mrep. 40 bytes a node, plus mobj.rank.
+ * struct mrep. 32 bytes a node, plus mobj.rank.
  *
  * Beside its recency order each (peer, tier) keeps two smaller ones
  * through the same nodes, so that a round finds what it must see first
  * without a walk of the store: its probationers (mobj.probation), oldest
- * first by created_seq with the sum of their bytes, and its orphans
- * (mobj.orphan: the chain parent is not in the store). An object's
+ * first by created_seq, and its orphans (mobj.orphan: the chain parent
+ * is not in the store), with the sum of its probationers' bytes. A list
+ * is named in 16 bits: a master refuses copies on a 65536th (peer, tier). An object's
  * orphan bit is kept here too: every object that names a parent is a
  * member of its parent's family (by parent hash and tenant), so that a
  * parent going or coming sets or clears its children's bits in
@@ -41,8 +42,13 @@
 
 struct mobj;
 
-/* The smaller orders of a list: its probationers and its orphans. */
-enum { RANK_PROBATION, RANK_ORPHAN, RANK_ORDERS };
+/*
+ * The smaller orders of a list. A node is in at most one: an orphan's
+ * (the ranking's first victims, whether on probation or not) wins over
+ * the probationers'; the list's probation_bytes counts every
+ * probationer, in either.
+ */
+enum { RANK_NONE, RANK_PROBATION, RANK_ORPHAN, RANK_ORDERS };
 
 struct rank_link {
 	uint32_t prev, next; /* 0 at either end */
@@ -57,8 +63,10 @@ struct rank_node {
 	struct mobj *o;
 	uint32_t prev, next; /* in its list, 0 at either end */
 	uint32_t sib;	     /* the object's next node, 0 at the end */
-	uint32_t list;	     /* index in recency.lists */
-	struct rank_link x[RANK_ORDERS];
+	uint16_t list;	     /* index in recency.lists */
+	uint8_t order;	     /* the smaller order it is in: RANK_NONE, _PROBATION, _ORPHAN */
+	uint8_t probation;   /* counted in its list's probation_bytes */
+	struct rank_link x;  /* in that order */
 };
 
 struct rank_list {
@@ -67,7 +75,8 @@ struct rank_list {
 	uint32_t head, tail; /* coldest, warmest; 0 when empty */
 	uint32_t idx;	     /* its place in recency.lists (lists are never removed) */
 	uint64_t n;
-	struct rank_order x[RANK_ORDERS];
+	struct rank_order x[RANK_ORDERS]; /* x[RANK_NONE] unused */
+	uint64_t probation_bytes;	  /* the sizes of its probationers, orphans among them */
 };
 
 struct recency {

@@ -405,13 +405,13 @@ main(void)
 	/* ---- a restore rebuilds the orders and the orphan bits ---- */
 	{
 		const struct rank_list *l = recency_list(&m.store->rank, pa->id, MC_TIER_DRAM);
-		uint64_t pbytes = l->x[RANK_PROBATION].bytes;
+		uint64_t pbytes = l->probation_bytes;
 		size_t families = m.store->rank.families.count;
 		char before_o[4096], before_p[4096];
 		struct mobj *o = find("prob-060");
 
 		store_resize(m.store, o, 3 * SIZE);
-		TAP_OK(l->x[RANK_PROBATION].bytes == pbytes + 2 * SIZE,
+		TAP_OK(l->probation_bytes == pbytes + 2 * SIZE,
 		       "resize: a probationer's new size is in its tier's probation bytes");
 		store_resize(m.store, o, SIZE);
 		pa->tiers[MC_TIER_DRAM].capacity =
@@ -423,7 +423,7 @@ main(void)
 		TAP_OK(recency_rebuild(&m.store->rank, &m.store->objects) == 0,
 		       "restore: the index rebuilt from the objects");
 		l = recency_list(&m.store->rank, pa->id, MC_TIER_DRAM);
-		TAP_OK(l != NULL && l->x[RANK_PROBATION].bytes == pbytes &&
+		TAP_OK(l != NULL && l->probation_bytes == pbytes &&
 			       m.store->rank.families.count == families && find("kid-5")->orphan,
 		       "restore: the probation bytes, the families and the orphan bits come back");
 		window_view(window, &v, NULL);
