@@ -453,15 +453,14 @@ same_obj(const void *entry, const void *key)
 
 /*
  * Take o into the window (once): its copy on the tier, as the full walk
- * records it, probationer only when beyond the share; with it the other
- * members of its group, which a round evicts whole.
+ * records it, probationer only when beyond the share. 1 when taken now,
+ * 0 when left out or taken already, -1 with err.
  */
 static int
-take(struct cand_build *b, struct mobj *o, bool beyond, struct mc_err *err)
+take_one(struct cand_build *b, struct mobj *o, bool beyond, struct mc_err *err)
 {
 	size_t from = b->v->n;
 	uint64_t h = ptr_hash(o);
-	const struct group *g;
 
 	if (o->hard_pin || (b->f.by_tenant && o->tenant != b->f.tenant) ||
 	    mc_htab_find(&b->seen, h, same_obj, o) != NULL)
@@ -476,10 +475,23 @@ take(struct cand_build *b, struct mobj *o, bool beyond, struct mc_err *err)
 		else
 			b->v->c[i].flags &= ~MC_CAND_PROBATION;
 	}
-	if (o->group == NO_GROUP || (g = store_group_get(b->m->store, o->group)) == NULL)
-		return 0;
+	return 1;
+}
+
+/*
+ * take_one, and when o is new to the window the other members of its
+ * group, which a round evicts whole: a group costs its size once.
+ */
+static int
+take(struct cand_build *b, struct mobj *o, bool beyond, struct mc_err *err)
+{
+	const struct group *g;
+	int rc = take_one(b, o, beyond, err);
+
+	if (rc <= 0 || o->group == NO_GROUP || (g = store_group_get(b->m->store, o->group)) == NULL)
+		return rc;
 	for (uint32_t i = 0; i < g->n; i++)
-		if (g->members[i] != o && take(b, g->members[i], false, err) < 0)
+		if (g->members[i] != o && take_one(b, g->members[i], false, err) < 0)
 			return -1;
 	return 0;
 }
