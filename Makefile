@@ -146,6 +146,13 @@ $(BUILD)/tools/mc-rankbench: $(BUILD)/tests/tools/mc-rankbench.o $(call prog_mod
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# mc-peerplan times the peer's local planning in-process: it links the
+# peer's modules (all but main.c) and sees their headers.
+$(BUILD)/tests/tools/mc-peerplan.o: MC_CFLAGS += -Icmd/mc-peer
+$(BUILD)/tools/mc-peerplan: $(BUILD)/tests/tools/mc-peerplan.o $(call prog_mods,mc-peer) $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # Completions come from the programs' own --list-options, so they are
 # regenerated whenever a program is rebuilt and cannot drift from it. gen
 # rewrites a file only when its content changes (the files are committed).

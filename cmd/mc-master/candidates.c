@@ -3,7 +3,13 @@
  * that ships it as a bulk in the stream form of man/mc-candidates.5 (the
  * call is an export job of eviction's: built in slices, encoded off the loop).
  *
- * The walk visits every object once. Names are interned into the view
+ * Two walks fill a view with the same records (add_object builds each):
+ * the full one visits every object once, for the call and for rounds
+ * that span tiers; a (peer, tier) round's window walks that tier's
+ * orders in the recency index (recency.h) instead, so its cost follows
+ * the window, not the store.
+ *
+ * The full walk visits every object once. Names are interned into the view
  * once per distinct tenant, type, group, peer and tier, and each object
  * then only looks its ids up in small per-call caches, so the cost per
  * copy is one record and one key copy. Live peers that pass the filter
@@ -15,11 +21,14 @@
 #include <string.h>
 
 #include "mc/clock.h"
+#include "mc/checksum.h"
+#include "mc/planner.h"
 #include "mc/wire.h"
 #include "candidates.h"
 #include "request.h"
 #include "master.h"
 #include "peers.h"
+#include "recency.h"
 #include "softpin.h"
 #include "store.h"
 
@@ -52,7 +61,27 @@ struct cand_build {
 	size_t nyoung, young_cap;
 	struct mc_young_tally young;
 	uint64_t old_bytes;
+	/* a (peer, tier) round's window (candidates_begin_window); window 0: the full walk */
+	size_t window;
+	int phase;		 /* enum wphase */
+	uint32_t at;		 /* the phase's last node, 0 before its first */
+	const struct mobj *at_o; /* that node's object and its access number then */
+	uint64_t at_seq;
+	size_t visited;	     /* nodes the phase passed */
+	uint64_t older;	     /* probation: the bytes of the probationers passed */
+	uint64_t allow;	     /* probation: the share of the tier's capacity, bytes */
+	bool cut;	     /* the cold walk stopped at the window, short of the list's end */
+	struct mc_htab seen; /* the objects the window holds */
 };
+
+/*
+ * A window's walks, in turn: the tier's orphans (the kv ranking's first
+ * victims), its probationers beyond the probationary share, oldest
+ * first (its next), then its coldest copies; each at most window nodes.
+ */
+enum wphase { W_ORPHANS, W_PROBATION, W_COLD, W_DONE };
+
+static int window_step(struct cand_build *b, size_t max, struct mc_err *err);
 
 /* Intern s, remembering the id in *slot (0 while unknown). */
 static int
@@ -178,6 +207,7 @@ candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err
 {
 	out->n = 0;
 	out->probation = mc_history_probation(b->m->store->hist);
+	out->presegmented = b->window != 0;
 	out->v = calloc((size_t)b->npeers * MC_TIER_COUNT + 1, sizeof(*out->v));
 	if (out->v == NULL)
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
@@ -196,6 +226,9 @@ candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err
 int
 candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct mc_err *err)
 {
+	/* a window marked its probationers as it took them, against the whole tier */
+	if (caps->presegmented)
+		return 0;
 	return mc_history_segment(v, caps->probation, record_capacity, (void *)caps, err);
 }
 
@@ -205,6 +238,7 @@ caps_free(struct cand_caps *caps)
 	free(caps->v);
 	caps->v = NULL;
 	caps->n = 0;
+	caps->presegmented = false;
 }
 
 /* The record just added is of a young copy (committed at committed). */
@@ -370,6 +404,13 @@ candidates_step(struct cand_build *b, size_t max, struct mc_err *err)
 	const struct store *s = b->m->store;
 	struct mobj *o;
 
+	if (b->window != 0) {
+		if (grow_cache(&b->tenant_ids, &b->ntenants, s->ntenants, err) < 0 ||
+		    grow_cache(&b->type_ids, &b->ntypes, s->ntypes, err) < 0 ||
+		    grow_cache(&b->group_ids, &b->ngroups, s->ngroup_ids, err) < 0)
+			return -1;
+		return window_step(b, max, err);
+	}
 	/* No live peer passes the filter: nothing can qualify. */
 	if (b->npeers == 0) {
 		b->v->seq = s->access_seq;
@@ -397,11 +438,201 @@ candidates_step(struct cand_build *b, size_t max, struct mc_err *err)
 	return 1;
 }
 
+/* ---- a (peer, tier) round's window ---- */
+
+static uint64_t
+ptr_hash(const struct mobj *o)
+{
+	return mc_hash64(&o, sizeof(o), 0x5eedu);
+}
+
+static bool
+same_obj(const void *entry, const void *key)
+{
+	return entry == key;
+}
+
+/*
+ * Take o into the window (once): its copy on the tier, as the full walk
+ * records it, probationer only when beyond the share. 1 when taken now,
+ * 0 when left out or taken already, -1 with err.
+ */
+static int
+take_one(struct cand_build *b, struct mobj *o, bool beyond, struct mc_err *err)
+{
+	size_t from = b->v->n;
+	uint64_t h = ptr_hash(o);
+
+	if (o->hard_pin || (b->f.by_tenant && o->tenant != b->f.tenant) ||
+	    mc_htab_find(&b->seen, h, same_obj, o) != NULL)
+		return 0;
+	if (mc_htab_insert(&b->seen, h, o) != 0)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+	if (add_object(b, &b->f, o, b->now, err) < 0)
+		return -1;
+	for (size_t i = from; i < b->v->n; i++) {
+		if (beyond)
+			b->v->c[i].flags |= MC_CAND_PROBATION;
+		else
+			b->v->c[i].flags &= ~MC_CAND_PROBATION;
+	}
+	return 1;
+}
+
+/*
+ * take_one, and when o is new to the window the other members of its
+ * group, which a round evicts whole: a group costs its size once.
+ */
+static int
+take(struct cand_build *b, struct mobj *o, bool beyond, struct mc_err *err)
+{
+	const struct group *g;
+	int rc = take_one(b, o, beyond, err);
+
+	if (rc <= 0 || o->group == NO_GROUP || (g = store_group_get(b->m->store, o->group)) == NULL)
+		return rc;
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->members[i] != o && take_one(b, g->members[i], false, err) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * Whether the walk may go on from its last node: the node still holds
+ * the same object in this list and, in the cold walk, at the same
+ * place (an access moved it to the warm end). A walk that cannot go on
+ * ends its phase: a view may miss copies (every victim is revalidated).
+ */
+static bool
+cursor_holds(const struct cand_build *b, const struct recency *r, const struct rank_list *l)
+{
+	const struct rank_node *x;
+
+	if (b->at == 0)
+		return true;
+	if (b->at >= r->used)
+		return false;
+	x = &r->nodes[b->at];
+	if (x->o != b->at_o || x->list != l->idx)
+		return false;
+	if (b->phase == W_COLD)
+		return x->o->access_seq == b->at_seq;
+	return x->order == (b->phase == W_PROBATION ? RANK_PROBATION : RANK_ORPHAN);
+}
+
+static void
+next_phase(struct cand_build *b)
+{
+	b->phase++;
+	b->at = 0;
+	b->at_o = NULL;
+	b->visited = 0;
+}
+
+static int
+window_step(struct cand_build *b, size_t max, struct mc_err *err)
+{
+	struct store *s = b->m->store;
+	struct recency *r = &s->rank;
+	/* looked up each slice: a restore between slices makes the lists anew */
+	const struct rank_list *l = recency_list(r, b->f.peer, b->f.tier);
+
+	if (l == NULL || b->npeers == 0)
+		b->phase = W_DONE;
+	for (size_t i = 0; i < max && b->phase != W_DONE; i++) {
+		uint32_t n;
+		struct mobj *o;
+
+		if (!cursor_holds(b, r, l)) {
+			next_phase(b);
+			continue;
+		}
+		n = b->phase == W_COLD
+			    ? recency_next(r, l, b->at)
+			    : recency_order_next(
+				      r, l, b->phase == W_ORPHANS ? RANK_ORPHAN : RANK_PROBATION,
+				      b->at);
+		if (n == 0 || b->visited >= b->window) {
+			/* copies left beyond the window: a bigger one would see more */
+			b->cut = b->phase == W_COLD && n != 0;
+			next_phase(b);
+			continue;
+		}
+		o = r->nodes[n].o;
+		if (b->phase == W_PROBATION) {
+			uint64_t bytes = l->probation_bytes;
+
+			/* the rest, this one among them, fit in the share: the segment keeps them */
+			if (b->older >= bytes || bytes - b->older <= b->allow) {
+				next_phase(b);
+				continue;
+			}
+			b->older += o->size;
+		}
+		b->at = n;
+		b->at_o = o;
+		b->at_seq = o->access_seq;
+		b->visited++;
+		if (take(b, o, b->phase == W_PROBATION, err) < 0)
+			return -1;
+	}
+	if (b->phase != W_DONE)
+		return 1;
+	b->v->seq = s->access_seq;
+	return 0;
+}
+
+size_t
+candidates_window_size(struct master *m, uint32_t peer, int tier, uint64_t need, uint64_t *copies)
+{
+	const struct rank_list *l = recency_list(&m->store->rank, peer, tier);
+	const struct peer *p = peers_find(m->peers, peer);
+
+	*copies = l != NULL ? l->n : 0;
+	if (p == NULL || tier < 0 || tier >= MC_TIER_COUNT)
+		return 0;
+	return mc_plan_window(need, p->tiers[tier].used, *copies);
+}
+
+struct cand_build *
+candidates_begin_window(struct master *m, const struct cand_filter *f, struct mc_cand_view *v,
+			size_t window, struct mc_err *err)
+{
+	struct cand_build *b;
+	const struct peer *p;
+
+	if (!f->by_peer || !f->by_tier || f->tier < 0 || f->tier >= MC_TIER_COUNT) {
+		mc_err_set(err, MC_ERR_INTERNAL, "a window is of one peer's tier");
+		return NULL;
+	}
+	if ((b = candidates_begin(m, f, v, err)) == NULL)
+		return NULL;
+	b->window = window > 0 ? window : 1;
+	mc_htab_init(&b->seen);
+	if (mc_htab_reserve(&b->seen, 2 * b->window) != 0) {
+		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+		candidates_end(b);
+		return NULL;
+	}
+	if ((p = peers_find(m->peers, f->peer)) != NULL)
+		b->allow = (uint64_t)((double)p->tiers[f->tier].capacity *
+				      mc_history_probation(m->store->hist));
+	return b;
+}
+
+bool
+candidates_window_cut(const struct cand_build *b)
+{
+	return b->cut;
+}
+
 void
 candidates_end(struct cand_build *b)
 {
 	if (b == NULL)
 		return;
+	if (b->window != 0)
+		mc_htab_free(&b->seen);
 	free(b->peers);
 	free(b->tenant_ids);
 	free(b->type_ids);

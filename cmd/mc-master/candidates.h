@@ -65,7 +65,8 @@ struct cand_cap {
 struct cand_caps {
 	struct cand_cap *v;
 	uint32_t n;
-	double probation; /* the probationary share when taken (mc_history_probation) */
+	double probation;  /* the probationary share when taken (mc_history_probation) */
+	bool presegmented; /* a window's: its probationers were marked as it took them */
 };
 struct cand_build *candidates_begin(struct master *m, const struct cand_filter *f,
 				    struct mc_cand_view *v, struct mc_err *err);
@@ -73,6 +74,30 @@ int candidates_step(struct cand_build *b, size_t max_objects, struct mc_err *err
 /* After the last step, on the loop: the capacities (caps_free them). -1 on allocation failure. */
 int candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err);
 void candidates_end(struct cand_build *b);
+
+/*
+ * A (peer, tier) round's view without a walk of the store (f names one
+ * peer and one tier): from the tier's orders in the recency index, at
+ * most `window` nodes of each, the tier's orphans, then its
+ * probationers beyond the probationary share (mc_history_probation of
+ * its capacity, counted over all of its probationers), oldest first,
+ * marked MC_CAND_PROBATION (the others' marks cleared: the segment is
+ * then already applied, candidates_segment leaves it), then its coldest
+ * copies; each object once, with the other members of its group. Each
+ * record as the full walk builds it. Stepped, young copies and caps as
+ * for candidates_begin. NULL with err.
+ */
+struct cand_build *candidates_begin_window(struct master *m, const struct cand_filter *f,
+					   struct mc_cand_view *v, size_t window,
+					   struct mc_err *err);
+/*
+ * The window (mc_plan_window) to plan need bytes off peer's tier, and
+ * the copies its list holds in *copies, for mc_plan_window_grow.
+ */
+size_t candidates_window_size(struct master *m, uint32_t peer, int tier, uint64_t need,
+			      uint64_t *copies);
+/* After the last step: the cold walk stopped at the window, with copies left beyond it. */
+bool candidates_window_cut(const struct cand_build *b);
 /*
  * After the last step: the young copies (mc/young.h, --young) the view
  * holds, in *young as kept, and the bytes of the others that a plan

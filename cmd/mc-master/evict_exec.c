@@ -615,6 +615,7 @@ build_slice(struct master *m, struct job *j)
 		rc = -1;
 	if (rc == 0)
 		sort_young(j);
+	j->window_cut = j->window != 0 && candidates_window_cut(j->build);
 	candidates_end(j->build);
 	j->build = NULL;
 	if (rc < 0) {
@@ -623,6 +624,7 @@ build_slice(struct master *m, struct job *j)
 		return;
 	}
 	mc_metric_observe(evictor_of(m)->build_seconds, (double)(mc_mono_ns() - j->t0) / 1e9);
+	mc_metric_add(evictor_of(m)->view_records[j->window != 0], (double)j->view.n);
 	start_plan(m, j);
 }
 
@@ -706,6 +708,17 @@ planned(struct master *m, struct job *j)
 		job_finish(m, j);
 		return;
 	}
+	bool failed;
+	if (evict_job_regrow(m, j, &err, &failed)) {
+		if (failed) {
+			job_fail(j, &err);
+			job_finish(m, j);
+			return;
+		}
+		j->phase = PH_BUILD;
+		schedule_step(m);
+		return;
+	}
 	if (exec_begin(j, &err) != 0) {
 		job_fail(j, &err);
 		job_finish(m, j);
@@ -751,8 +764,7 @@ job_start(struct master *m, struct job *j)
 		start_plan(m, j);
 		return;
 	}
-	j->build = candidates_begin(m, &j->filter, &j->view, &err);
-	if (j->build == NULL) {
+	if (evict_job_build(m, j, &err) != 0) {
 		job_fail(j, &err);
 		job_finish(m, j);
 		return;

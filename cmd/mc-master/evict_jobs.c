@@ -98,6 +98,62 @@ set:
 		e->stalled[slot].until = until;
 }
 
+/* ---- a job's view ---- */
+
+int
+evict_job_build(struct master *m, struct job *j, struct mc_err *err)
+{
+	if (j->scope == SCOPE_TIER && j->filter.by_peer && j->filter.by_tier) {
+		if (j->window == 0)
+			j->window = candidates_window_size(m, j->filter.peer, j->filter.tier,
+							   j->target, &j->window_copies);
+		j->build = candidates_begin_window(m, &j->filter, &j->view, j->window, err);
+	} else {
+		j->window = 0;
+		j->build = candidates_begin(m, &j->filter, &j->view, err);
+	}
+	return j->build != NULL ? 0 : -1;
+}
+
+/* The bytes j's plan takes in its evict stages (a fallback's reserve is not taken for need). */
+static uint64_t
+planned_evict(const struct job *j)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; j->planned != NULL && i < j->plan.nstages; i++)
+		if (j->plan.stages[i].kind == MC_STAGE_EVICT)
+			sum += j->planned[i];
+	return sum;
+}
+
+bool
+evict_job_regrow(struct master *m, struct job *j, struct mc_err *err, bool *failed)
+{
+	*failed = false;
+	if (j->window == 0 || !j->window_cut || !j->have_plan || planned_evict(j) >= j->target ||
+	    j->window >= j->window_copies)
+		return false;
+	mc_plan_free(&j->plan);
+	mc_plan_init(&j->plan);
+	mc_cand_view_free(&j->view);
+	mc_cand_view_init(&j->view);
+	caps_free(&j->caps);
+	free(j->planned);
+	j->planned = NULL;
+	j->have_plan = false;
+	j->plan_rc = 0;
+	j->young_left_out = false;
+	mc_young_tally_init(&j->young);
+	j->window = mc_plan_window_grow(j->window, j->window_copies);
+	j->window_cut = false;
+	j->window_grown++;
+	mc_metric_inc(evictor_of(m)->window_grows);
+	if (evict_job_build(m, j, err) != 0)
+		*failed = true;
+	return true;
+}
+
 struct job *
 evict_job_new(struct master *m, int trigger)
 {
@@ -258,6 +314,21 @@ evict_metrics_init(struct master *m)
 				 NULL, NULL);
 	e->young_bytes = mc_metric_get(r, "mc_evicted_young_bytes_total", MC_COUNTER,
 				       "Bytes of those copies.", NULL, NULL);
+	for (int w = 0; w < 2; w++) {
+		e->view_records[w] = mc_metric_get(
+			r, "mc_evict_view_records_total", MC_COUNTER,
+			"Records of the candidate views rounds built, by how (full: a walk of "
+			"the store; window: a tier's coldest copies from its recency index).",
+			"view", w ? "window" : "full");
+		if (e->view_records[w] == NULL)
+			return -1;
+	}
+	e->window_grows = mc_metric_get(
+		r, "mc_evict_window_grows_total", MC_COUNTER,
+		"Plans made again over a window twice as big, the first one short of its target.",
+		NULL, NULL);
+	if (e->window_grows == NULL)
+		return -1;
 	return e->planner_fallbacks != NULL && e->build_seconds != NULL && e->young != NULL &&
 			       e->young_bytes != NULL && e->skipped_young != NULL &&
 			       e->skipped_self_evict != NULL && e->plan_seconds != NULL &&

@@ -106,6 +106,15 @@ struct job {
 	size_t plan_len;
 	/* build and plan */
 	struct cand_build *build;
+	/*
+	 * A tier's round plans over a window of its coldest copies
+	 * (evict_job_build): its size (0: the full view), the copies of the
+	 * tier's list as it was sized, and whether the walk stopped at it.
+	 */
+	size_t window;
+	uint64_t window_copies;
+	bool window_cut;
+	unsigned window_grown; /* plans made again over a bigger window */
 	struct mc_cand_view view;
 	struct cand_caps caps; /* for the view's probationary segment, applied by the thread */
 	struct policy_ref *policy;
@@ -184,6 +193,8 @@ struct evictor {
 	/* rounds no put waited on, not run while young copies hold their scope */
 	struct mc_metric *skipped_young;
 	struct mc_metric *young, *young_bytes;
+	/* records of the views built, [0] full walks, [1] tier windows; windows grown */
+	struct mc_metric *view_records[2], *window_grows;
 };
 
 static inline struct evictor *
@@ -203,6 +214,20 @@ uint64_t evict_scope_key(int kind, uint32_t peer, int tier, uint32_t tenant);
 enum rest evict_rest(struct master *m, uint64_t key, bool ahead);
 /* Rest key's scope until (mc_now_ms): for every round, or when ahead for those no put waits on. */
 void evict_stall(struct master *m, uint64_t key, uint64_t until, bool ahead);
+
+/*
+ * Begin j's view (j->build): a (peer, tier) round's from a window of the
+ * tier's coldest copies sized to its target (mc_plan_window), every
+ * other job's from the full walk. -1 with err.
+ */
+int evict_job_build(struct master *m, struct job *j, struct mc_err *err);
+/*
+ * After j's plan: when it came out short of j's target over a window
+ * that left copies out, drop the plan and begin the view again over a
+ * window twice as big (true: j->build is set, build it); false: keep
+ * the plan.
+ */
+bool evict_job_regrow(struct master *m, struct job *j, struct mc_err *err, bool *failed);
 
 /* A new job of trigger, its seq taken; NULL when out of memory. */
 struct job *evict_job_new(struct master *m, int trigger);

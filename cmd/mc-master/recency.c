@@ -22,6 +22,9 @@
  */
 #define PLACE_STEPS 64
 
+/* A node per copy: each byte here is a few megabytes a million copies. */
+_Static_assert(sizeof(struct rank_node) == 32, "struct rank_node grew");
+
 static uint64_t
 list_hash(uint32_t peer, uint32_t tier)
 {
@@ -48,16 +51,33 @@ recency_init(struct recency *r)
 {
 	memset(r, 0, sizeof(*r));
 	mc_htab_init(&r->by_key);
+	mc_htab_init(&r->families);
 }
+
+/* The children of one parent (by hash and tenant), whether it is in the store or not. */
+struct rank_family {
+	uint64_t hash;
+	uint32_t tenant;
+	uint32_t n, cap;
+	struct mobj **kids; /* kids[i]->family_idx == i */
+};
 
 static void
 release(struct recency *r)
 {
+	size_t cur = 0;
+	struct rank_family *f;
+
 	for (uint32_t i = 0; i < r->nlists; i++)
 		free(r->lists[i]);
 	free(r->lists);
 	free(r->nodes);
 	mc_htab_free(&r->by_key);
+	while ((f = mc_htab_next(&r->families, &cur)) != NULL) {
+		free(f->kids);
+		free(f);
+	}
+	mc_htab_free(&r->families);
 }
 
 void
@@ -83,6 +103,9 @@ list_get(struct recency *r, uint32_t peer, uint32_t tier)
 
 	if (l != NULL)
 		return l->idx;
+	/* a node names its list in 16 bits: more lists than that are refused */
+	if (r->nlists >= UINT16_MAX)
+		return -1;
 	v = realloc(r->lists, (r->nlists + 1) * sizeof(*v));
 	if (v == NULL)
 		return -1;
@@ -158,12 +181,132 @@ link_after(struct recency *r, uint32_t n, uint32_t at)
 	l->n++;
 }
 
+/* ---- the smaller orders ---- */
+
+/* Take n out of the order it is in (if any). */
+static void
+order_unlink(struct recency *r, uint32_t n)
+{
+	struct rank_node *x = &r->nodes[n];
+	struct rank_order *q = &r->lists[x->list]->x[x->order];
+
+	if (x->order == RANK_NONE)
+		return;
+	if (x->x.prev != 0)
+		r->nodes[x->x.prev].x.next = x->x.next;
+	else
+		q->head = x->x.next;
+	if (x->x.next != 0)
+		r->nodes[x->x.next].x.prev = x->x.prev;
+	else
+		q->tail = x->x.prev;
+	x->x = (struct rank_link){ 0, 0 };
+	x->order = RANK_NONE;
+	q->n--;
+	q->bytes -= x->o->size;
+}
+
+/* Link n into order k of its list right after at (0: as the new head). */
+static void
+order_link_after(struct recency *r, uint32_t n, int k, uint32_t at)
+{
+	struct rank_node *x = &r->nodes[n];
+	struct rank_order *q = &r->lists[x->list]->x[k];
+
+	x->order = (uint8_t)k;
+	x->x.prev = at;
+	x->x.next = at != 0 ? r->nodes[at].x.next : q->head;
+	if (x->x.next != 0)
+		r->nodes[x->x.next].x.prev = n;
+	else
+		q->tail = n;
+	if (at != 0)
+		r->nodes[at].x.next = n;
+	else
+		q->head = n;
+	q->n++;
+	q->bytes += x->o->size;
+}
+
+/*
+ * Where a probationer created at seq goes: after the newest no newer
+ * than it, looked for from both ends as place() does. Probationers come
+ * mostly newest (a put's first copy); one that belongs deep inside (a
+ * demotion's copy of an old one) is placed PLACE_STEPS in from the new
+ * end: counted among the newer, so kept a little longer.
+ */
+static uint32_t
+place_probation(const struct recency *r, const struct rank_order *q, uint64_t seq)
+{
+	uint32_t newer = q->tail, older = q->head;
+
+	for (int step = 0; step < PLACE_STEPS; step++) {
+		if (newer == 0 || r->nodes[newer].o->created_seq <= seq)
+			return newer;
+		if (r->nodes[older].o->created_seq > seq)
+			return r->nodes[older].x.prev;
+		newer = r->nodes[newer].x.prev;
+		older = r->nodes[older].x.next;
+	}
+	return newer;
+}
+
+/* n's order and probation count, made to match its object's bits (an orphan's order wins). */
+static void
+node_flags(struct recency *r, uint32_t n)
+{
+	struct rank_node *x = &r->nodes[n];
+	const struct mobj *o = x->o;
+	struct rank_list *l = r->lists[x->list];
+	int want = o->orphan ? RANK_ORPHAN : o->probation ? RANK_PROBATION : RANK_NONE;
+
+	if (x->probation != o->probation) {
+		if (o->probation)
+			l->probation_bytes += o->size;
+		else
+			l->probation_bytes -= o->size;
+		x->probation = o->probation;
+	}
+	if (x->order == want)
+		return;
+	order_unlink(r, n);
+	if (want == RANK_PROBATION)
+		order_link_after(r, n, want, place_probation(r, &l->x[want], o->created_seq));
+	else if (want == RANK_ORPHAN)
+		order_link_after(r, n, want, l->x[want].tail);
+}
+
+void
+recency_flags(struct recency *r, struct mobj *o)
+{
+	for (uint32_t n = o->rank; n != 0; n = r->nodes[n].sib)
+		node_flags(r, n);
+}
+
+void
+recency_resize(struct recency *r, struct mobj *o, uint64_t size)
+{
+	for (uint32_t n = o->rank; n != 0; n = r->nodes[n].sib) {
+		const struct rank_node *x = &r->nodes[n];
+		struct rank_list *l = r->lists[x->list];
+
+		/* unsigned: adding the difference modulo 2^64 is the change either way */
+		if (x->order != RANK_NONE)
+			l->x[x->order].bytes += size - o->size;
+		if (x->probation)
+			l->probation_bytes += size - o->size;
+	}
+}
+
 /* Unlink n from its list and its object, and put it on the free chain. */
 static void
 node_free(struct recency *r, uint32_t n)
 {
 	struct mobj *o = r->nodes[n].o;
 
+	order_unlink(r, n);
+	if (r->nodes[n].probation)
+		r->lists[r->nodes[n].list]->probation_bytes -= o->size;
 	unlink_list(r, n);
 	if (o->rank == n) {
 		o->rank = r->nodes[n].sib;
@@ -284,13 +427,126 @@ recency_sync(struct recency *r, struct mobj *o)
 			rc = -1;
 			continue;
 		}
-		r->nodes[n] = (struct rank_node){ .o = o, .sib = o->rank, .list = (uint32_t)li };
+		r->nodes[n] = (struct rank_node){ .o = o, .sib = o->rank, .list = (uint16_t)li };
 		o->rank = n;
 		at = place(r, r->lists[li], o->access_seq);
 		link_after(r, n, at);
 		r->live++;
 	}
+	recency_flags(r, o);
 	return rc;
+}
+
+/* ---- families: who names whom as parent ---- */
+
+struct family_key {
+	uint64_t hash;
+	uint32_t tenant;
+};
+
+/* The fields alone: the key's padding is never hashed. */
+static uint64_t
+family_hash(uint64_t hash, uint32_t tenant)
+{
+	return mc_hash64(&hash, sizeof(hash), 0xfa11u ^ ((uint64_t)tenant << 20));
+}
+
+static bool
+family_eq(const void *entry, const void *key)
+{
+	const struct rank_family *f = entry;
+	const struct family_key *k = key;
+
+	return f->hash == k->hash && f->tenant == k->tenant;
+}
+
+static struct rank_family *
+family_find(const struct recency *r, uint64_t hash, uint32_t tenant)
+{
+	struct family_key k = { hash, tenant };
+
+	return mc_htab_find(&r->families, family_hash(hash, tenant), family_eq, &k);
+}
+
+static bool
+tenant_eq(const void *entry, const void *key)
+{
+	return ((const struct mobj *)entry)->tenant == *(const uint32_t *)key;
+}
+
+int
+recency_child(struct recency *r, const struct mc_htab *objects, struct mobj *o)
+{
+	struct family_key k = { o->parent, o->tenant };
+	uint64_t h = family_hash(o->parent, o->tenant);
+	struct rank_family *f = mc_htab_find(&r->families, h, family_eq, &k);
+	uint32_t tenant = o->tenant;
+	const struct mobj *p = mc_htab_find(objects, o->parent, tenant_eq, &tenant);
+
+	o->orphan = p == NULL || p == o;
+	if (f == NULL) {
+		if ((f = calloc(1, sizeof(*f))) == NULL)
+			goto oom;
+		f->hash = o->parent;
+		f->tenant = o->tenant;
+		if (mc_htab_insert(&r->families, h, f) != 0) {
+			free(f);
+			goto oom;
+		}
+	}
+	if (f->n == f->cap) {
+		uint32_t cap = f->cap != 0 ? 2 * f->cap : 2;
+		struct mobj **v = realloc(f->kids, cap * sizeof(*v));
+
+		if (v == NULL)
+			goto oom;
+		f->kids = v;
+		f->cap = cap;
+	}
+	o->family_idx = f->n;
+	f->kids[f->n++] = o;
+	recency_flags(r, o);
+	return 0;
+oom:
+	/* outside every family: never taken for an orphan, which errs on keeping it */
+	o->orphan = 0;
+	recency_flags(r, o);
+	return -1;
+}
+
+/* o leaves its parent's family (the family goes with its last member). */
+static void
+family_leave(struct recency *r, struct mobj *o)
+{
+	struct family_key k = { o->parent, o->tenant };
+	uint64_t h = family_hash(o->parent, o->tenant);
+	struct rank_family *f;
+
+	if (o->parent == 0 || (f = mc_htab_find(&r->families, h, family_eq, &k)) == NULL ||
+	    o->family_idx >= f->n || f->kids[o->family_idx] != o)
+		return;
+	f->kids[o->family_idx] = f->kids[--f->n];
+	f->kids[o->family_idx]->family_idx = o->family_idx;
+	if (f->n == 0) {
+		mc_htab_remove(&r->families, h, family_eq, &k);
+		free(f->kids);
+		free(f);
+	}
+}
+
+void
+recency_parent(struct recency *r, const struct mobj *p, uint64_t hash, bool gone)
+{
+	struct rank_family *f = family_find(r, hash, p->tenant);
+
+	for (uint32_t i = 0; f != NULL && i < f->n; i++) {
+		struct mobj *o = f->kids[i];
+
+		if (o == p || o->orphan == gone)
+			continue;
+		o->orphan = gone;
+		recency_flags(r, o);
+	}
 }
 
 void
@@ -298,6 +554,7 @@ recency_forget(struct recency *r, struct mobj *o)
 {
 	while (o->rank != 0)
 		node_free(r, o->rank);
+	family_leave(r, o);
 }
 
 /* the index whose nodes qsort compares (it passes no context) */
@@ -373,11 +630,15 @@ recency_rebuild(struct recency *r, const struct mc_htab *objects)
 	recency_init(r);
 	while ((o = mc_htab_next(objects, &cur)) != NULL) {
 		o->rank = 0;
+		o->orphan = 0;
 		if (v != NULL)
 			v[n++] = o;
 	}
 	if (v == NULL)
 		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->parent != 0 && recency_child(r, objects, v[i]) != 0)
+			rc = -1;
 	/* oldest first, so each node is placed at the warm end at once */
 	qsort(v, n, sizeof(*v), by_access);
 	for (size_t i = 0; i < n; i++)
@@ -400,9 +661,22 @@ recency_next(struct recency *r, const struct rank_list *l, uint32_t cur)
 	return n;
 }
 
+uint32_t
+recency_order_next(struct recency *r, const struct rank_list *l, int order, uint32_t cur)
+{
+	uint32_t n = cur != 0 ? r->nodes[cur].x.next : l->x[order].head;
+
+	while (n != 0 && stale(r, n)) {
+		uint32_t next = r->nodes[n].x.next;
+		node_free(r, n);
+		n = next;
+	}
+	return n;
+}
+
 size_t
 recency_memory(const struct recency *r)
 {
 	return (size_t)r->cap * sizeof(*r->nodes) + r->nlists * (sizeof(struct rank_list) + 8) +
-	       mc_htab_memory(&r->by_key);
+	       mc_htab_memory(&r->by_key) + mc_htab_memory(&r->families);
 }

@@ -8,7 +8,18 @@
  * object's nodes (mobj.rank is the first). Indexes, not pointers, so
  * that neither the slab growing nor the object's replica array moving
  * invalidates anything: a node names its object and its list, never a
- * struct mrep. 24 bytes a node, plus mobj.rank.
+ * struct mrep. 32 bytes a node, plus mobj.rank.
+ *
+ * Beside its recency order each (peer, tier) keeps two smaller ones
+ * through the same nodes, so that a round finds what it must see first
+ * without a walk of the store: its probationers (mobj.probation), oldest
+ * first by created_seq, and its orphans (mobj.orphan: the chain parent
+ * is not in the store), with the sum of its probationers' bytes. A list
+ * is named in 16 bits: a master refuses copies on a 65536th (peer, tier). An object's
+ * orphan bit is kept here too: every object that names a parent is a
+ * member of its parent's family (by parent hash and tenant), so that a
+ * parent going or coming sets or clears its children's bits in
+ * O(children).
  *
  * The store tells the index of every access (recency_touch: its nodes
  * go to the warm end) and every freed object (recency_forget); whoever
@@ -31,11 +42,31 @@
 
 struct mobj;
 
+/*
+ * The smaller orders of a list. A node is in at most one: an orphan's
+ * (the ranking's first victims, whether on probation or not) wins over
+ * the probationers'; the list's probation_bytes counts every
+ * probationer, in either.
+ */
+enum { RANK_NONE, RANK_PROBATION, RANK_ORPHAN, RANK_ORDERS };
+
+struct rank_link {
+	uint32_t prev, next; /* 0 at either end */
+};
+
+struct rank_order {
+	uint32_t head, tail; /* probation: oldest and newest by created_seq */
+	uint64_t n, bytes;   /* members, and the sum of their objects' sizes */
+};
+
 struct rank_node {
 	struct mobj *o;
 	uint32_t prev, next; /* in its list, 0 at either end */
 	uint32_t sib;	     /* the object's next node, 0 at the end */
-	uint32_t list;	     /* index in recency.lists */
+	uint16_t list;	     /* index in recency.lists */
+	uint8_t order;	     /* the smaller order it is in: RANK_NONE, _PROBATION, _ORPHAN */
+	uint8_t probation;   /* counted in its list's probation_bytes */
+	struct rank_link x;  /* in that order */
 };
 
 struct rank_list {
@@ -44,6 +75,8 @@ struct rank_list {
 	uint32_t head, tail; /* coldest, warmest; 0 when empty */
 	uint32_t idx;	     /* its place in recency.lists (lists are never removed) */
 	uint64_t n;
+	struct rank_order x[RANK_ORDERS]; /* x[RANK_NONE] unused */
+	uint64_t probation_bytes;	  /* the sizes of its probationers, orphans among them */
 };
 
 struct recency {
@@ -53,7 +86,8 @@ struct recency {
 	uint64_t live;		 /* nodes in lists */
 	struct rank_list **lists;
 	uint32_t nlists;
-	struct mc_htab by_key; /* rank_list by (peer, tier) */
+	struct mc_htab by_key;	 /* rank_list by (peer, tier) */
+	struct mc_htab families; /* struct rank_family by (parent hash, tenant) */
 	/* what the ranking call and local reads did, for the metrics */
 	uint64_t queries, answer_keys, reads_recorded, reads_unknown;
 };
@@ -75,11 +109,12 @@ int recency_sync(struct recency *r, struct mobj *o);
  * in the peer's order. -1 when out of memory (those lists left as they are).
  */
 int recency_sort_peer(struct recency *r, uint32_t peer);
-/* o is being freed: drop its nodes. */
+/* o is being freed: drop its nodes, and leave its parent's family. */
 void recency_forget(struct recency *r, struct mobj *o);
 /*
  * Every object of the table (struct mobj entries), each list in
- * access_seq order: after a restore. -1 when out of memory (the index
+ * access_seq order, the families and orphan bits from the parents the
+ * objects name: after a restore. -1 when out of memory (the index
  * then holds what it could place, in order).
  */
 int recency_rebuild(struct recency *r, const struct mc_htab *objects);
@@ -92,6 +127,28 @@ struct rank_list *recency_list(const struct recency *r, uint32_t peer, int tier)
  * object holds no complete copy there any more; 0 at the end.
  */
 uint32_t recency_next(struct recency *r, const struct rank_list *l, uint32_t cur);
+/*
+ * A walk of one of a list's smaller orders (RANK_PROBATION: oldest
+ * first), like recency_next: stale nodes are freed as it passes them.
+ */
+uint32_t recency_order_next(struct recency *r, const struct rank_list *l, int order, uint32_t cur);
+/* o's probation or orphan bit changed: its nodes join or leave those orders. */
+void recency_flags(struct recency *r, struct mobj *o);
+/* o's size is about to become size: the orders' byte sums follow. */
+void recency_resize(struct recency *r, struct mobj *o, uint64_t size);
+/*
+ * o was just given its chain parent (o->parent, not 0): it joins the
+ * parent's family, and is an orphan when objects holds no such parent.
+ * -1 when out of memory (o then never becomes an orphan when its parent
+ * goes, which errs on keeping it).
+ */
+int recency_child(struct recency *r, const struct mc_htab *objects, struct mobj *o);
+/*
+ * An object of hash and tenant came into the store (gone false) or is
+ * leaving it (gone true, p itself skipped): its children's orphan bits.
+ */
+void recency_parent(struct recency *r, const struct mobj *p, uint64_t hash, bool gone);
+
 /* Bytes the index takes (nodes and lists). */
 size_t recency_memory(const struct recency *r);
 

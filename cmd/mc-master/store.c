@@ -370,6 +370,8 @@ store_create(struct store *s, uint64_t hash, uint32_t tenant, const char *key, s
 	s->tenants[tenant].objects++;
 	s->tenants[tenant].bytes += size;
 	s->bytes += size;
+	/* the blocks that name it as parent are orphans no more */
+	recency_parent(&s->rank, o, hash, false);
 	return o;
 fail:
 	if (o->group != NO_GROUP)
@@ -389,6 +391,8 @@ store_destroy_unlinked(struct store *s, struct mobj *o)
 	if (s->on_destroy != NULL)
 		s->on_destroy(s->on_destroy_ctx, o);
 	recency_forget(&s->rank, o);
+	/* the blocks that name it as parent become orphans */
+	recency_parent(&s->rank, o, store_key_hash(o->tenant, o->key, o->key_len), true);
 	/* its value outlives it for a while, if it ever held a version */
 	if (o->version != 0)
 		mc_history_evicted(
@@ -482,7 +486,10 @@ void
 store_read(struct store *s, struct mobj *o)
 {
 	store_access(s, o);
-	o->probation = 0;
+	if (o->probation) {
+		o->probation = 0;
+		recency_flags(&s->rank, o);
+	}
 	mc_history_ref(s->hist, true, s->objects.count);
 	mc_history_read(s->hist, store_key_hash(o->tenant, o->key, o->key_len), s->objects.count);
 }
@@ -498,6 +505,9 @@ store_access_new(struct store *s, struct mobj *o, uint64_t parent)
 					s->access_seq, s->objects.count, &crf);
 	o->crf = (float)(crf + 1);
 	o->parent = parent;
+	/* out of memory: it is simply never taken for an orphan */
+	if (parent != 0)
+		(void)recency_child(&s->rank, &s->objects, o);
 	if (parent != 0 && ((p = store_find_parent(s, o)) == NULL || p == o)) {
 		o->depth = 1;
 	} else if (parent != 0) {
@@ -518,6 +528,7 @@ store_count_miss(struct store *s)
 void
 store_resize(struct store *s, struct mobj *o, uint64_t size)
 {
+	recency_resize(&s->rank, o, size);
 	s->tenants[o->tenant].bytes += size - o->size;
 	s->bytes += size - o->size;
 	o->size = size;

@@ -112,13 +112,16 @@ struct mobj {
 	uint8_t probation : 1; /* written with no history of its key, not read since */
 	uint8_t sp_mode : 2;   /* enum sp_mode */
 	uint8_t sp_action : 2; /* enum sp_action */
+	/* it names a chain parent the store does not hold (recency.h keeps it) */
+	uint8_t orphan : 1;
 	uint8_t nrep;
 	uint8_t rep_cap; /* <= 1: rep.one is used, else rep.many */
 	union {
 		struct mrep one;
 		struct mrep *many;
 	} rep;
-	uint32_t rank; /* its first node in the recency index (recency.h), 0: none */
+	uint32_t rank;	     /* its first node in the recency index (recency.h), 0: none */
+	uint32_t family_idx; /* its place among its parent's children (recency.h) */
 	char key[];
 };
 

@@ -88,6 +88,8 @@ pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err)
 		return -1;
 	}
 	mc_htab_init(&ix->tab);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		medium_lru_init(&ix->order[t].probation);
 	ix->media = media;
 	ix->gone_max = PINDEX_JOURNAL_MAX;
 	ix->gone_max_bytes = PINDEX_JOURNAL_NAME_BYTES;
@@ -267,7 +269,63 @@ pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, si
 	return o;
 }
 
-/* Take o out of the table, the list and its medium's order. Lock held. */
+/* ---- the candidates' orders; lock held ---- */
+
+/* What only the master may free: a group member, once its notice says so. */
+static bool
+in_group(const struct pobj *o)
+{
+	return o->linked && !o->moving && o->meta != NULL && !o->meta->hard_pin &&
+	       o->meta->group_len > 0;
+}
+
+/* What this peer may free on its own (young or soft-pinned, the plan decides). */
+static bool
+candidate(const struct pobj *o)
+{
+	return o->linked && !o->moving && o->meta != NULL && !o->meta->hard_pin &&
+	       o->meta->group_len == 0;
+}
+
+/*
+ * Bring o's place in its tier's orders and sums in line with what it is
+ * now; called after anything candidate, in_group or probation read
+ * changes. A copy that becomes a candidate enters at the warm end.
+ */
+static void
+order_update(struct pindex *ix, struct pobj *o)
+{
+	struct pindex_order *po = &ix->order[o->tier];
+	struct medium *m = ix->media[o->tier];
+	uint64_t fp = o->size > 0 ? medium_footprint(m, o->size) : 0;
+	bool cand = candidate(o), prob = cand && o->probation, grp = in_group(o);
+
+	if (cand && !o->order.tracked) {
+		medium_track(m, &o->order, o->size);
+		po->copies++;
+		po->bytes += fp;
+	} else if (!cand && o->order.tracked) {
+		medium_untrack(m, &o->order);
+		po->copies--;
+		po->bytes -= fp;
+	}
+	if (prob && !o->prob.tracked) {
+		medium_lru_track(&po->probation, &o->prob, fp);
+		po->probation_bytes += fp;
+	} else if (!prob && o->prob.tracked) {
+		medium_lru_untrack(&po->probation, &o->prob);
+		po->probation_bytes -= fp;
+	}
+	if (grp != o->grouped) {
+		if (grp)
+			po->grouped_bytes += fp;
+		else
+			po->grouped_bytes -= fp;
+		o->grouped = grp;
+	}
+}
+
+/* Take o out of the table, the list and its tier's orders. Lock held. */
 static void
 detach_locked(struct pindex *ix, struct pobj *o)
 {
@@ -276,8 +334,8 @@ detach_locked(struct pindex *ix, struct pobj *o)
 	if (mc_htab_remove(&ix->tab, o->hash, pobj_eq, &l) != o)
 		MC_BUG("index entry missing from its table");
 	list_del(o);
-	medium_untrack(ix->media[o->tier], &o->order);
 	o->linked = false;
+	order_update(ix, o);
 	ix->objects--;
 	ix->tier_objects[o->tier]--;
 	ix->bytes -= o->size;
@@ -298,8 +356,8 @@ attach_locked(struct pindex *ix, struct pobj *o)
 	if (mc_htab_insert(&ix->tab, o->hash, o) < 0)
 		MC_BUG("index insert failed after its reserve");
 	list_add_before(ix->head, o);
-	medium_track(ix->media[o->tier], &o->order, o->size);
 	o->linked = true;
+	order_update(ix, o);
 	o->seq = ++ix->seq;
 	ix->objects++;
 	ix->tier_objects[o->tier]++;
@@ -367,6 +425,7 @@ pindex_read(struct pindex *ix, struct pobj *o)
 	o->access_seq = ++ix->access_seq;
 	set_worth_locked(ix, o, half_life_locked(ix));
 	o->probation = false;
+	order_update(ix, o);
 	mc_history_ref(ix->hist, true, ix->objects);
 	mc_history_read(ix->hist, o->hash, ix->objects);
 	pthread_mutex_unlock(&ix->mu);
@@ -502,6 +561,7 @@ pindex_claim(struct pindex *ix, const char *tenant, size_t tlen, const char *key
 		if (r == 1) {
 			o->moving = true;
 			o->refs++;
+			order_update(ix, o);
 			*out = o;
 		}
 	}
@@ -514,6 +574,8 @@ pindex_unclaim(struct pindex *ix, struct pobj *o)
 {
 	pthread_mutex_lock(&ix->mu);
 	o->moving = false;
+	/* a move that did not happen: the copy is a candidate again, at the warm end */
+	order_update(ix, o);
 	pthread_mutex_unlock(&ix->mu);
 	pindex_release(ix, o);
 }
@@ -550,6 +612,8 @@ pindex_set_meta(struct pindex *ix, struct pobj *o, struct pmeta *meta, uint64_t 
 	o->meta = meta;
 	if (o->committed == 0)
 		o->committed = now;
+	/* a candidate from its first notice on, unless it names a group or a hard pin */
+	order_update(ix, o);
 	pthread_mutex_unlock(&ix->mu);
 	free(was);
 }
@@ -568,7 +632,7 @@ pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, const char *k
 	if (o) {
 		o->refs++;
 		o->last_access = now;
-		medium_track(ix->media[o->tier], &o->order, o->size);
+		medium_touch(ix->media[o->tier], &o->order, o->size);
 	}
 	pthread_mutex_unlock(&ix->mu);
 	return o;
@@ -862,4 +926,85 @@ pindex_release_many(struct pindex *ix, struct pobj **objs, size_t n)
 		unref(ix, objs[i]);
 	}
 	pthread_mutex_unlock(&ix->mu);
+}
+
+/* ---- the candidates a plan looks at ---- */
+
+void
+pindex_order_sums(struct pindex *ix, int tier, struct pindex_order_sums *out)
+{
+	const struct pindex_order *po = &ix->order[tier];
+
+	pthread_mutex_lock(&ix->mu);
+	*out = (struct pindex_order_sums){ .copies = po->copies,
+					   .bytes = po->bytes,
+					   .probation_bytes = po->probation_bytes,
+					   .grouped_bytes = po->grouped_bytes };
+	pthread_mutex_unlock(&ix->mu);
+}
+
+static struct pobj *
+of_order(struct medium_order *mo)
+{
+	return (struct pobj *)((char *)mo - offsetof(struct pobj, order));
+}
+
+static struct pobj *
+of_prob(struct medium_order *mo)
+{
+	return (struct pobj *)((char *)mo - offsetof(struct pobj, prob));
+}
+
+int
+pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct pobj **out,
+	    size_t *n, size_t *beyond, bool *all, struct mc_err *err)
+{
+	struct pindex_order *po = &ix->order[tier];
+	struct medium_offer *offers = NULL;
+	struct medium_order *mo;
+	uint64_t rest;
+	size_t k = 0, got;
+
+	*n = *beyond = 0;
+	*all = true;
+	if (window == 0)
+		return 0;
+	if (!(offers = malloc(window * sizeof(*offers))))
+		return mc_err_errno(err, "cannot allocate the candidates of a plan");
+	pthread_mutex_lock(&ix->mu);
+	/*
+	 * The share keeps the newest run of probationers whose bytes fit in
+	 * allow: walking from the oldest, a probationer is beyond it while
+	 * it and those newer than it still do not fit.
+	 */
+	rest = po->probation_bytes;
+	for (mo = po->probation.head.warmer; mo != &po->probation.head && rest > allow;
+	     mo = mo->warmer) {
+		struct pobj *o = of_prob(mo);
+
+		if (k == window) {
+			*all = false;
+			break;
+		}
+		o->refs++;
+		o->in_view = true;
+		out[k++] = o;
+		rest -= mo->bytes;
+	}
+	*beyond = k;
+	got = medium_offer(ix->media[tier], offers, window);
+	for (size_t i = 0; i < got; i++) {
+		struct pobj *o = of_order(offers[i].who);
+
+		if (o->in_view)
+			continue;
+		o->refs++;
+		out[k++] = o;
+	}
+	for (size_t i = 0; i < *beyond; i++)
+		out[i]->in_view = false;
+	pthread_mutex_unlock(&ix->mu);
+	free(offers);
+	*n = k;
+	return 0;
 }

@@ -6,9 +6,19 @@
  * are read and written outside it. An entry is owned by the index (one
  * reference while linked) and by each reader holding it; dropping or
  * replacing a copy unlinks it at once, and its space goes back to its
- * tier's medium only when the last reference does. Linked entries are
- * also in their medium's order (medium.h), touched on every access; the
- * index calls the ordering hooks under its lock.
+ * tier's medium only when the last reference does.
+ *
+ * The candidates for local eviction (linked, with their commit notice,
+ * not hard-pinned, in no group, not moving) are in their medium's order
+ * (medium.h), tracked when they become candidates (a commit notice, a
+ * move landing) and touched on every access; those of them on
+ * probation are also in their tier's probation order, oldest first,
+ * which a read leaves. Both are kept with running sums, under the
+ * index's lock, so that a plan takes its candidates coldest first
+ * without walking the index. A copy enters both at their warm ends: the
+ * probation order is the order copies became candidates, which is their
+ * creation order but for an upsert of a probationer and a move that
+ * did not happen (both enter anew).
  *
  * Besides the hash table, linked entries sit on one list in the order
  * they were linked, so that a walk (the inventory sent to the master)
@@ -91,7 +101,8 @@ struct pobj {
 	 * prompt), as pindex_hash of (tenant, parent key); 0: none.
 	 */
 	uint64_t parent;
-	struct medium_order order; /* in the medium's order while linked */
+	struct medium_order order; /* in the medium's order while a candidate */
+	struct medium_order prob;  /* in the tier's probation order while a candidate on it */
 	/*
 	 * NULL until the commit notice; set and read on the event loop only
 	 * (pindex_set_meta), freed with the entry.
@@ -100,9 +111,11 @@ struct pobj {
 	uint32_t refs;
 	uint8_t tier; /* enum mc_tier: the medium holding the bytes */
 	bool linked;
-	bool marker; /* a walk's place holder, not an object */
-	bool moving; /* a transition to another tier owns it (pindex_claim) */
-	bool held;   /* unlinked, its bytes kept by a reader: counted in the index's held */
+	bool marker;  /* a walk's place holder, not an object */
+	bool moving;  /* a transition to another tier owns it (pindex_claim) */
+	bool held;    /* unlinked, its bytes kept by a reader: counted in the index's held */
+	bool grouped; /* counted in its tier's grouped bytes (struct pindex_order) */
+	bool in_view; /* taken already by the pindex_cold at hand */
 	uint16_t tenant_len;
 	uint16_t key_len;
 	char name[]; /* tenant bytes then key bytes, not NUL-terminated */
@@ -116,6 +129,19 @@ struct pgone {
 	uint16_t tenant_len;
 	uint16_t key_len;
 	char name[];
+};
+
+/*
+ * A tier's candidates for local eviction: how many and their bytes
+ * (medium_footprint), the probation order (oldest first) and its
+ * bytes, and the bytes of the linked copies only the master may free
+ * (group members with their commit notice, not hard-pinned, not moving).
+ */
+struct pindex_order {
+	uint64_t copies, bytes;
+	struct medium_lru probation;
+	uint64_t probation_bytes;
+	uint64_t grouped_bytes;
 };
 
 /* Journal caps unless pindex_journal_limit says otherwise. */
@@ -136,6 +162,7 @@ struct pindex {
 	 * their last reader lets go: room an eviction has freed already.
 	 */
 	uint64_t held[MC_TIER_COUNT];
+	struct pindex_order order[MC_TIER_COUNT];
 	uint64_t seq; /* change number: bumped by every link and unlink */
 	/* accesses numbered so far, and the ghosts of the keys evicted for room */
 	uint64_t access_seq;
@@ -248,6 +275,25 @@ struct pindex_peek {
 };
 int pindex_peek(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
 		struct pindex_peek *out);
+/* tier's running sums (the probation order's head is not copied out: its links are the index's). */
+struct pindex_order_sums {
+	uint64_t copies, bytes, probation_bytes, grouped_bytes;
+};
+void pindex_order_sums(struct pindex *ix, int tier, struct pindex_order_sums *out);
+
+/*
+ * The candidates of tier a plan looks at, without walking the index:
+ * into out (room for 2 x window), first the oldest probationers beyond
+ * the probationary share, those older than the newest run of
+ * probationers whose bytes fit in allow (at most window of them: *beyond
+ * says how many, and *all whether that was every one), then the window
+ * coldest candidates of the medium's order that are not among those.
+ * Each comes with a reference that pindex_release_many gives back.
+ * The number taken, or -1 with err when out of memory.
+ */
+int pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct pobj **out,
+		size_t *n, size_t *beyond, bool *all, struct mc_err *err);
+
 /* Bytes (medium_footprint) of copies dropped from tier that readers still hold. */
 uint64_t pindex_held(struct pindex *ix, int tier);
 /* Stored version and tier (either may be NULL) of a key: 1 found, 0 absent. */

@@ -31,7 +31,7 @@
 struct medium_order {
 	struct medium_order *colder, *warmer;
 	uint64_t bytes; /* what freeing the copy gives back, in the medium's units */
-	bool tracked;
+	bool tracked;	/* in the order: set by track, cleared by untrack */
 };
 
 /* One candidate from medium_offer: the copy, and the bytes releasing it would free. */
@@ -148,9 +148,10 @@ struct medium_ops {
 	uint64_t (*used)(struct medium *m);
 	/*
 	 * Ordering hooks. track puts a copy of len bytes at the warm end
-	 * (on commit and on every access); untrack takes it out (the copy is
-	 * no longer a candidate); offer fills out with up to max copies,
-	 * coldest first, and changes nothing. Lock: the caller's.
+	 * (when it becomes a candidate, and on every read: medium_touch);
+	 * untrack takes it out (the copy is no longer a candidate); offer
+	 * fills out with up to max copies, coldest first, and changes
+	 * nothing. Each is O(1) but offer, O(max). Lock: the caller's.
 	 */
 	void (*track)(struct medium *m, struct medium_order *o, uint64_t len);
 	void (*untrack)(struct medium *m, struct medium_order *o);
@@ -349,6 +350,17 @@ static inline void
 medium_track(struct medium *m, struct medium_order *o, uint64_t len)
 {
 	m->ops->track(m, o, len);
+}
+
+/*
+ * A read of the copy: to the warm end when it is in the order, nothing
+ * when it is not (a copy that is no candidate stays out). O(1).
+ */
+static inline void
+medium_touch(struct medium *m, struct medium_order *o, uint64_t len)
+{
+	if (o->tracked)
+		m->ops->track(m, o, len);
 }
 
 static inline void

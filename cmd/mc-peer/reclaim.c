@@ -14,9 +14,6 @@
 
 #include "reclaim.h"
 
-/* Index entries taken per slice of a view's walk. */
-#define WALK_SLICE 256
-#define WALK_NAME_BYTES (1u << 20)
 /* What a local view calls this peer (a policy may split by peer: there is one). */
 #define SELF "self"
 
@@ -311,27 +308,24 @@ struct rank_now {
 };
 
 /*
- * Add o to v when this peer may free it on its own in t's plan; the
- * bytes of copies only the master may free (group members) go to
- * *grouped, young copies the plan may not take to t's tally.
+ * Add o, a candidate of t's tier, to v with flags (MC_CAND_PROBATION or
+ * 0), unless the plan may not take it: young copies the plan may not
+ * take go to t's tally. What is no candidate (moving, no commit notice,
+ * a hard pin or a group: the index keeps those out of the order) is
+ * left out here too.
  */
 static int
 add_copy(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, const struct pobj *o,
-	 uint32_t self, uint32_t tier_id, uint64_t now, const struct rank_now *rn,
-	 uint64_t *grouped, struct mc_err *err)
+	 uint32_t self, uint32_t tier_id, uint64_t now, const struct rank_now *rn, uint32_t flags,
+	 struct mc_err *err)
 {
 	const struct pmeta *pm = o->meta;
 	struct mc_cand c;
 	uint64_t fp;
 
-	/* Without its commit notice a copy's pins and group are not known yet. */
-	if (o->moving || pm == NULL || pm->hard_pin)
+	if (o->moving || pm == NULL || pm->hard_pin || pm->group_len > 0)
 		return 0;
 	fp = o->size > 0 ? medium_footprint(r->ix->media[o->tier], o->size) : 0;
-	if (pm->group_len > 0) {
-		*grouped += fp;
-		return 0;
-	}
 	if (t->drops && !t->with_young && mc_young_is(r->conf.young_ms, o->committed, now)) {
 		mc_young_keep(&t->young, r->conf.young_ms, o->committed, fp);
 		return 0;
@@ -354,55 +348,124 @@ add_copy(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, const str
 	c.access_seq = o->access_seq;
 	c.created_seq = o->created_seq;
 	c.crf = pindex_worth(r->ix, o, rn->seq, rn->half_life);
-	c.flags = o->probation ? MC_CAND_PROBATION : 0;
+	c.flags = flags;
 	return mc_cand_add(v, &c, pobj_key(o), o->key_len, err);
 }
 
-/* mc_history_capacity_fn: every record of a local view is on the one tier, ctx's medium. */
-static uint64_t
-tier_capacity(void *ctx, const struct mc_cand_view *v, const struct mc_cand *c)
-{
-	(void)v;
-	(void)c;
-	return medium_capacity(ctx);
-}
-
-/* The view of t's copies this peer may free in its plan; *grouped: what only the master may. */
+/*
+ * The view of a window of t's candidates (pindex_cold): the oldest
+ * probationers beyond the probationary share, then the window coldest
+ * by last access. Probation flags are set from the index's running
+ * sums, as mc_history_segment would over the whole tier: a probationer
+ * is flagged when it is beyond the newest probationary share
+ * (pindex_probation) of the tier's capacity. Two differences: the share counts young probationers
+ * (the segment sees only the view's), and when more than a window are
+ * beyond it, a probationer past the first window of them is not flagged
+ * (the first window already outranks it, and gives the plan more than
+ * it needs).
+ */
 static int
-build_view(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, uint64_t *grouped,
+build_view(struct reclaimer *r, struct rtier *t, size_t window, struct mc_cand_view *v,
 	   struct mc_err *err)
 {
 	int tier = t->tier;
-	struct pobj *objs[WALK_SLICE];
-	struct pindex_walk *w;
+	struct medium *m = r->ix->media[tier];
+	uint64_t allow = (uint64_t)((double)medium_capacity(m) * pindex_probation(r->ix));
 	uint32_t self, tier_id;
 	uint64_t now = mc_now_ms();
 	struct rank_now rn;
 	const char *tn = mc_tier_name(tier);
-	size_t n;
+	struct pobj **objs;
+	size_t n, beyond;
+	bool all;
 	int rc = 0;
 
-	*grouped = 0;
 	v->created = now;
 	pindex_history_now(r->ix, &rn.seq, &rn.half_life);
 	v->seq = rn.seq;
 	if (name_id(v, SELF, strlen(SELF), &self, err) < 0 ||
 	    name_id(v, tn, strlen(tn), &tier_id, err) < 0)
 		return -1;
-	if (!(w = pindex_walk_begin(r->ix, err)))
+	if (window == 0)
+		return 0;
+	if (window > SIZE_MAX / 2 / sizeof(*objs) || !(objs = malloc(2 * window * sizeof(*objs))))
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for a plan's candidates");
+	if (pindex_cold(r->ix, tier, window, allow, objs, &n, &beyond, &all, err) < 0) {
+		free(objs);
 		return -1;
-	while (rc == 0 && (n = pindex_walk_next(w, objs, WALK_SLICE, WALK_NAME_BYTES)) > 0) {
-		for (size_t i = 0; i < n && rc == 0; i++)
-			if (objs[i]->tier == tier)
-				rc = add_copy(r, t, v, objs[i], self, tier_id, now, &rn, grouped,
-					      err);
-		pindex_release_many(r->ix, objs, n);
 	}
-	pindex_walk_end(w);
-	/* new copies compete only with each other until read, past the probationary share */
-	return rc < 0 ? -1
-		      : mc_history_segment(v, pindex_probation(r->ix), tier_capacity,
-					   r->ix->media[tier], err);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = add_copy(r, t, v, objs[i], self, tier_id, now, &rn,
+			      i < beyond ? MC_CAND_PROBATION : 0, err);
+	pindex_release_many(r->ix, objs, n);
+	free(objs);
+	return rc;
+}
+
+/* The bytes plan p would free, its soft-pinned stages only when they may go. */
+static uint64_t
+plan_bytes(const struct mc_plan *p, bool soft_pinned_pass)
+{
+	uint64_t b = 0;
+
+	for (size_t i = 0; i < p->nstages; i++) {
+		const struct mc_stage *s = &p->stages[i];
+
+		if (s->soft_pinned && !soft_pinned_pass)
+			continue;
+		for (size_t j = 0; j < s->nvictims; j++)
+			b += p->view.c[s->victims[j]].bytes;
+	}
+	return b;
+}
+
+/*
+ * Plan need bytes off t's tier into t->plan, over a window of its
+ * coldest candidates (mc_plan_window), made again over a bigger one
+ * while the plan falls short of need and the window is smaller than
+ * the tier's candidates, unless young copies it left out cover the
+ * shortfall for a write that waits. *used: the last window. 0, or -1
+ * with err.
+ */
+static int
+plan_window(struct reclaimer *r, struct rtier *t, uint64_t need, const struct mc_plan_params *pp,
+	    size_t *used, struct mc_err *err)
+{
+	struct pindex_order_sums sums;
+	struct mc_cand_view v;
+	size_t window;
+	uint64_t got;
+
+	pindex_order_sums(r->ix, t->tier, &sums);
+	window = mc_plan_window(need, sums.bytes, sums.copies);
+	for (;;) {
+		/* what this window left out of the young copies, not what a smaller one did */
+		t->young.kept = t->young.kept_bytes = 0;
+		t->young.until = UINT64_MAX;
+		mc_cand_view_init(&v);
+		if (build_view(r, t, window, &v, err) < 0 ||
+		    mc_planner_run(r->conf.policy, &v, pp, &t->plan, NULL, err) < 0) {
+			mc_cand_view_free(&v);
+			return -1;
+		}
+		mc_cand_view_free(&v);
+		*used = window;
+		got = plan_bytes(&t->plan, pp->soft_pinned_pass);
+		if (window >= sums.copies || got >= need)
+			return 0;
+		/*
+		 * Young copies this window left out would make the rest, and a
+		 * write waits for it: the pass over young copies (plan_make)
+		 * takes them, instead of every copy of a tier that may be all
+		 * young being looked at first for old ones.
+		 */
+		if (t->drops && !t->with_young && t->young.kept_bytes >= need - got &&
+		    mc_young_needed(waiting(r, t->tier), got))
+			return 0;
+		mc_plan_free(&t->plan);
+		window = mc_plan_window_grow(window, sums.copies);
+		/* the tier changes only on this loop: its sums hold through the growing */
+	}
 }
 
 /* Plan need bytes off t's tier; false when there is nothing to execute. */
@@ -413,25 +476,22 @@ plan_try(struct reclaimer *r, struct rtier *t, uint64_t need)
 				     .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND,
 				     .soft_pinned_pass = r->conf.soft_pinned_pass,
 				     .now = mc_now_ms() };
-	struct mc_cand_view v;
-	uint64_t grouped = 0;
+	struct pindex_order_sums sums;
 	struct mc_err err;
-	size_t victims = 0;
+	size_t victims = 0, window;
 
-	mc_cand_view_init(&v);
-	if (build_view(r, t, &v, &grouped, &err) < 0 ||
-	    mc_planner_run(r->conf.policy, &v, &pp, &t->plan, NULL, &err) < 0) {
-		mc_cand_view_free(&v);
+	if (plan_window(r, t, need, &pp, &window, &err) < 0) {
 		mc_warn("local eviction of %s cannot plan: %s", mc_tier_name(t->tier), err.msg);
 		return false;
 	}
-	mc_debug("local eviction of %s: %zu candidates, need %llu", mc_tier_name(t->tier),
-		 t->plan.view.n, (unsigned long long)need);
-	mc_cand_view_free(&v);
+	mc_debug("local eviction of %s: %zu candidates of a window of %zu, need %llu",
+		 mc_tier_name(t->tier), t->plan.view.n, window, (unsigned long long)need);
 	count(r, RECLAIM_ROUND);
 	for (size_t i = 0; i < t->plan.nstages; i++)
 		victims += t->plan.stages[i].nvictims;
-	t->stalled = victims == 0 && grouped > 0;
+	pindex_order_sums(r->ix, t->tier, &sums);
+	/* only group members could make the room: the master's to free */
+	t->stalled = victims == 0 && sums.grouped_bytes > 0;
 	if (victims == 0) {
 		count(r, RECLAIM_NO_CANDIDATE);
 		if (t->stalled)
@@ -465,6 +525,41 @@ plan_make(struct reclaimer *r, struct rtier *t, uint64_t need)
 		return false;
 	t->with_young = true;
 	return plan_try(r, t, need);
+}
+
+int
+reclaimer_plan(struct reclaimer *r, int tier, uint64_t need, struct mc_plan *out, size_t *window,
+	       struct mc_err *err)
+{
+	struct mc_plan_params pp = { .target = need,
+				     .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND,
+				     .soft_pinned_pass = r->conf.soft_pinned_pass,
+				     .now = mc_now_ms() };
+	struct rtier *t;
+	struct mc_young_tally young;
+	bool with_young;
+	int rc;
+
+	if (tier < 0 || tier >= MC_TIER_COUNT || !r->ix->media[tier])
+		return mc_err_set(err, MC_ERR_INVALID, "this peer holds no %s tier",
+				  mc_tier_name(tier));
+	t = &r->t[tier];
+	if (t->planned)
+		return mc_err_set(err, MC_ERR_BUSY, "the %s pass has a plan at hand",
+				  mc_tier_name(tier));
+	/* the pass's own tally stays as it was: this plan is not the pass's */
+	young = t->young;
+	with_young = t->with_young;
+	mc_young_tally_init(&t->young);
+	t->with_young = false;
+	rc = plan_window(r, t, need, &pp, window, err);
+	if (rc == 0) {
+		*out = t->plan;
+		mc_plan_init(&t->plan);
+	}
+	t->young = young;
+	t->with_young = with_young;
+	return rc;
 }
 
 /*

@@ -14,13 +14,29 @@
  * S times. Both answers must be the same keys in the same order, or the
  * tool exits 1. Prints the medians, their ratio, and the index's memory
  * per entry, then one line "rank key=value ...".
+ *
+ * mc-rankbench --plan VICTIMS [--objects N] [--queries Q]: the cost of
+ * a tier's eviction round's planning per victim instead. N objects
+ * (4 KiB each, in chains of 8 blocks, every one with a complete copy on
+ * one registered peer's dram, which is exactly full) are written and
+ * N/4 random keys read, as above. Each of Q rounds then builds the
+ * round's view from the tier's window (candidates_begin_window, sized by
+ * mc_plan_window for VICTIMS copies' bytes) and plans it with the
+ * built-in policy, as a round does before it executes; nothing is
+ * evicted, so every round sees the same tier. Prints the median time
+ * of a round, its victims and records, and one line "plan key=value
+ * ..." with the median nanoseconds per victim. --full times the full
+ * view (the `candidates` walk) instead of the window, for contrast.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mc/clock.h"
+#include "mc/planner.h"
+#include "candidates.h"
 #include "master.h"
+#include "peers.h"
 #include "rank.h"
 #include "store.h"
 #include "recency.h"
@@ -165,6 +181,156 @@ median(uint64_t *v, size_t n)
 	return v[n / 2];
 }
 
+#define PLAN_SIZE 4096u
+#define PLAN_CHAIN 8u
+
+/* N chained blocks on p's dram, then N/4 random reads; the tier exactly full. */
+static int
+plan_fill(struct peer *p, uint64_t n)
+{
+	struct mc_err err;
+	char key[32], parent[32];
+
+	if (mc_htab_reserve(&m.store->objects, n) != 0)
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		size_t len;
+		struct mobj *o;
+		struct mrep *r;
+
+		make_key(key, sizeof(key), i);
+		len = strlen(key);
+		make_key(parent, sizeof(parent), i - 1);
+		o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, PLAN_SIZE, NULL,
+				 0, &err);
+		if (o == NULL || (r = store_rep_add(o)) == NULL)
+			return -1;
+		o->version = i + 1;
+		store_access_new(m.store, o,
+				 i % PLAN_CHAIN != 0 ? store_key_hash(0, parent, strlen(parent))
+						     : 0);
+		r->peer = p->id;
+		r->tier = MC_TIER_DRAM;
+		r->version = o->version;
+		r->state = REP_COMPLETE;
+		if (recency_sync(&m.store->rank, o) != 0)
+			return -1;
+	}
+	for (uint64_t i = 0; i < n / 4; i++) {
+		size_t len;
+
+		make_key(key, sizeof(key), next_rand() % n);
+		len = strlen(key);
+		store_read(m.store, store_find(m.store, store_key_hash(0, key, len), 0, key, len));
+	}
+	p->tiers[MC_TIER_DRAM].used = n * PLAN_SIZE;
+	p->tiers[MC_TIER_DRAM].capacity = n * PLAN_SIZE;
+	return 0;
+}
+
+/* One round's view and plan; its victims and records in *victims and *records. */
+static int
+plan_round(const struct mc_policy *pol, struct peer *p, uint64_t need, bool full, size_t *victims,
+	   size_t *records)
+{
+	struct cand_filter f = {
+		.by_peer = true, .by_tier = true, .peer = p->id, .tier = MC_TIER_DRAM
+	};
+	struct mc_plan_params pp = { .target = need, .lowerbound = MC_PLAN_DEFAULT_LOWERBOUND };
+	struct mc_cand_view v;
+	struct cand_caps caps = { 0 };
+	struct cand_build *b;
+	struct mc_plan plan;
+	struct mc_err err;
+	uint64_t copies;
+	int rc;
+
+	mc_cand_view_init(&v);
+	b = full ? candidates_begin(&m, &f, &v, &err)
+		 : candidates_begin_window(
+			   &m, &f, &v,
+			   candidates_window_size(&m, p->id, MC_TIER_DRAM, need, &copies), &err);
+	if (b == NULL)
+		return -1;
+	while ((rc = candidates_step(b, 512, &err)) == 1)
+		;
+	if (rc == 0)
+		rc = candidates_caps(b, &caps, &err);
+	candidates_end(b);
+	if (rc == 0)
+		rc = candidates_segment(&v, &caps, &err);
+	caps_free(&caps);
+	*records = v.n;
+	if (rc == 0)
+		rc = mc_planner_run(pol, &v, &pp, &plan, NULL, &err);
+	mc_cand_view_free(&v);
+	if (rc != 0) {
+		fprintf(stderr, "mc-rankbench: %s\n", err.msg);
+		return -1;
+	}
+	*victims = 0;
+	for (size_t i = 0; i < plan.nstages; i++)
+		*victims += plan.stages[i].nvictims;
+	mc_plan_free(&plan);
+	return 0;
+}
+
+static int
+plan_main(uint64_t objects, uint64_t rounds, uint64_t slice, bool full)
+{
+	struct event_base *base = event_base_new();
+	struct mc_policy pol;
+	struct mc_err err;
+	struct peer *p;
+	uint64_t *t = calloc(rounds, sizeof(*t)), t0, med;
+	size_t victims = 0, records = 0;
+
+	master_defaults(&m.cfg);
+	if (t == NULL || base == NULL || store_init(m.store, &err) != 0 ||
+	    peers_init(m.peers, base, m.store, &err) != 0 || mc_policy_builtin(&pol, &err) != 0 ||
+	    (p = peers_add(m.peers, &err)) == NULL) {
+		fprintf(stderr, "mc-rankbench: cannot set up a master\n");
+		return 2;
+	}
+	snprintf(p->addr, sizeof(p->addr), "unix:/bench-peer");
+	p->heard = mc_mono_ms();
+	p->tiers[MC_TIER_DRAM].present = true;
+	t0 = mc_mono_ns();
+	if (plan_fill(p, objects) != 0) {
+		fprintf(stderr, "mc-rankbench: out of memory filling %llu objects\n",
+			(unsigned long long)objects);
+		return 2;
+	}
+	printf("objects %llu on one peer's dram, written and read in %.1f s\n",
+	       (unsigned long long)objects, (double)(mc_mono_ns() - t0) / 1e9);
+	for (uint64_t q = 0; q < rounds; q++) {
+		p->heard = mc_mono_ms();
+		t0 = mc_mono_ns();
+		if (plan_round(&pol, p, slice * PLAN_SIZE, full, &victims, &records) != 0)
+			return 2;
+		t[q] = mc_mono_ns() - t0;
+	}
+	med = median(t, rounds);
+	if (victims == 0) {
+		fprintf(stderr, "mc-rankbench: the plan took no victim\n");
+		return 1;
+	}
+	printf("%s view and plan of %llu copies' need: median %.1f us over %llu rounds, "
+	       "%zu victims from %zu records, %.0f ns a victim\n",
+	       full ? "full" : "window", (unsigned long long)slice, (double)med / 1e3,
+	       (unsigned long long)rounds, victims, records, (double)med / (double)victims);
+	printf("plan objects=%llu view=%s round_us=%.1f victims=%zu records=%zu "
+	       "ns_per_victim=%.0f\n",
+	       (unsigned long long)objects, full ? "full" : "window", (double)med / 1e3, victims,
+	       records, (double)med / (double)victims);
+	mc_policy_free(&pol);
+	peers_free(m.peers);
+	store_free(m.store);
+	event_base_free(base);
+	free(t);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -178,14 +344,26 @@ main(int argc, char **argv)
 	size_t ni = 0, ns = 0;
 	bool more;
 
+	uint64_t slice = 0;
+	bool full = false;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--full") == 0)
+			full = true;
 	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--objects") == 0)
+		if (strcmp(argv[i], "--full") == 0)
+			i--;
+		else if (strcmp(argv[i], "--plan") == 0)
+			slice = strtoull(argv[i + 1], NULL, 10);
+		else if (strcmp(argv[i], "--objects") == 0)
 			objects = strtoull(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--queries") == 0)
 			queries = strtoull(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "--scans") == 0)
 			scans = strtoull(argv[i + 1], NULL, 10);
 	}
+	if (slice > 0)
+		return plan_main(objects, queries, slice, full);
 	if (objects < 2 * WANT || queries == 0 || scans == 0) {
 		fprintf(stderr, "mc-rankbench: --objects at least %u, --queries and --scans >= 1\n",
 			2 * WANT);

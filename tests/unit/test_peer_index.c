@@ -2,8 +2,9 @@
  * Unit tests for the peer's placement index (cmd/mc-peer/index.c) over
  * a DRAM medium: versions, the replaced copy handed back, references
  * that keep unlinked bytes alive, unlinks by version and tier, the
- * medium's order kept on commit and access, the change numbers and
- * removal journal a resume reports, and walks.
+ * candidates for local eviction in the medium's order and the probation
+ * order with their sums, the change numbers and removal journal a
+ * resume reports, and walks.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -110,6 +111,22 @@ test_versions(void)
 	TAP_OK(drop("empty", false, 0) == 1, "unlink: any version");
 }
 
+/* key's commit notice, with a group and a hard pin as given (group "": none). */
+static void
+notice(const char *key, const char *group, bool hard_pin)
+{
+	struct pobj *o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
+
+	pindex_set_meta(&ix, o, pmeta_new("kv", 2, group, strlen(group), hard_pin, 0), 1);
+	pindex_release(&ix, o);
+}
+
+static void
+commit(const char *key)
+{
+	notice(key, "", false);
+}
+
 /* The keys the medium offers, coldest first, joined by spaces. */
 static const char *
 offered(char *buf, size_t cap)
@@ -138,6 +155,11 @@ test_order(void)
 	put("o1", 1, 10);
 	put("o2", 1, 10);
 	put("o3", 1, 10);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "") == 0,
+	       "order: a copy without its commit notice is no candidate (%s)", buf);
+	commit("o1");
+	commit("o2");
+	commit("o3");
 	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o1 o2 o3") == 0,
 	       "order: commits line up coldest first (%s)", buf);
 	o = pindex_acquire(&ix, T, strlen(T), "o1", 2);
@@ -145,6 +167,9 @@ test_order(void)
 	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o2 o3 o1") == 0,
 	       "order: an access makes a copy the warmest (%s)", buf);
 	put("o2", 2, 10);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o3 o1") == 0,
+	       "order: a replaced copy leaves the order at once (%s)", buf);
+	commit("o2");
 	TAP_OK(strcmp(offered(buf, sizeof(buf)), "o3 o1 o2") == 0,
 	       "order: a replacing commit takes the old copy's place out (%s)", buf);
 	drop("o3", false, 0);
@@ -157,6 +182,76 @@ test_order(void)
 	       "tiers: two copies counted on dram, and o1 says where it is");
 	drop("o1", false, 0);
 	drop("o2", false, 0);
+}
+
+/* key read (a touch, and off probation) */
+static void
+read_key(const char *key)
+{
+	struct pobj *o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
+
+	pindex_read(&ix, o);
+	pindex_release(&ix, o);
+}
+
+static void
+test_candidates(void)
+{
+	uint64_t fp = medium_footprint(dram, 10);
+	struct pindex_order_sums s;
+	struct pobj *o, *out[8];
+	struct mc_err err;
+	size_t n, beyond;
+	char buf[128];
+	bool all;
+
+	put("c1", 1, 10);
+	commit("c1");
+	put("g1", 1, 10);
+	notice("g1", "grp", false);
+	put("h1", 1, 10);
+	notice("h1", "", true);
+	put("c2", 1, 10);
+	commit("c2");
+	pindex_order_sums(&ix, MC_TIER_DRAM, &s);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "c1 c2") == 0 && s.copies == 2 &&
+		       s.bytes == 2 * fp && s.grouped_bytes == fp,
+	       "candidates: group members and hard pins are none; a group's bytes are counted (%s)",
+	       buf);
+	TAP_OK(s.probation_bytes == 2 * fp, "candidates: new keys are on probation, counted");
+	TAP_OK(pindex_claim(&ix, T, strlen(T), "c1", 2, MC_TIER_DRAM, false, 0, &o) == 1 &&
+		       strcmp(offered(buf, sizeof(buf)), "c2") == 0,
+	       "candidates: a moving copy is none (%s)", buf);
+	pindex_order_sums(&ix, MC_TIER_DRAM, &s);
+	TAP_OK(s.copies == 1 && s.probation_bytes == fp, "candidates: nor is it on probation");
+	pindex_unclaim(&ix, o);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "c2 c1") == 0,
+	       "candidates: a move that did not happen brings it back, at the warm end (%s)", buf);
+	read_key("c2");
+	pindex_order_sums(&ix, MC_TIER_DRAM, &s);
+	TAP_OK(strcmp(offered(buf, sizeof(buf)), "c1 c2") == 0 && s.probation_bytes == fp,
+	       "candidates: a read touches and takes the copy off probation (%s)", buf);
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 4, 0, out, &n, &beyond, &all, &err) == 0 && n == 2 &&
+		       beyond == 1 && all && out[0] == o && out[1]->key_len == 2 &&
+		       memcmp(pobj_key(out[1]), "c2", 2) == 0,
+	       "cold: the probationer beyond a share of 0 first, then the coldest, each once");
+	pindex_release_many(&ix, out, n);
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 4, fp, out, &n, &beyond, &all, &err) == 0 && n == 2 &&
+		       beyond == 0,
+	       "cold: none beyond a share its bytes fit in");
+	pindex_release_many(&ix, out, n);
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 1, 0, out, &n, &beyond, &all, &err) == 0 && n == 1 &&
+		       beyond == 1 && out[0] == o,
+	       "cold: a window of one takes one");
+	pindex_release_many(&ix, out, n);
+	drop("c1", false, 0);
+	drop("c2", false, 0);
+	drop("g1", false, 0);
+	drop("h1", false, 0);
+	pindex_order_sums(&ix, MC_TIER_DRAM, &s);
+	TAP_OK(s.copies == 0 && s.bytes == 0 && s.probation_bytes == 0 && s.grouped_bytes == 0 &&
+		       strcmp(offered(buf, sizeof(buf)), "") == 0,
+	       "candidates: the sums go back to zero as the copies go");
 }
 
 static void
@@ -325,6 +420,7 @@ main(void)
 	       "index over a 64-page dram medium");
 	test_versions();
 	test_order();
+	test_candidates();
 	test_journal();
 	test_walk();
 	test_claim_swap();

@@ -178,6 +178,12 @@ test_order(void)
 	TAP_OK(strcmp(order_of(m, rec, buf), "10") == 0,
 	       "order: an untracked copy is not offered, and untracking twice is harmless (%s)",
 	       buf);
+	medium_touch(m, &rec[2], 3000);
+	TAP_OK(strcmp(order_of(m, rec, buf), "10") == 0 && !rec[2].tracked,
+	       "touch: a copy out of the order stays out (%s)", buf);
+	medium_touch(m, &rec[1], 2000);
+	TAP_OK(strcmp(order_of(m, rec, buf), "01") == 0,
+	       "touch: a copy in the order becomes the warmest (%s)", buf);
 	medium_untrack(m, &rec[0]);
 	medium_untrack(m, &rec[1]);
 	TAP_OK(medium_offer(m, out, 8) == 0, "order: empty again");

@@ -11,7 +11,10 @@
  * from its own plan, does not wait on a slow answer and falls back to
  * local order when the master has no ranking; young copies (--young)
  * are left out of a watermark pass, which rests until the first ages
- * and then takes them, and go only for a write waiting for room, counted.
+ * and then takes them, and go only for a write waiting for room, counted;
+ * a plan looks at a window of the tier's coldest candidates and oldest
+ * probationers beyond their share, not at every copy, and grows the
+ * window when a plan over it falls short.
  */
 #include <event2/event.h>
 #include <stdio.h>
@@ -19,6 +22,8 @@
 #include <string.h>
 
 #include "mc/clock.h"
+#include "mc/plan.h"
+#include "mc/planner.h"
 
 #include "arena.h"
 #include "mover.h"
@@ -28,6 +33,8 @@
 
 #define T "tenant"
 #define PAGES 64
+/* dram's size in pages for the next setup */
+static uint64_t dram_pages = PAGES;
 
 static struct event_base *base;
 static struct medium *media[MC_TIER_COUNT];
@@ -62,7 +69,7 @@ tick(void)
 static void
 setup(bool with_ssd, enum evict_mode mode)
 {
-	struct medium_conf conf = { .size = PAGES * ARENA_PAGE };
+	struct medium_conf conf = { .size = dram_pages * ARENA_PAGE };
 	struct reclaim_conf c = {
 		.mode = mode, .policy = &policy, .soft_pinned_pass = soft_pass, .young_ms = young_ms
 	};
@@ -425,6 +432,16 @@ test_demotion(void)
 	TAP_OK(all && mover_stats(mv)->done[MOVE_DEMOTE] == 14 &&
 		       mover_stats(mv)->queued[MOVE_DEMOTE] == 14,
 	       "demote: no key is lost, and no more demotions were queued than the overage");
+	{
+		struct pindex_order_sums d, s;
+
+		pindex_order_sums(&ix, MC_TIER_DRAM, &d);
+		pindex_order_sums(&ix, MC_TIER_SSD, &s);
+		TAP_OK(d.copies == 44 && s.copies == 14 && s.bytes == 14 * ARENA_PAGE &&
+			       s.probation_bytes == 14 * ARENA_PAGE,
+		       "demote: a copy that lands below is a candidate there, on probation still, "
+		       "and no longer above");
+	}
 	teardown();
 }
 
@@ -704,6 +721,172 @@ test_modes(void)
 	       "modes: anything else is refused");
 }
 
+/* Commit n one-page copies named prefix0.., each read at once when read. */
+static void
+put_many(const char *prefix, int n, bool read)
+{
+	char k[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%s%d", prefix, i);
+		put(k);
+		if (read) {
+			struct pobj *o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+
+			pindex_read(&ix, o);
+			pindex_release(&ix, o);
+		}
+	}
+}
+
+/* The flags of key's record in p's view: -1 when the view has no such record. */
+static int
+in_view(const struct mc_plan *p, const char *key)
+{
+	for (size_t i = 0; i < p->view.n; i++) {
+		const struct mc_cand *c = &p->view.c[i];
+
+		if (c->key_len == strlen(key) &&
+		    memcmp(mc_cand_key(&p->view, c), key, c->key_len) == 0)
+			return (int)c->flags;
+	}
+	return -1;
+}
+
+/* Any record of p's view whose key starts with prefix. */
+static bool
+any_in_view(const struct mc_plan *p, const char *prefix)
+{
+	for (size_t i = 0; i < p->view.n; i++) {
+		const struct mc_cand *c = &p->view.c[i];
+
+		if (c->key_len >= strlen(prefix) &&
+		    memcmp(mc_cand_key(&p->view, c), prefix, strlen(prefix)) == 0)
+			return true;
+	}
+	return false;
+}
+
+static uint64_t
+victim_bytes(const struct mc_plan *p)
+{
+	uint64_t b = 0;
+
+	for (size_t i = 0; i < p->nstages; i++)
+		for (size_t j = 0; j < p->stages[i].nvictims; j++)
+			if (!p->stages[i].soft_pinned)
+				b += p->view.c[p->stages[i].victims[j]].bytes;
+	return b;
+}
+
+static void
+test_window(void)
+{
+	struct mc_plan p;
+	struct mc_err err;
+	size_t window = 0;
+	int flagged = 0;
+	bool beyond = true;
+	char k[32];
+
+	/* 8000 of 8192 pages: 3000 read at once (the coldest), 5000 never read */
+	dram_pages = 8192;
+	setup(false, EVICT_LOCAL);
+	put_many("a", 3000, true);
+	put_many("p", 5000, false);
+	TAP_OK(reclaimer_plan(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, &p, &window, &err) == 0,
+	       "window: a plan of 10 pages over 8000 copies");
+	TAP_OK(window == MC_PLAN_WINDOW_MIN && p.view.n < 2 * window && p.view.n < 8000,
+	       "window: its view holds a window of records (%zu of window %zu), not every copy",
+	       p.view.n, window);
+	TAP_OK(in_view(&p, "a0") == 0 && in_view(&p, "a1023") == 0 && in_view(&p, "a1024") < 0,
+	       "window: the coldest copies are in it, in the medium's order, unflagged");
+	/* the share keeps the newest 4096 pages of probationers: the 904 oldest are beyond */
+	for (int i = 0; i < 5000; i++) {
+		int f;
+
+		snprintf(k, sizeof(k), "p%d", i);
+		f = in_view(&p, k);
+		if (f >= 0 && (f & MC_CAND_PROBATION))
+			flagged++;
+		if (i < 904)
+			beyond &= f >= 0 && (f & MC_CAND_PROBATION);
+		else
+			beyond &= f < 0;
+	}
+	TAP_OK(beyond && flagged == 904,
+	       "window: the probationers beyond the share are in it, flagged, and no others (%d)",
+	       flagged);
+	TAP_OK(victim_bytes(&p) >= 10 * ARENA_PAGE && in_view(&p, "p0") >= 0,
+	       "window: the plan covers the need");
+	mc_plan_free(&p);
+	/* a read takes a cold copy to the warm end, and a probationer off probation */
+	{
+		struct pobj *o = pindex_acquire(&ix, T, strlen(T), "a1", 2);
+
+		pindex_release(&ix, o);
+		o = pindex_acquire(&ix, T, strlen(T), "p0", 2);
+		pindex_read(&ix, o);
+		pindex_release(&ix, o);
+	}
+	TAP_OK(reclaimer_plan(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, &p, &window, &err) == 0 &&
+		       in_view(&p, "a1") < 0 && in_view(&p, "a0") == 0 && in_view(&p, "a2") == 0,
+	       "window: a copy read leaves the cold end");
+	TAP_OK(in_view(&p, "p0") < 0 && (in_view(&p, "p903") & MC_CAND_PROBATION) &&
+		       in_view(&p, "p904") < 0,
+	       "window: a probationer read leaves probation, and the share moves by its bytes");
+	mc_plan_free(&p);
+	teardown();
+
+	/* the 1100 coldest are soft-pinned: a window of 1024 gives nothing the plan may take */
+	dram_pages = 4096;
+	setup(false, EVICT_LOCAL);
+	put_sp_deadline = now_ms + 3600 * 1000;
+	put_many("s", 1100, true);
+	put_sp_deadline = 0;
+	put_many("a", 1000, true);
+	TAP_OK(reclaimer_plan(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, &p, &window, &err) == 0 &&
+		       window == 2 * MC_PLAN_WINDOW_MIN && victim_bytes(&p) >= 10 * ARENA_PAGE &&
+		       any_in_view(&p, "a"),
+	       "window: a plan short over its window is made again over a window twice as big "
+	       "(%zu)",
+	       window);
+	mc_plan_free(&p);
+	teardown();
+
+	/* 2000 young copies the coldest, then 1000 old ones (found at start) */
+	young_ms = 60000;
+	setup(false, EVICT_LOCAL);
+	put_many("y", 2000, false);
+	for (int i = 0; i < 1000; i++) {
+		struct pobj *o;
+
+		snprintf(k, sizeof(k), "o%d", i);
+		put(k);
+		o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+		o->committed = 0;
+		pindex_release(&ix, o);
+	}
+	TAP_OK(reclaimer_plan(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, &p, &window, &err) == 0 &&
+		       window > MC_PLAN_WINDOW_MIN && victim_bytes(&p) >= 10 * ARENA_PAGE &&
+		       any_in_view(&p, "o"),
+	       "window: with no write waiting, a window of young copies grows to the old ones "
+	       "(%zu)",
+	       window);
+	mc_plan_free(&p);
+	/* a write of 1200 pages waits: 3000 + 1200 > 4096 */
+	reclaimer_room(rc, MC_TIER_DRAM, 1200 * ARENA_PAGE, 0);
+	TAP_OK(reclaimer_plan(rc, MC_TIER_DRAM, 10 * ARENA_PAGE, &p, &window, &err) == 0 &&
+		       window == MC_PLAN_WINDOW_MIN && victim_bytes(&p) == 0,
+	       "window: for a write that waits, young copies that cover the need stop the "
+	       "growing (%zu): the pass over young copies takes them",
+	       window);
+	mc_plan_free(&p);
+	teardown();
+	young_ms = 0;
+	dram_pages = PAGES;
+}
+
 int
 main(void)
 {
@@ -732,6 +915,7 @@ main(void)
 	test_young_for_room();
 	test_young_old_first();
 	test_young_ranked();
+	test_window();
 	mc_policy_free(&policy);
 	event_base_free(base);
 	return tap_done();
