@@ -307,6 +307,7 @@ mc_access(void *arg, uint64_t id, const struct sim_req *r)
 	o->access_count++;
 	o->probation = false;
 	mc_history_ref(m->hist, true, m->by_id.count);
+	mc_history_read(m->hist, id_hash(id), m->by_id.count);
 }
 
 /* The model is one tier. */
@@ -328,7 +329,7 @@ mc_drop(struct mcmodel *m, struct mobj *o)
 	mc_history_evicted(m->hist, id_hash(o->id),
 			   mc_lrfu_decay(o->crf, o->access_seq, m->seq,
 					 mc_history_half_life(m->hist, m->by_id.count)),
-			   m->seq, m->by_id.count);
+			   o->probation, m->seq, m->by_id.count);
 	if (o->has_parent) {
 		struct mobj *p = mc_find(m, o->parent);
 
@@ -426,7 +427,8 @@ mc_round(struct mcmodel *m, uint32_t peer, uint64_t target, struct mc_err *err)
 		if (mc_cand_add(&m->view, &c, key, strlen(key), err) < 0)
 			return -1;
 	}
-	if (mc_history_segment(&m->view, model_capacity, m, err) < 0 ||
+	if (mc_history_segment(&m->view, mc_history_probation(m->hist), model_capacity, m, err) <
+		    0 ||
 	    mc_planner_run(m->pol, &m->view, &pp, &plan, NULL, err) < 0)
 		return -1;
 	mc_report_init(&rep);

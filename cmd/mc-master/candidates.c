@@ -206,6 +206,7 @@ int
 candidates_caps(const struct cand_build *b, struct cand_caps *out, struct mc_err *err)
 {
 	out->n = 0;
+	out->probation = mc_history_probation(b->m->store->hist);
 	out->presegmented = b->window != 0;
 	out->v = calloc((size_t)b->npeers * MC_TIER_COUNT + 1, sizeof(*out->v));
 	if (out->v == NULL)
@@ -228,7 +229,7 @@ candidates_segment(struct mc_cand_view *v, const struct cand_caps *caps, struct 
 	/* a window marked its probationers as it took them, against the whole tier */
 	if (caps->presegmented)
 		return 0;
-	return mc_history_segment(v, record_capacity, (void *)caps, err);
+	return mc_history_segment(v, caps->probation, record_capacity, (void *)caps, err);
 }
 
 void
@@ -614,7 +615,8 @@ candidates_begin_window(struct master *m, const struct cand_filter *f, struct mc
 		return NULL;
 	}
 	if ((p = peers_find(m->peers, f->peer)) != NULL)
-		b->allow = (uint64_t)((double)p->tiers[f->tier].capacity * MC_HISTORY_PROBATION);
+		b->allow = (uint64_t)((double)p->tiers[f->tier].capacity *
+				      mc_history_probation(m->store->hist));
 	return b;
 }
 

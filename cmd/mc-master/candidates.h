@@ -65,6 +65,7 @@ struct cand_cap {
 struct cand_caps {
 	struct cand_cap *v;
 	uint32_t n;
+	double probation;  /* the probationary share when taken (mc_history_probation) */
 	bool presegmented; /* a window's: its probationers were marked as it took them */
 };
 struct cand_build *candidates_begin(struct master *m, const struct cand_filter *f,
@@ -78,7 +79,7 @@ void candidates_end(struct cand_build *b);
  * A (peer, tier) round's view without a walk of the store (f names one
  * peer and one tier): from the tier's orders in the recency index, at
  * most `window` nodes of each, the tier's orphans, then its
- * probationers beyond the probationary share (MC_HISTORY_PROBATION of
+ * probationers beyond the probationary share (mc_history_probation of
  * its capacity, counted over all of its probationers), oldest first,
  * marked MC_CAND_PROBATION (the others' marks cleared: the segment is
  * then already applied, candidates_segment leaves it), then its coldest

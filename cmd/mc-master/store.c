@@ -398,7 +398,7 @@ store_destroy_unlinked(struct store *s, struct mobj *o)
 		mc_history_evicted(
 			s->hist, store_key_hash(o->tenant, o->key, o->key_len),
 			store_crf(o, s->access_seq, mc_history_half_life(s->hist, objects)),
-			s->access_seq, objects);
+			o->probation, s->access_seq, objects);
 	if (o->parent != 0 && (p = store_find_parent(s, o)) != NULL && p != o && p->children > 0)
 		p->children--;
 	if (o->writing)
@@ -491,6 +491,7 @@ store_read(struct store *s, struct mobj *o)
 		recency_flags(&s->rank, o);
 	}
 	mc_history_ref(s->hist, true, s->objects.count);
+	mc_history_read(s->hist, store_key_hash(o->tenant, o->key, o->key_len), s->objects.count);
 }
 
 void

@@ -372,6 +372,25 @@ half_life_locked(const struct pindex *ix)
 	return mc_history_half_life(ix->hist, ix->objects > 0 ? ix->objects : 1);
 }
 
+static bool any_eq(const void *entry, const void *key);
+
+/*
+ * o's worth after an access now (o->crf already updated): capped below
+ * its parent's worth at the same time, as the master and mc-bench sim
+ * keep it, so a chain's worths fall from head to tail.
+ */
+static void
+set_worth_locked(struct pindex *ix, struct pobj *o, double hl)
+{
+	const struct pobj *p =
+		o->parent != 0 ? mc_htab_find(&ix->tab, o->parent, any_eq, NULL) : NULL;
+
+	o->worth = (float)mc_chain_worth(
+		o->crf, p != NULL && p != o
+				? mc_lrfu_decay(p->worth, p->access_seq, ix->access_seq, hl)
+				: -1);
+}
+
 /*
  * o is written, replacing old (or NULL): an access, and a miss, since
  * its bytes had to be made. A new key resumes its value from its ghost,
@@ -393,6 +412,7 @@ written_locked(struct pindex *ix, struct pobj *o, const struct pobj *old)
 		o->created_seq = ix->access_seq + 1;
 	}
 	o->access_seq = ++ix->access_seq;
+	set_worth_locked(ix, o, hl);
 	mc_history_ref(ix->hist, false, ix->objects + 1);
 }
 
@@ -403,9 +423,11 @@ pindex_read(struct pindex *ix, struct pobj *o)
 	o->crf =
 		(float)mc_lrfu_ref(o->crf, o->access_seq, ix->access_seq + 1, half_life_locked(ix));
 	o->access_seq = ++ix->access_seq;
+	set_worth_locked(ix, o, half_life_locked(ix));
 	o->probation = false;
 	order_update(ix, o);
 	mc_history_ref(ix->hist, true, ix->objects);
+	mc_history_read(ix->hist, o->hash, ix->objects);
 	pthread_mutex_unlock(&ix->mu);
 }
 
@@ -416,7 +438,7 @@ pindex_evicted(struct pindex *ix, const struct pobj *o)
 	mc_history_evicted(
 		ix->hist, o->hash,
 		mc_lrfu_decay(o->crf, o->access_seq, ix->access_seq, half_life_locked(ix)),
-		ix->access_seq, ix->objects);
+		o->probation, ix->access_seq, ix->objects);
 	pthread_mutex_unlock(&ix->mu);
 }
 
@@ -438,17 +460,12 @@ any_eq(const void *entry, const void *key)
 double
 pindex_worth(struct pindex *ix, const struct pobj *o, uint64_t seq, double half_life)
 {
-	double crf = mc_lrfu_decay(o->crf, o->access_seq, seq, half_life), parent = -1;
-	const struct pobj *p;
+	double worth;
 
-	if (o->parent == 0)
-		return crf;
 	pthread_mutex_lock(&ix->mu);
-	p = mc_htab_find(&ix->tab, o->parent, any_eq, NULL);
-	if (p != NULL && p != o)
-		parent = mc_lrfu_decay(p->crf, p->access_seq, seq, half_life);
+	worth = mc_lrfu_decay(o->worth, o->access_seq, seq, half_life);
 	pthread_mutex_unlock(&ix->mu);
-	return mc_chain_worth(crf, parent);
+	return worth;
 }
 
 void
@@ -458,6 +475,17 @@ pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life)
 	*seq = ix->access_seq;
 	*half_life = half_life_locked(ix);
 	pthread_mutex_unlock(&ix->mu);
+}
+
+double
+pindex_probation(struct pindex *ix)
+{
+	double share;
+
+	pthread_mutex_lock(&ix->mu);
+	share = mc_history_probation(ix->hist);
+	pthread_mutex_unlock(&ix->mu);
+	return share;
 }
 
 int

@@ -93,6 +93,8 @@ struct pobj {
 	 */
 	uint64_t access_seq, created_seq;
 	float crf;
+	/* its chain worth then: crf capped below its parent's (mc_chain_worth) */
+	float worth;
 	bool probation;
 	/*
 	 * The chain parent the write named (the block before it in its
@@ -216,6 +218,8 @@ struct pobj *pindex_acquire(struct pindex *ix, const char *tenant, size_t tlen, 
 void pindex_read(struct pindex *ix, struct pobj *o);
 void pindex_evicted(struct pindex *ix, const struct pobj *o);
 void pindex_history_now(struct pindex *ix, uint64_t *seq, double *half_life);
+/* The probationary segment's share of a tier now (mc_history_probation). */
+double pindex_probation(struct pindex *ix);
 /* The hash the index files (tenant, key) under. */
 uint64_t pindex_hash(const char *tenant, size_t tlen, const char *key, size_t klen);
 /*

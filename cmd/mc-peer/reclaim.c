@@ -357,8 +357,8 @@ add_copy(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, const str
  * probationers beyond the probationary share, then the window coldest
  * by last access. Probation flags are set from the index's running
  * sums, as mc_history_segment would over the whole tier: a probationer
- * is flagged when it is beyond the newest MC_HISTORY_PROBATION of the
- * tier's capacity. Two differences: the share counts young probationers
+ * is flagged when it is beyond the newest probationary share
+ * (pindex_probation) of the tier's capacity. Two differences: the share counts young probationers
  * (the segment sees only the view's), and when more than a window are
  * beyond it, a probationer past the first window of them is not flagged
  * (the first window already outranks it, and gives the plan more than
@@ -370,7 +370,7 @@ build_view(struct reclaimer *r, struct rtier *t, size_t window, struct mc_cand_v
 {
 	int tier = t->tier;
 	struct medium *m = r->ix->media[tier];
-	uint64_t allow = (uint64_t)((double)medium_capacity(m) * MC_HISTORY_PROBATION);
+	uint64_t allow = (uint64_t)((double)medium_capacity(m) * pindex_probation(r->ix));
 	uint32_t self, tier_id;
 	uint64_t now = mc_now_ms();
 	struct rank_now rn;

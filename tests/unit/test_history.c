@@ -1,6 +1,6 @@
 /*
  * Unit tests for the view builder's history (libmc/history.c): LRFU
- * decay, the ghosts and their bound, the half-life climber, and the
+ * decay, the ghosts and their bound, the shadows that choose the half-life, and the
  * probationary segment.
  */
 #include <math.h>
@@ -55,28 +55,31 @@ test_ghosts(void)
 	TAP_OK(mc_history_memory(h) < 1024, "memory: no table before the first eviction (%zu B)",
 	       mc_history_memory(h));
 
-	mc_history_evicted(h, key_hash(1), 6.0, now, OBJECTS);
+	mc_history_evicted(h, key_hash(1), 6.0, false, now, OBJECTS);
 	TAP_OK(mc_history_take(h, key_hash(1), now, OBJECTS, &crf) && fabs(crf - 6) / 6 < 0.1,
 	       "take: a key evicted just now resumes its value (6 -> %.3f)", crf);
 	TAP_OK(!mc_history_take(h, key_hash(1), now, OBJECTS, &crf),
 	       "take: a ghost is taken once, then it is gone");
 
 	/* the value decays with the half-life while the key is away */
-	mc_history_evicted(h, key_hash(2), 8.0, now, OBJECTS);
+	mc_history_evicted(h, key_hash(2), 8.0, false, now, OBJECTS);
 	TAP_OK(mc_history_take(h, key_hash(2), now + (uint64_t)hl, OBJECTS, &crf) &&
 		       fabs(crf - 4) / 4 < 0.15,
 	       "take: one half-life away, half the value (8 -> %.3f)", crf);
 
 	/* a churn of 100 cache-fulls of evictions: the bound holds, the recent stay */
 	for (uint64_t i = 0; i < 100u * OBJECTS; i++)
-		mc_history_evicted(h, key_hash(1000 + i), 1.0, now++, OBJECTS);
+		mc_history_evicted(h, key_hash(1000 + i), 1.0, false, now++, OBJECTS);
 	mc_history_stats(h, &st);
 	TAP_OK(st.ghosts <= (uint64_t)(MC_HISTORY_GHOSTS * OBJECTS * 1.25) + 16,
 	       "bound: %llu ghosts for %u objects (at most %.0f x 1.25 each)",
 	       (unsigned long long)st.ghosts, OBJECTS, MC_HISTORY_GHOSTS);
 	TAP_OK(mc_history_memory(h) <=
-		       sizeof(uint32_t) * (size_t)(MC_HISTORY_GHOSTS * OBJECTS * 1.25) + 1024,
-	       "bound: %zu bytes of history, 4 a ghost", mc_history_memory(h));
+		       MC_HISTORY_SHADOW_BYTES +
+			       sizeof(uint32_t) * (size_t)(MC_HISTORY_GHOSTS * OBJECTS * 1.25) +
+			       1024,
+	       "bound: %zu bytes of history, 4 a ghost beside the shadows' fixed cost",
+	       mc_history_memory(h));
 	for (uint64_t i = 100u * OBJECTS - OBJECTS; i < 100u * OBJECTS; i++)
 		found += mc_history_take(h, key_hash(1000 + i), now, OBJECTS, &crf);
 	for (uint64_t i = 0; i < OBJECTS; i++)
@@ -102,56 +105,173 @@ test_sweep(void)
 	uint64_t wrap = (4096u + 1) * 64;
 	double crf;
 
-	mc_history_evicted(h, key_hash(7), 50.0, 1, OBJECTS);
+	mc_history_evicted(h, key_hash(7), 50.0, false, 1, OBJECTS);
 	for (uint64_t t = 1; t < wrap; t += OBJECTS)
-		mc_history_evicted(h, key_hash(1u << 20 | t), 1.0, t, OBJECTS);
+		mc_history_evicted(h, key_hash(1u << 20 | t), 1.0, false, t, OBJECTS);
 	TAP_OK(!mc_history_take(h, key_hash(7), wrap, OBJECTS, &crf),
 	       "sweep: a ghost as old as the age can count is forgotten, not resumed (%.3f)", crf);
 	mc_history_free(h);
 }
 
-/* Feed periods whose hit rate rises with the factor up to 2^3, then falls. */
+/* A small deterministic generator for the streams below. */
+static uint64_t
+rng_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static double
+rng_unit(uint64_t *x)
+{
+	return (double)(rng_next(x) >> 11) / (double)(1ull << 53);
+}
+
+#define STREAM_OBJECTS 2000u /* above a shadow's size: the shadows sample */
+
+/*
+ * A working set that drifts: each reference picks one of the 3000 keys
+ * after a base that moves on by one key every 10 references, so a key
+ * is read about ten times over a while and then never again. The
+ * cache holds two thirds of the set; the newest keys are the ones to
+ * keep: a short half-life (LRU's end) wins, a long one keeps the keys
+ * that have been read most, the oldest, about to leave.
+ */
+static uint64_t
+drifting(uint64_t i, uint64_t *x)
+{
+	return i / 10 + (uint64_t)(rng_unit(x) * 3000);
+}
+
+/*
+ * A fixed Zipf-like popularity over 40000 keys, every other reference
+ * a key read once and never again (a scan). Popular keys are the ones
+ * to keep: a long half-life (LFU's end) wins, a short one lets the
+ * scan push them out.
+ */
+static uint64_t
+popular(uint64_t i, uint64_t *x)
+{
+	if (i % 2 == 1)
+		return (1ull << 40) + i;
+	/* rank ~ 40000^u: density 1 / rank, Zipf with exponent 1 */
+	return (uint64_t)exp(rng_unit(x) * log(40000.0)) << 8;
+}
+
+/* log2 of the factor after each reference of n from gen, its range over the last quarter. */
+static int
+feed(struct mc_history *h, uint64_t (*gen)(uint64_t, uint64_t *), uint64_t n, int *lo, int *hi)
+{
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	int lk = 0;
+
+	*lo = MC_HISTORY_LOG_FACTOR_MAX;
+	*hi = MC_HISTORY_LOG_FACTOR_MIN;
+	for (uint64_t i = 0; i < n; i++) {
+		mc_history_read(h, key_hash(gen(i, &x)), STREAM_OBJECTS);
+		lk = (int)lround(log2(mc_history_half_life(h, STREAM_OBJECTS) / STREAM_OBJECTS));
+		if (i >= n - n / 4) {
+			*lo = lk < *lo ? lk : *lo;
+			*hi = lk > *hi ? lk : *hi;
+		}
+	}
+	return lk;
+}
+
+/*
+ * The shadows move the half-life to the end a workload wants within a
+ * few hundred thousand references, stay there, and follow a workload
+ * that changes.
+ */
 static void
-test_climber(void)
+test_shadows(void)
 {
 	struct mc_err err;
-	struct mc_history *h = mc_history_new(1, &err);
+	struct mc_history *h = mc_history_new(0, &err);
 	struct mc_history_stats st;
-	uint64_t period = (uint64_t)MC_HISTORY_PERIOD * OBJECTS;
-	int visits[MC_HISTORY_LOG_FACTOR_MAX - MC_HISTORY_LOG_FACTOR_MIN + 1] = { 0 };
+	int lk, lo, hi;
 
-	for (int k = 0; k < 40; k++) {
-		int lk = (int)lround(log2(mc_history_half_life(h, OBJECTS) / OBJECTS));
-		double rate = 0.5 - 0.05 * fabs((double)lk - 3);
-		uint64_t hits = (uint64_t)(rate * (double)period);
+	/* the cache is full: the shadows start at its first eviction */
+	mc_history_evicted(h, key_hash(UINT64_MAX), 1, false, 0, STREAM_OBJECTS);
+	lk = feed(h, drifting, 200000, &lo, &hi);
+	TAP_OK(lk <= 0, "shadows: a drifting working set takes a short half-life (2^%d)", lk);
+	TAP_OK(hi - lo <= 1, "shadows: and settles there (2^%d..2^%d over the last quarter)", lo,
+	       hi);
+	mc_history_stats(h, &st);
+	TAP_OK(st.periods >= 90, "shadows: a choice every window of a shadow-full (%llu)",
+	       (unsigned long long)st.periods);
+	lk = feed(h, popular, 300000, &lo, &hi);
+	TAP_OK(lk >= 4, "shadows: then popular keys under a scan take a long one (2^%d)", lk);
+	TAP_OK(hi - lo <= 1, "shadows: and settle there (2^%d..2^%d over the last quarter)", lo,
+	       hi);
+	mc_history_free(h);
 
-		visits[lk - MC_HISTORY_LOG_FACTOR_MIN]++;
-		for (uint64_t i = 0; i < period; i++)
-			mc_history_ref(h, i < hits, OBJECTS);
+	h = mc_history_new(0, &err);
+	mc_history_evicted(h, key_hash(UINT64_MAX), 1, false, 0, STREAM_OBJECTS);
+	lk = feed(h, popular, 300000, &lo, &hi);
+	TAP_OK(lk >= 4 && hi - lo <= 1,
+	       "shadows: a fresh history goes to the long end alike (2^%d, 2^%d..2^%d)", lk, lo,
+	       hi);
+	TAP_OK(mc_history_memory(h) <= MC_HISTORY_SHADOW_BYTES +
+					       sizeof(uint32_t) * (size_t)(MC_HISTORY_GHOSTS *
+									   STREAM_OBJECTS * 1.25) +
+					       1024,
+	       "shadows: a fixed cost beside the ghosts (%zu B)", mc_history_memory(h));
+	mc_history_free(h);
+}
+
+/*
+ * The probationary share moves as ARC's split does: keys evicted on
+ * probation that come back raise it, keys evicted after a read lower
+ * it, each kind weighted by the other's ghosts over its own, within
+ * none to all of the cache.
+ */
+static void
+test_share(void)
+{
+	struct mc_err err;
+	struct mc_history *h = mc_history_new(0, &err);
+	struct mc_history_stats st;
+	uint64_t now = 1;
+	double crf, before;
+	int back = 0;
+
+	TAP_OK(mc_history_probation(h) == MC_HISTORY_PROBATION,
+	       "share: starts at the default (%.2f)", mc_history_probation(h));
+	/* a stream whose new blocks come back after their eviction, unread: grow */
+	for (uint64_t i = 0; i < 2u * OBJECTS; i++) {
+		mc_history_evicted(h, key_hash(i), 1, true, now++, OBJECTS);
+		back += mc_history_take(h, key_hash(i), now++, OBJECTS, &crf);
+	}
+	TAP_OK(back == 2 * (int)OBJECTS && mc_history_probation(h) == 1,
+	       "share: probationers that come back grow it to the whole cache (%.2f)",
+	       mc_history_probation(h));
+	/* a stream whose read blocks come back: shrink, to nothing at most */
+	for (uint64_t i = 0; i < 3u * OBJECTS; i++) {
+		mc_history_evicted(h, key_hash(1u << 27 | i), 1, false, now++, OBJECTS);
+		mc_history_take(h, key_hash(1u << 27 | i), now++, OBJECTS, &crf);
 	}
 	mc_history_stats(h, &st);
-	TAP_OK(st.periods == 40, "climber: one step a period (%llu)",
-	       (unsigned long long)st.periods);
-	TAP_OK(visits[3 - MC_HISTORY_LOG_FACTOR_MIN] >= 12,
-	       "climber: settles around the best factor 2^3 (%d of 40 periods there)",
-	       visits[3 - MC_HISTORY_LOG_FACTOR_MIN]);
-	TAP_OK(visits[0] == 0 && visits[MC_HISTORY_LOG_FACTOR_MAX - MC_HISTORY_LOG_FACTOR_MIN] == 0,
-	       "climber: never wanders to the ends away from the peak");
-
-	/* a workload that always prefers shorter: it walks down and stays in range */
-	for (int k = 0; k < 40; k++) {
-		int lk = (int)lround(log2(mc_history_half_life(h, OBJECTS) / OBJECTS));
-		uint64_t hits =
-			(uint64_t)((0.9 - 0.1 * (lk - MC_HISTORY_LOG_FACTOR_MIN)) * (double)period);
-
-		TAP_OK(lk >= MC_HISTORY_LOG_FACTOR_MIN && lk <= MC_HISTORY_LOG_FACTOR_MAX,
-		       "climber: factor 2^%d within range", lk);
-		for (uint64_t i = 0; i < period; i++)
-			mc_history_ref(h, i < hits, OBJECTS);
-	}
-	TAP_OK(mc_history_half_life(h, OBJECTS) <= exp2(MC_HISTORY_LOG_FACTOR_MIN + 1) * OBJECTS,
-	       "climber: follows a workload that changed to the short end (%.0f)",
-	       mc_history_half_life(h, OBJECTS));
+	TAP_OK(mc_history_probation(h) == 0 && st.probation == 0,
+	       "share: read blocks that come back shrink it to none (%.2f)",
+	       mc_history_probation(h));
+	/* one ghost of each kind: a probation hit steps up by one object's share */
+	mc_history_evicted(h, key_hash(1u << 30), 1, false, now++, OBJECTS);
+	mc_history_evicted(h, key_hash(1u << 31), 1, true, now++, OBJECTS);
+	mc_history_take(h, key_hash(1u << 31), now++, OBJECTS, &crf);
+	TAP_OK(fabs(mc_history_probation(h) - 1.0 / OBJECTS) < 1e-9,
+	       "share: a new block that comes back adds an object's worth to it");
+	/* ghosts now: 9 read, 1 on probation: its hit weighs their ratio */
+	for (uint64_t i = 0; i < 8; i++)
+		mc_history_evicted(h, key_hash(1u << 29 | i), 1, false, now++, OBJECTS);
+	mc_history_evicted(h, key_hash(1u << 28), 1, true, now++, OBJECTS);
+	before = mc_history_probation(h);
+	mc_history_take(h, key_hash(1u << 28), now++, OBJECTS, &crf);
+	TAP_OK(fabs(mc_history_probation(h) - before - 9.0 / OBJECTS) < 1e-9,
+	       "share: the rarer kind of ghost weighs more (+%.1f objects' worth)",
+	       (mc_history_probation(h) - before) * OBJECTS);
 	mc_history_free(h);
 }
 
@@ -190,7 +310,8 @@ test_segment(void)
 		ok &= mc_cand_add(&v, &c, key, strlen(key), &err) == 0;
 	}
 	TAP_OK(ok, "segment: a view of fourteen on two tiers");
-	TAP_OK(mc_history_segment(&v, tier_capacity, caps, &err) == 0, "segment: applied");
+	TAP_OK(mc_history_segment(&v, MC_HISTORY_PROBATION, tier_capacity, caps, &err) == 0,
+	       "segment: applied");
 	ok = 1;
 	for (int i = 0; i < 10; i++)
 		ok &= ((v.c[i].flags & MC_CAND_PROBATION) != 0) == (i < 5);
@@ -202,7 +323,7 @@ test_segment(void)
 	caps[1] = caps[2] = 0;
 	for (int i = 0; i < 14; i++)
 		v.c[i].flags = MC_CAND_PROBATION;
-	ok = mc_history_segment(&v, tier_capacity, caps, &err) == 0;
+	ok = mc_history_segment(&v, MC_HISTORY_PROBATION, tier_capacity, caps, &err) == 0;
 	for (int i = 0; i < 14; i++)
 		ok &= v.c[i].flags == MC_CAND_PROBATION;
 	TAP_OK(ok, "segment: a zero capacity leaves everyone on probation");
@@ -271,7 +392,7 @@ test_segment_selection(void)
 		sum += c->bytes;
 		want[order[k]] = sum <= caps[c->peer] / 2;
 	}
-	ok &= mc_history_segment(&v, tier_capacity, caps, &err) == 0;
+	ok &= mc_history_segment(&v, MC_HISTORY_PROBATION, tier_capacity, caps, &err) == 0;
 	for (int i = 0; i < N; i++) {
 		bool kept = (v.c[i].flags & MC_CAND_PROBATION) != 0;
 
@@ -291,7 +412,8 @@ main(void)
 	test_decay();
 	test_ghosts();
 	test_sweep();
-	test_climber();
+	test_shadows();
+	test_share();
 	test_segment();
 	test_segment_selection();
 	return tap_done();

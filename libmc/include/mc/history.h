@@ -13,18 +13,25 @@
  *    `ghosts per object` x the cached objects of them (as ARC and
  *    S3-FIFO keep ghost lists), so a block evicted and written again
  *    resumes its value instead of starting over; a key that comes back
- *    with no ghost is new (on probation). A ghost is 4 bytes (a key
+ *    with no ghost is new (on probation). Which kind of ghost comes
+ *    back moves the probationary segment's share, as ARC's ghost hits
+ *    move its split. A ghost is 4 bytes (a key
  *    fingerprint, the value on a log scale, the time in eighths of a
  *    cache-full of references), so the default of four per object costs
  *    16 bytes an object, 20 with the table's headroom.
- *  - The half-life, chosen by hill climbing on the hit rate the builder
- *    sees (as Caffeine sizes its window): H = f x the cached objects,
- *    and every period of ten cache-fulls of references f is doubled or
- *    halved, in the direction that last raised the hit rate, turning
- *    back when it fell. The right window depends on the workload's reuse
- *    distances and on the cache's size; no constant fits every trace.
- * Memory: the ghost table, allocated at the first eviction and sized
- * to the objects cached; nothing else grows.
+ *  - The half-life, chosen by miniature simulation: H = f x the cached
+ *    objects, f a power of two, and beside the cache a shadow per f in
+ *    range, each a small LRFU cache (a few hundred objects, with its own
+ *    ghosts) over a spatial sample of the keys, on demand. Every window
+ *    of a shadow-full of sampled references f becomes the one whose
+ *    shadow hit most lately, when it leads the current one beyond the
+ *    noise of a count. The right window depends on the workload's reuse
+ *    distances and on the cache's size; no constant fits every trace,
+ *    and the shadows find it within a few cache-fulls of references
+ *    instead of stepping to it one long period at a time.
+ * Memory: the ghost table, sized to the objects cached, and the
+ * shadows, a fixed MC_HISTORY_SHADOW_BYTES; both allocated at the first
+ * eviction; nothing else grows.
  */
 #ifndef MC_HISTORY_H
 #define MC_HISTORY_H
@@ -40,12 +47,16 @@
  * across the few cache-fulls of writes between a conversation's turns.
  */
 #define MC_HISTORY_GHOSTS 4.0
-/* The half-life factor's range (log2) and starting point. */
-#define MC_HISTORY_LOG_FACTOR_MIN (-2)
-#define MC_HISTORY_LOG_FACTOR_MAX 6
+/*
+ * The half-life factor's range (log2), one shadow per power of two in
+ * it, and its starting point.
+ */
+#define MC_HISTORY_LOG_FACTOR_MIN (-3)
+#define MC_HISTORY_LOG_FACTOR_MAX 8
+#define MC_HISTORY_FACTORS (MC_HISTORY_LOG_FACTOR_MAX - MC_HISTORY_LOG_FACTOR_MIN + 1)
 #define MC_HISTORY_LOG_FACTOR_START 1
-/* References per cached object in one period of the climber. */
-#define MC_HISTORY_PERIOD 10u
+/* The shadows' memory, allocated at the first eviction, whatever the cache's size. */
+#define MC_HISTORY_SHADOW_BYTES (1280u << 10)
 
 struct mc_history;
 
@@ -53,18 +64,20 @@ struct mc_history_stats {
 	uint64_t ghosts;      /* remembered now */
 	uint64_t evicted;     /* values handed in */
 	uint64_t resumed;     /* keys that came back and found their value */
-	uint64_t periods;     /* climber periods ended */
+	uint64_t periods;     /* shadow windows ended (each one chooses the factor) */
 	double factor;	      /* H / cached objects */
-	double last_hit_rate; /* of the last period */
+	double last_hit_rate; /* the cache's, over the last window (mc_history_ref) */
+	double probation;     /* the probationary segment's share now */
 };
 
 /*
  * The probationary segment: the newest probationers (blocks written with
- * no history, unread since) up to this share of the cache's capacity
- * compete with the rest; older ones go first. Half the cache, as 2Q and
- * segmented LRU give their probationary part; a round frees down to the
- * low watermark, so a smaller share would evict a conversation's new
- * blocks before its next turn could read them.
+ * no history, unread since) up to a share of the cache's capacity
+ * compete with the rest; older ones go first. The share starts at half
+ * the cache, as 2Q and segmented LRU give their probationary part, and
+ * moves as ARC moves its split: up when a key evicted on probation comes
+ * back, down when one evicted after it was read does (mc_history_take),
+ * between none and all of the cache.
  */
 #define MC_HISTORY_PROBATION 0.5
 
@@ -77,12 +90,14 @@ typedef uint64_t (*mc_history_capacity_fn)(void *ctx, const struct mc_cand_view 
 /*
  * Apply the segment to a view: on each tier (the records' peer and tier
  * names), clear MC_CAND_PROBATION on the newest probationers (by
- * created_seq) whose bytes fit in MC_HISTORY_PROBATION of its capacity,
- * and leave it on the older ones. -1 with err on allocation failure
- * (the view is then unchanged).
+ * created_seq) whose bytes fit in `share` (0..1, the history's
+ * mc_history_probation) of its capacity, and leave it on the older ones.
+ * -1 with err on allocation failure (the view is then unchanged).
  */
-int mc_history_segment(struct mc_cand_view *v, mc_history_capacity_fn capacity, void *ctx,
-		       struct mc_err *err);
+int mc_history_segment(struct mc_cand_view *v, double share, mc_history_capacity_fn capacity,
+		       void *ctx, struct mc_err *err);
+/* The probationary segment's share of a tier's capacity now (0..1). */
+double mc_history_probation(const struct mc_history *h);
 
 /* ghosts_per_object > 0; 0 picks MC_HISTORY_GHOSTS. */
 struct mc_history *mc_history_new(double ghosts_per_object, struct mc_err *err);
@@ -105,19 +120,26 @@ double mc_chain_worth(double crf, double parent_worth);
 double mc_history_half_life(const struct mc_history *h, uint64_t objects);
 /*
  * One reference by the cache: a hit (a read of a copy it held) or a miss
- * (a write of one it had to compute). Feeds the climber.
+ * (a write of one it had to compute). Counts only.
  */
 void mc_history_ref(struct mc_history *h, bool hit, uint64_t objects);
 /*
+ * A read of the cached key with this hash: to the shadows that choose
+ * the half-life (a write tells them through mc_history_take).
+ */
+void mc_history_read(struct mc_history *h, uint64_t hash, uint64_t objects);
+/*
  * The copy of the key with this 64-bit hash left the cache at reference
- * number `now` with LRFU value crf (already decayed to now). Allocation
+ * number `now` with LRFU value crf (already decayed to now), on
+ * probation (written with no history, never read) or not. Allocation
  * failures only forget it.
  */
-void mc_history_evicted(struct mc_history *h, uint64_t hash, double crf, uint64_t now,
-			uint64_t objects);
+void mc_history_evicted(struct mc_history *h, uint64_t hash, double crf, bool probation,
+			uint64_t now, uint64_t objects);
 /*
  * The key comes back at reference number `now`: its value decayed to
  * now, and it leaves the history; false (and *crf 0) when it has none.
+ * Its ghost moves the probationary share.
  */
 bool mc_history_take(struct mc_history *h, uint64_t hash, uint64_t now, uint64_t objects,
 		     double *crf);
