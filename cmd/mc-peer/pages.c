@@ -45,6 +45,7 @@ struct ext {
 struct pages {
 	pthread_mutex_t mu;
 	uint64_t size;
+	uint32_t unit; /* bytes per page: PAGES_SIZE, or a divisor of it */
 	uint32_t npages;
 	uint32_t *tags;
 	size_t tags_bytes;
@@ -191,10 +192,20 @@ free_starting_at(const struct pages *a, uint32_t p)
 struct pages *
 pages_new(uint64_t size, struct mc_err *err)
 {
+	return pages_new_unit(size, PAGES_SIZE, err);
+}
+
+struct pages *
+pages_new_unit(uint64_t size, uint32_t unit, struct mc_err *err)
+{
 	struct pages *a;
-	uint64_t npages = size / PAGES_SIZE;
+	uint64_t npages;
 	unsigned c;
 
+	if (unit < PAGES_MIN_UNIT || unit > PAGES_SIZE || PAGES_SIZE % unit != 0)
+		MC_BUG("a page of %u bytes", unit);
+	/* The space is whole 4 KiB pages, handed out in units. */
+	npages = size / PAGES_SIZE * (PAGES_SIZE / unit);
 	if (npages == 0) {
 		mc_err_set(err, MC_ERR_INVALID, "a medium needs at least %u bytes", PAGES_SIZE);
 		return NULL;
@@ -215,8 +226,9 @@ pages_new(uint64_t size, struct mc_err *err)
 		mc_err_set(err, MC_ERR_SYSTEM, "cannot initialise a page allocator lock");
 		return NULL;
 	}
+	a->unit = unit;
 	a->npages = (uint32_t)npages;
-	a->size = npages * PAGES_SIZE;
+	a->size = npages * unit;
 	/* Tags are touched only at extent boundaries, so map them lazily. */
 	a->tags_bytes = (size_t)npages * sizeof(uint32_t);
 	a->tags = mmap(NULL, a->tags_bytes, PROT_READ | PROT_WRITE,
@@ -299,7 +311,7 @@ best_in_class(const struct pages *a, unsigned c, uint32_t n)
 int
 pages_alloc(struct pages *a, uint64_t len, uint64_t *off, struct mc_err *err)
 {
-	uint64_t want = (len + PAGES_SIZE - 1) / PAGES_SIZE;
+	uint64_t want = (len + a->unit - 1) / a->unit;
 	uint32_t n, k = NIL, start;
 	unsigned c, f;
 	struct ext *e;
@@ -338,7 +350,7 @@ pages_alloc(struct pages *a, uint64_t len, uint64_t *off, struct mc_err *err)
 	a->nlive++;
 	a->used_pages += n;
 	pthread_mutex_unlock(&a->mu);
-	*off = (uint64_t)start * PAGES_SIZE;
+	*off = (uint64_t)start * a->unit;
 	return 0;
 }
 
@@ -367,11 +379,11 @@ free_holding(const struct pages *a, uint32_t s, uint32_t n)
 int
 pages_take(struct pages *a, uint64_t off, uint64_t len, struct mc_err *err)
 {
-	uint64_t s64 = off / PAGES_SIZE, n64 = (len + PAGES_SIZE - 1) / PAGES_SIZE;
+	uint64_t s64 = off / a->unit, n64 = (len + a->unit - 1) / a->unit;
 	uint32_t s, n, k, r, left, right;
 	struct ext *e;
 
-	if (len == 0 || off % PAGES_SIZE || s64 + n64 > a->npages)
+	if (len == 0 || off % a->unit || s64 + n64 > a->npages)
 		return mc_err_set(err, MC_ERR_INVALID, "%llu bytes at %llu are outside the space",
 				  (unsigned long long)len, (unsigned long long)off);
 	s = (uint32_t)s64;
@@ -416,13 +428,13 @@ pages_take(struct pages *a, uint64_t off, uint64_t len, struct mc_err *err)
 void
 pages_release(struct pages *a, uint64_t off, uint64_t len)
 {
-	uint64_t s64 = off / PAGES_SIZE;
-	uint64_t n64 = (len + PAGES_SIZE - 1) / PAGES_SIZE;
+	uint64_t s64 = off / a->unit;
+	uint64_t n64 = (len + a->unit - 1) / a->unit;
 	uint32_t s, n, left = NIL, right = NIL, k;
 
 	if (len == 0)
 		return;
-	if (off % PAGES_SIZE || s64 + n64 > a->npages)
+	if (off % a->unit || s64 + n64 > a->npages)
 		MC_BUG("page release of %llu bytes at %llu is out of bounds",
 		       (unsigned long long)len, (unsigned long long)off);
 	s = (uint32_t)s64;
@@ -472,7 +484,7 @@ pages_used(struct pages *a)
 	uint64_t u;
 
 	pthread_mutex_lock(&a->mu);
-	u = a->used_pages * PAGES_SIZE;
+	u = a->used_pages * a->unit;
 	pthread_mutex_unlock(&a->mu);
 	return u;
 }
@@ -505,5 +517,5 @@ pages_largest_free(struct pages *a)
 		break;
 	}
 	pthread_mutex_unlock(&a->mu);
-	return best * PAGES_SIZE;
+	return best * a->unit;
 }

@@ -1,7 +1,9 @@
 /*
  * A page allocator over offsets: the space of one medium, handed out in
- * whole 4 KiB pages, with no memory or file behind it (the DRAM arena
- * maps its bytes, the SSD medium keeps them in a file).
+ * whole 4 KiB pages, or in a smaller unit that divides one (the SSD
+ * medium's sectors), with no memory or file behind it (the DRAM arena
+ * maps its bytes, the SSD medium keeps them in a file). Below, a page is
+ * the allocator's unit.
  *
  * Space is handed out from free extents: freeing coalesces with both
  * neighbours at once (boundary tags kept beside the space, never in
@@ -17,11 +19,20 @@
 #include "mc/err.h"
 
 #define PAGES_SIZE 4096u
+/* The smallest unit: a disk sector. */
+#define PAGES_MIN_UNIT 512u
 
 struct pages;
 
 /* size is rounded down to whole pages; at least one page. */
 struct pages *pages_new(uint64_t size, struct mc_err *err);
+/*
+ * The same, handed out in units of unit bytes (a power of two from
+ * PAGES_MIN_UNIT to PAGES_SIZE); size is still rounded down to whole
+ * 4 KiB pages. The bookkeeping costs 4 bytes of address space per unit,
+ * touched only at the bounds of free extents.
+ */
+struct pages *pages_new_unit(uint64_t size, uint32_t unit, struct mc_err *err);
 void pages_free(struct pages *a);
 
 /*
@@ -40,7 +51,7 @@ int pages_take(struct pages *a, uint64_t off, uint64_t len, struct mc_err *err);
 void pages_release(struct pages *a, uint64_t off, uint64_t len);
 
 uint64_t pages_capacity(const struct pages *a);
-/* Bytes handed out, in whole pages. */
+/* Bytes handed out, in whole units. */
 uint64_t pages_used(struct pages *a);
 /* Free extents (for tests and debugging of fragmentation). */
 uint64_t pages_free_extents(struct pages *a);

@@ -170,6 +170,32 @@ test_take(void)
 	pages_free(pg);
 }
 
+/* An allocator in sectors: the space is still whole pages, handed out 512 bytes at a time. */
+static void
+test_unit(void)
+{
+	struct mc_err err;
+	struct pages *pg = pages_new_unit(4 * PAGES_SIZE + 700, PAGES_MIN_UNIT, &err);
+	uint64_t a = 1, b = 1, c = 1;
+	int n = 0;
+
+	TAP_OK(pg && pages_capacity(pg) == 4 * PAGES_SIZE,
+	       "unit: the size is rounded down to whole pages");
+	TAP_OK(pg && pages_alloc(pg, 1, &a, &err) == 0 && pages_alloc(pg, 513, &b, &err) == 0 &&
+		       pages_used(pg) == 3 * PAGES_MIN_UNIT && a % PAGES_MIN_UNIT == 0 &&
+		       b % PAGES_MIN_UNIT == 0 && a != b,
+	       "unit: one byte takes a sector, 513 take two");
+	TAP_OK(pg && pages_take(pg, 5 * PAGES_MIN_UNIT, PAGES_MIN_UNIT, &err) == 0 &&
+		       pages_take(pg, 5 * PAGES_MIN_UNIT + 100, 1, &err) == -1,
+	       "unit: take works on sector bounds and refuses others");
+	pages_release(pg, b, 513);
+	while (pg && pages_alloc(pg, PAGES_MIN_UNIT, &c, &err) == 0)
+		n++;
+	TAP_OK(n == 4 * PAGES_SIZE / PAGES_MIN_UNIT - 2,
+	       "unit: every other sector is handed out (%d)", n);
+	pages_free(pg);
+}
+
 int
 main(void)
 {
@@ -177,5 +203,6 @@ main(void)
 	test_full();
 	test_random();
 	test_take();
+	test_unit();
 	return tap_done();
 }
