@@ -183,29 +183,29 @@ test_space(void)
 
 	TAP_OK(medium_alloc(m, 0, &off, &err) == -1 && err.code == MC_ERR_INVALID,
 	       "alloc: an empty extent is refused");
-	TAP_OK(medium_alloc(m, 1, &offs[n++], &err) == 0 && (one = medium_used(m)) > PAGES_SIZE &&
-		       one % PAGES_SIZE == 0,
-	       "alloc: one byte uses a data page and its header's (%llu bytes)",
+	TAP_OK(medium_alloc(m, 1, &offs[n++], &err) == 0 &&
+		       (one = medium_used(m)) == SSD_HDR_BYTES + SSD_UNIT,
+	       "alloc: one byte uses a unit of data and its header's room (%llu bytes)",
 	       (unsigned long long)one);
 	medium_release(m, offs[0], 1);
 	TAP_OK(medium_used(m) == 0, "release: header and data come back");
 	n = 0;
 	while (n < 1024 && medium_alloc(m, 3 * PAGES_SIZE + 1, &offs[n], &err) == 0) {
 		within = within && medium_used(m) <= medium_capacity(m);
-		aligned = aligned && offs[n] % PAGES_SIZE == 0;
+		aligned = aligned && offs[n] % SSD_UNIT == 0;
 		n++;
 	}
 	TAP_OK(n > 0 && n < 1024 && err.code == MC_ERR_NO_SPACE,
 	       "alloc: a full medium is no_space after %zu extents", n);
-	TAP_OK(within && aligned && medium_used(m) == n * (one - PAGES_SIZE + 4 * PAGES_SIZE),
-	       "used: headers and data pages, never above capacity (%llu of %llu)",
+	TAP_OK(within && aligned && medium_used(m) == n * (hdr + (3 * PAGES_SIZE + SSD_UNIT)) &&
+		       medium_used(m) == n * medium_footprint(m, 3 * PAGES_SIZE + 1),
+	       "used: headers and data units, the footprint, never above capacity (%llu of %llu)",
 	       (unsigned long long)medium_used(m), (unsigned long long)medium_capacity(m));
-	TAP_OK(medium_alloc(m, SIZE - one + PAGES_SIZE + 1, &off, &err) == -1 &&
-		       err.code == MC_ERR_NO_SPACE,
+	TAP_OK(medium_alloc(m, SIZE - hdr + 1, &off, &err) == -1 && err.code == MC_ERR_NO_SPACE,
 	       "alloc: what cannot fit with its header is no_space");
 	for (size_t i = 0; i < n; i++)
 		medium_release(m, offs[i], 3 * PAGES_SIZE + 1);
-	TAP_OK(medium_used(m) == 0 && medium_alloc(m, SIZE - (one - PAGES_SIZE), &off, &err) == 0,
+	TAP_OK(medium_used(m) == 0 && medium_alloc(m, SIZE - hdr, &off, &err) == 0,
 	       "release: everything, and the whole medium less a header fits again");
 	medium_close(m);
 	unlink(file);
@@ -483,7 +483,7 @@ test_recover_edges(void)
 	m = fresh(file, false);
 	a = put(m, "a", 100, 1);
 	medium_close(m);
-	copy_bytes(a - hdr, (2u << 20) - hdr, hdr + PAGES_SIZE);
+	copy_bytes(a - hdr, (2u << 20) - hdr, hdr + SSD_UNIT);
 	m = reopen(&f, 0);
 	medium_io(m, &io);
 	TAP_OK(f.n == 1 && f.off[0] == a && io.corrupt == 1,
@@ -620,8 +620,8 @@ test_bad_extents(void)
 	d = put(m, "d", 5000, 4);
 	medium_release(m, d, 5000);
 	medium_close(m);
-	flip(b + PAGES_SIZE + 3); /* a byte of b's data */
-	flip(c - hdr + 81);	  /* a byte of c's key: a torn header */
+	flip(b + PAGES_SIZE + 3);	 /* a byte of b's data */
+	flip(c - hdr + SSD_H_NAMES + 1); /* a byte of c's key: a torn header */
 	m = reopen(&f, 0);
 	medium_io(m, &io);
 	TAP_OK(f.n == 1 && f.off[0] == a && f.names[0][1][0] == 'a',
@@ -852,20 +852,25 @@ enum spoil {
 	S_SUM,	      /* the header's checksum */
 	S_UNKEYED,    /* summed as an outsider can: XXH3, no key */
 	S_FORMAT1,    /* summed and numbered as format 1 was */
-	S_LEN_LONG,   /* a header length past its pages */
+	S_LEN_LONG,   /* a header length past the longest header */
 	S_LEN_SHORT,  /* one shorter than its fields */
 	S_NAMES,      /* name lengths that overrun the header's length */
 	S_TENANT_LONG,
 	S_TENANT_NONE,
-	S_KEY_LONG,
+	S_KEY_LONG, /* with a continuation, well made */
 	S_KEY_NONE,
-	S_OFFSET, /* a data offset not right after the header */
-	S_EMPTY,  /* a size of zero */
-	S_PAST,	  /* a size past the file's end */
-	S_WRAPS,  /* a size that wraps any offset it is added to */
-	S_DATA,	  /* the data's checksum */
+	S_OFFSET,  /* a data offset not right after the header */
+	S_EMPTY,   /* a size of zero */
+	S_PAST,	   /* a size past the file's end */
+	S_WRAPS,   /* a size that wraps any offset it is added to */
+	S_DATA,	   /* the data's checksum */
+	S_CONT,	   /* a continuation whose unit lacks its magic */
+	S_CONT_AT, /* a continuation past the file's end */
 	S_COUNT
 };
+
+/* Where plant puts a header's continuation, from the header: inside the 32 KiB it is given. */
+#define PLANT_CONT (16u << 10)
 
 /*
  * Plant at file offset at, behind the medium's back, an extent of 100
@@ -874,10 +879,10 @@ enum spoil {
 static void
 plant(const unsigned char key[SSD_KEY_BYTES], uint64_t at, enum spoil how)
 {
-	static unsigned char h[SSD_HDR_BYTES];
+	static unsigned char h[SSD_HDR_MAX + SSD_UNIT], c[2 * SSD_HDR_MAX];
 	unsigned char data[100];
 	uint16_t lens[4] = { 1, 6, 0, 0 };
-	uint64_t end = SIZE + SSD_SB_BYTES, len, size = sizeof(data);
+	uint64_t end = SIZE + SSD_SB_BYTES, len, size = sizeof(data), cat = 0, clen = 0;
 
 	fill(data, sizeof(data), (unsigned)(at >> 12));
 	if (how == S_MAGIC_ONLY) {
@@ -890,11 +895,13 @@ plant(const unsigned char key[SSD_KEY_BYTES], uint64_t at, enum spoil how)
 	memset(h, 0, sizeof(h));
 	lens[0] = how == S_TENANT_LONG ? MC_NAME_MAX + 1 : how == S_TENANT_NONE ? 0 : 1;
 	lens[1] = how == S_KEY_LONG ? MC_KEY_MAX + 1 : how == S_KEY_NONE ? 0 : 6;
+	if (how == S_CONT || how == S_CONT_AT)
+		lens[1] = 1000;
 	len = SSD_H_NAMES + lens[0] + lens[1];
 	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
-	le(h + SSD_H_FORMAT, how == S_FORMAT1 ? 1 : SSD_FORMAT, 4);
-	le(h + SSD_H_LEN, how == S_LEN_LONG ? SSD_HDR_BYTES + 1 : how == S_LEN_SHORT ? 40 : len, 4);
-	le(h + SSD_H_OFF, at + SSD_HDR_BYTES + (how == S_OFFSET ? PAGES_SIZE : 0), 8);
+	le(h + SSD_H_FORMAT, how == S_FORMAT1 ? 1 : SSD_FORMAT, 2);
+	le(h + SSD_H_LEN, how == S_LEN_LONG ? SSD_HDR_MAX + 1 : how == S_LEN_SHORT ? 40 : len, 4);
+	le(h + SSD_H_OFF, at + SSD_HDR_BYTES + (how == S_OFFSET ? SSD_UNIT : 0), 8);
 	if (how == S_EMPTY)
 		size = 0;
 	else if (how == S_PAST)
@@ -904,15 +911,31 @@ plant(const unsigned char key[SSD_KEY_BYTES], uint64_t at, enum spoil how)
 	le(h + SSD_H_SIZE, size, 8);
 	le(h + SSD_H_VERSION, 9, 8);
 	le(h + SSD_H_CHECKSUM, mc_checksum(data, sizeof(data)) ^ (how == S_DATA), 8);
-	for (int i = 0; i < 4; i++)
-		le(h + SSD_H_LENS + 2 * i, lens[i] + (how == S_NAMES && i == 1 ? 64 : 0), 2);
+	le(h + SSD_H_KEY_LEN, lens[1] + (how == S_NAMES ? 64 : 0), 2);
+	h[SSD_H_TENANT_LEN] = (unsigned char)lens[0];
 	memset(h + SSD_H_NAMES, 'n', len - SSD_H_NAMES);
+	if (len > SSD_HDR_BYTES) {
+		/* the rest of the header in units of its own, each behind its magic */
+		clen = (len - SSD_HDR_BYTES + SSD_CONT_PAYLOAD - 1) / SSD_CONT_PAYLOAD * SSD_UNIT;
+		cat = how == S_CONT_AT ? end - SSD_UNIT : at + PLANT_CONT;
+		le(h + SSD_H_CONT, cat, 8);
+	}
 	if (how == S_UNKEYED || how == S_FORMAT1)
 		le(h + SSD_H_SUM, mc_checksum(h, len), 8);
 	else
 		le(h + SSD_H_SUM, ssd_header_sum(key, h, len), 8);
 	h[SSD_H_SUM] ^= how == S_SUM;
-	write_at(at, h, sizeof(h));
+	write_at(at, h, SSD_HDR_BYTES);
+	if (clen > 0 && how != S_CONT_AT) {
+		memset(c, 0, clen);
+		for (uint64_t i = 0; i * SSD_UNIT < clen; i++) {
+			memcpy(c + i * SSD_UNIT, SSD_CONT_MAGIC, SSD_MAGIC_LEN);
+			memcpy(c + i * SSD_UNIT + SSD_MAGIC_LEN,
+			       h + SSD_HDR_BYTES + i * SSD_CONT_PAYLOAD, SSD_CONT_PAYLOAD);
+		}
+		c[SSD_UNIT] ^= how == S_CONT;
+		write_at(cat, c, clen);
+	}
 	if (at + SSD_HDR_BYTES + sizeof(data) <= end)
 		write_at(at + SSD_HDR_BYTES, data, sizeof(data));
 }
@@ -930,7 +953,6 @@ test_superblock(void)
 		{ "is of format 1, without a superblock", 0, "mcextent\1\0\0\0", 12 },
 		{ "is of format 1, without a superblock", 0, "\0\0\0\0\0\0\0\0", 8 },
 		{ "has no superblock", 0, "mcGARBAGE", 9 },
-		{ "is of format 3, not 2", SSD_SB_FORMAT, "\3", 1 },
 		{ "has a damaged superblock", SSD_SB_KEY + 5, "\xa5", 1 },
 		{ "has a damaged superblock", SSD_SB_LEN, "\xff\xff", 2 },
 	};
@@ -944,14 +966,14 @@ test_superblock(void)
 
 	a = put(m, "a", 100, 1);
 	TAP_OK(a - hdr == SSD_SB_BYTES && medium_capacity(m) == SIZE &&
-		       medium_used(m) == hdr + PAGES_SIZE,
+		       medium_used(m) == hdr + SSD_UNIT,
 	       "superblock: the first extent follows it; the size is the copies' alone");
 	medium_close(m);
 	file_key(k1);
 	read_at(0, sb, sizeof(sb));
 	TAP_OK(memcmp(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN) == 0 && sb[SSD_SB_FORMAT] == SSD_FORMAT &&
 		       memcmp(k1, zero, sizeof(zero)) != 0,
-	       "superblock: its magic, format 2 and a key");
+	       "superblock: its magic, format 3 and a key");
 	m = reopen_logged(&f, "afresh", &lines);
 	file_key(k2);
 	TAP_OK(f.n == 1 && f.off[0] == a && lines == 0 && memcmp(k1, k2, sizeof(k1)) == 0,
@@ -996,7 +1018,7 @@ test_superblock(void)
 	le(sb + SSD_SB_SUM, 0, 8);
 	le(sb + SSD_SB_SUM, mc_checksum(sb, SSD_SB_USED), 8);
 	write_at(0, sb, sizeof(sb));
-	m = reopen_logged(&f, "was laid out in pages of 4096 bytes and headers of 4096", &lines);
+	m = reopen_logged(&f, "was laid out in units of 512 bytes and headers of 4096", &lines);
 	TAP_OK(lines == 1, "superblock: one laid out for other headers is started afresh");
 	medium_close(m);
 
@@ -1029,7 +1051,7 @@ test_free_space(void)
 	/* random bytes over 256 KiB never allocated, no page of them starting with the magic */
 	for (size_t i = 0; i < (256u << 10); i++)
 		g[i] = (unsigned char)tap_rng();
-	for (size_t i = 0; i < (256u << 10); i += PAGES_SIZE)
+	for (size_t i = 0; i < (256u << 10); i += SSD_UNIT)
 		g[i] = 0;
 	write_at(1u << 20, g, 256u << 10);
 	for (int how = S_MAGIC_ONLY; how < S_COUNT; how++) {
@@ -1053,7 +1075,7 @@ test_free_space(void)
 	       (unsigned long long)io.corrupt, n);
 	TAP_OK(f.n == 2 && f.off[0] == live && f.off[1] == at + hdr && f.meta[1].key_len == 6,
 	       "free space: the live copy and the well-made one are offered, nothing else");
-	TAP_OK(medium_used(m) == used + hdr + PAGES_SIZE &&
+	TAP_OK(medium_used(m) == used + hdr + SSD_UNIT &&
 		       medium_read(m, live, sizeof(want), got, &err) == got &&
 		       memcmp(got, want, sizeof(want)) == 0,
 	       "free space: the live copy is intact, and only the two are allocated");
@@ -1075,7 +1097,7 @@ test_other_file(void)
 	struct medium *m = fresh(file, false), *m2;
 	char file2[160];
 	struct medium_io io;
-	unsigned char *b = malloc(hdr + PAGES_SIZE);
+	unsigned char *b = malloc(hdr + SSD_UNIT);
 	uint64_t a, a2;
 	int fd;
 
@@ -1087,10 +1109,10 @@ test_other_file(void)
 	medium_close(m);
 	medium_close(m2);
 	fd = open(file2, O_RDONLY);
-	if (a != a2 || fd < 0 || pread(fd, b, hdr + PAGES_SIZE, (off_t)(a2 - hdr)) < 0)
+	if (a != a2 || fd < 0 || pread(fd, b, hdr + SSD_UNIT, (off_t)(a2 - hdr)) < 0)
 		bail("cannot read %s", file2);
 	close(fd);
-	write_at(a - hdr, b, hdr + PAGES_SIZE);
+	write_at(a - hdr, b, hdr + SSD_UNIT);
 	m = reopen(&f, 0);
 	medium_io(m, &io);
 	TAP_OK(f.n == 0 && io.corrupt == 1 && medium_used(m) == 0,
@@ -1129,7 +1151,7 @@ test_pool(void)
 {
 	static struct found f;
 	struct medium *media[MC_TIER_COUNT], *m = fresh(file, false);
-	unsigned char *old = malloc(hdr + PAGES_SIZE), magic[SSD_MAGIC_LEN];
+	unsigned char *old = malloc(hdr + SSD_UNIT), magic[SSD_MAGIC_LEN];
 	struct pool_key k = { "t", 1, "k", 1, false, 0 };
 	struct pool_result res;
 	struct pindex ix;
@@ -1140,15 +1162,15 @@ test_pool(void)
 
 	/* an upsert: version 2 lands while 1 is still held, then 1 goes */
 	o1 = put(m, "k", 100, 1);
-	read_at(o1 - hdr, old, hdr + PAGES_SIZE);
+	read_at(o1 - hdr, old, hdr + SSD_UNIT);
 	o2 = put(m, "k", 100, 2);
 	medium_release(m, o1, 100);
 	medium_close(m);
 	/* the old extent put back where it was */
-	write_at(o1 - hdr, old, hdr + PAGES_SIZE);
+	write_at(o1 - hdr, old, hdr + SSD_UNIT);
 	m = pool_open(media, &ix, &pl, &found);
 	TAP_OK(found == 1 && pindex_version(&ix, "t", 1, "k", 1, &version, &tier) == 1 &&
-		       version == 2 && medium_used(m) == hdr + PAGES_SIZE,
+		       version == 2 && medium_used(m) == hdr + SSD_UNIT,
 	       "pool: of a stale version and the current one, recovery keeps the current");
 	/* a clean stop: the index goes, its copies stay sealed */
 	pool_close(media, &ix);
@@ -1164,7 +1186,7 @@ test_pool(void)
 	read_at(o2 - hdr, magic, sizeof(magic));
 	TAP_OK(o && res.outcome == POOL_FREED && res.held &&
 		       memcmp(magic, SSD_MAGIC, SSD_MAGIC_LEN) != 0 &&
-		       medium_used(m) == hdr + PAGES_SIZE,
+		       medium_used(m) == hdr + SSD_UNIT,
 	       "pool: a copy deleted while a reader holds it is unsealed at once, its room kept");
 	if (o)
 		pindex_release(&ix, o);
@@ -1216,7 +1238,7 @@ main(void)
 		uint64_t off;
 
 		medium_alloc(m, 1, &off, &err);
-		hdr = medium_used(m) - PAGES_SIZE;
+		hdr = medium_used(m) - SSD_UNIT;
 		medium_close(m);
 	}
 	test_space();
