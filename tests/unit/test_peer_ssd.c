@@ -1199,6 +1199,261 @@ test_pool(void)
 	free(old);
 }
 
+/* ---- what the tier takes per byte stored ---- */
+
+/* Keep every copy offered, counting them. */
+static int
+count(void *arg, uint64_t off, const struct medium_meta *meta)
+{
+	(void)off;
+	(void)meta;
+	++*(uint64_t *)arg;
+	return 0;
+}
+
+/*
+ * Fill a fresh medium with copies of len bytes named with names bytes of
+ * tenant, key and type, sealed; bytes used per byte stored, in TAP's
+ * comments, and whether a restart finds the same.
+ */
+static double
+fill_ratio(size_t len, size_t names, const char *what)
+{
+	static char tenant[32], key[MC_KEY_MAX], type[8];
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	unsigned char *b = malloc(len);
+	uint64_t off, used, n = 0, found = 0;
+	struct medium_meta meta = {
+		.tenant = tenant,
+		.tenant_len = sizeof(tenant),
+		.key = key,
+		.key_len = (uint16_t)(names - sizeof(tenant) - sizeof(type)),
+		.type = type,
+		.type_len = sizeof(type),
+		.size = len,
+	};
+	double ratio;
+
+	memset(tenant, 't', sizeof(tenant));
+	memset(key, 'k', sizeof(key));
+	memset(type, 'y', sizeof(type));
+	fill(b, len, 1);
+	meta.checksum = mc_checksum(b, len);
+	while (medium_alloc(m, len, &off, &err) == 0) {
+		/* a long key's continuation may not fit where its copy did */
+		if (medium_write(m, off, b, len, &err) < 0 ||
+		    medium_seal(m, off, len, &meta, &err) < 0) {
+			medium_release(m, off, len);
+			break;
+		}
+		n++;
+	}
+	used = medium_used(m);
+	ratio = n ? (double)used / (double)(n * len) : 0;
+	printf("# ssd: %s: %llu copies of %zu bytes, %zu bytes of names: %llu bytes used, "
+	       "%.4f per byte stored, %.1f%% of the tier holds copies' bytes\n",
+	       what, (unsigned long long)n, len, names, (unsigned long long)used, ratio,
+	       100.0 * (double)(n * len) / (double)medium_capacity(m));
+	medium_close(m);
+	if (!(m = open_ssd(file, SIZE, false, &err)) || medium_recover(m, count, &found, &err) < 0)
+		bail("cannot recover %s: %s", file, err.msg);
+	TAP_OK(n > 0 && medium_used(m) == used && found == n,
+	       "overhead: %s: a restart takes back the same bytes (%llu)", what,
+	       (unsigned long long)medium_used(m));
+	medium_close(m);
+	unlink(file);
+	free(b);
+	return ratio;
+}
+
+static void
+test_overhead(void)
+{
+	uint64_t long_hdr = SSD_H_NAMES + 32 + (MC_KEY_MAX - 40) + 8;
+	double r;
+
+	r = fill_ratio(4096, 200, "4 KiB copies");
+	TAP_OK(r > 1 && r <= 1.125, "overhead: 4 KiB copies take at most 1.125 bytes a byte (%.4f)",
+	       r);
+	r = fill_ratio(64 << 10, 200, "64 KiB copies");
+	TAP_OK(r > 1 && r <= 1.02, "overhead: 64 KiB copies take at most 1.02 bytes a byte (%.4f)",
+	       r);
+	r = fill_ratio(4096, 32 + (MC_KEY_MAX - 40) + 8, "4 KiB copies, keys near MC_KEY_MAX");
+	TAP_OK(r == (double)(SSD_HDR_BYTES + 4096 +
+			     (long_hdr - SSD_HDR_BYTES + SSD_CONT_PAYLOAD - 1) / SSD_CONT_PAYLOAD *
+				     SSD_UNIT) /
+			       4096,
+	       "overhead: a long key's header is longer by its continuation, no more (%.4f)", r);
+}
+
+/* A key whose every eight bytes look like a header's magic. */
+static void
+magic_key(char *key, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		key[i] = SSD_MAGIC[i % SSD_MAGIC_LEN];
+}
+
+static void
+test_long_names(void)
+{
+	static char key[MC_KEY_MAX];
+	static struct found f;
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	unsigned char b[3000];
+	struct medium_io io;
+	uint64_t off, fp, cont, used, inline_max = SSD_HDR_BYTES - SSD_H_NAMES - 1;
+	struct medium_meta meta = { .tenant = "t", .tenant_len = 1, .key = key };
+
+	magic_key(key, sizeof(key));
+	fill(b, sizeof(b), 4);
+	meta.size = sizeof(b);
+	meta.checksum = mc_checksum(b, sizeof(b));
+	fp = medium_footprint(m, sizeof(b));
+	/* the longest key that fits the room, then one byte more */
+	meta.key_len = (uint16_t)inline_max;
+	medium_alloc(m, sizeof(b), &off, &err);
+	medium_write(m, off, b, sizeof(b), &err);
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == fp,
+	       "long names: %llu bytes of tenant and key fit the header's room",
+	       (unsigned long long)inline_max + 1);
+	meta.key_len++;
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == fp + SSD_UNIT,
+	       "long names: one more byte takes a continuation of one unit, counted in used");
+	meta.key_len = 1000;
+	cont = (SSD_H_NAMES + 1 + 1000 - SSD_HDR_BYTES + SSD_CONT_PAYLOAD - 1) / SSD_CONT_PAYLOAD *
+	       SSD_UNIT;
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == fp + cont,
+	       "long names: sealed again with a longer key, the old continuation is given back");
+	used = medium_used(m);
+	medium_close(m);
+
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == off && f.meta[0].key_len == 1000 &&
+		       memcmp(f.names[0][1], key, 1000) == 0 && io.corrupt == 0 &&
+		       medium_used(m) == used,
+	       "long names: a key full of the header's magic comes back whole, its "
+	       "continuation allocated again");
+	meta.hard_pin = true;
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == used,
+	       "long names: sealed again with the same names, the continuation is kept");
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.meta[0].hard_pin && medium_used(m) == used,
+	       "long names: and the last seal is what comes back");
+	medium_release(m, off, sizeof(b));
+	TAP_OK(medium_used(m) == 0, "long names: release gives back the continuation too");
+	medium_close(m);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 0 && io.corrupt == 0 && medium_used(m) == 0,
+	       "long names: released, nothing comes back and nothing passes for a header");
+	medium_close(m);
+
+	/* a byte of the continuation flipped: the header is torn */
+	m = fresh(file, false);
+	medium_alloc(m, sizeof(b), &off, &err);
+	medium_write(m, off, b, sizeof(b), &err);
+	medium_seal(m, off, sizeof(b), &meta, &err);
+	medium_close(m);
+	read_at(off - hdr + SSD_H_CONT, &cont, sizeof(cont));
+	flip(cont + SSD_UNIT + 100);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 0 && io.corrupt == 1 && medium_used(m) == 0,
+	       "long names: a flipped byte in a continuation is a torn header, counted, its space "
+	       "free");
+	medium_close(m);
+	unlink(file);
+}
+
+/* ---- a file of another format ---- */
+
+/* A superblock as format fmt laid it out, with its checksum right, over a file of SIZE. */
+static void
+old_file(uint64_t fmt, uint32_t page, uint32_t hdr_bytes)
+{
+	unsigned char sb[SSD_SB_BYTES] = { 0 }, g[4096];
+	int fd;
+
+	unlink(file);
+	if ((fd = open(file, O_RDWR | O_CREAT, 0600)) < 0 || ftruncate(fd, SIZE + SSD_SB_BYTES) < 0)
+		bail("cannot make %s", file);
+	close(fd);
+	memcpy(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN);
+	le(sb + SSD_SB_FORMAT, fmt, 4);
+	le(sb + SSD_SB_LEN, SSD_SB_USED, 4);
+	le(sb + SSD_SB_PAGE, page, 4);
+	le(sb + SSD_SB_HDR, hdr_bytes, 4);
+	for (int i = 0; i < SSD_KEY_BYTES; i++)
+		sb[SSD_SB_KEY + i] = (unsigned char)tap_rng();
+	le(sb + SSD_SB_SUM, mc_checksum(sb, SSD_SB_USED), 8);
+	write_at(0, sb, sizeof(sb));
+	/* where its first extent was: a header, then its bytes */
+	for (size_t i = 0; i < sizeof(g); i++)
+		g[i] = (unsigned char)tap_rng();
+	memcpy(g, SSD_MAGIC, SSD_MAGIC_LEN);
+	write_at(SSD_SB_BYTES, g, sizeof(g));
+	write_at(SSD_SB_BYTES + 8192, g, sizeof(g));
+}
+
+/* The file's bytes, hashed, and its size. */
+static uint64_t
+file_sum(off_t *size)
+{
+	unsigned char *b = malloc(SIZE + SSD_SB_BYTES);
+	struct stat st;
+	uint64_t sum;
+
+	if (!b || stat(file, &st) < 0 || st.st_size > SIZE + SSD_SB_BYTES)
+		bail("cannot stat %s", file);
+	read_at(0, b, (size_t)st.st_size);
+	sum = mc_checksum(b, (size_t)st.st_size);
+	*size = st.st_size;
+	free(b);
+	return sum;
+}
+
+static void
+test_old_format(void)
+{
+	struct mc_err err;
+	struct medium *m;
+	char want[512], moved[192];
+	uint64_t before, after;
+	off_t sb_size, sa_size;
+
+	old_file(2, PAGES_SIZE, 8192);
+	before = file_sum(&sb_size);
+	m = open_ssd(file, SIZE, false, &err);
+	snprintf(want, sizeof(want),
+		 "ssd file '%s' is in format 2; this peer writes format 3: move it away", file);
+	after = file_sum(&sa_size);
+	TAP_OK(m == NULL && err.code == MC_ERR_VERSION && strstr(err.msg, want) != NULL,
+	       "old format: a file of format 2 is refused, saying what to do (%s)", err.msg);
+	TAP_OK(before == after && sb_size == sa_size,
+	       "old format: and not a byte of it is changed");
+	m = open_ssd(file, 2 * SIZE, false, &err);
+	after = file_sum(&sa_size);
+	TAP_OK(m == NULL && before == after && sb_size == sa_size,
+	       "old format: not even opened at another size, which would cut or grow it");
+	old_file(4, SSD_UNIT, SSD_HDR_BYTES);
+	m = open_ssd(file, SIZE, false, &err);
+	TAP_OK(m == NULL && err.code == MC_ERR_VERSION && strstr(err.msg, "is in format 4;"),
+	       "old format: a newer format is refused too (%s)", err.msg);
+	snprintf(moved, sizeof(moved), "%s.old", file);
+	rename(file, moved);
+	m = open_ssd(file, SIZE, false, &err);
+	TAP_OK(m != NULL && medium_recover(m, keep, NULL, &err) == 0 && medium_used(m) == 0,
+	       "old format: moved away, the tier starts afresh");
+	medium_close(m);
+	unlink(moved);
+	unlink(file);
+}
+
 /* Whether a file in d can be read with O_DIRECT. */
 static bool
 direct_ok(const char *d)
@@ -1263,6 +1518,9 @@ main(void)
 	test_free_space();
 	test_other_file();
 	test_pool();
+	test_long_names();
+	test_old_format();
+	test_overhead();
 	rmdir(dir);
 	return tap_done();
 }
