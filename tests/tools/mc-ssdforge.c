@@ -258,7 +258,7 @@ main(int argc, char **argv)
 		       MC_KEY_MAX, MC_NAME_MAX);
 	if (fo.format == 3 && H3_NAMES + 2 * MC_NAME_MAX + strlen(fo.key) > HDR3_BYTES)
 		mc_die(MC_EXIT_USAGE, "a --key this long needs a continuation; keep it shorter");
-	if (!known || fo.at % (fo.format == 3 ? SECTOR : PAGE) || fo.format < 1 || fo.format > 3 ||
+	if (!known || fo.at % SECTOR || fo.format < 1 || fo.format > 3 ||
 	    (bad("size") && fo.file_end == 0))
 		mc_die(MC_EXIT_USAGE, "invalid --bad, --at, --format or --file-end; try --help");
 	data = slurp(argv[i], &len);
