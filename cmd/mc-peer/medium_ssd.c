@@ -9,26 +9,33 @@
  * size than before are lost), and it is locked, so two peers never share
  * it. The size is what copies may take, headers included: used never
  * exceeds it, and the superblock is not part of it. The page allocator
- * (pages.h) hands out the space after the superblock, with no memory
- * behind it.
+ * (pages.h) hands out the space after the superblock in units of a
+ * sector (SSD_UNIT), with no memory behind it.
  *
  * The layout is in medium_ssd.h. The superblock holds the file's key,
  * drawn at random when the file is made and written (and synced) before
  * any header is signed with it. A file whose superblock is missing (the
- * format 1 had none), of another format or layout, or damaged, is
- * started afresh, with one line saying why: without its key nothing in
- * it can be told from bytes a client wrote.
+ * format 1 had none), of another layout, or damaged, is started afresh,
+ * with one line saying why: without its key nothing in it can be told
+ * from bytes a client wrote. One of another format (an older peer's,
+ * or a newer one's) is refused, the file left as it is: its copies may
+ * matter to someone, and the message says how to go on.
  *
- * An extent is a header of HDR_BYTES (whole pages) followed by the
- * copy's bytes, page-aligned: alloc hands out the data's offset and
- * keeps the header's pages in front of it, so used counts both. seal
- * writes the header after the bytes have landed: the copy's metadata,
- * its checksum and the header's checksum, SipHash under the file's key.
- * A copy's bytes are whatever its client sent, so they may hold, at a
- * page boundary, what looks like a header naming any tenant and key with
- * a right data checksum; only the key tells it from one this peer
- * sealed, and no client has the key. unseal clears the header's magic
- * when a copy is dropped for good (a reader may still hold its bytes),
+ * An extent is a header's room of one unit followed by the copy's
+ * bytes in whole units: alloc hands out the data's offset and keeps the
+ * room in front of it, so used counts both, and a copy of n bytes takes
+ * medium_footprint(n). seal writes the header after the bytes have
+ * landed: the copy's metadata, its checksum and the header's checksum,
+ * SipHash under the file's key. Names too long for the room (400 bytes
+ * of tenant, key, type and group together) put the rest of the header
+ * in a continuation that seal allocates: used counts it, the footprint
+ * does not, and release gives it back. A copy's bytes are whatever its
+ * client sent, so they may hold, at a unit boundary, what looks like a
+ * header naming any tenant and key with a right data checksum; only the
+ * key tells it from one this peer sealed, and no client has the key. A
+ * continuation's units each start with a magic of their own, so its
+ * names never pass for a header. unseal clears the header's magic when
+ * a copy is dropped for good (a reader may still hold its bytes),
  * release again before the space is reused, so a dropped copy never
  * comes back.
  *
@@ -36,10 +43,12 @@
  * and the extents it found, and believes a header only when it is
  * signed with the file's key, its names have the lengths a seal takes,
  * and it names its own place and an extent inside the file (bounds
- * checked so that no field wraps an offset). It then verifies every
+ * checked so that no field wraps an offset), with its continuation
+ * joined to it when it has one. It then verifies every
  * copy's bytes against the checksum in its header, before it is
- * offered: a torn or corrupt copy, or a header not believed, is cleared
- * and counted, never served. A header inside a copy that verifies is
+ * offered: a torn or corrupt copy, or a header not believed (or one
+ * whose space overlaps a copy taken already), is cleared and counted,
+ * never served. A header inside a copy that verifies is
  * that copy's data: one this peer signed could only be there had it been
  * written over the copy without changing a byte of it. A released
  * extent's bytes put back in place by someone who can write the file
@@ -54,12 +63,16 @@
  * to the disk queue (diskq.h), whose workers call write and read; only
  * when the queue's staging budget is spent does a write land through a
  * bulk sink (pwrite from the connection's staging buffer) or a read's
- * reply go out with sendfile, both on a buffered descriptor. The mover's copies in
- * (write), reads into a buffer and the checks at recovery use a second,
- * O_DIRECT descriptor when conf->direct asks and the filesystem allows
- * it (tmpfs does not: one log line, then buffered I/O): whole pages go
- * direct, from the caller's buffer when it is page-aligned, else through
- * a bounded aligned one; a write's unaligned tail goes buffered. Nothing
+ * reply go out with sendfile, both on a buffered descriptor. The mover's
+ * copies in (write), reads into a buffer and the checks at recovery use
+ * a second, O_DIRECT descriptor when conf->direct asks and the
+ * filesystem allows it (tmpfs does not: one log line, then buffered
+ * I/O): the whole 4 KiB pages inside a range go direct, from the
+ * caller's buffer when it is page-aligned, else through a bounded
+ * aligned one; the partial pages at its ends go buffered, as headers
+ * do, since extents laid out in sectors share pages with their
+ * neighbours and a direct write must never cover a neighbour's bytes
+ * that the page cache may hold newer. Nothing
  * else is fsynced: copies survive the peer being killed, not the
  * machine losing power.
  *
