@@ -110,8 +110,6 @@ _Static_assert(crypto_shorthash_KEYBYTES == SSD_KEY_BYTES, "the file's key is a 
 _Static_assert(crypto_shorthash_BYTES == 8, "a header's checksum is 64 bits");
 
 #define ROUND_UP(n, a) (((n) + (a)-1) / (a) * (a))
-#define HDR_BYTES SSD_HDR_BYTES
-#define UNIT SSD_UNIT
 /* The most one direct transfer or recovery read holds in memory. */
 #define IO_CHUNK (1u << 20)
 
@@ -124,6 +122,7 @@ struct ssd {
 	char *file, *dir;
 	unsigned char key[SSD_KEY_BYTES]; /* the superblock's: what signs headers */
 	uint64_t end;			  /* the file's size: the superblock and the extents */
+	uint32_t unit;			  /* what extents are laid out in, and a header's room */
 	bool fresh;	       /* the file is new or started afresh: nothing to recover */
 	atomic_bool recovered; /* recover ran: alloc may hand out space */
 	struct medium_lru lru;
@@ -150,7 +149,7 @@ ssd_of(struct medium *m)
 static struct cont **
 cont_slot(struct ssd *s, uint64_t data)
 {
-	struct cont **c = &s->conts[(data / UNIT * 0x9e3779b97f4a7c15ull >> 20) % s->cbuckets];
+	struct cont **c = &s->conts[(data / s->unit * 0x9e3779b97f4a7c15ull >> 20) % s->cbuckets];
 
 	while (*c && (*c)->data != data)
 		c = &(*c)->next;
@@ -369,6 +368,16 @@ write_range(struct ssd *s, uint64_t off, const void *buf, uint64_t len)
 
 /* ---- open and close ---- */
 
+uint32_t
+ssd_unit_for(uint64_t size)
+{
+	uint32_t unit = SSD_UNIT;
+
+	while (unit < PAGES_SIZE && size / unit > PAGES_MAX)
+		unit *= 2;
+	return unit;
+}
+
 static void
 ssd_close(struct medium *m)
 {
@@ -508,13 +517,18 @@ sb_read(struct ssd *s, char *why, size_t cap, struct mc_err *err)
 	}
 	page = get_le(sb + SSD_SB_PAGE, 4);
 	hdr = get_le(sb + SSD_SB_HDR, 4);
-	if (page != UNIT || hdr != HDR_BYTES) {
+	/*
+	 * A unit larger than this size needs, from when the tier was larger,
+	 * is kept: it still counts the space, and the copies stay where they are.
+	 */
+	if (page < s->unit || page > PAGES_SIZE || (page & (page - 1)) || hdr != page) {
 		snprintf(why, cap,
 			 "was laid out in units of %llu bytes and headers of %llu, not %u and %u",
-			 (unsigned long long)page, (unsigned long long)hdr, UNIT,
-			 (unsigned)HDR_BYTES);
+			 (unsigned long long)page, (unsigned long long)hdr, s->unit,
+			 (unsigned)s->unit);
 		return 0;
 	}
+	s->unit = (uint32_t)page;
 	memcpy(s->key, sb + SSD_SB_KEY, SSD_KEY_BYTES);
 	return 1;
 }
@@ -532,8 +546,8 @@ sb_write(struct ssd *s, struct mc_err *err)
 	memcpy(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN);
 	put_le(sb + SSD_SB_FORMAT, SSD_FORMAT, 4);
 	put_le(sb + SSD_SB_LEN, SSD_SB_USED, 4);
-	put_le(sb + SSD_SB_PAGE, UNIT, 4);
-	put_le(sb + SSD_SB_HDR, HDR_BYTES, 4);
+	put_le(sb + SSD_SB_PAGE, s->unit, 4);
+	put_le(sb + SSD_SB_HDR, s->unit, 4);
 	memcpy(sb + SSD_SB_KEY, s->key, SSD_KEY_BYTES);
 	put_le(sb + SSD_SB_SUM, sb_sum(sb, SSD_SB_USED), 8);
 	if (io_all(s->fd, true, sb, sizeof(sb), 0) < 0 || fdatasync(s->fd) < 0)
@@ -573,7 +587,7 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	struct ssd *s;
 	char why[160];
 	bool created = false;
-	int ok;
+	int ok = 0;
 
 	if (!conf->path || !*conf->path) {
 		mc_err_set(err, MC_ERR_INVALID, "the %s tier needs a path",
@@ -591,8 +605,9 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	s->fd = s->dfd = -1;
 	medium_lru_init(&s->lru);
 	pthread_mutex_init(&s->cmu, NULL);
+	s->unit = ssd_unit_for(conf->size);
 	if (ssd_paths(s, conf->path, err) < 0 ||
-	    !(s->pages = pages_new_unit(conf->size, UNIT, err)))
+	    !(s->pages = pages_new_unit(conf->size, s->unit, err)))
 		goto fail;
 	/* The size is what copies may take: the superblock comes on top. */
 	s->end = SSD_SB_BYTES + pages_capacity(s->pages);
@@ -625,6 +640,11 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 		}
 		s->fresh = true;
 	}
+	if (ok == 1 && s->unit != ssd_unit_for(conf->size)) {
+		pages_free(s->pages);
+		if (!(s->pages = pages_new_unit(conf->size, s->unit, err)))
+			goto fail;
+	}
 	/* Space beyond the size could hold no extent the allocator knows of. */
 	if (fits_on_disk(s, err) < 0)
 		goto fail;
@@ -638,8 +658,8 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	if (conf->direct)
 		s->dfd = open_direct(s);
 	/* A long key's continuation is on top: used counts it, the footprint does not. */
-	s->m.page = UNIT;
-	s->m.per_copy = HDR_BYTES;
+	s->m.page = s->unit;
+	s->m.per_copy = s->unit;
 	return &s->m;
 fail:
 	/* A file made here holds nothing: it goes, not to fill the disk it did not fit. */
@@ -666,9 +686,9 @@ ssd_alloc(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err)
 		MC_BUG("ssd space handed out before recovery");
 	if (len == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "an ssd extent needs at least one byte");
-	if (pages_alloc(s->pages, HDR_BYTES + len, off, err) < 0)
+	if (pages_alloc(s->pages, s->unit + len, off, err) < 0)
 		return -1;
-	*off += SSD_SB_BYTES + HDR_BYTES;
+	*off += SSD_SB_BYTES + s->unit;
 	return 0;
 }
 
@@ -689,9 +709,9 @@ ssd_unseal(struct medium *m, uint64_t off, uint64_t len)
 	/* Nothing was allocated for an empty copy (as in pages_release). */
 	if (len == 0)
 		return;
-	if (clear_header(s, off - HDR_BYTES) < 0)
+	if (clear_header(s, off - s->unit) < 0)
 		mc_warn("ssd file '%s': cannot clear the header at %llu: %s", s->file,
-			(unsigned long long)(off - HDR_BYTES), strerror(errno));
+			(unsigned long long)(off - s->unit), strerror(errno));
 }
 
 static void
@@ -707,7 +727,7 @@ ssd_release(struct medium *m, uint64_t off, uint64_t len)
 	/* The header that named the continuation is cleared: its units may go too. */
 	if (cont_take(s, off, &at, &clen))
 		pages_release(s->pages, at - SSD_SB_BYTES, clen);
-	pages_release(s->pages, off - HDR_BYTES - SSD_SB_BYTES, HDR_BYTES + len);
+	pages_release(s->pages, off - s->unit - SSD_SB_BYTES, s->unit + len);
 }
 
 static uint64_t
@@ -844,40 +864,43 @@ ssd_header_sum(const unsigned char key[SSD_KEY_BYTES], unsigned char *h, size_t 
 
 /* The bytes of the continuation of a header of len bytes: 0 when it fits its room. */
 static uint64_t
-cont_bytes(uint64_t len)
+cont_bytes(const struct ssd *s, uint64_t len)
 {
-	if (len <= HDR_BYTES)
+	if (len <= s->unit)
 		return 0;
-	return (len - HDR_BYTES + SSD_CONT_PAYLOAD - 1) / SSD_CONT_PAYLOAD * UNIT;
+	return (len - s->unit + (s->unit - SSD_MAGIC_LEN) - 1) / (s->unit - SSD_MAGIC_LEN) *
+	       s->unit;
 }
 
 /* Lay the part of header h (len bytes) past its room out in units, into c. */
 static void
-cont_image(const unsigned char *h, uint64_t len, unsigned char *c)
+cont_image(const struct ssd *s, const unsigned char *h, uint64_t len, unsigned char *c)
 {
-	uint64_t n = cont_bytes(len) / UNIT;
+	uint64_t n = cont_bytes(s, len) / s->unit;
 
-	memset(c, 0, n * UNIT);
-	for (uint64_t i = 0, from = HDR_BYTES; i < n; i++, from += SSD_CONT_PAYLOAD) {
-		uint64_t k = len - from < SSD_CONT_PAYLOAD ? len - from : SSD_CONT_PAYLOAD;
+	memset(c, 0, n * s->unit);
+	for (uint64_t i = 0, from = s->unit; i < n; i++, from += (s->unit - SSD_MAGIC_LEN)) {
+		uint64_t k = len - from < (s->unit - SSD_MAGIC_LEN) ? len - from
+								    : (s->unit - SSD_MAGIC_LEN);
 
-		memcpy(c + i * UNIT, SSD_CONT_MAGIC, SSD_MAGIC_LEN);
-		memcpy(c + i * UNIT + SSD_MAGIC_LEN, h + from, k);
+		memcpy(c + i * s->unit, SSD_CONT_MAGIC, SSD_MAGIC_LEN);
+		memcpy(c + i * s->unit + SSD_MAGIC_LEN, h + from, k);
 	}
 }
 
 /* Put the continuation units c read back into header h of len bytes; false if one is not one. */
 static bool
-cont_join(unsigned char *h, uint64_t len, const unsigned char *c)
+cont_join(const struct ssd *s, unsigned char *h, uint64_t len, const unsigned char *c)
 {
-	uint64_t n = cont_bytes(len) / UNIT;
+	uint64_t n = cont_bytes(s, len) / s->unit;
 
-	for (uint64_t i = 0, from = HDR_BYTES; i < n; i++, from += SSD_CONT_PAYLOAD) {
-		uint64_t k = len - from < SSD_CONT_PAYLOAD ? len - from : SSD_CONT_PAYLOAD;
+	for (uint64_t i = 0, from = s->unit; i < n; i++, from += (s->unit - SSD_MAGIC_LEN)) {
+		uint64_t k = len - from < (s->unit - SSD_MAGIC_LEN) ? len - from
+								    : (s->unit - SSD_MAGIC_LEN);
 
-		if (memcmp(c + i * UNIT, SSD_CONT_MAGIC, SSD_MAGIC_LEN) != 0)
+		if (memcmp(c + i * s->unit, SSD_CONT_MAGIC, SSD_MAGIC_LEN) != 0)
 			return false;
-		memcpy(h + from, c + i * UNIT + SSD_MAGIC_LEN, k);
+		memcpy(h + from, c + i * s->unit + SSD_MAGIC_LEN, k);
 	}
 	return true;
 }
@@ -936,7 +959,7 @@ ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta 
 	if (!(h = calloc(1, SSD_HDR_MAX)))
 		return mc_err_errno(err, "cannot allocate an ssd header");
 	at = header_build(h, off, len, meta);
-	clen = cont_bytes(at);
+	clen = cont_bytes(s, at);
 	had = cont_get(s, off, &old_at, &old_len);
 	if (clen > 0) {
 		/* Sealed again (pins that came later): the same names, the same units. */
@@ -956,7 +979,7 @@ ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta 
 			mc_err_errno(err, "cannot allocate an ssd header");
 			goto undo;
 		}
-		cont_image(h, at, c);
+		cont_image(s, h, at, c);
 		if (io_all(s->fd, true, c, clen, cat) < 0) {
 			mc_err_errno(err, "cannot write the header at %llu of ssd file '%s'",
 				     (unsigned long long)cat, s->file);
@@ -968,9 +991,9 @@ ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta 
 		goto undo;
 	}
 	/* One write of the header's room: a torn one fails its checksum. */
-	if (io_all(s->fd, true, h, HDR_BYTES, off - HDR_BYTES) < 0) {
+	if (io_all(s->fd, true, h, s->unit, off - s->unit) < 0) {
 		mc_err_errno(err, "cannot write the header at %llu of ssd file '%s'",
-			     (unsigned long long)(off - HDR_BYTES), s->file);
+			     (unsigned long long)(off - s->unit), s->file);
 		if (fresh && had)
 			(void)cont_put(s, off, old_at, old_len);
 		else if (fresh)
@@ -1007,7 +1030,7 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 {
 	static const uint16_t most[4] = { MC_NAME_MAX, MC_KEY_MAX, MC_NAME_MAX, MC_NAME_MAX };
 	uint64_t len = get_le(h + SSD_H_LEN, 4), size = get_le(h + SSD_H_SIZE, 8), at = SSD_H_NAMES;
-	uint64_t data = hdr + HDR_BYTES, cat = get_le(h + SSD_H_CONT, 8), clen = cont_bytes(len);
+	uint64_t data = hdr + s->unit, cat = get_le(h + SSD_H_CONT, 8), clen = cont_bytes(s, len);
 	uint16_t lens[4];
 	const char *names[4];
 
@@ -1027,13 +1050,13 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 	}
 	if (at != len || lens[0] == 0 || lens[1] == 0)
 		return false;
-	if (hdr < SSD_SB_BYTES || hdr > s->end || s->end - hdr <= HDR_BYTES ||
+	if (hdr < SSD_SB_BYTES || hdr > s->end || s->end - hdr <= s->unit ||
 	    get_le(h + SSD_H_OFF, 8) != data || size == 0 || size > s->end - data)
 		return false;
 	if ((clen == 0) != (cat == 0))
 		return false;
-	if (clen > 0 && (cat < SSD_SB_BYTES || cat % UNIT || cat > s->end || s->end - cat < clen ||
-			 (cat < data + size && hdr < cat + clen)))
+	if (clen > 0 && (cat < SSD_SB_BYTES || cat % s->unit || cat > s->end ||
+			 s->end - cat < clen || (cat < data + size && hdr < cat + clen)))
 		return false;
 	*meta = (struct medium_meta){
 		.tenant = names[0],
@@ -1108,8 +1131,8 @@ scan_page(struct ssd *s, struct scan *sc, uint64_t *pos, const unsigned char **p
 		if (d < 0 && errno == ENXIO)
 			return 0;
 		if (d > (off_t)*pos)
-			*pos = (uint64_t)d / UNIT * UNIT;
-		if (*pos >= end || end - *pos <= HDR_BYTES)
+			*pos = (uint64_t)d / s->unit * s->unit;
+		if (*pos >= end || end - *pos <= s->unit)
 			return 0;
 		sc->pos = *pos;
 		sc->len = end - *pos < IO_CHUNK ? end - *pos : IO_CHUNK;
@@ -1134,21 +1157,21 @@ header_read(struct ssd *s, uint64_t pos, unsigned char *h, unsigned char *c, str
 {
 	uint64_t len, cat, clen;
 
-	if (read_range(s, pos, h, HDR_BYTES) < 0)
+	if (read_range(s, pos, h, s->unit) < 0)
 		return mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
 				    (unsigned long long)pos);
 	len = get_le(h + SSD_H_LEN, 4);
-	if (len <= HDR_BYTES || len > SSD_HDR_MAX)
+	if (len <= s->unit || len > SSD_HDR_MAX)
 		return 1;
 	/* Unsigned yet: bounds first, then what the units hold; header_ok judges the rest. */
 	cat = get_le(h + SSD_H_CONT, 8);
-	clen = cont_bytes(len);
-	if (cat < SSD_SB_BYTES || cat % UNIT || cat > s->end || s->end - cat < clen)
+	clen = cont_bytes(s, len);
+	if (cat < SSD_SB_BYTES || cat % s->unit || cat > s->end || s->end - cat < clen)
 		return 0;
 	if (read_range(s, cat, c, clen) < 0)
 		return mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
 				    (unsigned long long)cat);
-	return cont_join(h, len, c);
+	return cont_join(s, h, len, c);
 }
 
 /*
@@ -1161,8 +1184,8 @@ static int
 recover_take(struct ssd *s, uint64_t pos, const unsigned char *h, const struct medium_meta *meta,
 	     struct mc_err *err)
 {
-	uint64_t ext = HDR_BYTES + ROUND_UP(meta->size, UNIT);
-	uint64_t cat = get_le(h + SSD_H_CONT, 8), clen = cont_bytes(get_le(h + SSD_H_LEN, 4));
+	uint64_t ext = s->unit + ROUND_UP(meta->size, s->unit);
+	uint64_t cat = get_le(h + SSD_H_CONT, 8), clen = cont_bytes(s, get_le(h + SSD_H_LEN, 4));
 
 	if (clen > 0 && pages_take(s->pages, cat - SSD_SB_BYTES, clen, err) < 0)
 		return err->code == MC_ERR_INVALID ? 0 : -1;
@@ -1171,7 +1194,7 @@ recover_take(struct ssd *s, uint64_t pos, const unsigned char *h, const struct m
 			pages_release(s->pages, cat - SSD_SB_BYTES, clen);
 		return err->code == MC_ERR_INVALID ? 0 : -1;
 	}
-	if (clen > 0 && cont_put(s, pos + HDR_BYTES, cat, clen) < 0) {
+	if (clen > 0 && cont_put(s, pos + s->unit, cat, clen) < 0) {
 		pages_release(s->pages, cat - SSD_SB_BYTES, clen);
 		pages_release(s->pages, pos - SSD_SB_BYTES, ext);
 		return mc_err_errno(err, "cannot allocate for the ssd scan");
@@ -1184,8 +1207,8 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 {
 	struct ssd *s = ssd_of(m);
 	struct scan sc = { .buf = aligned_buf(IO_CHUNK) };
-	unsigned char *h = aligned_buf(ROUND_UP(SSD_HDR_MAX, UNIT));
-	unsigned char *c = aligned_buf(ROUND_UP(cont_bytes(SSD_HDR_MAX), PAGES_SIZE));
+	unsigned char *h = aligned_buf(ROUND_UP(SSD_HDR_MAX, s->unit));
+	unsigned char *c = aligned_buf(ROUND_UP(cont_bytes(s, SSD_HDR_MAX), PAGES_SIZE));
 	struct mc_checksum_stream *cs = mc_checksum_stream_new();
 	uint64_t pos = SSD_SB_BYTES;
 	const unsigned char *page = NULL;
@@ -1197,7 +1220,7 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		goto out;
 	}
 	/* A file made (or emptied) at open holds nothing but its superblock. */
-	while (!s->fresh && s->end - pos > HDR_BYTES) {
+	while (!s->fresh && s->end - pos > s->unit) {
 		if ((ok = scan_page(s, &sc, &pos, &page, err)) <= 0) {
 			if (ok < 0)
 				goto out;
@@ -1205,7 +1228,7 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		}
 		/* A continuation's units start with their own magic, never a header's. */
 		if (memcmp(page, SSD_MAGIC, SSD_MAGIC_LEN) != 0) {
-			pos += UNIT;
+			pos += s->unit;
 			continue;
 		}
 		/* A header: what is in sc.buf is about to be overwritten. */
@@ -1213,8 +1236,8 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		if ((ok = header_read(s, pos, h, c, err)) < 0)
 			goto out;
 		ok = ok && header_ok(s, h, pos, &meta);
-		if (ok && (ok = data_ok(s, pos + HDR_BYTES, meta.size, meta.checksum, sc.buf, cs,
-					err)) < 0)
+		if (ok &&
+		    (ok = data_ok(s, pos + s->unit, meta.size, meta.checksum, sc.buf, cs, err)) < 0)
 			goto out;
 		if (ok && (ok = recover_take(s, pos, h, &meta, err)) < 0)
 			goto out;
@@ -1226,7 +1249,7 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		if (!ok) {
 			if (drop_found(s, pos, err) < 0)
 				goto out;
-			pos += UNIT;
+			pos += s->unit;
 			continue;
 		}
 		/*
@@ -1235,16 +1258,16 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		 * inside a copy that still verifies would have had to be
 		 * written over that copy without changing a byte of it.
 		 */
-		if (fn(arg, pos + HDR_BYTES, &meta) != 0) {
+		if (fn(arg, pos + s->unit, &meta) != 0) {
 			if (clear_header(s, pos) < 0) {
 				mc_err_errno(err,
 					     "cannot clear the header at %llu of ssd file '%s'",
 					     (unsigned long long)pos, s->file);
 				goto out;
 			}
-			ssd_release(m, pos + HDR_BYTES, meta.size);
+			ssd_release(m, pos + s->unit, meta.size);
 		}
-		pos += HDR_BYTES + ROUND_UP(meta.size, UNIT);
+		pos += s->unit + ROUND_UP(meta.size, s->unit);
 	}
 	r = 0;
 out:
@@ -1261,8 +1284,10 @@ out:
 static void
 ssd_track(struct medium *m, struct medium_order *o, uint64_t len)
 {
+	struct ssd *s = ssd_of(m);
+
 	/* Freeing gives back the header's room and whole units of data (and a continuation). */
-	medium_lru_track(&ssd_of(m)->lru, o, HDR_BYTES + ROUND_UP(len, UNIT));
+	medium_lru_track(&s->lru, o, s->unit + ROUND_UP(len, s->unit));
 }
 
 static void

@@ -8,8 +8,12 @@
  * own field read as zero), the unit and header room the file was laid
  * out with, and the file's key, drawn at random when the file was made
  * and never shown to anyone. Extents follow it, in units of SSD_UNIT (a
- * sector): each its header room of SSD_HDR_BYTES, then the copy's bytes,
- * so a copy of n bytes takes SSD_HDR_BYTES + n rounded up to a unit.
+ * sector; a tier too large for the allocator to count in sectors takes
+ * the smallest power of two up to a page that it can, ssd_unit_for):
+ * each its header's room of one unit, then the copy's bytes, so a copy
+ * of n bytes takes a unit and n rounded up to one. Below, the sizes are
+ * those of a tier in sectors: SSD_HDR_BYTES is the room, and a
+ * continuation's payload is its unit less the magic.
  *
  * An extent header, packed: magic, format (u16), flags (u16), header
  * length (u32), header checksum (u64), data offset, size, version,
@@ -88,6 +92,9 @@
 #define SSD_CONT_PAYLOAD (SSD_UNIT - SSD_MAGIC_LEN)
 
 _Static_assert(MC_NAME_MAX <= 255, "a name's length is a byte");
+
+/* The unit a tier of size bytes is laid out in. */
+uint32_t ssd_unit_for(uint64_t size);
 
 /* The checksum of the len bytes of header h under key (h's checksum field read as zero). */
 uint64_t ssd_header_sum(const unsigned char key[SSD_KEY_BYTES], unsigned char *h, size_t len);

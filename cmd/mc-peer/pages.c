@@ -34,7 +34,7 @@
 #define NWORDS ((NCLASS + 63) / 64)
 #define NIL UINT32_MAX
 /* Page indexes and node indexes are 32-bit; tags store node + 1. */
-#define MAX_PAGES (UINT32_MAX - 2u)
+#define MAX_PAGES PAGES_MAX
 
 struct ext {
 	uint32_t start;

@@ -21,6 +21,8 @@
 #define PAGES_SIZE 4096u
 /* The smallest unit: a disk sector. */
 #define PAGES_MIN_UNIT 512u
+/* The most units one allocator counts. */
+#define PAGES_MAX (UINT32_MAX - 2u)
 
 struct pages;
 

@@ -1022,6 +1022,27 @@ test_superblock(void)
 	TAP_OK(lines == 1, "superblock: one laid out for other headers is started afresh");
 	medium_close(m);
 
+	/* one laid out in larger units, as a larger tier is: they are kept */
+	m = fresh(file, false);
+	medium_close(m);
+	read_at(0, sb, sizeof(sb));
+	le(sb + SSD_SB_PAGE, 2 * SSD_UNIT, 4);
+	le(sb + SSD_SB_HDR, 2 * SSD_UNIT, 4);
+	le(sb + SSD_SB_SUM, 0, 8);
+	le(sb + SSD_SB_SUM, mc_checksum(sb, SSD_SB_USED), 8);
+	write_at(0, sb, sizeof(sb));
+	m = reopen_logged(&f, "afresh", &lines);
+	a = put(m, "a", 100, 1);
+	TAP_OK(lines == 0 && medium_used(m) == 4 * SSD_UNIT && a == SSD_SB_BYTES + 2 * SSD_UNIT &&
+		       m->page == 2 * SSD_UNIT && m->per_copy == 2 * SSD_UNIT,
+	       "superblock: one laid out in units of %u keeps them, its room with them",
+	       2 * SSD_UNIT);
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.off[0] == a && medium_used(m) == 4 * SSD_UNIT,
+	       "superblock: and its copies come back");
+	medium_close(m);
+
 	/* too short to hold one: a file cut by hand, or made and never written */
 	if (truncate(file, 100) < 0)
 		bail("cannot truncate %s", file);
@@ -1265,6 +1286,20 @@ fill_ratio(size_t len, size_t names, const char *what)
 	unlink(file);
 	free(b);
 	return ratio;
+}
+
+/* The unit grows only when the allocator could not count a tier in sectors. */
+static void
+test_unit_for(void)
+{
+	TAP_OK(ssd_unit_for(SIZE) == SSD_UNIT && ssd_unit_for(1ull << 40) == SSD_UNIT &&
+		       ssd_unit_for((uint64_t)PAGES_MAX * SSD_UNIT) == SSD_UNIT,
+	       "unit: a tier of up to %llu bytes is laid out in sectors",
+	       (unsigned long long)PAGES_MAX * SSD_UNIT);
+	TAP_OK(ssd_unit_for(1ull << 41) == 2 * SSD_UNIT &&
+		       ssd_unit_for((uint64_t)PAGES_MAX * PAGES_SIZE) == PAGES_SIZE &&
+		       ssd_unit_for(1ull << 50) == PAGES_SIZE,
+	       "unit: a larger one in the smallest power of two that counts it, a page at most");
 }
 
 static void
@@ -1520,6 +1555,7 @@ main(void)
 	test_pool();
 	test_long_names();
 	test_old_format();
+	test_unit_for();
 	test_overhead();
 	rmdir(dir);
 	return tap_done();
