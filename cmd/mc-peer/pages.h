@@ -14,6 +14,8 @@
 #ifndef MC_PEER_PAGES_H
 #define MC_PEER_PAGES_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mc/err.h"
@@ -49,6 +51,18 @@ int pages_alloc(struct pages *a, uint64_t len, uint64_t *off, struct mc_err *err
  * its allocation. MC_ERR_INVALID when they are not free.
  */
 int pages_take(struct pages *a, uint64_t off, uint64_t len, struct mc_err *err);
+/*
+ * pages_take for each of n ranges sorted by offset, in one pass over the
+ * free extents (pages_take is quick only for ranges taken in ascending
+ * order): taken says whether a range was free and is now reserved; one
+ * that overlaps space taken before, or an earlier range, is not. -1
+ * when bookkeeping memory ran out (then some may be taken: see taken).
+ */
+struct pages_range {
+	uint64_t off, len;
+	bool taken;
+};
+int pages_take_sorted(struct pages *a, struct pages_range *r, size_t n, struct mc_err *err);
 /* Give back what pages_alloc(len) or pages_take(len) reserved at off. Never fails. */
 void pages_release(struct pages *a, uint64_t off, uint64_t len);
 
