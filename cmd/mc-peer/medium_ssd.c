@@ -1175,31 +1175,96 @@ header_read(struct ssd *s, uint64_t pos, unsigned char *h, unsigned char *c, str
 }
 
 /*
- * Take back the space of the copy whose header at pos decoded to meta:
- * 1, or 0 when it overlaps space taken already (a header this peer
- * signed over a copy that was freed and reused: not a copy), -1 on an
- * error.
+ * A copy found whose header has a continuation: its data's space taken
+ * back in the scan, its continuation's (which may lie anywhere) after
+ * it, all of them in one pass.
+ */
+struct later {
+	uint64_t pos, cat, clen, size;
+};
+
+struct laters {
+	struct later *v;
+	size_t n, cap;
+};
+
+static int
+later_add(struct laters *l, struct later x)
+{
+	struct later *v;
+
+	if (l->n == l->cap) {
+		if (!(v = realloc(l->v, (l->cap ? 2 * l->cap : 64) * sizeof(*v))))
+			return -1;
+		l->v = v;
+		l->cap = l->cap ? 2 * l->cap : 64;
+	}
+	l->v[l->n++] = x;
+	return 0;
+}
+
+static int
+later_cmp(const void *x, const void *y)
+{
+	const struct later *a = x, *b = y;
+
+	return (a->cat > b->cat) - (a->cat < b->cat);
+}
+
+/*
+ * Take back the continuations of the copies in l, then offer those whose
+ * continuation was free to fn, their headers read again into h through
+ * c; a continuation over space taken already (a copy's, or another
+ * continuation's) makes its copy not one.
  */
 static int
-recover_take(struct ssd *s, uint64_t pos, const unsigned char *h, const struct medium_meta *meta,
-	     struct mc_err *err)
+recover_laters(struct medium *m, struct laters *l, medium_found_fn fn, void *arg, unsigned char *h,
+	       unsigned char *c, struct mc_err *err)
 {
-	uint64_t ext = s->unit + ROUND_UP(meta->size, s->unit);
-	uint64_t cat = get_le(h + SSD_H_CONT, 8), clen = cont_bytes(s, get_le(h + SSD_H_LEN, 4));
+	struct ssd *s = ssd_of(m);
+	struct pages_range *r;
+	struct medium_meta meta;
+	bool good;
+	int ok;
 
-	if (clen > 0 && pages_take(s->pages, cat - SSD_SB_BYTES, clen, err) < 0)
-		return err->code == MC_ERR_INVALID ? 0 : -1;
-	if (pages_take(s->pages, pos - SSD_SB_BYTES, ext, err) < 0) {
-		if (clen > 0)
-			pages_release(s->pages, cat - SSD_SB_BYTES, clen);
-		return err->code == MC_ERR_INVALID ? 0 : -1;
-	}
-	if (clen > 0 && cont_put(s, pos + s->unit, cat, clen) < 0) {
-		pages_release(s->pages, cat - SSD_SB_BYTES, clen);
-		pages_release(s->pages, pos - SSD_SB_BYTES, ext);
+	if (l->n == 0)
+		return 0;
+	qsort(l->v, l->n, sizeof(*l->v), later_cmp);
+	if (!(r = calloc(l->n, sizeof(*r))))
 		return mc_err_errno(err, "cannot allocate for the ssd scan");
+	for (size_t i = 0; i < l->n; i++)
+		r[i] = (struct pages_range){ l->v[i].cat - SSD_SB_BYTES, l->v[i].clen, false };
+	if (pages_take_sorted(s->pages, r, l->n, err) < 0)
+		goto fail;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct later *x = &l->v[i];
+
+		if (r[i].taken && cont_put(s, x->pos + s->unit, x->cat, x->clen) < 0) {
+			mc_err_errno(err, "cannot allocate for the ssd scan");
+			goto fail;
+		}
+		ok = r[i].taken ? header_read(s, x->pos, h, c, err) : 0;
+		if (ok < 0)
+			goto fail;
+		good = ok && header_ok(s, h, x->pos, &meta);
+		if (good && fn(arg, x->pos + s->unit, &meta) == 0)
+			continue;
+		/* Not a copy, or handed back: its space goes, its header first. */
+		if (!good)
+			atomic_fetch_add(&s->m.io.corrupt, 1);
+		if (clear_header(s, x->pos) < 0) {
+			mc_err_errno(err, "cannot clear the header at %llu of ssd file '%s'",
+				     (unsigned long long)x->pos, s->file);
+			goto fail;
+		}
+		ssd_release(m, x->pos + s->unit, x->size);
 	}
-	return 1;
+	free(r);
+	return 0;
+fail:
+	/* What is left taken stays: a recovery that fails stops the medium's use. */
+	free(r);
+	return -1;
 }
 
 static int
@@ -1210,7 +1275,8 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 	unsigned char *h = aligned_buf(ROUND_UP(SSD_HDR_MAX, s->unit));
 	unsigned char *c = aligned_buf(ROUND_UP(cont_bytes(s, SSD_HDR_MAX), PAGES_SIZE));
 	struct mc_checksum_stream *cs = mc_checksum_stream_new();
-	uint64_t pos = SSD_SB_BYTES;
+	struct laters l = { 0 };
+	uint64_t pos = SSD_SB_BYTES, ext, clen;
 	const unsigned char *page = NULL;
 	struct medium_meta meta;
 	int r = -1, ok;
@@ -1239,8 +1305,13 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		if (ok &&
 		    (ok = data_ok(s, pos + s->unit, meta.size, meta.checksum, sc.buf, cs, err)) < 0)
 			goto out;
-		if (ok && (ok = recover_take(s, pos, h, &meta, err)) < 0)
-			goto out;
+		ext = s->unit + ROUND_UP(meta.size, s->unit);
+		/* Over space taken already: a header this peer signed over a copy since freed. */
+		if (ok && pages_take(s->pages, pos - SSD_SB_BYTES, ext, err) < 0) {
+			if (err->code != MC_ERR_INVALID)
+				goto out;
+			ok = 0;
+		}
 		/*
 		 * Not a copy: torn, corrupt, stale, or bytes a client wrote that
 		 * look like a header. It may lie over newer extents: look on from
@@ -1258,7 +1329,14 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		 * inside a copy that still verifies would have had to be
 		 * written over that copy without changing a byte of it.
 		 */
-		if (fn(arg, pos + s->unit, &meta) != 0) {
+		clen = cont_bytes(s, get_le(h + SSD_H_LEN, 4));
+		if (clen > 0) {
+			if (later_add(&l, (struct later){ pos, get_le(h + SSD_H_CONT, 8), clen,
+							  meta.size }) < 0) {
+				mc_err_errno(err, "cannot allocate for the ssd scan");
+				goto out;
+			}
+		} else if (fn(arg, pos + s->unit, &meta) != 0) {
 			if (clear_header(s, pos) < 0) {
 				mc_err_errno(err,
 					     "cannot clear the header at %llu of ssd file '%s'",
@@ -1267,12 +1345,15 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 			}
 			ssd_release(m, pos + s->unit, meta.size);
 		}
-		pos += s->unit + ROUND_UP(meta.size, s->unit);
+		pos += ext;
 	}
+	if (recover_laters(m, &l, fn, arg, h, c, err) < 0)
+		goto out;
 	r = 0;
 out:
 	atomic_store(&s->recovered, true);
 	mc_checksum_stream_free(cs);
+	free(l.v);
 	free(sc.buf);
 	free(h);
 	free(c);

@@ -1405,6 +1405,86 @@ test_long_names(void)
 	unlink(file);
 }
 
+/* Seal len bytes of b at off for key (key_len bytes), tenant "t". */
+static void
+seal_as(struct medium *m, uint64_t off, const unsigned char *b, size_t len, const char *key,
+	size_t key_len)
+{
+	struct mc_err err;
+
+	if (medium_write(m, off, b, len, &err) < 0 ||
+	    medium_seal(m, off, len,
+			&(struct medium_meta){ .tenant = "t",
+					       .tenant_len = 1,
+					       .key = key,
+					       .key_len = (uint16_t)key_len,
+					       .version = 1,
+					       .size = len,
+					       .checksum = mc_checksum(b, len) },
+			&err) < 0)
+		bail("cannot seal at %llu: %s", (unsigned long long)off, err.msg);
+}
+
+/*
+ * Where continuations lie: in a hole before their copy, and, put back by
+ * hand, over another copy's bytes.
+ */
+static void
+test_cont_places(void)
+{
+	static char key[1000];
+	static struct found f;
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	unsigned char b[100], cont_bytes[2 * SSD_UNIT], stub[SSD_UNIT], mb[3 * SSD_UNIT];
+	uint64_t f0, f1, l, cat, mo;
+	struct medium_io io;
+
+	magic_key(key, sizeof(key));
+	fill(b, sizeof(b), 8);
+	/* a filler, a hole, the long-named copy after it: its continuation goes in the hole */
+	medium_alloc(m, sizeof(b), &f0, &err);
+	medium_alloc(m, sizeof(b), &f1, &err);
+	medium_alloc(m, sizeof(b), &l, &err);
+	medium_release(m, f1, sizeof(b));
+	seal_as(m, l, b, sizeof(b), key, sizeof(key));
+	medium_close(m);
+	read_at(l - hdr + SSD_H_CONT, &cat, sizeof(cat));
+	TAP_OK(cat == f1 - hdr, "continuation: a hole before its copy takes it");
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == l && f.meta[0].key_len == sizeof(key) && io.corrupt == 0 &&
+		       medium_used(m) == 2 * SSD_UNIT + 2 * SSD_UNIT,
+	       "continuation: before its copy, it is taken back with it (used %llu)",
+	       (unsigned long long)medium_used(m));
+
+	/* the copy goes, then one whose bytes are the old continuation's, where it lay */
+	read_at(cat, cont_bytes, sizeof(cont_bytes));
+	read_at(l - hdr, stub, sizeof(stub));
+	medium_release(m, l, sizeof(b));
+	TAP_OK(medium_used(m) == 0, "continuation: given back with its copy (the filler, never "
+				    "sealed, did not come back)");
+	memset(mb, 'm', sizeof(mb));
+	memcpy(mb + SSD_UNIT, cont_bytes, sizeof(cont_bytes));
+	medium_alloc(m, sizeof(mb), &mo, &err);
+	seal_as(m, mo, mb, sizeof(mb), "m", 1);
+	medium_close(m);
+	/* and the long-named copy's header put back: signed, whole, its continuation intact */
+	if (mo + SSD_UNIT != cat || mo + sizeof(mb) > l - hdr)
+		bail("the copy over the continuation is not where it was meant to be");
+	write_at(l - hdr, stub, sizeof(stub));
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == mo && io.corrupt == 1 && medium_used(m) == hdr + sizeof(mb),
+	       "continuation: one over another copy's bytes is no copy's; that copy is kept");
+	medium_close(m);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && io.corrupt == 0, "continuation: and the header refused was cleared");
+	medium_close(m);
+	unlink(file);
+}
+
 /* ---- a file of another format ---- */
 
 /* A superblock as format fmt laid it out, with its checksum right, over a file of SIZE. */
@@ -1554,6 +1634,7 @@ main(void)
 	test_other_file();
 	test_pool();
 	test_long_names();
+	test_cont_places();
 	test_old_format();
 	test_unit_for();
 	test_overhead();
