@@ -44,20 +44,22 @@
  * signed with the file's key, its names have the lengths a seal takes,
  * and it names its own place and an extent inside the file (bounds
  * checked so that no field wraps an offset), with its continuation
- * joined to it when it has one. It then verifies every
- * copy's bytes against the checksum in its header, before it is
- * offered: a torn or corrupt copy, or a header not believed (or one
- * whose space overlaps a copy taken already), is cleared and counted,
- * never served. A header inside a copy that verifies is
- * that copy's data: one this peer signed could only be there had it been
- * written over the copy without changing a byte of it. A released
- * extent's bytes put back in place by someone who can write the file
- * are indistinguishable from the copy; the pool keeps the newest
- * version of a key, and the master drops versions it does not have.
- * Verifying at start reads every sealed byte once per restart; in
- * exchange every copy the peer reports is known good, and no read ever
- * waits on a first check. A clean stop leaves the copies sealed, as a
- * crash does.
+ * joined to it when it has one. It then verifies every copy's bytes
+ * against the checksum in its header, before it is offered: a torn or
+ * corrupt copy, or a header not believed (or one whose space overlaps
+ * a copy taken already), is cleared and counted, never served. The scan
+ * takes extents back in ascending order, which the allocator does
+ * quickly; continuations, which may lie anywhere, are taken after it in
+ * one sorted pass (pages_take_sorted), and their copies offered then. A
+ * header inside a copy that verifies is that copy's data: one this peer
+ * signed could only be there had it been written over the copy without
+ * changing a byte of it. A released extent's bytes put back in place by
+ * someone who can write the file are indistinguishable from the copy;
+ * the pool keeps the newest version of a key, and the master drops
+ * versions it does not have. Verifying at start reads every sealed byte
+ * once per restart; in exchange every copy the peer reports is known
+ * good, and no read ever waits on a first check. A clean stop leaves the
+ * copies sealed, as a crash does.
  *
  * I/O: the loop hands a client's write (with its seal) and a cold read
  * to the disk queue (diskq.h), whose workers call write and read; only
