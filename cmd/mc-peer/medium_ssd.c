@@ -9,26 +9,33 @@
  * size than before are lost), and it is locked, so two peers never share
  * it. The size is what copies may take, headers included: used never
  * exceeds it, and the superblock is not part of it. The page allocator
- * (pages.h) hands out the space after the superblock, with no memory
- * behind it.
+ * (pages.h) hands out the space after the superblock in units of a
+ * sector (SSD_UNIT), with no memory behind it.
  *
  * The layout is in medium_ssd.h. The superblock holds the file's key,
  * drawn at random when the file is made and written (and synced) before
  * any header is signed with it. A file whose superblock is missing (the
- * format 1 had none), of another format or layout, or damaged, is
- * started afresh, with one line saying why: without its key nothing in
- * it can be told from bytes a client wrote.
+ * format 1 had none), of another layout, or damaged, is started afresh,
+ * with one line saying why: without its key nothing in it can be told
+ * from bytes a client wrote. One of another format (an older peer's,
+ * or a newer one's) is refused, the file left as it is: its copies may
+ * matter to someone, and the message says how to go on.
  *
- * An extent is a header of HDR_BYTES (whole pages) followed by the
- * copy's bytes, page-aligned: alloc hands out the data's offset and
- * keeps the header's pages in front of it, so used counts both. seal
- * writes the header after the bytes have landed: the copy's metadata,
- * its checksum and the header's checksum, SipHash under the file's key.
- * A copy's bytes are whatever its client sent, so they may hold, at a
- * page boundary, what looks like a header naming any tenant and key with
- * a right data checksum; only the key tells it from one this peer
- * sealed, and no client has the key. unseal clears the header's magic
- * when a copy is dropped for good (a reader may still hold its bytes),
+ * An extent is a header's room of one unit followed by the copy's
+ * bytes in whole units: alloc hands out the data's offset and keeps the
+ * room in front of it, so used counts both, and a copy of n bytes takes
+ * medium_footprint(n). seal writes the header after the bytes have
+ * landed: the copy's metadata, its checksum and the header's checksum,
+ * SipHash under the file's key. Names too long for the room (400 bytes
+ * of tenant, key, type and group together) put the rest of the header
+ * in a continuation that seal allocates: used counts it, the footprint
+ * does not, and release gives it back. A copy's bytes are whatever its
+ * client sent, so they may hold, at a unit boundary, what looks like a
+ * header naming any tenant and key with a right data checksum; only the
+ * key tells it from one this peer sealed, and no client has the key. A
+ * continuation's units each start with a magic of their own, so its
+ * names never pass for a header. unseal clears the header's magic when
+ * a copy is dropped for good (a reader may still hold its bytes),
  * release again before the space is reused, so a dropped copy never
  * comes back.
  *
@@ -36,30 +43,38 @@
  * and the extents it found, and believes a header only when it is
  * signed with the file's key, its names have the lengths a seal takes,
  * and it names its own place and an extent inside the file (bounds
- * checked so that no field wraps an offset). It then verifies every
- * copy's bytes against the checksum in its header, before it is
- * offered: a torn or corrupt copy, or a header not believed, is cleared
- * and counted, never served. A header inside a copy that verifies is
- * that copy's data: one this peer signed could only be there had it been
- * written over the copy without changing a byte of it. A released
- * extent's bytes put back in place by someone who can write the file
- * are indistinguishable from the copy; the pool keeps the newest
- * version of a key, and the master drops versions it does not have.
- * Verifying at start reads every sealed byte once per restart; in
- * exchange every copy the peer reports is known good, and no read ever
- * waits on a first check. A clean stop leaves the copies sealed, as a
- * crash does.
+ * checked so that no field wraps an offset), with its continuation
+ * joined to it when it has one. It then verifies every copy's bytes
+ * against the checksum in its header, before it is offered: a torn or
+ * corrupt copy, or a header not believed (or one whose space overlaps
+ * a copy taken already), is cleared and counted, never served. The scan
+ * takes extents back in ascending order, which the allocator does
+ * quickly; continuations, which may lie anywhere, are taken after it in
+ * one sorted pass (pages_take_sorted), and their copies offered then. A
+ * header inside a copy that verifies is that copy's data: one this peer
+ * signed could only be there had it been written over the copy without
+ * changing a byte of it. A released extent's bytes put back in place by
+ * someone who can write the file are indistinguishable from the copy;
+ * the pool keeps the newest version of a key, and the master drops
+ * versions it does not have. Verifying at start reads every sealed byte
+ * once per restart; in exchange every copy the peer reports is known
+ * good, and no read ever waits on a first check. A clean stop leaves the
+ * copies sealed, as a crash does.
  *
  * I/O: the loop hands a client's write (with its seal) and a cold read
  * to the disk queue (diskq.h), whose workers call write and read; only
  * when the queue's staging budget is spent does a write land through a
  * bulk sink (pwrite from the connection's staging buffer) or a read's
- * reply go out with sendfile, both on a buffered descriptor. The mover's copies in
- * (write), reads into a buffer and the checks at recovery use a second,
- * O_DIRECT descriptor when conf->direct asks and the filesystem allows
- * it (tmpfs does not: one log line, then buffered I/O): whole pages go
- * direct, from the caller's buffer when it is page-aligned, else through
- * a bounded aligned one; a write's unaligned tail goes buffered. Nothing
+ * reply go out with sendfile, both on a buffered descriptor. The mover's
+ * copies in (write), reads into a buffer and the checks at recovery use
+ * a second, O_DIRECT descriptor when conf->direct asks and the
+ * filesystem allows it (tmpfs does not: one log line, then buffered
+ * I/O): the whole 4 KiB pages inside a range go direct, from the
+ * caller's buffer when it is page-aligned, else through a bounded
+ * aligned one; the partial pages at its ends go buffered, as headers
+ * do, since extents laid out in sectors share pages with their
+ * neighbours and a direct write must never cover a neighbour's bytes
+ * that the page cache may hold newer. Nothing
  * else is fsynced: copies survive the peer being killed, not the
  * machine losing power.
  *
@@ -69,6 +84,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +112,6 @@ _Static_assert(crypto_shorthash_KEYBYTES == SSD_KEY_BYTES, "the file's key is a 
 _Static_assert(crypto_shorthash_BYTES == 8, "a header's checksum is 64 bits");
 
 #define ROUND_UP(n, a) (((n) + (a)-1) / (a) * (a))
-#define HDR_BYTES SSD_HDR_BYTES
 /* The most one direct transfer or recovery read holds in memory. */
 #define IO_CHUNK (1u << 20)
 
@@ -109,15 +124,118 @@ struct ssd {
 	char *file, *dir;
 	unsigned char key[SSD_KEY_BYTES]; /* the superblock's: what signs headers */
 	uint64_t end;			  /* the file's size: the superblock and the extents */
+	uint32_t unit;			  /* what extents are laid out in, and a header's room */
 	bool fresh;	       /* the file is new or started afresh: nothing to recover */
 	atomic_bool recovered; /* recover ran: alloc may hand out space */
 	struct medium_lru lru;
+	/* The continuations of headers longer than their room, by data offset. */
+	pthread_mutex_t cmu;
+	struct cont **conts;
+	size_t nconts, cbuckets;
+};
+
+/* A header's continuation: units of their own at at, len bytes. */
+struct cont {
+	uint64_t data, at, len;
+	struct cont *next;
 };
 
 static struct ssd *
 ssd_of(struct medium *m)
 {
 	return (struct ssd *)m;
+}
+
+/* ---- continuations ---- */
+
+static struct cont **
+cont_slot(struct ssd *s, uint64_t data)
+{
+	struct cont **c = &s->conts[(data / s->unit * 0x9e3779b97f4a7c15ull >> 20) % s->cbuckets];
+
+	while (*c && (*c)->data != data)
+		c = &(*c)->next;
+	return c;
+}
+
+/* Grow the table so that one more fits without a long chain; -1 when memory ran out. */
+static int
+cont_room(struct ssd *s)
+{
+	size_t nb = s->cbuckets ? 2 * s->cbuckets : 64;
+	struct cont **old = s->conts, **b, *c, *next;
+	size_t ob = s->cbuckets;
+
+	if (s->nconts < s->cbuckets)
+		return 0;
+	if (!(b = calloc(nb, sizeof(*b))))
+		return -1;
+	s->conts = b;
+	s->cbuckets = nb;
+	for (size_t i = 0; i < ob; i++)
+		for (c = old[i]; c; c = next) {
+			next = c->next;
+			c->next = NULL;
+			*cont_slot(s, c->data) = c;
+		}
+	free(old);
+	return 0;
+}
+
+/* The continuation of the copy at data, if it has one: its place in *at and *len. */
+static bool
+cont_get(struct ssd *s, uint64_t data, uint64_t *at, uint64_t *len)
+{
+	struct cont *c = NULL;
+
+	pthread_mutex_lock(&s->cmu);
+	if (s->cbuckets > 0 && (c = *cont_slot(s, data)) != NULL) {
+		*at = c->at;
+		*len = c->len;
+	}
+	pthread_mutex_unlock(&s->cmu);
+	return c != NULL;
+}
+
+/* Remember (or replace) the continuation of the copy at data; -1 when memory ran out. */
+static int
+cont_put(struct ssd *s, uint64_t data, uint64_t at, uint64_t len)
+{
+	struct cont **slot, *c;
+	int r = -1;
+
+	pthread_mutex_lock(&s->cmu);
+	if (cont_room(s) == 0) {
+		slot = cont_slot(s, data);
+		if ((c = *slot) == NULL && (c = calloc(1, sizeof(*c))) != NULL) {
+			*slot = c;
+			s->nconts++;
+		}
+		if (c) {
+			*c = (struct cont){ .data = data, .at = at, .len = len, .next = c->next };
+			r = 0;
+		}
+	}
+	pthread_mutex_unlock(&s->cmu);
+	return r;
+}
+
+/* Forget the continuation of the copy at data, handing its place back in *at and *len. */
+static bool
+cont_take(struct ssd *s, uint64_t data, uint64_t *at, uint64_t *len)
+{
+	struct cont **slot, *c = NULL;
+
+	pthread_mutex_lock(&s->cmu);
+	if (s->cbuckets > 0 && (c = *(slot = cont_slot(s, data))) != NULL) {
+		*slot = c->next;
+		s->nconts--;
+		*at = c->at;
+		*len = c->len;
+		free(c);
+	}
+	pthread_mutex_unlock(&s->cmu);
+	return c != NULL;
 }
 
 /* ---- plain I/O ---- */
@@ -210,48 +328,57 @@ direct_pages(struct ssd *s, bool wr, const void *data, uint64_t len, uint64_t of
 	return 0;
 }
 
-/* Read len bytes at off into buf, direct where it can. */
+/*
+ * Move len bytes at off from or into buf, direct where it can: only the
+ * whole 4 KiB pages inside the range go direct, so that no page the
+ * page cache may hold for a neighbour (extents share pages: they are
+ * laid out in sectors) is written past it. The partial pages at either
+ * end go through the buffered descriptor, as headers do.
+ */
 static int
-read_range(struct ssd *s, uint64_t off, void *buf, uint64_t len)
+range_io(struct ssd *s, bool wr, uint64_t off, const void *data, uint64_t len)
 {
-	uint64_t body = len / PAGES_SIZE * PAGES_SIZE;
-	unsigned char *tail;
+	const unsigned char *buf = data;
+	uint64_t head = (PAGES_SIZE - off % PAGES_SIZE) % PAGES_SIZE, body, tail;
 
-	if (s->dfd < 0 || off % PAGES_SIZE)
-		return io_all(s->fd, false, buf, len, off);
-	if (body > 0 && direct_pages(s, false, buf, body, off) < 0)
+	if (s->dfd < 0)
+		return io_all(s->fd, wr, buf, len, off);
+	if (head > len)
+		head = len;
+	body = (len - head) / PAGES_SIZE * PAGES_SIZE;
+	tail = len - head - body;
+	if (head > 0 && io_all(s->fd, wr, buf, head, off) < 0)
 		return -1;
-	if (body == len)
-		return 0;
-	/* The last page is the extent's own, whole in the file: read it all. */
-	if (!(tail = aligned_buf(PAGES_SIZE)))
+	if (body > 0 && direct_pages(s, wr, buf + head, body, off + head) < 0)
 		return -1;
-	if (io_all(s->dfd, false, tail, PAGES_SIZE, off + body) < 0) {
-		free(tail);
+	if (tail > 0 && io_all(s->fd, wr, buf + head + body, tail, off + head + body) < 0)
 		return -1;
-	}
-	memcpy((unsigned char *)buf + body, tail, len - body);
-	free(tail);
 	return 0;
 }
 
-/*
- * Write len bytes from buf at off, direct where it can. Only whole pages
- * go direct: the bytes after an unaligned tail may be the copy's own.
- */
+static int
+read_range(struct ssd *s, uint64_t off, void *buf, uint64_t len)
+{
+	return range_io(s, false, off, buf, len);
+}
+
 static int
 write_range(struct ssd *s, uint64_t off, const void *buf, uint64_t len)
 {
-	uint64_t body = len / PAGES_SIZE * PAGES_SIZE;
-
-	if (s->dfd < 0 || off % PAGES_SIZE)
-		return io_all(s->fd, true, buf, len, off);
-	if (body > 0 && direct_pages(s, true, buf, body, off) < 0)
-		return -1;
-	return io_all(s->fd, true, (const unsigned char *)buf + body, len - body, off + body);
+	return range_io(s, true, off, buf, len);
 }
 
 /* ---- open and close ---- */
+
+uint32_t
+ssd_unit_for(uint64_t size)
+{
+	uint32_t unit = SSD_UNIT;
+
+	while (unit < PAGES_SIZE && size / unit > PAGES_MAX)
+		unit *= 2;
+	return unit;
+}
 
 static void
 ssd_close(struct medium *m)
@@ -263,6 +390,13 @@ ssd_close(struct medium *m)
 	if (s->fd >= 0)
 		close(s->fd);
 	pages_free(s->pages);
+	for (size_t i = 0; i < s->cbuckets; i++)
+		for (struct cont *c = s->conts[i], *next; c; c = next) {
+			next = c->next;
+			free(c);
+		}
+	free(s->conts);
+	pthread_mutex_destroy(&s->cmu);
 	free(s->file);
 	free(s->dir);
 	sodium_memzero(s->key, sizeof(s->key));
@@ -368,9 +502,15 @@ sb_read(struct ssd *s, char *why, size_t cap, struct mc_err *err)
 	fmt = get_le(sb + SSD_SB_FORMAT, 4);
 	len = get_le(sb + SSD_SB_LEN, 4);
 	if (fmt != SSD_FORMAT) {
-		snprintf(why, cap, "is of format %llu, not %u", (unsigned long long)fmt,
-			 SSD_FORMAT);
-		return 0;
+		/*
+		 * Another format's file (an older peer's, or a newer one's) may
+		 * hold copies someone wants: it is not this peer's to empty.
+		 */
+		return mc_err_set(err, MC_ERR_VERSION,
+				  "ssd file '%s' is in format %llu; this peer writes format %u: "
+				  "move it away (or remove it) to start the tier afresh without "
+				  "its copies, or run the mc-peer that wrote it",
+				  s->file, (unsigned long long)fmt, SSD_FORMAT);
 	}
 	if (len < SSD_SB_USED || len > sizeof(sb) ||
 	    get_le(sb + SSD_SB_SUM, 8) != sb_sum(sb, len)) {
@@ -379,13 +519,18 @@ sb_read(struct ssd *s, char *why, size_t cap, struct mc_err *err)
 	}
 	page = get_le(sb + SSD_SB_PAGE, 4);
 	hdr = get_le(sb + SSD_SB_HDR, 4);
-	if (page != PAGES_SIZE || hdr != HDR_BYTES) {
+	/*
+	 * A unit larger than this size needs, from when the tier was larger,
+	 * is kept: it still counts the space, and the copies stay where they are.
+	 */
+	if (page < s->unit || page > PAGES_SIZE || (page & (page - 1)) || hdr != page) {
 		snprintf(why, cap,
-			 "was laid out in pages of %llu bytes and headers of %llu, not %u and %u",
-			 (unsigned long long)page, (unsigned long long)hdr, PAGES_SIZE,
-			 (unsigned)HDR_BYTES);
+			 "was laid out in units of %llu bytes and headers of %llu, not %u and %u",
+			 (unsigned long long)page, (unsigned long long)hdr, s->unit,
+			 (unsigned)s->unit);
 		return 0;
 	}
+	s->unit = (uint32_t)page;
 	memcpy(s->key, sb + SSD_SB_KEY, SSD_KEY_BYTES);
 	return 1;
 }
@@ -403,8 +548,8 @@ sb_write(struct ssd *s, struct mc_err *err)
 	memcpy(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN);
 	put_le(sb + SSD_SB_FORMAT, SSD_FORMAT, 4);
 	put_le(sb + SSD_SB_LEN, SSD_SB_USED, 4);
-	put_le(sb + SSD_SB_PAGE, PAGES_SIZE, 4);
-	put_le(sb + SSD_SB_HDR, HDR_BYTES, 4);
+	put_le(sb + SSD_SB_PAGE, s->unit, 4);
+	put_le(sb + SSD_SB_HDR, s->unit, 4);
 	memcpy(sb + SSD_SB_KEY, s->key, SSD_KEY_BYTES);
 	put_le(sb + SSD_SB_SUM, sb_sum(sb, SSD_SB_USED), 8);
 	if (io_all(s->fd, true, sb, sizeof(sb), 0) < 0 || fdatasync(s->fd) < 0)
@@ -444,7 +589,7 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	struct ssd *s;
 	char why[160];
 	bool created = false;
-	int ok;
+	int ok = 0;
 
 	if (!conf->path || !*conf->path) {
 		mc_err_set(err, MC_ERR_INVALID, "the %s tier needs a path",
@@ -461,7 +606,10 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 	}
 	s->fd = s->dfd = -1;
 	medium_lru_init(&s->lru);
-	if (ssd_paths(s, conf->path, err) < 0 || !(s->pages = pages_new(conf->size, err)))
+	pthread_mutex_init(&s->cmu, NULL);
+	s->unit = ssd_unit_for(conf->size);
+	if (ssd_paths(s, conf->path, err) < 0 ||
+	    !(s->pages = pages_new_unit(conf->size, s->unit, err)))
 		goto fail;
 	/* The size is what copies may take: the superblock comes on top. */
 	s->end = SSD_SB_BYTES + pages_capacity(s->pages);
@@ -494,6 +642,11 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 		}
 		s->fresh = true;
 	}
+	if (ok == 1 && s->unit != ssd_unit_for(conf->size)) {
+		pages_free(s->pages);
+		if (!(s->pages = pages_new_unit(conf->size, s->unit, err)))
+			goto fail;
+	}
 	/* Space beyond the size could hold no extent the allocator knows of. */
 	if (fits_on_disk(s, err) < 0)
 		goto fail;
@@ -506,8 +659,9 @@ ssd_open(const struct medium_conf *conf, struct mc_err *err)
 		goto fail;
 	if (conf->direct)
 		s->dfd = open_direct(s);
-	s->m.page = PAGES_SIZE;
-	s->m.per_copy = HDR_BYTES;
+	/* A long key's continuation is on top: used counts it, the footprint does not. */
+	s->m.page = s->unit;
+	s->m.per_copy = s->unit;
 	return &s->m;
 fail:
 	/* A file made here holds nothing: it goes, not to fill the disk it did not fit. */
@@ -534,9 +688,9 @@ ssd_alloc(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err)
 		MC_BUG("ssd space handed out before recovery");
 	if (len == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "an ssd extent needs at least one byte");
-	if (pages_alloc(s->pages, HDR_BYTES + len, off, err) < 0)
+	if (pages_alloc(s->pages, s->unit + len, off, err) < 0)
 		return -1;
-	*off += SSD_SB_BYTES + HDR_BYTES;
+	*off += SSD_SB_BYTES + s->unit;
 	return 0;
 }
 
@@ -557,9 +711,9 @@ ssd_unseal(struct medium *m, uint64_t off, uint64_t len)
 	/* Nothing was allocated for an empty copy (as in pages_release). */
 	if (len == 0)
 		return;
-	if (clear_header(s, off - HDR_BYTES) < 0)
+	if (clear_header(s, off - s->unit) < 0)
 		mc_warn("ssd file '%s': cannot clear the header at %llu: %s", s->file,
-			(unsigned long long)(off - HDR_BYTES), strerror(errno));
+			(unsigned long long)(off - s->unit), strerror(errno));
 }
 
 static void
@@ -567,10 +721,15 @@ ssd_release(struct medium *m, uint64_t off, uint64_t len)
 {
 	struct ssd *s = ssd_of(m);
 
+	uint64_t at, clen;
+
 	if (len == 0)
 		return;
 	ssd_unseal(m, off, len);
-	pages_release(s->pages, off - HDR_BYTES - SSD_SB_BYTES, HDR_BYTES + len);
+	/* The header that named the continuation is cleared: its units may go too. */
+	if (cont_take(s, off, &at, &clen))
+		pages_release(s->pages, at - SSD_SB_BYTES, clen);
+	pages_release(s->pages, off - s->unit - SSD_SB_BYTES, s->unit + len);
 }
 
 static uint64_t
@@ -705,17 +864,93 @@ ssd_header_sum(const unsigned char key[SSD_KEY_BYTES], unsigned char *h, size_t 
 	return get_le(sum, 8);
 }
 
+/* The bytes of the continuation of a header of len bytes: 0 when it fits its room. */
+static uint64_t
+cont_bytes(const struct ssd *s, uint64_t len)
+{
+	if (len <= s->unit)
+		return 0;
+	return (len - s->unit + (s->unit - SSD_MAGIC_LEN) - 1) / (s->unit - SSD_MAGIC_LEN) *
+	       s->unit;
+}
+
+/* Lay the part of header h (len bytes) past its room out in units, into c. */
+static void
+cont_image(const struct ssd *s, const unsigned char *h, uint64_t len, unsigned char *c)
+{
+	uint64_t n = cont_bytes(s, len) / s->unit;
+
+	memset(c, 0, n * s->unit);
+	for (uint64_t i = 0, from = s->unit; i < n; i++, from += (s->unit - SSD_MAGIC_LEN)) {
+		uint64_t k = len - from < (s->unit - SSD_MAGIC_LEN) ? len - from
+								    : (s->unit - SSD_MAGIC_LEN);
+
+		memcpy(c + i * s->unit, SSD_CONT_MAGIC, SSD_MAGIC_LEN);
+		memcpy(c + i * s->unit + SSD_MAGIC_LEN, h + from, k);
+	}
+}
+
+/* Put the continuation units c read back into header h of len bytes; false if one is not one. */
+static bool
+cont_join(const struct ssd *s, unsigned char *h, uint64_t len, const unsigned char *c)
+{
+	uint64_t n = cont_bytes(s, len) / s->unit;
+
+	for (uint64_t i = 0, from = s->unit; i < n; i++, from += (s->unit - SSD_MAGIC_LEN)) {
+		uint64_t k = len - from < (s->unit - SSD_MAGIC_LEN) ? len - from
+								    : (s->unit - SSD_MAGIC_LEN);
+
+		if (memcmp(c + i * s->unit, SSD_CONT_MAGIC, SSD_MAGIC_LEN) != 0)
+			return false;
+		memcpy(h + from, c + i * s->unit + SSD_MAGIC_LEN, k);
+	}
+	return true;
+}
+
+/*
+ * The header of the copy at off, in h (SSD_HDR_MAX bytes, zeroed), but
+ * for its continuation's place and its checksum: its length.
+ */
+static size_t
+header_build(unsigned char *h, uint64_t off, uint64_t len, const struct medium_meta *meta)
+{
+	const uint16_t lens[4] = { meta->tenant_len, meta->key_len, meta->type_len,
+				   meta->group_len };
+	const char *names[4] = { meta->tenant, meta->key, meta->type, meta->group };
+	size_t at = SSD_H_NAMES;
+
+	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
+	put_le(h + SSD_H_FORMAT, SSD_FORMAT, 2);
+	put_le(h + SSD_H_FLAGS, meta->hard_pin ? SSD_H_HARD_PIN : 0, 2);
+	put_le(h + SSD_H_OFF, off, 8);
+	put_le(h + SSD_H_SIZE, len, 8);
+	put_le(h + SSD_H_VERSION, meta->version, 8);
+	put_le(h + SSD_H_CHECKSUM, meta->checksum, 8);
+	put_le(h + SSD_H_DEADLINE, meta->sp_deadline, 8);
+	put_le(h + SSD_H_KEY_LEN, lens[1], 2);
+	h[SSD_H_TENANT_LEN] = (unsigned char)lens[0];
+	h[SSD_H_TYPE_LEN] = (unsigned char)lens[2];
+	h[SSD_H_GROUP_LEN] = (unsigned char)lens[3];
+	/* The commit receipt stays zero: nothing issues one yet. */
+	for (int i = 0; i < 4; i++) {
+		if (lens[i] > 0)
+			memcpy(h + at, names[i], lens[i]);
+		at += lens[i];
+	}
+	put_le(h + SSD_H_LEN, at, 4);
+	return at;
+}
+
 static int
 ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta *meta,
 	 struct mc_err *err)
 {
 	struct ssd *s = ssd_of(m);
-	const uint16_t lens[4] = { meta->tenant_len, meta->key_len, meta->type_len,
-				   meta->group_len };
-	const char *names[4] = { meta->tenant, meta->key, meta->type, meta->group };
-	unsigned char *h;
-	size_t at = SSD_H_NAMES;
-	int r;
+	unsigned char *h, *c = NULL;
+	uint64_t clen, cat = 0, old_at = 0, old_len = 0, rel;
+	bool had, fresh = false;
+	size_t at;
+	int r = -1;
 
 	/* What recovery would not take back is not sealed. */
 	if (meta->tenant_len == 0 || meta->tenant_len > MC_NAME_MAX || meta->key_len == 0 ||
@@ -723,55 +958,93 @@ ssd_seal(struct medium *m, uint64_t off, uint64_t len, const struct medium_meta 
 	    meta->group_len > MC_NAME_MAX || meta->size != len || len == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "cannot seal a copy of %llu bytes as %llu",
 				  (unsigned long long)len, (unsigned long long)meta->size);
-	if (!(h = calloc(1, HDR_BYTES)))
+	if (!(h = calloc(1, SSD_HDR_MAX)))
 		return mc_err_errno(err, "cannot allocate an ssd header");
-	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
-	put_le(h + SSD_H_FORMAT, SSD_FORMAT, 4);
-	put_le(h + SSD_H_OFF, off, 8);
-	put_le(h + SSD_H_SIZE, len, 8);
-	put_le(h + SSD_H_VERSION, meta->version, 8);
-	put_le(h + SSD_H_CHECKSUM, meta->checksum, 8);
-	put_le(h + SSD_H_DEADLINE, meta->sp_deadline, 8);
-	put_le(h + SSD_H_FLAGS, meta->hard_pin ? SSD_H_HARD_PIN : 0, 4);
-	for (int i = 0; i < 4; i++) {
-		put_le(h + SSD_H_LENS + 2 * i, lens[i], 2);
-		if (lens[i] > 0)
-			memcpy(h + at, names[i], lens[i]);
-		at += lens[i];
+	at = header_build(h, off, len, meta);
+	clen = cont_bytes(s, at);
+	had = cont_get(s, off, &old_at, &old_len);
+	if (clen > 0) {
+		/* Sealed again (pins that came later): the same names, the same units. */
+		if (had && old_len == clen) {
+			cat = old_at;
+		} else if (pages_alloc(s->pages, clen, &rel, err) < 0) {
+			goto out;
+		} else {
+			cat = rel + SSD_SB_BYTES;
+			fresh = true;
+		}
+		put_le(h + SSD_H_CONT, cat, 8);
 	}
-	put_le(h + SSD_H_LEN, at, 4);
 	put_le(h + SSD_H_SUM, ssd_header_sum(s->key, h, at), 8);
-	/* One write of the header's used pages: a torn one fails its checksum. */
-	r = io_all(s->fd, true, h, ROUND_UP(at, PAGES_SIZE), off - HDR_BYTES);
+	if (clen > 0) {
+		if (!(c = malloc(clen))) {
+			mc_err_errno(err, "cannot allocate an ssd header");
+			goto undo;
+		}
+		cont_image(s, h, at, c);
+		if (io_all(s->fd, true, c, clen, cat) < 0) {
+			mc_err_errno(err, "cannot write the header at %llu of ssd file '%s'",
+				     (unsigned long long)cat, s->file);
+			goto undo;
+		}
+	}
+	if (fresh && cont_put(s, off, cat, clen) < 0) {
+		mc_err_errno(err, "cannot allocate an ssd header");
+		goto undo;
+	}
+	/* One write of the header's room: a torn one fails its checksum. */
+	if (io_all(s->fd, true, h, s->unit, off - s->unit) < 0) {
+		mc_err_errno(err, "cannot write the header at %llu of ssd file '%s'",
+			     (unsigned long long)(off - s->unit), s->file);
+		if (fresh && had)
+			(void)cont_put(s, off, old_at, old_len);
+		else if (fresh)
+			(void)cont_take(s, off, &old_at, &old_len);
+		goto undo;
+	}
+	/* The header that names the old continuation is gone from disk: its units too. */
+	if (had && (clen == 0 || fresh)) {
+		if (clen == 0)
+			(void)cont_take(s, off, &old_at, &old_len);
+		pages_release(s->pages, old_at - SSD_SB_BYTES, old_len);
+	}
+	r = 0;
+	goto out;
+undo:
+	if (fresh)
+		pages_release(s->pages, cat - SSD_SB_BYTES, clen);
+out:
+	free(c);
 	free(h);
-	if (r < 0)
-		return mc_err_errno(err, "cannot write the header at %llu of ssd file '%s'",
-				    (unsigned long long)(off - HDR_BYTES), s->file);
-	return 0;
+	return r;
 }
 
 /*
  * Decode the header h read at hdr into meta (names pointing into h):
- * signed with the file's key, its names of lengths a seal takes, and
- * its extent right after it and whole in the file. Every bound is
- * checked by subtraction from the file's end, so that no field, however
- * large, makes an offset wrap.
+ * signed with the file's key, its names of lengths a seal takes, its
+ * extent right after it and whole in the file, and its continuation
+ * (if any) whole in the file and clear of it. Every bound is checked by
+ * subtraction from the file's end, so that no field, however large,
+ * makes an offset wrap.
  */
 static bool
 header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *meta)
 {
 	static const uint16_t most[4] = { MC_NAME_MAX, MC_KEY_MAX, MC_NAME_MAX, MC_NAME_MAX };
 	uint64_t len = get_le(h + SSD_H_LEN, 4), size = get_le(h + SSD_H_SIZE, 8), at = SSD_H_NAMES;
-	uint64_t data = hdr + HDR_BYTES;
+	uint64_t data = hdr + s->unit, cat = get_le(h + SSD_H_CONT, 8), clen = cont_bytes(s, len);
 	uint16_t lens[4];
 	const char *names[4];
 
-	if (memcmp(h, SSD_MAGIC, SSD_MAGIC_LEN) != 0 || get_le(h + SSD_H_FORMAT, 4) != SSD_FORMAT ||
-	    len < SSD_H_NAMES || len > HDR_BYTES ||
+	if (memcmp(h, SSD_MAGIC, SSD_MAGIC_LEN) != 0 || get_le(h + SSD_H_FORMAT, 2) != SSD_FORMAT ||
+	    len < SSD_H_NAMES || len > SSD_HDR_MAX ||
 	    get_le(h + SSD_H_SUM, 8) != ssd_header_sum(s->key, h, len))
 		return false;
+	lens[0] = h[SSD_H_TENANT_LEN];
+	lens[1] = (uint16_t)get_le(h + SSD_H_KEY_LEN, 2);
+	lens[2] = h[SSD_H_TYPE_LEN];
+	lens[3] = h[SSD_H_GROUP_LEN];
 	for (int i = 0; i < 4; i++) {
-		lens[i] = (uint16_t)get_le(h + SSD_H_LENS + 2 * i, 2);
 		if (lens[i] > most[i])
 			return false;
 		names[i] = (const char *)h + at;
@@ -779,8 +1052,13 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 	}
 	if (at != len || lens[0] == 0 || lens[1] == 0)
 		return false;
-	if (hdr < SSD_SB_BYTES || hdr > s->end || s->end - hdr <= HDR_BYTES ||
+	if (hdr < SSD_SB_BYTES || hdr > s->end || s->end - hdr <= s->unit ||
 	    get_le(h + SSD_H_OFF, 8) != data || size == 0 || size > s->end - data)
+		return false;
+	if ((clen == 0) != (cat == 0))
+		return false;
+	if (clen > 0 && (cat < SSD_SB_BYTES || cat % s->unit || cat > s->end ||
+			 s->end - cat < clen || (cat < data + size && hdr < cat + clen)))
 		return false;
 	*meta = (struct medium_meta){
 		.tenant = names[0],
@@ -795,7 +1073,7 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 		.size = size,
 		.checksum = get_le(h + SSD_H_CHECKSUM, 8),
 		.sp_deadline = get_le(h + SSD_H_DEADLINE, 8),
-		.hard_pin = (get_le(h + SSD_H_FLAGS, 4) & SSD_H_HARD_PIN) != 0,
+		.hard_pin = (get_le(h + SSD_H_FLAGS, 2) & SSD_H_HARD_PIN) != 0,
 	};
 	return true;
 }
@@ -855,8 +1133,8 @@ scan_page(struct ssd *s, struct scan *sc, uint64_t *pos, const unsigned char **p
 		if (d < 0 && errno == ENXIO)
 			return 0;
 		if (d > (off_t)*pos)
-			*pos = (uint64_t)d / PAGES_SIZE * PAGES_SIZE;
-		if (*pos >= end || end - *pos <= HDR_BYTES)
+			*pos = (uint64_t)d / s->unit * s->unit;
+		if (*pos >= end || end - *pos <= s->unit)
 			return 0;
 		sc->pos = *pos;
 		sc->len = end - *pos < IO_CHUNK ? end - *pos : IO_CHUNK;
@@ -870,53 +1148,181 @@ scan_page(struct ssd *s, struct scan *sc, uint64_t *pos, const unsigned char **p
 	return 1;
 }
 
+/*
+ * The header at pos into h (SSD_HDR_MAX bytes), its continuation joined
+ * to its room when it has one, read through c: 1 when there is a header
+ * to judge, 0 when its continuation is not one (out of the file, or
+ * units without their magic), -1 on an error.
+ */
+static int
+header_read(struct ssd *s, uint64_t pos, unsigned char *h, unsigned char *c, struct mc_err *err)
+{
+	uint64_t len, cat, clen;
+
+	if (read_range(s, pos, h, s->unit) < 0)
+		return mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
+				    (unsigned long long)pos);
+	len = get_le(h + SSD_H_LEN, 4);
+	if (len <= s->unit || len > SSD_HDR_MAX)
+		return 1;
+	/* Unsigned yet: bounds first, then what the units hold; header_ok judges the rest. */
+	cat = get_le(h + SSD_H_CONT, 8);
+	clen = cont_bytes(s, len);
+	if (cat < SSD_SB_BYTES || cat % s->unit || cat > s->end || s->end - cat < clen)
+		return 0;
+	if (read_range(s, cat, c, clen) < 0)
+		return mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
+				    (unsigned long long)cat);
+	return cont_join(s, h, len, c);
+}
+
+/*
+ * A copy found whose header has a continuation: its data's space taken
+ * back in the scan, its continuation's (which may lie anywhere) after
+ * it, all of them in one pass.
+ */
+struct later {
+	uint64_t pos, cat, clen, size;
+};
+
+struct laters {
+	struct later *v;
+	size_t n, cap;
+};
+
+static int
+later_add(struct laters *l, struct later x)
+{
+	struct later *v;
+
+	if (l->n == l->cap) {
+		if (!(v = realloc(l->v, (l->cap ? 2 * l->cap : 64) * sizeof(*v))))
+			return -1;
+		l->v = v;
+		l->cap = l->cap ? 2 * l->cap : 64;
+	}
+	l->v[l->n++] = x;
+	return 0;
+}
+
+static int
+later_cmp(const void *x, const void *y)
+{
+	const struct later *a = x, *b = y;
+
+	return (a->cat > b->cat) - (a->cat < b->cat);
+}
+
+/*
+ * Take back the continuations of the copies in l, then offer those whose
+ * continuation was free to fn, their headers read again into h through
+ * c; a continuation over space taken already (a copy's, or another
+ * continuation's) makes its copy not one.
+ */
+static int
+recover_laters(struct medium *m, struct laters *l, medium_found_fn fn, void *arg, unsigned char *h,
+	       unsigned char *c, struct mc_err *err)
+{
+	struct ssd *s = ssd_of(m);
+	struct pages_range *r;
+	struct medium_meta meta;
+	bool good;
+	int ok;
+
+	if (l->n == 0)
+		return 0;
+	qsort(l->v, l->n, sizeof(*l->v), later_cmp);
+	if (!(r = calloc(l->n, sizeof(*r))))
+		return mc_err_errno(err, "cannot allocate for the ssd scan");
+	for (size_t i = 0; i < l->n; i++)
+		r[i] = (struct pages_range){ l->v[i].cat - SSD_SB_BYTES, l->v[i].clen, false };
+	if (pages_take_sorted(s->pages, r, l->n, err) < 0)
+		goto fail;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct later *x = &l->v[i];
+
+		if (r[i].taken && cont_put(s, x->pos + s->unit, x->cat, x->clen) < 0) {
+			mc_err_errno(err, "cannot allocate for the ssd scan");
+			goto fail;
+		}
+		ok = r[i].taken ? header_read(s, x->pos, h, c, err) : 0;
+		if (ok < 0)
+			goto fail;
+		good = ok && header_ok(s, h, x->pos, &meta);
+		if (good && fn(arg, x->pos + s->unit, &meta) == 0)
+			continue;
+		/* Not a copy, or handed back: its space goes, its header first. */
+		if (!good)
+			atomic_fetch_add(&s->m.io.corrupt, 1);
+		if (clear_header(s, x->pos) < 0) {
+			mc_err_errno(err, "cannot clear the header at %llu of ssd file '%s'",
+				     (unsigned long long)x->pos, s->file);
+			goto fail;
+		}
+		ssd_release(m, x->pos + s->unit, x->size);
+	}
+	free(r);
+	return 0;
+fail:
+	/* What is left taken stays: a recovery that fails stops the medium's use. */
+	free(r);
+	return -1;
+}
+
 static int
 ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 {
 	struct ssd *s = ssd_of(m);
 	struct scan sc = { .buf = aligned_buf(IO_CHUNK) };
-	unsigned char *h = aligned_buf(HDR_BYTES);
+	unsigned char *h = aligned_buf(ROUND_UP(SSD_HDR_MAX, s->unit));
+	unsigned char *c = aligned_buf(ROUND_UP(cont_bytes(s, SSD_HDR_MAX), PAGES_SIZE));
 	struct mc_checksum_stream *cs = mc_checksum_stream_new();
-	uint64_t pos = SSD_SB_BYTES, ext;
+	struct laters l = { 0 };
+	uint64_t pos = SSD_SB_BYTES, ext, clen;
 	const unsigned char *page = NULL;
 	struct medium_meta meta;
 	int r = -1, ok;
 
-	if (!sc.buf || !h || !cs) {
+	if (!sc.buf || !h || !c || !cs) {
 		mc_err_errno(err, "cannot allocate for the ssd scan");
 		goto out;
 	}
 	/* A file made (or emptied) at open holds nothing but its superblock. */
-	while (!s->fresh && s->end - pos > HDR_BYTES) {
+	while (!s->fresh && s->end - pos > s->unit) {
 		if ((ok = scan_page(s, &sc, &pos, &page, err)) <= 0) {
 			if (ok < 0)
 				goto out;
 			break;
 		}
+		/* A continuation's units start with their own magic, never a header's. */
 		if (memcmp(page, SSD_MAGIC, SSD_MAGIC_LEN) != 0) {
-			pos += PAGES_SIZE;
+			pos += s->unit;
 			continue;
 		}
 		/* A header: what is in sc.buf is about to be overwritten. */
 		sc.len = 0;
-		if (read_range(s, pos, h, HDR_BYTES) < 0) {
-			mc_err_errno(err, "cannot read ssd file '%s' at %llu", s->file,
-				     (unsigned long long)pos);
+		if ((ok = header_read(s, pos, h, c, err)) < 0)
 			goto out;
+		ok = ok && header_ok(s, h, pos, &meta);
+		if (ok &&
+		    (ok = data_ok(s, pos + s->unit, meta.size, meta.checksum, sc.buf, cs, err)) < 0)
+			goto out;
+		ext = s->unit + ROUND_UP(meta.size, s->unit);
+		/* Over space taken already: a header this peer signed over a copy since freed. */
+		if (ok && pages_take(s->pages, pos - SSD_SB_BYTES, ext, err) < 0) {
+			if (err->code != MC_ERR_INVALID)
+				goto out;
+			ok = 0;
 		}
-		ok = header_ok(s, h, pos, &meta);
-		if (ok && (ok = data_ok(s, pos + HDR_BYTES, meta.size, meta.checksum, sc.buf, cs,
-					err)) < 0)
-			goto out;
 		/*
 		 * Not a copy: torn, corrupt, stale, or bytes a client wrote that
 		 * look like a header. It may lie over newer extents: look on from
-		 * the next page.
+		 * the next unit.
 		 */
 		if (!ok) {
 			if (drop_found(s, pos, err) < 0)
 				goto out;
-			pos += PAGES_SIZE;
+			pos += s->unit;
 			continue;
 		}
 		/*
@@ -925,26 +1331,34 @@ ssd_recover(struct medium *m, medium_found_fn fn, void *arg, struct mc_err *err)
 		 * inside a copy that still verifies would have had to be
 		 * written over that copy without changing a byte of it.
 		 */
-		ext = HDR_BYTES + ROUND_UP(meta.size, PAGES_SIZE);
-		if (pages_take(s->pages, pos - SSD_SB_BYTES, ext, err) < 0)
-			goto out;
-		if (fn(arg, pos + HDR_BYTES, &meta) != 0) {
+		clen = cont_bytes(s, get_le(h + SSD_H_LEN, 4));
+		if (clen > 0) {
+			if (later_add(&l, (struct later){ pos, get_le(h + SSD_H_CONT, 8), clen,
+							  meta.size }) < 0) {
+				mc_err_errno(err, "cannot allocate for the ssd scan");
+				goto out;
+			}
+		} else if (fn(arg, pos + s->unit, &meta) != 0) {
 			if (clear_header(s, pos) < 0) {
 				mc_err_errno(err,
 					     "cannot clear the header at %llu of ssd file '%s'",
 					     (unsigned long long)pos, s->file);
 				goto out;
 			}
-			pages_release(s->pages, pos - SSD_SB_BYTES, ext);
+			ssd_release(m, pos + s->unit, meta.size);
 		}
 		pos += ext;
 	}
+	if (recover_laters(m, &l, fn, arg, h, c, err) < 0)
+		goto out;
 	r = 0;
 out:
 	atomic_store(&s->recovered, true);
 	mc_checksum_stream_free(cs);
+	free(l.v);
 	free(sc.buf);
 	free(h);
+	free(c);
 	return r;
 }
 
@@ -953,8 +1367,10 @@ out:
 static void
 ssd_track(struct medium *m, struct medium_order *o, uint64_t len)
 {
-	/* Freeing gives back the header and whole pages of data. */
-	medium_lru_track(&ssd_of(m)->lru, o, HDR_BYTES + ROUND_UP(len, PAGES_SIZE));
+	struct ssd *s = ssd_of(m);
+
+	/* Freeing gives back the header's room and whole units of data (and a continuation). */
+	medium_lru_track(&s->lru, o, s->unit + ROUND_UP(len, s->unit));
 }
 
 static void

@@ -34,7 +34,7 @@
 #define NWORDS ((NCLASS + 63) / 64)
 #define NIL UINT32_MAX
 /* Page indexes and node indexes are 32-bit; tags store node + 1. */
-#define MAX_PAGES (UINT32_MAX - 2u)
+#define MAX_PAGES PAGES_MAX
 
 struct ext {
 	uint32_t start;
@@ -45,6 +45,7 @@ struct ext {
 struct pages {
 	pthread_mutex_t mu;
 	uint64_t size;
+	uint32_t unit; /* bytes per page: PAGES_SIZE, or a divisor of it */
 	uint32_t npages;
 	uint32_t *tags;
 	size_t tags_bytes;
@@ -191,10 +192,20 @@ free_starting_at(const struct pages *a, uint32_t p)
 struct pages *
 pages_new(uint64_t size, struct mc_err *err)
 {
+	return pages_new_unit(size, PAGES_SIZE, err);
+}
+
+struct pages *
+pages_new_unit(uint64_t size, uint32_t unit, struct mc_err *err)
+{
 	struct pages *a;
-	uint64_t npages = size / PAGES_SIZE;
+	uint64_t npages;
 	unsigned c;
 
+	if (unit < PAGES_MIN_UNIT || unit > PAGES_SIZE || PAGES_SIZE % unit != 0)
+		MC_BUG("a page of %u bytes", unit);
+	/* The space is whole 4 KiB pages, handed out in units. */
+	npages = size / PAGES_SIZE * (PAGES_SIZE / unit);
 	if (npages == 0) {
 		mc_err_set(err, MC_ERR_INVALID, "a medium needs at least %u bytes", PAGES_SIZE);
 		return NULL;
@@ -215,8 +226,9 @@ pages_new(uint64_t size, struct mc_err *err)
 		mc_err_set(err, MC_ERR_SYSTEM, "cannot initialise a page allocator lock");
 		return NULL;
 	}
+	a->unit = unit;
 	a->npages = (uint32_t)npages;
-	a->size = npages * PAGES_SIZE;
+	a->size = npages * unit;
 	/* Tags are touched only at extent boundaries, so map them lazily. */
 	a->tags_bytes = (size_t)npages * sizeof(uint32_t);
 	a->tags = mmap(NULL, a->tags_bytes, PROT_READ | PROT_WRITE,
@@ -299,7 +311,7 @@ best_in_class(const struct pages *a, unsigned c, uint32_t n)
 int
 pages_alloc(struct pages *a, uint64_t len, uint64_t *off, struct mc_err *err)
 {
-	uint64_t want = (len + PAGES_SIZE - 1) / PAGES_SIZE;
+	uint64_t want = (len + a->unit - 1) / a->unit;
 	uint32_t n, k = NIL, start;
 	unsigned c, f;
 	struct ext *e;
@@ -338,7 +350,7 @@ pages_alloc(struct pages *a, uint64_t len, uint64_t *off, struct mc_err *err)
 	a->nlive++;
 	a->used_pages += n;
 	pthread_mutex_unlock(&a->mu);
-	*off = (uint64_t)start * PAGES_SIZE;
+	*off = (uint64_t)start * a->unit;
 	return 0;
 }
 
@@ -364,31 +376,16 @@ free_holding(const struct pages *a, uint32_t s, uint32_t n)
 	return NIL;
 }
 
-int
-pages_take(struct pages *a, uint64_t off, uint64_t len, struct mc_err *err)
+/*
+ * Take pages [s, s + n) out of free node k, which holds them; the node
+ * that holds what is left after them, or NIL. The nodes are reserved.
+ */
+static uint32_t
+take_from(struct pages *a, uint32_t k, uint32_t s, uint32_t n)
 {
-	uint64_t s64 = off / PAGES_SIZE, n64 = (len + PAGES_SIZE - 1) / PAGES_SIZE;
-	uint32_t s, n, k, r, left, right;
-	struct ext *e;
+	struct ext *e = &a->nodes[k];
+	uint32_t left = s - e->start, right = e->start + e->npages - (s + n), r = NIL;
 
-	if (len == 0 || off % PAGES_SIZE || s64 + n64 > a->npages)
-		return mc_err_set(err, MC_ERR_INVALID, "%llu bytes at %llu are outside the space",
-				  (unsigned long long)len, (unsigned long long)off);
-	s = (uint32_t)s64;
-	n = (uint32_t)n64;
-	pthread_mutex_lock(&a->mu);
-	if (reserve_nodes(a, err) < 0) {
-		pthread_mutex_unlock(&a->mu);
-		return -1;
-	}
-	if ((k = free_holding(a, s, n)) == NIL) {
-		pthread_mutex_unlock(&a->mu);
-		return mc_err_set(err, MC_ERR_INVALID, "%llu bytes at %llu are not free",
-				  (unsigned long long)len, (unsigned long long)off);
-	}
-	e = &a->nodes[k];
-	left = s - e->start;
-	right = e->start + e->npages - (s + n);
 	list_remove(a, k);
 	if (left > 0) {
 		e->npages = left;
@@ -403,26 +400,118 @@ pages_take(struct pages *a, uint64_t off, uint64_t len, struct mc_err *err)
 		e->start = s + n;
 		e->npages = right;
 		list_insert(a, k);
+		r = k;
 	} else {
 		node_put(a, k);
 		a->nfree--;
 	}
 	a->nlive++;
 	a->used_pages += n;
+	return r;
+}
+
+/* The pages of len bytes at off, when they are inside the space; false if not. */
+static bool
+range_of(const struct pages *a, uint64_t off, uint64_t len, uint32_t *s, uint32_t *n)
+{
+	uint64_t s64 = off / a->unit, n64 = (len + a->unit - 1) / a->unit;
+
+	if (len == 0 || off % a->unit || s64 + n64 > a->npages)
+		return false;
+	*s = (uint32_t)s64;
+	*n = (uint32_t)n64;
+	return true;
+}
+
+int
+pages_take(struct pages *a, uint64_t off, uint64_t len, struct mc_err *err)
+{
+	uint32_t s, n, k;
+
+	if (!range_of(a, off, len, &s, &n))
+		return mc_err_set(err, MC_ERR_INVALID, "%llu bytes at %llu are outside the space",
+				  (unsigned long long)len, (unsigned long long)off);
+	pthread_mutex_lock(&a->mu);
+	if (reserve_nodes(a, err) < 0) {
+		pthread_mutex_unlock(&a->mu);
+		return -1;
+	}
+	if ((k = free_holding(a, s, n)) == NIL) {
+		pthread_mutex_unlock(&a->mu);
+		return mc_err_set(err, MC_ERR_INVALID, "%llu bytes at %llu are not free",
+				  (unsigned long long)len, (unsigned long long)off);
+	}
+	(void)take_from(a, k, s, n);
 	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+/* A free extent, for the one pass of pages_take_sorted. */
+struct fext {
+	uint32_t start, npages, k;
+};
+
+static int
+fext_cmp(const void *x, const void *y)
+{
+	const struct fext *a = x, *b = y;
+
+	return (a->start > b->start) - (a->start < b->start);
+}
+
+int
+pages_take_sorted(struct pages *a, struct pages_range *r, size_t n, struct mc_err *err)
+{
+	struct fext *f;
+	size_t nf = 0, j = 0;
+	uint32_t s, np, k;
+
+	for (size_t i = 0; i < n; i++)
+		r[i].taken = false;
+	pthread_mutex_lock(&a->mu);
+	if (!(f = malloc((a->nfree + 1) * sizeof(*f)))) {
+		pthread_mutex_unlock(&a->mu);
+		return mc_err_errno(err, "cannot allocate for %zu ranges", n);
+	}
+	for (k = 0; k < a->nhigh; k++)
+		if (a->nodes[k].npages > 0)
+			f[nf++] = (struct fext){ a->nodes[k].start, a->nodes[k].npages, k };
+	qsort(f, nf, sizeof(*f), fext_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && r[i].off < r[i - 1].off)
+			MC_BUG("pages_take_sorted: ranges out of order");
+		if (!range_of(a, r[i].off, r[i].len, &s, &np))
+			continue;
+		while (j < nf && (uint64_t)f[j].start + f[j].npages <= s)
+			j++;
+		if (j == nf || f[j].start > s ||
+		    (uint64_t)s + np > (uint64_t)f[j].start + f[j].npages)
+			continue;
+		if (reserve_nodes(a, err) < 0) {
+			pthread_mutex_unlock(&a->mu);
+			free(f);
+			return -1;
+		}
+		/* What is left after the range is where the next one may be. */
+		k = take_from(a, f[j].k, s, np);
+		f[j] = (struct fext){ s + np, k == NIL ? 0 : a->nodes[k].npages, k };
+		r[i].taken = true;
+	}
+	pthread_mutex_unlock(&a->mu);
+	free(f);
 	return 0;
 }
 
 void
 pages_release(struct pages *a, uint64_t off, uint64_t len)
 {
-	uint64_t s64 = off / PAGES_SIZE;
-	uint64_t n64 = (len + PAGES_SIZE - 1) / PAGES_SIZE;
+	uint64_t s64 = off / a->unit;
+	uint64_t n64 = (len + a->unit - 1) / a->unit;
 	uint32_t s, n, left = NIL, right = NIL, k;
 
 	if (len == 0)
 		return;
-	if (off % PAGES_SIZE || s64 + n64 > a->npages)
+	if (off % a->unit || s64 + n64 > a->npages)
 		MC_BUG("page release of %llu bytes at %llu is out of bounds",
 		       (unsigned long long)len, (unsigned long long)off);
 	s = (uint32_t)s64;
@@ -472,7 +561,7 @@ pages_used(struct pages *a)
 	uint64_t u;
 
 	pthread_mutex_lock(&a->mu);
-	u = a->used_pages * PAGES_SIZE;
+	u = a->used_pages * a->unit;
 	pthread_mutex_unlock(&a->mu);
 	return u;
 }
@@ -505,5 +594,5 @@ pages_largest_free(struct pages *a)
 		break;
 	}
 	pthread_mutex_unlock(&a->mu);
-	return best * PAGES_SIZE;
+	return best * a->unit;
 }

@@ -6,9 +6,9 @@
 # lists no other; a copy dropped while a reader holds it stays dropped;
 # a clean stop keeps the copies too. Then what a restarted peer finds in
 # space no copy claims: a header forged in a client's bytes, garbage,
-# headers signed with absurd fields, an older version's extent, and a
-# file without its superblock. SSD files stay at or under 64 MiB (plus
-# the superblock's page), under $BATS_TEST_TMPDIR.
+# headers signed with absurd fields, an older version's extent, a file
+# without its superblock, and one of an older format. SSD files stay at
+# or under 64 MiB (plus the superblock's page), under $BATS_TEST_TMPDIR.
 
 load helpers
 
@@ -225,7 +225,7 @@ first_data_offset() {
 }
 
 # bait D FILE: an object for offset D holding, after a page of its own,
-# a header an outsider signs as best it can (format 2, no key) and one
+# a header an outsider signs as best it can (format 3, no key) and one
 # as the format-1 peer signed them, each for tenant victim's key stolen.
 bait() {
 	local d="$1" out="$2" at
@@ -247,7 +247,7 @@ bait() {
 	[ "$d" -gt 0 ]
 	bait "$d" "$BATS_TEST_TMPDIR/bait"
 	mc-cli put bait "$BATS_TEST_TMPDIR/bait" --tier ssd
-	# the forged headers sit at page boundaries of the file, where they claim to be
+	# the forged headers sit at sector boundaries of the file, where they claim to be
 	[ "$(mc_offset_of "$(extents)" "$BATS_TEST_TMPDIR/bait")" -eq "$d" ]
 
 	# a live copy's bytes are its own: a restart finds nothing in them
@@ -275,9 +275,9 @@ bait() {
 	ssd_objects_are p1 0
 }
 
-# plant FILE AT: write FILE's bytes into the extents file at offset AT.
+# plant FILE AT: write FILE's bytes into the extents file at offset AT (a sector's).
 plant() {
-	dd if="$1" of="$(extents)" bs=4096 seek=$(($2 / 4096)) conv=notrunc status=none
+	dd if="$1" of="$(extents)" bs=512 seek=$(($2 / 512)) conv=notrunc status=none
 }
 
 # forge AT OUT [ARGS...]: an extent for header offset AT, signed with the
@@ -316,11 +316,12 @@ forge() {
 		at=$((at + (64 << 10)))
 		n=$((n + 1))
 	done
-	# a size that would wrap, in the last header that could hold a page of data
+	# a size that would wrap, in the last header that could hold a page of
+	# data: its room of a sector, then the page
 	end="$(stat -c %s "$(extents)")"
-	forge $((end - 12288)) "$BATS_TEST_TMPDIR/e" --key bad-huge --bad huge
-	head -c 12288 "$BATS_TEST_TMPDIR/e" >"$BATS_TEST_TMPDIR/e3"
-	plant "$BATS_TEST_TMPDIR/e3" $((end - 12288))
+	forge $((end - 4608)) "$BATS_TEST_TMPDIR/e" --key bad-huge --bad huge
+	head -c 4608 "$BATS_TEST_TMPDIR/e" >"$BATS_TEST_TMPDIR/e3"
+	plant "$BATS_TEST_TMPDIR/e3" $((end - 4608))
 	n=$((n + 1))
 	# what an outsider can sign: without the key, or in format 1
 	mc-ssdforge --at "$at" --key nokeyed "$BATS_TEST_TMPDIR/x" >"$BATS_TEST_TMPDIR/e"
@@ -370,8 +371,8 @@ save_extent() {
 	local d
 	d="$(mc_offset_of "$(extents)" "$2")"
 	[ "$d" -gt 0 ] || return 1
-	dd if="$(extents)" of="$4" bs=4096 skip=$(((d - $3) / 4096)) \
-		count=$((($3 + $(stat -c %s "$2") + 4095) / 4096)) status=none
+	dd if="$(extents)" of="$4" bs=512 skip=$(((d - $3) / 512)) \
+		count=$((($3 + $(stat -c %s "$2") + 511) / 512)) status=none
 	echo $((d - $3))
 }
 
@@ -395,7 +396,8 @@ save_extent() {
 	peer p1
 	# both versions were found; the older lost to the newer and went
 	ssd_objects_are p1 2
-	[ "$(mc_tier_field p1 ssd used)" -eq $((2 * (hdr + 20480))) ]
+	# each its header's room and its 20000 bytes in whole sectors
+	[ "$(mc_tier_field p1 ssd used)" -eq $((2 * (hdr + (20000 + 511) / 512 * 512))) ]
 	mc-cli get k >"$BATS_TEST_TMPDIR/k.out"
 	cmp "$BATS_TEST_TMPDIR/v2" "$BATS_TEST_TMPDIR/k.out"
 	[ "$(mc_series p1 mc_peer_medium_corrupt_total 'tier="ssd"')" -eq 0 ]
@@ -465,4 +467,28 @@ save_extent() {
 	ssd_objects_are p1 1
 	mc-cli get b >"$BATS_TEST_TMPDIR/b.out"
 	cmp "$BATS_TEST_TMPDIR/b.src" "$BATS_TEST_TMPDIR/b.out"
+}
+
+@test "ssd crash: a file of format 2 is refused at start, saying what to do, and left as it was" {
+	mc_start_master
+	# a format-2 peer's file: its superblock, then an extent of its layout
+	mc_random_file "$BATS_TEST_TMPDIR/x" 5000
+	mc-ssdforge --superblock --format 2 >"$(extents)"
+	mc-ssdforge --format 2 --at 4096 --tenant t --key old "$BATS_TEST_TMPDIR/x" >>"$(extents)"
+	truncate -s $(((64 << 20) + 4096)) "$(extents)"
+	cp "$(extents)" "$BATS_TEST_TMPDIR/before"
+	run timeout 10 mc-peer --master "$MC_MASTER" --dram 4MiB --ssd "$SSD" --ssd-size 64MiB
+	[ "$status" -eq 69 ]
+	assert_output --partial "ssd file '$(extents)' is in format 2; this peer writes format 3: move it away"
+	cmp "$(extents)" "$BATS_TEST_TMPDIR/before"
+	# at another size too: the file is neither cut nor grown
+	run timeout 10 mc-peer --master "$MC_MASTER" --dram 4MiB --ssd "$SSD" --ssd-size 32MiB
+	[ "$status" -eq 69 ]
+	cmp "$(extents)" "$BATS_TEST_TMPDIR/before"
+	# moved away, as the message says: the tier starts afresh
+	mv "$(extents)" "$BATS_TEST_TMPDIR/format2"
+	peer p1
+	ssd_objects_are p1 0
+	mc_roundtrip a 150000 --tier ssd
+	cmp "$BATS_TEST_TMPDIR/format2" "$BATS_TEST_TMPDIR/before"
 }

@@ -139,6 +139,19 @@ extents() {
 	[ "$(mc_series p1 mc_peer_evictions_total 'tier="dram",reason="reclaim"')" -eq 0 ]
 }
 
+@test "ssd: used counts each copy's header room and sector rounding, no more" {
+	mc_start_master
+	peer p1 --http 127.0.0.1:0
+	mc_roundtrip four 4096 --tier ssd
+	mc_roundtrip sixty-four 65536 --tier ssd
+	mc_roundtrip odd 5000 --tier ssd
+	# a sector of header each, the bytes in whole sectors: 4608 + 66048 + 5632
+	[ "$(mc_tier_field p1 ssd used)" -eq $((4608 + 66048 + 5632)) ]
+	[ "$(mc_series p1 mc_peer_tier_bytes_used 'tier="ssd"')" -eq $((4608 + 66048 + 5632)) ]
+	mc-cli rm odd
+	wait_until 10 test "$(mc_tier_field p1 ssd used)" -eq $((4608 + 66048))
+}
+
 @test "ssd: the ssd tier drains through the pool; writes evict nothing themselves" {
 	mc_start_master
 	peer p1 --http 127.0.0.1:0

@@ -170,6 +170,62 @@ test_take(void)
 	pages_free(pg);
 }
 
+/* Many ranges taken in one pass, as a medium taking back what lies out of order does. */
+static void
+test_take_sorted(void)
+{
+	struct mc_err err;
+	struct pages *pg = pages_new(16 * PAGES_SIZE, &err);
+	struct pages_range r[] = {
+		{ 2 * PAGES_SIZE, PAGES_SIZE, true },	  { 2 * PAGES_SIZE, 2 * PAGES_SIZE, true },
+		{ 5 * PAGES_SIZE, PAGES_SIZE + 1, true }, { 8 * PAGES_SIZE, PAGES_SIZE, true },
+		{ 15 * PAGES_SIZE, PAGES_SIZE, true },	  { 16 * PAGES_SIZE, PAGES_SIZE, false },
+	};
+	uint64_t o;
+	int n = 0;
+	bool apart = true;
+
+	pages_take(pg, 8 * PAGES_SIZE, PAGES_SIZE, &err);
+	TAP_OK(pages_take_sorted(pg, r, 6, &err) == 0 && r[0].taken && !r[1].taken && r[2].taken &&
+		       !r[3].taken && r[4].taken && !r[5].taken,
+	       "take sorted: free ranges are taken; one over an earlier range, over space taken "
+	       "before, or outside is not");
+	TAP_OK(pages_used(pg) == 5 * PAGES_SIZE, "take sorted: and used counts what was taken");
+	while (pages_alloc(pg, PAGES_SIZE, &o, &err) == 0) {
+		apart = apart && o != 2 * PAGES_SIZE && o != 5 * PAGES_SIZE &&
+			o != 6 * PAGES_SIZE && o != 8 * PAGES_SIZE && o != 15 * PAGES_SIZE;
+		n++;
+	}
+	TAP_OK(n == 11 && apart, "take sorted: alloc hands out only the 11 other pages (%d)", n);
+	pages_free(pg);
+}
+
+/* An allocator in sectors: the space is still whole pages, handed out 512 bytes at a time. */
+static void
+test_unit(void)
+{
+	struct mc_err err;
+	struct pages *pg = pages_new_unit(4 * PAGES_SIZE + 700, PAGES_MIN_UNIT, &err);
+	uint64_t a = 1, b = 1, c = 1;
+	int n = 0;
+
+	TAP_OK(pg && pages_capacity(pg) == 4 * PAGES_SIZE,
+	       "unit: the size is rounded down to whole pages");
+	TAP_OK(pg && pages_alloc(pg, 1, &a, &err) == 0 && pages_alloc(pg, 513, &b, &err) == 0 &&
+		       pages_used(pg) == 3 * PAGES_MIN_UNIT && a % PAGES_MIN_UNIT == 0 &&
+		       b % PAGES_MIN_UNIT == 0 && a != b,
+	       "unit: one byte takes a sector, 513 take two");
+	TAP_OK(pg && pages_take(pg, 5 * PAGES_MIN_UNIT, PAGES_MIN_UNIT, &err) == 0 &&
+		       pages_take(pg, 5 * PAGES_MIN_UNIT + 100, 1, &err) == -1,
+	       "unit: take works on sector bounds and refuses others");
+	pages_release(pg, b, 513);
+	while (pg && pages_alloc(pg, PAGES_MIN_UNIT, &c, &err) == 0)
+		n++;
+	TAP_OK(n == 4 * PAGES_SIZE / PAGES_MIN_UNIT - 2,
+	       "unit: every other sector is handed out (%d)", n);
+	pages_free(pg);
+}
+
 int
 main(void)
 {
@@ -177,5 +233,7 @@ main(void)
 	test_full();
 	test_random();
 	test_take();
+	test_unit();
+	test_take_sorted();
 	return tap_done();
 }

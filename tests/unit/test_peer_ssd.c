@@ -183,29 +183,29 @@ test_space(void)
 
 	TAP_OK(medium_alloc(m, 0, &off, &err) == -1 && err.code == MC_ERR_INVALID,
 	       "alloc: an empty extent is refused");
-	TAP_OK(medium_alloc(m, 1, &offs[n++], &err) == 0 && (one = medium_used(m)) > PAGES_SIZE &&
-		       one % PAGES_SIZE == 0,
-	       "alloc: one byte uses a data page and its header's (%llu bytes)",
+	TAP_OK(medium_alloc(m, 1, &offs[n++], &err) == 0 &&
+		       (one = medium_used(m)) == SSD_HDR_BYTES + SSD_UNIT,
+	       "alloc: one byte uses a unit of data and its header's room (%llu bytes)",
 	       (unsigned long long)one);
 	medium_release(m, offs[0], 1);
 	TAP_OK(medium_used(m) == 0, "release: header and data come back");
 	n = 0;
 	while (n < 1024 && medium_alloc(m, 3 * PAGES_SIZE + 1, &offs[n], &err) == 0) {
 		within = within && medium_used(m) <= medium_capacity(m);
-		aligned = aligned && offs[n] % PAGES_SIZE == 0;
+		aligned = aligned && offs[n] % SSD_UNIT == 0;
 		n++;
 	}
 	TAP_OK(n > 0 && n < 1024 && err.code == MC_ERR_NO_SPACE,
 	       "alloc: a full medium is no_space after %zu extents", n);
-	TAP_OK(within && aligned && medium_used(m) == n * (one - PAGES_SIZE + 4 * PAGES_SIZE),
-	       "used: headers and data pages, never above capacity (%llu of %llu)",
+	TAP_OK(within && aligned && medium_used(m) == n * (hdr + (3 * PAGES_SIZE + SSD_UNIT)) &&
+		       medium_used(m) == n * medium_footprint(m, 3 * PAGES_SIZE + 1),
+	       "used: headers and data units, the footprint, never above capacity (%llu of %llu)",
 	       (unsigned long long)medium_used(m), (unsigned long long)medium_capacity(m));
-	TAP_OK(medium_alloc(m, SIZE - one + PAGES_SIZE + 1, &off, &err) == -1 &&
-		       err.code == MC_ERR_NO_SPACE,
+	TAP_OK(medium_alloc(m, SIZE - hdr + 1, &off, &err) == -1 && err.code == MC_ERR_NO_SPACE,
 	       "alloc: what cannot fit with its header is no_space");
 	for (size_t i = 0; i < n; i++)
 		medium_release(m, offs[i], 3 * PAGES_SIZE + 1);
-	TAP_OK(medium_used(m) == 0 && medium_alloc(m, SIZE - (one - PAGES_SIZE), &off, &err) == 0,
+	TAP_OK(medium_used(m) == 0 && medium_alloc(m, SIZE - hdr, &off, &err) == 0,
 	       "release: everything, and the whole medium less a header fits again");
 	medium_close(m);
 	unlink(file);
@@ -483,7 +483,7 @@ test_recover_edges(void)
 	m = fresh(file, false);
 	a = put(m, "a", 100, 1);
 	medium_close(m);
-	copy_bytes(a - hdr, (2u << 20) - hdr, hdr + PAGES_SIZE);
+	copy_bytes(a - hdr, (2u << 20) - hdr, hdr + SSD_UNIT);
 	m = reopen(&f, 0);
 	medium_io(m, &io);
 	TAP_OK(f.n == 1 && f.off[0] == a && io.corrupt == 1,
@@ -620,8 +620,8 @@ test_bad_extents(void)
 	d = put(m, "d", 5000, 4);
 	medium_release(m, d, 5000);
 	medium_close(m);
-	flip(b + PAGES_SIZE + 3); /* a byte of b's data */
-	flip(c - hdr + 81);	  /* a byte of c's key: a torn header */
+	flip(b + PAGES_SIZE + 3);	 /* a byte of b's data */
+	flip(c - hdr + SSD_H_NAMES + 1); /* a byte of c's key: a torn header */
 	m = reopen(&f, 0);
 	medium_io(m, &io);
 	TAP_OK(f.n == 1 && f.off[0] == a && f.names[0][1][0] == 'a',
@@ -852,20 +852,25 @@ enum spoil {
 	S_SUM,	      /* the header's checksum */
 	S_UNKEYED,    /* summed as an outsider can: XXH3, no key */
 	S_FORMAT1,    /* summed and numbered as format 1 was */
-	S_LEN_LONG,   /* a header length past its pages */
+	S_LEN_LONG,   /* a header length past the longest header */
 	S_LEN_SHORT,  /* one shorter than its fields */
 	S_NAMES,      /* name lengths that overrun the header's length */
 	S_TENANT_LONG,
 	S_TENANT_NONE,
-	S_KEY_LONG,
+	S_KEY_LONG, /* with a continuation, well made */
 	S_KEY_NONE,
-	S_OFFSET, /* a data offset not right after the header */
-	S_EMPTY,  /* a size of zero */
-	S_PAST,	  /* a size past the file's end */
-	S_WRAPS,  /* a size that wraps any offset it is added to */
-	S_DATA,	  /* the data's checksum */
+	S_OFFSET,  /* a data offset not right after the header */
+	S_EMPTY,   /* a size of zero */
+	S_PAST,	   /* a size past the file's end */
+	S_WRAPS,   /* a size that wraps any offset it is added to */
+	S_DATA,	   /* the data's checksum */
+	S_CONT,	   /* a continuation whose unit lacks its magic */
+	S_CONT_AT, /* a continuation past the file's end */
 	S_COUNT
 };
+
+/* Where plant puts a header's continuation, from the header: inside the 32 KiB it is given. */
+#define PLANT_CONT (16u << 10)
 
 /*
  * Plant at file offset at, behind the medium's back, an extent of 100
@@ -874,10 +879,10 @@ enum spoil {
 static void
 plant(const unsigned char key[SSD_KEY_BYTES], uint64_t at, enum spoil how)
 {
-	static unsigned char h[SSD_HDR_BYTES];
+	static unsigned char h[SSD_HDR_MAX + SSD_UNIT], c[2 * SSD_HDR_MAX];
 	unsigned char data[100];
 	uint16_t lens[4] = { 1, 6, 0, 0 };
-	uint64_t end = SIZE + SSD_SB_BYTES, len, size = sizeof(data);
+	uint64_t end = SIZE + SSD_SB_BYTES, len, size = sizeof(data), cat = 0, clen = 0;
 
 	fill(data, sizeof(data), (unsigned)(at >> 12));
 	if (how == S_MAGIC_ONLY) {
@@ -890,11 +895,13 @@ plant(const unsigned char key[SSD_KEY_BYTES], uint64_t at, enum spoil how)
 	memset(h, 0, sizeof(h));
 	lens[0] = how == S_TENANT_LONG ? MC_NAME_MAX + 1 : how == S_TENANT_NONE ? 0 : 1;
 	lens[1] = how == S_KEY_LONG ? MC_KEY_MAX + 1 : how == S_KEY_NONE ? 0 : 6;
+	if (how == S_CONT || how == S_CONT_AT)
+		lens[1] = 1000;
 	len = SSD_H_NAMES + lens[0] + lens[1];
 	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
-	le(h + SSD_H_FORMAT, how == S_FORMAT1 ? 1 : SSD_FORMAT, 4);
-	le(h + SSD_H_LEN, how == S_LEN_LONG ? SSD_HDR_BYTES + 1 : how == S_LEN_SHORT ? 40 : len, 4);
-	le(h + SSD_H_OFF, at + SSD_HDR_BYTES + (how == S_OFFSET ? PAGES_SIZE : 0), 8);
+	le(h + SSD_H_FORMAT, how == S_FORMAT1 ? 1 : SSD_FORMAT, 2);
+	le(h + SSD_H_LEN, how == S_LEN_LONG ? SSD_HDR_MAX + 1 : how == S_LEN_SHORT ? 40 : len, 4);
+	le(h + SSD_H_OFF, at + SSD_HDR_BYTES + (how == S_OFFSET ? SSD_UNIT : 0), 8);
 	if (how == S_EMPTY)
 		size = 0;
 	else if (how == S_PAST)
@@ -904,15 +911,31 @@ plant(const unsigned char key[SSD_KEY_BYTES], uint64_t at, enum spoil how)
 	le(h + SSD_H_SIZE, size, 8);
 	le(h + SSD_H_VERSION, 9, 8);
 	le(h + SSD_H_CHECKSUM, mc_checksum(data, sizeof(data)) ^ (how == S_DATA), 8);
-	for (int i = 0; i < 4; i++)
-		le(h + SSD_H_LENS + 2 * i, lens[i] + (how == S_NAMES && i == 1 ? 64 : 0), 2);
+	le(h + SSD_H_KEY_LEN, lens[1] + (how == S_NAMES ? 64 : 0), 2);
+	h[SSD_H_TENANT_LEN] = (unsigned char)lens[0];
 	memset(h + SSD_H_NAMES, 'n', len - SSD_H_NAMES);
+	if (len > SSD_HDR_BYTES) {
+		/* the rest of the header in units of its own, each behind its magic */
+		clen = (len - SSD_HDR_BYTES + SSD_CONT_PAYLOAD - 1) / SSD_CONT_PAYLOAD * SSD_UNIT;
+		cat = how == S_CONT_AT ? end - SSD_UNIT : at + PLANT_CONT;
+		le(h + SSD_H_CONT, cat, 8);
+	}
 	if (how == S_UNKEYED || how == S_FORMAT1)
 		le(h + SSD_H_SUM, mc_checksum(h, len), 8);
 	else
 		le(h + SSD_H_SUM, ssd_header_sum(key, h, len), 8);
 	h[SSD_H_SUM] ^= how == S_SUM;
-	write_at(at, h, sizeof(h));
+	write_at(at, h, SSD_HDR_BYTES);
+	if (clen > 0 && how != S_CONT_AT) {
+		memset(c, 0, clen);
+		for (uint64_t i = 0; i * SSD_UNIT < clen; i++) {
+			memcpy(c + i * SSD_UNIT, SSD_CONT_MAGIC, SSD_MAGIC_LEN);
+			memcpy(c + i * SSD_UNIT + SSD_MAGIC_LEN,
+			       h + SSD_HDR_BYTES + i * SSD_CONT_PAYLOAD, SSD_CONT_PAYLOAD);
+		}
+		c[SSD_UNIT] ^= how == S_CONT;
+		write_at(cat, c, clen);
+	}
 	if (at + SSD_HDR_BYTES + sizeof(data) <= end)
 		write_at(at + SSD_HDR_BYTES, data, sizeof(data));
 }
@@ -930,7 +953,6 @@ test_superblock(void)
 		{ "is of format 1, without a superblock", 0, "mcextent\1\0\0\0", 12 },
 		{ "is of format 1, without a superblock", 0, "\0\0\0\0\0\0\0\0", 8 },
 		{ "has no superblock", 0, "mcGARBAGE", 9 },
-		{ "is of format 3, not 2", SSD_SB_FORMAT, "\3", 1 },
 		{ "has a damaged superblock", SSD_SB_KEY + 5, "\xa5", 1 },
 		{ "has a damaged superblock", SSD_SB_LEN, "\xff\xff", 2 },
 	};
@@ -944,14 +966,14 @@ test_superblock(void)
 
 	a = put(m, "a", 100, 1);
 	TAP_OK(a - hdr == SSD_SB_BYTES && medium_capacity(m) == SIZE &&
-		       medium_used(m) == hdr + PAGES_SIZE,
+		       medium_used(m) == hdr + SSD_UNIT,
 	       "superblock: the first extent follows it; the size is the copies' alone");
 	medium_close(m);
 	file_key(k1);
 	read_at(0, sb, sizeof(sb));
 	TAP_OK(memcmp(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN) == 0 && sb[SSD_SB_FORMAT] == SSD_FORMAT &&
 		       memcmp(k1, zero, sizeof(zero)) != 0,
-	       "superblock: its magic, format 2 and a key");
+	       "superblock: its magic, format 3 and a key");
 	m = reopen_logged(&f, "afresh", &lines);
 	file_key(k2);
 	TAP_OK(f.n == 1 && f.off[0] == a && lines == 0 && memcmp(k1, k2, sizeof(k1)) == 0,
@@ -996,8 +1018,29 @@ test_superblock(void)
 	le(sb + SSD_SB_SUM, 0, 8);
 	le(sb + SSD_SB_SUM, mc_checksum(sb, SSD_SB_USED), 8);
 	write_at(0, sb, sizeof(sb));
-	m = reopen_logged(&f, "was laid out in pages of 4096 bytes and headers of 4096", &lines);
+	m = reopen_logged(&f, "was laid out in units of 512 bytes and headers of 4096", &lines);
 	TAP_OK(lines == 1, "superblock: one laid out for other headers is started afresh");
+	medium_close(m);
+
+	/* one laid out in larger units, as a larger tier is: they are kept */
+	m = fresh(file, false);
+	medium_close(m);
+	read_at(0, sb, sizeof(sb));
+	le(sb + SSD_SB_PAGE, 2 * SSD_UNIT, 4);
+	le(sb + SSD_SB_HDR, 2 * SSD_UNIT, 4);
+	le(sb + SSD_SB_SUM, 0, 8);
+	le(sb + SSD_SB_SUM, mc_checksum(sb, SSD_SB_USED), 8);
+	write_at(0, sb, sizeof(sb));
+	m = reopen_logged(&f, "afresh", &lines);
+	a = put(m, "a", 100, 1);
+	TAP_OK(lines == 0 && medium_used(m) == 4 * SSD_UNIT && a == SSD_SB_BYTES + 2 * SSD_UNIT &&
+		       m->page == 2 * SSD_UNIT && m->per_copy == 2 * SSD_UNIT,
+	       "superblock: one laid out in units of %u keeps them, its room with them",
+	       2 * SSD_UNIT);
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.off[0] == a && medium_used(m) == 4 * SSD_UNIT,
+	       "superblock: and its copies come back");
 	medium_close(m);
 
 	/* too short to hold one: a file cut by hand, or made and never written */
@@ -1029,7 +1072,7 @@ test_free_space(void)
 	/* random bytes over 256 KiB never allocated, no page of them starting with the magic */
 	for (size_t i = 0; i < (256u << 10); i++)
 		g[i] = (unsigned char)tap_rng();
-	for (size_t i = 0; i < (256u << 10); i += PAGES_SIZE)
+	for (size_t i = 0; i < (256u << 10); i += SSD_UNIT)
 		g[i] = 0;
 	write_at(1u << 20, g, 256u << 10);
 	for (int how = S_MAGIC_ONLY; how < S_COUNT; how++) {
@@ -1053,7 +1096,7 @@ test_free_space(void)
 	       (unsigned long long)io.corrupt, n);
 	TAP_OK(f.n == 2 && f.off[0] == live && f.off[1] == at + hdr && f.meta[1].key_len == 6,
 	       "free space: the live copy and the well-made one are offered, nothing else");
-	TAP_OK(medium_used(m) == used + hdr + PAGES_SIZE &&
+	TAP_OK(medium_used(m) == used + hdr + SSD_UNIT &&
 		       medium_read(m, live, sizeof(want), got, &err) == got &&
 		       memcmp(got, want, sizeof(want)) == 0,
 	       "free space: the live copy is intact, and only the two are allocated");
@@ -1075,7 +1118,7 @@ test_other_file(void)
 	struct medium *m = fresh(file, false), *m2;
 	char file2[160];
 	struct medium_io io;
-	unsigned char *b = malloc(hdr + PAGES_SIZE);
+	unsigned char *b = malloc(hdr + SSD_UNIT);
 	uint64_t a, a2;
 	int fd;
 
@@ -1087,10 +1130,10 @@ test_other_file(void)
 	medium_close(m);
 	medium_close(m2);
 	fd = open(file2, O_RDONLY);
-	if (a != a2 || fd < 0 || pread(fd, b, hdr + PAGES_SIZE, (off_t)(a2 - hdr)) < 0)
+	if (a != a2 || fd < 0 || pread(fd, b, hdr + SSD_UNIT, (off_t)(a2 - hdr)) < 0)
 		bail("cannot read %s", file2);
 	close(fd);
-	write_at(a - hdr, b, hdr + PAGES_SIZE);
+	write_at(a - hdr, b, hdr + SSD_UNIT);
 	m = reopen(&f, 0);
 	medium_io(m, &io);
 	TAP_OK(f.n == 0 && io.corrupt == 1 && medium_used(m) == 0,
@@ -1129,7 +1172,7 @@ test_pool(void)
 {
 	static struct found f;
 	struct medium *media[MC_TIER_COUNT], *m = fresh(file, false);
-	unsigned char *old = malloc(hdr + PAGES_SIZE), magic[SSD_MAGIC_LEN];
+	unsigned char *old = malloc(hdr + SSD_UNIT), magic[SSD_MAGIC_LEN];
 	struct pool_key k = { "t", 1, "k", 1, false, 0 };
 	struct pool_result res;
 	struct pindex ix;
@@ -1140,15 +1183,15 @@ test_pool(void)
 
 	/* an upsert: version 2 lands while 1 is still held, then 1 goes */
 	o1 = put(m, "k", 100, 1);
-	read_at(o1 - hdr, old, hdr + PAGES_SIZE);
+	read_at(o1 - hdr, old, hdr + SSD_UNIT);
 	o2 = put(m, "k", 100, 2);
 	medium_release(m, o1, 100);
 	medium_close(m);
 	/* the old extent put back where it was */
-	write_at(o1 - hdr, old, hdr + PAGES_SIZE);
+	write_at(o1 - hdr, old, hdr + SSD_UNIT);
 	m = pool_open(media, &ix, &pl, &found);
 	TAP_OK(found == 1 && pindex_version(&ix, "t", 1, "k", 1, &version, &tier) == 1 &&
-		       version == 2 && medium_used(m) == hdr + PAGES_SIZE,
+		       version == 2 && medium_used(m) == hdr + SSD_UNIT,
 	       "pool: of a stale version and the current one, recovery keeps the current");
 	/* a clean stop: the index goes, its copies stay sealed */
 	pool_close(media, &ix);
@@ -1164,7 +1207,7 @@ test_pool(void)
 	read_at(o2 - hdr, magic, sizeof(magic));
 	TAP_OK(o && res.outcome == POOL_FREED && res.held &&
 		       memcmp(magic, SSD_MAGIC, SSD_MAGIC_LEN) != 0 &&
-		       medium_used(m) == hdr + PAGES_SIZE,
+		       medium_used(m) == hdr + SSD_UNIT,
 	       "pool: a copy deleted while a reader holds it is unsealed at once, its room kept");
 	if (o)
 		pindex_release(&ix, o);
@@ -1175,6 +1218,355 @@ test_pool(void)
 	medium_close(m);
 	unlink(file);
 	free(old);
+}
+
+/* ---- what the tier takes per byte stored ---- */
+
+/* Keep every copy offered, counting them. */
+static int
+count(void *arg, uint64_t off, const struct medium_meta *meta)
+{
+	(void)off;
+	(void)meta;
+	++*(uint64_t *)arg;
+	return 0;
+}
+
+/*
+ * Fill a fresh medium with copies of len bytes named with names bytes of
+ * tenant, key and type, sealed; bytes used per byte stored, in TAP's
+ * comments, and whether a restart finds the same.
+ */
+static double
+fill_ratio(size_t len, size_t names, const char *what)
+{
+	static char tenant[32], key[MC_KEY_MAX], type[8];
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	unsigned char *b = malloc(len);
+	uint64_t off, used, n = 0, found = 0;
+	struct medium_meta meta = {
+		.tenant = tenant,
+		.tenant_len = sizeof(tenant),
+		.key = key,
+		.key_len = (uint16_t)(names - sizeof(tenant) - sizeof(type)),
+		.type = type,
+		.type_len = sizeof(type),
+		.size = len,
+	};
+	double ratio;
+
+	memset(tenant, 't', sizeof(tenant));
+	memset(key, 'k', sizeof(key));
+	memset(type, 'y', sizeof(type));
+	fill(b, len, 1);
+	meta.checksum = mc_checksum(b, len);
+	while (medium_alloc(m, len, &off, &err) == 0) {
+		/* a long key's continuation may not fit where its copy did */
+		if (medium_write(m, off, b, len, &err) < 0 ||
+		    medium_seal(m, off, len, &meta, &err) < 0) {
+			medium_release(m, off, len);
+			break;
+		}
+		n++;
+	}
+	used = medium_used(m);
+	ratio = n ? (double)used / (double)(n * len) : 0;
+	printf("# ssd: %s: %llu copies of %zu bytes, %zu bytes of names: %llu bytes used, "
+	       "%.4f per byte stored, %.1f%% of the tier holds copies' bytes\n",
+	       what, (unsigned long long)n, len, names, (unsigned long long)used, ratio,
+	       100.0 * (double)(n * len) / (double)medium_capacity(m));
+	medium_close(m);
+	if (!(m = open_ssd(file, SIZE, false, &err)) || medium_recover(m, count, &found, &err) < 0)
+		bail("cannot recover %s: %s", file, err.msg);
+	TAP_OK(n > 0 && medium_used(m) == used && found == n,
+	       "overhead: %s: a restart takes back the same bytes (%llu)", what,
+	       (unsigned long long)medium_used(m));
+	medium_close(m);
+	unlink(file);
+	free(b);
+	return ratio;
+}
+
+/* The unit grows only when the allocator could not count a tier in sectors. */
+static void
+test_unit_for(void)
+{
+	TAP_OK(ssd_unit_for(SIZE) == SSD_UNIT && ssd_unit_for(1ull << 40) == SSD_UNIT &&
+		       ssd_unit_for((uint64_t)PAGES_MAX * SSD_UNIT) == SSD_UNIT,
+	       "unit: a tier of up to %llu bytes is laid out in sectors",
+	       (unsigned long long)PAGES_MAX * SSD_UNIT);
+	TAP_OK(ssd_unit_for(1ull << 41) == 2 * SSD_UNIT &&
+		       ssd_unit_for((uint64_t)PAGES_MAX * PAGES_SIZE) == PAGES_SIZE &&
+		       ssd_unit_for(1ull << 50) == PAGES_SIZE,
+	       "unit: a larger one in the smallest power of two that counts it, a page at most");
+}
+
+static void
+test_overhead(void)
+{
+	uint64_t long_hdr = SSD_H_NAMES + 32 + (MC_KEY_MAX - 40) + 8;
+	double r;
+
+	r = fill_ratio(4096, 200, "4 KiB copies");
+	TAP_OK(r > 1 && r <= 1.125, "overhead: 4 KiB copies take at most 1.125 bytes a byte (%.4f)",
+	       r);
+	r = fill_ratio(64 << 10, 200, "64 KiB copies");
+	TAP_OK(r > 1 && r <= 1.02, "overhead: 64 KiB copies take at most 1.02 bytes a byte (%.4f)",
+	       r);
+	r = fill_ratio(4096, 32 + (MC_KEY_MAX - 40) + 8, "4 KiB copies, keys near MC_KEY_MAX");
+	TAP_OK(r == (double)(SSD_HDR_BYTES + 4096 +
+			     (long_hdr - SSD_HDR_BYTES + SSD_CONT_PAYLOAD - 1) / SSD_CONT_PAYLOAD *
+				     SSD_UNIT) /
+			       4096,
+	       "overhead: a long key's header is longer by its continuation, no more (%.4f)", r);
+}
+
+/* A key whose every eight bytes look like a header's magic. */
+static void
+magic_key(char *key, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		key[i] = SSD_MAGIC[i % SSD_MAGIC_LEN];
+}
+
+static void
+test_long_names(void)
+{
+	static char key[MC_KEY_MAX];
+	static struct found f;
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	unsigned char b[3000];
+	struct medium_io io;
+	uint64_t off, fp, cont, used, inline_max = SSD_HDR_BYTES - SSD_H_NAMES - 1;
+	struct medium_meta meta = { .tenant = "t", .tenant_len = 1, .key = key };
+
+	magic_key(key, sizeof(key));
+	fill(b, sizeof(b), 4);
+	meta.size = sizeof(b);
+	meta.checksum = mc_checksum(b, sizeof(b));
+	fp = medium_footprint(m, sizeof(b));
+	/* the longest key that fits the room, then one byte more */
+	meta.key_len = (uint16_t)inline_max;
+	medium_alloc(m, sizeof(b), &off, &err);
+	medium_write(m, off, b, sizeof(b), &err);
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == fp,
+	       "long names: %llu bytes of tenant and key fit the header's room",
+	       (unsigned long long)inline_max + 1);
+	meta.key_len++;
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == fp + SSD_UNIT,
+	       "long names: one more byte takes a continuation of one unit, counted in used");
+	meta.key_len = 1000;
+	cont = (SSD_H_NAMES + 1 + 1000 - SSD_HDR_BYTES + SSD_CONT_PAYLOAD - 1) / SSD_CONT_PAYLOAD *
+	       SSD_UNIT;
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == fp + cont,
+	       "long names: sealed again with a longer key, the old continuation is given back");
+	used = medium_used(m);
+	medium_close(m);
+
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == off && f.meta[0].key_len == 1000 &&
+		       memcmp(f.names[0][1], key, 1000) == 0 && io.corrupt == 0 &&
+		       medium_used(m) == used,
+	       "long names: a key full of the header's magic comes back whole, its "
+	       "continuation allocated again");
+	meta.hard_pin = true;
+	TAP_OK(medium_seal(m, off, sizeof(b), &meta, &err) == 0 && medium_used(m) == used,
+	       "long names: sealed again with the same names, the continuation is kept");
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.meta[0].hard_pin && medium_used(m) == used,
+	       "long names: and the last seal is what comes back");
+	medium_release(m, off, sizeof(b));
+	TAP_OK(medium_used(m) == 0, "long names: release gives back the continuation too");
+	medium_close(m);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 0 && io.corrupt == 0 && medium_used(m) == 0,
+	       "long names: released, nothing comes back and nothing passes for a header");
+	medium_close(m);
+
+	/* a byte of the continuation flipped: the header is torn */
+	m = fresh(file, false);
+	medium_alloc(m, sizeof(b), &off, &err);
+	medium_write(m, off, b, sizeof(b), &err);
+	medium_seal(m, off, sizeof(b), &meta, &err);
+	medium_close(m);
+	read_at(off - hdr + SSD_H_CONT, &cont, sizeof(cont));
+	flip(cont + SSD_UNIT + 100);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 0 && io.corrupt == 1 && medium_used(m) == 0,
+	       "long names: a flipped byte in a continuation is a torn header, counted, its space "
+	       "free");
+	medium_close(m);
+	unlink(file);
+}
+
+/* Seal len bytes of b at off for key (key_len bytes), tenant "t". */
+static void
+seal_as(struct medium *m, uint64_t off, const unsigned char *b, size_t len, const char *key,
+	size_t key_len)
+{
+	struct mc_err err;
+
+	if (medium_write(m, off, b, len, &err) < 0 ||
+	    medium_seal(m, off, len,
+			&(struct medium_meta){ .tenant = "t",
+					       .tenant_len = 1,
+					       .key = key,
+					       .key_len = (uint16_t)key_len,
+					       .version = 1,
+					       .size = len,
+					       .checksum = mc_checksum(b, len) },
+			&err) < 0)
+		bail("cannot seal at %llu: %s", (unsigned long long)off, err.msg);
+}
+
+/*
+ * Where continuations lie: in a hole before their copy, and, put back by
+ * hand, over another copy's bytes.
+ */
+static void
+test_cont_places(void)
+{
+	static char key[1000];
+	static struct found f;
+	struct mc_err err;
+	struct medium *m = fresh(file, false);
+	unsigned char b[100], cont_bytes[2 * SSD_UNIT], stub[SSD_UNIT], mb[3 * SSD_UNIT];
+	uint64_t f0, f1, l, cat, mo;
+	struct medium_io io;
+
+	magic_key(key, sizeof(key));
+	fill(b, sizeof(b), 8);
+	/* a filler, a hole, the long-named copy after it: its continuation goes in the hole */
+	medium_alloc(m, sizeof(b), &f0, &err);
+	medium_alloc(m, sizeof(b), &f1, &err);
+	medium_alloc(m, sizeof(b), &l, &err);
+	medium_release(m, f1, sizeof(b));
+	seal_as(m, l, b, sizeof(b), key, sizeof(key));
+	medium_close(m);
+	read_at(l - hdr + SSD_H_CONT, &cat, sizeof(cat));
+	TAP_OK(cat == f1 - hdr, "continuation: a hole before its copy takes it");
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == l && f.meta[0].key_len == sizeof(key) && io.corrupt == 0 &&
+		       medium_used(m) == 2 * SSD_UNIT + 2 * SSD_UNIT,
+	       "continuation: before its copy, it is taken back with it (used %llu)",
+	       (unsigned long long)medium_used(m));
+
+	/* the copy goes, then one whose bytes are the old continuation's, where it lay */
+	read_at(cat, cont_bytes, sizeof(cont_bytes));
+	read_at(l - hdr, stub, sizeof(stub));
+	medium_release(m, l, sizeof(b));
+	TAP_OK(medium_used(m) == 0, "continuation: given back with its copy (the filler, never "
+				    "sealed, did not come back)");
+	memset(mb, 'm', sizeof(mb));
+	memcpy(mb + SSD_UNIT, cont_bytes, sizeof(cont_bytes));
+	medium_alloc(m, sizeof(mb), &mo, &err);
+	seal_as(m, mo, mb, sizeof(mb), "m", 1);
+	medium_close(m);
+	/* and the long-named copy's header put back: signed, whole, its continuation intact */
+	if (mo + SSD_UNIT != cat || mo + sizeof(mb) > l - hdr)
+		bail("the copy over the continuation is not where it was meant to be");
+	write_at(l - hdr, stub, sizeof(stub));
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && f.off[0] == mo && io.corrupt == 1 && medium_used(m) == hdr + sizeof(mb),
+	       "continuation: one over another copy's bytes is no copy's; that copy is kept");
+	medium_close(m);
+	m = reopen(&f, 0);
+	medium_io(m, &io);
+	TAP_OK(f.n == 1 && io.corrupt == 0, "continuation: and the header refused was cleared");
+	medium_close(m);
+	unlink(file);
+}
+
+/* ---- a file of another format ---- */
+
+/* A superblock as format fmt laid it out, with its checksum right, over a file of SIZE. */
+static void
+old_file(uint64_t fmt, uint32_t page, uint32_t hdr_bytes)
+{
+	unsigned char sb[SSD_SB_BYTES] = { 0 }, g[4096];
+	int fd;
+
+	unlink(file);
+	if ((fd = open(file, O_RDWR | O_CREAT, 0600)) < 0 || ftruncate(fd, SIZE + SSD_SB_BYTES) < 0)
+		bail("cannot make %s", file);
+	close(fd);
+	memcpy(sb, SSD_SB_MAGIC, SSD_MAGIC_LEN);
+	le(sb + SSD_SB_FORMAT, fmt, 4);
+	le(sb + SSD_SB_LEN, SSD_SB_USED, 4);
+	le(sb + SSD_SB_PAGE, page, 4);
+	le(sb + SSD_SB_HDR, hdr_bytes, 4);
+	for (int i = 0; i < SSD_KEY_BYTES; i++)
+		sb[SSD_SB_KEY + i] = (unsigned char)tap_rng();
+	le(sb + SSD_SB_SUM, mc_checksum(sb, SSD_SB_USED), 8);
+	write_at(0, sb, sizeof(sb));
+	/* where its first extent was: a header, then its bytes */
+	for (size_t i = 0; i < sizeof(g); i++)
+		g[i] = (unsigned char)tap_rng();
+	memcpy(g, SSD_MAGIC, SSD_MAGIC_LEN);
+	write_at(SSD_SB_BYTES, g, sizeof(g));
+	write_at(SSD_SB_BYTES + 8192, g, sizeof(g));
+}
+
+/* The file's bytes, hashed, and its size. */
+static uint64_t
+file_sum(off_t *size)
+{
+	unsigned char *b = malloc(SIZE + SSD_SB_BYTES);
+	struct stat st;
+	uint64_t sum;
+
+	if (!b || stat(file, &st) < 0 || st.st_size > SIZE + SSD_SB_BYTES)
+		bail("cannot stat %s", file);
+	read_at(0, b, (size_t)st.st_size);
+	sum = mc_checksum(b, (size_t)st.st_size);
+	*size = st.st_size;
+	free(b);
+	return sum;
+}
+
+static void
+test_old_format(void)
+{
+	struct mc_err err;
+	struct medium *m;
+	char want[512], moved[192];
+	uint64_t before, after;
+	off_t sb_size, sa_size;
+
+	old_file(2, PAGES_SIZE, 8192);
+	before = file_sum(&sb_size);
+	m = open_ssd(file, SIZE, false, &err);
+	snprintf(want, sizeof(want),
+		 "ssd file '%s' is in format 2; this peer writes format 3: move it away", file);
+	after = file_sum(&sa_size);
+	TAP_OK(m == NULL && err.code == MC_ERR_VERSION && strstr(err.msg, want) != NULL,
+	       "old format: a file of format 2 is refused, saying what to do (%s)", err.msg);
+	TAP_OK(before == after && sb_size == sa_size,
+	       "old format: and not a byte of it is changed");
+	m = open_ssd(file, 2 * SIZE, false, &err);
+	after = file_sum(&sa_size);
+	TAP_OK(m == NULL && before == after && sb_size == sa_size,
+	       "old format: not even opened at another size, which would cut or grow it");
+	old_file(4, SSD_UNIT, SSD_HDR_BYTES);
+	m = open_ssd(file, SIZE, false, &err);
+	TAP_OK(m == NULL && err.code == MC_ERR_VERSION && strstr(err.msg, "is in format 4;"),
+	       "old format: a newer format is refused too (%s)", err.msg);
+	snprintf(moved, sizeof(moved), "%s.old", file);
+	rename(file, moved);
+	m = open_ssd(file, SIZE, false, &err);
+	TAP_OK(m != NULL && medium_recover(m, keep, NULL, &err) == 0 && medium_used(m) == 0,
+	       "old format: moved away, the tier starts afresh");
+	medium_close(m);
+	unlink(moved);
+	unlink(file);
 }
 
 /* Whether a file in d can be read with O_DIRECT. */
@@ -1216,7 +1608,7 @@ main(void)
 		uint64_t off;
 
 		medium_alloc(m, 1, &off, &err);
-		hdr = medium_used(m) - PAGES_SIZE;
+		hdr = medium_used(m) - SSD_UNIT;
 		medium_close(m);
 	}
 	test_space();
@@ -1241,6 +1633,11 @@ main(void)
 	test_free_space();
 	test_other_file();
 	test_pool();
+	test_long_names();
+	test_cont_places();
+	test_old_format();
+	test_unit_for();
+	test_overhead();
 	rmdir(dir);
 	return tap_done();
 }
