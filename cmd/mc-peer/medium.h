@@ -144,7 +144,7 @@ struct medium_ops {
 	/* The directory the medium keeps its state in; NULL: none. */
 	const char *(*dir)(struct medium *m);
 	uint64_t (*capacity)(struct medium *m);
-	/* Bytes allocated, in the medium's units (whole pages; on SSD with headers). */
+	/* Bytes allocated, in the medium's units (DRAM pages; SSD sectors, headers included). */
 	uint64_t (*used)(struct medium *m);
 	/*
 	 * Ordering hooks. track puts a copy of len bytes at the warm end

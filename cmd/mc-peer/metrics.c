@@ -143,7 +143,8 @@ malformed_value(void)
 
 /* medium*.c: each tier's room, and a disk tier's own I/O */
 #define MEDIUM_METRICS(S, E, P)                                                                 \
-	E("mc_peer_tier_bytes_used", MC_GAUGE, "Bytes allocated in the tier (whole pages).",    \
+	E("mc_peer_tier_bytes_used", MC_GAUGE,                                                  \
+	  "Bytes allocated in the tier, in its units (DRAM pages; SSD sectors with headers).",  \
 	  p->media[i] != NULL, "tier", MC_TIER_COUNT, mc_tier_name(i),                          \
 	  (double)medium_used(p->media[i]))                                                     \
 	E("mc_peer_tier_bytes_capacity", MC_GAUGE, "Capacity of the tier in bytes.",            \
