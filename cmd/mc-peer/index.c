@@ -267,6 +267,13 @@ pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, si
 	return o;
 }
 
+/* What o takes in its tier's medium (0 for an empty copy). */
+static uint64_t
+footprint(const struct pindex *ix, const struct pobj *o)
+{
+	return o->size > 0 ? medium_footprint(ix->media[o->tier], o->size) : 0;
+}
+
 /* Take o out of the table, the list and its medium's order. Lock held. */
 static void
 detach_locked(struct pindex *ix, struct pobj *o)
@@ -280,6 +287,7 @@ detach_locked(struct pindex *ix, struct pobj *o)
 	o->linked = false;
 	ix->objects--;
 	ix->tier_objects[o->tier]--;
+	ix->tier_bytes[o->tier] -= footprint(ix, o);
 	ix->bytes -= o->size;
 }
 
@@ -303,6 +311,7 @@ attach_locked(struct pindex *ix, struct pobj *o)
 	o->seq = ++ix->seq;
 	ix->objects++;
 	ix->tier_objects[o->tier]++;
+	ix->tier_bytes[o->tier] += footprint(ix, o);
 	ix->bytes += o->size;
 }
 
@@ -649,6 +658,15 @@ pindex_tier_objects(struct pindex *ix, int tier)
 	n = ix->tier_objects[tier];
 	pthread_mutex_unlock(&ix->mu);
 	return n;
+}
+
+void
+pindex_tier_load(struct pindex *ix, int tier, uint64_t *copies, uint64_t *bytes)
+{
+	pthread_mutex_lock(&ix->mu);
+	*copies = ix->tier_objects[tier];
+	*bytes = ix->tier_bytes[tier];
+	pthread_mutex_unlock(&ix->mu);
 }
 
 /* ---- changes ---- */
