@@ -110,12 +110,17 @@ occupancy_near_full() {
 	occupancy_near_full
 	# the puts since the last drain stayed under one slice short of full
 	[ "$used" -le $((63 * MIB)) ] && [ "$used" -ge $((58 * MIB)) ]
+	# at rest nothing is in flight: the band is one and two slices under full
+	[ "$(peer_metric 'mc_peer_tier_inflight_bytes{tier="dram"}')" -eq 0 ]
+	[ "$(peer_metric 'mc_peer_tier_band_high_bytes{tier="dram"}')" -eq $((63 * MIB)) ]
+	[ "$(peer_metric 'mc_peer_tier_band_low_bytes{tier="dram"}')" -eq $((62 * MIB)) ]
 	verify_lost a/ 200 "$keys"
 }
 
 @test "local-evict: with --dram-watermarks a peer past its high watermark drains itself to its low one" {
 	cluster --dram-watermarks 0.9:0.7
 	fill 200
+	[ "$(peer_metric 'mc_peer_tier_band_high_bytes{tier="dram"}')" -eq $((64 * MIB * 9 / 10)) ]
 	local used keys
 	used="$(peer_metric 'mc_peer_tier_bytes_used{tier="dram"}')"
 	keys="$(peer_metric 'mc_peer_local_evictions_total{event="key"}')"
