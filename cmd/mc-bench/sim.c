@@ -881,8 +881,8 @@ out_result(struct bench_out *r, const struct sim_result *res)
 	out_u64(r, "writes", res->writes);
 	out_u64(r, "evictions", res->evictions);
 	out_u64(r, "rounds", res->rounds);
-	out_double(r, "mean_occupancy", 4, mean_occupancy(res));
-	out_double(r, "min_occupancy", 4, min_occupancy(res));
+	out_double(r, "occupancy_mean", 4, mean_occupancy(res));
+	out_double(r, "occupancy_min", 4, min_occupancy(res));
 	out_double(r, "seconds", 3, res->seconds);
 	out_item_end(r);
 }
@@ -1075,8 +1075,8 @@ bench_sim(const struct bench_opts *o, const char *path)
 	}
 	out_str(&r, "view", o->sim_whole_view ? "whole" : "windowed");
 	out_u64(&r, "rounds", res[0].rounds);
-	out_double(&r, "mean_occupancy", 4, mean_occupancy(&res[0]));
-	out_double(&r, "min_occupancy", 4, min_occupancy(&res[0]));
+	out_double(&r, "occupancy_mean", 4, mean_occupancy(&res[0]));
+	out_double(&r, "occupancy_min", 4, min_occupancy(&res[0]));
 	out_u64(&r, "viewed", viewed);
 	out_u64(&r, "regrown", regrown);
 	out_double(&r, "model_seconds", 3, res[0].seconds);
