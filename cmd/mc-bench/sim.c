@@ -4,14 +4,20 @@
  * The trace is replayed the way mc-bench replay drives a live cluster
  * (look up a request's blocks, read the leading run found, write the
  * blocks it lacks) into a model of one peer tier of --capacity payload
- * bytes with the master's watermark semantics: once a write leaves the
- * tier above its high watermark a round frees it down to the low one,
- * and a write that does not fit first frees what it needs down to the
- * low mark. mc's policy runs as the master runs it: the same candidate
- * view, planner, rankers and plan execution (libmc), over the model's
- * objects with the master's logical access sequence. Beside it, in the
- * same run, the reference policies (mc/refcache.h) under the same
- * semantics, textbook LRU, and Belady's OPT.
+ * bytes evicting in a band (mc/band.h): once a write leaves the tier
+ * above the band's high end a round frees it down to its low end, and a
+ * write that does not fit first frees what it needs down to the low end.
+ * The band is the daemons' headroom, recomputed from the tier's live
+ * copies and bytes as it changes (no writes are in flight here), or the
+ * watermarks of --high/--low. mc's policy runs as the master runs it:
+ * the same candidate view, planner, rankers and plan execution (libmc),
+ * over the model's objects with the master's logical access sequence; a
+ * round plans over a window of the tier's coldest copies (mc/planner.h)
+ * taken from the model's access order, or with --whole-view over every
+ * copy. Beside it, in the same run, the reference policies
+ * (mc/refcache.h), each evicting on demand at full capacity as an
+ * engine's prefix cache does, and Belady's OPT. Occupancy (used over
+ * capacity) is sampled after every request from the first eviction on.
  *
  * --peers N splits the capacity over N peer tiers, each block on the
  * one its hash picks. --eviction-mode says who evicts them: master (the
