@@ -103,7 +103,7 @@ _mc_bench()
 	local -A vals=( ['--tier']='dram ssd hbm cxl' ['--clock']='fast trace' ['--eviction-mode']='master local' )
 	local -A shorts=( ['-c']='--clients' ['-n']='--requests' ['-d']='--duration' ['-b']='--batch' ['-m']='--master' ['-t']='--tenant' )
 	local -A copts=( )
-	_mc_complete '--size --tier --reuse --keys --clients -c --requests -n --duration -d --batch -b --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --peers --eviction-mode --seed --json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'get lookup fill replay sim gen' kinds copts vals shorts
+	_mc_complete '--size --tier --reuse --keys --clients -c --requests -n --duration -d --batch -b --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --whole-view --peers --eviction-mode --seed --json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'get lookup fill replay sim gen' kinds copts vals shorts
 }
 complete -F _mc_bench mc-bench
 

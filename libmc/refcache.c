@@ -25,6 +25,7 @@ static const struct {
 	[MC_REF_S3FIFO] = { "s3fifo", &mc_rc_s3fifo },
 	[MC_REF_ARC] = { "arc", &mc_rc_arc },
 	[MC_REF_LRU_TEXTBOOK] = { "lru-textbook", &mc_rc_lru_textbook },
+	[MC_REF_LRU_LEAF] = { "lru-leaf", &mc_rc_lru_leaf },
 };
 
 static const char *const queue_names[RC_NQUEUES] = {
@@ -93,9 +94,10 @@ share(double f, uint64_t capacity)
 	return (uint64_t)x;
 }
 
-struct mc_refcache *
-mc_refcache_new(enum mc_refcache_kind k, uint64_t capacity, double high, double low,
-		struct mc_err *err)
+/* A cache whose rounds start above trigger bytes and stop at target bytes. */
+static struct mc_refcache *
+make(enum mc_refcache_kind k, uint64_t capacity, bool on_demand, double high, double low,
+     struct mc_err *err)
 {
 	struct mc_refcache *c;
 	int q;
@@ -110,13 +112,6 @@ mc_refcache_new(enum mc_refcache_kind k, uint64_t capacity, double high, double 
 			   (unsigned long long)capacity);
 		return NULL;
 	}
-	/* written so that NaN fails too */
-	if (!(low > 0 && low < high && high <= 1)) {
-		mc_err_set(err, MC_ERR_INVALID,
-			   "watermarks must satisfy 0 < low < high <= 1 (low %g, high %g)", low,
-			   high);
-		return NULL;
-	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for a reference cache");
@@ -125,7 +120,7 @@ mc_refcache_new(enum mc_refcache_kind k, uint64_t capacity, double high, double 
 	c->kind = k;
 	c->ops = kinds[k].ops;
 	c->capacity = capacity;
-	if (c->ops->at_capacity) {
+	if (on_demand || c->ops->at_capacity) {
 		c->trigger = capacity;
 		c->target = capacity;
 	} else {
@@ -137,6 +132,26 @@ mc_refcache_new(enum mc_refcache_kind k, uint64_t capacity, double high, double 
 	for (q = 0; q < RC_NQUEUES; q++)
 		c->q[q].head.prev = c->q[q].head.next = &c->q[q].head;
 	return c;
+}
+
+struct mc_refcache *
+mc_refcache_new(enum mc_refcache_kind k, uint64_t capacity, double high, double low,
+		struct mc_err *err)
+{
+	/* written so that NaN fails too */
+	if (!(low > 0 && low < high && high <= 1)) {
+		mc_err_set(err, MC_ERR_INVALID,
+			   "watermarks must satisfy 0 < low < high <= 1 (low %g, high %g)", low,
+			   high);
+		return NULL;
+	}
+	return make(k, capacity, false, high, low, err);
+}
+
+struct mc_refcache *
+mc_refcache_new_on_demand(enum mc_refcache_kind k, uint64_t capacity, struct mc_err *err)
+{
+	return make(k, capacity, true, 1, 1, err);
 }
 
 void
@@ -270,7 +285,14 @@ mc_refcache_access(struct mc_refcache *c, uint64_t key)
 int
 mc_refcache_insert(struct mc_refcache *c, uint64_t key, uint64_t size, struct mc_err *err)
 {
-	struct rc_entry *e = find(c, key);
+	return mc_refcache_insert_under(c, key, size, false, 0, err);
+}
+
+int
+mc_refcache_insert_under(struct mc_refcache *c, uint64_t key, uint64_t size, bool has_parent,
+			 uint64_t parent, struct mc_err *err)
+{
+	struct rc_entry *e = find(c, key), *p;
 
 	if (e != NULL && rc_resident(e->where)) {
 		c->ops->hit(c, e);
@@ -294,7 +316,10 @@ mc_refcache_insert(struct mc_refcache *c, uint64_t key, uint64_t size, struct mc
 					  "out of memory for the cache index");
 		}
 	}
+	p = has_parent ? find(c, parent) : NULL;
+	c->admit_parent = p != NULL && rc_resident(p->where) ? p : NULL;
 	c->ops->admit(c, e, size);
+	c->admit_parent = NULL;
 	c->st.inserts++;
 	return 0;
 }
@@ -310,6 +335,8 @@ mc_refcache_queue(const struct mc_refcache *c, uint64_t key)
 {
 	const struct rc_entry *e = find(c, key);
 
+	if (e != NULL && c->kind == MC_REF_LRU_LEAF)
+		return e->where == RC_HEAP ? "leaf" : "inner";
 	return e != NULL ? queue_names[e->where] : NULL;
 }
 

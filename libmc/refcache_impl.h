@@ -6,8 +6,8 @@
  * key in one hash table. An entry sits in exactly one queue, named by
  * entry->where; a queue is an intrusive doubly linked list with a
  * sentinel, its head the oldest (LRU, FIFO tail) end, plus its length and
- * bytes. lfu keeps its resident entries in a heap instead of a list: its
- * queue, RC_HEAP, counts them but links nothing.
+ * bytes. lfu keeps its resident entries in a heap instead of a list, and
+ * lru-leaf its leaves: that queue, RC_HEAP, counts them but links nothing.
  *
  * The generic layer (refcache.c) owns the index, the accounting and the
  * watermark round; a policy decides where an admitted object goes, what
@@ -26,8 +26,8 @@
 
 enum rc_queue {
 	RC_NONE,  /* being admitted, in no queue yet */
-	RC_CACHE, /* lru, fifo, lru-textbook */
-	RC_HEAP,  /* lfu: resident, ordered by the heap, not linked */
+	RC_CACHE, /* lru, fifo, lru-textbook; lru-leaf's inner blocks */
+	RC_HEAP,  /* lfu, lru-leaf's leaves: resident, ordered by the heap, not linked */
 	RC_SMALL,
 	RC_MAIN,
 	RC_T1,
@@ -45,10 +45,12 @@ struct rc_link {
 struct rc_entry {
 	struct rc_link link; /* first, so a link is its entry */
 	uint64_t key;
-	uint64_t size;	/* bytes, at least 1 */
-	uint64_t count; /* lfu: uses, kept in the ghost */
-	uint64_t stamp; /* lfu: time of the last use, for ties */
-	size_t heap;	/* lfu: index in the heap */
+	uint64_t size;		 /* bytes, at least 1 */
+	uint64_t count;		 /* lfu: uses, kept in the ghost; lru-leaf: 0 */
+	uint64_t stamp;		 /* lfu: time of the last use, for ties; lru-leaf: the order */
+	size_t heap;		 /* lfu, lru-leaf: index in the heap */
+	struct rc_entry *parent; /* lru-leaf: the resident block it extends, or NULL */
+	uint64_t children;	 /* lru-leaf: resident blocks whose parent it is */
 	enum rc_queue where;
 	uint8_t freq; /* s3fifo: 0..3 */
 };
@@ -72,7 +74,8 @@ struct rc_ops {
 	 * Admit e with size bytes: e is fresh (RC_NONE) or one of this
 	 * policy's ghosts, indexed either way. Adapt to where it was, take
 	 * it out of its ghost queue (mc_rc_unghost), run mc_rc_round, then
-	 * link it in.
+	 * link it in. The resident block it extends, if the writer named
+	 * one, is c->admit_parent.
 	 */
 	void (*admit)(struct mc_refcache *c, struct rc_entry *e, uint64_t size);
 	/* Evict at least one resident object; called only when one exists. */
@@ -93,7 +96,9 @@ struct mc_refcache {
 	struct rc_queue_state q[RC_NQUEUES];
 	struct mc_refcache_stats st; /* objects and bytes are kept live */
 
-	/* lfu */
+	struct rc_entry *admit_parent; /* during an insert: the resident parent, or NULL */
+
+	/* lfu, lru-leaf */
 	struct rc_entry **heap;
 	size_t heap_cap;
 	uint64_t clock;
@@ -102,6 +107,8 @@ struct mc_refcache {
 	/* arc */
 	double p;
 	bool from_b2; /* the entry being admitted was a B2 ghost */
+	/* lru-leaf: the parent held out of the leaves while its child's room is made */
+	struct rc_entry *pinned;
 };
 
 static inline bool
@@ -144,7 +151,24 @@ void mc_rc_trim(struct mc_refcache *c, enum rc_queue q, uint64_t bytes);
  */
 void mc_rc_round(struct mc_refcache *c, uint64_t size);
 
+/*
+ * The heap queue (refcache_heap.c), by (count, stamp), fewest and oldest
+ * at c->heap[0]. reserve makes room for one more entry; add puts e (in
+ * RC_NONE) in; fix restores the order after e's count or stamp changed;
+ * leave takes e out (to RC_NONE); evict takes it out as mc_rc_evict
+ * does. Each O(log n).
+ */
+bool mc_rc_heap_before(const struct rc_entry *a, const struct rc_entry *b);
+int mc_rc_heap_reserve(struct mc_refcache *c, struct mc_err *err);
+void mc_rc_heap_add(struct mc_refcache *c, struct rc_entry *e);
+void mc_rc_heap_fix(struct mc_refcache *c, struct rc_entry *e);
+void mc_rc_heap_leave(struct mc_refcache *c, struct rc_entry *e);
+void mc_rc_heap_evict(struct mc_refcache *c, struct rc_entry *e, enum rc_queue ghost);
+/* The heap's own invariants: indices, order, bytes. */
+int mc_rc_heap_check(const struct mc_refcache *c, struct mc_err *err);
+void mc_rc_heap_fini(struct mc_refcache *c);
+
 extern const struct rc_ops mc_rc_lru, mc_rc_fifo, mc_rc_lru_textbook, mc_rc_lfu, mc_rc_lfu_restart,
-	mc_rc_s3fifo, mc_rc_arc;
+	mc_rc_s3fifo, mc_rc_arc, mc_rc_lru_leaf;
 
 #endif

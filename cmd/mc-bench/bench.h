@@ -18,7 +18,8 @@ struct bench_opts {
 	double max_put_failures;  /* replay: a fraction of the puts */
 	const char *policy;	  /* sim: a policy file, NULL for the built-in default */
 	const char *capacity;	  /* sim: a size or a fraction of the unique blocks */
-	double sim_high, sim_low; /* sim: watermarks */
+	double sim_high, sim_low; /* sim: watermarks; both 0: the headroom band */
+	bool sim_whole_view;	  /* sim: plan over every copy, not a window */
 	uint64_t sim_peers;	  /* sim: peer tiers the capacity is split over */
 	bool sim_local;		  /* sim: --eviction-mode local (each peer evicts itself) */
 	uint64_t seed;		  /* gen: the same seed, the same trace */
@@ -29,6 +30,9 @@ int bench_get(const struct bench_opts *o);
 int bench_lookup(const struct bench_opts *o);
 int bench_fill(const struct bench_opts *o);
 int bench_replay(const struct bench_opts *o, const char *trace);
+/* sim: the watermarks --high or --low alone pair with */
+#define SIM_HIGH 0.9
+#define SIM_LOW 0.7
 int bench_sim(const struct bench_opts *o, const char *trace);
 /* gen: a synthetic trace of one family on standard output; an exit code. */
 int bench_gen(const struct bench_opts *o, const char *family);

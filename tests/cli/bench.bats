@@ -151,6 +151,96 @@ field() {
 	assert_output --partial "invalid --peers '0'"
 }
 
+# sim_chat FILE: a generated chat trace of 5,000 requests, its tier at 20% holding more
+# copies than a round's smallest window (MC_PLAN_WINDOW_MIN), so windows and the whole differ.
+sim_chat() {
+	[ -s "$1" ] || mc-bench gen chat --seed 1 --requests 5000 >"$1"
+}
+
+@test "mc-bench sim: the headroom band by default, the watermark band with --high/--low, named in text and --json" {
+	local trace="$BATS_FILE_TMPDIR/chat.jsonl" head marks
+	sim_chat "$trace"
+	run -0 mc-bench sim --block-bytes 4KiB --capacity 20% "$trace"
+	assert_output --partial ", band headroom,"
+	[ "$(field band)" = headroom ]
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% "$trace"
+	head="$output"
+	jq -e '.band == "headroom" and (has("high") | not) and (has("low") | not)' <<<"$head"
+	run -0 mc-bench sim --block-bytes 4KiB --capacity 20% --high 0.9 --low 0.7 "$trace"
+	assert_output --partial ", band watermarks 0.90/0.70,"
+	[ "$(field band)" = watermarks ]
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% --high 0.9 --low 0.7 "$trace"
+	marks="$output"
+	jq -e '.band == "watermarks" and .high == 0.9 and .low == 0.7' <<<"$marks"
+	# a thin band keeps the tier fuller in many more, smaller rounds
+	jq -n -e --argjson h "$head" --argjson m "$marks" \
+		'$h.rounds > 4 * $m.rounds and $h.occupancy_mean > $m.occupancy_mean + 0.1'
+	# one watermark alone pairs with the other's usual value
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% --high 0.95 "$trace"
+	jq -e '.band == "watermarks" and .high == 0.95 and .low == 0.7' <<<"$output"
+	run -64 mc-bench sim --capacity 20% --high 0.5 --low 0.7 "$trace"
+	assert_output --partial "invalid --high/--low"
+}
+
+@test "mc-bench sim: mean and minimum occupancy from the first eviction, for the model and every reference" {
+	local trace="$BATS_FILE_TMPDIR/chat.jsonl"
+	sim_chat "$trace"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% "$trace"
+	jq -e '.results | length == 8 and all(has("occupancy_mean") and has("occupancy_min") and
+		.occupancy_min > 0 and .occupancy_min <= .occupancy_mean and .occupancy_mean <= 1)' \
+		<<<"$output"
+	jq -e '.occupancy_mean == .results[0].occupancy_mean and
+		.occupancy_min == .results[0].occupancy_min' <<<"$output"
+	# the headroom band keeps a slice free and frees one more, a slice being 1/64 of the
+	# tier here, down to a whole block below that (and printed to four places)
+	jq -e '.occupancy_min >= 1 - 2 / 64 - 4096 / .capacity_bytes - 0.0001 and
+		.occupancy_mean < 1' <<<"$output"
+	# on demand with whole blocks, textbook LRU stays exactly full once it filled
+	jq -e '.results[] | select(.policy == "lru") | .occupancy_mean == 1 and .occupancy_min == 1' \
+		<<<"$output"
+	run -0 mc-bench sim --block-bytes 4KiB --capacity 20% --high 0.9 --low 0.7 "$trace"
+	# watermarks: between the marks, the low one its minimum
+	[ "$(field occupancy_min)" = 0.7000 ] ||
+		awk -v m="$(field occupancy_min)" 'BEGIN { exit !(m >= 0.69 && m < 0.71) }'
+	awk -v m="$(field occupancy_mean)" 'BEGIN { exit !(m > 0.7 && m < 0.9) }'
+	# a tier that never filled has no occupancy to report
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 64MiB "$MC_DIR/trace.jsonl"
+	jq -e 'all(.results[]; .evictions == 0 and .occupancy_mean == 0 and .occupancy_min == 0)' \
+		<<<"$output"
+}
+
+@test "mc-bench sim: lru-leaf is among the references, and every reference evicts on demand" {
+	local trace="$BATS_FILE_TMPDIR/chat.jsonl"
+	sim_chat "$trace"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% "$trace"
+	jq -e '[.results[1:][].policy] == ["lru", "fifo", "lfu", "lfu-restart", "s3fifo", "arc",
+		"lru-leaf"]' <<<"$output"
+	# one block per write at full capacity: as many rounds as evictions
+	jq -e 'all(.results[] | select(.policy | IN("lru", "lru-leaf", "lfu", "arc"));
+		.rounds == .evictions and .evictions > 0)' <<<"$output"
+	# the tree counts: evicting only leaves is not LRU over blocks
+	jq -e '(.results[] | select(.policy == "lru") | .prefix_hit_ratio) !=
+		(.results[] | select(.policy == "lru-leaf") | .prefix_hit_ratio)' <<<"$output"
+	run -0 mc-bench sim --block-bytes 4KiB --capacity 20% "$trace"
+	assert_output --partial "references evict on demand at full capacity"
+	assert_output --regexp $'\nlru-leaf +0\.[0-9]{4} '
+}
+
+@test "mc-bench sim --whole-view: rounds plan over every copy; by default over a window of the coldest" {
+	local trace="$BATS_FILE_TMPDIR/chat.jsonl" win whole
+	sim_chat "$trace"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% "$trace"
+	win="$output"
+	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% --whole-view "$trace"
+	whole="$output"
+	jq -n -e --argjson w "$win" --argjson a "$whole" '$w.view == "windowed" and
+		$a.view == "whole" and $w.rounds > 0 and $a.rounds > 0 and
+		$w.viewed < $a.viewed / 2 and $a.regrown == 0'
+	run -0 mc-bench sim --block-bytes 4KiB --capacity 20% --whole-view "$trace"
+	assert_output --partial ", whole view;"
+	[ "$(field view)" = whole ]
+}
+
 # ---- --json: every command, one record, the same fields as its line ----
 
 # same_record: the JSON object in $json holds every key=value of the line
@@ -219,7 +309,7 @@ same_record() {
 	run -0 mc-bench sim --block-bytes 4KiB --capacity 16KiB "$MC_DIR/trace.jsonl"
 	local line
 	# the record, not the heading above the table
-	line="$(grep '^sim [a-z_]*=' <<<"$output" | sed -E 's/ seconds=[^ ]*//')"
+	line="$(grep '^sim [a-z_]*=' <<<"$output" | sed -E 's/ (model_)?seconds=[^ ]*//g')"
 	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 16KiB "$MC_DIR/trace.jsonl"
 	local json="$output"
 	same_record sim

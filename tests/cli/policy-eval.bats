@@ -141,7 +141,7 @@ agree() {
 	local pol out
 	pol="$(policy lru 'evict lru')"
 	run -0 mc-bench sim --block-bytes "$BLOCK" --policy "$pol" --capacity 2% --limit 2000 "$TRACE"
-	for r in lru fifo lfu lfu-restart s3fifo arc lru-textbook "opt (block hits)"; do
+	for r in lru fifo lfu lfu-restart s3fifo arc lru-leaf "opt (block hits)"; do
 		assert_output --partial "$r "
 	done
 	assert_output --partial "gap closed by mc:"
@@ -153,9 +153,10 @@ agree() {
 	jq -e '.opt_block_hit_ratio >= (.results | map(.block_hit_ratio) | max)' <<<"$out" >/dev/null
 	# 2% of the blocks of what was simulated, in payload bytes
 	jq -e '.capacity_bytes == ((.unique_blocks * 2 / 100 | floor) * 4096)' <<<"$out" >/dev/null
-	# mc's lru under the master's rules is the reference lru under the same rules
-	jq -e '(.results[0].prefix_hit_ratio - (.results[] | select(.policy == "lru") |
-		.prefix_hit_ratio)) | fabs < 0.01' <<<"$out" >/dev/null
+	# mc's lru under the headroom band (a slice or two from full) is within a point of
+	# the reference lru, which evicts on demand at full capacity
+	jq -e '.band == "headroom" and ((.results[0].prefix_hit_ratio - (.results[] |
+		select(.policy == "lru") | .prefix_hit_ratio)) | fabs < 0.01)' <<<"$out" >/dev/null
 }
 
 @test "policy-eval: sim refuses a missing capacity, a bad one and a bad policy, naming them" {

@@ -49,6 +49,31 @@ put(struct mc_refcache *c, uint64_t key)
 	put_size(c, key, BLK);
 }
 
+/* Insert key as the block after parent in its request (lru-leaf's tree). */
+static void
+put_under(struct mc_refcache *c, uint64_t key, bool has_parent, uint64_t parent)
+{
+	struct mc_err err = { 0 };
+
+	if (mc_refcache_insert_under(c, key, BLK, has_parent, parent, &err) < 0) {
+		printf("Bail out! insert failed: %s\n", err.msg);
+		exit(1);
+	}
+}
+
+static struct mc_refcache *
+on_demand(enum mc_refcache_kind k, uint64_t blocks)
+{
+	struct mc_err err = { 0 };
+	struct mc_refcache *c = mc_refcache_new_on_demand(k, blocks * BLK, &err);
+
+	if (c == NULL) {
+		printf("Bail out! cannot make a %s cache: %s\n", mc_refcache_name(k), err.msg);
+		exit(1);
+	}
+	return c;
+}
+
 /* Read key as one single-block request: a hit is read, a miss inserted. */
 static bool
 get(struct mc_refcache *c, uint64_t key)
@@ -751,7 +776,7 @@ request(struct mc_refcache *c, struct model *m, const uint64_t *blocks, size_t n
 	for (i = run; i < n; i++) {
 		if (mc_refcache_present(c, blocks[i]))
 			continue;
-		put(c, blocks[i]);
+		put_under(c, blocks[i], i > 0, i > 0 ? blocks[i - 1] : 0);
 		if (m != NULL && !model_present(m, blocks[i], &at))
 			model_insert(m, blocks[i]);
 	}
@@ -930,6 +955,132 @@ test_speed(void)
 	free(keys);
 }
 
+/*
+ * lru-leaf, by hand: a chain a-b-c and a root d in four blocks, on
+ * demand. Plain LRU would take a, the oldest; lru-leaf may take only a
+ * leaf (c or d) and takes the least recent of them.
+ */
+static void
+test_lru_leaf(void)
+{
+	struct mc_refcache *c = on_demand(MC_REF_LRU_LEAF, 4);
+	struct mc_refcache *lru = on_demand(MC_REF_LRU, 4);
+	struct mc_refcache_stats st;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct mc_refcache *x = i ? lru : c;
+
+		put_under(x, 'a', false, 0);
+		put_under(x, 'b', true, 'a');
+		put_under(x, 'c', true, 'b');
+		put_under(x, 'd', false, 0);
+	}
+	TAP_OK(is(queue(c, 'a'), "inner") && is(queue(c, 'b'), "inner") &&
+		       is(queue(c, 'c'), "leaf") && is(queue(c, 'd'), "leaf") &&
+		       is(counters(c), "0/0/4/4") && checked(c),
+	       "lru-leaf: a chain's last block and a lone block are the leaves, the rest inner");
+	put_under(c, 'e', false, 0);
+	put_under(lru, 'e', false, 0);
+	TAP_OK(is(resident(c), "abde") && is(resident(lru), "bcde"),
+	       "lru-leaf: at full capacity a write evicts the least recent leaf (c), where lru "
+	       "takes the oldest block (a)");
+	TAP_OK(is(queue(c, 'b'), "leaf") && is(queue(c, 'a'), "inner") && checked(c),
+	       "lru-leaf: evicting c makes its parent b a leaf; a stays inner");
+	put_under(c, 'f', false, 0);
+	TAP_OK(is(resident(c), "adef") && is(queue(c, 'a'), "leaf") && checked(c),
+	       "lru-leaf: the new leaf b, last used with c, goes before d and e, and a is a leaf");
+	mc_refcache_stats(c, &st);
+	TAP_OK(st.evictions == 2 && st.rounds == 2 && st.objects == 4 && st.bytes == 4 * BLK,
+	       "lru-leaf: on demand, each write at full capacity evicts exactly one block");
+	mc_refcache_free(c);
+	mc_refcache_free(lru);
+
+	/* a hit on a leaf is a use of its whole path: a and b outlive d, used after them */
+	c = on_demand(MC_REF_LRU_LEAF, 4);
+	put_under(c, 'a', false, 0);
+	put_under(c, 'b', true, 'a');
+	put_under(c, 'c', true, 'b');
+	put_under(c, 'd', false, 0);
+	mc_refcache_access(c, 'c');
+	put_under(c, 'e', false, 0);
+	put_under(c, 'f', false, 0);
+	TAP_OK(is(resident(c), "abef") && is(queue(c, 'b'), "leaf") && checked(c),
+	       "lru-leaf: after a hit on c, the least recent leaves are d, then c; a and b, "
+	       "last used with c's hit, stay");
+	put_under(c, 'g', true, 'f');
+	put_under(c, 'h', false, 0);
+	TAP_OK(is(resident(c), "efgh") && checked(c),
+	       "lru-leaf: b (as recent as c's hit) goes next, then a, before e and f written "
+	       "after that hit");
+	mc_refcache_free(c);
+
+	/* LRU among leaves: hits reorder them */
+	c = on_demand(MC_REF_LRU_LEAF, 3);
+	put_under(c, 'a', false, 0);
+	put_under(c, 'b', false, 0);
+	put_under(c, 'c', false, 0);
+	mc_refcache_access(c, 'a');
+	put_under(c, 'd', false, 0);
+	TAP_OK(is(resident(c), "acd"),
+	       "lru-leaf: among leaves the least recently used goes (b), a hit moved a");
+	mc_refcache_free(c);
+
+	/* the write's parent is held while its room is made */
+	c = on_demand(MC_REF_LRU_LEAF, 3);
+	put_under(c, 'a', false, 0);
+	put_under(c, 'b', true, 'a');
+	put_under(c, 'c', false, 0);
+	mc_refcache_access(c, 'c');
+	put_under(c, 'd', true, 'b');
+	TAP_OK(is(resident(c), "abd") && is(queue(c, 'b'), "inner") && checked(c),
+	       "lru-leaf: a write under b evicts c, used after b, not b itself");
+	mc_refcache_free(c);
+	c = on_demand(MC_REF_LRU_LEAF, 2);
+	put_under(c, 'a', false, 0);
+	put_under(c, 'b', true, 'a');
+	put_under(c, 'c', true, 'b');
+	TAP_OK(is(resident(c), "ac") && is(queue(c, 'c'), "leaf") && is(queue(c, 'a'), "leaf") &&
+		       checked(c),
+	       "lru-leaf: when the parent's path is all there is, the parent goes and the write "
+	       "is a root");
+	put_under(c, 'd', true, 'z');
+	TAP_OK(is(resident(c), "cd") && checked(c),
+	       "lru-leaf: a parent that is not resident makes a root; the least recent leaf (a) "
+	       "went");
+	mc_refcache_free(c);
+}
+
+/* Every kind runs on demand: nothing goes until a write does not fit, then only what it needs. */
+static void
+test_on_demand(void)
+{
+	int k, wrong = 0;
+
+	for (k = 0; k < MC_REF_COUNT; k++) {
+		struct mc_refcache *c = on_demand(k, 4);
+		struct mc_refcache_stats st;
+		uint64_t key;
+		bool full;
+
+		for (key = 1; key <= 4; key++)
+			put(c, key);
+		mc_refcache_stats(c, &st);
+		full = st.evictions == 0 && st.objects == 4;
+		for (key = 5; key <= 12; key++)
+			put(c, key);
+		mc_refcache_stats(c, &st);
+		if (!full || st.objects != 4 || st.bytes != 4 * BLK || st.evictions != 8 ||
+		    st.rounds != 8 || !checked(c)) {
+			printf("#   %s: %s\n", mc_refcache_name(k), counters(c));
+			wrong++;
+		}
+		mc_refcache_free(c);
+	}
+	TAP_OK(wrong == 0, "on demand: every kind fills its capacity, then evicts one block per "
+			   "block written");
+}
+
 int
 main(void)
 {
@@ -945,6 +1096,8 @@ main(void)
 	test_arc();
 	test_arc_tie();
 	test_textbook_example();
+	test_lru_leaf();
+	test_on_demand();
 	test_opt();
 	test_model();
 	test_invariants_and_opt();

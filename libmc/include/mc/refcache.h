@@ -65,11 +65,27 @@
  * lru-textbook: LRU without watermarks: an insert that would not fit
  * evicts the least recently used objects until it does, no more.
  *
+ * lru-leaf: the order of a radix-tree prefix cache (SGLang's radix
+ * cache). An insert may name its parent, the block before it in its
+ * request (mc_refcache_insert_under); the resident blocks form a tree
+ * by it, and only leaves, blocks no resident block has as parent, are
+ * victims, the least recently used leaf first. Evicting a leaf may make
+ * its parent one. An access is a use of the block and of every block on
+ * its path to the root, as a radix tree's match refreshes the path. The
+ * round making room for an insert does not evict the parent it names
+ * unless nothing else is left (the insert then becomes a root); a block
+ * whose parent is not resident is a root.
+ *
+ * On demand (mc_refcache_new_on_demand): any kind without watermarks,
+ * as lru-textbook: an insert that would not fit at full capacity evicts,
+ * in the policy's order, only what it needs. This is how an engine's own
+ * prefix cache runs (vLLM's block pool, SGLang's radix tree).
+ *
  * OPT (Belady's MIN) is a separate function over a flat sequence of
  * block accesses: a ceiling on block hits, not a prefix-semantics cache.
  *
- * Every cache operation is O(1) amortised except lfu's, O(log n) in a
- * heap; OPT takes O(n log capacity) time and O(n) memory.
+ * Every cache operation is O(1) amortised except lfu's and lru-leaf's,
+ * O(log n) in a heap; OPT takes O(n log capacity) time and O(n) memory.
  */
 #ifndef MC_REFCACHE_H
 #define MC_REFCACHE_H
@@ -88,12 +104,13 @@ enum mc_refcache_kind {
 	MC_REF_S3FIFO,
 	MC_REF_ARC,
 	MC_REF_LRU_TEXTBOOK,
+	MC_REF_LRU_LEAF,
 	MC_REF_COUNT
 };
 
 /*
- * "lru", "fifo", "lfu", "lfu-restart", "s3fifo", "arc", "lru-textbook";
- * "unknown" for an out-of-range kind.
+ * "lru", "fifo", "lfu", "lfu-restart", "s3fifo", "arc", "lru-textbook",
+ * "lru-leaf"; "unknown" for an out-of-range kind.
  */
 const char *mc_refcache_name(enum mc_refcache_kind k);
 /* The kind named name, or -1 when unknown. */
@@ -118,6 +135,9 @@ struct mc_refcache;
  */
 struct mc_refcache *mc_refcache_new(enum mc_refcache_kind k, uint64_t capacity, double high,
 				    double low, struct mc_err *err);
+/* A cache of kind k holding capacity bytes, evicting on demand (above). */
+struct mc_refcache *mc_refcache_new_on_demand(enum mc_refcache_kind k, uint64_t capacity,
+					      struct mc_err *err);
 void mc_refcache_free(struct mc_refcache *c);
 
 /* Whether key is resident (a ghost is not). No side effect. */
@@ -131,12 +151,18 @@ void mc_refcache_access(struct mc_refcache *c, uint64_t key);
  * MC_ERR_NO_SPACE) only on allocation failure, the cache unchanged.
  */
 int mc_refcache_insert(struct mc_refcache *c, uint64_t key, uint64_t size, struct mc_err *err);
+/*
+ * mc_refcache_insert naming the block key extends (has_parent): its
+ * parent, for lru-leaf's tree; the other kinds ignore it.
+ */
+int mc_refcache_insert_under(struct mc_refcache *c, uint64_t key, uint64_t size, bool has_parent,
+			     uint64_t parent, struct mc_err *err);
 void mc_refcache_stats(const struct mc_refcache *c, struct mc_refcache_stats *out);
 
 /*
  * For tests and debugging. The queue that holds key: "cache" (lru, fifo,
  * lfu, lfu-restart, lru-textbook), "small", "main" (s3fifo), "t1", "t2"
- * (arc), or a ghost: "ghost" (lfu, s3fifo), "b1", "b2" (arc); NULL when
+ * (arc), "leaf", "inner" (lru-leaf), or a ghost: "ghost" (lfu, s3fifo), "b1", "b2" (arc); NULL when
  * the cache knows nothing of key.
  */
 const char *mc_refcache_queue(const struct mc_refcache *c, uint64_t key);
