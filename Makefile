@@ -240,7 +240,6 @@ bench: deps
 	tests/bench/softpin
 	tests/bench/evict
 	tests/bench/fullcache
-	tests/bench/occupancy
 	tests/bench/policy
 	tests/bench/ssd
 	tests/bench/ssdmix

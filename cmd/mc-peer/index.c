@@ -269,13 +269,6 @@ pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, si
 	return o;
 }
 
-/* What o takes in its tier's medium (0 for an empty copy). */
-static uint64_t
-footprint(const struct pindex *ix, const struct pobj *o)
-{
-	return o->size > 0 ? medium_footprint(ix->media[o->tier], o->size) : 0;
-}
-
 /* ---- the candidates' orders; lock held ---- */
 
 /* What only the master may free: a group member, once its notice says so. */
@@ -304,7 +297,7 @@ order_update(struct pindex *ix, struct pobj *o)
 {
 	struct pindex_order *po = &ix->order[o->tier];
 	struct medium *m = ix->media[o->tier];
-	uint64_t fp = footprint(ix, o);
+	uint64_t fp = o->size > 0 ? medium_footprint(m, o->size) : 0;
 	bool cand = candidate(o), prob = cand && o->probation, grp = in_group(o);
 
 	if (cand && !o->order.tracked) {
@@ -345,7 +338,6 @@ detach_locked(struct pindex *ix, struct pobj *o)
 	order_update(ix, o);
 	ix->objects--;
 	ix->tier_objects[o->tier]--;
-	ix->tier_bytes[o->tier] -= footprint(ix, o);
 	ix->bytes -= o->size;
 }
 
@@ -369,7 +361,6 @@ attach_locked(struct pindex *ix, struct pobj *o)
 	o->seq = ++ix->seq;
 	ix->objects++;
 	ix->tier_objects[o->tier]++;
-	ix->tier_bytes[o->tier] += footprint(ix, o);
 	ix->bytes += o->size;
 }
 
@@ -750,15 +741,6 @@ pindex_tier_objects(struct pindex *ix, int tier)
 	n = ix->tier_objects[tier];
 	pthread_mutex_unlock(&ix->mu);
 	return n;
-}
-
-void
-pindex_tier_load(struct pindex *ix, int tier, uint64_t *copies, uint64_t *bytes)
-{
-	pthread_mutex_lock(&ix->mu);
-	*copies = ix->tier_objects[tier];
-	*bytes = ix->tier_bytes[tier];
-	pthread_mutex_unlock(&ix->mu);
 }
 
 /* ---- changes ---- */

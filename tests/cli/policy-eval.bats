@@ -57,12 +57,6 @@ policy() {
 	echo "$BATS_TEST_TMPDIR/$1.policy"
 }
 
-# The live cluster and the simulator run the same band, the wide one of
-# watermarks 0.9 and 0.7, given on both sides: what is compared is the
-# policy, under one set of rules (occupancy.bats checks the default band).
-BAND_LIVE=(--evict-high-watermark 0.9 --evict-low-watermark 0.7)
-BAND_SIM=(--high 0.9 --low 0.7)
-
 # live POLICY PERCENT [REPLAY ARGS...]: a fresh cluster with one peer of
 # PERCENT% of the trace's unique blocks, the master planning with POLICY;
 # prints the replay's summary line.
@@ -70,7 +64,7 @@ live() {
 	local pol="$1" pct="$2"
 	shift 2
 	mc_use_dir "$BATS_TEST_TMPDIR/live-$RANDOM$RANDOM"
-	mc_start_master --evict-policy "$pol" "${BAND_LIVE[@]}" >&2 || return 1
+	mc_start_master --evict-policy "$pol" >&2 || return 1
 	MC_PEER_DRAM=$((UNIQUE * pct / 100 * BLOCK)) mc_start_peers 1 >&2 || return 1
 	mc-bench replay --block-bytes "$BLOCK" "$@" "$TRACE"
 	local rc=$?
@@ -80,8 +74,7 @@ live() {
 
 # sim POLICY PERCENT: mc-bench sim's summary line for the same setting.
 sim() {
-	mc-bench sim --block-bytes "$BLOCK" --policy "$1" --capacity "$2%" "${BAND_SIM[@]}" "$TRACE" |
-		grep '^sim '
+	mc-bench sim --block-bytes "$BLOCK" --policy "$1" --capacity "$2%" "$TRACE" | grep '^sim '
 }
 
 # within_pp A B PP: |A - B| <= PP percentage points (A and B are ratios).
