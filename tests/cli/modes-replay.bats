@@ -41,9 +41,10 @@ setup_file() {
 		mc_stop_all
 	done
 	# the master's policy on the same trace and tier in the simulator,
-	# whose rounds run the moment the tier passes its mark
-	mc-bench sim --block-bytes "$BLOCK" --capacity 2% --eviction-mode master "$TRACE" |
-		grep '^sim ' >"$BATS_FILE_TMPDIR/sim.out"
+	# whose rounds run the moment the tier passes its mark, at the
+	# watermarks the daemons here run at (0.9/0.7)
+	mc-bench sim --block-bytes "$BLOCK" --capacity 2% --eviction-mode master --high 0.9 \
+		--low 0.7 "$TRACE" | grep '^sim ' >"$BATS_FILE_TMPDIR/sim.out"
 	export TRACE MC_PEER_DRAM
 }
 

@@ -29,6 +29,9 @@ export MC_YOUNG=0
 export MC_EVICTION_MODE=master
 
 BLOCK=4096
+# live and sim compare at one band, given to both, whatever either's default
+HIGH=0.9
+LOW=0.7
 
 setup_file() {
 	mc_require_bins mc-master mc-peer mc-cli mc-bench
@@ -64,7 +67,8 @@ live() {
 	local pol="$1" pct="$2"
 	shift 2
 	mc_use_dir "$BATS_TEST_TMPDIR/live-$RANDOM$RANDOM"
-	mc_start_master --evict-policy "$pol" >&2 || return 1
+	mc_start_master --evict-policy "$pol" --evict-high-watermark "$HIGH" \
+		--evict-low-watermark "$LOW" >&2 || return 1
 	MC_PEER_DRAM=$((UNIQUE * pct / 100 * BLOCK)) mc_start_peers 1 >&2 || return 1
 	mc-bench replay --block-bytes "$BLOCK" "$@" "$TRACE"
 	local rc=$?
@@ -74,7 +78,8 @@ live() {
 
 # sim POLICY PERCENT: mc-bench sim's summary line for the same setting.
 sim() {
-	mc-bench sim --block-bytes "$BLOCK" --policy "$1" --capacity "$2%" "$TRACE" | grep '^sim '
+	mc-bench sim --block-bytes "$BLOCK" --policy "$1" --capacity "$2%" --high "$HIGH" \
+		--low "$LOW" "$TRACE" | grep '^sim '
 }
 
 # within_pp A B PP: |A - B| <= PP percentage points (A and B are ratios).
