@@ -290,6 +290,7 @@ plan_main(uint64_t objects, uint64_t rounds, uint64_t slice, bool full)
 	    peers_init(m.peers, base, m.store, &err) != 0 || mc_policy_builtin(&pol, &err) != 0 ||
 	    (p = peers_add(m.peers, &err)) == NULL) {
 		fprintf(stderr, "mc-rankbench: cannot set up a master\n");
+		free(t);
 		return 2;
 	}
 	snprintf(p->addr, sizeof(p->addr), "unix:/bench-peer");
@@ -299,6 +300,7 @@ plan_main(uint64_t objects, uint64_t rounds, uint64_t slice, bool full)
 	if (plan_fill(p, objects) != 0) {
 		fprintf(stderr, "mc-rankbench: out of memory filling %llu objects\n",
 			(unsigned long long)objects);
+		free(t);
 		return 2;
 	}
 	printf("objects %llu on one peer's dram, written and read in %.1f s\n",
