@@ -1377,12 +1377,19 @@ mc_conn_call(struct mc_conn *c, int timeout_ms, mc_call_cb cb, void *cb_arg)
 int
 mc_conn_notify(struct mc_conn *c)
 {
+	bool closed;
+
 	if (c == NULL || c->closed || c->closing)
 		return -1;
 	if (queue_begun(c, 0, true) < 0)
 		return -1;
 	conn_ref(c);
 	conn_kick(c);
+	/*
+	 * A send that failed closed the connection, and the last reference
+	 * may go with ours: the caller hears -1 and must not touch it again.
+	 */
+	closed = c->closed;
 	conn_unref(c);
-	return 0;
+	return closed ? -1 : 0;
 }

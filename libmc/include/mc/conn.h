@@ -288,7 +288,11 @@ typedef void (*mc_call_cb)(struct mc_conn *c, const struct mc_msg *resp, const s
 			   void *arg);
 msgpack_packer *mc_conn_begin(struct mc_conn *c, const char *method);
 int mc_conn_call(struct mc_conn *c, int timeout_ms, mc_call_cb cb, void *cb_arg);
-/* Send the request begun as a notification [2, method, params]. */
+/*
+ * Send the request begun as a notification [2, method, params]: 0 once
+ * it is queued, -1 when the connection is closed or closed while it was
+ * sent (the connection may be gone then: use it no more).
+ */
 int mc_conn_notify(struct mc_conn *c);
 
 /* ---- servers ---- */
