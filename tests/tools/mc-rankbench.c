@@ -64,6 +64,21 @@ make_key(char *buf, size_t cap, uint64_t i)
 	snprintf(buf, cap, "bench-key-%014llu", (unsigned long long)i);
 }
 
+/* Reads of a quarter of the n keys, at random: the store's order is not the order of writing. */
+static void
+read_some(uint64_t n)
+{
+	char key[64];
+
+	for (uint64_t i = 0; i < n / 4; i++) {
+		size_t len;
+
+		make_key(key, sizeof(key), next_rand() % n);
+		len = strlen(key);
+		store_read(m.store, store_find(m.store, store_key_hash(0, key, len), 0, key, len));
+	}
+}
+
 static int
 fill(uint64_t n)
 {
@@ -98,13 +113,7 @@ fill(uint64_t n)
 		if (recency_sync(&m.store->rank, o) != 0)
 			return -1;
 	}
-	for (uint64_t i = 0; i < n / 4; i++) {
-		size_t len;
-
-		make_key(key, sizeof(key), next_rand() % n);
-		len = strlen(key);
-		store_read(m.store, store_find(m.store, store_key_hash(0, key, len), 0, key, len));
-	}
+	read_some(n);
 	return 0;
 }
 
@@ -216,13 +225,7 @@ plan_fill(struct peer *p, uint64_t n)
 		if (recency_sync(&m.store->rank, o) != 0)
 			return -1;
 	}
-	for (uint64_t i = 0; i < n / 4; i++) {
-		size_t len;
-
-		make_key(key, sizeof(key), next_rand() % n);
-		len = strlen(key);
-		store_read(m.store, store_find(m.store, store_key_hash(0, key, len), 0, key, len));
-	}
+	read_some(n);
 	p->tiers[MC_TIER_DRAM].used = n * PLAN_SIZE;
 	p->tiers[MC_TIER_DRAM].capacity = n * PLAN_SIZE;
 	return 0;
