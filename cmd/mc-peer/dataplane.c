@@ -522,18 +522,20 @@ read_on_disk_queue(struct peer *p, struct mc_req *req, struct pobj *o)
 
 /*
  * --promote-on-read: a copy read below DRAM moves up, on the mover,
- * while DRAM is under its high watermark; this read is served from
- * where the copy is now, and never waits for it.
+ * while DRAM is under the high end of its band (reclaimer_band); this
+ * read is served from where the copy is now, and never waits for it.
  */
 static void
 promote(struct peer *p, const struct pobj *o)
 {
 	struct medium *dram = p->media[MC_TIER_DRAM];
+	struct mc_band band;
 	struct pool_key k;
 
-	if (p->promote == PROMOTE_OFF || o->tier == MC_TIER_DRAM || !p->mover || o->moving ||
-	    (double)(medium_used(dram) + o->size) >
-		    p->marks[MC_TIER_DRAM].high * (double)medium_capacity(dram))
+	if (p->promote == PROMOTE_OFF || o->tier == MC_TIER_DRAM || !p->mover || o->moving)
+		return;
+	reclaimer_band(p->reclaim, MC_TIER_DRAM, &band);
+	if (medium_used(dram) + o->size > band.high)
 		return;
 	k = (struct pool_key){ o->name, o->tenant_len, pobj_key(o), o->key_len, true, o->version };
 	mover_promote(p->mover, &k, o->tier, MC_TIER_DRAM);

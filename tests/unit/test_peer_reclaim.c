@@ -1,6 +1,8 @@
 /*
  * Unit tests for the peer's local eviction worker (cmd/mc-peer/reclaim.c)
- * over a real index, pool and mover: a tier over its high watermark is
+ * over a real index, pool and mover: by default a tier keeps the
+ * headroom band, one slice below full less the writes in flight; with
+ * watermarks given, a tier over its high watermark is
  * drained exactly to its low one, least recently used first; a copy a
  * reader holds is kept; a drop a reader still holds counts as freed; a
  * tier with a tier below demotes and loses no key; group members and
@@ -49,6 +51,8 @@ static uint64_t put_sp_deadline;
 static bool soft_pass;
 /* --young of the next setup (0: nothing is young) */
 static uint64_t young_ms;
+/* the next setup gives no watermarks: its tiers keep the headroom band */
+static bool headroom;
 
 /* What the fake master was asked, and what it answers. */
 static struct {
@@ -93,7 +97,9 @@ setup(bool with_ssd, enum evict_mode mode)
 		pl.demote = mover_demote;
 		pl.demote_arg = mv;
 	}
+	/* these tests pin the drain of a wide band: they give it, as --dram-watermarks would */
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		c.marks[t] = !headroom;
 		c.high[t] = 0.9;
 		c.low[t] = 0.7;
 	}
@@ -478,6 +484,54 @@ test_master_mode(void)
 	TAP_OK(!reclaimer_self_evicts(rc, MC_TIER_DRAM) && reclaimer_self_evicts(rc, MC_TIER_SSD),
 	       "master mode: ssd still evicts itself");
 	teardown();
+}
+
+/*
+ * With no watermarks given a tier keeps the headroom band (mc/band.h):
+ * here a slice is one page (a 64-page tier's 1/64), so it starts one
+ * page short of full less what is in flight, and stops a page lower.
+ */
+static void
+test_headroom_band(void)
+{
+	struct mc_band b;
+	uint64_t off = 0;
+	char k[16];
+
+	headroom = true;
+	setup(false, EVICT_LOCAL);
+	reclaimer_band(rc, MC_TIER_DRAM, &b);
+	TAP_OK(b.slice == ARENA_PAGE && b.high == 63 * ARENA_PAGE && b.low == 62 * ARENA_PAGE,
+	       "headroom: by default the band is one slice below full, one slice wide");
+	fill(63);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 63 && reclaimer_events(rc, RECLAIM_ROUND) == 0,
+	       "headroom: up to the band's high end nothing is evicted");
+	keyname(k, sizeof(k), 63);
+	put(k);
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 62 && reclaimer_events(rc, RECLAIM_KEY) == 2 &&
+		       !has("k000") && !has("k001") && has("k002"),
+	       "headroom: one page over the high end, it frees the coldest down to the low end "
+	       "(%llu pages left)",
+	       (unsigned long long)tier_pages(MC_TIER_DRAM));
+	/* a write of two pages takes its room and is not committed yet */
+	medium_alloc(media[MC_TIER_DRAM], 2 * ARENA_PAGE, &off, NULL);
+	reclaimer_band(rc, MC_TIER_DRAM, &b);
+	TAP_OK(reclaimer_inflight(rc, MC_TIER_DRAM) == 2 * ARENA_PAGE &&
+		       b.high == 61 * ARENA_PAGE && b.low == 60 * ARENA_PAGE,
+	       "headroom: writes in flight widen the headroom by their bytes");
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 60 && pindex_tier_objects(&ix, MC_TIER_DRAM) == 58,
+	       "headroom: the tier drains to the moved low end, the write's room kept");
+	medium_release(media[MC_TIER_DRAM], off, 2 * ARENA_PAGE);
+	reclaimer_band(rc, MC_TIER_DRAM, &b);
+	TAP_OK(reclaimer_inflight(rc, MC_TIER_DRAM) == 0 && b.high == 63 * ARENA_PAGE,
+	       "headroom: once the write is gone the band is back one slice below full");
+	teardown();
+	headroom = false;
 }
 
 /* The fake master: records the query, answers from master.keys when told to. */
@@ -897,6 +951,7 @@ main(void)
 	TAP_OK(base && mc_policy_builtin(&policy, &err) == 0, "the built-in policy");
 	test_modes();
 	test_drains_exactly();
+	test_headroom_band();
 	test_recency();
 	test_kv_history();
 	test_chain_worth();
