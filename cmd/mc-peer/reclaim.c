@@ -876,14 +876,24 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 void
 reclaimer_room(struct reclaimer *r, int tier, uint64_t bytes, uint64_t used)
 {
-	uint64_t cap, stay, coming, target;
+	uint64_t cap, here, held, coming, target;
 
 	if (r == NULL || tier < 0 || tier >= MC_TIER_COUNT || !reclaimer_self_evicts(r, tier))
 		return;
 	cap = medium_capacity(r->ix->media[tier]);
-	stay = staying(r, tier);
-	/* what the master counts beyond what is here: copies on their way in */
-	coming = used > stay ? used - stay : 0;
+	/*
+	 * What the master counts here too: every copy the medium holds but
+	 * the dropped ones readers still hold, whose notices have gone.
+	 * Copies moving out count on both sides until their notices land;
+	 * leaving them out of this side only would count them as coming,
+	 * and each request again while they move would drain the tier
+	 * further.
+	 */
+	here = medium_used(r->ix->media[tier]);
+	held = pindex_held(r->ix, tier);
+	here = here > held ? here - held : 0;
+	/* what the master counts beyond that: copies on their way in */
+	coming = used > here ? used - here : 0;
 	target = cap > mc_add_sat(coming, bytes) ? cap - mc_add_sat(coming, bytes) : 0;
 	/* the same request again asks nothing more: its target is where it was */
 	if (target < r->t[tier].target)
@@ -906,6 +916,21 @@ reclaimer_kick(struct reclaimer *r, int tier, bool full)
 			evtimer_del(t->timer);
 		}
 	}
+	event_active(r->run_ev, EV_TIMEOUT, 0);
+}
+
+void
+reclaimer_candidate(struct reclaimer *r, int tier)
+{
+	struct rtier *t;
+
+	if (r == NULL || tier < 0 || tier >= MC_TIER_COUNT)
+		return;
+	t = &r->t[tier];
+	if (!t->draining || !t->idle || t->waiting_first)
+		return;
+	t->idle = false;
+	evtimer_del(t->timer);
 	event_active(r->run_ev, EV_TIMEOUT, 0);
 }
 

@@ -132,6 +132,12 @@ void reclaimer_free(struct reclaimer *r);
 /* Something changed on tier (a commit, a finished move); full: a write found no room. */
 void reclaimer_kick(struct reclaimer *r, int tier, bool full);
 /*
+ * A copy on tier became one this peer may evict (its commit notice
+ * came): a pass resting because its plan found nothing plans again now,
+ * not after its pause, since a write may be waiting for that room.
+ */
+void reclaimer_candidate(struct reclaimer *r, int tier);
+/*
  * The master could not place a put of bytes on tier (it never became a
  * write), counting used there, copies on their way in included: drain
  * the tier as if a write had found it full, and far enough for the put
