@@ -564,15 +564,6 @@ struct no_space_cand {
 	uint64_t need;	 /* what the copy takes there */
 };
 
-/* What the master counts on a peer's tier (0 for one it does not know). */
-static uint64_t
-peer_tier_used(struct master *m, uint32_t peer, int tier)
-{
-	const struct peer *p = peers_find(m->peers, peer);
-
-	return p != NULL ? p->tiers[tier].used : 0;
-}
-
 /*
  * Ask a peer that evicts tier itself for room for a put of bytes there:
  * a put the master cannot place never reaches the peer as a write, so
@@ -596,6 +587,35 @@ ask_room(struct master *m, uint32_t peer, int tier, uint64_t bytes, uint64_t use
 	mc_pack_kv_u64(pk, "used", used);
 	if (mc_conn_notify(c) != 0)
 		mc_warn("cannot ask peer %u for room on %s", peer, mc_tier_name(tier));
+}
+
+/*
+ * Ask a peer that evicts for itself for room for a copy of size on
+ * every tier of it the copy may land on (only: the tier the put asked
+ * for) and that lacks the room. Not only the fastest: room made there
+ * by demotion lands on the tier below, which must make room too, and a
+ * batch whose copies reserved the fastest tier before any of them
+ * arrived finds room only further down.
+ */
+static void
+ask_room_all(struct master *m, uint32_t peer, uint64_t size, int only)
+{
+	const struct peer *p = peers_find(m->peers, peer);
+	int t;
+
+	if (p == NULL)
+		return;
+	MC_TIER_FASTEST_FIRST(t)
+	{
+		const struct peer_tier *pt = &p->tiers[t];
+		uint64_t need = peer_tier_footprint(pt, size);
+
+		if (!mc_tier_may_land(t, only) || !pt->present || pt->capacity < need ||
+		    !peer_self_evicts(p, t))
+			continue;
+		if (pt->used > pt->capacity || pt->capacity - pt->used < need)
+			ask_room(m, peer, t, need, pt->used);
+	}
 }
 
 uint64_t
@@ -654,8 +674,7 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 			 * The peer makes the room itself: no round, wait for its
 			 * copy_dropped / copy_moved notices (or a heartbeat) to free it.
 			 */
-			ask_room(m, c[taken].peer, c[taken].tier, c[taken].need,
-				 peer_tier_used(m, c[taken].peer, c[taken].tier));
+			ask_room_all(m, c[taken].peer, size, tier);
 			moves = true;
 		} else if (c[taken].room < c[taken].need) {
 			uint64_t s = tier_round(m, TRIG_NO_SPACE, c[taken].peer, c[taken].tier,
