@@ -672,11 +672,17 @@ h_peer_stats(struct mc_req *req)
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->media[t])
 			continue;
-		msgpack_pack_map(pk, 4);
+		struct mc_band band;
+
+		reclaimer_band(p->reclaim, t, &band);
+		msgpack_pack_map(pk, 6);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", medium_capacity(p->media[t]));
 		mc_pack_kv_u64(pk, "used", medium_used(p->media[t]));
 		mc_pack_kv_u64(pk, "objects", pindex_tier_objects(&p->index, t));
+		/* where this peer's eviction of the tier starts and stops now */
+		mc_pack_kv_u64(pk, "band_high", band.high);
+		mc_pack_kv_u64(pk, "band_low", band.low);
 	}
 	mc_pack_kv_u64(pk, "reads", p->st.reads);
 	mc_pack_kv_u64(pk, "writes", p->st.writes);
