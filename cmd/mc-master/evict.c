@@ -287,7 +287,7 @@ evict_tier_band(const struct master *m, const struct peer *p, int tier, struct m
 	/* the objects with a complete copy there, and what they take */
 	l = recency_list(&m->store->rank, p->id, tier);
 	committed = pt->used > placing ? pt->used - placing : 0;
-	mc_band_headroom(pt->capacity, committed, l != NULL ? l->n : 0, placing, out);
+	mc_band_headroom(pt->capacity, committed, l != NULL ? l->n : 0, out);
 }
 
 bool

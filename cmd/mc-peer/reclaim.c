@@ -185,7 +185,7 @@ reclaimer_band(const struct reclaimer *r, int tier, struct mc_band *out)
 		return;
 	}
 	pindex_tier_load(r->ix, tier, &copies, &committed);
-	mc_band_headroom(medium_capacity(m), committed, copies, reclaimer_inflight(r, tier), out);
+	mc_band_headroom(medium_capacity(m), committed, copies, out);
 }
 
 uint64_t
