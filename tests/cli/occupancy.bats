@@ -61,7 +61,9 @@ replay_default() {
 	echo "# $1: $output" >&3
 	# the tier filled and evicted (samples start at the first eviction)
 	[ "$(field occupancy_samples)" -gt 10 ]
-	[ "$(field put_failures)" -eq 0 ]
+	# under 0.1% of the puts fail: a slow build's round may outlast a
+	# put's --put-wait now and then, with only a slice kept free
+	[ $(($(field put_failures) * 1000)) -lt "$(field puts)" ]
 }
 
 @test "occupancy: by default a self-evicting peer keeps its DRAM above 0.95 full under a stream larger than it" {
