@@ -240,6 +240,7 @@ bench: deps
 	tests/bench/softpin
 	tests/bench/evict
 	tests/bench/fullcache
+	tests/bench/occupancy
 	tests/bench/policy
 	tests/bench/ssd
 	tests/bench/ssdmix

@@ -2,10 +2,9 @@
 #include "mc/band.h"
 
 void
-mc_band_headroom(uint64_t capacity, uint64_t bytes, uint64_t copies, uint64_t inflight,
-		 struct mc_band *out)
+mc_band_headroom(uint64_t capacity, uint64_t bytes, uint64_t copies, struct mc_band *out)
 {
-	uint64_t most = capacity / MC_BAND_SLICE_SHARE, slice, room;
+	uint64_t most = capacity / MC_BAND_SLICE_SHARE, slice;
 
 	if (copies > 0) {
 		uint64_t mean = bytes / copies > 0 ? bytes / copies : 1;
@@ -19,9 +18,8 @@ mc_band_headroom(uint64_t capacity, uint64_t bytes, uint64_t copies, uint64_t in
 	}
 	if (slice == 0)
 		slice = 1;
-	room = inflight > UINT64_MAX - slice ? UINT64_MAX : inflight + slice;
 	out->slice = slice;
-	out->high = capacity > room ? capacity - room : 0;
+	out->high = capacity > slice ? capacity - slice : 0;
 	out->low = out->high > slice ? out->high - slice : 0;
 }
 

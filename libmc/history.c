@@ -682,7 +682,8 @@ shadows_ref(struct mc_history *h, uint64_t hash, uint64_t objects)
 		k++;
 	if (k > 0 && (hash >> (64 - k)) != 0)
 		return;
-	cap = (uint32_t)((objects + (1ull << k) - 1) >> k);
+	/* rounded down: a shadow's heap has room for SHADOW_CAP and the one coming in */
+	cap = (uint32_t)(objects >> k);
 	bool hit[MC_HISTORY_FACTORS];
 	int cur = h->lk - MC_HISTORY_LOG_FACTOR_MIN;
 

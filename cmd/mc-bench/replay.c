@@ -11,9 +11,11 @@
  *      is not a failure).
  * Nothing is truncated. The summary line gives the prefix hit ratio (the
  * GPU work saved), the found-anywhere block ratio, puts done, failed and
- * retried, the master's occupancy (its mc_tier_occupancy_min, and the
- * mean fill sampled over the run once the cache first filled), rounds,
- * bytes evicted, requests/s and latency percentiles. More failed puts
+ * retried, the occupancy of the peers' DRAM tiers (their used over
+ * capacity as the master accounts them, sampled every SAMPLE_EVERY
+ * requests from the first eviction on: the mean fill and the lowest
+ * fill of any tier), rounds, bytes evicted, requests/s and latency
+ * percentiles. More failed puts
  * than --max-put-failures makes the run fail: a replay whose writes did
  * not land measures nothing.
  *
@@ -31,6 +33,7 @@
 #include "mc/err.h"
 #include "mc/log.h"
 #include "mc/rpcc.h"
+#include "mc/tier.h"
 #include "mc/tool.h"
 #include "mc/wire.h"
 
@@ -40,8 +43,8 @@
 #define KEY_CAP 64
 /* Blocks read or written per batch call: bounds the read buffer. */
 #define CHUNK 256
-/* Requests between two samples of the master's occupancy. */
-#define SAMPLE_EVERY 50
+/* Requests between two samples of the tiers' occupancy. */
+#define SAMPLE_EVERY 10
 /* Tenants a trace may name (one client each). */
 #define TENANTS_MAX 64
 
@@ -71,7 +74,14 @@ struct replay {
 	/* counts */
 	uint64_t requests, blocks, hits, found, puts, put_failures, puts_existing;
 	uint64_t get_errors;
-	double occ_sum;
+	/*
+	 * Occupancy: the store's objects when the replay began, whether an
+	 * eviction has happened since (the store holds fewer objects than
+	 * the puts made), the samples' sum of fills and the lowest fill.
+	 */
+	uint64_t objects0;
+	bool evicting;
+	double occ_sum, occ_min;
 	uint64_t occ_samples;
 	struct lat lat;
 	struct mc_err last_put_err;
@@ -182,19 +192,33 @@ clock_to(struct replay *st, uint64_t ts, struct mc_err *err)
 	return 0;
 }
 
+/* The store's object count (master stats). */
+static int
+objects_now(struct replay *st, uint64_t *n, struct mc_err *err)
+{
+	struct mc_msg m;
+
+	if (admin_call(st, "stats", &m, err) < 0)
+		return -1;
+	*n = 0;
+	mc_map_u64(m.body, "objects", n, NULL);
+	mc_msg_release(&m);
+	return 0;
+}
+
 /*
- * The fill of the cluster's tiers (accounted bytes over capacity, all
- * live peers) and the lowest fill any round left a tier at; -1 in
- * *occ_min when no tier has reached its high watermark yet.
+ * The fill of the live peers' DRAM tiers as the master accounts them
+ * (used over capacity, all of them together) and the lowest fill of one
+ * of them; -1 in both when there is none.
  */
 static int
-occupancy(struct replay *st, double *fill, double *occ_min, struct mc_err *err)
+occupancy(struct replay *st, double *fill, double *least, struct mc_err *err)
 {
 	const msgpack_object_array *peers;
 	uint64_t used = 0, cap = 0;
 	struct mc_msg m;
 
-	*occ_min = -1;
+	*fill = *least = -1;
 	if (admin_call(st, "peers", &m, err) < 0)
 		return -1;
 	peers = mc_map_array(m.body, "peers");
@@ -205,34 +229,50 @@ occupancy(struct replay *st, double *fill, double *occ_min, struct mc_err *err)
 		mc_map_bool(&peers->ptr[i], "alive", &alive, NULL);
 		for (uint32_t t = 0; alive && tiers != NULL && t < tiers->size; t++) {
 			const msgpack_object *e = &tiers->ptr[t];
-			const msgpack_object *om = mc_map_get(e, "occupancy_min");
 			uint64_t u = 0, c = 0;
 
+			if (!mc_obj_streq(mc_map_get(e, "tier"), MC_TIER_DRAM_NAME))
+				continue;
 			mc_map_u64(e, "used", &u, NULL);
 			mc_map_u64(e, "capacity", &c, NULL);
+			if (c == 0)
+				continue;
 			used += u;
 			cap += c;
-			if (om != NULL && om->type == MSGPACK_OBJECT_FLOAT64 &&
-			    (*occ_min < 0 || om->via.f64 < *occ_min))
-				*occ_min = om->via.f64;
+			if (*least < 0 || (double)u / (double)c < *least)
+				*least = (double)u / (double)c;
 		}
 	}
 	mc_msg_release(&m);
-	*fill = cap > 0 ? (double)used / (double)cap : 0;
+	if (cap > 0)
+		*fill = (double)used / (double)cap;
 	return 0;
 }
 
+/*
+ * One sample of the occupancy, once the cache has evicted something:
+ * before, the tiers are filling and their fill says nothing of how
+ * eviction keeps them.
+ */
 static void
 sample(struct replay *st)
 {
 	struct mc_err err;
-	double fill, occ_min;
+	double fill, least;
+	uint64_t n;
 
-	/* Only once a tier has filled: the warm-up says nothing of the policy. */
-	if (occupancy(st, &fill, &occ_min, &err) == 0 && occ_min >= 0) {
-		st->occ_sum += fill;
-		st->occ_samples++;
+	if (!st->evicting) {
+		if (objects_now(st, &n, &err) < 0 ||
+		    n >= st->objects0 + st->puts - st->put_failures)
+			return;
+		st->evicting = true;
 	}
+	if (occupancy(st, &fill, &least, &err) < 0 || fill < 0)
+		return;
+	st->occ_sum += fill;
+	st->occ_samples++;
+	if (st->occ_min < 0 || least < st->occ_min)
+		st->occ_min = least;
 }
 
 /* Read blocks [0, n) of keys, chunk by chunk, until one is missing: how many were read. */
@@ -375,7 +415,7 @@ bench_replay(const struct bench_opts *o, const char *path)
 	struct bench_out r;
 	uint64_t t0, retries = 0;
 	uint64_t rounds = 0, evicted = 0;
-	double s, fill = 0, occ_min = -1;
+	double s;
 	int rc = 0, got;
 
 	if (o->block_bytes == 0 || o->block_bytes > (64u << 20))
@@ -388,6 +428,9 @@ bench_replay(const struct bench_opts *o, const char *path)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
 	if (client_for(&st, mc_tool_tenant(), &err) == NULL)
 		mc_die(mc_status_exit_code(err.code), "%s", err.msg);
+	st.occ_min = -1;
+	/* without the count, every sample counts: nothing tells the warm-up apart */
+	st.evicting = objects_now(&st, &st.objects0, &err) < 0;
 	t0 = mc_mono_ns();
 	while ((got = trace_next(&t, &rq, &err)) == 1) {
 		if (o->limit && st.requests >= o->limit)
@@ -411,10 +454,7 @@ bench_replay(const struct bench_opts *o, const char *path)
 	if (rc == 0) {
 		struct mc_msg m;
 
-		if (occupancy(&st, &fill, &occ_min, &err) == 0 && occ_min >= 0) {
-			st.occ_sum += fill;
-			st.occ_samples++;
-		}
+		sample(&st);
 		if (admin_call(&st, "stats", &m, &err) == 0) {
 			mc_map_u64(m.body, "evict_rounds", &rounds, NULL);
 			mc_map_u64(m.body, "evicted_bytes", &evicted, NULL);
@@ -433,9 +473,10 @@ bench_replay(const struct bench_opts *o, const char *path)
 	out_u64(&r, "put_retries", retries);
 	out_u64(&r, "puts_existing", st.puts_existing);
 	out_u64(&r, "get_errors", st.get_errors);
-	out_double(&r, "occupancy_min", 4, occ_min >= 0 ? occ_min : 0);
+	out_double(&r, "occupancy_min", 4, st.occ_min >= 0 ? st.occ_min : 0);
 	out_double(&r, "occupancy_mean", 4,
 		   st.occ_samples ? st.occ_sum / (double)st.occ_samples : 0);
+	out_u64(&r, "occupancy_samples", st.occ_samples);
 	out_u64(&r, "rounds", rounds);
 	out_u64(&r, "evicted_bytes", evicted);
 	out_double(&r, "seconds", 3, s);

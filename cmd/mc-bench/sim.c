@@ -401,7 +401,7 @@ tier_band(const struct mcmodel *m, uint32_t peer, struct mc_band *b)
 	if (m->marks)
 		mc_band_marks(m->capacity, m->high, m->low, b);
 	else
-		mc_band_headroom(m->capacity, m->used[peer], m->copies[peer], 0, b);
+		mc_band_headroom(m->capacity, m->used[peer], m->copies[peer], b);
 }
 
 /* o's worth after an access now (o->crf already updated), as the master keeps it. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/band.h"
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -232,30 +233,67 @@ evict_reload(struct master *m, struct mc_err *err)
 /* ---- triggers ---- */
 
 /*
- * Bytes on a peer tier that upserts in progress will free when they
- * commit: the older copies they replace. A round that counted them
- * would free that much below the low mark once the writes end.
+ * What the puts in progress mean for a peer tier. *superseded: the
+ * bytes of older copies that upserts will free there when they commit
+ * (a round that counted them would free that much below the low mark
+ * once the writes end). *placing: the footprints of the copies placed
+ * there and not complete yet, the writes in flight its band keeps
+ * headroom for. Either may be NULL.
  */
-static uint64_t
-superseded(struct master *m, uint32_t peer, int tier)
+static void
+in_progress(const struct master *m, uint32_t peer, int tier, uint64_t *superseded,
+	    uint64_t *placing)
 {
+	const struct peer *pr = peers_find(m->peers, peer);
 	struct pending *p;
 	size_t cur = 0;
-	uint64_t sum = 0;
+	uint64_t gone = 0, coming = 0;
 
 	while ((p = mc_htab_next(&m->store->pending, &cur)) != NULL) {
 		const struct mobj *o = p->o;
 		const struct mrep *v = obj_creps(o);
 
-		if (!p->upsert || p->committed)
-			continue;
-		/* a moving copy's bytes are counted as going already (peer_tier_staying) */
-		for (unsigned i = 0; i < o->nrep; i++)
-			if (v[i].version != p->version && v[i].peer == peer && v[i].tier == tier &&
-			    !v[i].moving)
-				sum += o->size;
+		for (unsigned i = 0; i < o->nrep; i++) {
+			if (v[i].peer != peer || v[i].tier != tier)
+				continue;
+			if (v[i].version == p->version && v[i].state == REP_PROCESSING &&
+			    pr != NULL)
+				coming += peer_tier_footprint(&pr->tiers[tier], p->size);
+			/* a moving copy's bytes are counted as going already (peer_tier_staying) */
+			else if (p->upsert && !p->committed && v[i].version != p->version &&
+				 !v[i].moving)
+				gone += o->size;
+		}
 	}
-	return sum;
+	if (superseded != NULL)
+		*superseded = gone;
+	if (placing != NULL)
+		*placing = coming;
+}
+
+void
+evict_tier_band(const struct master *m, const struct peer *p, int tier, struct mc_band *out)
+{
+	const struct peer_tier *pt = &p->tiers[tier];
+	const struct rank_list *l;
+	uint64_t placing, committed;
+
+	if (pt->high > 0 || m->cfg.evict_marks) {
+		mc_band_marks(pt->capacity, peer_tier_high(pt, m->cfg.evict_high),
+			      peer_tier_low(pt, m->cfg.evict_low), out);
+		return;
+	}
+	in_progress(m, p->id, tier, NULL, &placing);
+	/* the objects with a complete copy there, and what they take */
+	l = recency_list(&m->store->rank, p->id, tier);
+	committed = pt->used > placing ? pt->used - placing : 0;
+	mc_band_headroom(pt->capacity, committed, l != NULL ? l->n : 0, out);
+}
+
+bool
+evict_tier_banded(const struct master *m, const struct peer *p, int tier)
+{
+	return p->tiers[tier].high <= 0 && !m->cfg.evict_marks;
 }
 
 /* A peer tier's usage that stays, low mark and capacity; false when it is not live. */
@@ -264,15 +302,17 @@ tier_usage(struct master *m, uint32_t peer, int tier, uint64_t *used, uint64_t *
 {
 	const struct peer *p = peers_find(m->peers, peer);
 	const struct peer_tier *pt;
+	struct mc_band band;
 	uint64_t going;
 
 	if (p == NULL || !peer_alive(p, m->cfg.peer_ttl) || !p->tiers[tier].present)
 		return false;
 	pt = &p->tiers[tier];
-	going = superseded(m, peer, tier);
+	in_progress(m, peer, tier, &going, NULL);
 	*used = peer_tier_staying(pt) > going ? peer_tier_staying(pt) - going : 0;
 	*cap = pt->capacity;
-	*low = (uint64_t)((double)pt->capacity * peer_tier_low(pt, m->cfg.evict_low));
+	evict_tier_band(m, p, tier, &band);
+	*low = band.low;
 	return true;
 }
 
@@ -449,15 +489,17 @@ tier_round(struct master *m, int trigger, uint32_t peer, int tier, uint64_t need
 			   need);
 }
 
-/* A peer tier over its high watermark starts its round (from now on it is watched). */
+/* A peer tier over its band's high end starts its round (from now on it is watched). */
 static void
 check_tier(struct master *m, struct peer *p, int t)
 {
 	struct peer_tier *pt = &p->tiers[t];
+	struct mc_band band;
 
-	if (!pt->present || pt->capacity == 0 ||
-	    (double)peer_tier_staying(pt) <=
-		    (double)pt->capacity * peer_tier_high(pt, m->cfg.evict_high))
+	if (!pt->present || pt->capacity == 0)
+		return;
+	evict_tier_band(m, p, t, &band);
+	if (peer_tier_staying(pt) <= band.high)
 		return;
 	if (peer_self_evicts(p, t)) {
 		/* The peer evicts it at its own watermarks; a round here would race it. */
@@ -522,15 +564,6 @@ struct no_space_cand {
 	uint64_t need;	 /* what the copy takes there */
 };
 
-/* What the master counts on a peer's tier (0 for one it does not know). */
-static uint64_t
-peer_tier_used(struct master *m, uint32_t peer, int tier)
-{
-	const struct peer *p = peers_find(m->peers, peer);
-
-	return p != NULL ? p->tiers[tier].used : 0;
-}
-
 /*
  * Ask a peer that evicts tier itself for room for a put of bytes there:
  * a put the master cannot place never reaches the peer as a write, so
@@ -554,6 +587,35 @@ ask_room(struct master *m, uint32_t peer, int tier, uint64_t bytes, uint64_t use
 	mc_pack_kv_u64(pk, "used", used);
 	if (mc_conn_notify(c) != 0)
 		mc_warn("cannot ask peer %u for room on %s", peer, mc_tier_name(tier));
+}
+
+/*
+ * Ask a peer that evicts for itself for room for a copy of size on
+ * every tier of it the copy may land on (only: the tier the put asked
+ * for) and that lacks the room. Not only the fastest: room made there
+ * by demotion lands on the tier below, which must make room too, and a
+ * batch whose copies reserved the fastest tier before any of them
+ * arrived finds room only further down.
+ */
+static void
+ask_room_all(struct master *m, uint32_t peer, uint64_t size, int only)
+{
+	const struct peer *p = peers_find(m->peers, peer);
+	int t;
+
+	if (p == NULL)
+		return;
+	MC_TIER_FASTEST_FIRST(t)
+	{
+		const struct peer_tier *pt = &p->tiers[t];
+		uint64_t need = peer_tier_footprint(pt, size);
+
+		if (!mc_tier_may_land(t, only) || !pt->present || pt->capacity < need ||
+		    !peer_self_evicts(p, t))
+			continue;
+		if (pt->used > pt->capacity || pt->capacity - pt->used < need)
+			ask_room(m, peer, t, need, pt->used);
+	}
 }
 
 uint64_t
@@ -612,8 +674,7 @@ evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, boo
 			 * The peer makes the room itself: no round, wait for its
 			 * copy_dropped / copy_moved notices (or a heartbeat) to free it.
 			 */
-			ask_room(m, c[taken].peer, c[taken].tier, c[taken].need,
-				 peer_tier_used(m, c[taken].peer, c[taken].tier));
+			ask_room_all(m, c[taken].peer, size, tier);
 			moves = true;
 		} else if (c[taken].room < c[taken].need) {
 			uint64_t s = tier_round(m, TRIG_NO_SPACE, c[taken].peer, c[taken].tier,

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mc/band.h"
 #include "mc/conn.h"
 #include "mc/err.h"
 #include "mc/metrics.h"
@@ -51,7 +52,19 @@ int evict_reload(struct master *m, struct mc_err *err);
  * scope whose round freed nothing rests for a moment (STALL_MS).
  */
 
-/* From the sweep, and after every round: a round for every live tier above its high watermark. */
+/*
+ * A peer tier's band now (mc/band.h), in bytes: the peer's own
+ * watermarks when it gave them, else the master's when
+ * --evict-high-watermark or --evict-low-watermark was given, else the
+ * headroom band over the tier's complete copies (the recency index's
+ * count) and the copies placed there and not complete yet. Looked at
+ * afresh each time: a walk of the puts in progress.
+ */
+void evict_tier_band(const struct master *m, const struct peer *p, int tier, struct mc_band *out);
+/* Whether that band is the headroom one (no watermarks for the tier). */
+bool evict_tier_banded(const struct master *m, const struct peer *p, int tier);
+
+/* From the sweep, and after every round: a round for every live tier above its band's high end. */
 void evict_check_watermarks(struct master *m);
 /*
  * A commit landed on a peer tier: its round starts now if the tier is over its high mark.

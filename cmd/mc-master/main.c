@@ -148,6 +148,16 @@ stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(m->base);
 }
 
+/* --evict-high-watermark or --evict-low-watermark was given: peer tiers run those. */
+static bool marks_given;
+
+static int
+set_mark(const char *v, void *target, char *why)
+{
+	marks_given = true;
+	return mc_set_double(v, target, why);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -227,11 +237,13 @@ main(int argc, char **argv)
 		  "SIGHUP",
 		  mc_set_str, &m.cfg.evict_policy },
 		{ "evict-high-watermark", 0, "FRACTION", NULL,
-		  "start a round when a peer tier is this full (default 0.9)", mc_set_double,
-		  &m.cfg.evict_high },
+		  "start a round when a peer tier is this full (default: when its free room is "
+		  "under the writes in flight plus one slice; 0.9 of --max-objects and quotas)",
+		  set_mark, &m.cfg.evict_high },
 		{ "evict-low-watermark", 0, "FRACTION", NULL,
-		  "a round frees down to this fill (default 0.7)", mc_set_double,
-		  &m.cfg.evict_low },
+		  "a round frees down to this fill (default: one slice under where it started; "
+		  "0.7 of --max-objects and quotas)",
+		  set_mark, &m.cfg.evict_low },
 		{ "evict-lowerbound", 0, "FRACTION", NULL,
 		  "automatic rounds' lowerbound, a fraction of the target (default: the policy's)",
 		  mc_set_double, &m.cfg.evict_lowerbound },
@@ -360,6 +372,7 @@ main(int argc, char **argv)
 			    mc_fmt_duration_ms(m.cfg.max_soft_pin_ttl, x, sizeof(x)));
 		return MC_EXIT_USAGE;
 	}
+	m.cfg.evict_marks = marks_given;
 	if (!(m.cfg.evict_low > 0 && m.cfg.evict_low < m.cfg.evict_high && m.cfg.evict_high <= 1)) {
 		mc_complain("invalid --evict-low-watermark/--evict-high-watermark: need 0 < low < "
 			    "high <= 1");

@@ -109,6 +109,7 @@ struct master_cfg {
 	const char *quota_file;
 	const char *auth_file;	      /* NULL: no authentication */
 	double evict_high, evict_low; /* watermarks, fractions of a tier's capacity */
+	bool evict_marks;	      /* one of them given: tiers run them, not the headroom band */
 	uint64_t max_objects;	      /* the store's budget of objects; 0: none */
 	double evict_lowerbound;      /* automatic rounds' lowerbound fraction; < 0: the policy's */
 	int evict_slice;	      /* victims per slice of execution */

@@ -524,12 +524,23 @@ pack_tiers(msgpack_packer *pk, const struct master *m, const struct peer *p)
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->tiers[t].present)
 			continue;
-		msgpack_pack_map(pk, 7 + p->tiers[t].reached_high);
+		struct mc_band band;
+		double cap = p->tiers[t].capacity > 0 ? (double)p->tiers[t].capacity : 1;
+
+		evict_tier_band(m, p, t, &band);
+		msgpack_pack_map(pk, 10 + p->tiers[t].reached_high);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", p->tiers[t].capacity);
-		/* the watermarks its rounds use: the peer's own, or the master's */
-		mc_pack_kv_double(pk, "high", peer_tier_high(&p->tiers[t], m->cfg.evict_high));
-		mc_pack_kv_double(pk, "low", peer_tier_low(&p->tiers[t], m->cfg.evict_low));
+		/*
+		 * The band its rounds use (evict_tier_band): headroom, or the
+		 * watermarks (the peer's own, or the master's); its ends now, in
+		 * bytes and as fractions of the capacity.
+		 */
+		mc_pack_kv_str(pk, "band", evict_tier_banded(m, p, t) ? "headroom" : "watermarks");
+		mc_pack_kv_double(pk, "high", (double)band.high / cap);
+		mc_pack_kv_double(pk, "low", (double)band.low / cap);
+		mc_pack_kv_u64(pk, "high_bytes", band.high);
+		mc_pack_kv_u64(pk, "low_bytes", band.low);
 		/* the lowest fill a round left it at, once it has been over its high mark */
 		if (p->tiers[t].reached_high)
 			mc_pack_kv_double(pk, "occupancy_min", p->tiers[t].occupancy_min);

@@ -522,18 +522,20 @@ read_on_disk_queue(struct peer *p, struct mc_req *req, struct pobj *o)
 
 /*
  * --promote-on-read: a copy read below DRAM moves up, on the mover,
- * while DRAM is under its high watermark; this read is served from
- * where the copy is now, and never waits for it.
+ * while DRAM is under the high end of its band (reclaimer_band); this
+ * read is served from where the copy is now, and never waits for it.
  */
 static void
 promote(struct peer *p, const struct pobj *o)
 {
 	struct medium *dram = p->media[MC_TIER_DRAM];
+	struct mc_band band;
 	struct pool_key k;
 
-	if (p->promote == PROMOTE_OFF || o->tier == MC_TIER_DRAM || !p->mover || o->moving ||
-	    (double)(medium_used(dram) + o->size) >
-		    p->marks[MC_TIER_DRAM].high * (double)medium_capacity(dram))
+	if (p->promote == PROMOTE_OFF || o->tier == MC_TIER_DRAM || !p->mover || o->moving)
+		return;
+	reclaimer_band(p->reclaim, MC_TIER_DRAM, &band);
+	if (medium_used(dram) + o->size > band.high)
 		return;
 	k = (struct pool_key){ o->name, o->tenant_len, pobj_key(o), o->key_len, true, o->version };
 	mover_promote(p->mover, &k, o->tier, MC_TIER_DRAM);
@@ -670,11 +672,17 @@ h_peer_stats(struct mc_req *req)
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		if (!p->media[t])
 			continue;
-		msgpack_pack_map(pk, 4);
+		struct mc_band band;
+
+		reclaimer_band(p->reclaim, t, &band);
+		msgpack_pack_map(pk, 6);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(t));
 		mc_pack_kv_u64(pk, "capacity", medium_capacity(p->media[t]));
 		mc_pack_kv_u64(pk, "used", medium_used(p->media[t]));
 		mc_pack_kv_u64(pk, "objects", pindex_tier_objects(&p->index, t));
+		/* where this peer's eviction of the tier starts and stops now */
+		mc_pack_kv_u64(pk, "band_high", band.high);
+		mc_pack_kv_u64(pk, "band_low", band.low);
 	}
 	mc_pack_kv_u64(pk, "reads", p->st.reads);
 	mc_pack_kv_u64(pk, "writes", p->st.writes);

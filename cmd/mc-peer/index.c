@@ -269,6 +269,13 @@ pobj_new(struct pindex *ix, const char *tenant, size_t tlen, const char *key, si
 	return o;
 }
 
+/* What o takes in its tier's medium (0 for an empty copy). */
+static uint64_t
+footprint(const struct pindex *ix, const struct pobj *o)
+{
+	return o->size > 0 ? medium_footprint(ix->media[o->tier], o->size) : 0;
+}
+
 /* ---- the candidates' orders; lock held ---- */
 
 /* What only the master may free: a group member, once its notice says so. */
@@ -297,7 +304,7 @@ order_update(struct pindex *ix, struct pobj *o)
 {
 	struct pindex_order *po = &ix->order[o->tier];
 	struct medium *m = ix->media[o->tier];
-	uint64_t fp = o->size > 0 ? medium_footprint(m, o->size) : 0;
+	uint64_t fp = footprint(ix, o);
 	bool cand = candidate(o), prob = cand && o->probation, grp = in_group(o);
 
 	if (cand && !o->order.tracked) {
@@ -338,6 +345,7 @@ detach_locked(struct pindex *ix, struct pobj *o)
 	order_update(ix, o);
 	ix->objects--;
 	ix->tier_objects[o->tier]--;
+	ix->tier_bytes[o->tier] -= footprint(ix, o);
 	ix->bytes -= o->size;
 }
 
@@ -361,6 +369,7 @@ attach_locked(struct pindex *ix, struct pobj *o)
 	o->seq = ++ix->seq;
 	ix->objects++;
 	ix->tier_objects[o->tier]++;
+	ix->tier_bytes[o->tier] += footprint(ix, o);
 	ix->bytes += o->size;
 }
 
@@ -741,6 +750,15 @@ pindex_tier_objects(struct pindex *ix, int tier)
 	n = ix->tier_objects[tier];
 	pthread_mutex_unlock(&ix->mu);
 	return n;
+}
+
+void
+pindex_tier_load(struct pindex *ix, int tier, uint64_t *copies, uint64_t *bytes)
+{
+	pthread_mutex_lock(&ix->mu);
+	*copies = ix->tier_objects[tier];
+	*bytes = ix->tier_bytes[tier];
+	pthread_mutex_unlock(&ix->mu);
 }
 
 /* ---- changes ---- */

@@ -156,6 +156,8 @@ struct pindex {
 	struct medium *const *media; /* the peer's, by tier */
 	uint64_t objects;
 	uint64_t tier_objects[MC_TIER_COUNT];
+	/* per tier, what its linked copies take (medium_footprint): the room that is committed */
+	uint64_t tier_bytes[MC_TIER_COUNT];
 	uint64_t bytes; /* object bytes held (exact, not page-rounded) */
 	/*
 	 * Per tier, what dropped copies still take (medium_footprint) until
@@ -312,6 +314,8 @@ struct pobj *pindex_unlink(struct pindex *ix, const char *tenant, size_t tlen, c
 void pindex_counts(struct pindex *ix, uint64_t *objects, uint64_t *bytes);
 /* Copies linked on one tier. */
 uint64_t pindex_tier_objects(struct pindex *ix, int tier);
+/* Copies linked on one tier and what they take there (medium_footprint), read together. */
+void pindex_tier_load(struct pindex *ix, int tier, uint64_t *copies, uint64_t *bytes);
 
 /* ---- changes, for resuming a registration ---- */
 

@@ -30,6 +30,7 @@
 #include "control.h"
 #include "diskq.h"
 #include "mover.h"
+#include "reclaim.h"
 
 #define INVENTORY_TIMEOUT_MS 30000
 /*
@@ -352,6 +353,7 @@ h_committed(struct mc_req *req)
 		return;
 	}
 	pindex_set_meta(&p->index, o, pm, now);
+	reclaimer_candidate(p->reclaim, o->tier);
 	pobj_medium_meta(o, &meta);
 	/* A header on disk is written again by a worker; o stays held until it is. */
 	if (o->size > 0 && medium_blocks(p->media[o->tier]) && p->diskq != NULL) {

@@ -69,7 +69,7 @@ static struct {
 	.grant_skew = 2000,
 	.write_timeout = 30000,
 	.young = MC_YOUNG_DEFAULT_MS,
-	.marks = { [MC_TIER_DRAM] = { 0.9, 0.7 }, [MC_TIER_SSD] = { 0.9, 0.7 } },
+	/* none given: each tier keeps the headroom band (mc/band.h) */
 };
 
 /* HIGH:LOW, two fractions of a tier's capacity with 0 < LOW < HIGH <= 1. */
@@ -196,16 +196,16 @@ static const struct mc_opt opts[] = {
 	{ "ssd-size", 0, "SIZE", NULL, "bytes the SSD tier may hold (required with --ssd)",
 	  mc_set_size, &cfg.ssd_size },
 	{ "dram-watermarks", 0, "MARKS", NULL,
-	  "HIGH:LOW, fractions of DRAM: usage that starts eviction and where it stops (default "
-	  "0.9:0.7)",
+	  "HIGH:LOW, fractions of DRAM: usage that starts eviction and where it stops (default: "
+	  "a headroom of the writes in flight plus one slice)",
 	  set_marks, &cfg.marks[MC_TIER_DRAM] },
 	{ "ssd-watermarks", 0, "MARKS", NULL,
-	  "HIGH:LOW, fractions of SSD: usage that starts eviction and where it stops (default "
-	  "0.9:0.7)",
+	  "HIGH:LOW, fractions of SSD: usage that starts eviction and where it stops (default: "
+	  "a headroom of the writes in flight plus one slice)",
 	  set_marks, &cfg.marks[MC_TIER_SSD] },
 	{ "promote-on-read", 0, MC_ARG_ONE_OF("MODE", "move"), NULL,
-	  "move: a read of an SSD copy moves it up to DRAM, while DRAM is under its high "
-	  "watermark (default off)",
+	  "move: a read of an SSD copy moves it up to DRAM, while DRAM is under the high end of "
+	  "its band (default off)",
 	  set_promote, &cfg.promote },
 	{ "eviction-mode", 0, MC_ARG_ONE_OF("MODE", "local|master_ranked|master"),
 	  "MC_EVICTION_MODE",
@@ -458,6 +458,7 @@ reclaim_start(struct peer *p)
 		return MC_EXIT_USAGE;
 	}
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		rc.marks[t] = p->marks[t].given;
 		rc.high[t] = p->marks[t].high;
 		rc.low[t] = p->marks[t].low;
 	}

@@ -117,6 +117,16 @@ young_value(const struct peer *p, bool bytes)
 	return (double)(bytes ? b : n);
 }
 
+/* tier i's band now (reclaimer_band): its high end, else its low one. */
+static double
+band_value(const struct peer *p, int i, bool high)
+{
+	struct mc_band b;
+
+	reclaimer_band(p->reclaim, i, &b);
+	return (double)(high ? b.high : b.low);
+}
+
 static double
 objects_value(struct peer *p)
 {
@@ -197,6 +207,16 @@ malformed_value(void)
 	  "(1 before it ran).",                                                                  \
 	  p->media[i] != NULL, "tier", MC_TIER_COUNT, mc_tier_name(i),                           \
 	  reclaimer_occupancy_min(p->reclaim, i))                                                \
+	E("mc_peer_tier_band_high_bytes", MC_GAUGE,                                              \
+	  "Where this peer's eviction of the tier starts now: the high end of its band.",        \
+	  p->media[i] != NULL, "tier", MC_TIER_COUNT, mc_tier_name(i), band_value(p, i, true))   \
+	E("mc_peer_tier_band_low_bytes", MC_GAUGE,                                               \
+	  "Where this peer's eviction of the tier stops now: the low end of its band.",          \
+	  p->media[i] != NULL, "tier", MC_TIER_COUNT, mc_tier_name(i), band_value(p, i, false))  \
+	E("mc_peer_tier_inflight_bytes", MC_GAUGE,                                               \
+	  "Room on the tier that writes and moves in hold and have not committed.",              \
+	  p->media[i] != NULL, "tier", MC_TIER_COUNT, mc_tier_name(i),                           \
+	  (double)reclaimer_inflight(p->reclaim, i))                                             \
 	E("mc_peer_local_evictions_total", MC_COUNTER,                                           \
 	  "What this peer's own eviction did: plans made (round), victims of its plan and of "   \
 	  "the master's ranking freed (key, master_key), plans that found nothing "              \

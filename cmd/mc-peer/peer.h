@@ -92,9 +92,10 @@ struct peer_tasks;
 struct reclaimer;
 
 /*
- * A tier's watermarks: fractions of its capacity, 0 < low < high <= 1.
- * Reported to the master only when given by flag: otherwise its own
- * are the tier's.
+ * A tier's watermarks: fractions of its capacity, 0 < low < high <= 1,
+ * when given by flag; a tier without them keeps the headroom band
+ * (mc/band.h, reclaimer_band). Reported to the master only when given:
+ * otherwise the master's band is the tier's.
  */
 struct peer_marks {
 	double high, low;

@@ -42,8 +42,8 @@ struct ranked {
 struct rtier {
 	struct reclaimer *r;
 	int tier;
-	bool draining; /* crossed its high watermark: freeing down to the low one */
-	bool full; /* a write found no room: drain whatever the high watermark says */ /*
+	bool draining; /* crossed its band's high end: freeing down to the low one */
+	bool full; /* a write found no room: drain whatever the band says */ /*
 	 * Where the master's puts need the tier to come down to (usage that
 	 * stays), for the puts it could not place; UINT64_MAX: none asked.
 	 */
@@ -136,12 +136,6 @@ height(int tier)
 	return h;
 }
 
-static uint64_t
-fraction(uint64_t cap, double f)
-{
-	return (uint64_t)((double)cap * f);
-}
-
 /* tier's usage less what is leaving it already: queued moves and drops readers still hold. */
 static uint64_t
 staying(const struct reclaimer *r, int tier)
@@ -163,16 +157,49 @@ waiting(const struct reclaimer *r, int tier)
 }
 
 uint64_t
+reclaimer_inflight(const struct reclaimer *r, int tier)
+{
+	struct medium *m = r->ix->media[tier];
+	uint64_t copies, committed, held, used;
+
+	if (!m)
+		return 0;
+	/* what is allocated there and neither a linked copy nor a dropped one a reader holds */
+	pindex_tier_load(r->ix, tier, &copies, &committed);
+	held = pindex_held(r->ix, tier);
+	used = medium_used(m);
+	return used > committed + held ? used - committed - held : 0;
+}
+
+void
+reclaimer_band(const struct reclaimer *r, int tier, struct mc_band *out)
+{
+	struct medium *m = tier >= 0 && tier < MC_TIER_COUNT ? r->ix->media[tier] : NULL;
+	uint64_t copies, committed;
+
+	memset(out, 0, sizeof(*out));
+	if (!m)
+		return;
+	if (r->conf.marks[tier]) {
+		mc_band_marks(medium_capacity(m), r->conf.high[tier], r->conf.low[tier], out);
+		return;
+	}
+	pindex_tier_load(r->ix, tier, &copies, &committed);
+	mc_band_headroom(medium_capacity(m), committed, copies, out);
+}
+
+uint64_t
 reclaimer_need(const struct reclaimer *r, int tier)
 {
-	uint64_t low, stay, over, short_by;
+	struct mc_band band;
+	uint64_t stay, over, short_by;
 
 	if (!r->ix->media[tier])
 		return 0;
-	low = fraction(medium_capacity(r->ix->media[tier]), r->conf.low[tier]);
+	reclaimer_band(r, tier, &band);
 	stay = staying(r, tier);
-	over = stay > low ? stay - low : 0;
-	/* what the waiting writes still lack, below the low watermark if need be */
+	over = stay > band.low ? stay - band.low : 0;
+	/* what the waiting writes still lack, below the band's low end if need be */
 	short_by = waiting(r, tier);
 	return over > short_by ? over : short_by;
 }
@@ -768,15 +795,16 @@ idle_ms(const struct rtier *t)
 static bool
 tier_turn(struct reclaimer *r, struct rtier *t)
 {
-	struct medium *m = r->ix->media[t->tier];
 	int budget = RECLAIM_SLICE;
 	uint64_t need;
 
 	if (!reclaimer_self_evicts(r, t->tier))
 		return false;
 	if (!t->draining) {
-		if (!t->full &&
-		    staying(r, t->tier) <= fraction(medium_capacity(m), r->conf.high[t->tier]))
+		struct mc_band band;
+
+		reclaimer_band(r, t->tier, &band);
+		if (!t->full && staying(r, t->tier) <= band.high)
 			return false;
 		t->draining = true;
 	}
@@ -848,14 +876,24 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 void
 reclaimer_room(struct reclaimer *r, int tier, uint64_t bytes, uint64_t used)
 {
-	uint64_t cap, stay, coming, target;
+	uint64_t cap, here, held, coming, target;
 
 	if (r == NULL || tier < 0 || tier >= MC_TIER_COUNT || !reclaimer_self_evicts(r, tier))
 		return;
 	cap = medium_capacity(r->ix->media[tier]);
-	stay = staying(r, tier);
-	/* what the master counts beyond what is here: copies on their way in */
-	coming = used > stay ? used - stay : 0;
+	/*
+	 * What the master counts here too: every copy the medium holds but
+	 * the dropped ones readers still hold, whose notices have gone.
+	 * Copies moving out count on both sides until their notices land;
+	 * leaving them out of this side only would count them as coming,
+	 * and each request again while they move would drain the tier
+	 * further.
+	 */
+	here = medium_used(r->ix->media[tier]);
+	held = pindex_held(r->ix, tier);
+	here = here > held ? here - held : 0;
+	/* what the master counts beyond that: copies on their way in */
+	coming = used > here ? used - here : 0;
 	target = cap > mc_add_sat(coming, bytes) ? cap - mc_add_sat(coming, bytes) : 0;
 	/* the same request again asks nothing more: its target is where it was */
 	if (target < r->t[tier].target)
@@ -878,6 +916,21 @@ reclaimer_kick(struct reclaimer *r, int tier, bool full)
 			evtimer_del(t->timer);
 		}
 	}
+	event_active(r->run_ev, EV_TIMEOUT, 0);
+}
+
+void
+reclaimer_candidate(struct reclaimer *r, int tier)
+{
+	struct rtier *t;
+
+	if (r == NULL || tier < 0 || tier >= MC_TIER_COUNT)
+		return;
+	t = &r->t[tier];
+	if (!t->draining || !t->idle || t->waiting_first)
+		return;
+	t->idle = false;
+	evtimer_del(t->timer);
 	event_active(r->run_ev, EV_TIMEOUT, 0);
 }
 

@@ -3,12 +3,17 @@
  * their own watermarks, through pool_evict like every other eviction.
  *
  * Woken by commits, by a write that found its tier full, and by moves
- * that ended. A tier whose usage crossed its high watermark (or that
- * refused a write) is drained to its low watermark: the bytes to free
- * are its usage less its low watermark less what is on its way out
- * already (demotions queued or running, dropped copies a reader still
- * holds), so a pass never queues more than the overage. The bottom tier
- * goes first, so demotions from above find room.
+ * that ended. Each tier runs a band (mc/band.h), looked at afresh each
+ * time: by default the headroom band, from the tier's capacity, its
+ * committed copies and the bytes of writes in flight to it (room taken
+ * by writes and moves in that are not committed yet); with watermarks
+ * given (--dram-watermarks, --ssd-watermarks) the band of those two
+ * fractions. A tier whose usage crossed the band's high end (or that
+ * refused a write) is drained to its low end: the bytes to free are its
+ * usage less the low end less what is on its way out already
+ * (demotions queued or running, dropped copies a reader still holds),
+ * so a pass never queues more than the overage. The bottom tier goes
+ * first, so demotions from above find room.
  *
  * Victims come from the same policy engine as the master's rounds: a
  * candidate view of this peer's copies on the tier (group members,
@@ -54,6 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mc/band.h"
 #include "mc/err.h"
 #include "mc/policy.h"
 #include "mc/tier.h"
@@ -93,6 +99,8 @@ const char *reclaim_event_name(enum reclaim_event e);
 
 struct reclaim_conf {
 	enum evict_mode mode;
+	/* watermarks given for the tier: its band is these; otherwise the headroom band */
+	bool marks[MC_TIER_COUNT];
 	double high[MC_TIER_COUNT], low[MC_TIER_COUNT]; /* fractions of capacity */
 	const struct mc_policy *policy;			/* outlives the worker */
 	bool soft_pinned_pass; /* the policy's second pass over active soft pins */
@@ -124,6 +132,12 @@ void reclaimer_free(struct reclaimer *r);
 /* Something changed on tier (a commit, a finished move); full: a write found no room. */
 void reclaimer_kick(struct reclaimer *r, int tier, bool full);
 /*
+ * A copy on tier became one this peer may evict (its commit notice
+ * came): a pass resting because its plan found nothing plans again now,
+ * not after its pause, since a write may be waiting for that room.
+ */
+void reclaimer_candidate(struct reclaimer *r, int tier);
+/*
  * The master could not place a put of bytes on tier (it never became a
  * write), counting used there, copies on their way in included: drain
  * the tier as if a write had found it full, and far enough for the put
@@ -136,8 +150,16 @@ bool reclaimer_self_evicts(const struct reclaimer *r, int tier);
 bool reclaimer_stalled(const struct reclaimer *r, int tier);
 uint64_t reclaimer_events(const struct reclaimer *r, enum reclaim_event e);
 enum evict_mode reclaimer_mode(const struct reclaimer *r);
-/* The bytes tier should free now (0: at or under its low watermark, counting what is leaving). */
+/* The bytes tier should free now (0: at or under its band's low end, counting what is leaving). */
 uint64_t reclaimer_need(const struct reclaimer *r, int tier);
+/*
+ * tier's band now (mc/band.h), in bytes: the watermarks' when given,
+ * else the headroom band over its copies and writes in flight; all
+ * zero for a tier this peer does not hold.
+ */
+void reclaimer_band(const struct reclaimer *r, int tier, struct mc_band *out);
+/* The bytes of writes in flight to tier: room allocated there and not committed yet. */
+uint64_t reclaimer_inflight(const struct reclaimer *r, int tier);
 
 /*
  * master_ranked: how to ask (a registration that says the master ranks,

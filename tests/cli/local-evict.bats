@@ -87,10 +87,40 @@ occupancy_at_low() {
 	assert_output --partial "bad.policy"
 }
 
-@test "local-evict: by default a peer past its high watermark drains itself to its low one" {
+# occupancy_near_full: by default a drain stops one slice (one 1 MiB copy
+# of the 64 MiB tier) under where it started, which is one slice under
+# full less the writes in flight (a batch of four copies at most): the
+# lowest it left DRAM at is over (64 - 1 - 4 - 1) / 64.
+occupancy_near_full() {
+	local occ ppm
+	occ="$(peer_metric 'mc_peer_tier_occupancy_min{tier="dram"}')"
+	echo "# lowest occupancy a drain left: $occ (headroom band)" >&3
+	ppm="$(printf '%.0f' "$(bc -l <<<"$occ * 1000000")")"
+	[ "$ppm" -ge $((58 * 1000000 / 64)) ] && [ "$ppm" -lt 1000000 ]
+}
+
+@test "local-evict: by default a peer keeps a headroom of one slice plus the writes in flight" {
 	cluster
 	grep -q "eviction mode local, planned with kv.policy" "$MC_DIR/p1.log"
 	fill 200
+	local used keys
+	used="$(peer_metric 'mc_peer_tier_bytes_used{tier="dram"}')"
+	keys="$(peer_metric 'mc_peer_local_evictions_total{event="key"}')"
+	[ "$keys" -gt 0 ]
+	occupancy_near_full
+	# the puts since the last drain stayed under one slice short of full
+	[ "$used" -le $((63 * MIB)) ] && [ "$used" -ge $((58 * MIB)) ]
+	# at rest nothing is in flight: the band is one and two slices under full
+	[ "$(peer_metric 'mc_peer_tier_inflight_bytes{tier="dram"}')" -eq 0 ]
+	[ "$(peer_metric 'mc_peer_tier_band_high_bytes{tier="dram"}')" -eq $((63 * MIB)) ]
+	[ "$(peer_metric 'mc_peer_tier_band_low_bytes{tier="dram"}')" -eq $((62 * MIB)) ]
+	verify_lost a/ 200 "$keys"
+}
+
+@test "local-evict: with --dram-watermarks a peer past its high watermark drains itself to its low one" {
+	cluster --dram-watermarks 0.9:0.7
+	fill 200
+	[ "$(peer_metric 'mc_peer_tier_band_high_bytes{tier="dram"}')" -eq $((64 * MIB * 9 / 10)) ]
 	local used keys
 	used="$(peer_metric 'mc_peer_tier_bytes_used{tier="dram"}')"
 	keys="$(peer_metric 'mc_peer_local_evictions_total{event="key"}')"
@@ -102,7 +132,8 @@ occupancy_at_low() {
 }
 
 @test "local-evict: a group is left to the master: the peer says it is stalled, the master's round evicts it" {
-	cluster
+	# 60 copies of the 64 MiB tier cross a 0.9 watermark: the wide band is what this needs
+	cluster --dram-watermarks 0.9:0.7
 	run -0 mc-fill --prefix g/ -n 60 --batch 4 --min-size 1MiB --max-size 1MiB --group g put
 	stalled() {
 		[ "$(peer_metric 'mc_peer_local_evictions_total{event="stalled"}')" -ge 1 ]

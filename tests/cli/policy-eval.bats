@@ -29,9 +29,6 @@ export MC_YOUNG=0
 export MC_EVICTION_MODE=master
 
 BLOCK=4096
-# live and sim compare at one band, given to both, whatever either's default
-HIGH=0.9
-LOW=0.7
 
 setup_file() {
 	mc_require_bins mc-master mc-peer mc-cli mc-bench
@@ -60,6 +57,12 @@ policy() {
 	echo "$BATS_TEST_TMPDIR/$1.policy"
 }
 
+# The live cluster and the simulator run the same band, the wide one of
+# watermarks 0.9 and 0.7, given on both sides: what is compared is the
+# policy, under one set of rules (occupancy.bats checks the default band).
+BAND_LIVE=(--evict-high-watermark 0.9 --evict-low-watermark 0.7)
+BAND_SIM=(--high 0.9 --low 0.7)
+
 # live POLICY PERCENT [REPLAY ARGS...]: a fresh cluster with one peer of
 # PERCENT% of the trace's unique blocks, the master planning with POLICY;
 # prints the replay's summary line.
@@ -67,8 +70,7 @@ live() {
 	local pol="$1" pct="$2"
 	shift 2
 	mc_use_dir "$BATS_TEST_TMPDIR/live-$RANDOM$RANDOM"
-	mc_start_master --evict-policy "$pol" --evict-high-watermark "$HIGH" \
-		--evict-low-watermark "$LOW" >&2 || return 1
+	mc_start_master --evict-policy "$pol" "${BAND_LIVE[@]}" >&2 || return 1
 	MC_PEER_DRAM=$((UNIQUE * pct / 100 * BLOCK)) mc_start_peers 1 >&2 || return 1
 	mc-bench replay --block-bytes "$BLOCK" "$@" "$TRACE"
 	local rc=$?
@@ -78,8 +80,8 @@ live() {
 
 # sim POLICY PERCENT: mc-bench sim's summary line for the same setting.
 sim() {
-	mc-bench sim --block-bytes "$BLOCK" --policy "$1" --capacity "$2%" --high "$HIGH" \
-		--low "$LOW" "$TRACE" | grep '^sim '
+	mc-bench sim --block-bytes "$BLOCK" --policy "$1" --capacity "$2%" "${BAND_SIM[@]}" "$TRACE" |
+		grep '^sim '
 }
 
 # within_pp A B PP: |A - B| <= PP percentage points (A and B are ratios).

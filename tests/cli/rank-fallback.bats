@@ -46,9 +46,12 @@ start_master() {
 	export MC_MASTER
 }
 
-# start_peer: p1, 64 MiB of DRAM (watermarks 0.9 and 0.7), master_ranked.
+# start_peer: p1, 64 MiB of DRAM, master_ranked, with watermarks 0.9 and
+# 0.7 given: the checks below measure a drain down to a low mark far
+# under the high one, which the default headroom band does not have.
 start_peer() {
-	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --eviction-mode master_ranked
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --eviction-mode master_ranked \
+		--dram-watermarks 0.9:0.7
 }
 
 peer_metric() {

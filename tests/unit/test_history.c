@@ -223,6 +223,29 @@ test_shadows(void)
 }
 
 /*
+ * A cache just over twice the shadows' size samples every other key,
+ * and a shadow then holds half the cache rounded down, never more than
+ * its room: new keys past that fill it to the brim and evict (under the
+ * sanitizers, make check, a shadow over its room is a heap overflow).
+ */
+static void
+test_shadows_odd_size(void)
+{
+	struct mc_err err;
+	struct mc_history *h = mc_history_new(0, &err);
+	struct mc_history_stats st;
+	double crf;
+
+	mc_history_evicted(h, key_hash(UINT64_MAX), 1, false, 0, 1025);
+	for (uint64_t i = 0; i < 20000; i++)
+		mc_history_take(h, key_hash(i), i, 1025, &crf);
+	mc_history_stats(h, &st);
+	TAP_OK(st.periods >= 10, "shadows: a cache of 1025 objects keeps choosing (%llu windows)",
+	       (unsigned long long)st.periods);
+	mc_history_free(h);
+}
+
+/*
  * The probationary share moves as ARC's split does: keys evicted on
  * probation that come back raise it, keys evicted after a read lower
  * it, each kind weighted by the other's ghosts over its own, within
@@ -413,6 +436,7 @@ main(void)
 	test_ghosts();
 	test_sweep();
 	test_shadows();
+	test_shadows_odd_size();
 	test_share();
 	test_segment();
 	test_segment_selection();

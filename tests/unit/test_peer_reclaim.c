@@ -1,6 +1,9 @@
 /*
  * Unit tests for the peer's local eviction worker (cmd/mc-peer/reclaim.c)
- * over a real index, pool and mover: a tier over its high watermark is
+ * over a real index, pool and mover: by default a tier keeps the
+ * headroom band, one slice below full, its writes in flight counted in
+ * its use by the room they hold; with
+ * watermarks given, a tier over its high watermark is
  * drained exactly to its low one, least recently used first; a copy a
  * reader holds is kept; a drop a reader still holds counts as freed; a
  * tier with a tier below demotes and loses no key; group members and
@@ -20,8 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mc/clock.h"
+#include "mc/fault.h"
 #include "mc/plan.h"
 #include "mc/planner.h"
 
@@ -49,6 +55,8 @@ static uint64_t put_sp_deadline;
 static bool soft_pass;
 /* --young of the next setup (0: nothing is young) */
 static uint64_t young_ms;
+/* the next setup gives no watermarks: its tiers keep the headroom band */
+static bool headroom;
 
 /* What the fake master was asked, and what it answers. */
 static struct {
@@ -93,7 +101,9 @@ setup(bool with_ssd, enum evict_mode mode)
 		pl.demote = mover_demote;
 		pl.demote_arg = mv;
 	}
+	/* these tests pin the drain of a wide band: they give it, as --dram-watermarks would */
 	for (int t = 0; t < MC_TIER_COUNT; t++) {
+		c.marks[t] = !headroom;
 		c.high[t] = 0.9;
 		c.low[t] = 0.7;
 	}
@@ -478,6 +488,174 @@ test_master_mode(void)
 	TAP_OK(!reclaimer_self_evicts(rc, MC_TIER_DRAM) && reclaimer_self_evicts(rc, MC_TIER_SSD),
 	       "master mode: ssd still evicts itself");
 	teardown();
+}
+
+/*
+ * With no watermarks given a tier keeps the headroom band (mc/band.h):
+ * here a slice is one page (a 64-page tier's 1/64), so it starts one
+ * page short of full, what is in flight counted in its use, and stops a page lower.
+ */
+static void
+test_headroom_band(void)
+{
+	struct mc_band b;
+	uint64_t off = 0;
+	char k[16];
+
+	headroom = true;
+	setup(false, EVICT_LOCAL);
+	reclaimer_band(rc, MC_TIER_DRAM, &b);
+	TAP_OK(b.slice == ARENA_PAGE && b.high == 63 * ARENA_PAGE && b.low == 62 * ARENA_PAGE,
+	       "headroom: by default the band is one slice below full, one slice wide");
+	fill(63);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 63 && reclaimer_events(rc, RECLAIM_ROUND) == 0,
+	       "headroom: up to the band's high end nothing is evicted");
+	keyname(k, sizeof(k), 63);
+	put(k);
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 62 && reclaimer_events(rc, RECLAIM_KEY) == 2 &&
+		       !has("k000") && !has("k001") && has("k002"),
+	       "headroom: one page over the high end, it frees the coldest down to the low end "
+	       "(%llu pages left)",
+	       (unsigned long long)tier_pages(MC_TIER_DRAM));
+	/* a write of two pages takes its room and is not committed yet */
+	medium_alloc(media[MC_TIER_DRAM], 2 * ARENA_PAGE, &off, NULL);
+	reclaimer_band(rc, MC_TIER_DRAM, &b);
+	TAP_OK(reclaimer_inflight(rc, MC_TIER_DRAM) == 2 * ARENA_PAGE &&
+		       b.high == 63 * ARENA_PAGE && b.low == 62 * ARENA_PAGE,
+	       "headroom: a write in flight counts in the tier's use by its room; the band stays");
+	reclaimer_kick(rc, MC_TIER_DRAM, false);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 62 && pindex_tier_objects(&ix, MC_TIER_DRAM) == 60,
+	       "headroom: the tier drains to the low end with the write's room in it, no lower");
+	medium_release(media[MC_TIER_DRAM], off, 2 * ARENA_PAGE);
+	reclaimer_band(rc, MC_TIER_DRAM, &b);
+	TAP_OK(reclaimer_inflight(rc, MC_TIER_DRAM) == 0 && b.high == 63 * ARENA_PAGE,
+	       "headroom: once the write is gone its room is free and the band is where it was");
+	teardown();
+	headroom = false;
+}
+
+/* Commit key (one page of dram) before its commit notice: no candidate yet. */
+static void
+put_unnoticed(const char *key)
+{
+	uint64_t off = 0;
+	struct pobj *o;
+
+	tick();
+	medium_alloc(media[MC_TIER_DRAM], ARENA_PAGE, &off, NULL);
+	o = pobj_new(&ix, T, strlen(T), key, strlen(key), 1, ARENA_PAGE, 0, MC_TIER_DRAM, off);
+	pool_commit(&pl, o, NULL);
+}
+
+/*
+ * A tier full of copies whose commit notices have not come has nothing
+ * to offer, and its pass rests; a notice that makes one a candidate
+ * wakes it at once, not after the pause, for a write may be waiting.
+ */
+static void
+test_notice_wakes(void)
+{
+	char k[16];
+
+	headroom = true;
+	setup(false, EVICT_LOCAL);
+	for (int i = 0; i < 64; i++) {
+		keyname(k, sizeof(k), i);
+		put_unnoticed(k);
+	}
+	reclaimer_room(rc, MC_TIER_DRAM, ARENA_PAGE, 64 * ARENA_PAGE);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 64 && reclaimer_events(rc, RECLAIM_NO_CANDIDATE) == 1,
+	       "notice: copies without their commit notice are not offered; the pass rests");
+	for (int i = 0; i < 4; i++) {
+		struct pobj *o;
+
+		keyname(k, sizeof(k), i);
+		o = pindex_acquire(&ix, T, strlen(T), k, strlen(k));
+		pindex_set_meta(&ix, o, pmeta_new("general", 7, "", 0, false, 0), now_ms);
+		pindex_release(&ix, o);
+		reclaimer_candidate(rc, MC_TIER_DRAM);
+	}
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 62 && !has("k000") && !has("k001") && has("k002"),
+	       "notice: the notices wake the resting pass, which drains to the band's low end "
+	       "(%llu pages)",
+	       (unsigned long long)tier_pages(MC_TIER_DRAM));
+	teardown();
+	headroom = false;
+}
+
+/* Whether path exists, waiting up to a few seconds for it. */
+static bool
+appears(const char *path)
+{
+	struct timespec ms = { 0, 1000000 };
+	FILE *f;
+
+	for (int i = 0; i < 5000; i++) {
+		if ((f = fopen(path, "r")) != NULL) {
+			fclose(f);
+			return true;
+		}
+		nanosleep(&ms, NULL);
+	}
+	return false;
+}
+
+/*
+ * The master asks for room again and again while demotions are still
+ * copying: it counts their copies on the tier until their notices land,
+ * and so does the tier's medium. They are not room coming in, and the
+ * requests again ask for nothing more than the first.
+ */
+static void
+test_room_while_moving(void)
+{
+	char dir[] = "/tmp/mc-reclaim-XXXXXX", go[256], mark[256];
+	uint64_t queued;
+	FILE *f;
+
+	TAP_OK(mkdtemp(dir) != NULL, "moving: a fault dir");
+	setenv("MC_FAULT_DIR", dir, 1);
+	setenv("MC_FAULT", "move.demote:pause", 1);
+	mc_fault_reset();
+	snprintf(go, sizeof(go), "%s/move.demote", dir);
+	snprintf(mark, sizeof(mark), "%s/move.demote.paused", dir);
+	headroom = true;
+	setup(true, EVICT_LOCAL);
+	fill(64);
+	run();
+	TAP_OK(appears(mark), "moving: the first demotion is copying, held at its pause");
+	queued = mover_stats(mv)->queued[MOVE_DEMOTE];
+	for (int i = 0; i < 5; i++) {
+		reclaimer_room(rc, MC_TIER_DRAM, ARENA_PAGE, 64 * ARENA_PAGE);
+		run();
+	}
+	TAP_OK(queued == 2 && mover_stats(mv)->queued[MOVE_DEMOTE] == queued,
+	       "moving: five requests for one page while two demotions copy queue none more "
+	       "(%llu queued)",
+	       (unsigned long long)mover_stats(mv)->queued[MOVE_DEMOTE]);
+	if ((f = fopen(go, "w")) != NULL)
+		fclose(f);
+	for (int i = 0; i < 10000 &&
+			mover_stats(mv)->done[MOVE_DEMOTE] + mover_stats(mv)->failed[MOVE_DEMOTE] <
+				mover_stats(mv)->queued[MOVE_DEMOTE];
+	     i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	run();
+	TAP_OK(tier_pages(MC_TIER_DRAM) == 62 && tier_pages(MC_TIER_SSD) == 2,
+	       "moving: once they land the tier is at its band's low end, no lower");
+	teardown();
+	headroom = false;
+	unsetenv("MC_FAULT");
+	mc_fault_reset();
+	unlink(go);
+	unlink(mark);
+	rmdir(dir);
 }
 
 /* The fake master: records the query, answers from master.keys when told to. */
@@ -897,6 +1075,9 @@ main(void)
 	TAP_OK(base && mc_policy_builtin(&policy, &err) == 0, "the built-in policy");
 	test_modes();
 	test_drains_exactly();
+	test_headroom_band();
+	test_notice_wakes();
+	test_room_while_moving();
 	test_recency();
 	test_kv_history();
 	test_chain_worth();

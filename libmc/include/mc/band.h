@@ -4,9 +4,12 @@
  *
  * By default a tier evicts just ahead of need: it keeps free only a
  * headroom, the writes in flight to it plus one slice, and eviction runs
- * whenever free space falls below that headroom, a slice at a time, so
- * the tier stays between capacity - headroom - slice and capacity -
- * headroom full. A slice is MC_BAND_SLICE_COPIES copies at the tier's
+ * whenever free space falls below that headroom, a slice at a time. The
+ * usage a tier is measured by counts the room its writes in flight hold
+ * already (their reservations, on the master; their allocations, on a
+ * peer), so over that usage the headroom is one slice: the tier stays
+ * between capacity - 2 slices and capacity - 1 slice, and its committed
+ * copies leave the writes in flight their room besides. A slice is MC_BAND_SLICE_COPIES copies at the tier's
  * mean copy size (the victims one turn of eviction takes), at most
  * 1/MC_BAND_SLICE_SHARE of the capacity, at least one copy.
  *
@@ -34,12 +37,12 @@ struct mc_band {
 
 /*
  * The headroom band of a tier of capacity bytes holding copies copies of
- * bytes in all, with inflight bytes of writes on their way in. An empty
- * tier (no mean yet) takes the share's bound as its slice. A copy bigger
- * than the share's bound makes the slice that one copy.
+ * bytes in all (their mean makes the slice), over a usage that counts
+ * the writes in flight. An empty tier (no mean yet) takes the share's
+ * bound as its slice. A copy bigger than the share's bound makes the
+ * slice that one copy.
  */
-void mc_band_headroom(uint64_t capacity, uint64_t bytes, uint64_t copies, uint64_t inflight,
-		      struct mc_band *out);
+void mc_band_headroom(uint64_t capacity, uint64_t bytes, uint64_t copies, struct mc_band *out);
 
 /* The band of two watermarks, fractions of capacity with 0 < low < high <= 1. */
 void mc_band_marks(uint64_t capacity, double high, double low, struct mc_band *out);
