@@ -159,7 +159,7 @@ waiting(const struct reclaimer *r, int tier)
 uint64_t
 reclaimer_inflight(const struct reclaimer *r, int tier)
 {
-	struct medium *m = r->ix->media[tier];
+	struct medium *m = r != NULL ? r->ix->media[tier] : NULL;
 	uint64_t copies, committed, held, used;
 
 	if (!m)
@@ -174,9 +174,11 @@ reclaimer_inflight(const struct reclaimer *r, int tier)
 void
 reclaimer_band(const struct reclaimer *r, int tier, struct mc_band *out)
 {
-	struct medium *m = tier >= 0 && tier < MC_TIER_COUNT ? r->ix->media[tier] : NULL;
+	struct medium *m =
+		r != NULL && tier >= 0 && tier < MC_TIER_COUNT ? r->ix->media[tier] : NULL;
 	uint64_t copies, committed;
 
+	/* no eviction worker (a peer being set up, a test's): no band */
 	memset(out, 0, sizeof(*out));
 	if (!m)
 		return;

@@ -154,11 +154,11 @@ enum evict_mode reclaimer_mode(const struct reclaimer *r);
 uint64_t reclaimer_need(const struct reclaimer *r, int tier);
 /*
  * tier's band now (mc/band.h), in bytes: the watermarks' when given,
- * else the headroom band over its copies and writes in flight; all
- * zero for a tier this peer does not hold.
+ * else the headroom band over its copies; all zero for a tier this
+ * peer does not hold, or with no worker (r NULL).
  */
 void reclaimer_band(const struct reclaimer *r, int tier, struct mc_band *out);
-/* The bytes of writes in flight to tier: room allocated there and not committed yet. */
+/* The bytes of writes in flight to tier: room allocated there and not committed yet (0: r NULL). */
 uint64_t reclaimer_inflight(const struct reclaimer *r, int tier);
 
 /*
