@@ -29,6 +29,7 @@
 #include "mc/plan.h"
 #include "mc/policy.h"
 
+#include "benchkeys.h"
 #include "pool.h"
 #include "reclaim.h"
 
@@ -164,23 +165,6 @@ static const struct medium_ops counted_ops = {
 
 /* ---- the bench ---- */
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static size_t
-key_of(char *buf, size_t cap, uint64_t i)
-{
-	return (size_t)snprintf(buf, cap, "bench-key-%014llu", (unsigned long long)i);
-}
-
 /* Commit copy i of size bytes, with its commit notice. */
 static int
 commit(struct pool *pl, uint64_t i, uint64_t size)
@@ -191,7 +175,7 @@ commit(struct pool *pl, uint64_t i, uint64_t size)
 	struct pobj *o;
 	uint64_t off;
 	char key[40];
-	size_t klen = key_of(key, sizeof(key), i);
+	size_t klen = bench_key(key, sizeof(key), i);
 
 	if (medium_alloc(m, size, &off, &err) < 0)
 		return -1;
@@ -255,7 +239,7 @@ run(struct event_base *base, const struct mc_policy *pol, uint64_t n, uint64_t s
 		if (commit(&pl, i, size) < 0)
 			goto out;
 	for (uint64_t i = 0; i < n / 4; i++) {
-		size_t klen = key_of(key, sizeof(key), next_rand() % n);
+		size_t klen = bench_key(key, sizeof(key), bench_rand() % n);
 		struct pobj *o = pindex_acquire(&ix, T, strlen(T), key, klen);
 
 		if (o) {

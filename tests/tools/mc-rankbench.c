@@ -34,6 +34,7 @@
 
 #include "mc/clock.h"
 #include "mc/planner.h"
+#include "benchkeys.h"
 #include "candidates.h"
 #include "master.h"
 #include "peers.h"
@@ -47,23 +48,6 @@
 
 static struct master m;
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static void
-make_key(char *buf, size_t cap, uint64_t i)
-{
-	snprintf(buf, cap, "bench-key-%014llu", (unsigned long long)i);
-}
-
 /* Reads of a quarter of the n keys, at random: the store's order is not the order of writing. */
 static void
 read_some(uint64_t n)
@@ -73,7 +57,7 @@ read_some(uint64_t n)
 	for (uint64_t i = 0; i < n / 4; i++) {
 		size_t len;
 
-		make_key(key, sizeof(key), next_rand() % n);
+		bench_key(key, sizeof(key), bench_rand() % n);
 		len = strlen(key);
 		store_read(m.store, store_find(m.store, store_key_hash(0, key, len), 0, key, len));
 	}
@@ -92,7 +76,7 @@ fill(uint64_t n)
 		struct mobj *o;
 		uint32_t peer = 1 + (uint32_t)(i % 2);
 
-		make_key(key, sizeof(key), i);
+		bench_key(key, sizeof(key), i);
 		len = strlen(key);
 		o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, OBJ_SIZE, NULL,
 				 0, &err);
@@ -207,9 +191,9 @@ plan_fill(struct peer *p, uint64_t n)
 		struct mobj *o;
 		struct mrep *r;
 
-		make_key(key, sizeof(key), i);
+		bench_key(key, sizeof(key), i);
 		len = strlen(key);
-		make_key(parent, sizeof(parent), i - 1);
+		bench_key(parent, sizeof(parent), i - 1);
 		o = store_create(m.store, store_key_hash(0, key, len), 0, key, len, PLAN_SIZE, NULL,
 				 0, &err);
 		if (o == NULL || (r = store_rep_add(o)) == NULL)

@@ -183,6 +183,21 @@ run(void)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 }
 
+/*
+ * The copies are made on the mover's worker: wait for the completions of
+ * every demotion queued, then run the loop dry.
+ */
+static void
+moves_land(void)
+{
+	for (int i = 0; i < 10000 &&
+			mover_stats(mv)->done[MOVE_DEMOTE] + mover_stats(mv)->failed[MOVE_DEMOTE] <
+				mover_stats(mv)->queued[MOVE_DEMOTE];
+	     i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	run();
+}
+
 /* Fill dram with n one-page copies k000.., oldest first, and wake the worker. */
 static void
 fill(int n)
@@ -426,13 +441,7 @@ test_demotion(void)
 	setup(true, EVICT_LOCAL);
 	fill(58);
 	run();
-	/* the copies are made on the mover's worker: wait for their completions */
-	for (int i = 0; i < 10000 &&
-			mover_stats(mv)->done[MOVE_DEMOTE] + mover_stats(mv)->failed[MOVE_DEMOTE] <
-				mover_stats(mv)->queued[MOVE_DEMOTE];
-	     i++)
-		event_base_loop(base, EVLOOP_ONCE);
-	run();
+	moves_land();
 	for (int i = 0; i < 58; i++) {
 		keyname(k, sizeof(k), i);
 		all &= tier_of(k) != MC_TIER_NONE;
@@ -641,12 +650,7 @@ test_room_while_moving(void)
 	       (unsigned long long)mover_stats(mv)->queued[MOVE_DEMOTE]);
 	if ((f = fopen(go, "w")) != NULL)
 		fclose(f);
-	for (int i = 0; i < 10000 &&
-			mover_stats(mv)->done[MOVE_DEMOTE] + mover_stats(mv)->failed[MOVE_DEMOTE] <
-				mover_stats(mv)->queued[MOVE_DEMOTE];
-	     i++)
-		event_base_loop(base, EVLOOP_ONCE);
-	run();
+	moves_land();
 	TAP_OK(tier_pages(MC_TIER_DRAM) == 62 && tier_pages(MC_TIER_SSD) == 2,
 	       "moving: once they land the tier is at its band's low end, no lower");
 	teardown();
