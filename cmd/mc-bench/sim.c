@@ -12,9 +12,10 @@
  * watermarks of --high/--low. mc's policy runs as the master runs it:
  * the same candidate view, planner, rankers and plan execution (libmc),
  * over the model's objects with the master's logical access sequence; a
- * round plans over a window of the tier's coldest copies (mc/planner.h)
- * taken from the model's access order, or with --whole-view over every
- * copy. Beside it, in the same run, the reference policies
+ * round plans over a window of the tier (mc/planner.h): its coldest
+ * copies, from the model's access order, and its copies of lowest
+ * decayed worth, from its worth order (mc/worder.h), or with
+ * --whole-view over every copy. Beside it, in the same run, the reference policies
  * (mc/refcache.h), each evicting on demand at full capacity as an
  * engine's prefix cache does, and Belady's OPT. Occupancy (used over
  * capacity) is sampled after every request from the first eviction on.
@@ -56,6 +57,7 @@
 #include "mc/policy.h"
 #include "mc/refcache.h"
 #include "mc/tier.h"
+#include "mc/worder.h"
 
 #include "bench.h"
 #include "trace.h"
@@ -280,6 +282,7 @@ struct mobj {
 	uint32_t tenant, type;
 	uint32_t peer; /* of the model's peers */
 	uint32_t children, depth;
+	uint32_t wplace; /* its place in its tier's worth order */
 	bool has_parent, probation;
 	bool live;
 };
@@ -298,6 +301,9 @@ struct mcmodel {
 	double high, low; /* the watermarks, fractions of capacity */
 	uint64_t *used, *copies;
 	struct slist *cold, *young; /* per tier: access order, probationers */
+	struct mc_worder *worth;    /* per tier: the copies by decayed worth */
+	uint32_t *lowest;	    /* a round's lowest by worth */
+	size_t lowest_cap;
 	uint64_t *young_bytes;	    /* per tier: bytes on probation */
 	bool whole_view;	    /* plan over every copy (--whole-view), not a window */
 	uint64_t mark;		    /* rounds so far, to mark a view's members */
@@ -404,8 +410,25 @@ tier_band(const struct mcmodel *m, uint32_t peer, struct mc_band *b)
 		mc_band_headroom(m->capacity, m->used[peer], m->copies[peer], b);
 }
 
-/* o's worth after an access now (o->crf already updated), as the master keeps it. */
+static uint32_t *
+worth_place(void *arg, uint32_t slot)
+{
+	return &((struct mcmodel *)arg)->objs[slot].wplace;
+}
+
 static void
+worth_of(void *arg, uint32_t slot, double *worth, uint64_t *access_seq)
+{
+	const struct mobj *o = &((struct mcmodel *)arg)->objs[slot];
+
+	*worth = o->worth;
+	*access_seq = o->access_seq;
+}
+
+static const struct mc_worder_ops worth_ops = { worth_place, worth_of };
+
+/* o's worth after an access now (o->crf already updated), as the master keeps it. */
+static int
 set_worth(struct mcmodel *m, struct mobj *o)
 {
 	const struct mobj *p = o->has_parent ? mc_find(m, o->parent) : NULL;
@@ -414,6 +437,7 @@ set_worth(struct mcmodel *m, struct mobj *o)
 		o->crf, p != NULL ? mc_lrfu_decay(p->worth, p->access_seq, m->seq,
 						  mc_history_half_life(m->hist, m->by_id.count))
 				  : -1);
+	return mc_worder_set(&m->worth[o->peer], (uint32_t)(o - m->objs), o->worth, o->access_seq);
 }
 
 static void
@@ -429,7 +453,8 @@ mc_access(void *arg, uint64_t id, const struct sim_req *r)
 	o->crf = mc_lrfu_ref(o->crf, o->access_seq, m->seq,
 			     mc_history_half_life(m->hist, m->by_id.count));
 	o->access_seq = m->seq;
-	set_worth(m, o);
+	if (set_worth(m, o) != 0)
+		mc_die(MC_EXIT_SOFTWARE, "out of memory");
 	o->access_count++;
 	end_probation(m, o);
 	/* the warm end of its tier's order */
@@ -467,6 +492,7 @@ mc_drop(struct mcmodel *m, struct mobj *o)
 	}
 	end_probation(m, o);
 	list_del(m, &m->cold[o->peer], slot, false);
+	mc_worder_remove(&m->worth[o->peer], (uint32_t)slot);
 	m->used[o->peer] -= o->bytes;
 	m->copies[o->peer]--;
 	o->live = false;
@@ -538,7 +564,9 @@ view_add(struct mcmodel *m, size_t slot, bool probation, double hl, struct mc_er
 /*
  * The view of a round on a peer's tier. Whole (--whole-view): every copy,
  * and the probationary segment applied to them all. A window of `window`
- * copies: the coldest that many by access, and the oldest probationers
+ * copies: the coldest that many by access, as many of lowest decayed
+ * worth (read lately, perhaps, but worth little: a chain's tail under a
+ * parent that was), and the oldest probationers
  * past the segment (the newest up to the history's share of the
  * capacity are exempt, as mc_history_segment has it), at most that many
  * again; only those carry MC_CAND_PROBATION. Each copy is in it once.
@@ -573,8 +601,24 @@ build_view(struct mcmodel *m, uint32_t peer, size_t window, struct mc_err *err)
 	uint64_t young = m->young_bytes[peer];
 	size_t n = 0, past = 0;
 
+	long low;
+
 	for (size_t i = m->cold[peer].head; i != NIL && n < window; i = m->objs[i].cold.next, n++)
 		if (view_add(m, i, false, hl, err) < 0)
+			return -1;
+	/* the lowest by worth, wherever they are in the access order */
+	if (m->lowest_cap < window) {
+		uint32_t *v = realloc(m->lowest, window * sizeof(*v));
+
+		if (v == NULL)
+			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+		m->lowest = v;
+		m->lowest_cap = window;
+	}
+	if ((low = mc_worder_lowest(&m->worth[peer], hl, window, m->lowest)) < 0)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	for (long j = 0; j < low; j++)
+		if (m->objs[m->lowest[j]].mark != m->mark && view_add(m, m->lowest[j], false, hl, err) < 0)
 			return -1;
 	/* the probationers past the segment: oldest first, while the newer ones outweigh it */
 	for (size_t i = m->young[peer].head; i != NIL && young > allow && past < window;
@@ -720,7 +764,8 @@ mc_insert(void *arg, uint64_t id, bool has_parent, uint64_t parent, uint64_t siz
 		p->children++;
 		o->depth = p->depth + 1;
 	}
-	set_worth(m, o);
+	if (set_worth(m, o) != 0)
+		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 	mc_history_ref(m->hist, false, m->by_id.count);
 	if (mc_htab_insert(&m->by_id, id_hash(id), o) != 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
@@ -913,11 +958,14 @@ model_init(struct mcmodel *m, const struct sim_trace *st, const struct mc_policy
 	m->young_bytes = calloc(npeers, sizeof(*m->young_bytes));
 	m->cold = malloc(npeers * sizeof(*m->cold));
 	m->young = malloc(npeers * sizeof(*m->young));
+	m->worth = malloc(npeers * sizeof(*m->worth));
 	if (m->used == NULL || m->copies == NULL || m->young_bytes == NULL || m->cold == NULL ||
-	    m->young == NULL)
+	    m->young == NULL || m->worth == NULL)
 		mc_die(MC_EXIT_SOFTWARE, "out of memory");
-	for (uint32_t i = 0; i < npeers; i++)
+	for (uint32_t i = 0; i < npeers; i++) {
 		m->cold[i] = m->young[i] = (struct slist){ NIL, NIL };
+		mc_worder_init(&m->worth[i], &worth_ops, m);
+	}
 	m->trace_clock = o->trace_clock;
 	mc_htab_init(&m->by_id);
 	mc_cand_view_init(&m->view);
@@ -939,6 +987,10 @@ model_free(struct mcmodel *m)
 	free(m->young_bytes);
 	free(m->cold);
 	free(m->young);
+	for (uint32_t i = 0; i < m->npeers; i++)
+		mc_worder_free(&m->worth[i]);
+	free(m->worth);
+	free(m->lowest);
 }
 
 int

@@ -242,6 +242,23 @@ sim_chat() {
 	[ "$(field view)" = whole ]
 }
 
+@test "mc-bench sim: a window plans as the whole view would, with the lowest by worth beside the coldest" {
+	local trace="$BATS_TEST_TMPDIR/head.jsonl" c win whole
+	# the trace's first 6000 requests whatever MC_TEST_TRACE_REQUESTS says:
+	# copies read lately whose worth is low are what the coldest miss
+	zstd -dcq "$MC_ROOT/tests/cli/fixtures/traces/conversation_trace.jsonl.zst" | head -n 6000 >"$trace"
+	for c in 2% 5%; do
+		run -0 mc-bench sim --json --block-bytes 4KiB --capacity "$c" "$trace"
+		win="$output"
+		run -0 mc-bench sim --json --block-bytes 4KiB --capacity "$c" --whole-view "$trace"
+		whole="$output"
+		echo "# $c: window $(jq .prefix_hit_ratio <<<"$win"), whole $(jq .prefix_hit_ratio <<<"$whole")" >&3
+		jq -n -e --argjson w "$win" --argjson a "$whole" \
+			'$w.view == "windowed" and $a.view == "whole" and
+			($w.prefix_hit_ratio - $a.prefix_hit_ratio | fabs) <= 0.002' >/dev/null
+	done
+}
+
 # ---- --json: every command, one record, the same fields as its line ----
 
 # same_record: the JSON object in $json holds every key=value of the line
