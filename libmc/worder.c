@@ -76,9 +76,10 @@ sift_down(struct mc_worder *w, size_t i)
 }
 
 int
-mc_worder_set(struct mc_worder *w, uint32_t id, double worth, uint64_t access_seq)
+mc_worder_set(struct mc_worder *w, uint64_t id, double worth, uint64_t access_seq)
 {
 	uint32_t *place = w->ops->place(w->arg, id);
+	/* a stale order's keys are all taken again before they are compared */
 	struct mc_worder_ent e = { mc_worth_key(worth, access_seq, w->hl), id };
 
 	if (*place != 0) {
@@ -110,7 +111,7 @@ mc_worder_set(struct mc_worder *w, uint32_t id, double worth, uint64_t access_se
 }
 
 void
-mc_worder_remove(struct mc_worder *w, uint32_t id)
+mc_worder_remove(struct mc_worder *w, uint64_t id)
 {
 	uint32_t *place = w->ops->place(w->arg, id);
 	size_t i = *place;
@@ -127,6 +128,12 @@ mc_worder_remove(struct mc_worder *w, uint32_t id)
 		sift_up(w, i);
 	else
 		sift_down(w, i);
+}
+
+void
+mc_worder_stale(struct mc_worder *w)
+{
+	w->hl = 0;
 }
 
 /* Every key again under half-life hl, and the heap rebuilt bottom up. */
@@ -184,13 +191,13 @@ frontier_pop(struct mc_worder *w, size_t *nf)
 }
 
 long
-mc_worder_lowest(struct mc_worder *w, double hl, size_t k, uint32_t *out)
+mc_worder_lowest(struct mc_worder *w, double hl, size_t k, uint64_t *out)
 {
 	size_t got = 0, nf = 0;
 
 	if (hl < 1)
 		hl = 1;
-	if (w->n > 0 && fabs(log2(hl / w->hl)) > MC_WORDER_DRIFT)
+	if (w->n > 0 && (w->hl == 0 || fabs(log2(hl / w->hl)) > MC_WORDER_DRIFT))
 		rekey(w, hl);
 	else if (w->n == 0)
 		w->hl = hl;

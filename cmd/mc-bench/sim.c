@@ -302,7 +302,7 @@ struct mcmodel {
 	uint64_t *used, *copies;
 	struct slist *cold, *young; /* per tier: access order, probationers */
 	struct mc_worder *worth;    /* per tier: the copies by decayed worth */
-	uint32_t *lowest;	    /* a round's lowest by worth */
+	uint64_t *lowest;	    /* a round's lowest by worth */
 	size_t lowest_cap;
 	uint64_t *young_bytes;	    /* per tier: bytes on probation */
 	bool whole_view;	    /* plan over every copy (--whole-view), not a window */
@@ -411,13 +411,13 @@ tier_band(const struct mcmodel *m, uint32_t peer, struct mc_band *b)
 }
 
 static uint32_t *
-worth_place(void *arg, uint32_t slot)
+worth_place(void *arg, uint64_t slot)
 {
 	return &((struct mcmodel *)arg)->objs[slot].wplace;
 }
 
 static void
-worth_of(void *arg, uint32_t slot, double *worth, uint64_t *access_seq)
+worth_of(void *arg, uint64_t slot, double *worth, uint64_t *access_seq)
 {
 	const struct mobj *o = &((struct mcmodel *)arg)->objs[slot];
 
@@ -608,7 +608,7 @@ build_view(struct mcmodel *m, uint32_t peer, size_t window, struct mc_err *err)
 			return -1;
 	/* the lowest by worth, wherever they are in the access order */
 	if (m->lowest_cap < window) {
-		uint32_t *v = realloc(m->lowest, window * sizeof(*v));
+		uint64_t *v = realloc(m->lowest, window * sizeof(*v));
 
 		if (v == NULL)
 			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");

@@ -23,14 +23,14 @@ struct member {
 static struct member mem[N];
 
 static uint32_t *
-place_of(void *arg, uint32_t id)
+place_of(void *arg, uint64_t id)
 {
 	(void)arg;
 	return &mem[id].place;
 }
 
 static void
-worth_of(void *arg, uint32_t id, double *worth, uint64_t *seq)
+worth_of(void *arg, uint64_t id, double *worth, uint64_t *seq)
 {
 	(void)arg;
 	*worth = mem[id].worth;
@@ -74,7 +74,8 @@ by_value(const void *a, const void *b)
 static int
 matches(struct mc_worder *w, double hl, size_t k)
 {
-	uint32_t all[N], got[N];
+	uint32_t all[N];
+	uint64_t got[N];
 	size_t n = 0;
 	long m;
 
@@ -114,7 +115,7 @@ test_random(void)
 	memset(mem, 0, sizeof(mem));
 	now = 100000;
 	mc_worder_init(&w, &ops, NULL);
-	TAP_OK(mc_worder_lowest(&w, 1000, 10, (uint32_t[10]){ 0 }) == 0,
+	TAP_OK(mc_worder_lowest(&w, 1000, 10, (uint64_t[10]){ 0 }) == 0,
 	       "an empty order has no lowest");
 	for (uint32_t i = 0; i < N; i++)
 		random_set(&w, i);
@@ -155,6 +156,13 @@ test_drift(void)
 	       "a half-life within the drift keeps the keys");
 	TAP_OK(matches(&w, 4000, 200) && w.rekeys == 2,
 	       "a half-life that moved re-keys, and the lowest follow it");
+	/* access numbers renumbered under the order: halved, so the spread of ages is too */
+	for (uint32_t i = 0; i < N; i++)
+		mem[i].seq /= 2;
+	now /= 2;
+	mc_worder_stale(&w);
+	TAP_OK(matches(&w, 4000, 200) && w.rekeys == 3,
+	       "a stale order takes every key again at its next call");
 	mc_worder_free(&w);
 }
 
@@ -162,7 +170,7 @@ static void
 test_no_worth(void)
 {
 	struct mc_worder w;
-	uint32_t got[3];
+	uint64_t got[3];
 
 	memset(mem, 0, sizeof(mem));
 	mc_worder_init(&w, &ops, NULL);

@@ -16,9 +16,10 @@
  * has grown or shrunk by a ninth, so the rebuilds cost O(1) a copy
  * over time.
  *
- * The members are the caller's, named by a 32-bit id; each keeps its
- * place in the heap where ops->place says (0 when it is not in it), so
- * the order needs no table of its own.
+ * The members are the caller's, named by a 64-bit id (an index, or a
+ * pointer as uintptr_t); each keeps its place in the heap, a 32-bit
+ * number, where ops->place says (0 when it is not in it), so the order
+ * needs no table of its own. 16 bytes a member, in the heap.
  */
 #ifndef MC_WORDER_H
 #define MC_WORDER_H
@@ -30,14 +31,14 @@
 
 struct mc_worder_ops {
 	/* Where member id keeps its place in the heap (0: not in it). */
-	uint32_t *(*place)(void *arg, uint32_t id);
+	uint32_t *(*place)(void *arg, uint64_t id);
 	/* Member id's worth now and the access number it was taken at (for a re-key). */
-	void (*worth)(void *arg, uint32_t id, double *worth, uint64_t *access_seq);
+	void (*worth)(void *arg, uint64_t id, double *worth, uint64_t *access_seq);
 };
 
 struct mc_worder_ent {
 	double key;
-	uint32_t id;
+	uint64_t id;
 };
 
 struct mc_worder {
@@ -62,16 +63,22 @@ void mc_worder_init(struct mc_worder *w, const struct mc_worder_ops *ops, void *
 void mc_worder_free(struct mc_worder *w);
 
 /* Put id in the order, or move it, by its worth now: 0, or -1 out of memory (id not added). */
-int mc_worder_set(struct mc_worder *w, uint32_t id, double worth, uint64_t access_seq);
+int mc_worder_set(struct mc_worder *w, uint64_t id, double worth, uint64_t access_seq);
 
 /* Take id out of the order (nothing when it is not in it). */
-void mc_worder_remove(struct mc_worder *w, uint32_t id);
+void mc_worder_remove(struct mc_worder *w, uint64_t id);
+
+/*
+ * Every member's key is to be taken again (ops->worth) at the next
+ * mc_worder_lowest: the access numbers were renumbered.
+ */
+void mc_worder_stale(struct mc_worder *w);
 
 /*
  * The (at most) k members of lowest decayed worth under half-life hl,
  * lowest first, into out: how many, or -1 out of memory. Re-keys the
  * order first when hl has drifted from the one it was keyed with.
  */
-long mc_worder_lowest(struct mc_worder *w, double hl, size_t k, uint32_t *out);
+long mc_worder_lowest(struct mc_worder *w, double hl, size_t k, uint64_t *out);
 
 #endif
