@@ -71,15 +71,20 @@ struct cand_build {
 	uint64_t older;	     /* probation: the bytes of the probationers passed */
 	uint64_t allow;	     /* probation: the share of the tier's capacity, bytes */
 	bool cut;	     /* the cold walk stopped at the window, short of the list's end */
+	uint64_t *lowest;    /* the worth phase: the tier's nodes of lowest worth, as it began */
+	size_t nlowest;
 	struct mc_htab seen; /* the objects the window holds */
 };
 
 /*
  * A window's walks, in turn: the tier's orphans (the kv ranking's first
  * victims), its probationers beyond the probationary share, oldest
- * first (its next), then its coldest copies; each at most window nodes.
+ * first (its next), then its coldest copies, then its copies of lowest
+ * decayed worth (the kv ranking's order for the rest, which the coldest
+ * miss when a copy read lately is worth little); each at most window
+ * nodes.
  */
-enum wphase { W_ORPHANS, W_PROBATION, W_COLD, W_DONE };
+enum wphase { W_ORPHANS, W_PROBATION, W_COLD, W_WORTH, W_DONE };
 
 static int window_step(struct cand_build *b, size_t max, struct mc_err *err);
 
@@ -529,13 +534,42 @@ next_phase(struct cand_build *b)
 	b->visited = 0;
 }
 
+/*
+ * One node of the worth phase: the lowest of the tier's worth order,
+ * taken once as the phase begins; a node freed or gone stale between
+ * slices is passed over (a node reused since for a copy on this tier is
+ * a candidate all the same).
+ */
+static int
+worth_step(struct cand_build *b, struct recency *r, struct rank_list *l, struct mc_err *err)
+{
+	uint64_t n;
+
+	if (b->lowest == NULL) {
+		long got;
+
+		if ((b->lowest = malloc(b->window * sizeof(*b->lowest))) == NULL ||
+		    (got = recency_lowest(r, l, b->half_life, b->window, b->lowest)) < 0)
+			return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
+		b->nlowest = (size_t)got;
+	}
+	if (b->visited >= b->nlowest) {
+		next_phase(b);
+		return 0;
+	}
+	n = b->lowest[b->visited++];
+	if (!recency_node_live(r, l, n))
+		return 0;
+	return take(b, r->nodes[n].o, false, err) < 0 ? -1 : 0;
+}
+
 static int
 window_step(struct cand_build *b, size_t max, struct mc_err *err)
 {
 	struct store *s = b->m->store;
 	struct recency *r = &s->rank;
 	/* looked up each slice: a restore between slices makes the lists anew */
-	const struct rank_list *l = recency_list(r, b->f.peer, b->f.tier);
+	struct rank_list *l = recency_list(r, b->f.peer, b->f.tier);
 
 	if (l == NULL || b->npeers == 0)
 		b->phase = W_DONE;
@@ -543,6 +577,11 @@ window_step(struct cand_build *b, size_t max, struct mc_err *err)
 		uint32_t n;
 		struct mobj *o;
 
+		if (b->phase == W_WORTH) {
+			if (worth_step(b, r, l, err) < 0)
+				return -1;
+			continue;
+		}
 		if (!cursor_holds(b, r, l)) {
 			next_phase(b);
 			continue;
@@ -609,7 +648,7 @@ candidates_begin_window(struct master *m, const struct cand_filter *f, struct mc
 		return NULL;
 	b->window = window > 0 ? window : 1;
 	mc_htab_init(&b->seen);
-	if (mc_htab_reserve(&b->seen, 2 * b->window) != 0) {
+	if (mc_htab_reserve(&b->seen, 3 * b->window) != 0) {
 		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
 		candidates_end(b);
 		return NULL;
@@ -633,6 +672,7 @@ candidates_end(struct cand_build *b)
 		return;
 	if (b->window != 0)
 		mc_htab_free(&b->seen);
+	free(b->lowest);
 	free(b->peers);
 	free(b->tenant_ids);
 	free(b->type_ids);

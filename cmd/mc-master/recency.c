@@ -46,6 +46,23 @@ list_eq(const void *entry, const void *key)
 	return l->peer == k->peer && l->tier == k->tier;
 }
 
+static uint32_t *
+worth_place(void *arg, uint64_t n)
+{
+	return &((struct recency *)arg)->wplace[n];
+}
+
+static void
+worth_of(void *arg, uint64_t n, double *worth, uint64_t *access_seq)
+{
+	const struct mobj *o = ((struct recency *)arg)->nodes[n].o;
+
+	*worth = o->worth;
+	*access_seq = o->access_seq;
+}
+
+static const struct mc_worder_ops worth_ops = { worth_place, worth_of };
+
 void
 recency_init(struct recency *r)
 {
@@ -68,10 +85,13 @@ release(struct recency *r)
 	size_t cur = 0;
 	struct rank_family *f;
 
-	for (uint32_t i = 0; i < r->nlists; i++)
+	for (uint32_t i = 0; i < r->nlists; i++) {
+		mc_worder_free(&r->lists[i]->worth);
 		free(r->lists[i]);
+	}
 	free(r->lists);
 	free(r->nodes);
+	free(r->wplace);
 	mc_htab_free(&r->by_key);
 	while ((f = mc_htab_next(&r->families, &cur)) != NULL) {
 		free(f->kids);
@@ -116,6 +136,7 @@ list_get(struct recency *r, uint32_t peer, uint32_t tier)
 	l->peer = peer;
 	l->tier = tier;
 	l->idx = r->nlists;
+	mc_worder_init(&l->worth, &worth_ops, r);
 	if (mc_htab_insert(&r->by_key, list_hash(peer, tier), l) != 0) {
 		free(l);
 		return -1;
@@ -305,6 +326,7 @@ node_free(struct recency *r, uint32_t n)
 	struct mobj *o = r->nodes[n].o;
 
 	order_unlink(r, n);
+	mc_worder_remove(&r->lists[r->nodes[n].list]->worth, n);
 	if (r->nodes[n].probation)
 		r->lists[r->nodes[n].list]->probation_bytes -= o->size;
 	unlink_list(r, n);
@@ -333,6 +355,7 @@ node_alloc(struct recency *r)
 	if (r->used + 1 >= r->cap) {
 		uint64_t cap = r->cap != 0 ? 2 * (uint64_t)r->cap : 1024;
 		struct rank_node *v;
+		uint32_t *w;
 
 		if (cap > UINT32_MAX)
 			cap = UINT32_MAX;
@@ -342,6 +365,11 @@ node_alloc(struct recency *r)
 		if (v == NULL)
 			return 0;
 		r->nodes = v;
+		w = realloc(r->wplace, cap * sizeof(*w));
+		if (w == NULL)
+			return 0;
+		memset(w + r->cap, 0, (cap - r->cap) * sizeof(*w));
+		r->wplace = w;
 		r->cap = (uint32_t)cap;
 		if (r->used == 0)
 			r->used = 1; /* node 0 stays unused */
@@ -365,6 +393,8 @@ recency_touch(struct recency *r, struct mobj *o)
 				unlink_list(r, n);
 				link_after(r, n, l->tail);
 			}
+			/* out of memory: left out of the worth order, still offered by recency */
+			(void)mc_worder_set(&l->worth, n, o->worth, o->access_seq);
 		}
 		n = sib;
 	}
@@ -431,6 +461,7 @@ recency_sync(struct recency *r, struct mobj *o)
 		o->rank = n;
 		at = place(r, r->lists[li], o->access_seq);
 		link_after(r, n, at);
+		(void)mc_worder_set(&r->lists[li]->worth, n, o->worth, o->access_seq);
 		r->live++;
 	}
 	recency_flags(r, o);
@@ -661,6 +692,20 @@ recency_next(struct recency *r, const struct rank_list *l, uint32_t cur)
 	return n;
 }
 
+long
+recency_lowest(struct recency *r, struct rank_list *l, double hl, size_t k, uint64_t *out)
+{
+	(void)r;
+	return mc_worder_lowest(&l->worth, hl, k, out);
+}
+
+bool
+recency_node_live(const struct recency *r, const struct rank_list *l, uint64_t n)
+{
+	return n != 0 && n < r->used && r->nodes[n].o != NULL && r->nodes[n].list == l->idx &&
+	       r->wplace[n] != 0 && !stale(r, (uint32_t)n);
+}
+
 uint32_t
 recency_order_next(struct recency *r, const struct rank_list *l, int order, uint32_t cur)
 {
@@ -677,6 +722,12 @@ recency_order_next(struct recency *r, const struct rank_list *l, int order, uint
 size_t
 recency_memory(const struct recency *r)
 {
-	return (size_t)r->cap * sizeof(*r->nodes) + r->nlists * (sizeof(struct rank_list) + 8) +
+	size_t heaps = 0;
+
+	for (uint32_t i = 0; i < r->nlists; i++)
+		heaps += r->lists[i]->worth.cap * sizeof(struct mc_worder_ent) +
+			 r->lists[i]->worth.fcap * sizeof(uint32_t);
+	return (size_t)r->cap * (sizeof(*r->nodes) + sizeof(*r->wplace)) + heaps +
+	       r->nlists * (sizeof(struct rank_list) + 8) +
 	       mc_htab_memory(&r->by_key) + mc_htab_memory(&r->families);
 }

@@ -10,7 +10,13 @@
  * invalidates anything: a node names its object and its list, never a
  * struct mrep. 32 bytes a node, plus mobj.rank.
  *
- * Beside its recency order each (peer, tier) keeps two smaller ones
+ * Beside its recency order each (peer, tier) keeps its nodes by their
+ * object's chain worth decayed to now (mc/worder.h), so that a round
+ * finds the copies the kv ranking values least even when they were read
+ * lately (a chain's tail under a parent worth little): a heap entry of
+ * 16 bytes a node and its place in recency.wplace, 4 more. A node's key
+ * follows its object's worth and access_seq, which change only as
+ * recency_touch is called. It also keeps two smaller orders
  * through the same nodes, so that a round finds what it must see first
  * without a walk of the store: its probationers (mobj.probation), oldest
  * first by created_seq, and its orphans (mobj.orphan: the chain parent
@@ -39,6 +45,7 @@
 #include <stdint.h>
 
 #include "mc/hash.h"
+#include "mc/worder.h"
 
 struct mobj;
 
@@ -77,10 +84,12 @@ struct rank_list {
 	uint64_t n;
 	struct rank_order x[RANK_ORDERS]; /* x[RANK_NONE] unused */
 	uint64_t probation_bytes;	  /* the sizes of its probationers, orphans among them */
+	struct mc_worder worth;		  /* its nodes by their object's decayed worth */
 };
 
 struct recency {
 	struct rank_node *nodes; /* node 0 is never used: index 0 means none */
+	uint32_t *wplace;	 /* per node: its place in its list's worth order (0: none) */
 	uint32_t cap, used;	 /* slots allocated, slots ever handed out */
 	uint32_t free;		 /* first free node, chained by next */
 	uint64_t live;		 /* nodes in lists */
@@ -127,6 +136,14 @@ struct rank_list *recency_list(const struct recency *r, uint32_t peer, int tier)
  * object holds no complete copy there any more; 0 at the end.
  */
 uint32_t recency_next(struct recency *r, const struct rank_list *l, uint32_t cur);
+/*
+ * The (at most) k nodes of l of lowest decayed worth under half-life hl,
+ * lowest first, into out: how many, or -1 out of memory. Some may be
+ * stale (recency_node_live tells).
+ */
+long recency_lowest(struct recency *r, struct rank_list *l, double hl, size_t k, uint64_t *out);
+/* Whether node n is a live member of l: a complete copy of its object is still there. */
+bool recency_node_live(const struct recency *r, const struct rank_list *l, uint64_t n);
 /*
  * A walk of one of a list's smaller orders (RANK_PROBATION: oldest
  * first), like recency_next: stale nodes are freed as it passes them.
