@@ -130,7 +130,7 @@ static const struct mc_opt global_opts[] = {
 	  "low watermark: the watermark band instead of the headroom (sim; 0.7 with --high alone)",
 	  mc_set_double, &bo.sim_low },
 	{ "whole-view", 0, NULL, NULL,
-	  "plan each round over every copy of the tier, not a window of the coldest (sim)",
+	  "plan each round over every copy of the tier, not a window (sim)",
 	  mc_set_flag, &bo.sim_whole_view },
 	{ "peers", 0, "N", NULL, "peer tiers the capacity is split over (sim; default 1)",
 	  mc_set_u64, &bo.sim_peers },

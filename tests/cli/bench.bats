@@ -227,7 +227,7 @@ sim_chat() {
 	assert_output --regexp $'\nlru-leaf +0\.[0-9]{4} '
 }
 
-@test "mc-bench sim --whole-view: rounds plan over every copy; by default over a window of the coldest" {
+@test "mc-bench sim --whole-view: rounds plan over every copy; by default over a window" {
 	local trace="$BATS_FILE_TMPDIR/chat.jsonl" win whole
 	sim_chat "$trace"
 	run -0 mc-bench sim --json --block-bytes 4KiB --capacity 20% "$trace"

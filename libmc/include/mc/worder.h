@@ -13,7 +13,7 @@
  * that has moved by more than MC_WORDER_DRIFT (as a log2 ratio), takes
  * every key again and rebuilds the heap, O(n). A half-life that follows
  * the number of objects moves that far only after the tier's population
- * has grown or shrunk by a ninth, so the rebuilds cost O(1) a copy
+ * has grown or shrunk by 9%, so the rebuilds cost O(1) a copy
  * over time.
  *
  * The members are the caller's, named by a 64-bit id (an index, or a
