@@ -304,9 +304,9 @@ struct mcmodel {
 	struct mc_worder *worth;    /* per tier: the copies by decayed worth */
 	uint64_t *lowest;	    /* a round's lowest by worth */
 	size_t lowest_cap;
-	uint64_t *young_bytes;	    /* per tier: bytes on probation */
-	bool whole_view;	    /* plan over every copy (--whole-view), not a window */
-	uint64_t mark;		    /* rounds so far, to mark a view's members */
+	uint64_t *young_bytes; /* per tier: bytes on probation */
+	bool whole_view;       /* plan over every copy (--whole-view), not a window */
+	uint64_t mark;	       /* rounds so far, to mark a view's members */
 	uint32_t npeers;
 	bool peer_local;  /* one peer's own model (--eviction-mode local) */
 	uint64_t seq;	  /* the logical access sequence, as the master keeps it */
@@ -618,7 +618,8 @@ build_view(struct mcmodel *m, uint32_t peer, size_t window, struct mc_err *err)
 	if ((low = mc_worder_lowest(&m->worth[peer], hl, window, m->lowest)) < 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 	for (long j = 0; j < low; j++)
-		if (m->objs[m->lowest[j]].mark != m->mark && view_add(m, m->lowest[j], false, hl, err) < 0)
+		if (m->objs[m->lowest[j]].mark != m->mark &&
+		    view_add(m, m->lowest[j], false, hl, err) < 0)
 			return -1;
 	/* the probationers past the segment: oldest first, while the newer ones outweigh it */
 	for (size_t i = m->young[peer].head; i != NIL && young > allow && past < window;

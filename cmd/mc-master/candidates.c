@@ -67,11 +67,11 @@ struct cand_build {
 	uint32_t at;		 /* the phase's last node, 0 before its first */
 	const struct mobj *at_o; /* that node's object and its access number then */
 	uint64_t at_seq;
-	size_t visited;	     /* nodes the phase passed */
-	uint64_t older;	     /* probation: the bytes of the probationers passed */
-	uint64_t allow;	     /* probation: the share of the tier's capacity, bytes */
-	bool cut;	     /* the cold walk stopped at the window, short of the list's end */
-	uint64_t *lowest;    /* the worth phase: the tier's nodes of lowest worth, as it began */
+	size_t visited;	  /* nodes the phase passed */
+	uint64_t older;	  /* probation: the bytes of the probationers passed */
+	uint64_t allow;	  /* probation: the share of the tier's capacity, bytes */
+	bool cut;	  /* the cold walk stopped at the window, short of the list's end */
+	uint64_t *lowest; /* the worth phase: the tier's nodes of lowest worth, as it began */
 	size_t nlowest;
 	struct mc_htab seen; /* the objects the window holds */
 };

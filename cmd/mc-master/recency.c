@@ -728,6 +728,6 @@ recency_memory(const struct recency *r)
 		heaps += r->lists[i]->worth.cap * sizeof(struct mc_worder_ent) +
 			 r->lists[i]->worth.fcap * sizeof(uint32_t);
 	return (size_t)r->cap * (sizeof(*r->nodes) + sizeof(*r->wplace)) + heaps +
-	       r->nlists * (sizeof(struct rank_list) + 8) +
-	       mc_htab_memory(&r->by_key) + mc_htab_memory(&r->families);
+	       r->nlists * (sizeof(struct rank_list) + 8) + mc_htab_memory(&r->by_key) +
+	       mc_htab_memory(&r->families);
 }

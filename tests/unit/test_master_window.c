@@ -526,7 +526,8 @@ main(void)
 			store_read(m.store, o);
 		}
 		for (unsigned i = 0; i < 100; i++) {
-			struct mobj *o = obj_in((snprintf(a, sizeof(a), "late-%03u", i), a), "anc", NULL);
+			struct mobj *o =
+				obj_in((snprintf(a, sizeof(a), "late-%03u", i), a), "anc", NULL);
 
 			o->type = (uint16_t)kv;
 			store_read(m.store, o);
@@ -538,7 +539,8 @@ main(void)
 		bf = candidates_begin(&m, &fb, &fv, &err);
 		TAP_OK(bw != NULL && finish(bw, &wv, NULL) && bf != NULL && finish(bf, &fv, NULL) &&
 			       window < copies && has_keys(&wv, "late-%03u", 0, 100),
-		       "worth: the window of %zu of %llu copies holds the 100 warm ones worth least",
+		       "worth: the window of %zu of %llu copies holds the 100 warm ones worth "
+		       "least",
 		       window, (unsigned long long)copies);
 		TAP_OK(plan(&pol, &fv, 20 * SIZE, &pf) == 0 && plan(&pol, &wv, 20 * SIZE, &pw) == 0,
 		       "worth: a round's target planned over the full view and the window");

@@ -74,7 +74,7 @@ by_value(const void *a, const void *b)
 static int
 matches(struct mc_worder *w, double hl, size_t k)
 {
-	uint32_t all[N];
+	uint32_t all[N] = { 0 };
 	uint64_t got[N];
 	size_t n = 0;
 	long m;
