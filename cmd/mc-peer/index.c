@@ -546,6 +546,8 @@ pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *
 	o->access_seq = old->access_seq;
 	o->created_seq = old->created_seq;
 	o->crf = old->crf;
+	o->worth = old->worth;
+	o->parent = old->parent;
 	o->probation = old->probation;
 	attach_locked(ix, o);
 	pthread_mutex_unlock(&ix->mu);

@@ -246,10 +246,12 @@ void pindex_unclaim(struct pindex *ix, struct pobj *o);
 /*
  * Link o in old's place, taking over the caller's reference to o, when
  * old is still the linked copy of its key: the same key, version and
- * size, on another tier (a finished move). 0 with old unlinked and its
- * index reference handed to the caller; MC_ERR_NOT_FOUND when old is no
- * longer linked (dropped or superseded meanwhile): nothing changes and
- * o stays the caller's.
+ * size, on another tier (a finished move); o takes over old's last
+ * access, commit time and what the kv ranking knows of it (its access
+ * numbers, value, worth, chain parent and probation). 0 with old
+ * unlinked and its index reference handed to the caller;
+ * MC_ERR_NOT_FOUND when old is no longer linked (dropped or superseded
+ * meanwhile): nothing changes and o stays the caller's.
  */
 int pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *err);
 /* What o's extent header keeps (medium.h); strings point into o and its meta. */

@@ -24,11 +24,11 @@ static struct pindex ix;
 
 /*
  * Publish key at version with size bytes placed in the DRAM medium,
- * letting go of the copy it replaces as the pool would; the error
- * code, 0 when linked.
+ * the block after parent in its chain (NULL: none), letting go of the
+ * copy it replaces as the pool would; the error code, 0 when linked.
  */
 static int
-put(const char *key, uint64_t version, uint64_t size)
+put_under(const char *key, uint64_t version, uint64_t size, const char *parent)
 {
 	struct mc_err err;
 	uint64_t off = 0;
@@ -41,6 +41,8 @@ put(const char *key, uint64_t version, uint64_t size)
 		     off);
 	if (o == NULL)
 		return MC_ERR_SYSTEM;
+	if (parent)
+		o->parent = pindex_hash(T, strlen(T), parent, strlen(parent));
 	rc = pindex_publish(&ix, o, &old, &err);
 	if (old)
 		pindex_release(&ix, old);
@@ -49,6 +51,12 @@ put(const char *key, uint64_t version, uint64_t size)
 		return err.code;
 	}
 	return 0;
+}
+
+static int
+put(const char *key, uint64_t version, uint64_t size)
+{
+	return put_under(key, version, size, NULL);
 }
 
 /* Unlink key on tier up to max_version (any with !has_version) and let go: 1 dropped. */
@@ -348,7 +356,7 @@ test_claim_swap(void)
 	struct mc_err err;
 	uint64_t seq0, gone0 = ix.ngone;
 
-	put("mv", 3, 100);
+	put_under("mv", 3, 100, "mv's parent");
 	TAP_OK(pindex_claim(&ix, T, strlen(T), "mv", 2, MC_TIER_DRAM, false, 0, &o) == 1 && o &&
 		       o->moving,
 	       "claim: a linked copy is claimed, marked moving, with a reference");
@@ -363,6 +371,9 @@ test_claim_swap(void)
 	n = copy_of(o);
 	TAP_OK(pindex_swap(&ix, o, n, &err) == 0 && !o->linked && n->linked,
 	       "swap: the new copy takes the old one's place");
+	TAP_OK(n->worth == o->worth && n->worth > 0 && n->parent == o->parent && n->parent != 0 &&
+		       n->access_seq == o->access_seq && n->crf == o->crf,
+	       "swap: the new copy keeps the old one's worth, chain parent and history");
 	cur = pindex_acquire(&ix, T, strlen(T), "mv", 2);
 	TAP_OK(cur == n && ix.ngone == gone0 && pindex_seq(&ix) > seq0,
 	       "swap: the key stays held: no removal journaled, a new link numbered");
