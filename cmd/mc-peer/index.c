@@ -68,6 +68,39 @@ marker_new(void)
 	return m;
 }
 
+/* ---- the worth orders' view of an entry: its id is the pointer ---- */
+
+static struct pobj *
+of_id(uint64_t id)
+{
+	return (struct pobj *)(uintptr_t)id;
+}
+
+static uint64_t
+id_of(const struct pobj *o)
+{
+	return (uint64_t)(uintptr_t)o;
+}
+
+static uint32_t *
+worth_place(void *arg, uint64_t id)
+{
+	(void)arg;
+	return &of_id(id)->wplace;
+}
+
+static void
+worth_of(void *arg, uint64_t id, double *worth, uint64_t *access_seq)
+{
+	const struct pobj *o = of_id(id);
+
+	(void)arg;
+	*worth = o->worth;
+	*access_seq = o->access_seq;
+}
+
+static const struct mc_worder_ops worth_ops = { worth_place, worth_of };
+
 int
 pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err)
 {
@@ -88,8 +121,10 @@ pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err)
 		return -1;
 	}
 	mc_htab_init(&ix->tab);
-	for (int t = 0; t < MC_TIER_COUNT; t++)
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		medium_lru_init(&ix->order[t].probation);
+		mc_worder_init(&ix->order[t].worth, &worth_ops, ix);
+	}
 	ix->media = media;
 	ix->gone_max = PINDEX_JOURNAL_MAX;
 	ix->gone_max_bytes = PINDEX_JOURNAL_NAME_BYTES;
@@ -233,6 +268,8 @@ pindex_destroy(struct pindex *ix)
 		free(o);
 	}
 	mc_htab_free(&ix->tab);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		mc_worder_free(&ix->order[t].worth);
 	mc_history_free(ix->hist);
 	while (ix->gone_head)
 		gone_pop(ix);
@@ -296,8 +333,9 @@ candidate(const struct pobj *o)
 
 /*
  * Bring o's place in its tier's orders and sums in line with what it is
- * now; called after anything candidate, in_group or probation read
- * changes. A copy that becomes a candidate enters at the warm end.
+ * now; called after anything candidate, in_group, probation, worth or
+ * access_seq read changes. A copy that becomes a candidate enters the
+ * medium's order at the warm end.
  */
 static void
 order_update(struct pindex *ix, struct pobj *o)
@@ -316,6 +354,11 @@ order_update(struct pindex *ix, struct pobj *o)
 		po->copies--;
 		po->bytes -= fp;
 	}
+	/* no memory to add it: left out, the medium's order still offers it */
+	if (cand)
+		(void)mc_worder_set(&po->worth, id_of(o), o->worth, o->access_seq);
+	else
+		mc_worder_remove(&po->worth, id_of(o));
 	if (prob && !o->prob.tracked) {
 		medium_lru_track(&po->probation, &o->prob, fp);
 		po->probation_bytes += fp;

@@ -2,9 +2,10 @@
  * Unit tests for the peer's placement index (cmd/mc-peer/index.c) over
  * a DRAM medium: versions, the replaced copy handed back, references
  * that keep unlinked bytes alive, unlinks by version and tier, the
- * candidates for local eviction in the medium's order and the probation
- * order with their sums, the change numbers and removal journal a
- * resume reports, and walks.
+ * candidates for local eviction in the medium's order, the probation
+ * order and the worth order, with their sums, a move that keeps
+ * what the ranking knows of a copy, the change numbers and removal
+ * journal a resume reports, and walks.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -337,16 +338,25 @@ test_walk(void)
 	pindex_walk_end(w);
 }
 
-/* A copy of key's linked entry, on the same medium (a move within dram, for the swap). */
+/*
+ * A copy of key's linked entry with its commit notice, as the mover
+ * makes it, on the same medium (a move within dram, for the swap).
+ */
 static struct pobj *
 copy_of(const struct pobj *o)
 {
+	const struct pmeta *pm = o->meta;
 	uint64_t off = 0;
+	struct pobj *n;
 
 	if (o->size > 0 && medium_alloc(dram, o->size, &off, NULL) != 0)
 		return NULL;
-	return pobj_new(&ix, o->name, o->tenant_len, pobj_key(o), o->key_len, o->version, o->size,
-			o->checksum, MC_TIER_DRAM, off);
+	n = pobj_new(&ix, o->name, o->tenant_len, pobj_key(o), o->key_len, o->version, o->size,
+		     o->checksum, MC_TIER_DRAM, off);
+	if (n && pm)
+		n->meta = pmeta_new(pm->names, pm->type_len, pm->names + pm->type_len,
+				    pm->group_len, pm->hard_pin, pm->sp_deadline);
+	return n;
 }
 
 static void
@@ -386,6 +396,59 @@ test_claim_swap(void)
 	pindex_release(&ix, o);	    /* the index's reference, handed over by the swap */
 	pindex_unclaim(&ix, o);	    /* the claim's */
 	TAP_OK(drop_on("mv", MC_TIER_DRAM, false, 0) == 1, "swap: the new copy drops as usual");
+}
+
+/* The members of dram's worth order. */
+static size_t
+in_worth_order(void)
+{
+	return ix.order[MC_TIER_DRAM].worth.n;
+}
+
+/* A copy is in its tier's worth order exactly while it is a candidate. */
+static void
+test_worth_order(void)
+{
+	struct pindex_order_sums s;
+	struct pobj *o, *n, *cur;
+	struct mc_err err;
+
+	put("w1", 1, 10);
+	TAP_OK(in_worth_order() == 0, "worth order: a copy without its commit notice is not in it");
+	commit("w1");
+	put("w2", 1, 10);
+	commit("w2");
+	put("wg", 1, 10);
+	notice("wg", "grp", false);
+	put("wh", 1, 10);
+	notice("wh", "", true);
+	pindex_order_sums(&ix, MC_TIER_DRAM, &s);
+	TAP_OK(in_worth_order() == 2 && s.copies == 2,
+	       "worth order: the candidates are in it, group members and hard pins are not");
+	pindex_claim(&ix, T, strlen(T), "w1", 2, MC_TIER_DRAM, false, 0, &o);
+	TAP_OK(in_worth_order() == 1 && o->wplace == 0, "worth order: a claimed copy leaves it");
+	pindex_unclaim(&ix, o);
+	TAP_OK(in_worth_order() == 2, "worth order: a move that did not happen brings it back");
+	put("w2", 2, 10);
+	TAP_OK(in_worth_order() == 1, "worth order: a replaced copy leaves it at once");
+	commit("w2");
+	pindex_claim(&ix, T, strlen(T), "w1", 2, MC_TIER_DRAM, false, 0, &o);
+	n = copy_of(o);
+	pindex_swap(&ix, o, n, &err);
+	TAP_OK(in_worth_order() == 2 && o->wplace == 0 && n->wplace != 0,
+	       "worth order: a move that lands puts the new copy in it, not the old");
+	pindex_release(&ix, o); /* the index's reference, handed over by the swap */
+	pindex_unclaim(&ix, o); /* the claim's */
+	cur = pindex_acquire(&ix, T, strlen(T), "w1", 2);
+	pindex_read(&ix, cur);
+	TAP_OK(in_worth_order() == 2 && cur->wplace != 0, "worth order: a read keeps it in");
+	pindex_release(&ix, cur);
+	drop("w1", false, 0);
+	TAP_OK(in_worth_order() == 1, "worth order: a dropped copy leaves it");
+	drop("w2", false, 0);
+	drop("wg", false, 0);
+	drop("wh", false, 0);
+	TAP_OK(in_worth_order() == 0, "worth order: empty once the copies are gone");
 }
 
 static void
@@ -435,6 +498,7 @@ main(void)
 	test_journal();
 	test_walk();
 	test_claim_swap();
+	test_worth_order();
 	test_meta();
 	pindex_destroy(&ix);
 	medium_close(dram);
