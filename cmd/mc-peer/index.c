@@ -1018,23 +1018,41 @@ of_prob(struct medium_order *mo)
 	return (struct pobj *)((char *)mo - offsetof(struct pobj, prob));
 }
 
+/* Take o into the view at hand: a reference, and its mark, so no part takes it twice. */
+static void
+view_take(struct pobj *o, struct pobj **out, size_t *k)
+{
+	o->refs++;
+	o->in_view = true;
+	out[(*k)++] = o;
+}
+
 int
 pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct pobj **out,
 	    size_t *n, size_t *beyond, bool *all, struct mc_err *err)
 {
 	struct pindex_order *po = &ix->order[tier];
 	struct medium_offer *offers = NULL;
+	uint64_t *lowest = NULL;
 	struct medium_order *mo;
 	uint64_t rest;
 	size_t k = 0, got;
+	long low;
 
 	*n = *beyond = 0;
 	*all = true;
 	if (window == 0)
 		return 0;
-	if (!(offers = malloc(window * sizeof(*offers))))
-		return mc_err_errno(err, "cannot allocate the candidates of a plan");
+	offers = malloc(window * sizeof(*offers));
+	lowest = malloc(window * sizeof(*lowest));
+	if (!offers || !lowest)
+		goto fail;
 	pthread_mutex_lock(&ix->mu);
+	/* first, as it alone can fail: nothing is taken yet to give back */
+	if ((low = mc_worder_lowest(&po->worth, half_life_locked(ix), window, lowest)) < 0) {
+		pthread_mutex_unlock(&ix->mu);
+		goto fail;
+	}
 	/*
 	 * The share keeps the newest run of probationers whose bytes fit in
 	 * allow: walking from the oldest, a probationer is beyond it while
@@ -1043,15 +1061,11 @@ pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct p
 	rest = po->probation_bytes;
 	for (mo = po->probation.head.warmer; mo != &po->probation.head && rest > allow;
 	     mo = mo->warmer) {
-		struct pobj *o = of_prob(mo);
-
 		if (k == window) {
 			*all = false;
 			break;
 		}
-		o->refs++;
-		o->in_view = true;
-		out[k++] = o;
+		view_take(of_prob(mo), out, &k);
 		rest -= mo->bytes;
 	}
 	*beyond = k;
@@ -1059,15 +1073,24 @@ pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct p
 	for (size_t i = 0; i < got; i++) {
 		struct pobj *o = of_order(offers[i].who);
 
-		if (o->in_view)
-			continue;
-		o->refs++;
-		out[k++] = o;
+		if (!o->in_view)
+			view_take(o, out, &k);
 	}
-	for (size_t i = 0; i < *beyond; i++)
+	for (long i = 0; i < low; i++) {
+		struct pobj *o = of_id(lowest[i]);
+
+		if (!o->in_view)
+			view_take(o, out, &k);
+	}
+	for (size_t i = 0; i < k; i++)
 		out[i]->in_view = false;
 	pthread_mutex_unlock(&ix->mu);
 	free(offers);
+	free(lowest);
 	*n = k;
 	return 0;
+fail:
+	free(offers);
+	free(lowest);
+	return mc_err_errno(err, "cannot allocate the candidates of a plan");
 }

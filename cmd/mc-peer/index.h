@@ -295,13 +295,16 @@ void pindex_order_sums(struct pindex *ix, int tier, struct pindex_order_sums *ou
 
 /*
  * The candidates of tier a plan looks at, without walking the index:
- * into out (room for 2 x window), first the oldest probationers beyond
+ * into out (room for 3 x window), first the oldest probationers beyond
  * the probationary share, those older than the newest run of
  * probationers whose bytes fit in allow (at most window of them: *beyond
  * says how many, and *all whether that was every one), then the window
- * coldest candidates of the medium's order that are not among those.
- * Each comes with a reference that pindex_release_many gives back.
- * The number taken, or -1 with err when out of memory.
+ * coldest candidates of the medium's order, then the window of lowest
+ * worth decayed to now (the worth order), each copy once. The coldest
+ * alone would miss a copy read lately but worth little, a chain's tail
+ * under a parent worth little, which the kv ranking over the whole tier
+ * gives up first. Each comes with a reference that pindex_release_many
+ * gives back. The number taken, or -1 with err when out of memory.
  */
 int pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct pobj **out,
 		size_t *n, size_t *beyond, bool *all, struct mc_err *err);

@@ -3,7 +3,7 @@
  * a DRAM medium: versions, the replaced copy handed back, references
  * that keep unlinked bytes alive, unlinks by version and tier, the
  * candidates for local eviction in the medium's order, the probation
- * order and the worth order, with their sums, a move that keeps
+ * order and the worth order, with their sums, and the window a plan takes of them, a move that keeps
  * what the ranking knows of a copy, the change numbers and removal
  * journal a resume reports, and walks.
  */
@@ -208,7 +208,7 @@ test_candidates(void)
 {
 	uint64_t fp = medium_footprint(dram, 10);
 	struct pindex_order_sums s;
-	struct pobj *o, *out[8];
+	struct pobj *o, *out[12]; /* 3 x the largest window */
 	struct mc_err err;
 	size_t n, beyond;
 	char buf[128];
@@ -451,6 +451,77 @@ test_worth_order(void)
 	TAP_OK(in_worth_order() == 0, "worth order: empty once the copies are gone");
 }
 
+/* Whether key is among out[first..n). */
+static bool
+taken(struct pobj **out, size_t first, size_t n, const char *key)
+{
+	for (size_t i = first; i < n; i++)
+		if (out[i]->key_len == strlen(key) &&
+		    memcmp(pobj_key(out[i]), key, strlen(key)) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A chain's tail read lately under a parent read long ago is among the
+ * warmest by recency but the least worth: the window takes it.
+ */
+static void
+test_cold_by_worth(void)
+{
+	struct pobj *out[9]; /* 3 x the largest window */
+	struct mc_err err;
+	size_t n, beyond;
+	char k[16];
+	bool all;
+
+	put("root", 1, 10);
+	commit("root");
+	for (int i = 0; i < 6; i++) {
+		snprintf(k, sizeof(k), "c%d", i);
+		put(k, 1, 10);
+		commit(k);
+		read_key(k);
+		read_key(k);
+	}
+	put_under("t0", 1, 10, "root");
+	commit("t0");
+	put_under("t1", 1, 10, "t0");
+	commit("t1");
+	for (int r = 0; r < 3; r++) {
+		read_key("t0");
+		read_key("t1");
+	}
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 2, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n >= 2 && beyond == 0 && taken(out, 0, 2, "root") && taken(out, 0, 2, "c0"),
+	       "cold by worth: the coldest by recency first");
+	TAP_OK(n == 4 && taken(out, 2, n, "t0") && taken(out, 2, n, "t1"),
+	       "cold by worth: then the chain's tail read lately, worth less than its old "
+	       "parent (%zu taken)",
+	       n);
+	pindex_release_many(&ix, out, n);
+	/* the third lowest by worth is root, the coldest */
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 3, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n == 5 && taken(out, 0, 3, "root") && taken(out, 3, n, "t0") &&
+		       taken(out, 3, n, "t1"),
+	       "cold by worth: a copy both among the coldest and the lowest is taken once (%zu)",
+	       n);
+	pindex_release_many(&ix, out, n);
+	read_key("root");
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 2, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n == 4 && taken(out, 0, 2, "c0") && taken(out, 0, 2, "c1") &&
+		       taken(out, 2, n, "t0") && taken(out, 2, n, "t1"),
+	       "cold by worth: the tail keeps the worth its reads gave it when its parent is read");
+	pindex_release_many(&ix, out, n);
+	drop("root", false, 0);
+	drop("t0", false, 0);
+	drop("t1", false, 0);
+	for (int i = 0; i < 6; i++) {
+		snprintf(k, sizeof(k), "c%d", i);
+		drop(k, false, 0);
+	}
+}
+
 static void
 test_meta(void)
 {
@@ -499,6 +570,7 @@ main(void)
 	test_walk();
 	test_claim_swap();
 	test_worth_order();
+	test_cold_by_worth();
 	test_meta();
 	pindex_destroy(&ix);
 	medium_close(dram);
