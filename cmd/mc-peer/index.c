@@ -68,6 +68,39 @@ marker_new(void)
 	return m;
 }
 
+/* ---- the worth orders' view of an entry: its id is the pointer ---- */
+
+static struct pobj *
+of_id(uint64_t id)
+{
+	return (struct pobj *)(uintptr_t)id;
+}
+
+static uint64_t
+id_of(const struct pobj *o)
+{
+	return (uint64_t)(uintptr_t)o;
+}
+
+static uint32_t *
+worth_place(void *arg, uint64_t id)
+{
+	(void)arg;
+	return &of_id(id)->wplace;
+}
+
+static void
+worth_of(void *arg, uint64_t id, double *worth, uint64_t *access_seq)
+{
+	const struct pobj *o = of_id(id);
+
+	(void)arg;
+	*worth = o->worth;
+	*access_seq = o->access_seq;
+}
+
+static const struct mc_worder_ops worth_ops = { worth_place, worth_of };
+
 int
 pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err)
 {
@@ -88,8 +121,10 @@ pindex_init(struct pindex *ix, struct medium *const *media, struct mc_err *err)
 		return -1;
 	}
 	mc_htab_init(&ix->tab);
-	for (int t = 0; t < MC_TIER_COUNT; t++)
+	for (int t = 0; t < MC_TIER_COUNT; t++) {
 		medium_lru_init(&ix->order[t].probation);
+		mc_worder_init(&ix->order[t].worth, &worth_ops, ix);
+	}
 	ix->media = media;
 	ix->gone_max = PINDEX_JOURNAL_MAX;
 	ix->gone_max_bytes = PINDEX_JOURNAL_NAME_BYTES;
@@ -233,6 +268,8 @@ pindex_destroy(struct pindex *ix)
 		free(o);
 	}
 	mc_htab_free(&ix->tab);
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		mc_worder_free(&ix->order[t].worth);
 	mc_history_free(ix->hist);
 	while (ix->gone_head)
 		gone_pop(ix);
@@ -296,8 +333,9 @@ candidate(const struct pobj *o)
 
 /*
  * Bring o's place in its tier's orders and sums in line with what it is
- * now; called after anything candidate, in_group or probation read
- * changes. A copy that becomes a candidate enters at the warm end.
+ * now; called after anything candidate, in_group, probation, worth or
+ * access_seq read changes. A copy that becomes a candidate enters the
+ * medium's order at the warm end.
  */
 static void
 order_update(struct pindex *ix, struct pobj *o)
@@ -316,6 +354,11 @@ order_update(struct pindex *ix, struct pobj *o)
 		po->copies--;
 		po->bytes -= fp;
 	}
+	/* no memory to add it: left out, the medium's order still offers it */
+	if (cand)
+		(void)mc_worder_set(&po->worth, id_of(o), o->worth, o->access_seq);
+	else
+		mc_worder_remove(&po->worth, id_of(o));
 	if (prob && !o->prob.tracked) {
 		medium_lru_track(&po->probation, &o->prob, fp);
 		po->probation_bytes += fp;
@@ -546,6 +589,8 @@ pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *
 	o->access_seq = old->access_seq;
 	o->created_seq = old->created_seq;
 	o->crf = old->crf;
+	o->worth = old->worth;
+	o->parent = old->parent;
 	o->probation = old->probation;
 	attach_locked(ix, o);
 	pthread_mutex_unlock(&ix->mu);
@@ -973,23 +1018,41 @@ of_prob(struct medium_order *mo)
 	return (struct pobj *)((char *)mo - offsetof(struct pobj, prob));
 }
 
+/* Take o into the view at hand: a reference, and its mark, so no part takes it twice. */
+static void
+view_take(struct pobj *o, struct pobj **out, size_t *k)
+{
+	o->refs++;
+	o->in_view = true;
+	out[(*k)++] = o;
+}
+
 int
 pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct pobj **out,
 	    size_t *n, size_t *beyond, bool *all, struct mc_err *err)
 {
 	struct pindex_order *po = &ix->order[tier];
 	struct medium_offer *offers = NULL;
+	uint64_t *lowest = NULL;
 	struct medium_order *mo;
 	uint64_t rest;
 	size_t k = 0, got;
+	long low;
 
 	*n = *beyond = 0;
 	*all = true;
 	if (window == 0)
 		return 0;
-	if (!(offers = malloc(window * sizeof(*offers))))
-		return mc_err_errno(err, "cannot allocate the candidates of a plan");
+	offers = malloc(window * sizeof(*offers));
+	lowest = malloc(window * sizeof(*lowest));
+	if (!offers || !lowest)
+		goto fail;
 	pthread_mutex_lock(&ix->mu);
+	/* first, as it alone can fail: nothing is taken yet to give back */
+	if ((low = mc_worder_lowest(&po->worth, half_life_locked(ix), window, lowest)) < 0) {
+		pthread_mutex_unlock(&ix->mu);
+		goto fail;
+	}
 	/*
 	 * The share keeps the newest run of probationers whose bytes fit in
 	 * allow: walking from the oldest, a probationer is beyond it while
@@ -998,15 +1061,11 @@ pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct p
 	rest = po->probation_bytes;
 	for (mo = po->probation.head.warmer; mo != &po->probation.head && rest > allow;
 	     mo = mo->warmer) {
-		struct pobj *o = of_prob(mo);
-
 		if (k == window) {
 			*all = false;
 			break;
 		}
-		o->refs++;
-		o->in_view = true;
-		out[k++] = o;
+		view_take(of_prob(mo), out, &k);
 		rest -= mo->bytes;
 	}
 	*beyond = k;
@@ -1014,15 +1073,24 @@ pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct p
 	for (size_t i = 0; i < got; i++) {
 		struct pobj *o = of_order(offers[i].who);
 
-		if (o->in_view)
-			continue;
-		o->refs++;
-		out[k++] = o;
+		if (!o->in_view)
+			view_take(o, out, &k);
 	}
-	for (size_t i = 0; i < *beyond; i++)
+	for (long i = 0; i < low; i++) {
+		struct pobj *o = of_id(lowest[i]);
+
+		if (!o->in_view)
+			view_take(o, out, &k);
+	}
+	for (size_t i = 0; i < k; i++)
 		out[i]->in_view = false;
 	pthread_mutex_unlock(&ix->mu);
 	free(offers);
+	free(lowest);
 	*n = k;
 	return 0;
+fail:
+	free(offers);
+	free(lowest);
+	return mc_err_errno(err, "cannot allocate the candidates of a plan");
 }

@@ -13,12 +13,16 @@
  * (medium.h), tracked when they become candidates (a commit notice, a
  * move landing) and touched on every access; those of them on
  * probation are also in their tier's probation order, oldest first,
- * which a read leaves. Both are kept with running sums, under the
- * index's lock, so that a plan takes its candidates coldest first
- * without walking the index. A copy enters both at their warm ends: the
- * probation order is the order copies became candidates, which is their
- * creation order but for an upsert of a probationer and a move that
- * did not happen (both enter anew).
+ * which a read leaves; and all of them are in their tier's worth order
+ * (mc/worder.h), keyed again whenever an access changes their worth (a
+ * copy the worth order has no memory for stays out of it: the medium's
+ * order still offers it). The orders are kept, with running sums, under
+ * the index's lock, so that a plan takes its candidates coldest first
+ * and lowest by worth first without walking the index. A copy enters
+ * the first two at their warm ends: the probation order is the order
+ * copies became candidates, which is their creation order but for an
+ * upsert of a probationer and a move that did not happen (both enter
+ * anew).
  *
  * Besides the hash table, linked entries sit on one list in the order
  * they were linked, so that a walk (the inventory sent to the master)
@@ -45,6 +49,7 @@
 #include "mc/err.h"
 #include "mc/hash.h"
 #include "mc/history.h"
+#include "mc/worder.h"
 
 #include "medium.h"
 
@@ -103,6 +108,7 @@ struct pobj {
 	uint64_t parent;
 	struct medium_order order; /* in the medium's order while a candidate */
 	struct medium_order prob;  /* in the tier's probation order while a candidate on it */
+	uint32_t wplace;	   /* its place in its tier's worth order (0: not in it) */
 	/*
 	 * NULL until the commit notice; set and read on the event loop only
 	 * (pindex_set_meta), freed with the entry.
@@ -134,13 +140,15 @@ struct pgone {
 /*
  * A tier's candidates for local eviction: how many and their bytes
  * (medium_footprint), the probation order (oldest first) and its
- * bytes, and the bytes of the linked copies only the master may free
- * (group members with their commit notice, not hard-pinned, not moving).
+ * bytes, the worth order (by decayed worth, mc/worder.h), and the bytes
+ * of the linked copies only the master may free (group members with
+ * their commit notice, not hard-pinned, not moving).
  */
 struct pindex_order {
 	uint64_t copies, bytes;
 	struct medium_lru probation;
 	uint64_t probation_bytes;
+	struct mc_worder worth;
 	uint64_t grouped_bytes;
 };
 
@@ -246,10 +254,12 @@ void pindex_unclaim(struct pindex *ix, struct pobj *o);
 /*
  * Link o in old's place, taking over the caller's reference to o, when
  * old is still the linked copy of its key: the same key, version and
- * size, on another tier (a finished move). 0 with old unlinked and its
- * index reference handed to the caller; MC_ERR_NOT_FOUND when old is no
- * longer linked (dropped or superseded meanwhile): nothing changes and
- * o stays the caller's.
+ * size, on another tier (a finished move); o takes over old's last
+ * access, commit time and what the kv ranking knows of it (its access
+ * numbers, value, worth, chain parent and probation). 0 with old
+ * unlinked and its index reference handed to the caller;
+ * MC_ERR_NOT_FOUND when old is no longer linked (dropped or superseded
+ * meanwhile): nothing changes and o stays the caller's.
  */
 int pindex_swap(struct pindex *ix, struct pobj *old, struct pobj *o, struct mc_err *err);
 /* What o's extent header keeps (medium.h); strings point into o and its meta. */
@@ -285,13 +295,16 @@ void pindex_order_sums(struct pindex *ix, int tier, struct pindex_order_sums *ou
 
 /*
  * The candidates of tier a plan looks at, without walking the index:
- * into out (room for 2 x window), first the oldest probationers beyond
+ * into out (room for 3 x window), first the oldest probationers beyond
  * the probationary share, those older than the newest run of
  * probationers whose bytes fit in allow (at most window of them: *beyond
  * says how many, and *all whether that was every one), then the window
- * coldest candidates of the medium's order that are not among those.
- * Each comes with a reference that pindex_release_many gives back.
- * The number taken, or -1 with err when out of memory.
+ * coldest candidates of the medium's order, then the window of lowest
+ * worth decayed to now (the worth order), each copy once. The coldest
+ * alone would miss a copy read lately but worth little, a chain's tail
+ * under a parent worth little, which the kv ranking over the whole tier
+ * gives up first. Each comes with a reference that pindex_release_many
+ * gives back. The number taken, or -1 with err when out of memory.
  */
 int pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct pobj **out,
 		size_t *n, size_t *beyond, bool *all, struct mc_err *err);

@@ -383,15 +383,17 @@ add_copy(struct reclaimer *r, struct rtier *t, struct mc_cand_view *v, const str
 
 /*
  * The view of a window of t's candidates (pindex_cold): the oldest
- * probationers beyond the probationary share, then the window coldest
- * by last access. Probation flags are set from the index's running
- * sums, as mc_history_segment would over the whole tier: a probationer
- * is flagged when it is beyond the newest probationary share
- * (pindex_probation) of the tier's capacity. Two differences: the share counts young probationers
- * (the segment sees only the view's), and when more than a window are
- * beyond it, a probationer past the first window of them is not flagged
- * (the first window already outranks it, and gives the plan more than
- * it needs).
+ * probationers beyond the probationary share, the window coldest by
+ * last access, and the window of lowest decayed worth, which the kv
+ * ranking gives up first wherever they are by recency (a chain's tail
+ * read lately under a parent worth little). Probation flags are set
+ * from the index's running sums, as mc_history_segment would over the
+ * whole tier: a probationer is flagged when it is beyond the newest
+ * probationary share (pindex_probation) of the tier's capacity. Two
+ * differences: the share counts young probationers (the segment sees
+ * only the view's), and when more than a window are beyond it, a
+ * probationer past the first window of them is not flagged (the first
+ * window already outranks it, and gives the plan more than it needs).
  */
 static int
 build_view(struct reclaimer *r, struct rtier *t, size_t window, struct mc_cand_view *v,
@@ -417,7 +419,7 @@ build_view(struct reclaimer *r, struct rtier *t, size_t window, struct mc_cand_v
 		return -1;
 	if (window == 0)
 		return 0;
-	if (window > SIZE_MAX / 2 / sizeof(*objs) || !(objs = malloc(2 * window * sizeof(*objs))))
+	if (window > SIZE_MAX / 3 / sizeof(*objs) || !(objs = malloc(3 * window * sizeof(*objs))))
 		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for a plan's candidates");
 	if (pindex_cold(r->ix, tier, window, allow, objs, &n, &beyond, &all, err) < 0) {
 		free(objs);
@@ -450,7 +452,7 @@ plan_bytes(const struct mc_plan *p, bool soft_pinned_pass)
 
 /*
  * Plan need bytes off t's tier into t->plan, over a window of its
- * coldest candidates (mc_plan_window), made again over a bigger one
+ * candidates (mc_plan_window, build_view), made again over a bigger one
  * while the plan falls short of need and the window is smaller than
  * the tier's candidates, unless young copies it left out cover the
  * shortfall for a write that waits. *used: the last window. 0, or -1

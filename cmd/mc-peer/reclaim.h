@@ -182,10 +182,10 @@ void reclaimer_young_taken(const struct reclaimer *r, uint64_t *copies, uint64_t
 
 /*
  * Plan need bytes off tier as a local pass would, over a window of its
- * coldest candidates (grown while the plan falls short), into out (the
- * caller's, freed with mc_plan_free), without executing it; *window:
- * the window it was made over. For tests and the planning benchmark:
- * -1 with err when it cannot plan, or the tier's pass has a plan at hand.
+ * candidates (grown while the plan falls short), into out (the caller's,
+ * freed with mc_plan_free), without executing it; *window: the window
+ * it was made over. For tests and the planning benchmark: -1 with err
+ * when it cannot plan, or the tier's pass has a plan at hand.
  */
 struct mc_plan;
 int reclaimer_plan(struct reclaimer *r, int tier, uint64_t need, struct mc_plan *out,

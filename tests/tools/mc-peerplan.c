@@ -11,12 +11,12 @@
  * N/4 reads of random keys stir the recency and take those copies off
  * probation. Each of R rounds (default 20) times one plan for --slice
  * bytes (default 256 KiB) with the built-in policy (reclaimer_plan:
- * the window of the coldest candidates and the probationers beyond
- * their share, the view, the planner), then, outside the clock, evicts
- * the plan's victims and commits as many new copies, so the tier stays
- * at N. The tier's medium keeps the dram medium's order (medium_lru)
- * but no bytes: planning never reads them, and 10M copies' bytes would
- * not fit. Prints one line per N:
+ * the window of the coldest candidates, the lowest by worth and the
+ * probationers beyond their share, the view, the planner), then,
+ * outside the clock, evicts the plan's victims and commits as many new
+ * copies, so the tier stays at N. The tier's medium keeps the dram
+ * medium's order (medium_lru) but no bytes: planning never reads them,
+ * and 10M copies' bytes would not fit. Prints one line per N:
  *   peerplan copies=N rounds=R plan_us=MEDIAN ns_per_victim=MEDIAN
  *            victims=V window=W view=RECORDS
  */

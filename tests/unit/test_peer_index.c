@@ -2,9 +2,10 @@
  * Unit tests for the peer's placement index (cmd/mc-peer/index.c) over
  * a DRAM medium: versions, the replaced copy handed back, references
  * that keep unlinked bytes alive, unlinks by version and tier, the
- * candidates for local eviction in the medium's order and the probation
- * order with their sums, the change numbers and removal journal a
- * resume reports, and walks.
+ * candidates for local eviction in the medium's order, the probation
+ * order and the worth order, with their sums, and the window a plan takes of them, a move that keeps
+ * what the ranking knows of a copy, the change numbers and removal
+ * journal a resume reports, and walks.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,11 +25,11 @@ static struct pindex ix;
 
 /*
  * Publish key at version with size bytes placed in the DRAM medium,
- * letting go of the copy it replaces as the pool would; the error
- * code, 0 when linked.
+ * the block after parent in its chain (NULL: none), letting go of the
+ * copy it replaces as the pool would; the error code, 0 when linked.
  */
 static int
-put(const char *key, uint64_t version, uint64_t size)
+put_under(const char *key, uint64_t version, uint64_t size, const char *parent)
 {
 	struct mc_err err;
 	uint64_t off = 0;
@@ -41,6 +42,8 @@ put(const char *key, uint64_t version, uint64_t size)
 		     off);
 	if (o == NULL)
 		return MC_ERR_SYSTEM;
+	if (parent)
+		o->parent = pindex_hash(T, strlen(T), parent, strlen(parent));
 	rc = pindex_publish(&ix, o, &old, &err);
 	if (old)
 		pindex_release(&ix, old);
@@ -49,6 +52,12 @@ put(const char *key, uint64_t version, uint64_t size)
 		return err.code;
 	}
 	return 0;
+}
+
+static int
+put(const char *key, uint64_t version, uint64_t size)
+{
+	return put_under(key, version, size, NULL);
 }
 
 /* Unlink key on tier up to max_version (any with !has_version) and let go: 1 dropped. */
@@ -199,7 +208,7 @@ test_candidates(void)
 {
 	uint64_t fp = medium_footprint(dram, 10);
 	struct pindex_order_sums s;
-	struct pobj *o, *out[8];
+	struct pobj *o, *out[12]; /* 3 x the largest window */
 	struct mc_err err;
 	size_t n, beyond;
 	char buf[128];
@@ -329,16 +338,25 @@ test_walk(void)
 	pindex_walk_end(w);
 }
 
-/* A copy of key's linked entry, on the same medium (a move within dram, for the swap). */
+/*
+ * A copy of key's linked entry with its commit notice, as the mover
+ * makes it, on the same medium (a move within dram, for the swap).
+ */
 static struct pobj *
 copy_of(const struct pobj *o)
 {
+	const struct pmeta *pm = o->meta;
 	uint64_t off = 0;
+	struct pobj *n;
 
 	if (o->size > 0 && medium_alloc(dram, o->size, &off, NULL) != 0)
 		return NULL;
-	return pobj_new(&ix, o->name, o->tenant_len, pobj_key(o), o->key_len, o->version, o->size,
-			o->checksum, MC_TIER_DRAM, off);
+	n = pobj_new(&ix, o->name, o->tenant_len, pobj_key(o), o->key_len, o->version, o->size,
+		     o->checksum, MC_TIER_DRAM, off);
+	if (n && pm)
+		n->meta = pmeta_new(pm->names, pm->type_len, pm->names + pm->type_len,
+				    pm->group_len, pm->hard_pin, pm->sp_deadline);
+	return n;
 }
 
 static void
@@ -348,7 +366,7 @@ test_claim_swap(void)
 	struct mc_err err;
 	uint64_t seq0, gone0 = ix.ngone;
 
-	put("mv", 3, 100);
+	put_under("mv", 3, 100, "mv's parent");
 	TAP_OK(pindex_claim(&ix, T, strlen(T), "mv", 2, MC_TIER_DRAM, false, 0, &o) == 1 && o &&
 		       o->moving,
 	       "claim: a linked copy is claimed, marked moving, with a reference");
@@ -363,6 +381,9 @@ test_claim_swap(void)
 	n = copy_of(o);
 	TAP_OK(pindex_swap(&ix, o, n, &err) == 0 && !o->linked && n->linked,
 	       "swap: the new copy takes the old one's place");
+	TAP_OK(n->worth == o->worth && n->worth > 0 && n->parent == o->parent && n->parent != 0 &&
+		       n->access_seq == o->access_seq && n->crf == o->crf,
+	       "swap: the new copy keeps the old one's worth, chain parent and history");
 	cur = pindex_acquire(&ix, T, strlen(T), "mv", 2);
 	TAP_OK(cur == n && ix.ngone == gone0 && pindex_seq(&ix) > seq0,
 	       "swap: the key stays held: no removal journaled, a new link numbered");
@@ -375,6 +396,130 @@ test_claim_swap(void)
 	pindex_release(&ix, o);	    /* the index's reference, handed over by the swap */
 	pindex_unclaim(&ix, o);	    /* the claim's */
 	TAP_OK(drop_on("mv", MC_TIER_DRAM, false, 0) == 1, "swap: the new copy drops as usual");
+}
+
+/* The members of dram's worth order. */
+static size_t
+in_worth_order(void)
+{
+	return ix.order[MC_TIER_DRAM].worth.n;
+}
+
+/* A copy is in its tier's worth order exactly while it is a candidate. */
+static void
+test_worth_order(void)
+{
+	struct pindex_order_sums s;
+	struct pobj *o, *n, *cur;
+	struct mc_err err;
+
+	put("w1", 1, 10);
+	TAP_OK(in_worth_order() == 0, "worth order: a copy without its commit notice is not in it");
+	commit("w1");
+	put("w2", 1, 10);
+	commit("w2");
+	put("wg", 1, 10);
+	notice("wg", "grp", false);
+	put("wh", 1, 10);
+	notice("wh", "", true);
+	pindex_order_sums(&ix, MC_TIER_DRAM, &s);
+	TAP_OK(in_worth_order() == 2 && s.copies == 2,
+	       "worth order: the candidates are in it, group members and hard pins are not");
+	pindex_claim(&ix, T, strlen(T), "w1", 2, MC_TIER_DRAM, false, 0, &o);
+	TAP_OK(in_worth_order() == 1 && o->wplace == 0, "worth order: a claimed copy leaves it");
+	pindex_unclaim(&ix, o);
+	TAP_OK(in_worth_order() == 2, "worth order: a move that did not happen brings it back");
+	put("w2", 2, 10);
+	TAP_OK(in_worth_order() == 1, "worth order: a replaced copy leaves it at once");
+	commit("w2");
+	pindex_claim(&ix, T, strlen(T), "w1", 2, MC_TIER_DRAM, false, 0, &o);
+	n = copy_of(o);
+	pindex_swap(&ix, o, n, &err);
+	TAP_OK(in_worth_order() == 2 && o->wplace == 0 && n->wplace != 0,
+	       "worth order: a move that lands puts the new copy in it, not the old");
+	pindex_release(&ix, o); /* the index's reference, handed over by the swap */
+	pindex_unclaim(&ix, o); /* the claim's */
+	cur = pindex_acquire(&ix, T, strlen(T), "w1", 2);
+	pindex_read(&ix, cur);
+	TAP_OK(in_worth_order() == 2 && cur->wplace != 0, "worth order: a read keeps it in");
+	pindex_release(&ix, cur);
+	drop("w1", false, 0);
+	TAP_OK(in_worth_order() == 1, "worth order: a dropped copy leaves it");
+	drop("w2", false, 0);
+	drop("wg", false, 0);
+	drop("wh", false, 0);
+	TAP_OK(in_worth_order() == 0, "worth order: empty once the copies are gone");
+}
+
+/* Whether key is among out[first..n). */
+static bool
+taken(struct pobj **out, size_t first, size_t n, const char *key)
+{
+	for (size_t i = first; i < n; i++)
+		if (out[i]->key_len == strlen(key) &&
+		    memcmp(pobj_key(out[i]), key, strlen(key)) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A chain's tail read lately under a parent read long ago is among the
+ * warmest by recency but the least worth: the window takes it.
+ */
+static void
+test_cold_by_worth(void)
+{
+	struct pobj *out[9]; /* 3 x the largest window */
+	struct mc_err err;
+	size_t n, beyond;
+	char k[16];
+	bool all;
+
+	put("root", 1, 10);
+	commit("root");
+	for (int i = 0; i < 6; i++) {
+		snprintf(k, sizeof(k), "c%d", i);
+		put(k, 1, 10);
+		commit(k);
+		read_key(k);
+		read_key(k);
+	}
+	put_under("t0", 1, 10, "root");
+	commit("t0");
+	put_under("t1", 1, 10, "t0");
+	commit("t1");
+	for (int r = 0; r < 3; r++) {
+		read_key("t0");
+		read_key("t1");
+	}
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 2, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n >= 2 && beyond == 0 && taken(out, 0, 2, "root") && taken(out, 0, 2, "c0"),
+	       "cold by worth: the coldest by recency first");
+	TAP_OK(n == 4 && taken(out, 2, n, "t0") && taken(out, 2, n, "t1"),
+	       "cold by worth: then the chain's tail read lately, worth less than its old "
+	       "parent (%zu taken)",
+	       n);
+	pindex_release_many(&ix, out, n);
+	/* the third lowest by worth is root, the coldest */
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 3, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n == 5 && taken(out, 0, 3, "root") && taken(out, 3, n, "t0") &&
+		       taken(out, 3, n, "t1"),
+	       "cold by worth: a copy both among the coldest and the lowest is taken once (%zu)",
+	       n);
+	pindex_release_many(&ix, out, n);
+	read_key("root");
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 2, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n == 4 && taken(out, 0, 2, "c0") && taken(out, 0, 2, "c1") &&
+		       taken(out, 2, n, "t0") && taken(out, 2, n, "t1"),
+	       "cold by worth: the tail keeps the worth its reads gave it when its parent is read");
+	pindex_release_many(&ix, out, n);
+	drop("root", false, 0);
+	drop("t0", false, 0);
+	drop("t1", false, 0);
+	for (int i = 0; i < 6; i++) {
+		snprintf(k, sizeof(k), "c%d", i);
+		drop(k, false, 0);
+	}
 }
 
 static void
@@ -424,6 +569,8 @@ main(void)
 	test_journal();
 	test_walk();
 	test_claim_swap();
+	test_worth_order();
+	test_cold_by_worth();
 	test_meta();
 	pindex_destroy(&ix);
 	medium_close(dram);
