@@ -398,9 +398,11 @@ main(int argc, char **argv)
 	       (unsigned long long)scans);
 	printf("scan / index: %.0fx (target >= 100x); answers identical\n",
 	       (double)sm / (double)qm);
-	printf("index memory: %.1f bytes an entry (a node is %zu, the rest the slab's headroom "
-	       "and the lists), plus mobj.rank in each object (struct mobj is %zu bytes)\n",
-	       per_entry, sizeof(struct rank_node), sizeof(struct mobj));
+	printf("index memory: %.1f bytes an entry (a node is %zu, its worth order place %zu and "
+	       "heap entry %zu, the rest the slabs' headroom and the lists), plus mobj.rank in "
+	       "each object (struct mobj is %zu bytes)\n",
+	       per_entry, sizeof(struct rank_node), sizeof(uint32_t), sizeof(struct mc_worder_ent),
+	       sizeof(struct mobj));
 	printf("rank objects=%llu query_us=%.1f scan_ms=%.1f ratio=%.0f bytes_per_entry=%.1f\n",
 	       (unsigned long long)objects, (double)qm / 1e3, (double)sm / 1e6,
 	       (double)sm / (double)qm, per_entry);
