@@ -564,9 +564,10 @@ view_add(struct mcmodel *m, size_t slot, bool probation, double hl, struct mc_er
 /*
  * The view of a round on a peer's tier. Whole (--whole-view): every copy,
  * and the probationary segment applied to them all. A window of `window`
- * copies: the coldest that many by access, as many of lowest decayed
- * worth (read lately, perhaps, but worth little: a chain's tail under a
- * parent that was), and the oldest probationers
+ * copies: the coldest that many by access, a share of that many of
+ * lowest decayed worth (mc_plan_window_worth: read lately, perhaps, but
+ * worth little, as a chain's tail under a cold head), and the oldest
+ * probationers
  * past the segment (the newest up to the history's share of the
  * capacity are exempt, as mc_history_segment has it), at most that many
  * again; only those carry MC_CAND_PROBATION. Each copy is in it once.
@@ -607,15 +608,17 @@ build_view(struct mcmodel *m, uint32_t peer, size_t window, struct mc_err *err)
 		if (view_add(m, i, false, hl, err) < 0)
 			return -1;
 	/* the lowest by worth, wherever they are in the access order */
-	if (m->lowest_cap < window) {
-		uint64_t *v = realloc(m->lowest, window * sizeof(*v));
+	size_t worth = mc_plan_window_worth(window);
+
+	if (m->lowest_cap < worth) {
+		uint64_t *v = realloc(m->lowest, worth * sizeof(*v));
 
 		if (v == NULL)
 			return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 		m->lowest = v;
-		m->lowest_cap = window;
+		m->lowest_cap = worth;
 	}
-	if ((low = mc_worder_lowest(&m->worth[peer], hl, window, m->lowest)) < 0)
+	if ((low = mc_worder_lowest(&m->worth[peer], hl, worth, m->lowest)) < 0)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
 	for (long j = 0; j < low; j++)
 		if (m->objs[m->lowest[j]].mark != m->mark &&

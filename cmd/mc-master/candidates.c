@@ -548,8 +548,10 @@ worth_step(struct cand_build *b, struct recency *r, struct rank_list *l, struct 
 	if (b->lowest == NULL) {
 		long got;
 
-		if ((b->lowest = malloc(b->window * sizeof(*b->lowest))) == NULL ||
-		    (got = recency_lowest(r, l, b->half_life, b->window, b->lowest)) < 0)
+		size_t k = mc_plan_window_worth(b->window);
+
+		if ((b->lowest = malloc(k * sizeof(*b->lowest))) == NULL ||
+		    (got = recency_lowest(r, l, b->half_life, k, b->lowest)) < 0)
 			return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
 		b->nlowest = (size_t)got;
 	}

@@ -9,6 +9,7 @@
 #include "mc/checksum.h"
 #include "mc/clock.h"
 #include "mc/log.h"
+#include "mc/planner.h"
 
 #include "index.h"
 
@@ -1036,7 +1037,7 @@ pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct p
 	uint64_t *lowest = NULL;
 	struct medium_order *mo;
 	uint64_t rest;
-	size_t k = 0, got;
+	size_t k = 0, got, worth = mc_plan_window_worth(window);
 	long low;
 
 	*n = *beyond = 0;
@@ -1044,12 +1045,12 @@ pindex_cold(struct pindex *ix, int tier, size_t window, uint64_t allow, struct p
 	if (window == 0)
 		return 0;
 	offers = malloc(window * sizeof(*offers));
-	lowest = malloc(window * sizeof(*lowest));
+	lowest = malloc(worth * sizeof(*lowest));
 	if (!offers || !lowest)
 		goto fail;
 	pthread_mutex_lock(&ix->mu);
 	/* first, as it alone can fail: nothing is taken yet to give back */
-	if ((low = mc_worder_lowest(&po->worth, half_life_locked(ix), window, lowest)) < 0) {
+	if ((low = mc_worder_lowest(&po->worth, half_life_locked(ix), worth, lowest)) < 0) {
 		pthread_mutex_unlock(&ix->mu);
 		goto fail;
 	}

@@ -299,8 +299,9 @@ void pindex_order_sums(struct pindex *ix, int tier, struct pindex_order_sums *ou
  * the probationary share, those older than the newest run of
  * probationers whose bytes fit in allow (at most window of them: *beyond
  * says how many, and *all whether that was every one), then the window
- * coldest candidates of the medium's order, then the window of lowest
- * worth decayed to now (the worth order), each copy once. The coldest
+ * coldest candidates of the medium's order, then the
+ * mc_plan_window_worth(window) of lowest worth decayed to now (the
+ * worth order), each copy once. The coldest
  * alone would miss a copy read lately but worth little, a chain's tail
  * under a parent worth little, which the kv ranking over the whole tier
  * gives up first. Each comes with a reference that pindex_release_many

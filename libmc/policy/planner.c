@@ -1330,3 +1330,11 @@ mc_plan_window_grow(size_t window, uint64_t copies)
 		next = copies;
 	return next > SIZE_MAX ? SIZE_MAX : (size_t)next;
 }
+
+size_t
+mc_plan_window_worth(size_t window)
+{
+	size_t k = window / MC_PLAN_WORTH_SHARE;
+
+	return k > 0 ? k : 1;
+}

@@ -452,6 +452,9 @@ test_worth_order(void)
 }
 
 /* Whether key is among out[first..n). */
+/* Copies read twice beside the chain in test_cold_by_worth: more than its largest window. */
+#define CHAIN_OTHERS 16
+
 static bool
 taken(struct pobj **out, size_t first, size_t n, const char *key)
 {
@@ -464,12 +467,13 @@ taken(struct pobj **out, size_t first, size_t n, const char *key)
 
 /*
  * A chain's tail read lately under a parent read long ago is among the
- * warmest by recency but the least worth: the window takes it.
+ * warmest by recency but the least worth: the window takes it. A window
+ * of w copies takes mc_plan_window_worth(w) by worth, w / 4: 8 takes 2.
  */
 static void
 test_cold_by_worth(void)
 {
-	struct pobj *out[9]; /* 3 x the largest window */
+	struct pobj *out[36]; /* 3 x the largest window */
 	struct mc_err err;
 	size_t n, beyond;
 	char k[16];
@@ -477,7 +481,7 @@ test_cold_by_worth(void)
 
 	put("root", 1, 10);
 	commit("root");
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < CHAIN_OTHERS; i++) {
 		snprintf(k, sizeof(k), "c%d", i);
 		put(k, 1, 10);
 		commit(k);
@@ -492,31 +496,32 @@ test_cold_by_worth(void)
 		read_key("t0");
 		read_key("t1");
 	}
-	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 2, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
-		       n >= 2 && beyond == 0 && taken(out, 0, 2, "root") && taken(out, 0, 2, "c0"),
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 8, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n >= 8 && beyond == 0 && taken(out, 0, 8, "root") && taken(out, 0, 8, "c0") &&
+		       !taken(out, 0, 8, "t0"),
 	       "cold by worth: the coldest by recency first");
-	TAP_OK(n == 4 && taken(out, 2, n, "t0") && taken(out, 2, n, "t1"),
+	TAP_OK(n == 10 && taken(out, 8, n, "t0") && taken(out, 8, n, "t1"),
 	       "cold by worth: then the chain's tail read lately, worth less than its old "
 	       "parent (%zu taken)",
 	       n);
 	pindex_release_many(&ix, out, n);
 	/* the third lowest by worth is root, the coldest */
-	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 3, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
-		       n == 5 && taken(out, 0, 3, "root") && taken(out, 3, n, "t0") &&
-		       taken(out, 3, n, "t1"),
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 12, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n == 14 && taken(out, 0, 12, "root") && taken(out, 12, n, "t0") &&
+		       taken(out, 12, n, "t1"),
 	       "cold by worth: a copy both among the coldest and the lowest is taken once (%zu)",
 	       n);
 	pindex_release_many(&ix, out, n);
 	read_key("root");
-	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 2, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
-		       n == 4 && taken(out, 0, 2, "c0") && taken(out, 0, 2, "c1") &&
-		       taken(out, 2, n, "t0") && taken(out, 2, n, "t1"),
+	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 8, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
+		       n == 10 && !taken(out, 0, 8, "root") && taken(out, 0, 8, "c0") &&
+		       taken(out, 0, 8, "c7") && taken(out, 8, n, "t0") && taken(out, 8, n, "t1"),
 	       "cold by worth: the tail keeps the worth its reads gave it when its parent is read");
 	pindex_release_many(&ix, out, n);
 	drop("root", false, 0);
 	drop("t0", false, 0);
 	drop("t1", false, 0);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < CHAIN_OTHERS; i++) {
 		snprintf(k, sizeof(k), "c%d", i);
 		drop(k, false, 0);
 	}

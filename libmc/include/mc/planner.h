@@ -138,4 +138,18 @@ size_t mc_plan_window(uint64_t need, uint64_t bytes, uint64_t copies);
 /* The next window after one of `window` copies fell short: twice it, at most every copy. */
 size_t mc_plan_window_grow(size_t window, uint64_t copies);
 
+/*
+ * Beside its coldest copies a window takes the tier's copies of lowest
+ * decayed worth, from a worth order (mc/worder.h): the victims a worth
+ * ranking finds outside the coldest are copies read lately but worth
+ * little (a chain's tail under a cold head), never more than the
+ * victims themselves. mc_plan_window_worth says how many for a window
+ * of `window`: 1/MC_PLAN_WORTH_SHARE of it, about twice the copies the
+ * need takes, at least one. Each one costs a step of a heap search
+ * through memory the tier's accesses have left cold, so the share is
+ * what keeps a round's cost near what its victims cost.
+ */
+#define MC_PLAN_WORTH_SHARE 4
+size_t mc_plan_window_worth(size_t window);
+
 #endif
