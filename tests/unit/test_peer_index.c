@@ -497,8 +497,8 @@ test_cold_by_worth(void)
 		read_key("t1");
 	}
 	TAP_OK(pindex_cold(&ix, MC_TIER_DRAM, 8, UINT64_MAX, out, &n, &beyond, &all, &err) == 0 &&
-		       n >= 8 && beyond == 0 && taken(out, 0, 8, "root") && taken(out, 0, 8, "c0") &&
-		       !taken(out, 0, 8, "t0"),
+		       n >= 8 && beyond == 0 && taken(out, 0, 8, "root") &&
+		       taken(out, 0, 8, "c0") && !taken(out, 0, 8, "t0"),
 	       "cold by worth: the coldest by recency first");
 	TAP_OK(n == 10 && taken(out, 8, n, "t0") && taken(out, 8, n, "t1"),
 	       "cold by worth: then the chain's tail read lately, worth less than its old "
