@@ -602,6 +602,10 @@ build_view(struct mcmodel *m, uint32_t peer, size_t window, struct mc_err *err)
 	uint64_t young = m->young_bytes[peer];
 	size_t n = 0, past = 0;
 
+	/* the coldest and the lowest by worth at least: the records made once */
+	if (mc_cand_view_reserve(&m->view, window + mc_plan_window_worth(window), err) != 0)
+		return -1;
+
 	long low;
 
 	for (size_t i = m->cold[peer].head; i != NIL && n < window; i = m->objs[i].cold.next, n++)

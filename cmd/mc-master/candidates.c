@@ -650,7 +650,9 @@ candidates_begin_window(struct master *m, const struct cand_filter *f, struct mc
 		return NULL;
 	b->window = window > 0 ? window : 1;
 	mc_htab_init(&b->seen);
-	if (mc_htab_reserve(&b->seen, 3 * b->window) != 0) {
+	/* the coldest and the lowest by worth at least: the view's records made once */
+	if (mc_htab_reserve(&b->seen, 3 * b->window) != 0 ||
+	    mc_cand_view_reserve(v, v->n + b->window + mc_plan_window_worth(b->window), err) != 0) {
 		mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for candidates");
 		candidates_end(b);
 		return NULL;

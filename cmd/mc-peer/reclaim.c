@@ -425,6 +425,8 @@ build_view(struct reclaimer *r, struct rtier *t, size_t window, struct mc_cand_v
 		free(objs);
 		return -1;
 	}
+	/* the records made once, not grown a doubling at a time */
+	rc = mc_cand_view_reserve(v, v->n + n, err);
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = add_copy(r, t, v, objs[i], self, tier_id, now, &rn,
 			      i < beyond ? MC_CAND_PROBATION : 0, err);

@@ -187,6 +187,23 @@ grow_records(struct mc_cand_view *v, struct mc_err *err)
 	return 0;
 }
 
+int
+mc_cand_view_reserve(struct mc_cand_view *v, size_t n, struct mc_err *err)
+{
+	struct mc_cand *c;
+
+	if (n <= v->cap)
+		return 0;
+	if (n > SIZE_MAX / sizeof(*c))
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many candidates");
+	c = realloc(v->c, n * sizeof(*c));
+	if (c == NULL)
+		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for %zu candidates", n);
+	v->c = c;
+	v->cap = n;
+	return 0;
+}
+
 static int
 grow_keys(struct mc_cand_view *v, uint64_t need, struct mc_err *err)
 {

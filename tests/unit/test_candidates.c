@@ -290,6 +290,22 @@ test_view(void)
 		       memcmp(mc_cand_key(&v, &v.c[0]), "key-1", 5) == 0 && v.c[0].tenant == a &&
 		       v.c[0].bytes == 10,
 	       "view: add copies the record and its key into the arena");
+	{
+		struct mc_cand *before;
+		bool same = true;
+
+		TAP_OK(mc_cand_view_reserve(&v, 3000, &err) == 0 && v.cap == 3000 && v.n == 1 &&
+			       mc_cand_view_reserve(&v, 10, &err) == 0 && v.cap == 3000,
+		       "view: reserve makes room for that many records, never less than it has");
+		before = v.c;
+		for (int i = 0; i < 2999 && same; i++)
+			same = mc_cand_add(&v, &c, "key-r", 5, &err) == 0 && v.c == before;
+		TAP_OK(same && v.n == 3000 && memcmp(mc_cand_key(&v, &v.c[0]), "key-1", 5) == 0,
+		       "view: records up to the reserve are added in place");
+		v.n = 1;
+		TAP_OK(mc_cand_view_reserve(&v, SIZE_MAX, &err) == -1 && v.cap == 3000,
+		       "view: a reserve beyond what can be had fails and leaves the view");
+	}
 	TAP_OK(mc_cand_add(&v, &c, "", 0, &err) == -1 && err.code == MC_ERR_INVALID,
 	       "view: add refuses an empty key");
 	TAP_OK(mc_cand_add(&v, &c, big, MC_KEY_MAX + 1, &err) == -1,

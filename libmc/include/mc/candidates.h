@@ -101,6 +101,13 @@ mc_cand_name_str(const struct mc_cand_view *v, uint32_t id)
 }
 
 /*
+ * Room for n records in all, made at once: a caller that knows about how
+ * many it will add (a round's window) saves the copies of growing the
+ * array one doubling at a time. 0, or -1 out of memory (v unchanged).
+ */
+int mc_cand_view_reserve(struct mc_cand_view *v, size_t n, struct mc_err *err);
+
+/*
  * Append a candidate: the caller fills c's numbers and name ids, key
  * bytes are copied into the arena (c->key_off/key_len are set here).
  */
