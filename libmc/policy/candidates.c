@@ -171,22 +171,6 @@ mc_cand_name(struct mc_cand_view *v, const char *s, size_t len, struct mc_err *e
 	return v->nnames++;
 }
 
-static int
-grow_records(struct mc_cand_view *v, struct mc_err *err)
-{
-	size_t ncap = v->cap == 0 ? 1024 : v->cap * 2;
-	struct mc_cand *c;
-
-	if (ncap > SIZE_MAX / sizeof(*c))
-		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many candidates");
-	c = realloc(v->c, ncap * sizeof(*c));
-	if (c == NULL)
-		return mc_err_set(err, MC_ERR_NO_SPACE, "out of memory for %zu candidates", ncap);
-	v->c = c;
-	v->cap = ncap;
-	return 0;
-}
-
 int
 mc_cand_view_reserve(struct mc_cand_view *v, size_t n, struct mc_err *err)
 {
@@ -202,6 +186,15 @@ mc_cand_view_reserve(struct mc_cand_view *v, size_t n, struct mc_err *err)
 	v->c = c;
 	v->cap = n;
 	return 0;
+}
+
+/* A full array doubles (1024 records first). */
+static int
+grow_records(struct mc_cand_view *v, struct mc_err *err)
+{
+	if (v->cap > SIZE_MAX / 2)
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "too many candidates");
+	return mc_cand_view_reserve(v, v->cap == 0 ? 1024 : v->cap * 2, err);
 }
 
 static int
