@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mc/band.h"
+#include "mc/checked.h"
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -699,11 +700,12 @@ int
 evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round, bool *helps,
 		  struct mc_err *err)
 {
-	uint64_t quota = quota_of(m, tenant);
+	uint64_t quota = quota_of(m, tenant), after;
 	const struct tenant *t = &m->store->tenants[tenant];
 	struct cand_filter f = { .by_tenant = true, .tenant = tenant };
 
-	if (quota == 0 || add == 0 || t->bytes + add <= quota)
+	/* a sum that would wrap is over any quota */
+	if (quota == 0 || add == 0 || (!mc_add_over(t->bytes, add, &after) && after <= quota))
 		return 0;
 	/* It would not fit in an empty tenant: evicting would only lose the cache. */
 	if (add > quota)

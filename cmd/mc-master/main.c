@@ -280,6 +280,9 @@ main(int argc, char **argv)
 		  "the "
 		  "low one, and a new object at N waits for it (default 0: no budget)",
 		  mc_set_u64, &m.cfg.max_objects },
+		{ "max-object-size", 0, "SIZE", NULL,
+		  "refuse a put larger than SIZE (default: the largest tier of a live peer)",
+		  mc_set_size, &m.cfg.max_object_size },
 		{ "max-types-per-tenant", 0, "N", NULL,
 		  "data types one tenant's puts may name (default 64)", mc_set_positive_int,
 		  &max_types },

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "mc/addr.h"
+#include "mc/checked.h"
 #include "mc/conn.h"
 #include "mc/err.h"
 #include "mc/grant.h"
@@ -54,11 +55,10 @@ struct peer_tier {
 static inline uint64_t
 peer_tier_footprint(const struct peer_tier *t, uint64_t size)
 {
-	uint64_t page = t->page > 1 ? t->page : 1;
-
 	if (size == 0)
 		return 0;
-	return (size + page - 1) / page * page + t->per_copy;
+	/* saturating: a size near 2^64 takes more than any tier has, not a wrapped few pages */
+	return mc_add_sat(mc_round_up(size, t->page), t->per_copy);
 }
 
 /* A peer tier's bytes that stay: used less what is moving out. */

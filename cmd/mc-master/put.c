@@ -16,6 +16,7 @@
 
 #include "mc/clock.h"
 #include "mc/log.h"
+#include "mc/parse.h"
 #include "mc/wire.h"
 #include "commit.h"
 #include "evict.h"
@@ -149,6 +150,13 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 	room->helps = false;
 	room->unplaced = false;
 	room->round = 0;
+	if (m->cfg.max_object_size > 0 && a->size > m->cfg.max_object_size) {
+		char sz[32], most[32];
+
+		return mc_err_set(err, MC_ERR_TOO_LARGE, "%s is over --max-object-size %s",
+				  mc_fmt_size(a->size, sz, sizeof(sz)),
+				  mc_fmt_size(m->cfg.max_object_size, most, sizeof(most)));
+	}
 	/* A counter that wrapped would hand out versions readers already saw. */
 	if (m->store->version_seq >= VERSION_MAX)
 		return mc_err_set(

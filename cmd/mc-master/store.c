@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/checked.h"
 #include "mc/checksum.h"
 #include "mc/proto.h"
 #include "store.h"
@@ -368,8 +369,9 @@ store_create(struct store *s, uint64_t hash, uint32_t tenant, const char *key, s
 		goto fail;
 	}
 	s->tenants[tenant].objects++;
-	s->tenants[tenant].bytes += size;
-	s->bytes += size;
+	/* the put's checks keep these far from 2^64; saturating, a missed one still cannot wrap */
+	s->tenants[tenant].bytes = mc_add_sat(s->tenants[tenant].bytes, size);
+	s->bytes = mc_add_sat(s->bytes, size);
 	/* the blocks that name it as parent are orphans no more */
 	recency_parent(&s->rank, o, hash, false);
 	return o;

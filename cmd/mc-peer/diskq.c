@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/checked.h"
 #include "mc/checksum.h"
 #include "mc/log.h"
 #include "mc/workq.h"
@@ -119,7 +120,7 @@ diskq_free(struct diskq *q)
 static uint64_t
 stage_cap(uint64_t len)
 {
-	uint64_t cap = (len + DISKQ_ALIGN - 1) / DISKQ_ALIGN * DISKQ_ALIGN, c = DISKQ_ALIGN;
+	uint64_t cap = mc_round_up(len, DISKQ_ALIGN), c = DISKQ_ALIGN;
 
 	if (cap > DISKQ_KEEP_MAX)
 		return cap;

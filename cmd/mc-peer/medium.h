@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "mc/bulk.h"
+#include "mc/checked.h"
 #include "mc/err.h"
 #include "mc/tier.h"
 
@@ -341,9 +342,8 @@ medium_used(struct medium *m)
 static inline uint64_t
 medium_footprint(const struct medium *m, uint64_t len)
 {
-	uint64_t page = m->page ? m->page : 1;
-
-	return (len + page - 1) / page * page + m->per_copy;
+	/* saturating: a length near 2^64 takes more than any medium has */
+	return mc_add_sat(mc_round_up(len, m->page), m->per_copy);
 }
 
 static inline void

@@ -118,7 +118,7 @@ static void
 dram_track(struct medium *m, struct medium_order *o, uint64_t len)
 {
 	/* Freeing gives back whole pages, so that is what a copy is worth. */
-	medium_lru_track(&dram_of(m)->lru, o, (len + ARENA_PAGE - 1) / ARENA_PAGE * ARENA_PAGE);
+	medium_lru_track(&dram_of(m)->lru, o, mc_round_up(len, ARENA_PAGE));
 }
 
 static void

@@ -96,6 +96,7 @@
 
 #include <sodium.h>
 
+#include "mc/checked.h"
 #include "mc/checksum.h"
 #include "mc/clock.h"
 #include "mc/fault.h"
@@ -683,12 +684,16 @@ static int
 ssd_alloc(struct medium *m, uint64_t len, uint64_t *off, struct mc_err *err)
 {
 	struct ssd *s = ssd_of(m);
+	uint64_t with_header;
 
 	if (!atomic_load(&s->recovered))
 		MC_BUG("ssd space handed out before recovery");
 	if (len == 0)
 		return mc_err_set(err, MC_ERR_INVALID, "an ssd extent needs at least one byte");
-	if (pages_alloc(s->pages, s->unit + len, off, err) < 0)
+	if (mc_add_over(s->unit, len, &with_header))
+		return mc_err_set(err, MC_ERR_NO_SPACE, "no extent of %llu bytes",
+				  (unsigned long long)len);
+	if (pages_alloc(s->pages, with_header, off, err) < 0)
 		return -1;
 	*off += SSD_SB_BYTES + s->unit;
 	return 0;

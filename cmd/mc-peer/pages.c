@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "mc/checked.h"
 #include "mc/log.h"
 
 #include "pages.h"
@@ -311,7 +312,7 @@ best_in_class(const struct pages *a, unsigned c, uint32_t n)
 int
 pages_alloc(struct pages *a, uint64_t len, uint64_t *off, struct mc_err *err)
 {
-	uint64_t want = (len + a->unit - 1) / a->unit;
+	uint64_t want = mc_div_up(len, a->unit);
 	uint32_t n, k = NIL, start;
 	unsigned c, f;
 	struct ext *e;
@@ -414,7 +415,7 @@ take_from(struct pages *a, uint32_t k, uint32_t s, uint32_t n)
 static bool
 range_of(const struct pages *a, uint64_t off, uint64_t len, uint32_t *s, uint32_t *n)
 {
-	uint64_t s64 = off / a->unit, n64 = (len + a->unit - 1) / a->unit;
+	uint64_t s64 = off / a->unit, n64 = mc_div_up(len, a->unit);
 
 	if (len == 0 || off % a->unit || s64 + n64 > a->npages)
 		return false;
@@ -506,7 +507,7 @@ void
 pages_release(struct pages *a, uint64_t off, uint64_t len)
 {
 	uint64_t s64 = off / a->unit;
-	uint64_t n64 = (len + a->unit - 1) / a->unit;
+	uint64_t n64 = mc_div_up(len, a->unit);
 	uint32_t s, n, left = NIL, right = NIL, k;
 
 	if (len == 0)

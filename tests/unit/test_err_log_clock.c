@@ -402,19 +402,6 @@ test_clock_watch(void)
 }
 
 static void
-test_add_sat(void)
-{
-	TAP_OK(mc_add_sat(1, 2) == 3, "add_sat: small sums are exact");
-	TAP_OK(mc_add_sat(UINT64_MAX - 1, 1) == UINT64_MAX,
-	       "add_sat: reaching the maximum is exact");
-	TAP_OK(mc_add_sat(UINT64_MAX - 1, 2) == UINT64_MAX &&
-		       mc_add_sat(UINT64_MAX, UINT64_MAX) == UINT64_MAX,
-	       "add_sat: overflow saturates instead of wrapping");
-	TAP_OK(mc_add_sat(0, UINT64_MAX) == UINT64_MAX,
-	       "add_sat: a 'forever' ttl added to now stays forever");
-}
-
-static void
 test_lower_reason(void)
 {
 	char buf[64];
@@ -438,7 +425,6 @@ main(void)
 	test_log_format();
 	test_clock();
 	test_clock_watch();
-	test_add_sat();
 	test_lower_reason();
 	return tap_done();
 }

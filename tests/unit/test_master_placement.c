@@ -116,6 +116,22 @@ main(void)
 		       strcmp(err.msg, "1.95GiB is larger than any tier: the largest is "
 				       "1000MiB (ssd of peer 2)") == 0,
 	       "bigger than every tier: too_large, naming the largest: %s", err.msg);
+	/* a size near 2^64 rounded to pages would wrap to a few of them and fit anywhere */
+	d->tiers[MC_TIER_SSD].page = 4096;
+	d->tiers[MC_TIER_SSD].per_copy = 112;
+	TAP_OK(peer_tier_footprint(&d->tiers[MC_TIER_SSD], UINT64_MAX) == UINT64_MAX &&
+		       peer_tier_footprint(&d->tiers[MC_TIER_SSD], UINT64_MAX - 4000) ==
+			       UINT64_MAX &&
+		       peer_tier_footprint(&(struct peer_tier){ .per_copy = 112 },
+					   UINT64_MAX - 50) == UINT64_MAX,
+	       "a footprint past 2^64, rounded or with its header, saturates");
+	TAP_OK(placement_pick(&m, UINT64_MAX, 1, MC_TIER_NONE, &pl, &err) != 0 &&
+		       err.code == MC_ERR_TOO_LARGE &&
+		       placement_pick(&m, UINT64_MAX - 4000, 1, MC_TIER_NONE, &pl, &err) != 0 &&
+		       err.code == MC_ERR_TOO_LARGE,
+	       "a put of nearly 2^64 bytes is larger than any tier: %s", err.msg);
+	d->tiers[MC_TIER_SSD].page = 0;
+	d->tiers[MC_TIER_SSD].per_copy = 0;
 	TAP_OK(placement_pick(&m, 20 * MIB, 2, MC_TIER_NONE, &pl, &err) != 0 &&
 		       err.code == MC_ERR_TOO_FEW_PEERS &&
 		       strcmp(err.msg, "2 replicas of 20MiB need 2 peers with a tier that "

@@ -34,6 +34,11 @@ test_basics(void)
 	TAP_OK(pages_alloc(arena_pages(a), ARENA_PAGE + 1, &o2, &err) == 0 &&
 		       pages_used(arena_pages(a)) == 3 * ARENA_PAGE,
 	       "alloc: a page and a byte take two");
+	TAP_OK(pages_alloc(arena_pages(a), UINT64_MAX, &o3, &err) == -1 &&
+		       err.code == MC_ERR_NO_SPACE &&
+		       pages_alloc(arena_pages(a), UINT64_MAX - ARENA_PAGE + 2, &o3, &err) == -1 &&
+		       pages_used(arena_pages(a)) == 3 * ARENA_PAGE,
+	       "alloc: nearly 2^64 bytes is no space, not a wrapped page or two");
 	TAP_OK(pages_alloc(arena_pages(a), ARENA_PAGE, &o3, &err) == 0 && o1 % ARENA_PAGE == 0 &&
 		       o2 % ARENA_PAGE == 0 && o3 % ARENA_PAGE == 0,
 	       "alloc: offsets are page-aligned");

@@ -183,6 +183,9 @@ test_space(void)
 
 	TAP_OK(medium_alloc(m, 0, &off, &err) == -1 && err.code == MC_ERR_INVALID,
 	       "alloc: an empty extent is refused");
+	TAP_OK(medium_alloc(m, UINT64_MAX - 10, &off, &err) == -1 && err.code == MC_ERR_NO_SPACE &&
+		       medium_used(m) == 0,
+	       "alloc: nearly 2^64 bytes with its header is no space, not a wrapped extent");
 	TAP_OK(medium_alloc(m, 1, &offs[n++], &err) == 0 &&
 		       (one = medium_used(m)) == SSD_HDR_BYTES + SSD_UNIT,
 	       "alloc: one byte uses a unit of data and its header's room (%llu bytes)",

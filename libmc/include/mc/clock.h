@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/time.h>
 
+#include "mc/checked.h" /* mc_add_sat, for deadlines */
+
 uint64_t mc_now_ms(void);
 /*
  * The environment is read on the first call; call this after changing
@@ -48,13 +50,6 @@ mc_ms_timeval(uint64_t ms)
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 
 	return tv;
-}
-
-/* a + b, saturating at UINT64_MAX instead of wrapping. */
-static inline uint64_t
-mc_add_sat(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 #endif

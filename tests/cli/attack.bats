@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+#
+# Attacks a tenant or a stranger can make with well-formed requests, each
+# replayed as the attacker would, against a cluster that must neither
+# wrap a counter, nor place what no tier can hold, nor let a tenant past
+# its quota. Sizes near 2^64 come straight from the wire through mc-rpc.
+
+load helpers
+
+# 2^64 - 1 and 2^64 - 4000, as a put_start's size
+SIZE_MAX64=18446744073709551615
+NEAR_MAX=18446744073709547616
+
+setup() {
+	mc_require_bins mc-master mc-peer mc-cli mc-rpc
+	mc_test_dir
+}
+
+teardown() {
+	mc_stop_all
+}
+
+teardown_file() {
+	mc_stop_everything
+}
+
+tenant_bytes() {
+	mc_metric master "mc_tenant_bytes{tenant=\"$1\"}"
+}
+
+@test "attack: a put of 2^64 - 1 bytes is larger than any tier, on a 64 MiB peer, and counts nothing" {
+	MC_PEER_DRAM=64MiB
+	mc_start_master --http 127.0.0.1:0
+	mc_start_peers 1
+	mc-cli -t A put small <<<"x"
+	before="$(tenant_bytes A)"
+	run -1 mc-rpc --tenant A "$MC_MASTER" put_start key=huge "size:=$SIZE_MAX64" checksum:=1
+	assert_output --partial "larger than any tier"
+	run -1 mc-rpc --tenant A "$MC_MASTER" put_start key=huge "size:=$NEAR_MAX" checksum:=1
+	assert_output --partial "larger than any tier"
+	[ "$(tenant_bytes A)" = "$before" ]
+	run -0 mc-cli -t A get small
+	assert_output x
+}
+
+quota_is() {
+	mc-cli -t "$1" --json stat | jq -e --argjson q "$2" '.. | objects | select(.quota_bytes? == $q)' \
+		>/dev/null
+}
+
+@test "attack: pending puts of nearly 2^64 bytes cannot wrap a tenant's byte count past its quota" {
+	: >"$BATS_TEST_TMPDIR/quotas"
+	MC_PEER_DRAM=64MiB
+	mc_start_master --http 127.0.0.1:0 --quota-file "$BATS_TEST_TMPDIR/quotas" --put-wait 0
+	mc_start_peers 1
+	# 30 puts left pending, each nearly 2^64 bytes: none may be placed or counted
+	for i in $(seq 1 30); do
+		run mc-rpc --tenant A "$MC_MASTER" put_start "key=p$i" "size:=$NEAR_MAX" checksum:=1
+		assert_failure
+		assert_output --partial "larger than any tier"
+	done
+	[ "$(tenant_bytes A)" = "" ] || [ "$(tenant_bytes A)" -eq 0 ]
+	# then a quota of 300000 bytes, and four puts of 100000
+	printf 'A 300000\n' >"$BATS_TEST_TMPDIR/quotas"
+	kill -HUP "$(mc_pid master)"
+	wait_until 10 quota_is A 300000
+	head -c 100000 /dev/zero >"$BATS_TEST_TMPDIR/100k"
+	for i in 1 2 3 4; do
+		mc-cli -t A put "c$i" "$BATS_TEST_TMPDIR/100k" || true
+	done
+	local held=0
+	for i in 1 2 3 4; do
+		if mc-cli -t A get "c$i" >/dev/null 2>&1; then held=$((held + 1)); fi
+	done
+	[ "$held" -le 3 ]
+	[ "$(tenant_bytes A)" -le 300000 ]
+}
+
+@test "attack: --max-object-size refuses a put over it, naming the flag, before any room is sought" {
+	mc_start_master --http 127.0.0.1:0 --max-object-size 1KiB
+	mc_start_peers 1
+	head -c 1024 /dev/zero >"$BATS_TEST_TMPDIR/1k"
+	head -c 1025 /dev/zero >"$BATS_TEST_TMPDIR/over"
+	run -0 mc-cli put fits "$BATS_TEST_TMPDIR/1k"
+	run -1 mc-cli put over "$BATS_TEST_TMPDIR/over"
+	assert_output --partial "over --max-object-size 1KiB"
+	run -1 mc-rpc "$MC_MASTER" put_start key=wire "size:=$SIZE_MAX64" checksum:=1
+	assert_output --partial "over --max-object-size"
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 0 ]
+}
