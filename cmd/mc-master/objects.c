@@ -72,7 +72,9 @@ h_hello(struct mc_req *req)
 	mc_reply_end(req);
 	return;
 bad:
+	/* told why, then gone: a refused hello holds no connection a flood could keep */
 	req_fail_err(req, &err);
+	mc_conn_close(req->conn, true);
 }
 
 static void

@@ -12,7 +12,7 @@ SIZE_MAX64=18446744073709551615
 NEAR_MAX=18446744073709547616
 
 setup() {
-	mc_require_bins mc-master mc-peer mc-cli mc-rpc
+	mc_require_bins mc-master mc-peer mc-cli mc-rpc mc-garbage
 	mc_test_dir
 }
 
@@ -87,4 +87,17 @@ quota_is() {
 	run -1 mc-rpc "$MC_MASTER" put_start key=wire "size:=$SIZE_MAX64" checksum:=1
 	assert_output --partial "over --max-object-size"
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 0 ]
+}
+
+@test "attack: a refused hello closes its connection, so a flood of them holds nothing" {
+	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
+	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth"
+	# 200 connections, each a hello with no token, then silence: each closed once refused
+	run -0 mc-garbage --timeout-ms 2000 --max-ms 10000 --hold 200 --request hello \
+		--until-closed "$MC_MASTER"
+	# and one with a wrong token, as a client sends it
+	run -1 mc-rpc --token "$(printf '0%.0s' $(seq 64))" "$MC_MASTER" stats
+	assert_output --partial "unknown token"
+	# the legitimate client is served
+	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/alice.tok")" "$MC_MASTER" stats
 }
