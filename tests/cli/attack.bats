@@ -101,3 +101,17 @@ quota_is() {
 	# the legitimate client is served
 	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/alice.tok")" "$MC_MASTER" stats
 }
+
+@test "attack: an auth file others may write fails the start; one they may read starts with a warning" {
+	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >/dev/null
+	chmod 0620 "$BATS_TEST_TMPDIR/auth"
+	run -65 mc-master --listen "unix:$BATS_TEST_TMPDIR/m.sock" --auth-file "$BATS_TEST_TMPDIR/auth"
+	assert_output --partial "is writable by group or others (mode 0620)"
+	assert_output --partial "chmod 600"
+	chmod 0602 "$BATS_TEST_TMPDIR/auth"
+	run -65 mc-cli auth ls --auth-file "$BATS_TEST_TMPDIR/auth"
+	assert_output --partial "writable by group or others"
+	chmod 0644 "$BATS_TEST_TMPDIR/auth"
+	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth"
+	grep -q "is readable by group or others (mode 0644)" "$MC_DIR/master.log"
+}
