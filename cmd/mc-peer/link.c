@@ -24,12 +24,14 @@
  * the master then sends their tasks again.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mc/clock.h"
@@ -499,14 +501,18 @@ session_save(const struct control *ctl)
 {
 	const char *path = ctl->p->session_path;
 	char tmp[4096];
-	FILE *f;
-	int bad;
+	FILE *f = NULL;
+	int bad, fd;
 
 	if (!path || ctl->session[0] == '\0')
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!(f = fopen(tmp, "w"))) {
+	/* the token resumes this peer at the master: for this user's eyes only */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || fchmod(fd, 0600) != 0 || !(f = fdopen(fd, "w"))) {
 		mc_warn("cannot keep the session in %s: %s", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	bad = fprintf(f, "%llu %s\n", (unsigned long long)ctl->peer_id, ctl->session) < 0;

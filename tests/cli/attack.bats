@@ -115,3 +115,13 @@ quota_is() {
 	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth"
 	grep -q "is readable by group or others (mode 0644)" "$MC_DIR/master.log"
 }
+
+@test "attack: a peer's session file, which resumes it at the master, is mode 0600 whatever the umask" {
+	mc_start_master --http 127.0.0.1:0
+	(umask 000 && mc_start_peer p1 --ssd "$BATS_TEST_TMPDIR/ssd" --ssd-size 16MiB)
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/ssd.session" -o -s "$BATS_TEST_TMPDIR/ssd/session"
+	local f="$BATS_TEST_TMPDIR/ssd.session"
+	[ -e "$f" ] || f="$BATS_TEST_TMPDIR/ssd/session"
+	run -0 stat -c %a "$f"
+	assert_output 600
+}
