@@ -354,6 +354,12 @@ main(int argc, char **argv)
 	if (!insecure && m.cfg.auth_file == NULL &&
 	    (open_to_others("--listen", m.cfg.listen) || open_to_others("--http", m.cfg.http)))
 		return MC_EXIT_USAGE;
+	/* said on every start, at a level a quiet log still shows */
+	if (insecure && m.cfg.auth_file == NULL)
+		mc_warn("--insecure: --listen %s%s%s is served without authentication: anyone who "
+			"can reach it may call everything",
+			m.cfg.listen, m.cfg.http != NULL ? " and --http " : "",
+			m.cfg.http != NULL ? m.cfg.http : "");
 	if (max_tenants > (int)TENANTS_MAX || max_types > (int)TYPES_MAX) {
 		mc_complain("invalid --max-tenants or --max-types-per-tenant: at most %u and %u",
 			    TENANTS_MAX, TYPES_MAX);

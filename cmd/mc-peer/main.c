@@ -724,6 +724,12 @@ main(int argc, char **argv)
 	    (mc_addr_check_local("--listen", cfg.listen, INSECURE_REMEDY, &err) != 0 ||
 	     mc_addr_check_local("--http", cfg.http, INSECURE_REMEDY, &err) != 0))
 		mc_die(MC_EXIT_USAGE, "%s", err.msg);
+	/* said on every start, at a level a quiet log still shows */
+	if (cfg.insecure && cfg.secret_file == NULL)
+		mc_warn("--insecure: --listen %s is served without the peers' secret: this peer "
+			"cannot prove itself to its master, nor tell a false master from the real "
+			"one",
+			cfg.listen);
 	/* Fault injection lets anyone make and drop copies: never beyond this machine. */
 	if (cfg.fault_inject && !mc_addr_is_local(&run.listen))
 		mc_die(MC_EXIT_USAGE, "refusing --fault-inject with --listen %s: only on loopback",

@@ -125,3 +125,10 @@ quota_is() {
 	run -0 stat -c %a "$f"
 	assert_output 600
 }
+
+@test "attack: --insecure says so at warning level on every start, in both daemons" {
+	mc_start_master --http 127.0.0.1:0 --insecure --log-level warn
+	grep -q " warn --insecure: --listen .* is served without authentication" "$MC_DIR/master.log"
+	mc_start_peer p1 --insecure --log-level warn
+	grep -q " warn --insecure: --listen .* is served without the peers' secret" "$MC_DIR/p1.log"
+}
