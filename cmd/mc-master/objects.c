@@ -448,19 +448,24 @@ h_stats(struct mc_req *req)
 	struct master *m = req_begin(req);
 	const struct store *s = m->store;
 	const struct client *cl = req_client(req);
-	/* an authenticated tenant sees its own line only, not who else is here */
+	/*
+	 * An authenticated tenant sees its own totals only: not who else is
+	 * here, nor what the rest of the store and its tiers hold.
+	 */
 	bool own = m->auth_on && cl->who.role == MC_ROLE_TENANT;
+	const struct tenant *t = own && cl->tenant < s->ntenants ? &s->tenants[cl->tenant] : NULL;
 	struct evict_totals ev;
 
 	evict_totals(m, &ev);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
-	msgpack_pack_map(pk, 10);
-	mc_pack_kv_u64(pk, "objects", s->objects.count);
-	mc_pack_kv_u64(pk, "bytes", s->bytes);
-	mc_pack_kv_u64(pk, "peers", m->peers->n);
+	msgpack_pack_map(pk, own ? 5 : 10);
+	mc_pack_kv_u64(pk, "objects", own ? (t != NULL ? t->objects : 0) : s->objects.count);
+	mc_pack_kv_u64(pk, "bytes", own ? (t != NULL ? t->bytes : 0) : s->bytes);
+	if (!own)
+		mc_pack_kv_u64(pk, "peers", m->peers->n);
 	mc_pack_key(pk, "tenants");
 	msgpack_pack_array(pk, own ? 1 : s->ntenants);
-	if (own && cl->tenant >= s->ntenants) {
+	if (own && t == NULL) {
 		/* its tenant wrote nothing yet, so does not exist: an empty line */
 		msgpack_pack_map(pk, 3);
 		mc_pack_kv_str(pk, "tenant", req_tenant_name(m, cl));
@@ -479,11 +484,13 @@ h_stats(struct mc_req *req)
 	}
 	mc_pack_kv_u64(pk, "uptime_ms", (mc_mono_ns() / 1000000) - m->started_ms);
 	mc_pack_kv_str(pk, "version", MC_VERSION);
-	mc_pack_kv_u64(pk, "evict_rounds", ev.rounds);
-	mc_pack_kv_u64(pk, "evicted_bytes", ev.evicted_bytes);
-	mc_pack_kv_u64(pk, "evicted_objects", ev.evicted_objects);
-	mc_pack_key(pk, "tiers");
-	pack_tier_totals(pk, m);
+	if (!own) {
+		mc_pack_kv_u64(pk, "evict_rounds", ev.rounds);
+		mc_pack_kv_u64(pk, "evicted_bytes", ev.evicted_bytes);
+		mc_pack_kv_u64(pk, "evicted_objects", ev.evicted_objects);
+		mc_pack_key(pk, "tiers");
+		pack_tier_totals(pk, m);
+	}
 	mc_reply_end(req);
 }
 

@@ -132,3 +132,22 @@ quota_is() {
 	mc_start_peer p1 --insecure --log-level warn
 	grep -q " warn --insecure: --listen .* is served without the peers' secret" "$MC_DIR/p1.log"
 }
+
+@test "attack: a tenant's stats shows its own totals, not the store's nor its tiers'" {
+	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
+	mc-cli auth add bob --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/bob.tok"
+	mc-cli auth add ops --admin --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/ops.tok"
+	mc-cli auth add --peer --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/peer.tok"
+	MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/ops.tok")"
+	export MC_TOKEN
+	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth"
+	mc_start_peers 1 --peer-secret-file "$BATS_TEST_TMPDIR/peer.tok"
+	for k in a1 a2 a3; do MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/alice.tok")" mc-cli put "$k" <<<"alice's"; done
+	MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/bob.tok")" mc-cli put b1 <<<"b"
+	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/bob.tok")" "$MC_MASTER" stats
+	jq -e '.objects == 1 and .bytes == 2 and (has("tiers") | not) and (has("peers") | not) and
+		(has("evicted_bytes") | not) and .tenants == [{"tenant": "bob", "objects": 1, "bytes": 2}]' \
+		<<<"$output" >/dev/null
+	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/ops.tok")" "$MC_MASTER" stats
+	jq -e '.objects == 4 and has("tiers") and .peers == 1' <<<"$output" >/dev/null
+}
