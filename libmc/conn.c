@@ -540,6 +540,13 @@ mc_conn_keep(struct mc_conn *c)
 }
 
 void
+mc_conn_vouch(struct mc_conn *c)
+{
+	c->vouched = true;
+	c->hello_due_ns = 0;
+}
+
+void
 mc_conn_set_data(struct mc_conn *c, void *data, void (*free_fn)(void *))
 {
 	if (c->data != NULL && c->data != data && c->data_free != NULL)

@@ -75,6 +75,7 @@ mc_conn_stats_get(struct mc_conn_stats *out)
 	out->bytes_out = __atomic_load_n(&mc_cn_stats.bytes_out, __ATOMIC_RELAXED);
 	out->header_timeouts = __atomic_load_n(&mc_cn_stats.header_timeouts, __ATOMIC_RELAXED);
 	out->idle_timeouts = __atomic_load_n(&mc_cn_stats.idle_timeouts, __ATOMIC_RELAXED);
+	out->hello_timeouts = __atomic_load_n(&mc_cn_stats.hello_timeouts, __ATOMIC_RELAXED);
 	out->refused_per_addr = __atomic_load_n(&mc_cn_stats.refused_per_addr, __ATOMIC_RELAXED);
 	out->refused_max_conns = __atomic_load_n(&mc_cn_stats.refused_max_conns, __ATOMIC_RELAXED);
 }
@@ -87,9 +88,8 @@ mc_conn_stats_export(struct mc_metrics *r)
 		const char *reason;
 		const uint64_t *v;
 	} rows[] = {
-		{ "header_timeout", &st.header_timeouts },
-		{ "idle_timeout", &st.idle_timeouts },
-		{ "per_addr", &st.refused_per_addr },
+		{ "header_timeout", &st.header_timeouts }, { "idle_timeout", &st.idle_timeouts },
+		{ "hello_timeout", &st.hello_timeouts },   { "per_addr", &st.refused_per_addr },
 		{ "max_conns", &st.refused_max_conns },
 	};
 
@@ -130,9 +130,14 @@ limit_arm(struct mc_conn *c, uint64_t ns)
 {
 	struct timeval tv;
 
+	uint64_t now = mc_mono_ns();
+
 	if (ns > ms_ns(3600 * 1000))
 		ns = ms_ns(3600 * 1000);
-	c->limit_due_ns = mc_add_sat(mc_mono_ns(), ns);
+	/* no later than the hello timeout, whatever the other limits want */
+	if (c->hello_due_ns != 0 && mc_add_sat(now, ns) > c->hello_due_ns)
+		ns = c->hello_due_ns > now ? c->hello_due_ns - now : 0;
+	c->limit_due_ns = mc_add_sat(now, ns);
 	tv.tv_sec = (time_t)(ns / 1000000000u);
 	tv.tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
 	if (event_add(c->limit_ev, &tv) != 0)
@@ -155,6 +160,13 @@ on_limit(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (c->hello_due_ns != 0 && now >= c->hello_due_ns) {
+		STAT_ADD(hello_timeouts, 1);
+		mc_info("closing %s: no hello that authenticated %llu ms after connecting", c->name,
+			(unsigned long long)c->lim.hello_timeout_ms);
+		mc_cn_shutdown(c);
+		return;
+	}
 	if (c->msg_ns != 0 && c->lim.header_timeout_ms > 0) {
 		due = mc_add_sat(c->msg_ns, ms_ns(c->lim.header_timeout_ms));
 		if (now < due) {
@@ -169,8 +181,11 @@ on_limit(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	/* a message that begins arms the timer again */
-	if (c->lim.idle_timeout_ms == 0 || c->keep)
+	if (c->lim.idle_timeout_ms == 0 || c->keep) {
+		if (c->hello_due_ns != 0)
+			limit_arm(c, c->hello_due_ns - now);
 		return;
+	}
 	if (conn_busy(c)) {
 		limit_arm(c, ms_ns(c->lim.idle_timeout_ms));
 		return;
@@ -222,12 +237,15 @@ limit_start(struct mc_conn *c)
 {
 	uint64_t first;
 
-	if (c->lim.header_timeout_ms == 0 && c->lim.idle_timeout_ms == 0)
+	if (c->lim.header_timeout_ms == 0 && c->lim.idle_timeout_ms == 0 &&
+	    c->lim.hello_timeout_ms == 0)
 		return 0;
 	c->limit_ev = evtimer_new(c->base, on_limit, c);
 	if (c->limit_ev == NULL)
 		return -1;
 	c->active_ns = mc_mono_ns();
+	if (c->lim.hello_timeout_ms > 0 && !c->vouched)
+		c->hello_due_ns = mc_add_sat(c->active_ns, ms_ns(c->lim.hello_timeout_ms));
 	c->msg_ns = c->lim.header_timeout_ms > 0 ? c->active_ns : 0;
 	first = c->msg_ns != 0 ? c->lim.header_timeout_ms : c->lim.idle_timeout_ms;
 	limit_arm(c, ms_ns(first));

@@ -163,6 +163,7 @@ main(int argc, char **argv)
 {
 	static struct master m;
 	bool list_methods = false, insecure = false;
+	uint64_t hello_timeout_ms = MC_HELLO_TIMEOUT_MS;
 	int max_tenants = TENANTS_MAX, max_types = 64;
 	struct mc_conn_limits lim = { 0 };
 	struct mc_conn_ops ops = { 0 };
@@ -308,6 +309,10 @@ main(int argc, char **argv)
 		  "close a connection with nothing in flight for this long, peers' control links "
 		  "aside (default 5m; 0: never)",
 		  mc_set_duration, &lim.idle_timeout_ms },
+		{ "hello-timeout", 0, "DURATION", NULL,
+		  "with --auth-file, close a connection whose hello has not authenticated this "
+		  "long after it connected (default 2s; 0: never)",
+		  mc_set_duration, &hello_timeout_ms },
 		{ "log-level", 0, MC_ARG_ONE_OF("STR", MC_LOG_LEVELS), NULL,
 		  "debug, info, warn or error (default info)", mc_set_log_level, NULL },
 		{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
@@ -418,6 +423,8 @@ main(int argc, char **argv)
 	ops.on_close = conn_closed;
 	ops.authorize = auth_authorize;
 	lim.max_conns = m.cfg.max_conns;
+	/* without an auth file nobody authenticates, so nobody is waited for */
+	lim.hello_timeout_ms = m.auth_on ? hello_timeout_ms : 0;
 	m.server = mc_server_new(m.base, &addr, &ops, &lim, &bound, &err);
 	if (m.server == NULL) {
 		mc_complain("cannot listen on %s: %s", m.cfg.listen, err.msg);

@@ -62,6 +62,8 @@ h_hello(struct mc_req *req)
 		mc_conn_close(req->conn, true);
 		return;
 	}
+	/* it said who it is: no longer on the hello timeout's clock */
+	mc_conn_vouch(req->conn);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 4);
 	mc_pack_kv_str(pk, "version", MC_PROTO_VERSION);

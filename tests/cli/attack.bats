@@ -151,3 +151,31 @@ quota_is() {
 	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/ops.tok")" "$MC_MASTER" stats
 	jq -e '.objects == 4 and has("tiers") and .peers == 1' <<<"$output" >/dev/null
 }
+
+@test "attack: connections that never authenticate are closed at --hello-timeout (2 s), the others kept" {
+	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
+	mc-cli auth add ops --admin --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/ops.tok"
+	mc-cli auth add --peer --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/peer.tok"
+	MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/ops.tok")"
+	export MC_TOKEN
+	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth" \
+		--listen 127.0.0.1:0
+	# a peer whose control link authenticated as it connected
+	mc_start_peers 1 --peer-secret-file "$BATS_TEST_TMPDIR/peer.tok"
+	# silent ones, and ones that ask for what a stranger may not have, from other addresses
+	mc-garbage --timeout-ms 2000 --max-ms 6000 --from 127.0.0.2 --hold 100 --until-closed \
+		"$MC_MASTER" >"$BATS_TEST_TMPDIR/silent.out" 2>&1 3>&- &
+	local silent=$!
+	mc-garbage --timeout-ms 2000 --max-ms 6000 --from 127.0.0.3 --hold 100 --request stats \
+		--until-closed "$MC_MASTER" >"$BATS_TEST_TMPDIR/asking.out" 2>&1 3>&- &
+	local asking=$!
+	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/alice.tok")" "$MC_MASTER" stats
+	wait "$silent" || { cat "$BATS_TEST_TMPDIR/silent.out"; false; }
+	wait "$asking" || { cat "$BATS_TEST_TMPDIR/asking.out"; false; }
+	# those 200 and no more: the peer's link, two seconds old and more, is still there
+	[ "$(mc_metric master 'mc_connections_closed_total{reason="hello_timeout"}')" -eq 200 ]
+	mc-cli --json peers | jq -e '[.. | objects | select(.peer_id? != null)] | length == 1' >/dev/null
+	echo data | MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/alice.tok")" mc-cli put k
+	run -0 env MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/alice.tok")" mc-cli get k
+	assert_output data
+}

@@ -146,6 +146,13 @@ struct mc_conn_limits {
 	 */
 	uint64_t header_timeout_ms;
 	uint64_t idle_timeout_ms;
+	/*
+	 * Accepted connections, in ms, 0 = none: closed this long after the
+	 * accept unless the daemon vouched for them first (mc_conn_vouch:
+	 * a hello that authenticated), so that connections that never
+	 * prove who they are hold nothing for long.
+	 */
+	uint64_t hello_timeout_ms;
 };
 
 /*
@@ -155,6 +162,13 @@ struct mc_conn_limits {
  * heartbeats, are exempt: mc_conn_keep).
  */
 void mc_conn_limits_daemon(struct mc_conn_limits *lim);
+
+/*
+ * The daemons' default --hello-timeout: a client says hello as soon as
+ * it connects, in well under a round trip's worth of milliseconds; two
+ * seconds spare a loaded machine and free a refused flood fast.
+ */
+#define MC_HELLO_TIMEOUT_MS 2000
 
 /*
  * Replying. Exactly one reply per request (none for notifications).
@@ -270,6 +284,8 @@ const char *mc_conn_peer_name(const struct mc_conn *c); /* for log lines */
  * timeout never closes it; the header timeout still applies.
  */
 void mc_conn_keep(struct mc_conn *c);
+/* The connection proved who it speaks for: the hello timeout no longer applies. */
+void mc_conn_vouch(struct mc_conn *c);
 /* Per-connection user data (e.g. the tenant a client speaks for). */
 void mc_conn_set_data(struct mc_conn *c, void *data, void (*free_fn)(void *));
 void *mc_conn_data(const struct mc_conn *c);
@@ -316,11 +332,12 @@ int mc_server_conn_count(const struct mc_server *s);
 struct mc_conn_stats {
 	uint64_t accepted, closed, malformed, bytes_in, bytes_out;
 	uint64_t header_timeouts, idle_timeouts, refused_per_addr, refused_max_conns;
+	uint64_t hello_timeouts;
 };
 void mc_conn_stats_get(struct mc_conn_stats *out); /* process-wide */
 /*
  * Set mc_connections_closed_total{reason} in r from those limits'
- * counters: reason header_timeout, idle_timeout, per_addr, max_conns
+ * counters: reason header_timeout, idle_timeout, hello_timeout, per_addr, max_conns
  * (a daemon adds its own reasons to the same family).
  */
 void mc_conn_stats_export(struct mc_metrics *r);
