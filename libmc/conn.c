@@ -544,6 +544,7 @@ mc_conn_vouch(struct mc_conn *c)
 {
 	c->vouched = true;
 	c->hello_due_ns = 0;
+	mc_cn_server_vouched(c);
 }
 
 void

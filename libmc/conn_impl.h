@@ -59,6 +59,8 @@ struct mc_conn {
 	/* server membership */
 	struct mc_server *srv;
 	struct mc_conn *sprev, *snext;
+	struct mc_conn *uprev, *unext; /* its server's unvouched ones, oldest first */
+	bool unvouched;		       /* on that list */
 
 	/* input */
 	char *in;
@@ -176,5 +178,7 @@ void mc_cn_limit_after_read(struct mc_conn *c, uint64_t parsed_before);
 
 /* Take c out of its server's list and its address's count, if it has one. */
 void mc_cn_server_unlink(struct mc_conn *c);
+/* c was vouched for: off its server's list of strangers (mc_conn_limits.max_unvouched). */
+void mc_cn_server_vouched(struct mc_conn *c);
 
 #endif

@@ -52,6 +52,8 @@ struct mc_server {
 	struct mc_addr addr;
 	struct mc_conn *conns;
 	int nconns;
+	struct mc_conn *unvouched, *unvouched_last; /* oldest first (lim.max_unvouched) */
+	int nunvouched;
 	struct mc_htab per_addr; /* struct addr_count, with max_conns_per_addr */
 };
 
@@ -76,6 +78,7 @@ mc_conn_stats_get(struct mc_conn_stats *out)
 	out->header_timeouts = __atomic_load_n(&mc_cn_stats.header_timeouts, __ATOMIC_RELAXED);
 	out->idle_timeouts = __atomic_load_n(&mc_cn_stats.idle_timeouts, __ATOMIC_RELAXED);
 	out->hello_timeouts = __atomic_load_n(&mc_cn_stats.hello_timeouts, __ATOMIC_RELAXED);
+	out->shed_unvouched = __atomic_load_n(&mc_cn_stats.shed_unvouched, __ATOMIC_RELAXED);
 	out->refused_per_addr = __atomic_load_n(&mc_cn_stats.refused_per_addr, __ATOMIC_RELAXED);
 	out->refused_max_conns = __atomic_load_n(&mc_cn_stats.refused_max_conns, __ATOMIC_RELAXED);
 }
@@ -89,8 +92,8 @@ mc_conn_stats_export(struct mc_metrics *r)
 		const uint64_t *v;
 	} rows[] = {
 		{ "header_timeout", &st.header_timeouts }, { "idle_timeout", &st.idle_timeouts },
-		{ "hello_timeout", &st.hello_timeouts },   { "per_addr", &st.refused_per_addr },
-		{ "max_conns", &st.refused_max_conns },
+		{ "hello_timeout", &st.hello_timeouts },   { "unvouched", &st.shed_unvouched },
+		{ "per_addr", &st.refused_per_addr },	   { "max_conns", &st.refused_max_conns },
 	};
 
 	mc_conn_stats_get(&st);
@@ -111,6 +114,7 @@ mc_conn_limits_daemon(struct mc_conn_limits *lim)
 	memset(lim, 0, sizeof(*lim));
 	lim->max_conns = 4096;
 	lim->max_conns_per_addr = 1024;
+	lim->max_unvouched = 256;
 	lim->header_timeout_ms = 10 * 1000;
 	lim->idle_timeout_ms = 5 * 60 * 1000;
 }
@@ -273,6 +277,62 @@ addr_key(const struct sockaddr_storage *ss, unsigned char key[ADDR_KEY_LEN])
 	}
 }
 
+/* ---- the unvouched, oldest first ---- */
+
+static void
+unvouched_add(struct mc_server *s, struct mc_conn *c)
+{
+	c->uprev = s->unvouched_last;
+	c->unext = NULL;
+	if (s->unvouched_last != NULL)
+		s->unvouched_last->unext = c;
+	else
+		s->unvouched = c;
+	s->unvouched_last = c;
+	c->unvouched = true;
+	s->nunvouched++;
+}
+
+static void
+unvouched_del(struct mc_server *s, struct mc_conn *c)
+{
+	if (!c->unvouched)
+		return;
+	if (c->uprev != NULL)
+		c->uprev->unext = c->unext;
+	else
+		s->unvouched = c->unext;
+	if (c->unext != NULL)
+		c->unext->uprev = c->uprev;
+	else
+		s->unvouched_last = c->uprev;
+	c->uprev = c->unext = NULL;
+	c->unvouched = false;
+	s->nunvouched--;
+}
+
+void
+mc_cn_server_vouched(struct mc_conn *c)
+{
+	if (c->srv != NULL)
+		unvouched_del(c->srv, c);
+}
+
+/* Close the oldest connection nobody vouched for: whether there was one. */
+static bool
+shed_unvouched(struct mc_server *s)
+{
+	struct mc_conn *c = s->unvouched;
+
+	if (c == NULL)
+		return false;
+	STAT_ADD(shed_unvouched, 1);
+	mc_info("closing %s: the oldest of %d connections on %s that have not authenticated",
+		c->name, s->nunvouched, s->addr.text);
+	mc_conn_close(c, false);
+	return true;
+}
+
 /* ---- closing ---- */
 
 void
@@ -282,6 +342,7 @@ mc_cn_server_unlink(struct mc_conn *c)
 
 	if (s == NULL)
 		return;
+	unvouched_del(s, c);
 	if (c->sprev != NULL)
 		c->sprev->snext = c->snext;
 	else
@@ -354,7 +415,10 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			mc_warn("cannot accept on %s: %s", s->addr.text, strerror(errno));
 			return;
 		}
-		if (s->nconns >= s->lim.max_conns) {
+		/* strangers make room for a newcomer before anyone else is refused */
+		if (s->lim.max_unvouched > 0 && s->nunvouched >= s->lim.max_unvouched)
+			shed_unvouched(s);
+		if (s->nconns >= s->lim.max_conns && !shed_unvouched(s)) {
 			STAT_ADD(refused_max_conns, 1);
 			mc_warn("refusing a connection on %s: %d connections open", s->addr.text,
 				s->nconns);
@@ -408,6 +472,8 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			s->conns->sprev = c;
 		s->conns = c;
 		s->nconns++;
+		if (c->hello_due_ns != 0)
+			unvouched_add(s, c);
 		STAT_ADD(accepted, 1);
 		mc_debug("accepted %s on %s", c->name, s->addr.text);
 	}

@@ -313,6 +313,10 @@ main(int argc, char **argv)
 		  "with --auth-file, close a connection whose hello has not authenticated this "
 		  "long after it connected (default 2s; 0: never)",
 		  mc_set_duration, &hello_timeout_ms },
+		{ "max-unauth-conns", 0, "N", NULL,
+		  "with --auth-file, connections not yet authenticated at most; one more closes "
+		  "the oldest of them (default 256; 0: no cap of their own)",
+		  mc_set_count, &lim.max_unvouched },
 		{ "log-level", 0, MC_ARG_ONE_OF("STR", MC_LOG_LEVELS), NULL,
 		  "debug, info, warn or error (default info)", mc_set_log_level, NULL },
 		{ "list-methods", 0, NULL, NULL, "print the RPC methods served, with their flags",
@@ -425,6 +429,8 @@ main(int argc, char **argv)
 	lim.max_conns = m.cfg.max_conns;
 	/* without an auth file nobody authenticates, so nobody is waited for */
 	lim.hello_timeout_ms = m.auth_on ? hello_timeout_ms : 0;
+	if (!m.auth_on)
+		lim.max_unvouched = 0;
 	m.server = mc_server_new(m.base, &addr, &ops, &lim, &bound, &err);
 	if (m.server == NULL) {
 		mc_complain("cannot listen on %s: %s", m.cfg.listen, err.msg);

@@ -179,3 +179,22 @@ quota_is() {
 	run -0 env MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/alice.tok")" mc-cli get k
 	assert_output data
 }
+
+@test "attack: strangers past --max-unauth-conns shed the oldest stranger, and a client who authenticates is served" {
+	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
+	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth" \
+		--listen 127.0.0.1:0 --max-conns 40 --max-unauth-conns 16 --hello-timeout 1m
+	# 100 silent strangers from two addresses: at most 16 of them open at a time
+	mc-garbage --timeout-ms 2000 --max-ms 10000 --from 127.0.0.2 --hold 50 --until-closed \
+		"$MC_MASTER" >"$BATS_TEST_TMPDIR/a.out" 2>&1 3>&- &
+	local a=$!
+	mc-garbage --timeout-ms 2000 --max-ms 10000 --from 127.0.0.3 --hold 50 --until-closed \
+		"$MC_MASTER" >"$BATS_TEST_TMPDIR/b.out" 2>&1 3>&- &
+	local b=$!
+	wait_until 10 mc_metric_at_least master 'mc_connections_closed_total{reason="unvouched"}' 84
+	# the legitimate client is served, and nobody was refused for want of a slot
+	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/alice.tok")" "$MC_MASTER" stats
+	[ "$(mc_metric master 'mc_connections_closed_total{reason="max_conns"}')" -eq 0 ]
+	kill "$a" "$b" 2>/dev/null || true
+	wait "$a" "$b" 2>/dev/null || true
+}

@@ -153,11 +153,19 @@ struct mc_conn_limits {
 	 * prove who they are hold nothing for long.
 	 */
 	uint64_t hello_timeout_ms;
+	/*
+	 * listener, with hello_timeout_ms: connections not yet vouched for
+	 * at most; one more sheds the oldest of them, as does a connection
+	 * past max_conns while any is open, so that a flood of strangers
+	 * takes no slot from those who proved who they are. 0 = no cap.
+	 */
+	int max_unvouched;
 };
 
 /*
  * What a daemon's listener starts from before its options: 4096
- * connections, a quarter of them from one address at most, a 10 s
+ * connections, a quarter of them from one address at most, 256 not yet
+ * vouched for (where a hello timeout applies), a 10 s
  * header timeout and a 5 min idle timeout (its control links, kept by
  * heartbeats, are exempt: mc_conn_keep).
  */
@@ -332,12 +340,13 @@ int mc_server_conn_count(const struct mc_server *s);
 struct mc_conn_stats {
 	uint64_t accepted, closed, malformed, bytes_in, bytes_out;
 	uint64_t header_timeouts, idle_timeouts, refused_per_addr, refused_max_conns;
-	uint64_t hello_timeouts;
+	uint64_t hello_timeouts, shed_unvouched;
 };
 void mc_conn_stats_get(struct mc_conn_stats *out); /* process-wide */
 /*
  * Set mc_connections_closed_total{reason} in r from those limits'
- * counters: reason header_timeout, idle_timeout, hello_timeout, per_addr, max_conns
+ * counters: reason header_timeout, idle_timeout, hello_timeout, unvouched (shed),
+ * per_addr, max_conns
  * (a daemon adds its own reasons to the same family).
  */
 void mc_conn_stats_export(struct mc_metrics *r);
