@@ -256,12 +256,26 @@ limit_start(struct mc_conn *c)
 	return 0;
 }
 
-/* The key of a client's address: all unix clients share one (all zero). */
+/*
+ * The key of a client's address: its IP address, or on a unix socket
+ * its user (SO_PEERCRED on fd), so that one local user's flood does not
+ * lock out another's clients; a unix client whose user cannot be told
+ * shares the key of all zeros.
+ */
 static void
-addr_key(const struct sockaddr_storage *ss, unsigned char key[ADDR_KEY_LEN])
+addr_key(const struct sockaddr_storage *ss, int fd, unsigned char key[ADDR_KEY_LEN])
 {
 	memset(key, 0, ADDR_KEY_LEN);
-	if (ss->ss_family == AF_INET) {
+	if (ss->ss_family == AF_UNIX) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+		    len == sizeof(cred)) {
+			key[0] = 1;
+			memcpy(key + 1, &cred.uid, sizeof(cred.uid));
+		}
+	} else if (ss->ss_family == AF_INET) {
 		key[0] = 4;
 		memcpy(key + 1, &((const struct sockaddr_in *)ss)->sin_addr, 4);
 	} else if (ss->ss_family == AF_INET6) {
@@ -426,7 +440,7 @@ on_accept(evutil_socket_t lfd, short what, void *arg)
 			continue;
 		}
 		if (s->lim.max_conns_per_addr > 0) {
-			addr_key(&ss, key);
+			addr_key(&ss, tc.fd, key);
 			h = mc_hash64(key, sizeof(key), 0);
 			ac = mc_htab_find(&s->per_addr, h, addr_count_eq, key);
 			if (ac != NULL && ac->n >= s->lim.max_conns_per_addr) {

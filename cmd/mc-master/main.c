@@ -295,7 +295,8 @@ main(int argc, char **argv)
 		{ "max-conns", 0, "N", NULL, "open connections at most (default 4096)",
 		  mc_set_positive_int, &m.cfg.max_conns },
 		{ "max-conns-per-addr", 0, "N", NULL,
-		  "open connections from one address at most, all unix clients being one "
+		  "open connections from one address at most, a unix socket's clients of one user "
+		  "being one "
 		  "(default 1024; 0: no cap)",
 		  mc_set_count, &lim.max_conns_per_addr },
 		{ "max-conns-per-tenant", 0, "N", NULL,

@@ -247,7 +247,8 @@ static const struct mc_opt opts[] = {
 	{ "max-conns", 0, "N", NULL, "open data-plane connections at most (default 4096)",
 	  mc_set_positive_int, &cfg.max_conns },
 	{ "max-conns-per-addr", 0, "N", NULL,
-	  "open data-plane connections from one address at most, all unix clients being one "
+	  "open data-plane connections from one address at most, a unix socket's clients of one "
+	  "user being one "
 	  "(default 1024; 0: no cap)",
 	  mc_set_count, &cfg.lim.max_conns_per_addr },
 	{ "header-timeout", 0, "DURATION", NULL,

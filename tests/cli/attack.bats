@@ -198,3 +198,30 @@ quota_is() {
 	kill "$a" "$b" 2>/dev/null || true
 	wait "$a" "$b" 2>/dev/null || true
 }
+
+# as_nobody CMD...: CMD as user nobody (uid 65534), as root can; through
+# sudo when the suite runs as another user.
+as_nobody() {
+	local pre=()
+	[ "$(id -u)" -eq 0 ] || pre=(sudo -n)
+	"${pre[@]}" setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+@test "attack: on a unix socket the per-address cap counts each user, so one local user's flood locks out nobody else" {
+	local sock_dir
+	sock_dir="$(mktemp -d "${TMPDIR:-/tmp}/mc-uid.XXXXXX")"
+	chmod 0755 "$sock_dir"
+	mc_start_daemon master mc-master --listen "unix:$sock_dir/m.sock" --http 127.0.0.1:0 \
+		--max-conns-per-addr 20 --header-timeout 1m
+	chmod 0777 "$sock_dir/m.sock"
+	# this user holds its 20, and its 21st is refused
+	mc-garbage --timeout-ms 2000 --max-ms 20000 --hold 21 --hold-ms 15000 \
+		"unix:$sock_dir/m.sock" >"$BATS_TEST_TMPDIR/g.out" 2>&1 3>&- &
+	local g=$!
+	wait_until 10 mc_metric_at_least master 'mc_connections_closed_total{reason="per_addr"}' 1
+	# another user's client is served all the same
+	run -0 as_nobody "$MC_ROOT/build/tools/mc-rpc" "unix:$sock_dir/m.sock" stats
+	kill "$g" 2>/dev/null || true
+	wait "$g" 2>/dev/null || true
+	rm -rf "$sock_dir"
+}
