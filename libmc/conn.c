@@ -908,6 +908,7 @@ bulk_read(struct mc_conn *c)
 			return -1;
 		}
 		STAT_ADD(bytes_in, n);
+		c->in_total += (uint64_t)n;
 		c->bulk_got += (uint64_t)n;
 		c->bulk_left -= (uint64_t)n;
 	}
@@ -1142,6 +1143,7 @@ conn_read(struct mc_conn *c)
 		return;
 	}
 	STAT_ADD(bytes_in, n);
+	c->in_total += (uint64_t)n;
 	c->in_end += (size_t)n;
 	conn_parse(c);
 }

@@ -101,9 +101,12 @@ struct mc_conn {
 
 	/* limits of an accepted connection (limit_ev NULL: no timeout applies) */
 	struct event *limit_ev;
-	uint64_t msg_ns;	 /* when the message being read began; 0: none is partial */
-	uint64_t active_ns;	 /* last traffic, or the end of work in flight */
-	uint64_t limit_due_ns;	 /* when the limits' timer fires next */
+	uint64_t msg_ns;       /* when the message being read began; 0: none is partial */
+	uint64_t active_ns;    /* last traffic, or the end of work in flight */
+	uint64_t limit_due_ns; /* when the limits' timer fires next */
+	uint64_t in_total;     /* bytes read from the socket, ever */
+	/* a bulk's rate window (lim.min_bulk_rate): its start (0: none) and in_total then */
+	uint64_t rate_ns, rate_in;
 	uint64_t nparsed;	 /* messages framed so far */
 	int ndeferred;		 /* deferred requests not answered yet */
 	bool keep;		 /* mc_conn_keep: never idle */

@@ -79,6 +79,7 @@ mc_conn_stats_get(struct mc_conn_stats *out)
 	out->idle_timeouts = __atomic_load_n(&mc_cn_stats.idle_timeouts, __ATOMIC_RELAXED);
 	out->hello_timeouts = __atomic_load_n(&mc_cn_stats.hello_timeouts, __ATOMIC_RELAXED);
 	out->shed_unvouched = __atomic_load_n(&mc_cn_stats.shed_unvouched, __ATOMIC_RELAXED);
+	out->slow_bulks = __atomic_load_n(&mc_cn_stats.slow_bulks, __ATOMIC_RELAXED);
 	out->refused_per_addr = __atomic_load_n(&mc_cn_stats.refused_per_addr, __ATOMIC_RELAXED);
 	out->refused_max_conns = __atomic_load_n(&mc_cn_stats.refused_max_conns, __ATOMIC_RELAXED);
 }
@@ -91,9 +92,11 @@ mc_conn_stats_export(struct mc_metrics *r)
 		const char *reason;
 		const uint64_t *v;
 	} rows[] = {
+		/* one row a line */
 		{ "header_timeout", &st.header_timeouts }, { "idle_timeout", &st.idle_timeouts },
 		{ "hello_timeout", &st.hello_timeouts },   { "unvouched", &st.shed_unvouched },
-		{ "per_addr", &st.refused_per_addr },	   { "max_conns", &st.refused_max_conns },
+		{ "slow_bulk", &st.slow_bulks },	   { "per_addr", &st.refused_per_addr },
+		{ "max_conns", &st.refused_max_conns },
 	};
 
 	mc_conn_stats_get(&st);
@@ -115,6 +118,7 @@ mc_conn_limits_daemon(struct mc_conn_limits *lim)
 	lim->max_conns = 4096;
 	lim->max_conns_per_addr = 1024;
 	lim->max_unvouched = 256;
+	lim->min_bulk_rate = MC_MIN_BULK_RATE;
 	lim->header_timeout_ms = 10 * 1000;
 	lim->idle_timeout_ms = 5 * 60 * 1000;
 }
@@ -138,9 +142,15 @@ limit_arm(struct mc_conn *c, uint64_t ns)
 
 	if (ns > ms_ns(3600 * 1000))
 		ns = ms_ns(3600 * 1000);
-	/* no later than the hello timeout, whatever the other limits want */
+	/* no later than the hello timeout or the bulk's rate window, whatever the others want */
 	if (c->hello_due_ns != 0 && mc_add_sat(now, ns) > c->hello_due_ns)
 		ns = c->hello_due_ns > now ? c->hello_due_ns - now : 0;
+	if (c->rate_ns != 0) {
+		uint64_t due = mc_add_sat(c->rate_ns, ms_ns(MC_BULK_RATE_WINDOW_MS));
+
+		if (mc_add_sat(now, ns) > due)
+			ns = due > now ? due - now : 0;
+	}
 	c->limit_due_ns = mc_add_sat(now, ns);
 	tv.tv_sec = (time_t)(ns / 1000000000u);
 	tv.tv_usec = (suseconds_t)(ns % 1000000000u / 1000u);
@@ -154,6 +164,38 @@ conn_busy(const struct mc_conn *c)
 {
 	return c->bulk_mode != BULK_NONE || c->ndeferred > 0 || c->calls != NULL || c->oh != NULL ||
 	       c->closing;
+}
+
+/*
+ * A bulk's rate window is over: whether it brought the floor's bytes
+ * (the connection is closed when not), and the next window begun. A
+ * window the bulk ended in ends with it.
+ */
+static bool
+bulk_rate_holds(struct mc_conn *c, uint64_t now)
+{
+	uint64_t win = ms_ns(MC_BULK_RATE_WINDOW_MS), need;
+
+	if (c->bulk_mode == BULK_NONE) {
+		c->rate_ns = 0;
+		return true;
+	}
+	if (now - c->rate_ns < win)
+		return true;
+	need = c->lim.min_bulk_rate * (MC_BULK_RATE_WINDOW_MS / 1000);
+	if (c->in_total - c->rate_in < need) {
+		STAT_ADD(slow_bulks, 1);
+		mc_info("closing %s: its bulk brought %llu bytes in %d s, under --min-bulk-rate "
+			"%llu bytes a second",
+			c->name, (unsigned long long)(c->in_total - c->rate_in),
+			MC_BULK_RATE_WINDOW_MS / 1000, (unsigned long long)c->lim.min_bulk_rate);
+		mc_cn_shutdown(c);
+		return false;
+	}
+	c->rate_ns = now;
+	c->rate_in = c->in_total;
+	limit_arm(c, win);
+	return true;
 }
 
 static void
@@ -171,6 +213,8 @@ on_limit(evutil_socket_t fd, short what, void *arg)
 		mc_cn_shutdown(c);
 		return;
 	}
+	if (c->rate_ns != 0 && !bulk_rate_holds(c, now))
+		return;
 	if (c->msg_ns != 0 && c->lim.header_timeout_ms > 0) {
 		due = mc_add_sat(c->msg_ns, ms_ns(c->lim.header_timeout_ms));
 		if (now < due) {
@@ -216,6 +260,13 @@ mc_cn_limit_after_read(struct mc_conn *c, uint64_t parsed_before)
 	uint64_t now = mc_mono_ns();
 
 	c->active_ns = now;
+	/* a bulk under way opens its rate window */
+	if (c->bulk_mode != BULK_NONE && c->lim.min_bulk_rate > 0 && c->rate_ns == 0 &&
+	    c->limit_ev != NULL) {
+		c->rate_ns = now;
+		c->rate_in = c->in_total;
+		limit_arm(c, ms_ns(MC_BULK_RATE_WINDOW_MS));
+	}
 	if (c->bulk_mode != BULK_NONE || c->held != NULL || c->in_end == c->in_start) {
 		/*
 		 * The header clock stops; the timer it armed may be due long
@@ -242,7 +293,7 @@ limit_start(struct mc_conn *c)
 	uint64_t first;
 
 	if (c->lim.header_timeout_ms == 0 && c->lim.idle_timeout_ms == 0 &&
-	    c->lim.hello_timeout_ms == 0)
+	    c->lim.hello_timeout_ms == 0 && c->lim.min_bulk_rate == 0)
 		return 0;
 	c->limit_ev = evtimer_new(c->base, on_limit, c);
 	if (c->limit_ev == NULL)

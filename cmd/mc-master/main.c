@@ -310,6 +310,10 @@ main(int argc, char **argv)
 		  "close a connection with nothing in flight for this long, peers' control links "
 		  "aside (default 5m; 0: never)",
 		  mc_set_duration, &lim.idle_timeout_ms },
+		{ "min-bulk-rate", 0, "SIZE", NULL,
+		  "close a connection whose bulk body brings fewer bytes a second, over each 5 s "
+		  "(default 64KiB; 0: no floor)",
+		  mc_set_size, &lim.min_bulk_rate },
 		{ "hello-timeout", 0, "DURATION", NULL,
 		  "with --auth-file, close a connection whose hello has not authenticated this "
 		  "long after it connected (default 2s; 0: never)",

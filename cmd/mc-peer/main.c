@@ -258,6 +258,10 @@ static const struct mc_opt opts[] = {
 	{ "idle-timeout", 0, "DURATION", NULL,
 	  "close a connection with nothing in flight for this long (default 5m; 0: never)",
 	  mc_set_duration, &cfg.lim.idle_timeout_ms },
+	{ "min-bulk-rate", 0, "SIZE", NULL,
+	  "close a connection whose bulk body brings fewer bytes a second, over each 5 s "
+	  "(default 64KiB; 0: no floor)",
+	  mc_set_size, &cfg.lim.min_bulk_rate },
 	{ "journal-max", 0, "N", NULL,
 	  "removals remembered for resuming with the master (default 65536)", mc_set_u64,
 	  &cfg.journal_max },

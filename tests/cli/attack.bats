@@ -225,3 +225,24 @@ as_nobody() {
 	wait "$g" 2>/dev/null || true
 	rm -rf "$sock_dir"
 }
+
+@test "attack: a bulk body that trickles below --min-bulk-rate is closed, on master and peer; a fast one is not" {
+	mc_start_master --http 127.0.0.1:0
+	mc_start_peers 1
+	# 48 MiB declared, 10 bytes sent, then nothing: past the 5 s window, closed
+	truncate -s 48M "$BATS_TEST_TMPDIR/declared"
+	mc-rpc --timeout-ms 12000 --bulk "$BATS_TEST_TMPDIR/declared" --bulk-short 10 \
+		"$MC_MASTER" stats >"$BATS_TEST_TMPDIR/m.out" 2>&1 &
+	local m=$!
+	mc-rpc --timeout-ms 12000 --bulk "$BATS_TEST_TMPDIR/declared" --bulk-short 10 \
+		"$(mc_addr peer1)" peer_stats >"$BATS_TEST_TMPDIR/p.out" 2>&1 &
+	local p=$!
+	wait "$m" || { cat "$BATS_TEST_TMPDIR/m.out"; false; }
+	wait "$p" || { cat "$BATS_TEST_TMPDIR/p.out"; false; }
+	[ "$(mc_metric master 'mc_connections_closed_total{reason="slow_bulk"}')" -eq 1 ]
+	# a body at full speed is read whole, as ever
+	head -c 8M /dev/urandom >"$BATS_TEST_TMPDIR/8m"
+	run -0 mc-cli put big "$BATS_TEST_TMPDIR/8m"
+	run -0 mc-cli get big -o "$BATS_TEST_TMPDIR/back"
+	cmp "$BATS_TEST_TMPDIR/8m" "$BATS_TEST_TMPDIR/back"
+}

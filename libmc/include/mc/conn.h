@@ -160,12 +160,26 @@ struct mc_conn_limits {
 	 * takes no slot from those who proved who they are. 0 = no cap.
 	 */
 	int max_unvouched;
+	/*
+	 * Accepted connections: a bulk body being read (or skipped) must
+	 * bring at least this many bytes a second, judged over each
+	 * MC_BULK_RATE_WINDOW_MS while it lasts, or the connection is
+	 * closed; 0 = no floor. A body declared huge and sent a byte at a
+	 * time would otherwise hold its connection (and what it reserved)
+	 * past every other timeout.
+	 */
+	uint64_t min_bulk_rate;
 };
+
+#define MC_BULK_RATE_WINDOW_MS 5000
+/* The daemons' default --min-bulk-rate: far below any real link. */
+#define MC_MIN_BULK_RATE (64u * 1024)
 
 /*
  * What a daemon's listener starts from before its options: 4096
  * connections, a quarter of them from one address at most, 256 not yet
- * vouched for (where a hello timeout applies), a 10 s
+ * vouched for (where a hello timeout applies), bulk bodies at 64 KiB/s
+ * at least, a 10 s
  * header timeout and a 5 min idle timeout (its control links, kept by
  * heartbeats, are exempt: mc_conn_keep).
  */
@@ -340,13 +354,13 @@ int mc_server_conn_count(const struct mc_server *s);
 struct mc_conn_stats {
 	uint64_t accepted, closed, malformed, bytes_in, bytes_out;
 	uint64_t header_timeouts, idle_timeouts, refused_per_addr, refused_max_conns;
-	uint64_t hello_timeouts, shed_unvouched;
+	uint64_t hello_timeouts, shed_unvouched, slow_bulks;
 };
 void mc_conn_stats_get(struct mc_conn_stats *out); /* process-wide */
 /*
  * Set mc_connections_closed_total{reason} in r from those limits'
  * counters: reason header_timeout, idle_timeout, hello_timeout, unvouched (shed),
- * per_addr, max_conns
+ * slow_bulk, per_addr, max_conns
  * (a daemon adds its own reasons to the same family).
  */
 void mc_conn_stats_export(struct mc_metrics *r);
