@@ -358,7 +358,8 @@ fuzz-build:
 # executions and what it found, and the first that fails stops the run.
 fuzz_all = for t in $(FUZZ_NAMES); do \
 		mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crash tests/fuzz/regress/$$t; \
-		$(FUZZ_BUILD)/fuzz/$$t $(FUZZ_RUN) $(1) -artifact_prefix=$(FUZZ_BUILD)/crash/$$t- \
+		dict=; [ -f tests/fuzz/dict/$$t.dict ] && dict=-dict=tests/fuzz/dict/$$t.dict; \
+		$(FUZZ_BUILD)/fuzz/$$t $(FUZZ_RUN) $(1) $$dict -artifact_prefix=$(FUZZ_BUILD)/crash/$$t- \
 			$(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t tests/fuzz/regress/$$t \
 			>$(FUZZ_BUILD)/$$t.log 2>&1; \
 		rc=$$?; \
