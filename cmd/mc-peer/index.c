@@ -759,6 +759,22 @@ pindex_version(struct pindex *ix, const char *tenant, size_t tlen, const char *k
 	return found;
 }
 
+bool
+pindex_committed_at(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
+		    size_t klen, uint64_t version)
+{
+	struct lookup l = { tenant, tlen, key, klen };
+	uint64_t h = name_hash(tenant, tlen, key, klen);
+	const struct pobj *o;
+	bool done;
+
+	pthread_mutex_lock(&ix->mu);
+	o = mc_htab_find(&ix->tab, h, pobj_eq, &l);
+	done = o != NULL && o->version == version && o->meta != NULL;
+	pthread_mutex_unlock(&ix->mu);
+	return done;
+}
+
 struct pobj *
 pindex_unlink(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
 	      int tier, bool has_version, uint64_t max_version)

@@ -315,6 +315,12 @@ uint64_t pindex_held(struct pindex *ix, int tier);
 /* Stored version and tier (either may be NULL) of a key: 1 found, 0 absent. */
 int pindex_version(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,
 		   uint64_t *version, int *tier);
+/*
+ * Whether the key's copy here is at version and its commit notice came:
+ * that version's write is over, and its grant may write no more.
+ */
+bool pindex_committed_at(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
+			 size_t klen, uint64_t version);
 
 /*
  * Unlink the copy on tier (any tier when MC_TIER_NONE) if its version

@@ -353,6 +353,7 @@ h_committed(struct mc_req *req)
 		return;
 	}
 	pindex_set_meta(&p->index, o, pm, now);
+	p->st.commit_notices++;
 	reclaimer_candidate(p->reclaim, o->tier);
 	pobj_medium_meta(o, &meta);
 	/* A header on disk is written again by a worker; o stays held until it is. */

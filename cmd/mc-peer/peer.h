@@ -64,6 +64,7 @@ struct peer_counters {
 	uint64_t registrations;	    /* accepted by the master as a new peer */
 	uint64_t resumes;	    /* registrations the master resumed */
 	uint64_t inventory_reports; /* whole inventories the master answered */
+	uint64_t commit_notices;    /* commits the master told of, for copies held here */
 };
 
 /*

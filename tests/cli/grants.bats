@@ -259,3 +259,23 @@ put_on() {
 	run -69 mc-rpc "$MC_MASTER" put_end key=forged-ack version:="$VERSION"
 	assert_output --partial "no peer confirmed"
 }
+
+@test "grants: a write grant replayed after its version committed is refused, and the copy reads as written" {
+	local f="$BATS_TEST_TMPDIR/f" zeros="$BATS_TEST_TMPDIR/zeros" got="$BATS_TEST_TMPDIR/got" n
+	echo abc >"$f"
+	head -c 4 /dev/zero >"$zeros"
+	n="$(mc_metric p1 mc_peer_commit_notices_total)"
+	start spent "$f"
+	put_on p1 "$G1" spent "$VERSION" "$f"
+	put_on p2 "$G2" spent "$VERSION" "$f"
+	mc-rpc "$MC_MASTER" put_end key=spent version:="$VERSION"
+	wait_until 10 mc_metric_at_least p1 mc_peer_commit_notices_total $((${n:-0} + 1))
+	# the same grant, the same version, other bytes: an overwrite in place if it were let in
+	run -1 put_on p1 "$G1" spent "$VERSION" "$zeros"
+	assert_output --partial "is committed here: its write grant is spent"
+	run -0 mc-rpc "$MC_MASTER" get_replica_list key=spent
+	mc-rpc -o "$got" "$(mc_addr p1)" read tenant=default key=spent version:="$VERSION" size:=4 \
+		grant:=b64:"$(jq -r --arg a "$(mc_addr p1)" '.replicas[] | select(.addr == $a) | .grant' \
+			<<<"$output")" >/dev/null
+	cmp "$f" "$got"
+}
