@@ -275,10 +275,9 @@ malformed_value(void)
 	S("mc_peer_resumes_total", MC_COUNTER,                                                   \
 	  "Registrations the master resumed after a lost link.", true, (double)p->st.resumes)    \
 	S("mc_peer_inventory_reports_total", MC_COUNTER,                                         \
-	  "Whole inventories reported to the master.", true, (double)p->st.inventory_reports)   \
+	  "Whole inventories reported to the master.", true, (double)p->st.inventory_reports)    \
 	S("mc_peer_commit_notices_total", MC_COUNTER,                                            \
-	  "Commits the master told of for copies held here.", true,                              \
-	  (double)p->st.commit_notices)
+	  "Commits the master told of for copies held here.", true, (double)p->st.commit_notices)
 
 /* tasks.c: the master's tasks, by kind */
 #define TASKS_METRICS(S, E, P)                                                               \
