@@ -343,8 +343,12 @@ h_write(struct mc_req *req)
 			     (unsigned long long)have);
 		return;
 	}
-	/* a grant writes its version once: replayed after the commit, it would overwrite it */
-	if (pindex_committed_at(&p->index, tenant.p, tenant.len, key.p, key.len, version)) {
+	/*
+	 * A grant writes its version once: replayed after the commit, it
+	 * would overwrite it. (--fault-inject's grant-less writes may.)
+	 */
+	if (covered &&
+	    pindex_committed_at(&p->index, tenant.p, tenant.len, key.p, key.len, version)) {
 		mc_reply_err(req, MC_ERR_PERMISSION,
 			     "version %llu of '%s' is committed here: its write grant is spent",
 			     (unsigned long long)version, name_show(&key, kb, sizeof(kb)));
