@@ -1,9 +1,12 @@
 #!/usr/bin/env bats
 #
-# Attacks a tenant or a stranger can make with well-formed requests, each
-# replayed as the attacker would, against a cluster that must neither
-# wrap a counter, nor place what no tier can hold, nor let a tenant past
-# its quota. Sizes near 2^64 come straight from the wire through mc-rpc.
+# Attacks on a cluster set up by the man pages, each replayed as the
+# attacker would make it: sizes near 2^64 straight from the wire (through
+# mc-rpc) that must neither wrap a counter nor be placed; floods of
+# connections that never authenticate, from other loopback addresses
+# and other local users, that must not lock out the clients who do;
+# bulk bodies that trickle; a write grant replayed; files others may
+# write or read. Every test here failed before its defence was built.
 
 load helpers
 
@@ -26,6 +29,24 @@ teardown_file() {
 
 tenant_bytes() {
 	mc_metric master "mc_tenant_bytes{tenant=\"$1\"}"
+}
+
+# tokens: an auth file ($AUTH) for tenants alice and bob, admin ops and
+# the peers' secret, each token in $BATS_TEST_TMPDIR/NAME.tok; the
+# tools speak as ops unless told otherwise (MC_TOKEN).
+tokens() {
+	AUTH="$BATS_TEST_TMPDIR/auth"
+	mc-cli auth add alice --auth-file "$AUTH" >"$BATS_TEST_TMPDIR/alice.tok"
+	mc-cli auth add bob --auth-file "$AUTH" >"$BATS_TEST_TMPDIR/bob.tok"
+	mc-cli auth add ops --admin --auth-file "$AUTH" >"$BATS_TEST_TMPDIR/ops.tok"
+	mc-cli auth add --peer --auth-file "$AUTH" >"$BATS_TEST_TMPDIR/peer.tok"
+	MC_TOKEN="$(tok ops)"
+	export MC_TOKEN
+}
+
+# tok NAME: NAME's token (tokens).
+tok() {
+	cat "$BATS_TEST_TMPDIR/$1.tok"
 }
 
 @test "attack: a put of 2^64 - 1 bytes is larger than any tier, on a 64 MiB peer, and counts nothing" {
@@ -90,8 +111,8 @@ quota_is() {
 }
 
 @test "attack: a refused hello closes its connection, so a flood of them holds nothing" {
-	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
-	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth"
+	tokens
+	mc_start_master --http 127.0.0.1:0 --auth-file "$AUTH"
 	# 200 connections, each a hello with no token, then silence: each closed once refused
 	run -0 mc-garbage --timeout-ms 2000 --max-ms 10000 --hold 200 --request hello \
 		--until-closed "$MC_MASTER"
@@ -99,7 +120,7 @@ quota_is() {
 	run -1 mc-rpc --token "$(printf '0%.0s' $(seq 64))" "$MC_MASTER" stats
 	assert_output --partial "unknown token"
 	# the legitimate client is served
-	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/alice.tok")" "$MC_MASTER" stats
+	run -0 mc-rpc --token "$(tok alice)" "$MC_MASTER" stats
 }
 
 @test "attack: an auth file others may write fails the start; one they may read starts with a warning" {
@@ -134,31 +155,22 @@ quota_is() {
 }
 
 @test "attack: a tenant's stats shows its own totals, not the store's nor its tiers'" {
-	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
-	mc-cli auth add bob --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/bob.tok"
-	mc-cli auth add ops --admin --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/ops.tok"
-	mc-cli auth add --peer --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/peer.tok"
-	MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/ops.tok")"
-	export MC_TOKEN
-	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth"
+	tokens
+	mc_start_master --http 127.0.0.1:0 --auth-file "$AUTH"
 	mc_start_peers 1 --peer-secret-file "$BATS_TEST_TMPDIR/peer.tok"
-	for k in a1 a2 a3; do MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/alice.tok")" mc-cli put "$k" <<<"alice's"; done
-	MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/bob.tok")" mc-cli put b1 <<<"b"
-	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/bob.tok")" "$MC_MASTER" stats
+	for k in a1 a2 a3; do MC_TOKEN="$(tok alice)" mc-cli put "$k" <<<"alice's"; done
+	MC_TOKEN="$(tok bob)" mc-cli put b1 <<<"b"
+	run -0 mc-rpc --token "$(tok bob)" "$MC_MASTER" stats
 	jq -e '.objects == 1 and .bytes == 2 and (has("tiers") | not) and (has("peers") | not) and
 		(has("evicted_bytes") | not) and .tenants == [{"tenant": "bob", "objects": 1, "bytes": 2}]' \
 		<<<"$output" >/dev/null
-	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/ops.tok")" "$MC_MASTER" stats
+	run -0 mc-rpc --token "$(tok ops)" "$MC_MASTER" stats
 	jq -e '.objects == 4 and has("tiers") and .peers == 1' <<<"$output" >/dev/null
 }
 
 @test "attack: connections that never authenticate are closed at --hello-timeout (2 s), the others kept" {
-	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
-	mc-cli auth add ops --admin --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/ops.tok"
-	mc-cli auth add --peer --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/peer.tok"
-	MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/ops.tok")"
-	export MC_TOKEN
-	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth" \
+	tokens
+	mc_start_master --http 127.0.0.1:0 --auth-file "$AUTH" \
 		--listen 127.0.0.1:0
 	# a peer whose control link authenticated as it connected
 	mc_start_peers 1 --peer-secret-file "$BATS_TEST_TMPDIR/peer.tok"
@@ -169,20 +181,20 @@ quota_is() {
 	mc-garbage --timeout-ms 2000 --max-ms 6000 --from 127.0.0.3 --hold 100 --request stats \
 		--until-closed "$MC_MASTER" >"$BATS_TEST_TMPDIR/asking.out" 2>&1 3>&- &
 	local asking=$!
-	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/alice.tok")" "$MC_MASTER" stats
+	run -0 mc-rpc --token "$(tok alice)" "$MC_MASTER" stats
 	wait "$silent" || { cat "$BATS_TEST_TMPDIR/silent.out"; false; }
 	wait "$asking" || { cat "$BATS_TEST_TMPDIR/asking.out"; false; }
 	# those 200 and no more: the peer's link, two seconds old and more, is still there
 	[ "$(mc_metric master 'mc_connections_closed_total{reason="hello_timeout"}')" -eq 200 ]
 	mc-cli --json peers | jq -e '[.. | objects | select(.peer_id? != null)] | length == 1' >/dev/null
-	echo data | MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/alice.tok")" mc-cli put k
-	run -0 env MC_TOKEN="$(cat "$BATS_TEST_TMPDIR/alice.tok")" mc-cli get k
+	echo data | MC_TOKEN="$(tok alice)" mc-cli put k
+	run -0 env MC_TOKEN="$(tok alice)" mc-cli get k
 	assert_output data
 }
 
 @test "attack: strangers past --max-unauth-conns shed the oldest stranger, and a client who authenticates is served" {
-	mc-cli auth add alice --auth-file "$BATS_TEST_TMPDIR/auth" >"$BATS_TEST_TMPDIR/alice.tok"
-	mc_start_master --http 127.0.0.1:0 --auth-file "$BATS_TEST_TMPDIR/auth" \
+	tokens
+	mc_start_master --http 127.0.0.1:0 --auth-file "$AUTH" \
 		--listen 127.0.0.1:0 --max-conns 40 --max-unauth-conns 16 --hello-timeout 1m
 	# 100 silent strangers from two addresses: at most 16 of them open at a time
 	mc-garbage --timeout-ms 2000 --max-ms 10000 --from 127.0.0.2 --hold 50 --until-closed \
@@ -193,7 +205,7 @@ quota_is() {
 	local b=$!
 	wait_until 10 mc_metric_at_least master 'mc_connections_closed_total{reason="unvouched"}' 84
 	# the legitimate client is served, and nobody was refused for want of a slot
-	run -0 mc-rpc --token "$(cat "$BATS_TEST_TMPDIR/alice.tok")" "$MC_MASTER" stats
+	run -0 mc-rpc --token "$(tok alice)" "$MC_MASTER" stats
 	[ "$(mc_metric master 'mc_connections_closed_total{reason="max_conns"}')" -eq 0 ]
 	kill "$a" "$b" 2>/dev/null || true
 	wait "$a" "$b" 2>/dev/null || true
