@@ -5,8 +5,9 @@
 # mc-rpc) that must neither wrap a counter nor be placed; floods of
 # connections that never authenticate, from other loopback addresses
 # and other local users, that must not lock out the clients who do;
-# bulk bodies that trickle; a write grant replayed; files others may
-# write or read. Every test here failed before its defence was built.
+# bulk bodies that trickle; files others may write or read. (A write
+# grant replayed is in grants.bats.) Every test here failed before its
+# defence was built.
 
 load helpers
 
