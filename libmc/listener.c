@@ -92,7 +92,6 @@ mc_conn_stats_export(struct mc_metrics *r)
 		const char *reason;
 		const uint64_t *v;
 	} rows[] = {
-		/* one row a line */
 		{ "header_timeout", &st.header_timeouts }, { "idle_timeout", &st.idle_timeouts },
 		{ "hello_timeout", &st.hello_timeouts },   { "unvouched", &st.shed_unvouched },
 		{ "slow_bulk", &st.slow_bulks },	   { "per_addr", &st.refused_per_addr },
@@ -137,7 +136,6 @@ static void
 limit_arm(struct mc_conn *c, uint64_t ns)
 {
 	struct timeval tv;
-
 	uint64_t now = mc_mono_ns();
 
 	if (ns > ms_ns(3600 * 1000))
@@ -230,8 +228,9 @@ on_limit(evutil_socket_t fd, short what, void *arg)
 	}
 	/* a message that begins arms the timer again */
 	if (c->lim.idle_timeout_ms == 0 || c->keep) {
-		if (c->hello_due_ns != 0)
-			limit_arm(c, c->hello_due_ns - now);
+		/* as late as may be: limit_arm brings it to the hello or rate deadline */
+		if (c->hello_due_ns != 0 || c->rate_ns != 0)
+			limit_arm(c, ms_ns(3600 * 1000));
 		return;
 	}
 	if (conn_busy(c)) {
