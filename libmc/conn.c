@@ -542,7 +542,6 @@ mc_conn_keep(struct mc_conn *c)
 void
 mc_conn_vouch(struct mc_conn *c)
 {
-	c->vouched = true;
 	c->hello_due_ns = 0;
 	mc_cn_server_vouched(c);
 }

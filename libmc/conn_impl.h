@@ -110,8 +110,7 @@ struct mc_conn {
 	uint64_t nparsed;	 /* messages framed so far */
 	int ndeferred;		 /* deferred requests not answered yet */
 	bool keep;		 /* mc_conn_keep: never idle */
-	bool vouched;		 /* mc_conn_vouch: past its hello timeout's reach */
-	uint64_t hello_due_ns;	 /* when the hello timeout closes it; 0: never */
+	uint64_t hello_due_ns;	 /* when the hello timeout closes it; 0: never (or vouched for) */
 	struct addr_count *addr; /* its address's count on the server, or NULL */
 };
 

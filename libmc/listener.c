@@ -298,7 +298,7 @@ limit_start(struct mc_conn *c)
 	if (c->limit_ev == NULL)
 		return -1;
 	c->active_ns = mc_mono_ns();
-	if (c->lim.hello_timeout_ms > 0 && !c->vouched)
+	if (c->lim.hello_timeout_ms > 0)
 		c->hello_due_ns = mc_add_sat(c->active_ns, ms_ns(c->lim.hello_timeout_ms));
 	c->msg_ns = c->lim.header_timeout_ms > 0 ? c->active_ns : 0;
 	first = c->msg_ns != 0 ? c->lim.header_timeout_ms : c->lim.idle_timeout_ms;

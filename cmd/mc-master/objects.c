@@ -458,7 +458,8 @@ h_stats(struct mc_req *req)
 	const struct tenant *t = own && cl->tenant < s->ntenants ? &s->tenants[cl->tenant] : NULL;
 	struct evict_totals ev;
 
-	evict_totals(m, &ev);
+	if (!own)
+		evict_totals(m, &ev);
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, own ? 5 : 10);
 	mc_pack_kv_u64(pk, "objects", own ? (t != NULL ? t->objects : 0) : s->objects.count);

@@ -292,7 +292,8 @@ h_write(struct mc_req *req)
 	struct peer *p = req->ctx;
 	struct mc_err err;
 	struct name tenant, key, tier, parent = { NULL, 0 };
-	uint64_t version = 0, checksum = 0, len, off = 0, have;
+	uint64_t version = 0, checksum = 0, len, off = 0, have = 0;
+	int found;
 	struct pending_write *pw;
 	struct medium *m;
 	struct pobj *o;
@@ -336,8 +337,8 @@ h_write(struct mc_req *req)
 		return;
 	}
 	/* Refuse a stale version before its bytes cross the wire. */
-	if (pindex_version(&p->index, tenant.p, tenant.len, key.p, key.len, &have, NULL) &&
-	    have > version) {
+	found = pindex_version(&p->index, tenant.p, tenant.len, key.p, key.len, &have, NULL);
+	if (found && have > version) {
 		mc_reply_err(req, MC_ERR_VERSION, "version %llu of '%s' is older than stored %llu",
 			     (unsigned long long)version, name_show(&key, kb, sizeof(kb)),
 			     (unsigned long long)have);
@@ -347,7 +348,7 @@ h_write(struct mc_req *req)
 	 * A grant writes its version once: replayed after the commit, it
 	 * would overwrite it. (--fault-inject's grant-less writes may.)
 	 */
-	if (covered &&
+	if (covered && found && have == version &&
 	    pindex_committed_at(&p->index, tenant.p, tenant.len, key.p, key.len, version)) {
 		mc_reply_err(req, MC_ERR_PERMISSION,
 			     "version %llu of '%s' is committed here: its write grant is spent",
