@@ -563,6 +563,8 @@ mc_conn_data(const struct mc_conn *c)
 
 /* ---- replies ---- */
 
+static void drain_or_close(struct mc_conn *c);
+
 /* The held request was answered: read again, starting with what is buffered. */
 static void
 unhold(struct mc_conn *c)
@@ -650,8 +652,10 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 		 */
 		if (c->bulk_req == req) {
 			c->bulk_req = NULL;
-			if (c->bulk_mode == BULK_RECV)
+			if (c->bulk_mode == BULK_RECV) {
 				c->bulk_mode = BULK_SKIP;
+				drain_or_close(c);
+			}
 		}
 		if (c->cur_deferred == req)
 			c->cur_deferred = NULL;
@@ -945,6 +949,25 @@ on_response(struct mc_conn *c, const struct mc_msg *m)
 	call_free(k);
 }
 
+/* A refused body longer than MC_CONN_MAX_DRAIN closes its connection. */
+static void
+drain_or_close(struct mc_conn *c)
+{
+	if (!c->accepted || c->bulk_left <= MC_CONN_MAX_DRAIN)
+		return;
+	mc_debug("closing %s: %llu bytes of a refused body left, more than are drained", c->name,
+		 (unsigned long long)c->bulk_left);
+	STAT_ADD(undrained, 1);
+	c->bulk_mode = BULK_NONE;
+	mc_conn_close(c, true);
+}
+
+/*
+ * Discard a bulk nobody claimed: the first len bytes still to come. On
+ * an accepted connection more than MC_CONN_MAX_DRAIN of a refused
+ * request's body is not waited for: its answer is flushed and the
+ * connection closed, so that a declared terabyte holds nothing.
+ */
 static void
 begin_skip(struct mc_conn *c, uint64_t len)
 {
@@ -955,6 +978,8 @@ begin_skip(struct mc_conn *c, uint64_t len)
 	(void)bulk_take_buffered(c);
 	if (c->bulk_left == 0)
 		c->bulk_mode = BULK_NONE;
+	else
+		drain_or_close(c);
 }
 
 static void

@@ -80,6 +80,7 @@ mc_conn_stats_get(struct mc_conn_stats *out)
 	out->hello_timeouts = __atomic_load_n(&mc_cn_stats.hello_timeouts, __ATOMIC_RELAXED);
 	out->shed_unvouched = __atomic_load_n(&mc_cn_stats.shed_unvouched, __ATOMIC_RELAXED);
 	out->slow_bulks = __atomic_load_n(&mc_cn_stats.slow_bulks, __ATOMIC_RELAXED);
+	out->undrained = __atomic_load_n(&mc_cn_stats.undrained, __ATOMIC_RELAXED);
 	out->refused_per_addr = __atomic_load_n(&mc_cn_stats.refused_per_addr, __ATOMIC_RELAXED);
 	out->refused_max_conns = __atomic_load_n(&mc_cn_stats.refused_max_conns, __ATOMIC_RELAXED);
 }
@@ -94,8 +95,8 @@ mc_conn_stats_export(struct mc_metrics *r)
 	} rows[] = {
 		{ "header_timeout", &st.header_timeouts }, { "idle_timeout", &st.idle_timeouts },
 		{ "hello_timeout", &st.hello_timeouts },   { "unvouched", &st.shed_unvouched },
-		{ "slow_bulk", &st.slow_bulks },	   { "per_addr", &st.refused_per_addr },
-		{ "max_conns", &st.refused_max_conns },
+		{ "slow_bulk", &st.slow_bulks },	   { "undrained", &st.undrained },
+		{ "per_addr", &st.refused_per_addr },	   { "max_conns", &st.refused_max_conns },
 	};
 
 	mc_conn_stats_get(&st);

@@ -15,7 +15,10 @@
  * connect timeout, so a silent daemon turns into MC_ERR_TIMEOUT instead
  * of a hang. Any transport failure leaves the stream at an unknown
  * position, so the connection is marked dead and every later call fails
- * with MC_ERR_UNAVAILABLE.
+ * with MC_ERR_UNAVAILABLE. One failure is read past first: a daemon that
+ * refuses a request with a long body answers, then closes instead of
+ * reading the rest (MC_CONN_MAX_DRAIN), so a write that finds the far
+ * end gone still reads the answers sent before it went.
  */
 #include <errno.h>
 #include <limits.h>
@@ -39,6 +42,7 @@ struct bulk_ref {
 struct mc_rpcc {
 	struct mc_tconn tc;
 	bool dead;
+	bool write_shut; /* the far end stopped reading: no more requests, answers may wait */
 	char addr[MC_ADDR_MAX];
 	int timeout_ms;
 	uint32_t next_id;
@@ -346,6 +350,11 @@ write_all(struct mc_rpcc *r, const struct mc_bulk_src *v, int n, struct mc_err *
 		w = r->tc.t->write(&r->tc, v, n, at, max);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EPIPE || errno == ECONNRESET) && r->inflight > 0) {
+			/* the rest is not wanted; what was answered is read next */
+			r->write_shut = true;
+			return 0;
+		}
 		if (w <= 0)
 			return io_fail(r, err, "cannot write to", w < 0 ? errno : EIO);
 		at += (uint64_t)w;
@@ -362,6 +371,10 @@ mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
 
 	if (check_alive(r, err) < 0)
 		return -1;
+	if (r->write_shut) {
+		mark_dead(r);
+		return mc_err_set(err, MC_ERR_UNAVAILABLE, "connection to %s closed", r->addr);
+	}
 	/* packed bytes up to each bulk, the bulk itself, ..., the packed tail */
 	while (pos < r->out.size || bi < r->nbulks) {
 		size_t end = bi < r->nbulks ? r->bulks[bi].pos : r->out.size;

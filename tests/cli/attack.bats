@@ -242,8 +242,9 @@ as_nobody() {
 @test "attack: a bulk body that trickles below --min-bulk-rate is closed, on master and peer; a fast one is not" {
 	mc_start_master --http 127.0.0.1:0
 	mc_start_peers 1
-	# 48 MiB declared, 10 bytes sent, then nothing: past the 5 s window, closed
-	truncate -s 48M "$BATS_TEST_TMPDIR/declared"
+	# 1 MiB declared (drained, not refused at once), 10 bytes sent, then
+	# nothing: past the 5 s window, closed
+	truncate -s 1M "$BATS_TEST_TMPDIR/declared"
 	mc-rpc --timeout-ms 12000 --bulk "$BATS_TEST_TMPDIR/declared" --bulk-short 10 \
 		"$MC_MASTER" stats >"$BATS_TEST_TMPDIR/m.out" 2>&1 &
 	local m=$!
@@ -258,4 +259,26 @@ as_nobody() {
 	run -0 mc-cli put big "$BATS_TEST_TMPDIR/8m"
 	run -0 mc-cli get big -o "$BATS_TEST_TMPDIR/back"
 	cmp "$BATS_TEST_TMPDIR/8m" "$BATS_TEST_TMPDIR/back"
+}
+
+@test "attack: a refused request declaring a body over the drain bound is answered and closed at once, on master and peer" {
+	# no rate floor: only the drain bound can close these
+	mc_start_master --http 127.0.0.1:0 --min-bulk-rate 0
+	mc_start_peers 1 --min-bulk-rate 0 --http 127.0.0.1:0
+	# 48 MiB declared, 10 bytes sent: closed (mc-rpc exits 0 once it is)
+	truncate -s 48M "$BATS_TEST_TMPDIR/declared"
+	run -0 mc-rpc --timeout-ms 8000 --bulk "$BATS_TEST_TMPDIR/declared" --bulk-short 10 \
+		"$MC_MASTER" stats
+	run -0 mc-rpc --timeout-ms 8000 --bulk "$BATS_TEST_TMPDIR/declared" --bulk-short 10 \
+		"$(mc_addr peer1)" write key=x
+	[ "$(mc_metric master 'mc_connections_closed_total{reason="undrained"}')" -eq 1 ]
+	[ "$(mc_metric peer1 'mc_connections_closed_total{reason="undrained"}')" -eq 1 ]
+	# a body sent whole and refused is answered; the caller reads the refusal, not a broken pipe
+	head -c 48M /dev/zero >"$BATS_TEST_TMPDIR/whole"
+	run -1 mc-rpc --timeout-ms 8000 --bulk "$BATS_TEST_TMPDIR/whole" "$(mc_addr peer1)" write key=x
+	assert_output --partial "missing field 'version'"
+	# a small refused body is still drained: the connection goes on
+	head -c 100K /dev/zero >"$BATS_TEST_TMPDIR/small"
+	run -0 mc-rpc --bulk "$BATS_TEST_TMPDIR/small" "$MC_MASTER" stats --then stats
+	[ "$(mc_metric master 'mc_connections_closed_total{reason="undrained"}')" -eq 1 ]
 }

@@ -129,6 +129,14 @@ void mc_registry_print(const struct mc_registry *r, FILE *f);
  */
 #define MC_CONN_MAX_BULK ((uint64_t)1 << 40)
 
+/*
+ * The most of a refused request's body an accepted connection reads and
+ * discards to stay in step; a longer one closes the connection once the
+ * refusal is sent. A client learns of a refusal from the master before
+ * it sends a body this big, so only a caller that ignores it pays.
+ */
+#define MC_CONN_MAX_DRAIN ((uint64_t)1 << 20)
+
 struct mc_conn_limits {
 	size_t max_msg;	   /* msgpack bytes of one message; 0 = MC_WIRE_DEFAULT_MAX_MSG */
 	uint64_t max_bulk; /* bulk bytes of one message; 0 = MC_CONN_MAX_BULK */
@@ -354,14 +362,14 @@ int mc_server_conn_count(const struct mc_server *s);
 struct mc_conn_stats {
 	uint64_t accepted, closed, malformed, bytes_in, bytes_out;
 	uint64_t header_timeouts, idle_timeouts, refused_per_addr, refused_max_conns;
-	uint64_t hello_timeouts, shed_unvouched, slow_bulks;
+	uint64_t hello_timeouts, shed_unvouched, slow_bulks, undrained;
 };
 void mc_conn_stats_get(struct mc_conn_stats *out); /* process-wide */
 /*
  * Set mc_connections_closed_total{reason} in r from those limits'
  * counters: reason header_timeout, idle_timeout, hello_timeout, unvouched (shed),
- * slow_bulk, per_addr, max_conns
- * (a daemon adds its own reasons to the same family).
+ * slow_bulk, undrained (a refused body over MC_CONN_MAX_DRAIN), per_addr,
+ * max_conns (a daemon adds its own reasons to the same family).
  */
 void mc_conn_stats_export(struct mc_metrics *r);
 
