@@ -139,11 +139,11 @@ complete -F _mc_master mc-master
 
 _mc_peer()
 {
-	local -A kinds=( ['--master']='ADDR' ['--listen']='ADDR' ['--dram']='SIZE' ['--ssd']='PATH' ['--ssd-size']='SIZE' ['--dram-watermarks']='MARKS' ['--ssd-watermarks']='MARKS' ['--promote-on-read']='MODE' ['--eviction-mode']='MODE' ['--evict-policy']='FILE' ['--young']='DURATION' ['--http']='ADDR' ['--ready-fd']='N' ['--domain']='STR' ['--host-id']='STR' ['--advertise']='ADDR' ['--grant-skew']='DURATION' ['--write-timeout']='DURATION' ['--max-conns']='N' ['--max-conns-per-addr']='N' ['--header-timeout']='DURATION' ['--idle-timeout']='DURATION' ['--min-bulk-rate']='SIZE' ['--journal-max']='N' ['--peer-secret-file']='FILE' ['--log-level']='STR' )
+	local -A kinds=( ['--master']='ADDR' ['--listen']='ADDR' ['--dram']='SIZE' ['--ssd']='PATH' ['--ssd-size']='SIZE' ['--dram-watermarks']='MARKS' ['--ssd-watermarks']='MARKS' ['--promote-on-read']='MODE' ['--eviction-mode']='MODE' ['--evict-policy']='FILE' ['--young']='DURATION' ['--http']='ADDR' ['--ready-fd']='N' ['--domain']='STR' ['--host-id']='STR' ['--advertise']='ADDR' ['--grant-skew']='DURATION' ['--write-timeout']='DURATION' ['--max-conns']='N' ['--max-conns-per-addr']='N' ['--header-timeout']='DURATION' ['--idle-timeout']='DURATION' ['--min-bulk-rate']='SIZE' ['--hello-timeout']='DURATION' ['--max-unauth-conns']='N' ['--journal-max']='N' ['--peer-secret-file']='FILE' ['--log-level']='STR' )
 	local -A vals=( ['--promote-on-read']='move' ['--eviction-mode']='local master_ranked master' ['--log-level']='debug info warn error' )
 	local -A shorts=( ['-m']='--master' ['-l']='--listen' )
 	local -A copts=( )
-	_mc_complete '--master -m --listen -l --dram --ssd --ssd-size --dram-watermarks --ssd-watermarks --promote-on-read --eviction-mode --evict-policy --allow-evict-soft-pinned --young --http --ready-fd --domain --host-id --advertise --list-methods --grant-skew --write-timeout --fault-inject --max-conns --max-conns-per-addr --header-timeout --idle-timeout --min-bulk-rate --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts vals shorts
+	_mc_complete '--master -m --listen -l --dram --ssd --ssd-size --dram-watermarks --ssd-watermarks --promote-on-read --eviction-mode --evict-policy --allow-evict-soft-pinned --young --http --ready-fd --domain --host-id --advertise --list-methods --grant-skew --write-timeout --fault-inject --max-conns --max-conns-per-addr --header-timeout --idle-timeout --min-bulk-rate --hello-timeout --max-unauth-conns --journal-max --peer-secret-file --insecure --log-level --help --version --list-options' '' kinds copts vals shorts
 }
 complete -F _mc_peer mc-peer
 

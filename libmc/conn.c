@@ -46,6 +46,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "conn_impl.h"
 #include "mc/clock.h"
@@ -544,6 +545,21 @@ mc_conn_vouch(struct mc_conn *c)
 {
 	c->hello_due_ns = 0;
 	mc_cn_server_vouched(c);
+}
+
+bool
+mc_conn_same_user(const struct mc_conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t slen = sizeof(ss);
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+
+	if (c->closed || getsockname(c->tc.fd, (struct sockaddr *)&ss, &slen) != 0 ||
+	    ss.ss_family != AF_UNIX)
+		return false;
+	return getsockopt(c->tc.fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
+	       clen == sizeof(cred) && cred.uid == geteuid();
 }
 
 void

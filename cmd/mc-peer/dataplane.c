@@ -79,8 +79,11 @@ granted(struct peer *p, struct mc_req *req, const struct name *tenant, const str
 		v = mc_grant_verify(&p->grants.keys, &s, g, glen, mc_steady_ms(),
 				    p->grants.skew_ms);
 	*covered = v == MC_GRANT_OK;
-	if (v == MC_GRANT_OK || (p->fault_inject && has == 0))
+	if (v == MC_GRANT_OK || (p->fault_inject && has == 0)) {
+		/* a caller the master sent: no stranger's deadline for it */
+		mc_conn_vouch(req->conn);
 		return true;
+	}
 	p->grants.refused[v]++;
 	mc_debug("%s from %s without a grant for this copy: %s", what, mc_conn_peer_name(req->conn),
 		 mc_grant_verdict_name(v));
@@ -668,6 +671,12 @@ h_evict(struct mc_req *req)
 
 /* ---- peer_stats ---- */
 
+/*
+ * Not for anyone who can reach the data port: for this peer's own user
+ * on its unix socket (the operator and the tools on this machine), or
+ * under --fault-inject. Everyone else reads /metrics, which --http keeps
+ * on loopback.
+ */
 static void
 h_peer_stats(struct mc_req *req)
 {
@@ -675,6 +684,13 @@ h_peer_stats(struct mc_req *req)
 	msgpack_packer *pk;
 	uint32_t n = 0;
 
+	if (!p->fault_inject && !mc_conn_same_user(req->conn)) {
+		mc_reply_err(req, MC_ERR_PERMISSION,
+			     "permission denied: peer_stats is served to this peer's own user on "
+			     "a unix socket (its /metrics has the same figures)");
+		return;
+	}
+	mc_conn_vouch(req->conn);
 	for (int t = 0; t < MC_TIER_COUNT; t++)
 		n += p->media[t] != NULL;
 	pk = mc_reply_ok_begin(req);

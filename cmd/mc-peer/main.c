@@ -262,6 +262,14 @@ static const struct mc_opt opts[] = {
 	  "close a connection whose bulk body brings fewer bytes a second, over each 5 s "
 	  "(default 64KiB; 0: no floor)",
 	  mc_set_size, &cfg.lim.min_bulk_rate },
+	{ "hello-timeout", 0, "DURATION", NULL,
+	  "close a data-plane connection that has made no granted request this long after it "
+	  "connected (default 2s; 0: never)",
+	  mc_set_duration, &cfg.lim.hello_timeout_ms },
+	{ "max-unauth-conns", 0, "N", NULL,
+	  "data-plane connections yet to make a granted request at most; one more closes the "
+	  "oldest of them (default 256; 0: no cap of their own)",
+	  mc_set_count, &cfg.lim.max_unvouched },
 	{ "journal-max", 0, "N", NULL,
 	  "removals remembered for resuming with the master (default 65536)", mc_set_u64,
 	  &cfg.journal_max },
@@ -706,6 +714,8 @@ main(int argc, char **argv)
 	mc_log_init("mc-peer", 1);
 	mc_policy_default(&run.policy);
 	mc_conn_limits_daemon(&cfg.lim);
+	/* every data-port caller the master sent makes a granted request at once */
+	cfg.lim.hello_timeout_ms = MC_HELLO_TIMEOUT_MS;
 	i = mc_opt_parse(&spec, argc, argv);
 	if (i < argc)
 		mc_die(MC_EXIT_USAGE, "unexpected argument '%s'", argv[i]);

@@ -282,3 +282,35 @@ as_nobody() {
 	run -0 mc-rpc --bulk "$BATS_TEST_TMPDIR/small" "$MC_MASTER" stats --then stats
 	[ "$(mc_metric master 'mc_connections_closed_total{reason="undrained"}')" -eq 1 ]
 }
+
+@test "attack: a peer's data port answers no stranger's peer_stats and closes strangers at --hello-timeout, while a granted reader is served" {
+	mc_start_master --http 127.0.0.1:0
+	mc_start_peer p1 --listen 127.0.0.1:0 --http 127.0.0.1:0 --max-unauth-conns 64
+	echo held | mc-cli put k
+	# from another address peer_stats is refused; this user on the unix socket is no stranger
+	run -1 mc-rpc "$(mc_addr p1)" peer_stats
+	assert_output --partial "permission denied: peer_stats"
+	# 300 strangers holding the data port, asking for stats or silent, from several addresses
+	local pids=() ip
+	for ip in 127.0.0.2 127.0.0.3 127.0.0.4; do
+		mc-garbage --timeout-ms 2000 --max-ms 8000 --from "$ip" --hold 50 --request peer_stats \
+			--until-closed "$(mc_addr p1)" >"$BATS_TEST_TMPDIR/$ip.out" 2>&1 3>&- &
+		pids+=($!)
+	done
+	for ip in 127.0.0.5 127.0.0.6; do
+		mc-garbage --timeout-ms 2000 --max-ms 8000 --from "$ip" --hold 75 --until-closed \
+			"$(mc_addr p1)" >"$BATS_TEST_TMPDIR/$ip.out" 2>&1 3>&- &
+		pids+=($!)
+	done
+	# a reader with the master's grant is served meanwhile, and its connection kept
+	run -0 mc-cli get k
+	assert_output held
+	for p in "${pids[@]}"; do wait "$p"; done
+	# every stranger went, by the deadline or shed for a newer one
+	local timed shed
+	timed="$(mc_metric p1 'mc_connections_closed_total{reason="hello_timeout"}')"
+	shed="$(mc_metric p1 'mc_connections_closed_total{reason="unvouched"}')"
+	[ $((timed + shed)) -ge 300 ]
+	run -0 mc-cli get k
+	assert_output held
+}

@@ -309,6 +309,12 @@ void mc_conn_close(struct mc_conn *c, bool flush);
 bool mc_conn_is_open(const struct mc_conn *c);
 const char *mc_conn_peer_name(const struct mc_conn *c); /* for log lines */
 /*
+ * Whether c is a unix-socket connection from a process of this one's
+ * own user (SO_PEERCRED): the operator on this machine, whom the
+ * socket's file mode already admitted.
+ */
+bool mc_conn_same_user(const struct mc_conn *c);
+/*
  * The daemon keeps this connection open by a liveness check of its own
  * (a peer's control link: heartbeats and --peer-ttl), so the idle
  * timeout never closes it; the header timeout still applies.
