@@ -157,31 +157,6 @@ mc_authfile_parse(struct mc_authfile *a, const char *text, size_t len, struct mc
 	return 0;
 }
 
-/*
- * Whoever may write the file may add an admin token of their own: one
- * writable by group or others is refused. One they may only read gives
- * them the hashes to try tokens against offline: a warning.
- */
-static int
-check_mode(FILE *f, const char *path, struct mc_err *err)
-{
-	struct stat st;
-
-	if (fstat(fileno(f), &st) != 0)
-		return mc_err_set(err, MC_ERR_SYSTEM, "cannot stat %s: %s", path,
-				  mc_strerror(errno));
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return mc_err_set(err, MC_ERR_INVALID,
-				  "%s is writable by group or others (mode %04o): whoever can "
-				  "write it can make themselves admin; chmod 600 %s",
-				  path, (unsigned)(st.st_mode & 07777), path);
-	if (st.st_mode & (S_IRGRP | S_IROTH))
-		mc_warn("%s is readable by group or others (mode %04o): its hashes let them "
-			"try tokens offline; chmod 600 %s",
-			path, (unsigned)(st.st_mode & 07777), path);
-	return 0;
-}
-
 int
 mc_authfile_load(struct mc_authfile *a, const char *path, int missing_ok, struct mc_err *err)
 {
@@ -197,7 +172,12 @@ mc_authfile_load(struct mc_authfile *a, const char *path, int missing_ok, struct
 		return mc_err_set(err, MC_ERR_SYSTEM, "cannot read %s: %s", path,
 				  mc_strerror(errno));
 	}
-	if (check_mode(f, path, err) != 0) {
+	/*
+	 * Whoever may write the file may add an admin token of their own;
+	 * whoever may read it has the hashes to try tokens against offline.
+	 */
+	if (mc_check_private(fileno(f), path, "whoever can write it can make themselves admin",
+			     "its hashes let them try tokens offline", err) != 0) {
 		fclose(f);
 		return -1;
 	}

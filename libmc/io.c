@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mc/err.h"
 #include "mc/io.h"
+#include "mc/log.h"
 
 int
 mc_write_all(int fd, const void *buf, size_t len)
@@ -59,5 +61,24 @@ mc_read_secret(const char *path, char *buf, size_t cap, char *why)
 		snprintf(why, MC_ERR_MSG_MAX, "%s holds no secret", path);
 		return -1;
 	}
+	return 0;
+}
+
+int
+mc_check_private(int fd, const char *path, const char *if_written, const char *if_read,
+		 struct mc_err *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot stat %s: %s", path,
+				  mc_strerror(errno));
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return mc_err_set(err, MC_ERR_INVALID,
+				  "%s is writable by group or others (mode %04o): %s; chmod 600 %s",
+				  path, (unsigned)(st.st_mode & 07777), if_written, path);
+	if (st.st_mode & (S_IRGRP | S_IROTH))
+		mc_warn("%s is readable by group or others (mode %04o): %s; chmod 600 %s", path,
+			(unsigned)(st.st_mode & 07777), if_read, path);
 	return 0;
 }

@@ -15,14 +15,18 @@
 #include <event2/http.h>
 #include <math.h>
 #include <netdb.h>
+#include <sodium.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mc/checksum.h"
+#include "mc/addr.h"
 #include "mc/hash.h"
+#include "mc/io.h"
 #include "mc/metrics.h"
 
 #define MAX_SERIES 10000
@@ -600,7 +604,27 @@ mc_metrics_render(struct mc_metrics *m, size_t *len)
 struct mc_http {
 	struct evhttp *http;
 	struct mc_metrics *m;
+	/* --http-token-file: every request must say "Authorization: Bearer TOKEN" */
+	char token[MC_HTTP_TOKEN_MAX + 2];
+	size_t token_len;
 };
+
+/* Whether req carries the bearer token h needs (constant time in the token). */
+static bool
+http_authorized(const struct mc_http *h, struct evhttp_request *req)
+{
+	const char *v;
+	size_t n;
+
+	if (h->token_len == 0)
+		return true;
+	v = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	if (v == NULL || strncasecmp(v, "Bearer ", 7) != 0)
+		return false;
+	v += 7;
+	n = strlen(v);
+	return n == h->token_len && sodium_memcmp(v, h->token, n) == 0;
+}
 
 static void
 reply_text(struct evhttp_request *req, int code, const char *reason, const char *ctype,
@@ -625,6 +649,12 @@ http_cb(struct evhttp_request *req, void *arg)
 
 	if (path == NULL)
 		path = "";
+	if (!http_authorized(h, req)) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+				  "Bearer");
+		reply_text(req, 401, "Unauthorized", "text/plain", "unauthorized\n", 13);
+		return;
+	}
 	if (strcmp(path, "/metrics") == 0) {
 		size_t len;
 		char *text = mc_metrics_render(h->m, &len);
@@ -721,4 +751,65 @@ mc_http_stop(struct mc_http *h)
 	if (h->http != NULL)
 		evhttp_free(h->http);
 	free(h);
+}
+
+const char *
+mc_http_addr(const char *addr, char *buf, size_t cap)
+{
+	const char *port = addr[0] == ':' ? addr + 1 : addr;
+
+	if (port[0] == '\0' || strspn(port, "0123456789") != strlen(port))
+		return addr;
+	snprintf(buf, cap, "127.0.0.1:%s", port);
+	return buf;
+}
+
+/* The token of --http-token-file into h, from a file only its owner may write. */
+static int
+http_load_token(struct mc_http *h, const char *path, struct mc_err *err)
+{
+	char why[MC_ERR_MSG_MAX];
+	FILE *f = fopen(path, "r");
+	int rc;
+
+	if (f == NULL)
+		return mc_err_set(err, MC_ERR_SYSTEM, "cannot read --http-token-file %s: %s", path,
+				  mc_strerror(errno));
+	rc = mc_check_private(fileno(f), path,
+			      "whoever can write it chooses who may read the metrics",
+			      "whoever reads it may read the metrics", err);
+	fclose(f);
+	if (rc != 0)
+		return -1;
+	if (mc_read_secret(path, h->token, sizeof(h->token), why) != 0)
+		return mc_err_set(err, MC_ERR_INVALID, "invalid --http-token-file: %s", why);
+	h->token_len = strlen(h->token);
+	return 0;
+}
+
+struct mc_http *
+mc_http_serve(struct event_base *base, const struct mc_http_cfg *cfg, struct mc_metrics *m,
+	      struct mc_addr *bound, struct mc_err *err)
+{
+	char buf[MC_ADDR_MAX + 16];
+	const char *addr = mc_http_addr(cfg->addr, buf, sizeof(buf));
+	struct mc_http *h;
+	struct mc_addr a;
+
+	if (mc_addr_parse(addr, &a, err) < 0)
+		return NULL;
+	/* tenant names and sizes are in the metrics: beyond loopback, only to who has the token */
+	if (!mc_addr_is_local(&a) && cfg->token_file == NULL && !cfg->insecure) {
+		mc_err_set(err, MC_ERR_INVALID,
+			   "refusing --http %s beyond loopback without --http-token-file (or "
+			   "--insecure to show the metrics to anyone who can reach it)",
+			   cfg->addr);
+		return NULL;
+	}
+	h = mc_http_start(base, addr, m, bound, err);
+	if (h != NULL && cfg->token_file != NULL && http_load_token(h, cfg->token_file, err) != 0) {
+		mc_http_stop(h);
+		return NULL;
+	}
+	return h;
 }

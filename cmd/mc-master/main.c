@@ -163,6 +163,7 @@ main(int argc, char **argv)
 {
 	static struct master m;
 	bool list_methods = false, insecure = false;
+	const char *http_token_file = NULL;
 	uint64_t hello_timeout_ms = MC_HELLO_TIMEOUT_MS;
 	int max_tenants = TENANTS_MAX, max_types = 64;
 	struct mc_conn_limits lim = { 0 };
@@ -177,8 +178,12 @@ main(int argc, char **argv)
 	const struct mc_opt opts[] = {
 		{ "listen", 0, "ADDR", NULL, "address to serve on (host:port or unix:/path)",
 		  mc_set_str, &m.cfg.listen },
-		{ "http", 0, "ADDR", NULL, "serve /metrics over HTTP on this address", mc_set_str,
-		  &m.cfg.http },
+		{ "http", 0, "ADDR", NULL,
+		  "serve /metrics over HTTP on this address (a bare :PORT is loopback's)",
+		  mc_set_str, &m.cfg.http },
+		{ "http-token-file", 0, "FILE", NULL,
+		  "--http answers only requests bearing the token in FILE (needed beyond loopback)",
+		  mc_set_str, &http_token_file },
 		{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving",
 		  mc_set_fd, &m.cfg.ready_fd },
 		{ "lease-ttl", 0, "DURATION", NULL, "read lease granted by get (default 10s)",
@@ -365,8 +370,7 @@ main(int argc, char **argv)
 		/* a malformed address is usage; a name that does not resolve, unavailable */
 		return mc_status_exit_code(err.code);
 	}
-	if (!insecure && m.cfg.auth_file == NULL &&
-	    (open_to_others("--listen", m.cfg.listen) || open_to_others("--http", m.cfg.http)))
+	if (!insecure && m.cfg.auth_file == NULL && open_to_others("--listen", m.cfg.listen))
 		return MC_EXIT_USAGE;
 	/* said on every start, at a level a quiet log still shows */
 	if (insecure && m.cfg.auth_file == NULL)
@@ -444,10 +448,12 @@ main(int argc, char **argv)
 	}
 	if (m.cfg.http != NULL) {
 		struct mc_addr hbound;
-		m.http = mc_http_start(m.base, m.cfg.http, m.mx->reg, &hbound, &err);
+		struct mc_http_cfg hc = { m.cfg.http, http_token_file, insecure };
+
+		m.http = mc_http_serve(m.base, &hc, m.mx->reg, &hbound, &err);
 		if (m.http == NULL) {
 			mc_complain("cannot serve metrics on %s: %s", m.cfg.http, err.msg);
-			status = MC_EXIT_UNAVAILABLE;
+			status = err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
 			goto out;
 		}
 		mc_info("metrics on http://%s/metrics", hbound.text);

@@ -37,6 +37,7 @@ static struct {
 	const char *master;
 	const char *listen;
 	const char *http;
+	const char *http_token_file;
 	const char *domain;
 	const char *host_id;
 	const char *advertise;
@@ -164,11 +165,16 @@ set_addr_resolved_later(const char *v, void *target, char *why)
 static int
 set_http(const char *v, void *target, char *why)
 {
+	char buf[MC_ADDR_MAX + 16];
+
 	if (strncmp(v, "unix:", 5) == 0) {
 		snprintf(why, 200, "metrics are served on host:port only");
 		return -1;
 	}
-	return set_addr(v, target, why);
+	if (set_addr(mc_http_addr(v, buf, sizeof(buf)), target, why) < 0)
+		return -1;
+	*(const char **)target = v;
+	return 0;
 }
 
 static int
@@ -223,7 +229,11 @@ static const struct mc_opt opts[] = {
 	  "a copy this recently committed is evicted only for a write that needs its room "
 	  "(default 10s; 0: no such protection)",
 	  mc_set_duration, &cfg.young },
-	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port", set_http, &cfg.http },
+	{ "http", 0, "ADDR", NULL, "serve /metrics on host:port (a bare :PORT is loopback's)",
+	  set_http, &cfg.http },
+	{ "http-token-file", 0, "FILE", NULL,
+	  "--http answers only requests bearing the token in FILE (needed beyond loopback)",
+	  mc_set_str, &cfg.http_token_file },
 	{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving", mc_set_fd,
 	  &cfg.ready_fd },
 	{ "domain", 0, "STR", "MC_DOMAIN", "failure/network domain (default \"default\")",
@@ -576,14 +586,16 @@ data_free(struct peer *p)
 static int
 http_start(struct peer *p)
 {
+	struct mc_http_cfg hc = { cfg.http, cfg.http_token_file, cfg.insecure };
 	struct mc_err err;
 
 	if (!cfg.http)
 		return MC_EXIT_OK;
-	run.http = mc_http_start(p->base, cfg.http, p->registry, &run.http_bound, &err);
+
+	run.http = mc_http_serve(p->base, &hc, p->registry, &run.http_bound, &err);
 	if (!run.http) {
 		mc_complain("cannot serve metrics: %s", err.msg);
-		return MC_EXIT_UNAVAILABLE;
+		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
 	}
 	mc_info("metrics on http://%s/metrics", run.http_bound.text);
 	return MC_EXIT_OK;
@@ -736,8 +748,7 @@ main(int argc, char **argv)
 	 * this machine only with the peers' secret, or when told to.
 	 */
 	if (!cfg.insecure && cfg.secret_file == NULL &&
-	    (mc_addr_check_local("--listen", cfg.listen, INSECURE_REMEDY, &err) != 0 ||
-	     mc_addr_check_local("--http", cfg.http, INSECURE_REMEDY, &err) != 0))
+	    mc_addr_check_local("--listen", cfg.listen, INSECURE_REMEDY, &err) != 0)
 		mc_die(MC_EXIT_USAGE, "%s", err.msg);
 	/* said on every start, at a level a quiet log still shows */
 	if (cfg.insecure && cfg.secret_file == NULL)

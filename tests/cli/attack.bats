@@ -314,3 +314,56 @@ as_nobody() {
 	run -0 mc-cli get k
 	assert_output held
 }
+
+# http_status URL [TOKEN]: the status code of a GET of URL, bearing TOKEN if given.
+http_status() {
+	local hostport="${1#http://}" auth=""
+	hostport="${hostport%%/*}"
+	[ -z "${2:-}" ] || auth="Authorization: Bearer $2"$'\r\n'
+	exec 7<>"/dev/tcp/${hostport%:*}/${hostport##*:}" || return 1
+	printf 'GET /%s HTTP/1.0\r\nHost: %s\r\n%s\r\n' "${1#http://*/}" "$hostport" "$auth" >&7
+	head -n 1 <&7 | awk '{ print $2 }'
+	exec 7<&-
+}
+
+# port_of NAME: the port daemon NAME serves its metrics on.
+port_of() {
+	grep -o 'metrics on http://[0-9.]*:[0-9]*' "$MC_DIR/$1.log" | head -n 1 | sed 's/.*://'
+}
+
+@test "attack: /metrics beyond loopback needs --http-token-file or --insecure, and the token then, in both daemons" {
+	tokens
+	# refused at start, even with the auth file: the metrics name tenants and sizes
+	run -64 mc-master --listen "unix:$MC_DIR/x.sock" --auth-file "$AUTH" --http 0.0.0.0:0
+	assert_output --partial "refusing --http 0.0.0.0:0 beyond loopback without --http-token-file"
+	run -64 mc-peer --dram 1MiB --listen "unix:$MC_DIR/y.sock" --master "unix:$MC_DIR/none.sock" \
+		--peer-secret-file "$BATS_TEST_TMPDIR/peer.tok" --http 0.0.0.0:0
+	assert_output --partial "refusing --http 0.0.0.0:0 beyond loopback without --http-token-file"
+	# a token file others may write is refused
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$BATS_TEST_TMPDIR/http.tok"
+	chmod 0622 "$BATS_TEST_TMPDIR/http.tok"
+	run -64 mc-master --listen "unix:$MC_DIR/x.sock" --auth-file "$AUTH" --http 0.0.0.0:0 \
+		--http-token-file "$BATS_TEST_TMPDIR/http.tok"
+	assert_output --partial "writable by group or others"
+	chmod 0600 "$BATS_TEST_TMPDIR/http.tok"
+	local t
+	t="$(cat "$BATS_TEST_TMPDIR/http.tok")"
+	mc_start_master --auth-file "$AUTH" --http 0.0.0.0:0 --http-token-file "$BATS_TEST_TMPDIR/http.tok"
+	MC_TOKEN="$(tok ops)" mc_start_peer p1 --peer-secret-file "$BATS_TEST_TMPDIR/peer.tok" \
+		--http 0.0.0.0:0 --http-token-file "$BATS_TEST_TMPDIR/http.tok"
+	local d port
+	for d in master p1; do
+		port="$(port_of "$d")"
+		[ "$(http_status "http://127.0.0.1:$port/metrics")" = 401 ]
+		[ "$(http_status "http://127.0.0.1:$port/healthz" wrong)" = 401 ]
+		[ "$(http_status "http://127.0.0.1:$port/metrics" "$t")" = 200 ]
+	done
+	mc_stop_all
+	# a bare :PORT is loopback's, and loopback needs no token
+	mc_start_master --http :0
+	grep -q 'metrics on http://127.0.0.1:' "$MC_DIR/master.log"
+	[ "$(http_status "http://127.0.0.1:$(port_of master)/healthz")" = 200 ]
+	# --insecure still serves anyone, as it says
+	mc_start_peer p2 --http 0.0.0.0:0 --insecure
+	[ "$(http_status "http://127.0.0.1:$(port_of p2)/metrics")" = 200 ]
+}

@@ -364,6 +364,21 @@ out:
 	event_base_free(base);
 }
 
+static void
+test_http_addr(void)
+{
+	char buf[64];
+
+	TAP_OK(strcmp(mc_http_addr(":9100", buf, sizeof(buf)), "127.0.0.1:9100") == 0,
+	       "http: a bare :PORT is loopback's");
+	TAP_OK(strcmp(mc_http_addr("9100", buf, sizeof(buf)), "127.0.0.1:9100") == 0,
+	       "http: a bare PORT is loopback's");
+	TAP_OK(strcmp(mc_http_addr("0.0.0.0:9100", buf, sizeof(buf)), "0.0.0.0:9100") == 0 &&
+		       strcmp(mc_http_addr("[::1]:1", buf, sizeof(buf)), "[::1]:1") == 0 &&
+		       strcmp(mc_http_addr(":", buf, sizeof(buf)), ":") == 0,
+	       "http: an address with a host, or none at all, is as given");
+}
+
 int
 main(void)
 {
@@ -375,5 +390,6 @@ main(void)
 	test_sink();
 	test_collect_and_atomic();
 	test_http();
+	test_http_addr();
 	return tap_done();
 }

@@ -20,4 +20,15 @@ int mc_write_all(int fd, const void *buf, size_t len);
  */
 int mc_read_secret(const char *path, char *buf, size_t cap, char *why);
 
+struct mc_err;
+
+/*
+ * A file only its owner should touch (the auth file, a token file),
+ * open on fd: one group or others may write is refused (-1, err says
+ * why: if_written, what whoever writes it could do), one they may read
+ * warned of (if_read, what whoever reads it learns); 0 otherwise.
+ */
+int mc_check_private(int fd, const char *path, const char *if_written, const char *if_read,
+		     struct mc_err *err);
+
 #endif

@@ -14,6 +14,7 @@
 #define MC_METRICS_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,5 +55,30 @@ struct mc_http;
 struct mc_http *mc_http_start(struct event_base *base, const char *addr, struct mc_metrics *m,
 			      struct mc_addr *bound, struct mc_err *err);
 void mc_http_stop(struct mc_http *h);
+
+/* The longest --http-token-file token. */
+#define MC_HTTP_TOKEN_MAX 256
+
+/*
+ * A daemon's --http: addr (a bare ":PORT" or "PORT" binds loopback),
+ * token_file (--http-token-file: every request must then carry
+ * "Authorization: Bearer TOKEN"; NULL: none), insecure (--insecure).
+ * The metrics name tenants and their sizes: an address beyond loopback
+ * is refused without a token file unless insecure.
+ */
+struct mc_http_cfg {
+	const char *addr;
+	const char *token_file;
+	bool insecure;
+};
+/* mc_http_start under those rules. */
+/*
+ * cfg->addr as mc_http_serve binds it: a bare port (":9100", "9100") as
+ * loopback's, in buf; anything else as given.
+ */
+const char *mc_http_addr(const char *addr, char *buf, size_t cap);
+
+struct mc_http *mc_http_serve(struct event_base *base, const struct mc_http_cfg *cfg,
+			      struct mc_metrics *m, struct mc_addr *bound, struct mc_err *err);
 
 #endif
