@@ -163,3 +163,18 @@ mc_grant_verify(const struct mc_grant_keys *ks, const struct mc_grant_scope *sco
 		return MC_GRANT_EXPIRED;
 	return MC_GRANT_OK;
 }
+
+uint64_t
+mc_grant_local_expiry(const struct mc_grant_keys *ks, const void *grant, size_t glen)
+{
+	const unsigned char *g = grant;
+	uint32_t gen;
+
+	if (g == NULL || glen != MC_GRANT_BYTES || g[0] != GRANT_FORMAT)
+		return 0;
+	gen = (uint32_t)get_be(g + 1, 4);
+	for (int i = 0; i < 2; i++)
+		if (ks->k[i].set && ks->k[i].s.gen == gen)
+			return (uint64_t)((int64_t)get_be(g + 5, 8) + ks->k[i].offset_ms);
+	return 0;
+}

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/checked.h"
 #include "mc/checksum.h"
 #include "mc/clock.h"
 #include "mc/fault.h"
@@ -144,14 +145,43 @@ struct pending_write {
 	 */
 	struct mc_checksum_stream *sum;
 	/*
-	 * Armed again at every span that lands (--write-timeout, NULL: none):
-	 * a writer that stops sending loses its connection, and its space
-	 * comes back, instead of holding it for ever.
+	 * Armed again at every span that lands, for --write-timeout or what
+	 * is left until the deadline, whichever ends first (NULL: neither):
+	 * a writer that stops sending, or that is still sending when its
+	 * grant has run out, loses its connection, and its space comes
+	 * back, instead of holding it for ever.
 	 */
-	struct event *stall;
+	struct event *timer;
+	uint64_t deadline_ms; /* its grant's expiry and skew, steady clock; 0: none */
 	bool has_checksum;
 	bool granted; /* a grant covered it: the master hears of its commit */
+	/* on p->writing while its bytes are coming */
+	struct pending_write *next, **pprev;
 };
+
+static void
+writing_link(struct pending_write *pw)
+{
+	struct peer *p = pw->p;
+
+	pw->next = p->writing;
+	if (p->writing != NULL)
+		p->writing->pprev = &pw->next;
+	p->writing = pw;
+	pw->pprev = &p->writing;
+}
+
+static void
+writing_unlink(struct pending_write *pw)
+{
+	if (pw->pprev == NULL)
+		return;
+	*pw->pprev = pw->next;
+	if (pw->next != NULL)
+		pw->next->pprev = pw->pprev;
+	pw->next = NULL;
+	pw->pprev = NULL;
+}
 
 /* Link o, whose bytes (and checksum) have landed and are sealed, and answer. */
 static void
@@ -194,8 +224,9 @@ finish_write(struct peer *p, struct mc_req *req, struct pobj *o, bool granted)
 static void
 pending_write_free(struct pending_write *pw)
 {
-	if (pw->stall != NULL)
-		event_free(pw->stall);
+	writing_unlink(pw);
+	if (pw->timer != NULL)
+		event_free(pw->timer);
 	mc_checksum_stream_free(pw->sum);
 	mc_bulk_sink_release(&pw->sink);
 	diskq_unstage(pw->p->diskq, pw->stage, pw->stage_len);
@@ -223,8 +254,9 @@ write_done(struct mc_req *req, bool ok, void *arg)
 	struct pending_write *pw = arg;
 
 	(void)req; /* the deferred copy in pw is the one to answer through */
-	if (pw->stall != NULL)
-		evtimer_del(pw->stall); /* every byte is in: no stall from here on */
+	writing_unlink(pw);
+	if (pw->timer != NULL)
+		evtimer_del(pw->timer); /* every byte is in: no stall from here on */
 	if (!ok) {
 		pindex_release(&pw->p->index, pw->o);
 		mc_reply_err(pw->req, MC_ERR_UNAVAILABLE, "connection lost during write");
@@ -251,27 +283,79 @@ write_done(struct mc_req *req, bool ok, void *arg)
 	pending_write_free(pw);
 }
 
+static void timer_arm(struct pending_write *pw);
+
+/* Close pw's connection: write_done (not ok) then releases the entry and its space. */
 static void
-write_stalled(evutil_socket_t fd, short what, void *arg)
+write_abandon(struct pending_write *pw, const char *why)
+{
+	mc_warn("write of %llu bytes from %s abandoned, its room freed: %s",
+		(unsigned long long)pw->o->size, mc_conn_peer_name(pw->req->conn), why);
+	mc_conn_close(pw->req->conn, false);
+}
+
+static void
+write_timed_out(evutil_socket_t fd, short what, void *arg)
 {
 	struct pending_write *pw = arg;
 
 	(void)fd;
 	(void)what;
+	if (pw->deadline_ms != 0 && mc_steady_ms() >= pw->deadline_ms) {
+		pw->p->st.writes_expired++;
+		write_abandon(pw, "still coming when its grant expired");
+		return;
+	}
+	if (pw->p->write_timeout_ms == 0) {
+		/* the deadline on a clock told to stand still: look again */
+		timer_arm(pw);
+		return;
+	}
 	pw->p->st.writes_abandoned++;
-	mc_warn("write from %s stalled for %llu ms: abandoned, its %llu bytes freed",
-		mc_conn_peer_name(pw->req->conn), (unsigned long long)pw->p->write_timeout_ms,
-		(unsigned long long)pw->o->size);
-	/* Closing runs write_done (not ok), which releases the entry and its space. */
-	mc_conn_close(pw->req->conn, false);
+	write_abandon(pw, "its bytes stopped coming for --write-timeout");
 }
 
+/* For --write-timeout, or what is left until the deadline when that is sooner. */
 static void
-stall_timer_add(struct pending_write *pw)
+timer_arm(struct pending_write *pw)
 {
-	struct timeval tv = mc_ms_timeval(pw->p->write_timeout_ms);
+	uint64_t wait = pw->p->write_timeout_ms;
+	struct timeval tv;
 
-	evtimer_add(pw->stall, &tv);
+	if (pw->deadline_ms != 0) {
+		uint64_t now = mc_steady_ms();
+		uint64_t left = pw->deadline_ms > now ? pw->deadline_ms - now : 0;
+
+		if (wait == 0 || left < wait)
+			wait = left > 0 ? left : 1;
+	}
+	tv = mc_ms_timeval(wait);
+	evtimer_add(pw->timer, &tv);
+}
+
+size_t
+peer_cancel_writes(struct peer *p, const struct pool_key *k)
+{
+	struct pending_write *pw = p->writing, *next;
+	size_t n = 0;
+
+	for (; pw != NULL; pw = next) {
+		const struct pobj *o = pw->o;
+
+		next = pw->next;
+		if ((k->has_version && o->version > k->max_version) ||
+		    o->tenant_len != k->tenant_len || o->key_len != k->key_len ||
+		    memcmp(o->name, k->tenant, k->tenant_len) != 0 ||
+		    memcmp(pobj_key(o), k->key, k->key_len) != 0)
+			continue;
+		/* closing may end other writes on the same connection: start over after it */
+		writing_unlink(pw);
+		p->st.writes_cancelled++;
+		n++;
+		write_abandon(pw, "the master dropped its put");
+		next = p->writing;
+	}
+	return n;
 }
 
 /*
@@ -285,8 +369,26 @@ write_progress(const void *data, size_t n, void *arg)
 
 	if (pw->sum != NULL)
 		mc_checksum_stream_update(pw->sum, data, n);
-	if (pw->stall != NULL)
-		stall_timer_add(pw);
+	if (pw->timer != NULL)
+		timer_arm(pw);
+}
+
+/*
+ * When a granted write's bytes must all be in: its grant's expiry, plus
+ * the skew, on this peer's clock. The master tells of a put it abandons
+ * (peer_cancel_writes); this covers the message lost on the way.
+ */
+static uint64_t
+write_deadline(const struct peer *p, const struct mc_req *req)
+{
+	const char *g = NULL;
+	size_t glen = 0;
+	uint64_t expiry;
+
+	if (mc_map_str(req->params, "grant", &g, &glen, NULL) != 1)
+		return 0;
+	expiry = mc_grant_local_expiry(&p->grants.keys, g, glen);
+	return expiry != 0 ? mc_add_sat(expiry, p->grants.skew_ms) : 0;
 }
 
 static void
@@ -422,14 +524,16 @@ h_write(struct mc_req *req)
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a checksum");
 		return;
 	}
-	if (p->write_timeout_ms > 0 &&
-	    (pw->stall = evtimer_new(p->base, write_stalled, pw)) == NULL) {
+	if (covered)
+		pw->deadline_ms = write_deadline(p, req);
+	if ((p->write_timeout_ms > 0 || pw->deadline_ms != 0) &&
+	    (pw->timer = evtimer_new(p->base, write_timed_out, pw)) == NULL) {
 		pending_write_free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a write timer");
 		return;
 	}
-	if (pw->stall != NULL || pw->sum != NULL) {
+	if (pw->timer != NULL || pw->sum != NULL) {
 		pw->sink.tap = write_progress;
 		pw->sink.tap_arg = pw;
 	}
@@ -440,8 +544,9 @@ h_write(struct mc_req *req)
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a deferred reply");
 		return;
 	}
-	if (pw->stall != NULL)
-		stall_timer_add(pw);
+	if (pw->timer != NULL)
+		timer_arm(pw);
+	writing_link(pw);
 	if (mc_req_recv_bulk_to(pw->req, &pw->sink, write_done, pw) < 0) {
 		pindex_release(&p->index, o);
 		mc_reply_err(pw->req, MC_ERR_INTERNAL, "cannot receive the bulk");

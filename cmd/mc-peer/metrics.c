@@ -258,6 +258,12 @@ malformed_value(void)
 	S("mc_peer_writes_abandoned_total", MC_COUNTER,                                         \
 	  "Writes abandoned when their bytes stopped coming.", true,                            \
 	  (double)p->st.writes_abandoned)                                                       \
+	S("mc_peer_writes_cancelled_total", MC_COUNTER,                                         \
+	  "Writes ended while their bytes came: the master dropped their put.", true,           \
+	  (double)p->st.writes_cancelled)                                                       \
+	S("mc_peer_writes_expired_total", MC_COUNTER,                                           \
+	  "Writes ended while their bytes came: their grant had expired.", true,                \
+	  (double)p->st.writes_expired)                                                         \
 	S("mc_peer_bytes_in_total", MC_COUNTER, "Object bytes written.", true,                  \
 	  (double)p->st.bytes_in)                                                               \
 	S("mc_peer_bytes_out_total", MC_COUNTER, "Object bytes read.", true,                    \

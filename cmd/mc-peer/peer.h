@@ -59,6 +59,8 @@ struct peer_counters {
 	uint64_t writes;
 	uint64_t read_misses;
 	uint64_t writes_abandoned; /* stalled past --write-timeout */
+	uint64_t writes_cancelled; /* their put dropped by the master while the bytes came */
+	uint64_t writes_expired;   /* their bytes still coming past the grant's expiry */
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 	uint64_t registrations;	    /* accepted by the master as a new peer */
@@ -106,6 +108,8 @@ struct peer_marks {
 /* What --promote-on-read does with a read of a copy below DRAM. */
 enum peer_promote { PROMOTE_OFF, PROMOTE_MOVE };
 
+struct pending_write;
+
 struct peer {
 	struct event_base *base;
 	/* This peer's tiers: a medium for each it holds, NULL for the others. */
@@ -144,6 +148,8 @@ struct peer {
 	bool fault_inject;
 	bool stopping;
 	uint64_t write_timeout_ms; /* --write-timeout; 0: none */
+	/* writes whose bytes are still coming (dataplane.c), newest first */
+	struct pending_write *writing;
 	/*
 	 * --ready-fd, written once the master has accepted the first
 	 * registration (a peer the master does not know serves nobody),
@@ -165,6 +171,14 @@ struct peer {
  * ranked.c), ended by NULL.
  */
 extern const struct mc_method peer_data_methods[];
+
+/*
+ * The master dropped k (at most its version, or any): the writes of it
+ * whose bytes are still coming are abandoned, their connections closed
+ * and their room freed (dataplane.c). How many there were.
+ */
+struct pool_key;
+size_t peer_cancel_writes(struct peer *p, const struct pool_key *k);
 extern const struct mc_method *const peer_control_methods[];
 
 /*

@@ -367,3 +367,46 @@ port_of() {
 	mc_start_peer p2 --http 0.0.0.0:0 --insecure
 	[ "$(http_status "http://127.0.0.1:$(port_of p2)/metrics")" = 200 ]
 }
+
+# trickle_put PEER KEY MIB: a put_start of KEY for MIB MiB at the master,
+# then its write to PEER, 10 bytes sent and the rest never (in the
+# background: $TRICKLE is its pid), once the peer holds its room.
+trickle_put() {
+	local out v g
+	truncate -s "$3M" "$BATS_TEST_TMPDIR/$2"
+	out="$(mc-rpc "$MC_MASTER" put_start key="$2" size:=$(($3 << 20)) checksum:=0)"
+	v="$(jq -r .version <<<"$out")"
+	g="$(jq -r '.replicas[0].grant' <<<"$out")"
+	mc-rpc --timeout-ms 30000 --bulk "$BATS_TEST_TMPDIR/$2" --bulk-short 10 "$(mc_addr "$1")" \
+		write tenant=default key="$2" version:="$v" grant:=b64:"$g" \
+		>"$BATS_TEST_TMPDIR/$2.out" 2>&1 3>&- &
+	TRICKLE=$!
+	wait_until 10 eval "[ \"\$(mc_tier_field $1 dram used)\" -ge $(($3 << 20)) ]"
+}
+
+@test "attack: a write still coming when the master abandons its put is ended on the peer, and its room freed" {
+	mc_start_master --http 127.0.0.1:0 --put-timeout 1s
+	# no floor nor stall timeout of the peer's own could end it
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --min-bulk-rate 0 --write-timeout 0
+	trickle_put p1 big 60
+	# the master abandons the put and tells the peer
+	advance_clock 5000
+	wait_until 10 mc_metric_at_least p1 mc_peer_writes_cancelled_total 1
+	wait "$TRICKLE"
+	[ "$(mc_tier_field p1 dram used)" -eq 0 ]
+	# another tenant's put finds the room
+	head -c 50M /dev/urandom >"$BATS_TEST_TMPDIR/other"
+	run -0 mc-cli --tenant other put k "$BATS_TEST_TMPDIR/other"
+}
+
+@test "attack: a write still coming when its grant expires is ended on the peer, though the master's word is lost" {
+	mc_start_master --http 127.0.0.1:0 --grant-ttl 2s --put-timeout 1000h
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --min-bulk-rate 0 --write-timeout 0 \
+		--grant-skew 1s
+	trickle_put p1 big 60
+	advance_clock 10000
+	wait_until 10 mc_metric_at_least p1 mc_peer_writes_expired_total 1
+	wait "$TRICKLE"
+	[ "$(mc_tier_field p1 dram used)" -eq 0 ]
+	[ "$(mc_metric p1 mc_peer_writes_cancelled_total)" -eq 0 ]
+}

@@ -117,6 +117,12 @@ test_expiry_across_clocks(void)
 	       "expiry: the skew is allowed");
 	TAP_OK(mc_grant_verify(&ks, &s, g, sizeof(g), 50000 + 32001, 2000) == MC_GRANT_EXPIRED,
 	       "expiry: past expiry and skew is expired");
+	TAP_OK(mc_grant_local_expiry(&ks, g, sizeof(g)) == 50000 + 30000,
+	       "expiry: on the peer's own clock, through the offset");
+	g[1] ^= 1; /* another key generation */
+	TAP_OK(mc_grant_local_expiry(&ks, g, sizeof(g)) == 0 &&
+		       mc_grant_local_expiry(&ks, g, sizeof(g) - 1) == 0,
+	       "expiry: none for a grant of an unknown key or the wrong length");
 }
 
 static void

@@ -114,5 +114,11 @@ void mc_grant_keys_add(struct mc_grant_keys *ks, uint32_t gen,
 /* Check grant (glen bytes) against scope at local time now, allowing skew_ms. */
 int mc_grant_verify(const struct mc_grant_keys *ks, const struct mc_grant_scope *scope,
 		    const void *grant, size_t glen, uint64_t now, uint64_t skew_ms);
+/*
+ * When a grant mc_grant_verify passed expires on this peer's clock (the
+ * clock of its now), without the skew; 0 for one it could not have
+ * passed.
+ */
+uint64_t mc_grant_local_expiry(const struct mc_grant_keys *ks, const void *grant, size_t glen);
 
 #endif
