@@ -39,9 +39,13 @@
 #include "mc/err.h"
 #include "mc/log.h"
 #include "mc/opt.h"
+#include "mc/proto.h"
 #include "mc/snapshot.h"
 
-#define KEY_CAP 160
+/* a key of MC_KEY_MAX bytes and its NUL: the longest a master takes */
+#define KEY_CAP (MC_KEY_MAX + 1)
+/* the digits key_name appends to --prefix */
+#define KEY_DIGITS 6
 #define SHOW_BAD 5
 
 static struct {
@@ -602,6 +606,8 @@ main(int argc, char **argv)
 		mc_die(MC_EXIT_USAGE, "invalid --max-size: below --min-size");
 	if (fo.batch == 0 || fo.batch > 65536)
 		mc_die(MC_EXIT_USAGE, "invalid --batch '%" PRIu64 "': must be 1..65536", fo.batch);
+	if (strlen(fo.prefix) + KEY_DIGITS > MC_KEY_MAX)
+		mc_die(MC_EXIT_USAGE, "invalid --prefix: keys would be over %d bytes", MC_KEY_MAX);
 	if (strcmp(cmd, "softpin") == 0) {
 		if (argc - i != 2)
 			mc_die(MC_EXIT_USAGE, "softpin needs IN and OUT");
