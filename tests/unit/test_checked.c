@@ -66,11 +66,23 @@ test_add(void)
 	}
 }
 
+static void
+test_mul(void)
+{
+	TAP_OK(mc_mul_sat(3, 4) == 12 && mc_mul_sat(0, MAX) == 0 && mc_mul_sat(MAX, 1) == MAX &&
+		       mc_mul_sat(1ull << 32, (1ull << 32) - 1) == MAX - ((1ull << 32) - 1),
+	       "mul_sat: exact up to the maximum");
+	TAP_OK(mc_mul_sat(1ull << 32, 1ull << 32) == MAX && mc_mul_sat(MAX, 2) == MAX &&
+		       mc_mul_sat(MAX / 4096 + 1, 4096) == MAX,
+	       "mul_sat: past it, saturates instead of wrapping to a few bytes");
+}
+
 int
 main(void)
 {
 	test_div_up();
 	test_round_up();
 	test_add();
+	test_mul();
 	return tap_done();
 }

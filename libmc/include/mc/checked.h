@@ -13,6 +13,7 @@
  *                what things take: both saturate at UINT64_MAX, a
  *                footprint no tier can have, so a comparison with a
  *                capacity refuses it instead of passing a wrapped one;
+ *   mc_mul_sat   a count of things at a size each, saturating likewise;
  *   mc_add_over  a counter's next value, refused (true) when it would
  *                wrap, for a check made before the counter moves.
  */
@@ -49,6 +50,15 @@ mc_add_sat(uint64_t a, uint64_t b)
 	uint64_t out;
 
 	return __builtin_add_overflow(a, b, &out) ? UINT64_MAX : out;
+}
+
+/* a * b, UINT64_MAX when that does not fit. */
+static inline uint64_t
+mc_mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t out;
+
+	return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
 }
 
 /* Whether a + b wraps; *out is the sum when it does not (untouched when it does). */
