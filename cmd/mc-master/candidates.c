@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/checked.h"
 #include "mc/clock.h"
 #include "mc/checksum.h"
 #include "mc/planner.h"
@@ -302,7 +303,8 @@ add_object(struct cand_build *b, const struct cand_filter *f, const struct mobj 
 			c.tenant = b->tenant_ids[o->tenant];
 			c.type = b->type_ids[o->type];
 			c.version = o->version;
-			c.bytes = o->size;
+			c.bytes = f->charged ? mc_add_sat(o->size, store_meta_cost(o->key_len))
+					     : o->size;
 			c.created = o->created;
 			c.last_access = o->last_access;
 			c.access_seq = o->access_seq;

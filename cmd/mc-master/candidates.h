@@ -27,6 +27,12 @@ struct master;
 /* Which copies to include; a zeroed filter includes every one. */
 struct cand_filter {
 	bool by_peer, by_tier, by_tenant;
+	/*
+	 * A record weighs what its tenant is charged for the object (its
+	 * bytes, key and overhead, store_meta_cost), not its bytes alone:
+	 * a tenant's and the store's rounds, which free charge and objects.
+	 */
+	bool charged;
 	uint32_t peer;	 /* a peer id */
 	int tier;	 /* enum tier */
 	uint32_t tenant; /* a tenant id */

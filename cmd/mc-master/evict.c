@@ -360,6 +360,34 @@ store_target(struct master *m, struct job *j)
 }
 
 /*
+ * A tenant's usage and low mark, in charged bytes (its objects' bytes,
+ * keys and overheads): its quota's low mark, or the charge its objects
+ * above --max-objects-per-tenant's low mark take at their mean charge
+ * gone, whichever is lower. False when it has neither quota nor cap.
+ */
+static bool
+tenant_usage(struct master *m, uint32_t tenant, uint64_t *used, uint64_t *low)
+{
+	uint64_t quota = quota_of(m, tenant), cap = m->cfg.max_objects_per_tenant, keep;
+	const struct tenant *t;
+
+	if (tenant >= m->store->ntenants || (quota == 0 && cap == 0))
+		return false;
+	t = &m->store->tenants[tenant];
+	*used = store_tenant_charge(t);
+	*low = quota != 0 ? (uint64_t)((double)quota * m->cfg.evict_low) : UINT64_MAX;
+	keep = (uint64_t)((double)cap * m->cfg.evict_low);
+	if (cap != 0 && t->objects > keep) {
+		uint64_t over = mc_mul_sat(t->objects - keep, *used / t->objects);
+		uint64_t at = over < *used ? *used - over : 0;
+
+		if (at < *low)
+			*low = at;
+	}
+	return true;
+}
+
+/*
  * A scope's round, as it starts: the target is the usage above the low
  * mark plus what the waiting puts need, so that once they are placed the
  * scope sits at its low mark; bytes, however many keys that takes. False
@@ -379,12 +407,8 @@ scope_target(struct master *m, struct job *j)
 		snprintf(rd->scope, sizeof(rd->scope), "peer %u %s", j->filter.peer,
 			 mc_tier_name(j->filter.tier));
 	} else {
-		uint64_t quota = quota_of(m, j->filter.tenant);
-
-		if (quota == 0 || j->filter.tenant >= m->store->ntenants)
+		if (!tenant_usage(m, j->filter.tenant, &used, &low))
 			return false;
-		used = m->store->tenants[j->filter.tenant].bytes;
-		low = (uint64_t)((double)quota * m->cfg.evict_low);
 		snprintf(rd->scope, sizeof(rd->scope), "tenant %.50s",
 			 m->store->tenants[j->filter.tenant].name);
 	}
@@ -479,6 +503,16 @@ scope_round(struct master *m, int trigger, int kind, const struct cand_filter *f
 		return 0;
 	}
 	return seq;
+}
+
+/* The tenant's round, for its quota or its cap; its records weigh what the tenant is charged. */
+static uint64_t
+tenant_round(struct master *m, uint32_t tenant, uint64_t need)
+{
+	struct cand_filter f = { .by_tenant = true, .tenant = tenant, .charged = true };
+
+	return scope_round(m, TRIG_QUOTA, SCOPE_TENANT, &f,
+			   evict_scope_key(SCOPE_TENANT, 0, 0, tenant), need);
 }
 
 static uint64_t
@@ -702,10 +736,10 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 {
 	uint64_t quota = quota_of(m, tenant), after;
 	const struct tenant *t = &m->store->tenants[tenant];
-	struct cand_filter f = { .by_tenant = true, .tenant = tenant };
 
 	/* a sum that would wrap is over any quota */
-	if (quota == 0 || add == 0 || (!mc_add_over(t->bytes, add, &after) && after <= quota))
+	if (quota == 0 || add == 0 ||
+	    (!mc_add_over(store_tenant_charge(t), add, &after) && after <= quota))
 		return 0;
 	/* It would not fit in an empty tenant: evicting would only lose the cache. */
 	if (add > quota)
@@ -714,12 +748,29 @@ evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *rou
 				  (unsigned long long)add, t->name, (unsigned long long)quota);
 	*helps = true;
 	if (round != NULL)
-		*round = scope_round(m, TRIG_QUOTA, SCOPE_TENANT, &f,
-				     evict_scope_key(SCOPE_TENANT, 0, 0, tenant), add);
+		*round = tenant_round(m, tenant, add);
 	return mc_err_set(err, MC_ERR_QUOTA,
 			  "tenant '%s' over its quota: %llu + %llu bytes of %llu; eviction started",
-			  t->name, (unsigned long long)t->bytes, (unsigned long long)add,
-			  (unsigned long long)quota);
+			  t->name, (unsigned long long)store_tenant_charge(t),
+			  (unsigned long long)add, (unsigned long long)quota);
+}
+
+int
+evict_tenant_objects_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round,
+			   bool *helps, struct mc_err *err)
+{
+	uint64_t cap = m->cfg.max_objects_per_tenant;
+	const struct tenant *t = &m->store->tenants[tenant];
+
+	if (cap == 0 || t->objects < cap)
+		return 0;
+	*helps = true;
+	if (round != NULL)
+		*round = tenant_round(m, tenant, add);
+	return mc_err_set(err, MC_ERR_QUOTA,
+			  "tenant '%s' holds %llu objects, its --max-objects-per-tenant %llu; "
+			  "eviction started",
+			  t->name, (unsigned long long)t->objects, (unsigned long long)cap);
 }
 
 int

@@ -89,14 +89,25 @@ void evict_stalled(struct master *m, struct peer *p, uint8_t tiers);
  */
 uint64_t evict_no_space(struct master *m, uint64_t size, unsigned replicas, int tier, bool *helps);
 /*
- * A put of add bytes (net of the version it replaces) by tenant: 0 when
- * within its quota; else -1 with MC_ERR_QUOTA in err, *helps telling
+ * A put of add bytes (net of the version it replaces; a new object adds
+ * its key and STORE_OBJECT_OVERHEAD, store_meta_cost) by tenant: 0 when
+ * its charge (store_tenant_charge) stays within its quota; else -1 with
+ * MC_ERR_QUOTA in err, *helps telling
  * whether eviction could make room (not for a put larger than the whole
  * quota), and when round is not NULL the tenant's round joined or
  * queued, *round its seq (0: none, the scope is stalled).
  */
 int evict_quota_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round, bool *helps,
 		      struct mc_err *err);
+/*
+ * A put by tenant that would create a new object of add charged bytes:
+ * 0 when the tenant holds fewer than --max-objects-per-tenant (or there
+ * is no such cap); else -1 with MC_ERR_QUOTA in err, *helps set, and
+ * when round is not NULL the tenant's round joined or queued (the one
+ * its quota starts: it evicts down to the low watermark of both).
+ */
+int evict_tenant_objects_check(struct master *m, uint32_t tenant, uint64_t add, uint64_t *round,
+			       bool *helps, struct mc_err *err);
 /*
  * A put that would create a new object: 0 when the store holds fewer than
  * --max-objects (or there is no such budget); else -1 with

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/checked.h"
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -243,7 +244,7 @@ job_finish(struct master *m, struct job *j)
 			"%llu fallbacks run",
 			evict_trigger_names[j->trigger],
 			(unsigned long long)j->exec.evicted_objects,
-			(unsigned long long)j->exec.evicted_bytes, (double)(end - j->t0) / 1e6,
+			(unsigned long long)j->data_bytes, (double)(end - j->t0) / 1e6,
 			(unsigned long long)j->exec.fallbacks);
 	}
 	/*
@@ -264,7 +265,7 @@ job_finish(struct master *m, struct job *j)
 		mc_metric_add(e->young_bytes, (double)j->young.taken_bytes);
 	}
 	answer(j);
-	e->totals.evicted_bytes += j->exec.evicted_bytes;
+	e->totals.evicted_bytes += j->data_bytes;
 	e->totals.evicted_objects += j->exec.evicted_objects;
 	e->running = NULL;
 	e->done_seq = j->seq;
@@ -401,13 +402,22 @@ object_bytes(const struct master *m, const struct mobj *o)
 	return sum;
 }
 
+/* What evicting o frees beyond its bytes in j's unit: its key and overhead in a charged round. */
+static uint64_t
+victim_meta(const struct job *j, const struct mobj *o)
+{
+	return j->filter.charged ? store_meta_cost(o->key_len) : 0;
+}
+
 /*
  * Evict one victim: the copy it names, or for a member of a group every
- * copy of every member. Returns -1 with *reason when it must stay.
+ * copy of every member. Returns -1 with *reason when it must stay;
+ * else *bytes is what went, in the plan's unit: the bytes, with *meta
+ * the keys and overheads a charged round counts too.
  */
 static int
 evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t vi,
-	     uint64_t *bytes, uint64_t *copies, int *reason)
+	     uint64_t *bytes, uint64_t *meta, uint64_t *copies, int *reason)
 {
 	const struct mc_cand *c = &j->plan.view.c[vi];
 	const char *key = mc_cand_key(&j->plan.view, c);
@@ -477,12 +487,13 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 				return -1;
 			}
 			/* All or none: the whole group goes, every copy of every member. */
-			*bytes = *copies = 0;
+			*bytes = *meta = *copies = 0;
 			while (g->n > 0) {
 				struct mobj *mo = g->members[g->n - 1];
 				bool last = g->n == 1;
 
 				*bytes += object_bytes(m, mo);
+				*meta += victim_meta(j, mo);
 				*copies += mo->nrep;
 				if (mc_young_is(m->cfg.young, mo->committed, now))
 					mc_young_take(&j->young, object_bytes(m, mo));
@@ -497,6 +508,7 @@ evict_victim(struct master *m, struct job *j, const struct mc_stage *s, uint32_t
 	/* A copy left moving counts as freed: its bytes are going, and a round no longer counts them. */
 	/* Plans speak in object bytes; a tier's used counts footprints, which free at least that. */
 	*bytes = ops_rep_size(m, o, &obj_creps(o)[i]);
+	*meta = victim_meta(j, o);
 	*copies = 1;
 	young = mc_young_is(m->cfg.young, o->committed, now);
 	if (!ops_rep_evict(m, o, i)) {
@@ -537,7 +549,7 @@ exec_slice(struct master *m, struct job *j, struct mc_err *err)
 
 	for (;;) {
 		const struct mc_stage *s;
-		uint64_t bytes = 0, copies = 0;
+		uint64_t bytes = 0, meta = 0, copies = 0;
 		uint32_t vi;
 		bool started;
 		int reason, rc;
@@ -549,8 +561,9 @@ exec_slice(struct master *m, struct job *j, struct mc_err *err)
 			return rc;
 		if (started)
 			mc_metric_inc(e->fallbacks[scope_depth(s->scope)]);
-		if (evict_victim(m, j, s, vi, &bytes, &copies, &reason) == 0) {
-			mc_plan_exec_evicted(&j->exec, bytes, copies);
+		if (evict_victim(m, j, s, vi, &bytes, &meta, &copies, &reason) == 0) {
+			mc_plan_exec_evicted(&j->exec, mc_add_sat(bytes, meta), copies);
+			j->data_bytes += bytes;
 			mc_metric_add(e->bytes[pass_of(s)][j->trigger], (double)bytes);
 			mc_metric_add(e->objects[pass_of(s)][j->trigger], (double)copies);
 		} else {

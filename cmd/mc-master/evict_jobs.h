@@ -131,7 +131,9 @@ struct job {
 	char planner_why[MC_ERR_MSG_MAX];
 	/* execute */
 	struct mc_report report;
-	struct mc_plan_exec exec;     /* the cursor over the plan, filling report */
+	struct mc_plan_exec exec; /* the cursor over the plan, filling report */
+	/* the victims' bytes (a charged round's cursor also counts their keys and overheads) */
+	uint64_t data_bytes;
 	int64_t *tenant_of, *peer_of; /* per plan name id: -2 unresolved, -1 unknown */
 	int8_t *tier_of;
 	struct mc_htab done; /* identities of copies this job evicted */

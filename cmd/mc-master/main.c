@@ -286,6 +286,10 @@ main(int argc, char **argv)
 		  "the "
 		  "low one, and a new object at N waits for it (default 0: no budget)",
 		  mc_set_u64, &m.cfg.max_objects },
+		{ "max-objects-per-tenant", 0, "N", NULL,
+		  "one tenant holds at most N objects: a new one at N waits for a round among "
+		  "that tenant's own (default 0: no cap)",
+		  mc_set_u64, &m.cfg.max_objects_per_tenant },
 		{ "max-object-size", 0, "SIZE", NULL,
 		  "refuse a put larger than SIZE (default: the largest tier of a live peer)",
 		  mc_set_size, &m.cfg.max_object_size },

@@ -111,11 +111,12 @@ struct master_cfg {
 	double evict_high, evict_low; /* watermarks, fractions of a tier's capacity */
 	bool evict_marks;	      /* one of them given: tiers run them, not the headroom band */
 	uint64_t max_objects;	      /* the store's budget of objects; 0: none */
-	uint64_t max_object_size;     /* a put's size at most; 0: what the largest tier holds */
-	double evict_lowerbound;      /* automatic rounds' lowerbound fraction; < 0: the policy's */
-	int evict_slice;	      /* victims per slice of execution */
-	uint64_t max_evict_bytes;     /* an automatic round's target at most; 0: no cap */
-	uint64_t young;		      /* ms: --young (mc/young.h) */
+	uint64_t max_objects_per_tenant; /* one tenant's objects at most; 0: no cap */
+	uint64_t max_object_size;	 /* a put's size at most; 0: what the largest tier holds */
+	double evict_lowerbound;  /* automatic rounds' lowerbound fraction; < 0: the policy's */
+	int evict_slice;	  /* victims per slice of execution */
+	uint64_t max_evict_bytes; /* an automatic round's target at most; 0: no cap */
+	uint64_t young;		  /* ms: --young (mc/young.h) */
 	uint32_t max_tenants, max_types; /* the store's (master_start's arguments) */
 };
 

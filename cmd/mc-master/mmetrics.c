@@ -53,6 +53,10 @@ collect(struct mc_metrics *r, void *arg)
 		const struct tenant *t = &s->tenants[i];
 		gauge(r, "mc_tenant_bytes", "Bytes of objects per tenant.", "tenant", t->name,
 		      (double)t->bytes);
+		gauge(r, "mc_tenant_meta_bytes",
+		      "Keys and per-object overhead per tenant, charged to its quota beside its "
+		      "bytes.",
+		      "tenant", t->name, (double)t->meta_bytes);
 		gauge(r, "mc_tenant_objects", "Objects per tenant.", "tenant", t->name,
 		      (double)t->objects);
 		gauge(r, "mc_tenant_connections",

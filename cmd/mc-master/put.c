@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/checked.h"
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/parse.h"
@@ -171,12 +172,18 @@ put_try(struct master *m, uint32_t tenant, const struct put_args *a, struct mc_r
 		return mc_err_set(err, MC_ERR_EXISTS, "key exists");
 	if (o != NULL && o->writing)
 		return mc_err_set(err, MC_ERR_BUSY, "key is being written");
+	/* A new object is charged its key and overhead too: objects of no bytes are not free. */
+	add = o == NULL		  ? mc_add_sat(a->size, store_meta_cost(a->klen))
+	      : a->size > o->size ? a->size - o->size
+				  : 0;
 	/* A new object past --max-objects waits for the store's round. */
 	if (o == NULL &&
 	    evict_objects_check(m, trigger ? &room->round : NULL, &room->helps, err) != 0)
 		return -1;
-	/* Over its quota, a tenant makes room among its own copies first. */
-	add = o == NULL ? a->size : a->size > o->size ? a->size - o->size : 0;
+	/* At its cap or over its quota, a tenant makes room among its own copies first. */
+	if (o == NULL && evict_tenant_objects_check(m, tenant, add, trigger ? &room->round : NULL,
+						    &room->helps, err) != 0)
+		return -1;
 	if (evict_quota_check(m, tenant, add, trigger ? &room->round : NULL, &room->helps, err) !=
 	    0)
 		return -1;

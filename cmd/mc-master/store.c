@@ -371,6 +371,8 @@ store_create(struct store *s, uint64_t hash, uint32_t tenant, const char *key, s
 	s->tenants[tenant].objects++;
 	/* the put's checks keep these far from 2^64; saturating, a missed one still cannot wrap */
 	s->tenants[tenant].bytes = mc_add_sat(s->tenants[tenant].bytes, size);
+	s->tenants[tenant].meta_bytes =
+		mc_add_sat(s->tenants[tenant].meta_bytes, store_meta_cost(len));
 	s->bytes = mc_add_sat(s->bytes, size);
 	/* the blocks that name it as parent are orphans no more */
 	recency_parent(&s->rank, o, hash, false);
@@ -406,8 +408,13 @@ store_destroy_unlinked(struct store *s, struct mobj *o)
 	if (o->writing)
 		store_pending_del(s, o);
 	group_remove(s, o);
-	s->tenants[o->tenant].objects--;
-	s->tenants[o->tenant].bytes -= o->size;
+	struct tenant *t = &s->tenants[o->tenant];
+	uint64_t meta = store_meta_cost(o->key_len);
+
+	t->objects--;
+	t->bytes -= o->size;
+	/* a sum that saturated cannot give back exactly: it stops at 0, never wraps */
+	t->meta_bytes = t->meta_bytes > meta ? t->meta_bytes - meta : 0;
 	s->bytes -= o->size;
 	if (o->rep_cap > 1)
 		free(o->rep.many);
@@ -538,6 +545,10 @@ store_resize(struct store *s, struct mobj *o, uint64_t size)
 
 /* A replica's flags share one byte: a million objects' replicas stay 24 bytes each. */
 _Static_assert(sizeof(struct mrep) == 24, "struct mrep grew");
+/* The charge covers what an object holds for sure: itself, its table slot, a recency node. */
+_Static_assert(sizeof(struct mobj) + sizeof(struct mc_htab_slot) + sizeof(struct rank_node) <=
+		       STORE_OBJECT_OVERHEAD,
+	       "struct mobj grew past STORE_OBJECT_OVERHEAD: measure it again");
 
 struct mrep *
 store_rep_add(struct mobj *o)

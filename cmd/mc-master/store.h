@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mc/checked.h"
 #include "mc/err.h"
 #include "mc/hash.h"
 #include "mc/history.h"
@@ -155,11 +156,23 @@ struct pending {
 	uint64_t sp_ttl;   /* ms, for enable */
 };
 
+/*
+ * What one object costs the master beyond its key, charged to its
+ * tenant with the key (store_meta_cost), so that objects of no bytes
+ * are not free. Measured on a master: 40,000 empty objects with 7-byte
+ * keys raised its RSS by 255 bytes each, 20,000 with 4,006-byte keys by
+ * 4,298 (292 past the key). Most of it is struct mobj (160 bytes), its
+ * slot in the object table (16 bytes at 3/8 to 3/4 load), the recency
+ * node of its copy (32) and malloc's header.
+ */
+#define STORE_OBJECT_OVERHEAD 256u
+
 struct tenant {
 	char *name;
 	uint64_t objects;
-	uint64_t bytes;
-	uint64_t quota; /* 0: none; from --quota-file, enforced by quota rounds (evict.c) */
+	uint64_t bytes;	     /* its objects' sizes */
+	uint64_t meta_bytes; /* its objects' keys and overheads (store_meta_cost) */
+	uint64_t quota;	     /* 0: none; from --quota-file, enforced by quota rounds (evict.c) */
 	/* the data types its puts named: a tenant may not fill the type table alone */
 	uint64_t types_used[TYPES_MAX / 64];
 	uint32_t ntypes;
@@ -252,6 +265,20 @@ void store_rep_del(struct mobj *o, unsigned i);
 struct pending *store_pending_get(const struct store *s, const struct mobj *o);
 struct pending *store_pending_new(struct store *s, struct mobj *o, struct mc_err *err);
 void store_pending_del(struct store *s, struct mobj *o);
+
+/* What an object with a key of key_len bytes costs its tenant beyond its bytes. */
+static inline uint64_t
+store_meta_cost(size_t key_len)
+{
+	return mc_add_sat(key_len, STORE_OBJECT_OVERHEAD);
+}
+
+/* What a tenant's objects cost against its quota: their bytes, keys and overheads. */
+static inline uint64_t
+store_tenant_charge(const struct tenant *t)
+{
+	return mc_add_sat(t->bytes, t->meta_bytes);
+}
 
 /* Change an object's size in its tenant's and the store's byte totals. */
 void store_resize(struct store *s, struct mobj *o, uint64_t size);

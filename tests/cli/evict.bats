@@ -507,7 +507,8 @@ evict_one_fails() {
 }
 
 @test "a put over its tenant's quota waits for a round inside that tenant" {
-	printf 'A 40KiB # ten objects\n' >"$BATS_TEST_TMPDIR/quotas"
+	# ten objects: 4 KiB each, charged with its 8-byte key and 256 bytes of overhead
+	printf 'A 43600\n' >"$BATS_TEST_TMPDIR/quotas"
 	mc_start_master --http 127.0.0.1:0 --quota-file "$BATS_TEST_TMPDIR/quotas" \
 		--evict-low-watermark 0.5 --put-wait 10s
 	mc_start_peers 1
@@ -518,7 +519,7 @@ evict_one_fails() {
 	[ "$(count_present A q/ 10)" -le 5 ]
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="quota"}')" -eq 1 ]
 	# stat shows the quota
-	mc-cli -t A --json stat | jq -e '.. | objects | select(.quota_bytes? == 40960)' >/dev/null
+	mc-cli -t A --json stat | jq -e '.. | objects | select(.quota_bytes? == 43600)' >/dev/null
 	# an object larger than the whole quota is refused at once, without a round
 	head -c $((11 * OBJ)) /dev/zero >"$BATS_TEST_TMPDIR/huge"
 	run mc-cli -t A put huge "$BATS_TEST_TMPDIR/huge"
@@ -529,7 +530,8 @@ evict_one_fails() {
 }
 
 @test "with --put-wait 0 a put over quota fails at once and its round runs" {
-	printf 'A 40KiB # ten objects\n' >"$BATS_TEST_TMPDIR/quotas"
+	# ten objects: 4 KiB each, charged with its 8-byte key and 256 bytes of overhead
+	printf 'A 43600\n' >"$BATS_TEST_TMPDIR/quotas"
 	mc_start_master --http 127.0.0.1:0 --quota-file "$BATS_TEST_TMPDIR/quotas" \
 		--evict-low-watermark 0.5 --put-wait 0
 	mc_start_peers 1

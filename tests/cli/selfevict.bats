@@ -133,9 +133,11 @@ metric_is() {
 	mc-cli evict --target 10000 >/dev/null
 	wait_until 10 used_is "$id" 90000
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="manual"}')" -eq 1 ]
-	# a put over the tenant's quota starts its round, on this peer's copies
+	# a put over the tenant's quota starts its round, on this peer's copies; the
+	# charge is the 180 objects' 90000 bytes and each one's key and 256 bytes of
+	# overhead, and the put's 100 bytes and its own
 	run -1 mc-rpc "$MC_MASTER" put_start key=over size:=100
-	assert_output --partial "over its quota: 90000 + 100 bytes of 60000; eviction started"
+	assert_output --partial "over its quota: 136720 + 360 bytes of 60000; eviction started"
 	wait_until 10 metric_is 'mc_evict_rounds_total{trigger="quota"}' 1
 	# down to the quota's low mark, 50% of it
 	wait_until 10 used_at_most "$id" 30000

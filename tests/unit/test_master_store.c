@@ -140,6 +140,48 @@ test_clock_and_chains(void)
 	store_destroy(&s, u);
 }
 
+/*
+ * What a tenant is charged: its bytes, and each object's key and
+ * STORE_OBJECT_OVERHEAD, from creation to destruction; sums near 2^64
+ * saturate and never wrap, neither up nor on the way back down.
+ */
+static void
+test_charge(void)
+{
+	const uint64_t max = UINT64_MAX;
+	struct mc_err err;
+	int64_t t = store_tenant_intern(&s, "charged", 7, &err);
+	struct tenant *tn = &s.tenants[t];
+	struct mobj *a = create((uint32_t)t, "empty", 0, NULL),
+		    *b = create((uint32_t)t, "x", 10, NULL);
+
+	TAP_OK(a != NULL && b != NULL && tn->bytes == 10 &&
+		       tn->meta_bytes == 5 + 1 + 2 * STORE_OBJECT_OVERHEAD &&
+		       store_tenant_charge(tn) == 10 + 6 + 2 * STORE_OBJECT_OVERHEAD,
+	       "charge: an object of no bytes costs its key and %u bytes of overhead",
+	       STORE_OBJECT_OVERHEAD);
+	store_destroy(&s, a);
+	TAP_OK(tn->meta_bytes == 1 + STORE_OBJECT_OVERHEAD && tn->bytes == 10,
+	       "charge: a destroyed object gives its key and overhead back");
+	TAP_OK(store_meta_cost(max) == max && store_meta_cost(max - STORE_OBJECT_OVERHEAD) == max &&
+		       store_meta_cost(max - STORE_OBJECT_OVERHEAD - 1) == max - 1,
+	       "charge: a key's cost saturates at 2^64 - 1");
+	tn->bytes = max - 5;
+	TAP_OK(store_tenant_charge(tn) == max, "charge: bytes near 2^64 and keys saturate the sum");
+	tn->meta_bytes = max - 100;
+	a = create((uint32_t)t, "near", 50, NULL);
+	TAP_OK(a != NULL && tn->bytes == max && tn->meta_bytes == max &&
+		       store_tenant_charge(tn) == max,
+	       "charge: counters near 2^64 saturate as an object is created, never wrap");
+	tn->meta_bytes = 10;
+	store_destroy(&s, a);
+	TAP_OK(tn->meta_bytes == 0, "charge: a count that saturated stops at 0 coming back down");
+	tn->bytes = 10;
+	store_destroy(&s, b);
+	TAP_OK(tn->objects == 0 && tn->bytes == 0 && tn->meta_bytes == 0,
+	       "charge: all gone, nothing charged");
+}
+
 /* --max-tenants and --max-types-per-tenant: tenants and types made on first use, capped. */
 static void
 test_caps(void)
@@ -182,6 +224,7 @@ main(void)
 	test_groups();
 	test_clock_and_chains();
 	test_caps();
+	test_charge();
 	store_free(&s);
 	return tap_done();
 }
