@@ -332,26 +332,76 @@ round_cap(const struct master *m, uint64_t target)
 }
 
 /*
+ * The level a store's round cuts tenants down to so that `free` objects
+ * go: the highest x at which the tenants' objects above x add up to
+ * free at least (max-min fairness over equal shares). It is never below
+ * a tenant's fair share, the objects to keep divided among the tenants
+ * that hold any: one under its share gives nothing while another is
+ * above the level. A binary search over at most TENANTS_MAX counts.
+ */
+static uint64_t
+fair_level(const struct store *s, uint64_t free)
+{
+	uint64_t lo = 0, hi = 0;
+
+	for (uint32_t t = 0; t < s->ntenants; t++)
+		if (s->tenants[t].objects > hi)
+			hi = s->tenants[t].objects;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2, above = 0;
+
+		for (uint32_t t = 0; t < s->ntenants; t++)
+			if (s->tenants[t].objects > mid)
+				above = mc_add_sat(above, s->tenants[t].objects - mid);
+		if (above >= free)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/*
  * The store's round: the objects above the budget's low mark, plus one
- * for each put waiting on it. Plans count bytes, so the target is those
- * objects at the store's mean object size; the round's record gives the
- * store's bytes against the low mark at that size.
+ * for each put waiting on it, taken from the tenant furthest over its
+ * fair share (the one with the most objects), down to the fair level
+ * (fair_level); the next round, if one is needed, takes from the next.
+ * Plans count bytes, so the round is that tenant's, in charged bytes
+ * (its objects' bytes, keys and overheads), and the target is the
+ * objects to take at its mean charge.
  */
 static bool
 store_target(struct master *m, struct job *j)
 {
+	const struct store *s = m->store;
 	struct mc_round *rd = &j->round;
-	uint64_t count = m->store->objects.count, want = mc_add_sat(count, j->waiting);
-	uint64_t low = (uint64_t)((double)m->cfg.max_objects * m->cfg.evict_low), mean;
+	uint64_t count = s->objects.count, want = mc_add_sat(count, j->waiting);
+	uint64_t low = (uint64_t)((double)m->cfg.max_objects * m->cfg.evict_low);
+	uint64_t free, level, take, mean, charge;
+	uint32_t most = 0;
 
 	if (m->cfg.max_objects == 0 || count == 0 || want <= low)
 		return false;
-	mean = m->store->bytes / count > 0 ? m->store->bytes / count : 1;
-	snprintf(rd->scope, sizeof(rd->scope), "store of %llu objects", (unsigned long long)count);
-	rd->usage_at_start = m->store->bytes;
-	rd->low = low * mean;
-	rd->waiting = j->waiting * mean;
-	rd->target = round_cap(m, (want - low) * mean);
+	free = want - low;
+	level = fair_level(s, free);
+	for (uint32_t t = 1; t < s->ntenants; t++)
+		if (s->tenants[t].objects > s->tenants[most].objects)
+			most = t;
+	if (s->tenants[most].objects <= level)
+		return false;
+	take = s->tenants[most].objects - level < free ? s->tenants[most].objects - level : free;
+	charge = store_tenant_charge(&s->tenants[most]);
+	mean = charge / s->tenants[most].objects > 0 ? charge / s->tenants[most].objects : 1;
+	j->filter.by_tenant = true;
+	j->filter.tenant = most;
+	snprintf(rd->scope, sizeof(rd->scope), "store, tenant %.48s", s->tenants[most].name);
+	rd->usage_at_start = charge;
+	/* the waiting puts' share of it, which young copies may have to make (sort_young) */
+	rd->waiting = mc_mul_sat(j->waiting < take ? j->waiting : take, mean);
+	rd->target = round_cap(m, mc_mul_sat(take, mean));
+	rd->low = mc_add_sat(charge, rd->waiting) > rd->target
+			  ? mc_add_sat(charge, rd->waiting) - rd->target
+			  : 0;
 	j->target = rd->target;
 	if (m->cfg.evict_lowerbound >= 0)
 		j->lowerbound = (uint64_t)((double)j->target * m->cfg.evict_lowerbound);
@@ -565,10 +615,11 @@ evict_tier_check(struct master *m, uint32_t peer, int tier)
 		check_tier(m, p, tier);
 }
 
+/* The store's round; store_target names the tenant it takes from as it starts. */
 static uint64_t
 store_round(struct master *m, int trigger, uint64_t need)
 {
-	struct cand_filter f = { 0 };
+	struct cand_filter f = { .charged = true };
 
 	return scope_round(m, trigger, SCOPE_STORE, &f, evict_scope_key(SCOPE_STORE, 0, 0, 0),
 			   need);

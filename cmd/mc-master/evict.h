@@ -115,7 +115,11 @@ int evict_tenant_objects_check(struct master *m, uint32_t tenant, uint64_t add, 
  * room, and when round is not NULL the store's round joined or queued,
  * *round its seq (0: none, the scope is stalled). The store's round also
  * starts by itself past --evict-high-watermark of the budget
- * (evict_check_watermarks) and evicts down to the low one.
+ * (evict_check_watermarks) and evicts down to the low one, from the
+ * tenants furthest over their fair share first: each round takes from
+ * the tenant with the most objects, down to the level at which the
+ * others' objects fit, so one under its share (the low mark divided
+ * among the tenants holding objects) loses nothing to another's flood.
  */
 int evict_objects_check(struct master *m, uint64_t *round, bool *helps, struct mc_err *err);
 /* Rounds started, and what they evicted, since the master started. */

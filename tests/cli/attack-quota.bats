@@ -103,3 +103,23 @@ tenant_metric() {
 	run -1 mc-cli -t A put p3 </dev/null
 	assert_output --partial "tenant 'A' holds 2 objects, its --max-objects-per-tenant 2"
 }
+
+@test "attack: under --max-objects one tenant's flood evicts its own objects, not another's under its share" {
+	mc_start_master --http 127.0.0.1:0 --max-objects 300
+	mc_start_peers 1
+	local k
+	for k in $(seq 1 20); do echo "bob $k" | mc-cli -t B put "b$k"; done
+	flood A 1000
+	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="budget"}')" -ge 1 ]
+	[ "$(mc_metric master mc_objects)" -le 300 ]
+	# every one of the other tenant's objects is still there
+	[ "$(mc-cli -t B ls | wc -l)" -eq 20 ]
+	for k in $(seq 1 20); do
+		run -0 mc-cli -t B get "b$k"
+		assert_output "bob $k"
+	done
+	# and its puts, and the flooder's, still work
+	for k in $(seq 1 20); do echo "again $k" | mc-cli -t B put "c$k"; done
+	[ "$(mc-cli -t B ls | wc -l)" -eq 40 ]
+	mc-cli -t A put "${PREFIX}last" </dev/null
+}
