@@ -17,7 +17,7 @@ KEY_LEN=4006
 OVERHEAD=256
 
 setup() {
-	mc_require_bins mc-master mc-peer mc-cli mc-fill mc-snapshot
+	mc_require_bins mc-master mc-peer mc-cli mc-fill mc-snapshot mc-rpc
 	mc_test_dir
 	PREFIX="$(head -c 4000 /dev/zero | tr '\0' k)"
 }
@@ -67,10 +67,17 @@ tenant_metric() {
 	[ "$(tenant_metric mc_tenant_meta_bytes B)" -eq $((1 + OVERHEAD)) ]
 }
 
-@test "attack: the charge is given back as objects go, and recomputed by a restored master" {
+@test "attack: the charge is taken at put_start, given back as objects go, and recomputed by a restored master" {
 	mc_start_master --http 127.0.0.1:0 --snapshot-dir "$BATS_TEST_TMPDIR/snap"
 	mc_start_peers 1
 	flood A 10
+	[ "$(tenant_metric mc_tenant_meta_bytes A)" -eq $((10 * (KEY_LEN + OVERHEAD))) ]
+	# a write in progress is charged, and an abandoned one gives it back
+	run -0 mc-rpc --tenant A "$MC_MASTER" put_start "key=${PREFIX}pending" size:=0 checksum:=1
+	local v
+	v="$(jq -r .version <<<"$output")"
+	[ "$(tenant_metric mc_tenant_meta_bytes A)" -eq $((10 * (KEY_LEN + OVERHEAD) + 4007 + OVERHEAD)) ]
+	mc-rpc --tenant A "$MC_MASTER" put_revoke "key=${PREFIX}pending" version:="$v"
 	[ "$(tenant_metric mc_tenant_meta_bytes A)" -eq $((10 * (KEY_LEN + OVERHEAD))) ]
 	mc-cli -t A rm "${PREFIX}000003"
 	[ "$(tenant_metric mc_tenant_meta_bytes A)" -eq $((9 * (KEY_LEN + OVERHEAD))) ]
