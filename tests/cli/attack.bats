@@ -4,10 +4,13 @@
 # attacker would make it: sizes near 2^64 straight from the wire (through
 # mc-rpc) that must neither wrap a counter nor be placed; floods of
 # connections that never authenticate, from other loopback addresses
-# and other local users, that must not lock out the clients who do;
-# bulk bodies that trickle; files others may write or read. (A write
-# grant replayed is in grants.bats.) Every test here failed before its
-# defence was built.
+# and other local users, that must not lock out the clients who do,
+# on the master and on a peer's data port; bulk bodies that trickle or
+# that a refused request declares huge; writes that outlive their put or
+# their grant; metrics served beyond loopback; files others may write or
+# read. (A write grant replayed is in grants.bats; charges for keys and
+# the store's fair share in attack-quota.bats.) Every test here failed
+# before its defence was built.
 
 load helpers
 
