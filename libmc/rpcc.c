@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,9 @@ struct bulk_ref {
 struct mc_rpcc {
 	struct mc_tconn tc;
 	bool dead;
-	bool write_shut; /* the far end stopped reading: no more requests, answers may wait */
+	/* the far end stopped reading (write_errno): no more requests, answers may be waiting */
+	bool write_shut;
+	int write_errno;
 	char addr[MC_ADDR_MAX];
 	int timeout_ms;
 	uint32_t next_id;
@@ -353,6 +356,7 @@ write_all(struct mc_rpcc *r, const struct mc_bulk_src *v, int n, struct mc_err *
 		if (w < 0 && (errno == EPIPE || errno == ECONNRESET) && r->inflight > 0) {
 			/* the rest is not wanted; what was answered is read next */
 			r->write_shut = true;
+			r->write_errno = errno;
 			return 0;
 		}
 		if (w <= 0)
@@ -403,6 +407,15 @@ mc_rpcc_flush(struct mc_rpcc *r, struct mc_err *err)
 	return rc;
 }
 
+/* Whether bytes (or the end of the stream) wait on the socket now. */
+static bool
+readable_now(const struct mc_rpcc *r)
+{
+	struct pollfd p = { .fd = r->tc.fd, .events = POLLIN };
+
+	return r->tc.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP)) != 0;
+}
+
 /* Read more bytes into the input buffer (blocking). */
 static int
 fill(struct mc_rpcc *r, struct mc_err *err)
@@ -434,6 +447,12 @@ fill(struct mc_rpcc *r, struct mc_err *err)
 					  r->max_msg);
 		}
 	}
+	/*
+	 * Past a write the far end refused, only an answer it sent before
+	 * is read: one already here. None means the write's error stands.
+	 */
+	if (r->write_shut && !readable_now(r))
+		return io_fail(r, err, "cannot write to", r->write_errno);
 	if ((n = read_buf(r, r->in + r->in_end, r->in_cap - r->in_end, err)) < 0)
 		return -1;
 	r->in_end += (size_t)n;

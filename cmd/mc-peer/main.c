@@ -541,6 +541,7 @@ data_start(struct peer *p)
 	}
 	ops.methods = run.data_methods;
 	ops.ctx = p;
+	p->cancel_writes = peer_cancel_writes;
 	lim = cfg.lim;
 	lim.max_conns = cfg.max_conns;
 	/*

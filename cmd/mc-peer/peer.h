@@ -109,6 +109,7 @@ struct peer_marks {
 enum peer_promote { PROMOTE_OFF, PROMOTE_MOVE };
 
 struct pending_write;
+struct pool_key;
 
 struct peer {
 	struct event_base *base;
@@ -151,6 +152,12 @@ struct peer {
 	/* writes whose bytes are still coming (dataplane.c), newest first */
 	struct pending_write *writing;
 	/*
+	 * The master dropped a key: its writes still coming end too
+	 * (peer_cancel_writes, set where the data plane starts, as the
+	 * tasks sit below it; NULL: none are).
+	 */
+	size_t (*cancel_writes)(struct peer *p, const struct pool_key *k);
+	/*
 	 * --ready-fd, written once the master has accepted the first
 	 * registration (a peer the master does not know serves nobody),
 	 * then -1; and the bound data-plane address written to it.
@@ -177,7 +184,6 @@ extern const struct mc_method peer_data_methods[];
  * whose bytes are still coming are abandoned, their connections closed
  * and their room freed (dataplane.c). How many there were.
  */
-struct pool_key;
 size_t peer_cancel_writes(struct peer *p, const struct pool_key *k);
 extern const struct mc_method *const peer_control_methods[];
 

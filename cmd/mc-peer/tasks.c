@@ -45,8 +45,8 @@ free_copy(struct peer *p, const msgpack_object *item, enum pool_reason why, stru
 	}
 	k = (struct pool_key){ tenant.p, tenant.len, key.p, key.len, r == 1, version };
 	/* a drop of a put the master abandoned ends its write too, if the bytes still come */
-	if (why == POOL_DELETE)
-		peer_cancel_writes(p, &k);
+	if (why == POOL_DELETE && p->cancel_writes != NULL)
+		p->cancel_writes(p, &k);
 	pool_evict(&p->pool, &k, why == POOL_DELETE ? MC_TIER_NONE : t, why, &res);
 	return 0;
 }
