@@ -13,7 +13,9 @@
  *
  * The connection is blocking, each read and write timed out after the
  * connect timeout, so a silent daemon turns into MC_ERR_TIMEOUT instead
- * of a hang. Any transport failure leaves the stream at an unknown
+ * of a hang. A watched connection (mc_rpcc_watch_stall) connects with a
+ * short timeout, a tick, and waits tick after tick while bytes move: it
+ * fails only once none moved for its stall timeout. Any transport failure leaves the stream at an unknown
  * position, so the connection is marked dead and every later call fails
  * with MC_ERR_UNAVAILABLE. One failure is read past first: a daemon that
  * refuses a request with a long body answers, then closes instead of
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/clock.h"
 #include "mc/rpcc.h"
 #include "mc/transport.h"
 
@@ -48,6 +51,7 @@ struct mc_rpcc {
 	int write_errno;
 	char addr[MC_ADDR_MAX];
 	int timeout_ms;
+	uint64_t stall_ms; /* 0: a wait of timeout_ms fails; else ticks until this long quiet */
 	uint32_t next_id;
 	uint32_t next_resp; /* id the next response must carry */
 	uint64_t inflight;  /* requests written or queued, not yet answered */
@@ -97,6 +101,9 @@ static int
 io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
 {
 	mark_dead(r);
+	if ((e == EAGAIN || e == EWOULDBLOCK) && r->stall_ms > 0)
+		return mc_err_set(err, MC_ERR_TIMEOUT, "%s %s: stalled, no byte for %llu ms", what,
+				  r->addr, (unsigned long long)r->stall_ms);
 	if (e == EAGAIN || e == EWOULDBLOCK)
 		return mc_err_set(err, MC_ERR_TIMEOUT, "%s %s: timed out after %d ms", what,
 				  r->addr, r->timeout_ms);
@@ -109,6 +116,21 @@ io_fail(struct mc_rpcc *r, struct mc_err *err, const char *what, int e)
 static int sink_fail(struct mc_rpcc *r, struct mc_err *err);
 
 /*
+ * Whether a wait that timed out (errno EAGAIN) is to be waited again:
+ * on a watched connection, until nothing moved for its stall timeout
+ * since quiet_since, when the last bytes moved or the wait began. A
+ * read that waits for all its window (MC_TREAD_ALL) and times out with
+ * part of it returns that part, so bytes that land during a tick make
+ * it at most one tick late.
+ */
+static bool
+keep_waiting(const struct mc_rpcc *r, int e, uint64_t quiet_since)
+{
+	return (e == EAGAIN || e == EWOULDBLOCK) && r->stall_ms > 0 &&
+	       mc_mono_ms() - quiet_since < r->stall_ms;
+}
+
+/*
  * One read of at most max bytes into sink at position at, retried on
  * EINTR: the bytes landed (at least one), or -1 through io_fail when the
  * connection fails, times out or closes, or through sink_fail when the
@@ -118,9 +140,11 @@ static ssize_t
 read_some(struct mc_rpcc *r, struct mc_bulk_sink *sink, uint64_t at, size_t max, unsigned flags,
 	  struct mc_err *err)
 {
+	uint64_t quiet_since = r->stall_ms > 0 ? mc_mono_ms() : 0;
 	ssize_t n;
 
-	while ((n = r->tc.t->read(&r->tc, sink, at, max, flags)) == -1 && errno == EINTR)
+	while ((n = r->tc.t->read(&r->tc, sink, at, max, flags)) == -1 &&
+	       (errno == EINTR || keep_waiting(r, errno, quiet_since)))
 		;
 	if (n == MC_TREAD_SINK_FAILED)
 		return sink_fail(r, err);
@@ -218,6 +242,12 @@ mc_rpcc_close(struct mc_rpcc *r)
 	free(r->bulks);
 	free(r->in);
 	free(r);
+}
+
+void
+mc_rpcc_watch_stall(struct mc_rpcc *r, uint64_t stall_ms)
+{
+	r->stall_ms = stall_ms;
 }
 
 const char *
@@ -337,7 +367,7 @@ mc_rpcc_queued(const struct mc_rpcc *r)
 static int
 write_all(struct mc_rpcc *r, const struct mc_bulk_src *v, int n, struct mc_err *err)
 {
-	uint64_t at = 0;
+	uint64_t at = 0, quiet_since = r->stall_ms > 0 ? mc_mono_ms() : 0;
 
 	for (;;) {
 		size_t max = r->on_bytes != NULL ? METERED_WRITE : SSIZE_MAX / 2;
@@ -351,7 +381,7 @@ write_all(struct mc_rpcc *r, const struct mc_bulk_src *v, int n, struct mc_err *
 		if (n == 0)
 			return 0;
 		w = r->tc.t->write(&r->tc, v, n, at, max);
-		if (w < 0 && errno == EINTR)
+		if (w < 0 && (errno == EINTR || keep_waiting(r, errno, quiet_since)))
 			continue;
 		if (w < 0 && (errno == EPIPE || errno == ECONNRESET) && r->inflight > 0) {
 			/* the rest is not wanted; what was answered is read next */
@@ -361,6 +391,8 @@ write_all(struct mc_rpcc *r, const struct mc_bulk_src *v, int n, struct mc_err *
 		}
 		if (w <= 0)
 			return io_fail(r, err, "cannot write to", w < 0 ? errno : EIO);
+		if (r->stall_ms > 0)
+			quiet_since = mc_mono_ms();
 		at += (uint64_t)w;
 		moved(r, (uint64_t)w);
 	}

@@ -47,6 +47,14 @@ struct mc_transport;
 struct mc_rpcc *mc_rpcc_connect_on(const struct mc_transport *t, const char *addr, int timeout_ms,
 				   struct mc_err *err);
 void mc_rpcc_close(struct mc_rpcc *r);
+/*
+ * Judge r by progress rather than by each wait: r was connected with a
+ * short timeout (a tick, say a quarter of stall_ms), and a read or write
+ * that times out is waited again, tick after tick, until no byte moved
+ * for stall_ms (then MC_ERR_TIMEOUT, "stalled"). A slow transfer that
+ * keeps moving never fails. 0 turns it off.
+ */
+void mc_rpcc_watch_stall(struct mc_rpcc *r, uint64_t stall_ms);
 const char *mc_rpcc_addr(const struct mc_rpcc *r);
 int mc_rpcc_fd(const struct mc_rpcc *r);
 
