@@ -39,6 +39,12 @@
 #define EXIST_CHUNK 1024
 #define LIST_PAGE 1000
 #define DEFAULT_TIMEOUT_MS 30000
+/*
+ * How long a peer may send or take nothing before its copy is given up:
+ * well under the call timeout, so a hung peer leaves time for the next
+ * replica, and far over what a loaded peer pauses between two chunks.
+ */
+#define DEFAULT_STALL_MS 5000
 
 static uint64_t next_client_id; /* atomic */
 static _Thread_local uint64_t tl_id;
@@ -313,6 +319,17 @@ peer_moved(void *arg, uint64_t n)
 			       t->total);
 }
 
+/*
+ * How often a peer connection's wait is judged: a quarter of the stall
+ * timeout, so a stall shows at most a quarter late; it is also the
+ * connect timeout, far over any handshake that is not lost.
+ */
+static int
+stall_tick(int stall_ms)
+{
+	return stall_ms / 4 > 0 ? stall_ms / 4 : 1;
+}
+
 /* A peer connection from the cache, or a new one (*reused tells which). */
 static struct mc_rpcc *
 peer_get(struct conns *t, const char *addr, bool *reused, struct mc_err *err)
@@ -340,9 +357,11 @@ peer_get(struct conns *t, const char *addr, bool *reused, struct mc_err *err)
 		mc_err_set(err, MC_ERR_PROTO, "peer address too long");
 		return NULL;
 	}
-	victim->r = mc_rpcc_connect(addr, t->c->timeout_ms, err);
+	/* its reads and writes fail once no byte moved for stall_ms, checked each tick */
+	victim->r = mc_rpcc_connect(addr, stall_tick(t->c->stall_ms), err);
 	if (!victim->r)
 		return NULL;
+	mc_rpcc_watch_stall(victim->r, (uint64_t)t->c->stall_ms);
 	mc_rpcc_on_bytes(victim->r, peer_moved, t);
 	strcpy(victim->addr, addr);
 	victim->used = ++t->tick;
@@ -486,6 +505,9 @@ mc_client_new(const struct mc_client_opts *given, struct mc_err *err)
 		goto fail;
 	}
 	c->timeout_ms = opts.timeout_ms > 0 ? opts.timeout_ms : DEFAULT_TIMEOUT_MS;
+	c->stall_ms = opts.stall_timeout_ms > 0 ? opts.stall_timeout_ms : DEFAULT_STALL_MS;
+	if (c->stall_ms > c->timeout_ms)
+		c->stall_ms = c->timeout_ms;
 	if (!(t = mc_cl_conns_of(c, err)) || !master_connect(t, err))
 		goto fail;
 	return c;
@@ -528,6 +550,8 @@ mc_client_stats(const struct mc_client *c, struct mc_client_stats *out)
 	size_t n = out->size < sizeof(s) ? out->size : sizeof(s);
 
 	s.put_retries = __atomic_load_n(&c->put_retries, __ATOMIC_RELAXED);
+	s.stalls = __atomic_load_n(&c->stalls, __ATOMIC_RELAXED);
+	s.grant_renewals = __atomic_load_n(&c->grant_renewals, __ATOMIC_RELAXED);
 	if (n > sizeof(size_t))
 		memcpy((char *)out + sizeof(size_t), (char *)&s + sizeof(size_t),
 		       n - sizeof(size_t));
@@ -582,6 +606,26 @@ mc_cl_parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nre
 	}
 	*nrep = a->size;
 	return 0;
+}
+
+static bool
+rep_tried(const struct rep *reps, unsigned tried, uint64_t id)
+{
+	for (unsigned i = 0; i < tried; i++)
+		if (reps[i].id == id)
+			return true;
+	return false;
+}
+
+unsigned
+mc_cl_renewed_reps(struct rep *reps, unsigned tried, const struct rep *fresh, unsigned nfresh)
+{
+	unsigned n = tried;
+
+	for (unsigned i = 0; i < nfresh && n < MC_REPLICAS_MAX; i++)
+		if (!rep_tried(reps, tried, fresh[i].id))
+			reps[n++] = fresh[i];
+	return n;
 }
 
 /* The version a read or write is about, for the data plane. */
@@ -724,6 +768,20 @@ group_start(struct conns *t, const struct wave_ops *ops, struct wave *w, size_t 
 	return false;
 }
 
+/*
+ * Whether the group's connection failed by moving no byte for the
+ * stall timeout, counted: its peer is alive but not moving, so waiting
+ * for it again, as for a stale connection, would only double the stall.
+ */
+static bool
+group_stalled(struct conns *t, const struct wave_group *g)
+{
+	if (g->err.code != MC_ERR_TIMEOUT)
+		return false;
+	__atomic_add_fetch(&t->c->stalls, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 void
 mc_cl_wave_run(struct conns *t, const struct wave_ops *ops, struct wave *w)
 {
@@ -740,7 +798,7 @@ mc_cl_wave_run(struct conns *t, const struct wave_ops *ops, struct wave *w)
 		if (group_start(t, ops, w, gi))
 			continue;
 		/* a cached connection may simply have gone stale: retry once */
-		g->failed = !g->reused || !group_start(t, ops, w, gi);
+		g->failed = group_stalled(t, g) || !g->reused || !group_start(t, ops, w, gi);
 	}
 	for (gi = 0; gi < w->ngroups; gi++) {
 		struct wave_group *g = &w->g[gi];
@@ -757,7 +815,8 @@ mc_cl_wave_run(struct conns *t, const struct wave_ops *ops, struct wave *w)
 		while (group_recv(t, ops, w, gi, &done, &g->err) != 0) {
 			peer_drop(t, g->r);
 			g->r = NULL;
-			if (done != 0 || !g->reused || !group_start(t, ops, w, gi)) {
+			if (group_stalled(t, g) || done != 0 || !g->reused ||
+			    !group_start(t, ops, w, gi)) {
 				group_fail(ops, w, gi, done, &g->err);
 				break;
 			}

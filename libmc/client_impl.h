@@ -66,9 +66,12 @@ struct mc_client {
 	char *token;
 	char *domain;
 	int timeout_ms;
+	int stall_ms;	      /* a peer connection's wait for its next byte, <= timeout_ms */
 	pthread_mutex_t lock; /* guards threads */
 	struct conns *threads;
-	uint64_t put_retries; /* atomic */
+	uint64_t put_retries;	 /* atomic */
+	uint64_t stalls;	 /* atomic */
+	uint64_t grant_renewals; /* atomic */
 	/* mc_client_on_progress */
 	void (*progress)(void *arg, uint64_t moved, uint64_t total);
 	void *progress_arg;
@@ -172,6 +175,15 @@ struct conns *mc_cl_conns_of(struct mc_client *c, struct mc_err *err);
 /* The "replicas" of a master's answer, at most MC_REPLICAS_MAX of them. */
 int mc_cl_parse_replicas(const msgpack_object *body, struct rep *reps, unsigned *nrep,
 			 struct mc_err *err);
+
+/*
+ * After a renewal: the replicas of a key whose first `tried` entries of
+ * reps were tried, followed by those of fresh (the master's new list,
+ * with new grants) not among them, by replica id; at most
+ * MC_REPLICAS_MAX in all. Returns the new count.
+ */
+unsigned mc_cl_renewed_reps(struct rep *reps, unsigned tried, const struct rep *fresh,
+			    unsigned nfresh);
 
 /* The version a read or write is about, for the data plane. */
 struct mc_dp_obj mc_cl_dp_obj(const struct conns *t, const char *key, size_t klen, uint64_t version,

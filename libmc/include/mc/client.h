@@ -30,7 +30,10 @@
  * caller's buffer, verifies the checksum, and on a missing or corrupt
  * copy tries the next replica; then it releases the lease with a
  * notification that leaves with the thread's next call (or
- * mc_client_free).
+ * mc_client_free). A peer that stops sending for the stall timeout
+ * counts as a failed copy too, and a copy whose peer refused the grant
+ * (it expired while an earlier replica stalled) is tried again once
+ * with grants the master renews, in one call for every such key.
  */
 #ifndef MC_CLIENT_H
 #define MC_CLIENT_H
@@ -67,6 +70,13 @@ struct mc_client_opts {
 	const char *domain; /* NULL: $MC_DOMAIN */
 	const char *host;   /* NULL: gethostname() */
 	int timeout_ms;	    /* per call; 0: 30000 */
+	/*
+	 * A read or write on a peer that moves no byte for this long fails
+	 * that copy: a read goes on to the next replica, a write's replica
+	 * is revoked like any other that failed. 0: 5000; never more than
+	 * timeout_ms. A slow transfer that keeps moving is no stall.
+	 */
+	int stall_timeout_ms;
 };
 
 #define MC_CLIENT_OPTS_INIT                           \
@@ -214,6 +224,10 @@ int mc_list(struct mc_client *c, const void *prefix, size_t prefix_len, mc_list_
 struct mc_client_stats {
 	size_t size;	      /* sizeof(struct mc_client_stats): MC_CLIENT_STATS_INIT */
 	uint64_t put_retries; /* keys asked for again after a refusal for want of room */
+	/* peer connections that moved no byte for the stall timeout, and were dropped */
+	uint64_t stalls;
+	/* keys whose grants were asked for again after a peer refused them */
+	uint64_t grant_renewals;
 };
 
 #define MC_CLIENT_STATS_INIT                           \
