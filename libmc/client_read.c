@@ -4,6 +4,12 @@
  * asks the master for its replica list (which grants a lease), then is
  * read in waves, replica after replica until one verifies, and its lease
  * is released with a notification that leaves with the next request.
+ *
+ * A peer that refuses a key's grant is most likely right: the grant
+ * expired while an earlier replica stalled, or while a long read went
+ * before it. Between two waves, the keys so refused get new grants from
+ * the master in one call, once per key, and the refused replica is
+ * tried again with its new grant.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +34,8 @@ struct get_key {
 	 * went between the replica list and the read. The master counts them.
 	 */
 	unsigned raced;
+	bool renew;   /* the peer of rep[next] refused its grant: ask the master again */
+	bool renewed; /* asked once already: a second refusal is final */
 	struct mc_err err;
 };
 
@@ -121,7 +129,12 @@ read_recv(struct conns *t, struct mc_rpcc *r, const char *addr, void *item, stru
 		return -1;
 	if (refused.code == MC_ERR_NOT_FOUND)
 		k->raced++;
-	if (refused.code != MC_OK)
+	if (refused.code == MC_ERR_PERMISSION && !k->renewed) {
+		/* said if the renewal fails; rep[next] is tried again if it works */
+		mc_cl_key_err(&k->err, refused.code, "read", k->key, k->klen, "from", addr,
+			      refused.msg);
+		k->renew = true;
+	} else if (refused.code != MC_OK)
 		read_fail(k, addr, &refused);
 	else
 		k->state = ST_DONE;
@@ -165,6 +178,8 @@ report_races(struct conns *t, const struct get_key *ks, size_t n)
 	(void)mc_rpcc_notify(t->master, &e);
 }
 
+static void renew_grants(struct conns *t, struct get_key *ks, size_t n);
+
 /* Read every pending key, replica after replica, into its buffer. */
 static int
 read_keys(struct conns *t, struct get_key *ks, size_t n, struct mc_err *err)
@@ -190,10 +205,29 @@ read_keys(struct conns *t, struct get_key *ks, size_t n, struct mc_err *err)
 		if (w.n == 0)
 			break;
 		mc_cl_wave_run(t, &read_ops, &w);
+		renew_grants(t, ks, n);
 	}
 	mc_cl_wave_free(&w);
 	report_races(t, ks, n);
 	return 0;
+}
+
+/* Queue a release of m lease ids (none are 0) on the master connection. */
+static void
+release_ids(struct conns *t, const uint64_t *ids, size_t m)
+{
+	msgpack_packer *pk;
+	struct mc_err e;
+
+	if (m == 0 || !t->master)
+		return;
+	pk = mc_rpcc_begin(t->master, "release");
+	msgpack_pack_map(pk, 1);
+	mc_pack_key(pk, "lease_ids");
+	msgpack_pack_array(pk, m);
+	for (size_t i = 0; i < m; i++)
+		msgpack_pack_uint64(pk, ids[i]);
+	(void)mc_rpcc_notify(t->master, &e);
 }
 
 /*
@@ -205,26 +239,88 @@ read_keys(struct conns *t, struct get_key *ks, size_t n, struct mc_err *err)
 static void
 release_leases(struct conns *t, const struct get_key *ks, size_t n)
 {
-	msgpack_packer *pk;
-	struct mc_err e;
+	uint64_t ids[CHUNK_KEYS];
 	size_t i, j, m;
 
-	for (i = 0; i < n && t->master; i += CHUNK_KEYS) {
+	for (i = 0; i < n; i += CHUNK_KEYS) {
 		size_t end = n - i < CHUNK_KEYS ? n : i + CHUNK_KEYS;
 
 		for (m = 0, j = i; j < end; j++)
-			m += ks[j].lease_id != 0;
-		if (m == 0)
-			continue;
-		pk = mc_rpcc_begin(t->master, "release");
-		msgpack_pack_map(pk, 1);
-		mc_pack_key(pk, "lease_ids");
-		msgpack_pack_array(pk, m);
-		for (j = i; j < end; j++)
 			if (ks[j].lease_id != 0)
-				msgpack_pack_uint64(pk, ks[j].lease_id);
-		(void)mc_rpcc_notify(t->master, &e);
+				ids[m++] = ks[j].lease_id;
+		release_ids(t, ids, m);
 	}
+}
+
+/*
+ * The master's new list for k, with fresh grants: its replicas not yet
+ * tried follow the tried ones, from the one refused on, and its lease
+ * replaces k's (returned in *old to be released). -1 when the list is of
+ * another version, which this read cannot take into its sink.
+ */
+static int
+renew_one(struct get_key *k, const msgpack_object *it, uint64_t *old)
+{
+	struct get_key fresh = { .key = k->key, .klen = k->klen };
+	struct mc_err e;
+
+	if (mc_cl_item_error(it, &e) < 0 || parse_list(it, &fresh, &e) < 0 ||
+	    fresh.version != k->version || fresh.size != k->size || fresh.checksum != k->checksum)
+		return -1;
+	k->nrep = mc_cl_renewed_reps(k->rep, k->next, fresh.rep, fresh.nrep);
+	*old = k->lease_id;
+	k->lease_id = fresh.lease_id;
+	return 0;
+}
+
+/*
+ * New grants for the keys whose peer refused theirs, in one call to the
+ * master (n is at most CHUNK_KEYS). A key the master cannot renew goes
+ * on to its next replica with the refusal as its error.
+ */
+static void
+renew_grants(struct conns *t, struct get_key *ks, size_t n)
+{
+	const msgpack_object_array *items = NULL;
+	struct mc_key keys[CHUNK_KEYS];
+	uint64_t old[CHUNK_KEYS];
+	size_t i, m = 0, nold = 0;
+	msgpack_packer *pk;
+	struct mc_err e;
+	struct mc_msg msg;
+	bool answered = false;
+
+	for (i = 0; i < n; i++)
+		if (ks[i].renew)
+			keys[m++] = (struct mc_key){ ks[i].key, ks[i].klen };
+	if (m == 0)
+		return;
+	if ((pk = mc_cl_master_begin(t, "batch_get_replica_list", &e)) != NULL) {
+		msgpack_pack_map(pk, 1);
+		mc_cl_pack_keys(pk, keys, m);
+		answered = mc_cl_master_call(t, &msg, &e) == 0;
+	}
+	if (answered && (!(items = mc_map_array(msg.body, "items")) || items->size != m))
+		items = NULL;
+	for (i = 0, m = 0; i < n; i++) {
+		struct get_key *k = &ks[i];
+
+		if (!k->renew)
+			continue;
+		k->renew = false;
+		k->renewed = true;
+		if (items != NULL && renew_one(k, &items->ptr[m], &old[nold]) == 0) {
+			__atomic_add_fetch(&t->c->grant_renewals, 1, __ATOMIC_RELAXED);
+			nold += old[nold] != 0;
+		} else {
+			k->all_checksum = false;
+			k->next++;
+		}
+		m++;
+	}
+	if (answered)
+		mc_msg_release(&msg);
+	release_ids(t, old, nold);
 }
 
 static int
