@@ -99,21 +99,21 @@ _mc_complete()
 
 _mc_bench()
 {
-	local -A kinds=( ['--size']='SIZE' ['--tier']='TIER' ['--keys']='N' ['--clients']='N' ['--requests']='N' ['--duration']='DURATION' ['--batch']='N' ['--count']='N' ['--key-len']='N' ['--prefix']='STR' ['--block-bytes']='SIZE' ['--limit']='N' ['--clock']='STR' ['--max-put-failures']='FRACTION' ['--policy']='FILE' ['--capacity']='SIZE' ['--high']='FRACTION' ['--low']='FRACTION' ['--peers']='N' ['--eviction-mode']='MODE' ['--seed']='N' ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' )
+	local -A kinds=( ['--size']='SIZE' ['--tier']='TIER' ['--keys']='N' ['--clients']='N' ['--requests']='N' ['--duration']='DURATION' ['--batch']='N' ['--count']='N' ['--key-len']='N' ['--prefix']='STR' ['--block-bytes']='SIZE' ['--limit']='N' ['--clock']='STR' ['--max-put-failures']='FRACTION' ['--policy']='FILE' ['--capacity']='SIZE' ['--high']='FRACTION' ['--low']='FRACTION' ['--peers']='N' ['--eviction-mode']='MODE' ['--seed']='N' ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' )
 	local -A vals=( ['--tier']='dram ssd hbm cxl' ['--clock']='fast trace' ['--eviction-mode']='master local' )
 	local -A shorts=( ['-c']='--clients' ['-n']='--requests' ['-d']='--duration' ['-b']='--batch' ['-m']='--master' ['-t']='--tenant' )
 	local -A copts=( )
-	_mc_complete '--size --tier --reuse --keys --clients -c --requests -n --duration -d --batch -b --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --whole-view --peers --eviction-mode --seed --json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'get lookup fill replay sim gen' kinds copts vals shorts
+	_mc_complete '--size --tier --reuse --keys --clients -c --requests -n --duration -d --batch -b --count --key-len --prefix --block-bytes --limit --clock --max-put-failures --policy --capacity --high --low --whole-view --peers --eviction-mode --seed --json --master -m --tenant -t --token-file --timeout --stall-timeout --help --version --list-options' 'get lookup fill replay sim gen' kinds copts vals shorts
 }
 complete -F _mc_bench mc-bench
 
 _mc_cli()
 {
-	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['put --replicas']='N' ['put --type']='STR' ['put --group']='STR' ['put --parent']='KEY' ['put --soft-pin']='ACTION' ['put --tier']='TIER' ['get --output']='FILE' ['rm --prefix']='STR' ['candidates --peer']='ID' ['candidates --tier']='TIER' ['candidates --tenant']='STR' ['evict --plan']='FILE' ['evict --target']='SIZE' ['evict --lowerbound']='SIZE' ['evict --tenant']='STR' ['evict --peer']='ID' ['evict --tier']='TIER' ['auth --auth-file']='FILE' )
+	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' ['put --replicas']='N' ['put --type']='STR' ['put --group']='STR' ['put --parent']='KEY' ['put --soft-pin']='ACTION' ['put --tier']='TIER' ['get --output']='FILE' ['rm --prefix']='STR' ['candidates --peer']='ID' ['candidates --tier']='TIER' ['candidates --tenant']='STR' ['evict --plan']='FILE' ['evict --target']='SIZE' ['evict --lowerbound']='SIZE' ['evict --tenant']='STR' ['evict --peer']='ID' ['evict --tier']='TIER' ['auth --auth-file']='FILE' )
 	local -A vals=( ['put --type']='kv hidden tensor general' ['put --soft-pin']='preserve enable disable' ['put --tier']='dram ssd hbm cxl' ['candidates --tier']='dram ssd hbm cxl' ['evict --tier']='dram ssd hbm cxl' )
 	local -A shorts=( ['-m']='--master' ['-t']='--tenant' ['get -o']='--output' )
 	local -A copts=( ['put']='--replicas --type --group --parent --chain --hard-pin --upsert --soft-pin --tier' ['get']='--output -o' ['rm']='--prefix --force' ['candidates']='--peer --tier --tenant' ['evict']='--plan --target --lowerbound --tenant --peer --tier --dry-run --raw' ['auth']='--auth-file --admin --peer' )
-	_mc_complete '--json --progress --no-progress --master -m --tenant -t --token-file --timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict auth' kinds copts vals shorts
+	_mc_complete '--json --progress --no-progress --master -m --tenant -t --token-file --timeout --stall-timeout --help --version --list-options' 'put get rm exist ls stat peers corrupt candidates evict auth' kinds copts vals shorts
 }
 complete -F _mc_cli mc-cli
 
@@ -149,20 +149,20 @@ complete -F _mc_peer mc-peer
 
 _mc_snapshot()
 {
-	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['save --output']='FILE' ['prune --keep']='N' )
+	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' ['save --output']='FILE' ['prune --keep']='N' )
 	local -A vals=( )
 	local -A shorts=( ['-m']='--master' ['-t']='--tenant' ['save -o']='--output' ['prune -v']='--verbose' )
 	local -A copts=( ['save']='--output -o' ['restore']='--force' ['prune']='--keep --verbose -v' )
-	_mc_complete '--json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'save restore verify inspect ls prune' kinds copts vals shorts
+	_mc_complete '--json --master -m --tenant -t --token-file --timeout --stall-timeout --help --version --list-options' 'save restore verify inspect ls prune' kinds copts vals shorts
 }
 complete -F _mc_snapshot mc-snapshot
 
 _mc_softpin()
 {
-	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['ls --due-within']='DURATION' ['ls --limit']='N' )
+	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' ['ls --due-within']='DURATION' ['ls --limit']='N' )
 	local -A vals=( )
 	local -A shorts=( ['-m']='--master' ['-t']='--tenant' )
 	local -A copts=( ['ls']='--due-within --limit' )
-	_mc_complete '--json --master -m --tenant -t --token-file --timeout --help --version --list-options' 'show ls stats expire' kinds copts vals shorts
+	_mc_complete '--json --master -m --tenant -t --token-file --timeout --stall-timeout --help --version --list-options' 'show ls stats expire' kinds copts vals shorts
 }
 complete -F _mc_softpin mc-softpin

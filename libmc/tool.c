@@ -28,10 +28,11 @@
 #define UNKNOWN_METHOD "unknown method '"
 #define NOT_OFFERED "does not offer it (not a master, or an older one)"
 
-/* What -m, -t and --timeout said; the client they made. */
+/* What -m, -t, --timeout and --stall-timeout said; the client they made. */
 static struct {
 	const char *master, *tenant;
 	uint64_t timeout_ms; /* 0: not given */
+	uint64_t stall_ms;   /* 0: not given (the client's default) */
 	const char *token_file;
 	char token[256]; /* read from token_file */
 	uint64_t default_timeout_ms;
@@ -50,6 +51,10 @@ static const struct mc_opt master_opts[] = {
 	{ "token-file", 0, "FILE", NULL, "send the token in FILE on hello (instead of $MC_TOKEN)",
 	  mc_set_str, &st.token_file },
 	{ "timeout", 0, "DURATION", NULL, timeout_help, mc_set_duration, &st.timeout_ms },
+	{ "stall-timeout", 0, "DURATION", "MC_STALL_TIMEOUT",
+	  "give up a peer that moves no byte of a get or put for this long, and read the next "
+	  "replica (default 5s)",
+	  mc_set_duration, &st.stall_ms },
 	{ 0 },
 };
 
@@ -487,6 +492,7 @@ mc_tool_client_opts(struct mc_client_opts *o)
 	o->master = st.master;
 	o->tenant = st.tenant;
 	o->timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
+	o->stall_timeout_ms = st.stall_ms > INT_MAX ? INT_MAX : (int)st.stall_ms;
 	if (st.token_file != NULL) {
 		char why[MC_ERR_MSG_MAX];
 

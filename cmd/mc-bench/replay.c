@@ -411,9 +411,9 @@ bench_replay(const struct bench_opts *o, const char *path)
 	struct trace_req rq = { 0 };
 	struct trace t;
 	struct mc_err err = { 0 };
-	struct mc_client_stats cs;
+	struct mc_client_stats cs = MC_CLIENT_STATS_INIT;
 	struct bench_out r;
-	uint64_t t0, retries = 0;
+	uint64_t t0, retries = 0, stalls = 0, renewals = 0;
 	uint64_t rounds = 0, evicted = 0;
 	double s;
 	int rc = 0, got;
@@ -450,6 +450,8 @@ bench_replay(const struct bench_opts *o, const char *path)
 	for (size_t i = 0; i < st.ntc; i++) {
 		mc_client_stats(st.tc[i].c, &cs);
 		retries += cs.put_retries;
+		stalls += cs.stalls;
+		renewals += cs.grant_renewals;
 	}
 	if (rc == 0) {
 		struct mc_msg m;
@@ -471,6 +473,8 @@ bench_replay(const struct bench_opts *o, const char *path)
 	out_u64(&r, "puts", st.puts);
 	out_u64(&r, "put_failures", st.put_failures);
 	out_u64(&r, "put_retries", retries);
+	out_u64(&r, "stalls", stalls);
+	out_u64(&r, "grant_renewals", renewals);
 	out_u64(&r, "puts_existing", st.puts_existing);
 	out_u64(&r, "get_errors", st.get_errors);
 	out_double(&r, "occupancy_min", 4, st.occ_min >= 0 ? st.occ_min : 0);

@@ -258,6 +258,25 @@ warn_if_large(const char *key, uint64_t size, const char *tier)
 		    key, mc_fmt_size(size, sz, sizeof(sz)), mc_fmt_size(largest, cap, sizeof(cap)));
 }
 
+/*
+ * Say on stderr what the client got past on the way: peers given up
+ * after the stall timeout, grants the master renewed. The call's result
+ * does not show them, and a peer that hangs is worth knowing of.
+ */
+static void
+warn_failovers(const char *verb, const char *key)
+{
+	struct mc_client_stats st = MC_CLIENT_STATS_INIT;
+
+	mc_client_stats(mc_tool_client(), &st);
+	if (st.stalls == 0 && st.grant_renewals == 0)
+		return;
+	mc_complain("warning: %s '%s': %llu stalled peer connection(s) given up, %llu grant(s) "
+		    "renewed",
+		    verb, key, (unsigned long long)st.stalls,
+		    (unsigned long long)st.grant_renewals);
+}
+
 int
 cli_put(int argc, char **argv)
 {
@@ -297,6 +316,7 @@ cli_put(int argc, char **argv)
 	cli_progress_begin(&pg, "put", key, len);
 	rc = mc_put(mc_tool_client(), key, strlen(key), buf, len, &o, &err);
 	cli_progress_end(&pg);
+	warn_failovers("put", key);
 	if (rc < 0)
 		mc_tool_fail(&err, "put", key);
 	free(buf);
@@ -330,6 +350,7 @@ get_to_file(const char *key, const char *path)
 	cli_progress_begin(&pg, "get", key, 0);
 	rc = mc_get_fd(mc_tool_client(), key, strlen(key), fd, &len, &err);
 	cli_progress_end(&pg);
+	warn_failovers("get", key);
 	if (rc < 0) {
 		close(fd);
 		unlink(tmp);
@@ -365,6 +386,7 @@ cli_get(int argc, char **argv)
 	cli_progress_begin(&pg, "get", key, 0);
 	rc = mc_get_alloc(mc_tool_client(), key, strlen(key), &buf, &len, &err);
 	cli_progress_end(&pg);
+	warn_failovers("get", key);
 	if (rc < 0)
 		mc_tool_fail(&err, "get", key);
 	if (mc_write_all(1, buf, len) < 0)
