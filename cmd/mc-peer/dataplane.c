@@ -662,6 +662,18 @@ promote(struct peer *p, const struct pobj *o)
 }
 
 /*
+ * MC_FAULT's read.stall (mc-fault(7)): the answer announces the whole
+ * copy but carries only its first half, and the connection then sends
+ * nothing more, as from a peer that hung mid-transfer.
+ */
+static void
+stall_injected(struct mc_bulk_src *src)
+{
+	if (mc_fault("read.stall"))
+		src->len /= 2;
+}
+
+/*
  * The grant is checked before the index is looked at, so a caller
  * without one learns nothing, not even whether the key is stored: a
  * granted read names the version and the size its grant covers (as
@@ -736,6 +748,7 @@ h_read(struct mc_req *req)
 		return;
 	}
 	reply_read_head(req, o);
+	stall_injected(&src);
 	mc_reply_end_src(req, &src, read_release, o);
 }
 
