@@ -255,8 +255,9 @@ release_leases(struct conns *t, const struct get_key *ks, size_t n)
 /*
  * The master's new list for k, with fresh grants: its replicas not yet
  * tried follow the tried ones, from the one refused on, and its lease
- * replaces k's (returned in *old to be released). -1 when the list is of
- * another version, which this read cannot take into its sink.
+ * replaces k's. -1 when the list is of another version, which this read
+ * cannot take into its sink. Either way *old is the lease left over, to
+ * be released (0: none).
  */
 static int
 renew_one(struct get_key *k, const msgpack_object *it, uint64_t *old)
@@ -264,9 +265,13 @@ renew_one(struct get_key *k, const msgpack_object *it, uint64_t *old)
 	struct get_key fresh = { .key = k->key, .klen = k->klen };
 	struct mc_err e;
 
-	if (mc_cl_item_error(it, &e) < 0 || parse_list(it, &fresh, &e) < 0 ||
-	    fresh.version != k->version || fresh.size != k->size || fresh.checksum != k->checksum)
+	*old = 0;
+	if (mc_cl_item_error(it, &e) < 0 || parse_list(it, &fresh, &e) < 0)
 		return -1;
+	if (fresh.version != k->version || fresh.size != k->size || fresh.checksum != k->checksum) {
+		*old = fresh.lease_id;
+		return -1;
+	}
 	k->nrep = mc_cl_renewed_reps(k->rep, k->next, fresh.rep, fresh.nrep);
 	*old = k->lease_id;
 	k->lease_id = fresh.lease_id;
@@ -311,11 +316,11 @@ renew_grants(struct conns *t, struct get_key *ks, size_t n)
 		k->renewed = true;
 		if (items != NULL && renew_one(k, &items->ptr[m], &old[nold]) == 0) {
 			__atomic_add_fetch(&t->c->grant_renewals, 1, __ATOMIC_RELAXED);
-			nold += old[nold] != 0;
 		} else {
 			k->all_checksum = false;
 			k->next++;
 		}
+		nold += items != NULL && old[nold] != 0;
 		m++;
 	}
 	if (answered)
