@@ -15,12 +15,13 @@
  * connect timeout, so a silent daemon turns into MC_ERR_TIMEOUT instead
  * of a hang. A watched connection (mc_rpcc_watch_stall) connects with a
  * short timeout, a tick, and waits tick after tick while bytes move: it
- * fails only once none moved for its stall timeout. Any transport failure leaves the stream at an unknown
- * position, so the connection is marked dead and every later call fails
- * with MC_ERR_UNAVAILABLE. One failure is read past first: a daemon that
- * refuses a request with a long body answers, then closes instead of
- * reading the rest (MC_CONN_MAX_DRAIN), so a write that finds the far
- * end gone still reads the answers sent before it went.
+ * fails only once none moved for its stall timeout. Any transport
+ * failure leaves the stream at an unknown position, so the connection
+ * is marked dead and every later call fails with MC_ERR_UNAVAILABLE.
+ * One failure is read past first: a daemon that refuses a request with
+ * a long body answers, then closes instead of reading the rest
+ * (MC_CONN_MAX_DRAIN), so a write that finds the far end gone still
+ * reads the answers sent before it went.
  */
 #include <errno.h>
 #include <limits.h>

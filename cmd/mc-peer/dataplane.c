@@ -63,11 +63,13 @@ peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struc
  * Whether req may act on (tenant, key, version, len) at this peer: it
  * carries a grant for exactly that, or (with --fault-inject) none at
  * all. Otherwise the refusal is answered and counted by its reason.
- * *covered tells whether a grant covered it.
+ * *covered tells whether a grant covered it, and *until (when not NULL)
+ * when that grant runs out on this peer's clock, skew included (0: none
+ * covered it).
  */
 static bool
 granted(struct peer *p, struct mc_req *req, const struct name *tenant, const struct name *key,
-	uint64_t version, uint64_t len, int action, bool *covered)
+	uint64_t version, uint64_t len, int action, bool *covered, uint64_t *until)
 {
 	const char *g = NULL;
 	size_t glen = 0;
@@ -80,6 +82,10 @@ granted(struct peer *p, struct mc_req *req, const struct name *tenant, const str
 		v = mc_grant_verify(&p->grants.keys, &s, g, glen, mc_steady_ms(),
 				    p->grants.skew_ms);
 	*covered = v == MC_GRANT_OK;
+	if (until != NULL)
+		*until = *covered ? mc_add_sat(mc_grant_local_expiry(&p->grants.keys, g, glen),
+					       p->grants.skew_ms)
+				  : 0;
 	if (v == MC_GRANT_OK || (p->fault_inject && has == 0)) {
 		/* a caller the master sent: no stranger's deadline for it */
 		mc_conn_vouch(req->conn);
@@ -344,9 +350,7 @@ peer_cancel_writes(struct peer *p, const struct pool_key *k)
 
 		next = pw->next;
 		if ((k->has_version && o->version > k->max_version) ||
-		    o->tenant_len != k->tenant_len || o->key_len != k->key_len ||
-		    memcmp(o->name, k->tenant, k->tenant_len) != 0 ||
-		    memcmp(pobj_key(o), k->key, k->key_len) != 0)
+		    !pobj_named(o, k->tenant, k->tenant_len, k->key, k->key_len))
 			continue;
 		/* closing may end other writes on the same connection: start over after it */
 		writing_unlink(pw);
@@ -373,31 +377,13 @@ write_progress(const void *data, size_t n, void *arg)
 		timer_arm(pw);
 }
 
-/*
- * When a granted write's bytes must all be in: its grant's expiry, plus
- * the skew, on this peer's clock. The master tells of a put it abandons
- * (peer_cancel_writes); this covers the message lost on the way.
- */
-static uint64_t
-write_deadline(const struct peer *p, const struct mc_req *req)
-{
-	const char *g = NULL;
-	size_t glen = 0;
-	uint64_t expiry;
-
-	if (mc_map_str(req->params, "grant", &g, &glen, NULL) != 1)
-		return 0;
-	expiry = mc_grant_local_expiry(&p->grants.keys, g, glen);
-	return expiry != 0 ? mc_add_sat(expiry, p->grants.skew_ms) : 0;
-}
-
 static void
 h_write(struct mc_req *req)
 {
 	struct peer *p = req->ctx;
 	struct mc_err err;
 	struct name tenant, key, tier, parent = { NULL, 0 };
-	uint64_t version = 0, checksum = 0, len, off = 0, have = 0;
+	uint64_t version = 0, checksum = 0, len, off = 0, have = 0, deadline = 0;
 	int found;
 	struct pending_write *pw;
 	struct medium *m;
@@ -422,7 +408,8 @@ h_write(struct mc_req *req)
 		mc_err_set(&err, MC_ERR_INVALID, "missing field 'len'");
 		goto bad;
 	}
-	if (!granted(p, req, &tenant, &key, version, req->bulk_len, MC_GRANT_WRITE, &covered))
+	if (!granted(p, req, &tenant, &key, version, req->bulk_len, MC_GRANT_WRITE, &covered,
+		     &deadline))
 		return;
 	if (mc_fault("write")) {
 		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: write");
@@ -524,8 +511,12 @@ h_write(struct mc_req *req)
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a checksum");
 		return;
 	}
-	if (covered)
-		pw->deadline_ms = write_deadline(p, req);
+	/*
+	 * Its bytes must all be in while its grant lasts: the master tells
+	 * of a put it abandons (peer_cancel_writes), and this covers that
+	 * message lost on the way.
+	 */
+	pw->deadline_ms = deadline;
 	if ((p->write_timeout_ms > 0 || pw->deadline_ms != 0) &&
 	    (pw->timer = evtimer_new(p->base, write_timed_out, pw)) == NULL) {
 		pending_write_free(pw);
@@ -702,7 +693,7 @@ h_read(struct mc_req *req)
 		mc_reply_err(req, MC_ERR_INVALID, "a read with a grant names its version and size");
 		return;
 	}
-	if (!granted(p, req, &tenant, &key, version, len, MC_GRANT_READ, &covered))
+	if (!granted(p, req, &tenant, &key, version, len, MC_GRANT_READ, &covered, NULL))
 		return;
 	if (mc_fault("read")) {
 		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: read");

@@ -35,9 +35,7 @@ pobj_eq(const void *entry, const void *key)
 	const struct pobj *o = entry;
 	const struct lookup *l = key;
 
-	return o->tenant_len == l->tlen && o->key_len == l->klen &&
-	       memcmp(o->name, l->tenant, l->tlen) == 0 &&
-	       memcmp(o->name + o->tenant_len, l->key, l->klen) == 0;
+	return pobj_named(o, l->tenant, l->tlen, l->key, l->klen);
 }
 
 /* ---- the list of linked entries; lock held ---- */

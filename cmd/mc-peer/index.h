@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mc/err.h"
 #include "mc/hash.h"
@@ -203,6 +204,14 @@ static inline const char *
 pobj_key(const struct pobj *o)
 {
 	return o->name + o->tenant_len;
+}
+
+/* Whether o is the copy of (tenant, key). */
+static inline bool
+pobj_named(const struct pobj *o, const char *tenant, size_t tlen, const char *key, size_t klen)
+{
+	return o->tenant_len == tlen && o->key_len == klen && memcmp(o->name, tenant, tlen) == 0 &&
+	       memcmp(pobj_key(o), key, klen) == 0;
 }
 
 /*
