@@ -187,6 +187,36 @@ mc_addr_format(const struct sockaddr *sa, socklen_t len, char *buf, size_t cap)
 	}
 }
 
+int
+mc_addr_canonical(const char *s, char *out, size_t cap, struct mc_err *err)
+{
+	struct mc_addr a;
+
+	if (mc_addr_parse(s, &a, err) != 0)
+		return -1;
+	if (!a.is_unix && a.ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a.ss;
+
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			struct sockaddr_in in;
+
+			memset(&in, 0, sizeof(in));
+			in.sin_family = AF_INET;
+			in.sin_port = in6->sin6_port;
+			memcpy(&in.sin_addr, &in6->sin6_addr.s6_addr[12], 4);
+			memcpy(&a.ss, &in, sizeof(in));
+			a.len = sizeof(in);
+		}
+	}
+	if (!a.is_unix)
+		mc_addr_format((const struct sockaddr *)&a.ss, a.len, a.text, sizeof(a.text));
+	if (cap == 0 || strlen(a.text) >= cap)
+		return mc_err_set(err, MC_ERR_INVALID, "address longer than %zu bytes",
+				  cap > 0 ? cap - 1 : 0);
+	memcpy(out, a.text, strlen(a.text) + 1);
+	return 0;
+}
+
 /*
  * A socket file left by a daemon that died is stale; one a live daemon
  * still accepts on is not, and must not be stolen. Anything that is not

@@ -252,6 +252,40 @@ test_is_local(void)
 	       err.msg);
 }
 
+static void
+test_canonical(void)
+{
+	static const struct {
+		const char *in, *want;
+	} same[] = {
+		{ "127.0.0.1:7300", "127.0.0.1:7300" },
+		{ "127.0.0.01:7300", "127.0.0.1:7300" },
+		{ "0x7f.0.0.1:7300", "127.0.0.1:7300" },
+		{ "2130706433:7300", "127.0.0.1:7300" },
+		{ "127.0.0.1:07300", "127.0.0.1:7300" },
+		{ "[::ffff:127.0.0.1]:7300", "127.0.0.1:7300" },
+		{ "[0:0:0:0:0:0:0:1]:7300", "[::1]:7300" },
+		{ "[2001:DB8:0:0:0:0:0:1]:80", "[2001:db8::1]:80" },
+		{ "unix:/tmp/mc.sock", "unix:/tmp/mc.sock" },
+	};
+	char out[MC_ADDR_MAX];
+	struct mc_err err;
+
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+		TAP_OK(mc_addr_canonical(same[i].in, out, sizeof(out), &err) == 0 &&
+			       strcmp(out, same[i].want) == 0,
+		       "canonical: %s is %s (got %s)", same[i].in, same[i].want, out);
+	TAP_OK(mc_addr_canonical("localhost:7300", out, sizeof(out), &err) == 0 &&
+		       (strcmp(out, "127.0.0.1:7300") == 0 || strcmp(out, "[::1]:7300") == 0),
+	       "canonical: a name is its resolved address (got %s)", out);
+	TAP_OK(mc_addr_canonical("127.0.0.1", out, sizeof(out), &err) == -1 &&
+		       err.code == MC_ERR_INVALID,
+	       "canonical: a malformed address is refused as parse refuses it");
+	TAP_OK(mc_addr_canonical("127.0.0.1:7300", out, 8, &err) == -1 &&
+		       err.code == MC_ERR_INVALID,
+	       "canonical: an address longer than the buffer is refused, not cut");
+}
+
 int
 main(void)
 {
@@ -261,5 +295,6 @@ main(void)
 	test_unix();
 	test_format();
 	test_is_local();
+	test_canonical();
 	return tap_done();
 }

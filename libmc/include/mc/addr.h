@@ -46,6 +46,15 @@ int mc_addr_is_local(const struct mc_addr *a);
  * give REMEDY" when others could reach it.
  */
 int mc_addr_check_local(const char *flag, const char *addr, const char *remedy, struct mc_err *err);
+/*
+ * The one spelling of the address s names, into out (cap bytes): the
+ * host resolved and printed numerically (127.0.0.01, 0x7f.0.0.1 and
+ * 2130706433 are all 127.0.0.1; an IPv4-mapped IPv6 address is its
+ * IPv4 one; IPv6 as RFC 5952 writes it), the port without leading
+ * zeros; a unix path as given. What two addresses are compared by, so
+ * that an alias is the address it aliases. -1 with err as mc_addr_parse.
+ */
+int mc_addr_canonical(const char *s, char *out, size_t cap, struct mc_err *err);
 /* Render a sockaddr as "host:port" or "unix:/path". */
 void mc_addr_format(const struct sockaddr *sa, socklen_t len, char *buf, size_t cap);
 
