@@ -21,19 +21,17 @@ const struct mc_opt cli_auth_opts[] = {
 	  &auth_o.file },
 	{ "admin", 0, NULL, NULL, "add: the token also holds the admin role", mc_set_flag,
 	  &auth_o.admin },
-	{ "peer", 0, NULL, NULL, "add: the peers' shared secret (no TENANT)", mc_set_flag,
-	  &auth_o.peer },
+	{ "peer", 0, NULL, NULL,
+	  "add: a peer's own secret, under the peer's NAME (none: the secret all peers share)",
+	  mc_set_flag, &auth_o.peer },
 	{ 0 },
 };
-
-/* The peer secret's entry is named so; a tenant may not take the name. */
-#define PEER_NAME "peers"
 
 static int
 usage(const char *why)
 {
 	mc_complain("auth: %s", why);
-	fprintf(stderr, "usage: mc-cli auth add TENANT [--admin] | add --peer | rm NAME | ls"
+	fprintf(stderr, "usage: mc-cli auth add TENANT [--admin] | add --peer [NAME] | rm NAME | ls"
 			" --auth-file FILE\n");
 	return MC_EXIT_USAGE;
 }
@@ -47,10 +45,10 @@ auth_add(struct mc_authfile *a, int argc, char **argv)
 	int role;
 
 	if (auth_o.peer) {
-		if (argc != 1 || auth_o.admin)
-			return usage("add --peer takes no TENANT and no --admin");
+		if (argc > 2 || auth_o.admin)
+			return usage("add --peer takes at most a peer's NAME, and no --admin");
 		role = MC_ROLE_PEER;
-		name = PEER_NAME;
+		name = argc == 2 ? argv[1] : MC_AUTH_SHARED_PEER;
 	} else {
 		if (argc != 2)
 			return usage("add needs one TENANT");

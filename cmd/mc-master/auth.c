@@ -38,6 +38,19 @@ still_there(const struct mc_authfile *a, const struct auth_who *w)
 	return false;
 }
 
+/* A peer entry every peer may hold: one compromised host speaks for all of them. */
+static void
+warn_shared_peer_secret(const struct master *m)
+{
+	for (size_t i = 0; i < m->auth.n; i++)
+		if (m->auth.v[i].role == MC_ROLE_PEER &&
+		    strcmp(m->auth.v[i].name, MC_AUTH_SHARED_PEER) == 0)
+			mc_warn("%s: the peers share one secret ('%s'), so one peer's host can "
+				"speak for every peer; give each its own with mc-cli auth add "
+				"--peer NAME",
+				m->cfg.auth_file, MC_AUTH_SHARED_PEER);
+}
+
 int
 auth_reload(struct master *m, struct mc_err *err)
 {
@@ -63,6 +76,7 @@ auth_reload(struct master *m, struct mc_err *err)
 	}
 	mc_info("reloaded %s: %zu entries, %zu connections closed", m->cfg.auth_file, m->auth.n,
 		closed);
+	warn_shared_peer_secret(m);
 	return 0;
 }
 
@@ -138,25 +152,60 @@ int
 auth_check_peer(const struct mc_req *req, uint64_t id, struct mc_err *err)
 {
 	const struct master *m = req->ctx;
-	uint32_t mine = req_client(req)->peer_id;
+	const struct client *cl = req_client(req);
+	const struct peer *p;
+	const char *session;
+	size_t len;
 
-	if (!m->auth_on || (mine != 0 && mine == id))
+	if (req_check_own_peer(req, id, err) == 0)
 		return 0;
-	return mc_err_set(err, MC_ERR_PERMISSION,
-			  "permission denied: peer %llu is not the peer registered on this "
-			  "connection",
-			  (unsigned long long)id);
+	p = id <= UINT32_MAX ? peers_find(m->peers, (uint32_t)id) : NULL;
+	if (p == NULL || mc_map_str(req->params, "session", &session, &len, NULL) != 1 ||
+	    !peer_session_is(p, session, len))
+		return -1; /* err says whose connection this is not */
+	/* a session read off another peer's host speaks for no other identity */
+	if (m->auth_on && p->name[0] != '\0' && strcmp(p->name, cl->who.name) != 0)
+		return mc_err_set(err, MC_ERR_PERMISSION,
+				  "permission denied: peer %llu is peer '%s', not '%s'",
+				  (unsigned long long)id, p->name, cl->who.name);
+	return 0;
+}
+
+void
+auth_peer_identity(const struct master *m, const struct client *cl, char *name)
+{
+	name[0] = '\0';
+	if (m->auth_on && cl->who.role == MC_ROLE_PEER &&
+	    strcmp(cl->who.name, MC_AUTH_SHARED_PEER) != 0)
+		memcpy(name, cl->who.name, sizeof(cl->who.name));
 }
 
 int
-auth_check_takeover(const struct master *m, const struct peer *holder, struct mc_err *err)
+auth_check_takeover(const struct master *m, const struct peer *holder, const struct peer *fresh,
+		    int *why, struct mc_err *err)
 {
-	if (!m->auth_on || holder == NULL || holder->conn == NULL ||
-	    !peer_alive(holder, m->cfg.peer_ttl))
-		return 0;
-	return mc_err_set(err, MC_ERR_PERMISSION,
-			  "permission denied: live peer %u holds %s; resume with its session",
-			  holder->id, holder->addr);
+	const struct peer *twin;
+
+	*why = PEER_REFUSED_ADDRESS;
+	if (holder != NULL && holder->name[0] != '\0' && strcmp(holder->name, fresh->name) != 0)
+		return mc_err_set(err, MC_ERR_PERMISSION,
+				  "permission denied: %s is the address of peer '%s'", holder->addr,
+				  holder->name);
+	if (holder != NULL && holder->conn != NULL && peer_alive(holder, m->cfg.peer_ttl))
+		return mc_err_set(
+			err, MC_ERR_PERMISSION,
+			"permission denied: live peer %u holds %s; resume with its session",
+			holder->id, holder->addr);
+	*why = PEER_REFUSED_IDENTITY;
+	twin = fresh->name[0] != '\0'
+		       ? peers_find_live_name(m->peers, fresh->name, holder, m->cfg.peer_ttl)
+		       : NULL;
+	if (twin != NULL)
+		return mc_err_set(err, MC_ERR_PERMISSION,
+				  "permission denied: peer '%s' is live at %s; one identity is one "
+				  "peer",
+				  fresh->name, twin->addr);
+	return 0;
 }
 
 static int
@@ -166,6 +215,8 @@ auth_start(struct master *m, struct mc_err *err)
 		return -1;
 	if (!m->auth_on)
 		mc_info("no --auth-file: every client may call everything, unauthenticated");
+	else
+		warn_shared_peer_secret(m);
 	return 0;
 }
 

@@ -32,16 +32,29 @@ int auth_hello(struct master *m, struct client *cl, const msgpack_object *params
 	       const char *tenant, size_t tenant_len, struct mc_err *err);
 
 /*
- * A peer's call speaks only for the peer registered on its connection:
- * 0 when peer id is that one (or without --auth-file), -1 with err.
+ * A peer's call speaks only for the peer registered on its connection,
+ * or for one whose session token it carries (params' "session"; with
+ * --auth-file, from that peer's own identity). 0 when it may speak for
+ * peer id, -1 with err (MC_ERR_PERMISSION).
  */
 int auth_check_peer(const struct mc_req *req, uint64_t id, struct mc_err *err);
 /*
- * A fresh registration (not a resume) for an address that holder, a
- * live peer still connected, holds: refused with --auth-file, so that
- * nobody takes over a peer's address and erases its objects.
+ * The identity a peer registering on cl speaks as, into name
+ * (MC_NAME_MAX + 1 bytes): its auth entry's name; "" without
+ * --auth-file or for the shared secret.
  */
-int auth_check_takeover(const struct master *m, const struct peer *holder, struct mc_err *err);
+void auth_peer_identity(const struct master *m, const struct client *cl, char *name);
+/*
+ * A fresh registration (not a resume) of fresh, its addr and name
+ * filled in, where holder (may be NULL) is the entry at that address.
+ * Refused with err, and the reason in *why (enum peer_refusal): an
+ * address bound to another identity, or one a live peer still connected
+ * holds (nobody takes over a peer's address and erases its objects; a
+ * restarted peer's old link is closed); an identity live and connected
+ * elsewhere.
+ */
+int auth_check_takeover(const struct master *m, const struct peer *holder, const struct peer *fresh,
+			int *why, struct mc_err *err);
 
 /* The dispatcher's hook (mc_conn_ops.authorize): the method's flags against the role. */
 int auth_authorize(struct mc_req *req, struct mc_err *err);

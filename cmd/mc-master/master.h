@@ -112,6 +112,7 @@ struct master_cfg {
 	bool evict_marks;	      /* one of them given: tiers run them, not the headroom band */
 	uint64_t max_objects;	      /* the store's budget of objects; 0: none */
 	uint64_t max_objects_per_tenant; /* one tenant's objects at most; 0: no cap */
+	uint64_t max_peer_capacity;	 /* what a peer may declare, its tiers summed */
 	uint64_t max_object_size;	 /* a put's size at most; 0: what the largest tier holds */
 	double evict_lowerbound;  /* automatic rounds' lowerbound fraction; < 0: the policy's */
 	int evict_slice;	  /* victims per slice of execution */

@@ -106,6 +106,15 @@ collect(struct mc_metrics *r, void *arg)
 			    "reason", "per_tenant");
 	if (mal != NULL)
 		mc_metric_set(mal, (double)m->refused_per_tenant);
+	for (int why = 0; why < PEER_REFUSED_COUNT; why++) {
+		mal = mc_metric_get(r, "mc_peer_register_refused_total", MC_COUNTER,
+				    "Peer registrations refused, by reason: an address another "
+				    "holds, an identity live elsewhere, a capacity past "
+				    "--max-peer-capacity.",
+				    "reason", peer_refusal_name(why));
+		if (mal != NULL)
+			mc_metric_set(mal, (double)m->peers->refused[why]);
+	}
 	gauge(r, "mc_rank_index_entries",
 	      "Entries of the recency index, one per (object, peer, tier) holding a copy.", NULL,
 	      NULL, (double)s->rank.live);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mc/addr.h"
+#include "mc/checked.h"
 #include "mc/clock.h"
 #include "mc/log.h"
 #include "mc/wire.h"
@@ -49,6 +51,25 @@ read_watermarks(const struct master *m, const msgpack_object *e, struct peer_tie
 	pt->high = high;
 	pt->low = low;
 	return 0;
+}
+
+/*
+ * What p declares, its tiers summed, within --max-peer-capacity: a peer
+ * that claims more would draw every placement to itself. -1 with err.
+ */
+static int
+check_capacity(const struct master *m, const struct peer *p, struct mc_err *err)
+{
+	uint64_t sum = 0;
+
+	for (int t = 0; t < MC_TIER_COUNT; t++)
+		if (p->tiers[t].present && mc_add_over(sum, p->tiers[t].capacity, &sum))
+			sum = UINT64_MAX;
+	if (sum <= m->cfg.max_peer_capacity)
+		return 0;
+	return mc_err_set(err, MC_ERR_INVALID,
+			  "a peer declares %llu bytes, over --max-peer-capacity %llu",
+			  (unsigned long long)sum, (unsigned long long)m->cfg.max_peer_capacity);
 }
 
 /* A copy's footprint on a tier, in bytes, is taken up to this: beyond it the peer is confused. */
@@ -194,6 +215,8 @@ resume_target(struct master *m, const msgpack_object *params, const struct peer 
 		*why = "wrong session";
 	else if (strcmp(p->addr, tmp->addr) != 0)
 		*why = "another address";
+	else if (strcmp(p->name, tmp->name) != 0)
+		*why = "another identity";
 	else if (!peer_alive(p, m->cfg.peer_ttl))
 		*why = "expired";
 	else
@@ -294,7 +317,8 @@ h_peer_register(struct mc_req *req)
 	struct client *cl = req_client_get(req);
 	struct peer tmp, *p, *old;
 	struct mc_err err;
-	char tiers[128];
+	char given[MC_ADDR_MAX], tiers[128];
+	int refusal;
 	const char *mode, *why;
 	uint64_t since = 0;
 	size_t mlen;
@@ -305,9 +329,12 @@ h_peer_register(struct mc_req *req)
 		handler_fail(req, MC_ERR_SYSTEM, "out of memory");
 		return;
 	}
-	rc = mc_map_strcpy(req->params, "addr", tmp.addr, sizeof(tmp.addr), &err);
-	if (rc == 0 || (rc > 0 && tmp.addr[0] == '\0'))
+	rc = mc_map_strcpy(req->params, "addr", given, sizeof(given), &err);
+	if (rc == 0 || (rc > 0 && given[0] == '\0'))
 		rc = mc_err_set(&err, MC_ERR_INVALID, "missing field 'addr'");
+	/* compared canonical: 127.0.0.01:PORT is the live peer at 127.0.0.1:PORT */
+	if (rc > 0 && mc_addr_canonical(given, tmp.addr, sizeof(tmp.addr), &err) != 0)
+		rc = -1;
 	if (rc < 0 || mc_map_strcpy(req->params, "host", tmp.host, sizeof(tmp.host), &err) < 0 ||
 	    mc_map_strcpy(req->params, "domain", tmp.domain, sizeof(tmp.domain), &err) < 0 ||
 	    read_tiers(m, req->params, &tmp, true, &err) != 0 ||
@@ -327,6 +354,11 @@ h_peer_register(struct mc_req *req)
 		goto fail;
 	}
 	memcpy(tmp.evict_mode, mode, mlen);
+	if (check_capacity(m, &tmp, &err) != 0) {
+		refusal = PEER_REFUSED_CAPACITY;
+		goto refused;
+	}
+	auth_peer_identity(m, cl, tmp.name);
 	/* Without a host name each peer counts as a host of its own. */
 	if (tmp.host[0] == '\0')
 		snprintf(tmp.host, sizeof(tmp.host), "%.*s", MC_NAME_MAX, tmp.addr);
@@ -342,8 +374,8 @@ h_peer_register(struct mc_req *req)
 	if (peer_session_new(&tmp, &err) != 0)
 		goto fail;
 	old = peers_find_addr(m->peers, tmp.addr);
-	if (auth_check_takeover(m, old, &err) != 0)
-		goto fail;
+	if (auth_check_takeover(m, old, &tmp, &refusal, &err) != 0)
+		goto refused;
 	/*
 	 * The same address without a valid resume: a restarted peer, or one
 	 * the master had given up on. Its objects are not erased; the old
@@ -371,6 +403,10 @@ h_peer_register(struct mc_req *req)
 	recon_peer_registered(m, p);
 	reply_registered(req, p, false);
 	return;
+refused:
+	m->peers->refused[refusal]++;
+	mc_warn("refused the registration of %s%s%s: %s", tmp.addr, tmp.name[0] ? " as " : "",
+		tmp.name, err.msg);
 fail:
 	req_fail_err(req, &err);
 }
@@ -414,6 +450,7 @@ h_peer_heartbeat(struct mc_req *req)
 	/* Parse into a copy so a bad message changes nothing. */
 	tmp = *p;
 	if (read_tiers(m, req->params, &tmp, false, &err) != 0 ||
+	    check_capacity(m, &tmp, &err) != 0 ||
 	    ((reads = rank_local_reads_check(req->params, &bad_reads, &err)) == NULL &&
 	     bad_reads)) {
 		req_fail_err(req, &err);

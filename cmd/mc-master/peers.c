@@ -74,6 +74,32 @@ peers_find_addr(const struct peers *p, const char *addr)
 }
 
 struct peer *
+peers_find_live_name(const struct peers *p, const char *name, const struct peer *skip, uint64_t ttl)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct peer *q = p->v[i];
+
+		/* conn is cleared when the link closes (master_on_close) */
+		if (q != skip && strcmp(q->name, name) == 0 && q->conn != NULL &&
+		    peer_alive(q, ttl))
+			return q;
+	}
+	return NULL;
+}
+
+const char *
+peer_refusal_name(int why)
+{
+	static const char *const names[PEER_REFUSED_COUNT] = {
+		[PEER_REFUSED_ADDRESS] = "address",
+		[PEER_REFUSED_IDENTITY] = "identity",
+		[PEER_REFUSED_CAPACITY] = "capacity",
+	};
+
+	return why >= 0 && why < PEER_REFUSED_COUNT ? names[why] : "?";
+}
+
+struct peer *
 peers_add(struct peers *p, struct mc_err *err)
 {
 	struct peer *peer;

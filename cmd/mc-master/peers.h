@@ -74,7 +74,14 @@ double peer_tier_low(const struct peer_tier *t, double dflt);
 
 struct peer {
 	uint32_t id;
-	char addr[MC_ADDR_MAX];
+	char addr[MC_ADDR_MAX]; /* canonical (mc_addr_canonical): an alias is the same address */
+	/*
+	 * The auth file's peer entry it registered with (mc-auth(5)): the
+	 * identity the id is bound to, so that no other peer's secret
+	 * resumes it, speaks for it or takes its address. "" without an
+	 * auth file or for the peers' shared secret.
+	 */
+	char name[MC_NAME_MAX + 1];
 	char host[MC_NAME_MAX + 1];
 	char domain[MC_NAME_MAX + 1];
 	char evict_mode[EVICT_MODE_MAX];
@@ -143,20 +150,36 @@ peer_self_evicts(const struct peer *p, int tier)
 	return tier >= 0 && tier < MC_TIER_COUNT && (p->self_evict & (1u << tier)) != 0;
 }
 
+/* Why a registration was refused (mc_peer_register_refused_total{reason}). */
+enum peer_refusal {
+	PEER_REFUSED_ADDRESS,  /* a live peer holds the address, or it is another's */
+	PEER_REFUSED_IDENTITY, /* the identity is live elsewhere */
+	PEER_REFUSED_CAPACITY, /* declared past --max-peer-capacity */
+	PEER_REFUSED_COUNT
+};
+
 struct peers {
 	struct peer **v;
 	uint32_t n;
 	uint32_t next_id;
 	struct tasks tasks; /* every peer's, and their counts */
 	struct event *flush_ev;
+	uint64_t refused[PEER_REFUSED_COUNT];
 };
+
+/* "address", "identity", "capacity". */
+const char *peer_refusal_name(int why);
 
 int peers_init(struct peers *p, struct event_base *base, const struct store *store,
 	       struct mc_err *err);
 void peers_free(struct peers *p);
 
 struct peer *peers_find(const struct peers *p, uint32_t id);
+/* The entry at addr, compared as given: canonical, as every entry's is. */
 struct peer *peers_find_addr(const struct peers *p, const char *addr);
+/* The live, connected entry bound to identity name (non-empty), but skip; or NULL. */
+struct peer *peers_find_live_name(const struct peers *p, const char *name, const struct peer *skip,
+				  uint64_t ttl);
 /* A new empty entry with a fresh id; NULL with err when full. */
 struct peer *peers_add(struct peers *p, struct mc_err *err);
 /* Remove and free an entry (its tasks are retired). */

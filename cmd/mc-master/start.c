@@ -58,6 +58,7 @@ master_defaults(struct master_cfg *cfg)
 	cfg->write_ack_wait = 5000;
 	cfg->grant_ttl = 30000;
 	cfg->grant_cache = 65536;
+	cfg->max_peer_capacity = 1ull << 50; /* 1 PiB: more than a host has, and finite */
 }
 
 /*

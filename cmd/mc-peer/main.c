@@ -44,6 +44,7 @@ static struct {
 	uint64_t dram;
 	const char *ssd;
 	uint64_t ssd_size;
+	const char *session_file;
 	struct peer_marks marks[MC_TIER_COUNT];
 	const char *promote;
 	enum evict_mode eviction_mode;
@@ -201,6 +202,9 @@ static const struct mc_opt opts[] = {
 	  &cfg.ssd },
 	{ "ssd-size", 0, "SIZE", NULL, "bytes the SSD tier may hold (required with --ssd)",
 	  mc_set_size, &cfg.ssd_size },
+	{ "session-file", 0, "FILE", NULL,
+	  "keep the master session in FILE, mode 0600 (default: beside --ssd; none without it)",
+	  mc_set_str, &cfg.session_file },
 	{ "dram-watermarks", 0, "MARKS", NULL,
 	  "HIGH:LOW, fractions of DRAM: usage that starts eviction and where it stops (default: "
 	  "a headroom of the writes in flight plus one slice)",
@@ -334,8 +338,8 @@ struct peer_module {
 };
 
 /*
- * The media: DRAM, and the SSD tier with the session kept beside it. A
- * file that cannot be had refuses the start.
+ * The media: DRAM, and the SSD tier with the session kept beside it
+ * (or in --session-file). A file that cannot be had refuses the start.
  */
 static int
 media_start(struct peer *p)
@@ -350,6 +354,8 @@ media_start(struct peer *p)
 		mc_complain("cannot create the %s arena: %s", mc_tier_name(MC_TIER_DRAM), err.msg);
 		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
 	}
+	if (cfg.session_file != NULL)
+		p->session_path = cfg.session_file;
 	if (!cfg.ssd)
 		return MC_EXIT_OK;
 	p->media[MC_TIER_SSD] = medium_open(MC_TIER_SSD, &ssd, &err);
@@ -360,6 +366,8 @@ media_start(struct peer *p)
 		p->media[MC_TIER_DRAM] = NULL;
 		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
 	}
+	if (cfg.session_file != NULL)
+		return MC_EXIT_OK;
 	if (stat(cfg.ssd, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(run.session, sizeof(run.session), "%s/session", cfg.ssd);
 	else

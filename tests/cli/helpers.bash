@@ -340,6 +340,27 @@ mc_peer_count_is() {
 	n="$(mc_peer_count)" && [ "$n" -eq "$1" ]
 }
 
+# mc_keep_session: read a peer_register answer on stdin, keep its session
+# in $MC_DIR/ID.session (as mc-peer --session-file writes one: "ID TOKEN")
+# and print the peer id. Without an auth file only the registering
+# connection speaks for a peer, or one that shows its session.
+mc_keep_session() {
+	local out id
+	out="$(cat)" || return 1
+	id="$(jq -r .peer_id <<<"$out")" || return 1
+	[ -n "$id" ] && [ "$id" != null ] || return 1
+	printf '%s %s\n' "$id" "$(jq -r .session <<<"$out")" >"$MC_DIR/$id.session"
+	echo "$id"
+}
+
+# mc_session NAME: session=TOKEN for a peer's call from another connection,
+# from $MC_DIR/NAME.session (mc_keep_session's, or mc-peer --session-file's).
+mc_session() {
+	local id token
+	read -r id token <"$MC_DIR/$1.session" || return 1
+	echo "session=$token"
+}
+
 # mc_peer_id ADDR: the master's id for the peer at ADDR.
 mc_peer_id() {
 	mc_peers_json | jq -r --arg a "$1" 'select(.addr == $a) | .peer_id'

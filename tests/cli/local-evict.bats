@@ -31,7 +31,7 @@ teardown_file() {
 # cluster [PEER ARGS...]: a master and one peer of 64 MiB DRAM, both with metrics.
 cluster() {
 	mc_start_master --http 127.0.0.1:0 --put-wait 5s
-	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 "$@"
+	MC_PEER_DRAM=64MiB mc_start_peer p1 --http 127.0.0.1:0 --session-file "$MC_DIR/p1.session" "$@"
 }
 
 peer_metric() {
@@ -202,7 +202,8 @@ BEATS='mc_requests_total{method="peer_heartbeat"}'
 	# recency, not frequency: the read count is what the replica list made it
 	assert_equal "$(mc_stat_json rd | jq .access_count)" "$before"
 	# and rd now ranks behind the key written after it
-	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$(mc_peer_id "$(mc_addr p1)")" tier=dram
+	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$(mc_peer_id "$(mc_addr p1)")" \
+		"$(mc_session p1)" tier=dram
 	assert_equal "$(jq -r '[.keys[].key] | join(" ")' <<<"$output")" "other rd"
 }
 

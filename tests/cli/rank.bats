@@ -11,7 +11,7 @@ setup() {
 	mc_require_bins mc-master mc-peer mc-cli mc-rpc
 	mc_test_dir
 	mc_start_master --http 127.0.0.1:0
-	mc_start_peer p1
+	mc_start_peer p1 --session-file "$MC_DIR/p1.session"
 	PEER="$(mc_peer_id "$MC_LAST_ADDR")"
 	[ -n "$PEER" ]
 }
@@ -33,7 +33,8 @@ put() {
 # then "more" or "done".
 rank() {
 	local out
-	out="$(mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=dram "$@")" || return 1
+	out="$(mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)" tier=dram \
+		"$@")" || return 1
 	jq -r '([.keys[].key] | join(" ")) + " " + (if .more then "more" else "done" end)' \
 		<<<"$out"
 }
@@ -48,7 +49,7 @@ rank() {
 	run -0 rank
 	assert_output "k2 k3 k1 done"
 	# every entry carries its tenant, version and size
-	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=dram max:=1
+	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)" tier=dram max:=1
 	[ "$(jq -c '.keys[0] | [.tenant, .key, .bytes, (.version > 0)]' <<<"$output")" = \
 		'["default","k2",200,true]' ]
 }
@@ -66,7 +67,7 @@ rank() {
 	run -0 rank max:=3
 	assert_output "k1 k2 k3 done"
 	# the peer has no ssd: nothing there
-	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=ssd
+	run -0 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)" tier=ssd
 	[ "$(jq -c '[.keys, .more]' <<<"$output")" = '[[],false]' ]
 }
 
@@ -88,7 +89,7 @@ rank() {
 	put k3 100
 	local before
 	before="$(mc_stat_json k1 | jq .access_count)"
-	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$PEER" \
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$PEER" "$(mc_session p1)" \
 		'local_reads:=[{"tenant":"default","key":"k1"},{"tenant":"default","key":"gone"}]'
 	run -0 rank
 	assert_output "k2 k3 k1 done"
@@ -100,20 +101,26 @@ rank() {
 @test "rank: bad fields are refused, naming the field; the master keeps serving" {
 	put k1 100
 	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:=999 tier=dram
-	assert_output --partial "invalid: peer_id: unknown peer 999"
-	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=tape
+	assert_output --partial "permission denied: peer 999 is not the peer registered on this"
+	# another connection speaks for the peer only with its session
+	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=dram
+	assert_output --partial "is not the peer registered on this connection"
+	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=dram \
+		session="$(printf '0%.0s' {1..32})"
+	assert_output --partial "is not the peer registered on this connection"
+	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)" tier=tape
 	assert_output --partial "invalid: tier"
-	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=hbm
+	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)" tier=hbm
 	assert_output --partial "invalid: tier"
-	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER"
+	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)"
 	assert_output --partial "invalid: tier"
-	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=dram max:=0
+	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)" tier=dram max:=0
 	assert_output --partial "invalid: max"
-	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" tier=dram max:=4097
+	run -1 mc-rpc "$MC_MASTER" evict_candidates peer_id:="$PEER" "$(mc_session p1)" tier=dram max:=4097
 	assert_output --partial "invalid: max"
-	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$PEER" 'local_reads:=[{"key":"k1"}]'
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$PEER" "$(mc_session p1)" 'local_reads:=[{"key":"k1"}]'
 	assert_output --partial "local_reads"
-	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$PEER" 'local_reads:="k1"'
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$PEER" "$(mc_session p1)" 'local_reads:="k1"'
 	assert_output --partial "local_reads"
 	run -0 rank
 	assert_output "k1 done"
@@ -127,7 +134,7 @@ rank() {
 	export MC_FAULT_DIR="$MC_DIR/faults"
 	mkdir -p "$MC_FAULT_DIR"
 	MC_FAULT=reply.evict_candidates:pause mc_start_master
-	mc_start_peer p1
+	mc_start_peer p1 --session-file "$MC_DIR/p1.session"
 	PEER="$(mc_peer_id "$MC_LAST_ADDR")"
 	put k1 100
 	rank >"$BATS_TEST_TMPDIR/answer" &
@@ -152,7 +159,7 @@ ranked_is() {
 	mc_stop_all
 	mkdir -p "$MC_DIR/snap"
 	mc_start_master --snapshot-dir "$MC_DIR/snap" --peer-ttl 1h
-	mc_start_peer p1
+	mc_start_peer p1 --session-file "$MC_DIR/p1.session"
 	PEER_ADDR="$MC_LAST_ADDR"
 	# more keys than a copy reported after the restart could be placed by
 	# walking in from the warm end: only the rebuild puts them in order

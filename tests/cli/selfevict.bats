@@ -37,7 +37,7 @@ register() {
 	shift
 	mc-rpc "$MC_MASTER" peer_register addr="unix:$MC_DIR/$name.sock" \
 		'tiers:=[{"tier":"dram","capacity":100000,"used":0}]' 'task_kinds:=["drop","evict"]' \
-		"$@" | jq -r .peer_id
+		"$@" | mc_keep_session
 }
 
 # fill ID N: inventory copies k0..k<N-1> of OBJ bytes on dram for peer ID.
@@ -46,13 +46,14 @@ fill() {
 	items="$(jq -cn --argjson n "$2" --argjson size "$OBJ" \
 		'[range(0; $n) | {tenant: "default", key: "k\(.)", tier: "dram",
 		size: $size, version: (. + 1), checksum: 7}]')"
-	mc-rpc "$MC_MASTER" peer_inventory peer_id:="$1" done:=true "items:=$items" >/dev/null
+	mc-rpc "$MC_MASTER" peer_inventory peer_id:="$1" "$(mc_session "$1")" done:=true \
+		"items:=$items" >/dev/null
 }
 
 heartbeat() {
 	local id="$1"
 	shift
-	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$@" >/dev/null
+	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" "$@" >/dev/null
 }
 
 used() {
@@ -157,7 +158,8 @@ metric_is() {
 	[ "$(mc_metric master 'mc_evict_rounds_total{trigger="no_space"}')" -eq 0 ]
 	local i
 	for i in 0 1 2 3; do
-		mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then-notify copy_dropped \
+		mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" \
+			--then-notify copy_dropped \
 			peer_id:="$id" tenant=default key="k$i" version:=$((i + 1)) tier=dram \
 			reason=reclaim >/dev/null
 	done
@@ -174,9 +176,11 @@ metric_is() {
 		'tiers:=[{"tier":"dram","capacity":100000,"used":0}]' 'self_evict:=["tape"]'
 	assert_output --partial "self_evict[0]: unknown tier 'tape'"
 	id="$(register p 'self_evict:=["dram"]')"
-	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" 'stalled:=["dram","tape"]'
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" \
+		'stalled:=["dram","tape"]'
 	assert_output --partial "stalled[1]: unknown tier 'tape'"
-	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" 'self_evict:="dram"'
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" \
+		'self_evict:="dram"'
 	assert_output --partial "field 'self_evict' must be an array of tier names"
 	# nothing changed, and the next good heartbeat is taken
 	mc-cli --json peers | jq -e '.. | objects | select(.peer_id? != null) |

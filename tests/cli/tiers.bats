@@ -50,7 +50,7 @@ register() {
 	local name="$1" tiers="$2"
 	shift 2
 	mc-rpc "$MC_MASTER" peer_register addr="unix:$MC_DIR/$name.sock" "tiers:=$tiers" "$@" |
-		jq -r .peer_id
+		mc_keep_session
 }
 
 # items N TIER [FROM]: inventory items k<FROM>..k<FROM+N-1> of OBJ bytes on TIER.
@@ -63,13 +63,14 @@ items() {
 
 # inventory ID ITEMS-JSON: report copies for peer ID.
 inventory() {
-	mc-rpc "$MC_MASTER" peer_inventory peer_id:="$1" done:=true "items:=$2" >/dev/null
+	mc-rpc "$MC_MASTER" peer_inventory peer_id:="$1" "$(mc_session "$1")" done:=true \
+		"items:=$2" >/dev/null
 }
 
 # tasks ID: the tasks the master sent peer ID and it has not acknowledged,
 # one JSON item a line with the method that carried it ({method, key, tier, ...}).
 tasks() {
-	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$1" |
+	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$1" "$(mc_session "$1")" |
 		jq -c 'select(has("notify")) | .notify as $m | .params.items[] | . + {method: $m}'
 }
 
@@ -169,7 +170,7 @@ evicted() {
 as_peer() {
 	local id="$1" method="$2"
 	shift 2
-	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then-notify "$method" peer_id:="$id" \
+	mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" --then-notify "$method" peer_id:="$id" \
 		tenant=default "$@" >/dev/null
 }
 
@@ -237,7 +238,7 @@ candidates_of() {
 	run -1 mc-rpc "$MC_MASTER" copy_dropped peer_id:="$id" tenant=default key="$v" \
 		version:=1 tier=dram reason=reclaim
 	assert_output --partial "is not the peer registered on this connection"
-	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then copy_dropped \
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" --then copy_dropped \
 		peer_id:="$id" tenant=default key="$v" version:=1 tier=dram reason=tired
 	assert_output --partial "unknown reason 'tired'"
 	run -0 mc-cli exist "$v"
@@ -296,9 +297,9 @@ marks() {
 	inventory "$id" "$(items 120 dram)"
 	wait_until 10 used_is "$id" dram 20000
 	# a heartbeat may change them; one that leaves them out keeps them
-	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "tiers:=[$(tier dram 100000 0.95 0.9)]"
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" "tiers:=[$(tier dram 100000 0.95 0.9)]"
 	[ "$(marks "$id" dram)" = "0.95 0.9" ]
-	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "tiers:=[$(tier dram 100000)]"
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" "tiers:=[$(tier dram 100000)]"
 	[ "$(marks "$id" dram)" = "0.95 0.9" ]
 }
 
@@ -316,7 +317,7 @@ marks() {
 		'tiers:=[{"tier":"dram","capacity":100000,"used":0,"low":0.95}]'
 	assert_output --partial "low watermark 0.95 is not below high 0.9"
 	id="$(register p "[$(tier dram 100000 0.8 0.6)]")"
-	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "tiers:=[$(tier dram 100000 0 0.6)]"
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" "tiers:=[$(tier dram 100000 0 0.6)]"
 	assert_output --partial "watermarks must be in (0, 1]"
 	[ "$(marks "$id" dram)" = "0.8 0.6" ]
 }
@@ -331,7 +332,7 @@ marks() {
 	mc-rpc "$MC_MASTER" put_end key=a version:=1 >/dev/null &
 	end=$!
 	wait_until 10 metric_is mc_put_end_waits_total 1
-	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then write_ack peer_id:="$id" \
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" --then write_ack peer_id:="$id" \
 		tenant=default key=a version:=1 size:=100
 	wait "$end"
 	jq -e -s 'map(select(has("notify"))) | length == 1 and .[0].notify == "committed" and
@@ -342,7 +343,7 @@ marks() {
 	mc-rpc "$MC_MASTER" put_end key=b version:=2 >/dev/null &
 	end=$!
 	wait_until 10 metric_is mc_put_end_waits_total 2
-	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" --then write_ack peer_id:="$id" \
+	run -0 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" --then write_ack peer_id:="$id" \
 		tenant=default key=b version:=2 size:=100
 	wait "$end"
 	jq -e -s 'map(select(has("notify")))[0].params | has("group") == false and
@@ -521,7 +522,7 @@ stat_field_is() {
 	[ "$(used "$id" dram)" -eq 4096 ]
 	run -0 mc-rpc "$MC_MASTER" put_start key=b size:=5000 tier=ssd
 	[ "$(used "$id" ssd)" -eq $((8192 + 8192)) ]
-	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" \
+	run -1 mc-rpc "$MC_MASTER" peer_heartbeat peer_id:="$id" "$(mc_session "$id")" \
 		'tiers:=[{"tier":"dram","capacity":100000,"used":0,"page":2000000000}]'
 	assert_output --partial "page or per_copy over"
 }

@@ -93,25 +93,64 @@ test_hello(void)
 static void
 test_takeover(void)
 {
-	struct peer p = { 0 };
+	struct peer p = { 0 }, fresh = { 0 }, *twin;
 	struct mc_err err;
+	int why;
 
 	snprintf(p.addr, sizeof(p.addr), "unix:/p1");
+	snprintf(fresh.addr, sizeof(fresh.addr), "unix:/p1");
 	p.id = 7;
 	p.heard = mc_mono_ms();
 	p.conn = (struct mc_conn *)&p; /* connected: only compared with NULL */
 	m.cfg.peer_ttl = 60000;
-	TAP_OK(auth_check_takeover(&m, &p, &err) == -1 && err.code == MC_ERR_PERMISSION &&
-		       strstr(err.msg, "live peer 7 holds unix:/p1") != NULL,
+	TAP_OK(auth_check_takeover(&m, &p, &fresh, &why, &err) == -1 &&
+		       err.code == MC_ERR_PERMISSION &&
+		       strstr(err.msg, "live peer 7 holds unix:/p1") != NULL &&
+		       why == PEER_REFUSED_ADDRESS,
 	       "takeover: a live, connected peer's address is refused (%s)", err.msg);
 	p.conn = NULL;
-	TAP_OK(auth_check_takeover(&m, &p, &err) == 0,
+	TAP_OK(auth_check_takeover(&m, &p, &fresh, &why, &err) == 0,
 	       "takeover: a peer whose link closed may be replaced (a restart)");
-	TAP_OK(auth_check_takeover(&m, NULL, &err) == 0, "takeover: a free address is free");
+	TAP_OK(auth_check_takeover(&m, NULL, &fresh, &why, &err) == 0,
+	       "takeover: a free address is free");
 	m.auth_on = false;
 	p.conn = (struct mc_conn *)&p;
-	TAP_OK(auth_check_takeover(&m, &p, &err) == 0, "takeover: without --auth-file, as before");
+	TAP_OK(auth_check_takeover(&m, &p, &fresh, &why, &err) == -1,
+	       "takeover: without --auth-file a live peer's address is refused too");
 	m.auth_on = true;
+
+	/* identities: the address is bound to its peer's, live or not */
+	snprintf(p.name, sizeof(p.name), "rack1-a");
+	snprintf(fresh.name, sizeof(fresh.name), "rack1-b");
+	p.conn = NULL;
+	TAP_OK(auth_check_takeover(&m, &p, &fresh, &why, &err) == -1 &&
+		       why == PEER_REFUSED_ADDRESS && strstr(err.msg, "'rack1-a'") != NULL,
+	       "takeover: another identity never takes a named peer's address (%s)", err.msg);
+	snprintf(fresh.name, sizeof(fresh.name), "rack1-a");
+	TAP_OK(auth_check_takeover(&m, &p, &fresh, &why, &err) == 0,
+	       "takeover: the same identity restarting at its address may");
+	fresh.name[0] = '\0';
+	TAP_OK(auth_check_takeover(&m, &p, &fresh, &why, &err) == -1,
+	       "takeover: the shared secret never takes a named peer's address");
+
+	/* one identity is one live peer */
+	twin = peers_add(m.peers, &err);
+	if (twin == NULL) {
+		TAP_OK(0, "takeover: a peer entry for the twin (%s)", err.msg);
+		return;
+	}
+	snprintf(twin->addr, sizeof(twin->addr), "unix:/p2");
+	snprintf(twin->name, sizeof(twin->name), "rack1-a");
+	twin->heard = mc_mono_ms();
+	twin->conn = (struct mc_conn *)twin;
+	snprintf(fresh.name, sizeof(fresh.name), "rack1-a");
+	TAP_OK(auth_check_takeover(&m, NULL, &fresh, &why, &err) == -1 &&
+		       why == PEER_REFUSED_IDENTITY && strstr(err.msg, "live at unix:/p2") != NULL,
+	       "takeover: an identity live elsewhere is refused a second address (%s)", err.msg);
+	twin->conn = NULL;
+	TAP_OK(auth_check_takeover(&m, NULL, &fresh, &why, &err) == 0,
+	       "takeover: an identity whose link closed may come back at a new address");
+	peers_del(m.peers, twin);
 }
 
 int

@@ -2,8 +2,9 @@
  * The master's auth file (mc-auth(5)): who may speak to it, by role.
  *
  * A text file, one entry a line: "ROLE NAME SALT HASH", ROLE one of
- * tenant, admin or peer, NAME the tenant the token speaks for (for the
- * peer secret, any name: "peers" by convention), SALT 16 random bytes
+ * tenant, admin or peer, NAME the tenant the token speaks for (for a
+ * peer, the identity the master binds its id to; "peers" is the secret
+ * every peer may share, MC_AUTH_SHARED_PEER), SALT 16 random bytes
  * and HASH crypto_generichash(SALT || token) in hex. The token itself
  * is never stored: mc_authfile_add makes one, hands it back to be
  * printed once, and keeps only its salted hash. Blank lines and lines
@@ -24,6 +25,9 @@ enum mc_auth_role {
 	MC_ROLE_ADMIN,	  /* a tenant's calls, and the operator's */
 	MC_ROLE_PEER,	  /* a peer's control connection */
 };
+
+/* The name of the peer entry that every peer may share: no identity of its own. */
+#define MC_AUTH_SHARED_PEER "peers"
 
 #define MC_AUTH_SALT_LEN 16
 #define MC_AUTH_HASH_LEN 32
