@@ -379,6 +379,11 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 	struct mobj *o;
 	int i;
 
+	/*
+	 * Interned before any check, whatever the item: a copy the master
+	 * may not adopt is dropped by a task, and a task names its tenant
+	 * by id.
+	 */
 	if (tenant < 0) {
 		n->skipped++;
 		return;
