@@ -231,8 +231,9 @@ item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
  * whatever it names. Without, any version below VERSION_MAX: one
  * inventory must not spend the counter, so that every later put fails.
  */
+/* Whether the item's receipt is one this master's key made for it. */
 static bool
-may_adopt(const struct master *m, const struct inv_item *it, struct inv_count *n)
+receipt_verifies(const struct master *m, const struct inv_item *it)
 {
 	struct mc_receipt_of w = {
 		.tenant = it->tenant,
@@ -244,9 +245,14 @@ may_adopt(const struct master *m, const struct inv_item *it, struct inv_count *n
 		.checksum = it->checksum,
 	};
 
-	if (m->receipts_on
-		    ? it->receipt != NULL && mc_receipt_verify(m->receipt_key, &w, it->receipt)
-		    : it->version < VERSION_MAX)
+	return m->receipts_on && it->receipt != NULL &&
+	       mc_receipt_verify(m->receipt_key, &w, it->receipt);
+}
+
+static bool
+may_adopt(const struct master *m, const struct inv_item *it, struct inv_count *n)
+{
+	if (m->receipts_on ? receipt_verifies(m, it) : it->version < VERSION_MAX)
 		return true;
 	n->unverified++;
 	if (m->receipts_on)
@@ -406,6 +412,15 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 		else if (add_complete(m, o, p, it->tier) != 0) {
 			n->skipped++;
 			return;
+		}
+		/*
+		 * A copy the master knows to be its own but that has no receipt
+		 * (committed before receipts, or while its peer was away) gets
+		 * one now, so that a master that loses the object adopts it.
+		 */
+		if (m->receipts_on && !receipt_verifies(m, it)) {
+			ops_notify_committed(m, o, o->version, p);
+			m->recon->receipts_resent++;
 		}
 		n->kept++;
 		return;
@@ -710,6 +725,12 @@ recon_collect(struct mc_metrics *r, void *arg)
 	if ((s = mc_metric_get(r, "mc_inventory_unverified_total", MC_COUNTER, help, "reason",
 			       "version")))
 		mc_metric_set(s, (double)rc->unverified_version);
+	if ((s = mc_metric_get(
+		     r, "mc_receipts_resent_total", MC_COUNTER,
+		     "Copies an inventory confirmed without a receipt that verifies, sent "
+		     "their commit notice again with one.",
+		     NULL, NULL)))
+		mc_metric_set(s, (double)rc->receipts_resent);
 }
 
 const struct master_module recon_module = {

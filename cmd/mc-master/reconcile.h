@@ -48,6 +48,8 @@ struct recon {
 	uint64_t deadline; /* mc_now_ms() after which ghosts go; 0: none */
 	/* items dropped that the master did not issue (mc_inventory_unverified_total) */
 	uint64_t unverified_receipt, unverified_version;
+	/* copies confirmed without a receipt, sent one (mc_receipts_resent_total) */
+	uint64_t receipts_resent;
 };
 
 /* Forget the ghosts (the counters stay). */
