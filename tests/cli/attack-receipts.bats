@@ -17,7 +17,7 @@ load helpers
 VERSION_END=18446744073709551613
 
 setup() {
-	mc_require_bins mc-master mc-peer mc-cli mc-rpc mc-ssdforge
+	mc_require_bins mc-master mc-peer mc-cli mc-rpc mc-ssdforge mc-snapshot
 	mc_test_dir
 	SSD="$MC_DIR/ssd"
 	mkdir -p "$SSD"
@@ -80,6 +80,11 @@ ssd_objects_are() {
 	[ "$(mc_tier_field "$1" ssd objects)" -eq "$2" ]
 }
 
+# notices_are PEER N: PEER took N commit notices (and kept their receipts).
+notices_are() {
+	[ "$(mc_metric "$1" mc_peer_commit_notices_total)" = "$2" ]
+}
+
 # inventoried NAME N: the master logged N inventories of peer NAME's as done.
 inventoried() {
 	[ "$(grep -c "($(mc_addr "$1")) inventory: .*(done)" "$MC_DIR/master.log")" -ge "$2" ]
@@ -96,6 +101,7 @@ bob_lists() {
 	peer p1
 	mc_random_file "$MC_DIR/mine" 20000
 	as alice mc-cli put mine "$MC_DIR/mine" --tier ssd
+	wait_until 10 notices_are p1 1
 	mc_stop p1
 
 	# what someone who can read and write the peer's file can make: an
@@ -179,6 +185,7 @@ bob_lists() {
 	mc_random_file "$MC_DIR/s" 40000
 	as alice mc-cli put d "$MC_DIR/d"
 	as alice mc-cli put s "$MC_DIR/s" --tier ssd
+	wait_until 10 notices_are p1 2
 
 	# a master that lost everything learns the copies back from the peer
 	mc_stop master
@@ -208,6 +215,7 @@ bob_lists() {
 	peer p1
 	as alice mc-cli put d <<<"dram copy"
 	as alice mc-cli put s <<<"ssd copy" --tier ssd
+	wait_until 10 notices_are p1 2
 	mc_stop master
 	# a standby that was not given the key file
 	master --receipt-key "$MC_DIR/other.key"
@@ -221,4 +229,35 @@ bob_lists() {
 	master --receipt-key "$AUTH.receipt-key"
 	wait_until 20 inventoried p1 1
 	mc_key_gone s -t alice
+}
+
+@test "receipts: a copy committed without a receipt gets one when an inventory confirms it, and comes back after a restart without a snapshot" {
+	local snaps="$MC_DIR/snaps" key="$MC_DIR/receipt.key"
+	mkdir -p "$snaps"
+	# a master of before receipts (none configured), and its snapshot
+	mc_start_master --snapshot-dir "$snaps"
+	MC_PEER_DRAM=8MiB mc_start_peer p1 --http 127.0.0.1:0
+	mc_random_file "$MC_DIR/x" 30000
+	mc-cli put x "$MC_DIR/x"
+	wait_until 10 notices_are p1 1
+	mc-snapshot save >/dev/null
+	mc_stop master
+
+	# restored with receipts on: the peer's copy is kept, and sent its receipt
+	mc_start_master --snapshot-dir "$snaps" --restore latest --receipt-key "$key" \
+		--http 127.0.0.1:0
+	wait_until 20 inventoried p1 1
+	wait_until 10 eval '[ "$(mc_metric master mc_receipts_resent_total)" = 1 ]'
+	# the peer took it before the master goes
+	wait_until 10 notices_are p1 2
+	mc_stop master
+
+	# a master that lost everything adopts it on that receipt
+	mc_start_master --receipt-key "$key" --http 127.0.0.1:0
+	wait_until 20 inventoried p1 1
+	grep -q "inventory: 0 kept, 1 adopted, 0 dropped (0 unverified)" "$MC_DIR/master.log"
+	mc-cli get x >"$MC_DIR/x.out"
+	cmp "$MC_DIR/x" "$MC_DIR/x.out"
+	# a copy whose receipt verifies is not sent another
+	[ "$(mc_metric master mc_receipts_resent_total)" = 0 ]
 }
