@@ -63,43 +63,21 @@ awaits_ack(const struct mobj *o, uint64_t version)
 
 /*
  * Tell the peers of the replicas just completed (done) what the version
- * they hold committed as: committed {tenant, key, version, type, group?,
- * hard_pin, sp_remaining}, kept with the copy so that a restarted peer
- * can report it. Best effort: a peer not connected learns nothing, and
- * its inventory then reports the copy without it.
+ * they hold committed as (ops_notify_committed), once a peer however
+ * many of its tiers hold it.
  */
 static void
 notify_committed(struct master *m, const struct mobj *o, uint64_t version,
 		 const struct placement *done)
 {
-	const struct store *s = m->store;
-	const struct group *g = o->group != NO_GROUP ? store_group_get(m->store, o->group) : NULL;
-	uint64_t now = mc_now_ms();
-
 	for (unsigned i = 0; i < done->n; i++) {
 		const struct peer *p = peers_find(m->peers, done->peer[i]);
-		struct mc_conn *c = p != NULL ? peer_link(p) : NULL;
-		msgpack_packer *pk;
 		bool again = false;
 
-		/* one notice a peer, however many of its tiers hold the version */
 		for (unsigned k = 0; k < i; k++)
 			again |= done->peer[k] == done->peer[i];
-		if (c == NULL || again)
-			continue;
-		pk = mc_conn_begin(c, "committed");
-		msgpack_pack_map(pk, g != NULL ? 7 : 6);
-		mc_pack_kv_str(pk, "tenant", s->tenants[o->tenant].name);
-		mc_pack_kv_strn(pk, "key", o->key, o->key_len);
-		mc_pack_kv_u64(pk, "version", version);
-		mc_pack_kv_str(pk, "type", store_type_name(s, o->type));
-		if (g != NULL)
-			mc_pack_kv_strn(pk, "group", g->name, g->name_len);
-		mc_pack_kv_bool(pk, "hard_pin", o->hard_pin);
-		mc_pack_kv_u64(pk, "sp_remaining", softpin_remaining(o, now));
-		if (mc_conn_notify(c) != 0)
-			mc_warn("cannot send the commit of '%.*s' to peer %u", (int)o->key_len,
-				o->key, p->id);
+		if (p != NULL && !again)
+			ops_notify_committed(m, o, version, p);
 	}
 }
 

@@ -278,6 +278,10 @@ main(int argc, char **argv)
 		  "tenants' and admins' token hashes and the peer secret (mc-auth(5)), reloaded on "
 		  "SIGHUP",
 		  mc_set_str, &m.cfg.auth_file },
+		{ "receipt-key", 0, "FILE", NULL,
+		  "the key of commit receipts, made when missing (default with --auth-file: "
+		  "AUTH_FILE.receipt-key; without either, no receipts)",
+		  mc_set_str, &m.cfg.receipt_key },
 		{ "max-tenants", 0, "N", NULL,
 		  "tenants at most, created on first use (default 4096)", mc_set_positive_int,
 		  &max_tenants },

@@ -60,6 +60,7 @@
 #include "mc/err.h"
 #include "mc/metrics.h"
 #include "mc/proto.h"
+#include "mc/receipt.h"
 #include "mc/transport.h"
 
 /* Each module's state, behind its own header. */
@@ -107,7 +108,9 @@ struct master_cfg {
 	const char *evict_planner;	/* external planner command, or NULL */
 	uint64_t evict_planner_timeout; /* ms */
 	const char *quota_file;
-	const char *auth_file;	      /* NULL: no authentication */
+	const char *auth_file; /* NULL: no authentication */
+	/* the commit receipts' key file; NULL: AUTH_FILE.receipt-key, or no receipts */
+	const char *receipt_key;
 	double evict_high, evict_low; /* watermarks, fractions of a tier's capacity */
 	bool evict_marks;	      /* one of them given: tiers run them, not the headroom band */
 	uint64_t max_objects;	      /* the store's budget of objects; 0: none */
@@ -180,7 +183,10 @@ struct master {
 	char master_id[64];
 	uint64_t started_ms;
 	struct mc_authfile auth;
-	bool auth_on;		/* --auth-file given */
+	bool auth_on; /* --auth-file given */
+	/* commits carry receipts under this key, and inventories are verified (mc/receipt.h) */
+	bool receipts_on;
+	unsigned char receipt_key[MC_RECEIPT_KEY_BYTES];
 	struct client *clients; /* the connections that said something needing a record */
 	/* connections counted per tenant (TENANTS_MAX of them), and hellos refused over --max-conns-per-tenant */
 	uint32_t *tenant_conns;

@@ -6,6 +6,8 @@
 
 #include "mc/clock.h"
 #include "mc/log.h"
+#include "mc/receipt.h"
+#include "mc/wire.h"
 #include "ops.h"
 #include "state.h"
 #include "lease.h"
@@ -25,6 +27,53 @@ object_gone(void *ctx, struct mobj *o)
 
 	softpin_forget(m, o);
 	lease_forget(m, o);
+}
+
+void
+ops_notify_committed(struct master *m, const struct mobj *o, uint64_t version, const struct peer *p)
+{
+	const struct store *s = m->store;
+	const struct group *g = o->group != NO_GROUP ? store_group_get(m->store, o->group) : NULL;
+	const char *tenant = s->tenants[o->tenant].name;
+	struct mc_conn *c = peer_link(p);
+	unsigned char receipt[MC_RECEIPT_BYTES];
+	/* the version is the object's once committed: its size and checksum are the copies' */
+	bool with_receipt = m->receipts_on && o->version == version;
+	msgpack_packer *pk;
+
+	if (c == NULL)
+		return;
+	if (with_receipt) {
+		struct mc_receipt_of w = {
+			.tenant = tenant,
+			.tenant_len = strlen(tenant),
+			.key = o->key,
+			.key_len = o->key_len,
+			.version = version,
+			.size = o->size,
+			.checksum = o->checksum,
+		};
+
+		mc_receipt_make(m->receipt_key, &w, receipt);
+	}
+	pk = mc_conn_begin(c, "committed");
+	msgpack_pack_map(pk, 6 + (g != NULL) + with_receipt);
+	mc_pack_kv_str(pk, "tenant", tenant);
+	mc_pack_kv_strn(pk, "key", o->key, o->key_len);
+	mc_pack_kv_u64(pk, "version", version);
+	mc_pack_kv_str(pk, "type", store_type_name(s, o->type));
+	if (g != NULL)
+		mc_pack_kv_strn(pk, "group", g->name, g->name_len);
+	mc_pack_kv_bool(pk, "hard_pin", o->hard_pin);
+	mc_pack_kv_u64(pk, "sp_remaining", softpin_remaining(o, mc_now_ms()));
+	if (with_receipt) {
+		mc_pack_key(pk, "receipt");
+		msgpack_pack_bin(pk, sizeof(receipt));
+		msgpack_pack_bin_body(pk, receipt, sizeof(receipt));
+	}
+	if (mc_conn_notify(c) != 0)
+		mc_warn("cannot send the commit of '%.*s' to peer %u", (int)o->key_len, o->key,
+			p->id);
 }
 
 void

@@ -56,6 +56,17 @@ void ops_commit(struct master *m, struct mobj *o);
  * erase the object if no replica is left. True when it was erased.
  */
 bool ops_settle(struct master *m, struct mobj *o, size_t *cursor);
+/*
+ * Tell peer p what o's version committed as: committed {tenant, key,
+ * version, type, group?, hard_pin, sp_remaining, receipt?} (mc-wire(5)),
+ * kept with the copy so that a restarted peer can report it. The
+ * receipt (with --receipt-key) is what lets a master that lost the
+ * object adopt it again from that report. Best effort: a peer not
+ * connected learns nothing, and its inventory then reports the copy
+ * without it.
+ */
+void ops_notify_committed(struct master *m, const struct mobj *o, uint64_t version,
+			  const struct peer *p);
 /* Forget a peer and every replica it held; why goes into the log line. */
 void ops_peer_remove(struct master *m, struct peer *peer, const char *why);
 /* Expire silent peers and writes older than --put-timeout. */

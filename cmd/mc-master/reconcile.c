@@ -2,11 +2,15 @@
  * Ghost peers, peer inventories (whole, or a resumed peer's delta) and
  * the reconcile deadline.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "mc/clock.h"
 #include "mc/log.h"
+#include "mc/receipt.h"
 #include "mc/wire.h"
 #include "auth.h"
 #include "master.h"
@@ -33,6 +37,8 @@ struct inv_item {
 	size_t type_len, group_len;
 	bool hard_pin;
 	uint64_t sp_deadline; /* ms since the epoch, on mc_now_ms()'s clock */
+	/* the commit receipt the peer kept with the copy (MC_RECEIPT_BYTES), or NULL */
+	const unsigned char *receipt;
 };
 
 /* A removal in a delta report. */
@@ -44,13 +50,17 @@ struct inv_gone {
 
 struct inv_count {
 	uint64_t kept, adopted, dropped, skipped, removed;
+	uint64_t unverified; /* of dropped: what the master would have adopted */
 };
 
+/* The ghosts go; the counters stay. */
 void
 recon_free(struct recon *r)
 {
 	free(r->ghosts);
-	memset(r, 0, sizeof(*r));
+	r->ghosts = NULL;
+	r->n = 0;
+	r->deadline = 0;
 }
 
 struct ghost *
@@ -166,14 +176,13 @@ recon_sweep(struct master *m)
 	drop_unconfirmed(m, NULL, &reps, &erased);
 	mc_info("reconcile timeout: %zu unconfirmed replicas dropped, %zu objects erased", reps,
 		erased);
-	free(m->recon->ghosts);
-	memset(m->recon, 0, sizeof(*m->recon));
+	recon_free(m->recon);
 }
 
 static int
 item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 {
-	const char *tier;
+	const char *tier, *receipt;
 	size_t len;
 
 	if (e->type != MSGPACK_OBJECT_MAP)
@@ -207,7 +216,50 @@ item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 	    mc_map_u64(e, "sp_deadline", &it->sp_deadline, err) < 0)
 		return mc_err_set(err, MC_ERR_INVALID,
 				  "item's 'hard_pin' is a bool and 'sp_deadline' a time in ms");
+	/* a receipt of another shape verifies nothing: the item is taken as without one */
+	it->receipt = NULL;
+	if (mc_map_str(e, "receipt", &receipt, &len, err) == 1 && len == MC_RECEIPT_BYTES)
+		it->receipt = (const unsigned char *)receipt;
 	return 0;
+}
+
+/*
+ * Whether the master may take the version a peer reports as one it
+ * issued, adopting the copy and raising its counter to it. With
+ * receipts, only when the copy's receipt verifies: nobody but the
+ * master makes one, so a forged extent or an injected item is refused
+ * whatever it names. Without, any version below VERSION_MAX: one
+ * inventory must not spend the counter, so that every later put fails.
+ */
+/* Whether the item's receipt is one this master's key made for it. */
+static bool
+receipt_verifies(const struct master *m, const struct inv_item *it)
+{
+	struct mc_receipt_of w = {
+		.tenant = it->tenant,
+		.tenant_len = it->tlen,
+		.key = it->key,
+		.key_len = it->klen,
+		.version = it->version,
+		.size = it->size,
+		.checksum = it->checksum,
+	};
+
+	return m->receipts_on && it->receipt != NULL &&
+	       mc_receipt_verify(m->receipt_key, &w, it->receipt);
+}
+
+static bool
+may_adopt(const struct master *m, const struct inv_item *it, struct inv_count *n)
+{
+	if (m->receipts_on ? receipt_verifies(m, it) : it->version < VERSION_MAX)
+		return true;
+	n->unverified++;
+	if (m->receipts_on)
+		m->recon->unverified_receipt++;
+	else
+		m->recon->unverified_version++;
+	return false;
 }
 
 /* Index of o's replica that this peer holds (directly or as a ghost), or -1. */
@@ -288,6 +340,13 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	struct state_obj f;
 	struct mobj *o;
 
+	if (!may_adopt(m, it, n)) {
+		/* not the master's: the peer frees it, as it does a copy that disagrees */
+		peers_queue(m->peers, p, TASK_DROP, tenant, it->key, it->klen, it->version,
+			    MC_TIER_NONE);
+		n->dropped++;
+		return;
+	}
 	memset(&f, 0, sizeof(f));
 	f.version = it->version;
 	f.size = it->size;
@@ -326,6 +385,11 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 	struct mobj *o;
 	int i;
 
+	/*
+	 * Interned before any check, whatever the item: a copy the master
+	 * may not adopt is dropped by a task, and a task names its tenant
+	 * by id.
+	 */
 	if (tenant < 0) {
 		n->skipped++;
 		return;
@@ -349,10 +413,19 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 			n->skipped++;
 			return;
 		}
+		/*
+		 * A copy the master knows to be its own but that has no receipt
+		 * (committed before receipts, or while its peer was away) gets
+		 * one now, so that a master that loses the object adopts it.
+		 */
+		if (m->receipts_on && !receipt_verifies(m, it)) {
+			ops_notify_committed(m, o, o->version, p);
+			m->recon->receipts_resent++;
+		}
 		n->kept++;
 		return;
 	}
-	if (it->version > o->version && !has_live_rep(m, o)) {
+	if (it->version > o->version && !has_live_rep(m, o) && may_adopt(m, it, n)) {
 		/*
 		 * Rewritten after the snapshot, and nothing confirmed the old
 		 * version yet: the newer copy wins. Unconfirmed copies of the
@@ -500,7 +573,7 @@ static void
 h_peer_inventory(struct mc_req *req)
 {
 	struct master *m = req->ctx;
-	struct inv_count n = { 0, 0, 0, 0, 0 };
+	struct inv_count n = { 0, 0, 0, 0, 0, 0 };
 	struct mc_err err;
 	uint64_t id;
 	bool done = false, delta = false;
@@ -573,11 +646,12 @@ h_peer_inventory(struct mc_req *req)
 		mc_warn("peer %u (%s) inventory: out of memory ordering its recency lists", p->id,
 			p->addr);
 	if (n.adopted + n.dropped + n.removed > 0 || done)
-		mc_info("peer %u (%s) %s: %llu kept, %llu adopted, %llu dropped, %llu gone%s",
+		mc_info("peer %u (%s) %s: %llu kept, %llu adopted, %llu dropped (%llu unverified), "
+			"%llu gone%s",
 			p->id, p->addr, delta ? "inventory delta" : "inventory",
 			(unsigned long long)n.kept, (unsigned long long)n.adopted,
-			(unsigned long long)n.dropped, (unsigned long long)n.removed,
-			done ? " (done)" : "");
+			(unsigned long long)n.dropped, (unsigned long long)n.unverified,
+			(unsigned long long)n.removed, done ? " (done)" : "");
 	msgpack_packer *pk = mc_reply_ok_begin(req);
 	msgpack_pack_map(pk, 4);
 	mc_pack_kv_u64(pk, "kept", n.kept);
@@ -595,14 +669,74 @@ const struct mc_method recon_methods[] = {
 	{ NULL, NULL, 0 },
 };
 
+/*
+ * The receipts' key: --receipt-key, else the file beside --auth-file;
+ * without either, none, and adopted copies are taken as reported.
+ */
+static int
+recon_start(struct master *m, struct mc_err *err)
+{
+	const char *path = m->cfg.receipt_key;
+	char beside[4096];
+	bool created;
+
+	memset(m->recon, 0, sizeof(*m->recon));
+	m->receipts_on = false;
+	if (path == NULL && m->cfg.auth_file != NULL) {
+		if (snprintf(beside, sizeof(beside), "%s.receipt-key", m->cfg.auth_file) >=
+		    (int)sizeof(beside))
+			return mc_err_set(err, MC_ERR_INVALID, "--auth-file path too long: %s",
+					  m->cfg.auth_file);
+		path = beside;
+	}
+	if (path == NULL) {
+		mc_info("no --receipt-key nor --auth-file: commits carry no receipt, and copies "
+			"adopted from inventories are trusted as reported");
+		return 0;
+	}
+	if (mc_receipt_key_load(path, m->receipt_key, &created, err) != 0)
+		return -1;
+	m->receipts_on = true;
+	mc_info("%s receipt key %s: a copy is adopted from an inventory only with its receipt",
+		created ? "made the" : "loaded the", path);
+	return 0;
+}
+
 static void
 recon_stop(struct master *m)
 {
 	recon_free(m->recon);
+	sodium_memzero(m->receipt_key, sizeof(m->receipt_key));
+}
+
+static void
+recon_collect(struct mc_metrics *r, void *arg)
+{
+	const struct recon *rc = ((struct master *)arg)->recon;
+	static const char help[] =
+		"Inventory items the master would have adopted but did not issue, dropped: a "
+		"receipt that does not verify, or (without receipts) a version at the counter's "
+		"end.";
+	struct mc_metric *s;
+
+	if ((s = mc_metric_get(r, "mc_inventory_unverified_total", MC_COUNTER, help, "reason",
+			       "receipt")))
+		mc_metric_set(s, (double)rc->unverified_receipt);
+	if ((s = mc_metric_get(r, "mc_inventory_unverified_total", MC_COUNTER, help, "reason",
+			       "version")))
+		mc_metric_set(s, (double)rc->unverified_version);
+	if ((s = mc_metric_get(
+		     r, "mc_receipts_resent_total", MC_COUNTER,
+		     "Copies an inventory confirmed without a receipt that verifies, sent "
+		     "their commit notice again with one.",
+		     NULL, NULL)))
+		mc_metric_set(s, (double)rc->receipts_resent);
 }
 
 const struct master_module recon_module = {
 	.name = "reconciliation",
+	.init = recon_start,
+	.collect = recon_collect,
 	.free = recon_stop,
 	.sweep = recon_sweep,
 	.methods = recon_methods,

@@ -46,8 +46,13 @@ struct recon {
 	struct ghost *ghosts;
 	uint32_t n;
 	uint64_t deadline; /* mc_now_ms() after which ghosts go; 0: none */
+	/* items dropped that the master did not issue (mc_inventory_unverified_total) */
+	uint64_t unverified_receipt, unverified_version;
+	/* copies confirmed without a receipt, sent one (mc_receipts_resent_total) */
+	uint64_t receipts_resent;
 };
 
+/* Forget the ghosts (the counters stay). */
 void recon_free(struct recon *r);
 struct ghost *recon_ghost(const struct recon *r, uint32_t id);
 /* Replace the ghost table (taking ownership of v) and arm the deadline. */

@@ -242,6 +242,7 @@ pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len
 		return NULL;
 	pm->sp_deadline = sp_deadline;
 	pm->hard_pin = hard_pin;
+	pmeta_set_receipt(pm, NULL);
 	pm->type_len = (uint16_t)type_len;
 	pm->group_len = (uint16_t)group_len;
 	if (type_len > 0)
@@ -249,6 +250,16 @@ pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len
 	if (group_len > 0)
 		memcpy(pm->names + type_len, group, group_len);
 	return pm;
+}
+
+void
+pmeta_set_receipt(struct pmeta *pm, const unsigned char *receipt)
+{
+	pm->has_receipt = receipt != NULL;
+	if (receipt != NULL)
+		memcpy(pm->receipt, receipt, MC_RECEIPT_BYTES);
+	else
+		memset(pm->receipt, 0, MC_RECEIPT_BYTES);
 }
 
 void
@@ -652,6 +663,7 @@ pobj_medium_meta(const struct pobj *o, struct medium_meta *out)
 		.checksum = o->checksum,
 		.sp_deadline = pm ? pm->sp_deadline : 0,
 		.hard_pin = pm && pm->hard_pin,
+		.receipt = pm && pm->has_receipt ? pm->receipt : NULL,
 	};
 }
 

@@ -59,19 +59,25 @@ struct pindex;
 /*
  * What the master told this peer about a copy when it committed it
  * (the commit notice), kept so that a restarted peer can report it:
- * type and group names, hard pin, and the soft pin's deadline as
- * wall-clock ms since the epoch (0: none). Never changes afterwards.
+ * type and group names, hard pin, the soft pin's deadline as
+ * wall-clock ms since the epoch (0: none), and the master's commit
+ * receipt when it sent one (mc/receipt.h: what lets a master that lost
+ * the object adopt it again). Never changes afterwards.
  */
 struct pmeta {
 	uint64_t sp_deadline;
 	bool hard_pin;
+	bool has_receipt;
+	unsigned char receipt[MC_RECEIPT_BYTES];
 	uint16_t type_len, group_len;
 	char names[]; /* type bytes then group bytes, not NUL-terminated */
 };
 
-/* A pmeta of these fields (one allocation; free() frees it), or NULL. */
+/* A pmeta of these fields, without a receipt (one allocation; free() frees it), or NULL. */
 struct pmeta *pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len,
 			bool hard_pin, uint64_t sp_deadline);
+/* Keep receipt (MC_RECEIPT_BYTES; NULL: none) in pm. */
+void pmeta_set_receipt(struct pmeta *pm, const unsigned char *receipt);
 
 struct pobj {
 	struct pindex *ix; /* so a release callback needs only the entry */

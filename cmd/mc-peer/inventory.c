@@ -122,7 +122,7 @@ pack_inventory(msgpack_packer *pk, const struct control *ctl)
 		const struct pobj *o = ctl->inv_items[i];
 		const struct pmeta *pm = o->meta;
 
-		msgpack_pack_map(pk, 6 + (pm ? 3 + (pm->group_len > 0) : 0));
+		msgpack_pack_map(pk, 6 + (pm ? 3 + (pm->group_len > 0) + pm->has_receipt : 0));
 		mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
 		mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
@@ -136,6 +136,11 @@ pack_inventory(msgpack_packer *pk, const struct control *ctl)
 			mc_pack_kv_strn(pk, "group", pm->names + pm->type_len, pm->group_len);
 		mc_pack_kv_bool(pk, "hard_pin", pm->hard_pin);
 		mc_pack_kv_u64(pk, "sp_deadline", pm->sp_deadline);
+		if (pm->has_receipt) {
+			mc_pack_key(pk, "receipt");
+			msgpack_pack_bin(pk, MC_RECEIPT_BYTES);
+			msgpack_pack_bin_body(pk, pm->receipt, MC_RECEIPT_BYTES);
+		}
 	}
 	mc_pack_kv_bool(pk, "done", ctl->inv_last);
 }
@@ -310,15 +315,16 @@ resealed(void *arg, const struct mc_err *err)
  * The commit notice: what the master knows of a copy once put_end made
  * it readable, kept with the copy (and in its extent header, on a tier
  * that survives a restart) so that the inventory can tell a master that
- * lost it. A notice for a copy this peer no longer holds at that
- * version is ignored.
+ * lost it. Its receipt, when it has one, is kept as it came: only the
+ * master can check it. A notice for a copy this peer no longer holds at
+ * that version is ignored.
  */
 static void
 h_committed(struct mc_req *req)
 {
 	struct peer *p = req->ctx;
-	const char *tenant = MC_DEFAULT_TENANT, *key, *type = "", *group = "";
-	size_t tlen = strlen(MC_DEFAULT_TENANT), klen, type_len = 0, group_len = 0;
+	const char *tenant = MC_DEFAULT_TENANT, *key, *type = "", *group = "", *receipt = NULL;
+	size_t tlen = strlen(MC_DEFAULT_TENANT), klen, type_len = 0, group_len = 0, rlen = 0;
 	uint64_t version = 0, remaining = 0, now;
 	bool hard_pin = false;
 	struct medium_meta meta;
@@ -333,7 +339,9 @@ h_committed(struct mc_req *req)
 	    mc_map_str(req->params, "group", &group, &group_len, &err) < 0 ||
 	    mc_map_bool(req->params, "hard_pin", &hard_pin, &err) < 0 ||
 	    mc_map_u64(req->params, "sp_remaining", &remaining, &err) < 0 ||
-	    type_len > MC_NAME_MAX || group_len > MC_NAME_MAX) {
+	    mc_map_str(req->params, "receipt", &receipt, &rlen, &err) < 0 ||
+	    type_len > MC_NAME_MAX || group_len > MC_NAME_MAX ||
+	    (receipt != NULL && rlen != MC_RECEIPT_BYTES)) {
 		mc_warn("malformed commit notice from master %s", p->ctl->master.text);
 		return;
 	}
@@ -352,6 +360,7 @@ h_committed(struct mc_req *req)
 		mc_warn("out of memory for a copy's metadata: a restart forgets its pins");
 		return;
 	}
+	pmeta_set_receipt(pm, (const unsigned char *)receipt);
 	pindex_set_meta(&p->index, o, pm, now);
 	p->st.commit_notices++;
 	reclaimer_candidate(p->reclaim, o->tier);

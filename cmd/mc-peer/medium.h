@@ -23,6 +23,7 @@
 #include "mc/bulk.h"
 #include "mc/checked.h"
 #include "mc/err.h"
+#include "mc/receipt.h"
 #include "mc/tier.h"
 
 /*
@@ -59,6 +60,8 @@ struct medium_meta {
 	uint64_t version, size, checksum;
 	uint64_t sp_deadline; /* soft pin's end, wall-clock ms since the epoch; 0: none */
 	bool hard_pin;
+	/* the master's commit receipt (MC_RECEIPT_BYTES), or NULL: none came */
+	const unsigned char *receipt;
 };
 
 /*

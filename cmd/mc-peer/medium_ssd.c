@@ -111,6 +111,7 @@
 
 _Static_assert(crypto_shorthash_KEYBYTES == SSD_KEY_BYTES, "the file's key is a SipHash key");
 _Static_assert(crypto_shorthash_BYTES == 8, "a header's checksum is 64 bits");
+_Static_assert(SSD_RECEIPT_BYTES == MC_RECEIPT_BYTES, "a header keeps a whole receipt");
 
 #define ROUND_UP(n, a) (((n) + (a)-1) / (a) * (a))
 /* The most one direct transfer or recovery read holds in memory. */
@@ -936,7 +937,9 @@ header_build(unsigned char *h, uint64_t off, uint64_t len, const struct medium_m
 	h[SSD_H_TENANT_LEN] = (unsigned char)lens[0];
 	h[SSD_H_TYPE_LEN] = (unsigned char)lens[2];
 	h[SSD_H_GROUP_LEN] = (unsigned char)lens[3];
-	/* The commit receipt stays zero: nothing issues one yet. */
+	/* A copy not committed yet (or without a receipt) has a receipt of zeros. */
+	if (meta->receipt != NULL)
+		memcpy(h + SSD_H_RECEIPT, meta->receipt, SSD_RECEIPT_BYTES);
 	for (int i = 0; i < 4; i++) {
 		if (lens[i] > 0)
 			memcpy(h + at, names[i], lens[i]);
@@ -1040,6 +1043,7 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 	uint64_t data = hdr + s->unit, cat = get_le(h + SSD_H_CONT, 8), clen = cont_bytes(s, len);
 	uint16_t lens[4];
 	const char *names[4];
+	const unsigned char *receipt = NULL;
 
 	if (memcmp(h, SSD_MAGIC, SSD_MAGIC_LEN) != 0 || get_le(h + SSD_H_FORMAT, 2) != SSD_FORMAT ||
 	    len < SSD_H_NAMES || len > SSD_HDR_MAX ||
@@ -1065,6 +1069,10 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 	if (clen > 0 && (cat < SSD_SB_BYTES || cat % s->unit || cat > s->end ||
 			 s->end - cat < clen || (cat < data + size && hdr < cat + clen)))
 		return false;
+	/* zeros: none (a copy sealed before its commit notice, or by a master without receipts) */
+	for (int i = 0; i < SSD_RECEIPT_BYTES && receipt == NULL; i++)
+		if (h[SSD_H_RECEIPT + i] != 0)
+			receipt = h + SSD_H_RECEIPT;
 	*meta = (struct medium_meta){
 		.tenant = names[0],
 		.key = names[1],
@@ -1079,6 +1087,7 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 		.checksum = get_le(h + SSD_H_CHECKSUM, 8),
 		.sp_deadline = get_le(h + SSD_H_DEADLINE, 8),
 		.hard_pin = (get_le(h + SSD_H_FLAGS, 2) & SSD_H_HARD_PIN) != 0,
+		.receipt = receipt,
 	};
 	return true;
 }

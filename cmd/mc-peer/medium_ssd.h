@@ -19,9 +19,11 @@
  * length (u32), header checksum (u64), data offset, size, version,
  * checksum, soft-pin deadline and continuation offset (u64 each), the
  * key's length (u16), the lengths of tenant, type and group (u8 each),
- * three bytes kept zero, a commit receipt of SSD_RECEIPT_BYTES (zero
- * until receipts are issued: recovery reads it but believes the header
- * on its checksum alone), then the names. The header length counts the
+ * three bytes kept zero, the master's commit receipt of
+ * SSD_RECEIPT_BYTES (mc/receipt.h; all zero when the copy has none: not
+ * committed yet, or from a master without receipts; recovery believes
+ * the header on its checksum alone and hands the receipt on for the
+ * master to verify), then the names. The header length counts the
  * fixed fields and the names. When it exceeds the room (names longer
  * than SSD_HDR_BYTES - SSD_H_NAMES bytes together), the room holds its
  * first SSD_HDR_BYTES bytes and the rest lies in a continuation: whole

@@ -165,6 +165,8 @@ new_copy(struct move *mj, struct mc_err *err)
 			mc_err_set(err, MC_ERR_SYSTEM, "out of memory for a copy's metadata");
 			return NULL;
 		}
+		/* the receipt goes with the copy: the tier below keeps it in its header */
+		pmeta_set_receipt(n->meta, pm->has_receipt ? pm->receipt : NULL);
 	}
 	pobj_medium_meta(n, &meta);
 	if (n->size > 0 &&

@@ -198,7 +198,8 @@ recovered_one(void *arg, uint64_t off, const struct medium_meta *mm)
 		rc->oom = true;
 		return -1;
 	}
-	if (mm->type_len > 0 || mm->group_len > 0 || mm->hard_pin || mm->sp_deadline > 0) {
+	if (mm->type_len > 0 || mm->group_len > 0 || mm->hard_pin || mm->sp_deadline > 0 ||
+	    mm->receipt != NULL) {
 		o->meta = pmeta_new(mm->type, mm->type_len, mm->group, mm->group_len, mm->hard_pin,
 				    mm->sp_deadline);
 		if (!o->meta) {
@@ -209,6 +210,8 @@ recovered_one(void *arg, uint64_t off, const struct medium_meta *mm)
 			return -1;
 		}
 	}
+	if (o->meta != NULL)
+		pmeta_set_receipt(o->meta, mm->receipt);
 	rc->v[rc->n++] = o;
 	return 0;
 }

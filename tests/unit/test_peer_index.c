@@ -531,23 +531,31 @@ static void
 test_meta(void)
 {
 	struct pmeta *pm = pmeta_new("kv", 2, "grp", 3, true, 12345);
+	unsigned char receipt[MC_RECEIPT_BYTES];
 	struct medium_meta mm;
 	struct pobj *o;
+
+	memset(receipt, 0x5a, sizeof(receipt));
+	TAP_OK(pm != NULL && !pm->has_receipt, "meta: a new one has no receipt");
+	pmeta_set_receipt(pm, receipt);
 
 	put("meta", 1, 10);
 	o = pindex_acquire(&ix, T, strlen(T), "meta", 4);
 	pobj_medium_meta(o, &mm);
 	TAP_OK(mm.type_len == 0 && mm.group_len == 0 && !mm.hard_pin && mm.sp_deadline == 0 &&
-		       mm.version == 1 && mm.size == 10 && mm.key_len == 4,
+		       mm.version == 1 && mm.size == 10 && mm.key_len == 4 && mm.receipt == NULL,
 	       "meta: a copy without a commit notice has none");
 	pindex_set_meta(&ix, o, pm, 5000);
 	pobj_medium_meta(o, &mm);
 	TAP_OK(mm.type_len == 2 && memcmp(mm.type, "kv", 2) == 0 && mm.group_len == 3 &&
 		       memcmp(mm.group, "grp", 3) == 0 && mm.hard_pin && mm.sp_deadline == 12345,
 	       "meta: the notice's type, group, hard pin and deadline are kept with the copy");
+	TAP_OK(mm.receipt != NULL && memcmp(mm.receipt, receipt, sizeof(receipt)) == 0,
+	       "meta: and its receipt, for the extent header");
 	pindex_set_meta(&ix, o, pmeta_new("", 0, "", 0, false, 0), 9000);
 	pobj_medium_meta(o, &mm);
-	TAP_OK(mm.type_len == 0 && !mm.hard_pin, "meta: a later notice replaces it");
+	TAP_OK(mm.type_len == 0 && !mm.hard_pin && mm.receipt == NULL,
+	       "meta: a later notice replaces it");
 	{
 		struct pindex_peek pk;
 

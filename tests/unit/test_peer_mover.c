@@ -170,6 +170,30 @@ test_demote(void)
 }
 
 static void
+test_demote_keeps_receipt(void)
+{
+	unsigned char receipt[MC_RECEIPT_BYTES];
+	struct pmeta *pm = pmeta_new("kv", 2, "", 0, false, 0);
+	struct pobj *o;
+
+	memset(receipt, 0xc3, sizeof(receipt));
+	pmeta_set_receipt(pm, receipt);
+	put("rc", 1, ARENA_PAGE, 0x11);
+	o = pindex_acquire(&ix, T, strlen(T), "rc", 2);
+	pindex_set_meta(&ix, o, pm, 1);
+	pindex_release(&ix, o);
+	reclaim("rc");
+	settle();
+	o = pindex_acquire(&ix, T, strlen(T), "rc", 2);
+	TAP_OK(o != NULL && o->tier == MC_TIER_SSD && o->meta != NULL && o->meta->has_receipt &&
+		       memcmp(o->meta->receipt, receipt, sizeof(receipt)) == 0,
+	       "demote: the copy keeps its commit receipt on the tier below");
+	if (o)
+		pindex_release(&ix, o);
+	reclaim("rc");
+}
+
+static void
 test_reader_keeps(void)
 {
 	struct pobj *o;
@@ -325,6 +349,7 @@ main(void)
 	pl.on_drop = on_drop;
 	mover_on_moved(mv, on_moved, NULL);
 	test_demote();
+	test_demote_keeps_receipt();
 	test_reader_keeps();
 	test_lost();
 	test_no_room();

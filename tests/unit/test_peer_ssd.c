@@ -371,6 +371,9 @@ struct found {
 	uint64_t off[8];
 	struct medium_meta meta[8];
 	char names[8][4][MC_KEY_MAX];
+	/* meta's receipt points into the header, gone after the call */
+	bool has_receipt[8];
+	unsigned char receipt[8][MC_RECEIPT_BYTES];
 };
 
 static int
@@ -386,6 +389,10 @@ collect(void *arg, uint64_t off, const struct medium_meta *meta)
 	f->meta[f->n] = *meta;
 	for (int i = 0; i < 4; i++)
 		memcpy(f->names[f->n][i], src[i], lens[i]);
+	f->has_receipt[f->n] = meta->receipt != NULL;
+	if (meta->receipt != NULL)
+		memcpy(f->receipt[f->n], meta->receipt, MC_RECEIPT_BYTES);
+	f->meta[f->n].receipt = NULL;
 	f->n++;
 	return f->n == f->drop ? -1 : 0;
 }
@@ -528,7 +535,10 @@ test_seal_recover(void)
 	uint64_t off, used, o2;
 	bool apart = true;
 	int n = 0;
+	unsigned char receipt[MC_RECEIPT_BYTES];
 
+	for (size_t i = 0; i < sizeof(receipt); i++)
+		receipt[i] = (unsigned char)(0xa0 + i);
 	for (size_t i = 0; i < sizeof(key); i++)
 		key[i] = (char)(i * 7); /* NUL bytes too */
 	memset(tenant, 'a', sizeof(tenant));
@@ -546,7 +556,8 @@ test_seal_recover(void)
 				     .size = len,
 				     .checksum = mc_checksum(b, len),
 				     .sp_deadline = 1767225600123ull,
-				     .hard_pin = true };
+				     .hard_pin = true,
+				     .receipt = receipt };
 	medium_alloc(m, len, &off, &err);
 	medium_write(m, off, b, len, &err);
 	TAP_OK(medium_seal(m, off, len, &meta, &err) == 0, "seal: the largest names fit");
@@ -571,6 +582,8 @@ test_seal_recover(void)
 		       f.meta[0].checksum == meta.checksum &&
 		       f.meta[0].sp_deadline == 1767225600123ull && f.meta[0].hard_pin,
 	       "recover: version, size, checksum, soft-pin deadline and hard pin come back");
+	TAP_OK(f.n == 1 && f.has_receipt[0] && memcmp(f.receipt[0], receipt, sizeof(receipt)) == 0,
+	       "recover: the commit receipt comes back as it was sealed");
 	TAP_OK(medium_used(m) == used && medium_read(m, off, len, got, &err) == got &&
 		       memcmp(got, b, len) == 0,
 	       "recover: the copy is allocated again, its bytes intact");
@@ -589,12 +602,13 @@ test_seal_recover(void)
 	meta.hard_pin = false;
 	meta.sp_deadline = 0;
 	meta.group_len = 0;
+	meta.receipt = NULL;
 	TAP_OK(medium_seal(m, off, len, &meta, &err) == 0, "seal: again, with other metadata");
 	medium_close(m);
 	m = reopen(&f, 0);
 	TAP_OK(f.n == 1 && !f.meta[0].hard_pin && f.meta[0].sp_deadline == 0 &&
-		       f.meta[0].group_len == 0,
-	       "recover: the last seal is what comes back");
+		       f.meta[0].group_len == 0 && !f.has_receipt[0],
+	       "recover: the last seal is what comes back (no receipt: none)");
 	medium_close(m);
 
 	m = reopen(&f, 1);
