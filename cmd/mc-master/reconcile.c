@@ -223,14 +223,6 @@ item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 	return 0;
 }
 
-/*
- * Whether the master may take the version a peer reports as one it
- * issued, adopting the copy and raising its counter to it. With
- * receipts, only when the copy's receipt verifies: nobody but the
- * master makes one, so a forged extent or an injected item is refused
- * whatever it names. Without, any version below VERSION_MAX: one
- * inventory must not spend the counter, so that every later put fails.
- */
 /* Whether the item's receipt is one this master's key made for it. */
 static bool
 receipt_verifies(const struct master *m, const struct inv_item *it)
@@ -249,6 +241,14 @@ receipt_verifies(const struct master *m, const struct inv_item *it)
 	       mc_receipt_verify(m->receipt_key, &w, it->receipt);
 }
 
+/*
+ * Whether the master may take the version a peer reports as one it
+ * issued, adopting the copy and raising its counter to it. With
+ * receipts, only when the copy's receipt verifies: nobody but the
+ * master makes one, so a forged extent or an injected item is refused
+ * whatever it names. Without, any version below VERSION_MAX: one
+ * inventory must not spend the counter, so that every later put fails.
+ */
 static bool
 may_adopt(const struct master *m, const struct inv_item *it, struct inv_count *n)
 {

@@ -354,8 +354,7 @@ media_start(struct peer *p)
 		mc_complain("cannot create the %s arena: %s", mc_tier_name(MC_TIER_DRAM), err.msg);
 		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_SOFTWARE;
 	}
-	if (cfg.session_file != NULL)
-		p->session_path = cfg.session_file;
+	p->session_path = cfg.session_file;
 	if (!cfg.ssd)
 		return MC_EXIT_OK;
 	p->media[MC_TIER_SSD] = medium_open(MC_TIER_SSD, &ssd, &err);
@@ -366,13 +365,13 @@ media_start(struct peer *p)
 		p->media[MC_TIER_DRAM] = NULL;
 		return err.code == MC_ERR_INVALID ? MC_EXIT_USAGE : MC_EXIT_UNAVAILABLE;
 	}
-	if (cfg.session_file != NULL)
-		return MC_EXIT_OK;
-	if (stat(cfg.ssd, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(run.session, sizeof(run.session), "%s/session", cfg.ssd);
-	else
-		snprintf(run.session, sizeof(run.session), "%s.session", cfg.ssd);
-	p->session_path = run.session;
+	if (cfg.session_file == NULL) {
+		if (stat(cfg.ssd, &st) == 0 && S_ISDIR(st.st_mode))
+			snprintf(run.session, sizeof(run.session), "%s/session", cfg.ssd);
+		else
+			snprintf(run.session, sizeof(run.session), "%s.session", cfg.ssd);
+		p->session_path = run.session;
+	}
 	return MC_EXIT_OK;
 }
 
