@@ -580,6 +580,7 @@ mc_conn_data(const struct mc_conn *c)
 /* ---- replies ---- */
 
 static void drain_or_close(struct mc_conn *c);
+static void begin_skip(struct mc_conn *c, uint64_t len);
 
 /* The held request was answered: read again, starting with what is buffered. */
 static void
@@ -675,6 +676,11 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 		}
 		if (c->cur_deferred == req)
 			c->cur_deferred = NULL;
+		if (c->held == req && c->bulk_kept) {
+			/* answered without its bulk: the rest of the stream is after it */
+			c->bulk_kept = false;
+			begin_skip(c, req->bulk_len);
+		}
 		if (c->held == req)
 			unhold(c);
 		c->ndeferred--;
@@ -813,12 +819,18 @@ int
 mc_req_recv_bulk_to(struct mc_req *req, struct mc_bulk_sink *sink, mc_bulk_done_fn done, void *arg)
 {
 	struct mc_conn *c = req->conn;
+	/* claimed after its handler returned, by the request the connection holds */
+	bool late = c->bulk_kept && req == c->held;
 
-	if (c->closed || !c->bulk_claimable || !req->has_bulk || sink->len != req->bulk_len)
+	if (c->closed || !(c->bulk_claimable || late) || !req->has_bulk ||
+	    sink->len != req->bulk_len)
 		return -1;
-	if (req != &c->cur && req != c->cur_deferred)
+	if (!late && req != &c->cur && req != c->cur_deferred)
+		return -1;
+	if (late && event_add(c->rev, NULL) != 0)
 		return -1;
 	c->bulk_claimable = false;
+	c->bulk_kept = false;
 	c->bulk_mode = BULK_RECV;
 	c->bulk_sink = sink;
 	c->bulk_left = req->bulk_len;
@@ -826,6 +838,9 @@ mc_req_recv_bulk_to(struct mc_req *req, struct mc_bulk_sink *sink, mc_bulk_done_
 	c->bulk_done = done;
 	c->bulk_arg = arg;
 	c->bulk_req = req;
+	/* the connection reads again, for the bulk only: parsing waits for the answer */
+	if (late)
+		event_active(c->rev, EV_READ, 0);
 	return 0;
 }
 
@@ -1066,6 +1081,11 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 			bulk_finish(c);
 		return;
 	}
+	if (m->has_bulk && c->held != NULL && c->held == c->cur_deferred) {
+		/* the held request may claim it when it is ready to */
+		c->bulk_kept = true;
+		return;
+	}
 	if (m->has_bulk)
 		begin_skip(c, m->bulk_len);
 	if (!r->notify && !r->replied && !c->closed)
@@ -1157,8 +1177,9 @@ conn_read(struct mc_conn *c)
 	ssize_t n;
 
 	if (c->bulk_mode != BULK_NONE) {
-		/* the buffer was empty when the bulk took over the stream */
-		bulk_read(c);
+		/* some of a bulk claimed late may be buffered; otherwise the buffer is empty */
+		if (bulk_take_buffered(c) == 0)
+			bulk_read(c);
 		return;
 	}
 	if (in_make_room(c) < 0)
@@ -1196,9 +1217,14 @@ on_read(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	/* A held connection reads nothing: its input waits in the socket. */
-	if (c->held != NULL)
+	/*
+	 * A held connection reads nothing but the bulk its held request
+	 * claimed: its input waits in the socket.
+	 */
+	if (c->held != NULL && c->bulk_mode == BULK_NONE) {
+		event_del(c->rev);
 		return;
+	}
 	conn_ref(c);
 	c->in_read = true;
 	parsed = c->nparsed;

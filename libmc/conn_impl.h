@@ -71,6 +71,11 @@ struct mc_conn {
 	struct mc_req *cur_deferred;
 	struct mc_req *held; /* deferred request the connection waits on (mc_req_hold) */
 	bool bulk_claimable;
+	/*
+	 * The held request's bulk waits unread in the stream, for it to
+	 * claim later (mc_req_hold), or to be discarded with its answer.
+	 */
+	bool bulk_kept;
 	int bulk_mode;
 	struct mc_bulk_sink *bulk_sink;
 	struct mc_bulk_sink bulk_mem; /* the sink of mc_req_recv_bulk's memory */

@@ -268,7 +268,11 @@ struct mc_req *mc_req_defer(struct mc_req *req);
  * Hold the connection on a deferred request: it reads and dispatches
  * nothing more until that request is answered, so the replies of a
  * client that pipelines stay in request order while one of them waits.
- * -1 when req is not deferred, already answered, or another is held.
+ * Held from its handler, a request with a bulk it did not claim there
+ * keeps the bulk in the stream: it may claim it later (mc_req_recv_bulk
+ * or _to, on the deferred request), or answer without it, which
+ * discards it. -1 when req is not deferred, already answered, or
+ * another is held.
  */
 int mc_req_hold(struct mc_req *req);
 
