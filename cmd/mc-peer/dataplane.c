@@ -339,11 +339,13 @@ timer_arm(struct pending_write *pw)
 	evtimer_add(pw->timer, &tv);
 }
 
+static size_t room_waits_cancel(struct peer *p, const struct pool_key *k);
+
 size_t
 peer_cancel_writes(struct peer *p, const struct pool_key *k)
 {
 	struct pending_write *pw = p->writing, *next;
-	size_t n = 0;
+	size_t n = room_waits_cancel(p, k);
 
 	for (; pw != NULL; pw = next) {
 		const struct pobj *o = pw->o;
@@ -377,120 +379,95 @@ write_progress(const void *data, size_t n, void *arg)
 		timer_arm(pw);
 }
 
-static void
-h_write(struct mc_req *req)
-{
-	struct peer *p = req->ctx;
-	struct mc_err err;
-	struct name tenant, key, tier, parent = { NULL, 0 };
-	uint64_t version = 0, checksum = 0, len, off = 0, have = 0, deadline = 0;
-	int found;
-	struct pending_write *pw;
-	struct medium *m;
-	struct pobj *o;
-	int r, t;
-	bool covered;
-	char kb[80];
+/* A write's request, as checked: what it takes to start it, now or after a wait. */
+struct write_args {
+	struct name tenant, key, parent; /* parent.len 0: none */
+	int tier;
+	uint64_t version, checksum;
+	uint64_t deadline; /* its grant's end, steady clock; 0: none covered it */
+	bool has_checksum;
+	bool covered; /* a grant covered it */
+};
 
-	if (name_target(req->params, &tenant, &key, &err) < 0 ||
-	    name_get(req->params, "tier", 16, mc_tier_name(MC_TIER_DRAM), &tier, &err) < 0 ||
-	    (mc_map_get(req->params, "parent") != NULL &&
-	     name_get(req->params, "parent", MC_KEY_MAX, NULL, &parent, &err) < 0))
-		goto bad;
-	if ((r = mc_map_u64(req->params, "version", &version, &err)) <= 0) {
-		if (r == 0)
-			mc_err_set(&err, MC_ERR_INVALID, "missing field 'version'");
-		goto bad;
-	}
-	if ((r = mc_map_u64(req->params, "checksum", &checksum, &err)) < 0)
-		goto bad;
-	if (!req->has_bulk) {
-		mc_err_set(&err, MC_ERR_INVALID, "missing field 'len'");
-		goto bad;
-	}
-	if (!granted(p, req, &tenant, &key, version, req->bulk_len, MC_GRANT_WRITE, &covered,
-		     &deadline))
-		return;
-	if (mc_fault("write")) {
-		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: write");
-		return;
-	}
-	if ((t = mc_tier_parse(tier.p, tier.len, &err)) < 0)
-		goto bad;
-	if (!(m = p->media[t])) {
-		mc_err_set(&err, MC_ERR_INVALID, "this peer has no %s tier", mc_tier_name(t));
-		goto bad;
-	}
-	len = req->bulk_len;
+/* What write_start did. */
+enum write_started { WRITE_STARTED, WRITE_NO_ROOM };
+
+/*
+ * Start the write of a's copy from req: its room taken, its entry made
+ * and its bulk claimed, or req answered (a stale version, a spent grant,
+ * a failure). WRITE_NO_ROOM: its tier has no room for it now, and
+ * nothing was done; req is still the caller's.
+ */
+static enum write_started
+write_start(struct peer *p, struct mc_req *req, const struct write_args *a)
+{
+	struct medium *m = p->media[a->tier];
+	uint64_t len = req->bulk_len, off = 0, have = 0;
+	struct pending_write *pw;
+	struct mc_err err;
+	struct pobj *o;
+	char kb[80];
+	int found;
+
 	if (len > medium_capacity(m)) {
 		mc_reply_err(req, MC_ERR_TOO_LARGE, "object of %llu bytes exceeds %s capacity %llu",
-			     (unsigned long long)len, mc_tier_name(t),
+			     (unsigned long long)len, mc_tier_name(a->tier),
 			     (unsigned long long)medium_capacity(m));
-		return;
+		return WRITE_STARTED;
 	}
 	/* Refuse a stale version before its bytes cross the wire. */
-	found = pindex_version(&p->index, tenant.p, tenant.len, key.p, key.len, &have, NULL);
-	if (found && have > version) {
+	found = pindex_version(&p->index, a->tenant.p, a->tenant.len, a->key.p, a->key.len, &have,
+			       NULL);
+	if (found && have > a->version) {
 		mc_reply_err(req, MC_ERR_VERSION, "version %llu of '%s' is older than stored %llu",
-			     (unsigned long long)version, name_show(&key, kb, sizeof(kb)),
+			     (unsigned long long)a->version, name_show(&a->key, kb, sizeof(kb)),
 			     (unsigned long long)have);
-		return;
+		return WRITE_STARTED;
 	}
 	/*
 	 * A grant writes its version once: replayed after the commit, it
 	 * would overwrite it. (--fault-inject's grant-less writes may.)
 	 */
-	if (covered && found && have == version &&
-	    pindex_committed_at(&p->index, tenant.p, tenant.len, key.p, key.len, version)) {
+	if (a->covered && found && have == a->version &&
+	    pindex_committed_at(&p->index, a->tenant.p, a->tenant.len, a->key.p, a->key.len,
+				a->version)) {
 		mc_reply_err(req, MC_ERR_PERMISSION,
 			     "version %llu of '%s' is committed here: its write grant is spent",
-			     (unsigned long long)version, name_show(&key, kb, sizeof(kb)));
-		return;
+			     (unsigned long long)a->version, name_show(&a->key, kb, sizeof(kb)));
+		return WRITE_STARTED;
 	}
 	if (len > 0 && medium_alloc(m, len, &off, &err) < 0) {
-		/* Nothing is evicted here: whoever evicts hears of the usage at once. */
-		if (err.code == MC_ERR_NO_SPACE) {
-			/* a write that waits for its room: len more must fit */
-			reclaimer_room(p->reclaim, t, len, 0);
-			if (p->full)
-				p->full(p->full_arg, t);
-		}
 		if (err.code == MC_ERR_NO_SPACE)
-			mc_reply_err(req, MC_ERR_NO_SPACE,
-				     "no space for %llu bytes in %s (used %llu of %llu)",
-				     (unsigned long long)len, mc_tier_name(t),
-				     (unsigned long long)medium_used(m),
-				     (unsigned long long)medium_capacity(m));
-		else
-			mc_reply_mc_err(req, &err);
-		return;
+			return WRITE_NO_ROOM;
+		mc_reply_mc_err(req, &err);
+		return WRITE_STARTED;
 	}
-	o = pobj_new(&p->index, tenant.p, tenant.len, key.p, key.len, version, len, checksum, t,
-		     off);
-	if (o && parent.len > 0)
-		o->parent = pindex_hash(tenant.p, tenant.len, parent.p, parent.len);
+	o = pobj_new(&p->index, a->tenant.p, a->tenant.len, a->key.p, a->key.len, a->version, len,
+		     a->checksum, a->tier, off);
+	if (o && a->parent.len > 0)
+		o->parent = pindex_hash(a->tenant.p, a->tenant.len, a->parent.p, a->parent.len);
 	if (!o) {
 		if (len > 0)
 			medium_release(m, off, len);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for an index entry");
-		return;
+		return WRITE_STARTED;
 	}
 	if (len == 0) {
-		if (r != 1)
+		if (!a->has_checksum)
 			o->checksum = mc_checksum("", 0);
-		finish_write(p, req, o, covered);
-		return;
+		finish_write(p, req, o, a->covered);
+		return WRITE_STARTED;
 	}
 	pw = calloc(1, sizeof(*pw));
 	if (!pw) {
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a pending write");
-		return;
+		return WRITE_STARTED;
 	}
 	pw->p = p;
 	pw->o = o;
-	pw->has_checksum = r == 1;
-	pw->granted = covered;
+	pw->has_checksum = a->has_checksum;
+	pw->granted = a->covered;
 	if (medium_blocks(m) && p->diskq != NULL &&
 	    (pw->stage = diskq_stage(p->diskq, len)) != NULL) {
 		pw->stage_len = len;
@@ -502,27 +479,27 @@ h_write(struct mc_req *req)
 		free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_mc_err(req, &err);
-		return;
+		return WRITE_STARTED;
 	}
 	if (!pw->has_checksum && pw->sink.kind != MC_BULK_MEM &&
 	    (pw->sum = mc_checksum_stream_new()) == NULL) {
 		pending_write_free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a checksum");
-		return;
+		return WRITE_STARTED;
 	}
 	/*
 	 * Its bytes must all be in while its grant lasts: the master tells
 	 * of a put it abandons (peer_cancel_writes), and this covers that
 	 * message lost on the way.
 	 */
-	pw->deadline_ms = deadline;
+	pw->deadline_ms = a->deadline;
 	if ((p->write_timeout_ms > 0 || pw->deadline_ms != 0) &&
 	    (pw->timer = evtimer_new(p->base, write_timed_out, pw)) == NULL) {
 		pending_write_free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a write timer");
-		return;
+		return WRITE_STARTED;
 	}
 	if (pw->timer != NULL || pw->sum != NULL) {
 		pw->sink.tap = write_progress;
@@ -533,7 +510,7 @@ h_write(struct mc_req *req)
 		pending_write_free(pw);
 		pindex_release(&p->index, o);
 		mc_reply_err(req, MC_ERR_SYSTEM, "out of memory for a deferred reply");
-		return;
+		return WRITE_STARTED;
 	}
 	if (pw->timer != NULL)
 		timer_arm(pw);
@@ -543,6 +520,302 @@ h_write(struct mc_req *req)
 		mc_reply_err(pw->req, MC_ERR_INTERNAL, "cannot receive the bulk");
 		pending_write_free(pw);
 	}
+	return WRITE_STARTED;
+}
+
+static void
+reply_no_room(struct peer *p, struct mc_req *req, int tier, const char *after)
+{
+	struct medium *m = p->media[tier];
+
+	mc_reply_err(req, MC_ERR_NO_SPACE, "no space for %llu bytes in %s (used %llu of %llu)%s",
+		     (unsigned long long)req->bulk_len, mc_tier_name(tier),
+		     (unsigned long long)medium_used(m), (unsigned long long)medium_capacity(m),
+		     after);
+}
+
+/* ---- writes waiting for room ---- */
+
+/*
+ * A granted write that finds its tier full waits for room, up to
+ * --room-wait. The master placed it where it counts room, so what makes
+ * that room is on its way: the drops and evictions of the copies it
+ * evicted travel on the control link, the write on a connection of its
+ * own, and either may arrive first; or this peer's reclaimer is making
+ * the room. The request is held, its bulk left in the stream
+ * (mc_req_hold), so nothing crosses the wire twice. It is tried again
+ * as soon as the master's tasks free copies (peer_room_freed) and on a
+ * timer backing off from ROOM_RETRY_MS (frees of other kinds), until it
+ * starts, its wait or its grant ends (no_space), or its connection
+ * closes.
+ */
+#define ROOM_WAITS_MAX 1024
+#define ROOM_RETRY_MS 1
+#define ROOM_RETRY_MAX_MS 64
+
+struct room_wait {
+	struct peer *p;
+	struct mc_req *req; /* deferred and held */
+	struct write_args a;
+	uint64_t until; /* the end of its --room-wait, monotonic clock (a's deadline is steady) */
+	unsigned retry_ms;
+	struct event *timer;
+	struct room_wait *next, **pprev; /* on p->room_waits, oldest first */
+	char names[];			 /* a's tenant, key and parent */
+};
+
+/* p's waiting writes, and the wake the master's tasks give them. */
+struct room_waits {
+	struct room_wait *head, **tail;
+	size_t n;
+	struct event *wake;
+};
+
+static void
+room_wait_free(struct room_wait *w)
+{
+	struct room_waits *rw = w->p->room_waits;
+
+	*w->pprev = w->next;
+	if (w->next != NULL)
+		w->next->pprev = w->pprev;
+	else
+		rw->tail = w->pprev;
+	rw->n--;
+	event_free(w->timer);
+	free(w);
+}
+
+static void
+room_wait_arm(struct room_wait *w)
+{
+	struct timeval tv = mc_ms_timeval(w->retry_ms);
+
+	evtimer_add(w->timer, &tv);
+	if (w->retry_ms < ROOM_RETRY_MAX_MS)
+		w->retry_ms *= 2;
+}
+
+/* Try w's write again: started, answered, or waiting on. */
+static void
+room_wait_try(struct room_wait *w)
+{
+	struct peer *p = w->p;
+
+	if (!mc_conn_is_open(w->req->conn)) {
+		/* its writer went: the answer is dropped, the request freed */
+		p->st.room_waits[ROOM_WAIT_GONE]++;
+		mc_reply_err(w->req, MC_ERR_UNAVAILABLE, "connection closed");
+	} else if (write_start(p, w->req, &w->a) == WRITE_STARTED) {
+		p->st.room_waits[ROOM_WAIT_PLACED]++;
+	} else if (mc_mono_ms() >= w->until ||
+		   (w->a.deadline != 0 && mc_steady_ms() >= w->a.deadline)) {
+		p->st.room_waits[ROOM_WAIT_TIMEOUT]++;
+		reply_no_room(p, w->req, w->a.tier, ", after waiting for room");
+	} else {
+		room_wait_arm(w);
+		return;
+	}
+	room_wait_free(w);
+}
+
+static void
+room_wait_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	room_wait_try(arg);
+}
+
+/* Every waiting write tries again, oldest first; those that wait on are kept in order. */
+static void
+room_waits_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+	struct room_wait *w = p->room_waits->head, *next;
+	size_t n = p->room_waits->n;
+
+	(void)fd;
+	(void)what;
+	/* one pass over those waiting now: a write that starts may end others' wait */
+	for (; w != NULL && n > 0; w = next, n--) {
+		next = w->next;
+		evtimer_del(w->timer);
+		room_wait_try(w);
+	}
+}
+
+void
+peer_room_freed(struct peer *p)
+{
+	if (p->room_waits != NULL && p->room_waits->n > 0)
+		event_active(p->room_waits->wake, EV_TIMEOUT, 0);
+}
+
+size_t
+peer_room_waiting(const struct peer *p)
+{
+	return p->room_waits != NULL ? p->room_waits->n : 0;
+}
+
+int
+peer_room_waits_init(struct peer *p)
+{
+	struct room_waits *rw = calloc(1, sizeof(*rw));
+
+	if (rw == NULL || (rw->wake = event_new(p->base, -1, 0, room_waits_wake, p)) == NULL) {
+		free(rw);
+		return -1;
+	}
+	rw->tail = &rw->head;
+	p->room_waits = rw;
+	return 0;
+}
+
+void
+peer_room_waits_free(struct peer *p)
+{
+	struct room_waits *rw = p->room_waits;
+
+	if (rw == NULL)
+		return;
+	while (rw->head != NULL) {
+		mc_reply_err(rw->head->req, MC_ERR_UNAVAILABLE, "the peer is stopping");
+		room_wait_free(rw->head);
+	}
+	event_free(rw->wake);
+	free(rw);
+	p->room_waits = NULL;
+}
+
+/* The master dropped k: the writes of it waiting for room end, answered. */
+static size_t
+room_waits_cancel(struct peer *p, const struct pool_key *k)
+{
+	struct room_wait *w = p->room_waits != NULL ? p->room_waits->head : NULL, *next;
+	size_t n = 0;
+
+	for (; w != NULL; w = next) {
+		next = w->next;
+		if ((k->has_version && w->a.version > k->max_version) ||
+		    w->a.tenant.len != k->tenant_len || w->a.key.len != k->key_len ||
+		    memcmp(w->a.tenant.p, k->tenant, k->tenant_len) != 0 ||
+		    memcmp(w->a.key.p, k->key, k->key_len) != 0)
+			continue;
+		p->st.room_waits[ROOM_WAIT_CANCELLED]++;
+		p->st.writes_cancelled++;
+		n++;
+		mc_reply_err(w->req, MC_ERR_UNAVAILABLE,
+			     "the master dropped this put while its write waited for room");
+		room_wait_free(w);
+	}
+	return n;
+}
+
+/* Copy n's bytes to at, where n points from now on; past them. An empty n stays as it is. */
+static char *
+keep_name(char *at, struct name *n)
+{
+	if (n->len == 0)
+		return at;
+	memcpy(at, n->p, n->len);
+	n->p = at;
+	return at + n->len;
+}
+
+/* Hold req until its tier has room for it; -1 (req still the caller's) when it cannot wait. */
+static int
+room_wait_begin(struct peer *p, struct mc_req *req, const struct write_args *a)
+{
+	struct room_waits *rw = p->room_waits;
+	struct room_wait *w;
+	char *at;
+
+	if (rw == NULL || p->room_wait_ms == 0 || rw->n >= ROOM_WAITS_MAX ||
+	    (a->deadline != 0 && a->deadline <= mc_steady_ms()))
+		return -1;
+	w = calloc(1, sizeof(*w) + a->tenant.len + a->key.len + a->parent.len);
+	if (w == NULL)
+		return -1;
+	w->p = p;
+	w->a = *a;
+	at = keep_name(w->names, &w->a.tenant);
+	at = keep_name(at, &w->a.key);
+	keep_name(at, &w->a.parent);
+	w->until = mc_add_sat(mc_mono_ms(), p->room_wait_ms);
+	w->retry_ms = ROOM_RETRY_MS;
+	if ((w->timer = evtimer_new(p->base, room_wait_timer, w)) == NULL) {
+		free(w);
+		return -1;
+	}
+	w->req = mc_req_defer(req);
+	if (w->req == NULL || mc_req_hold(w->req) != 0) {
+		struct mc_req *d = w->req;
+
+		event_free(w->timer);
+		free(w);
+		if (d == NULL)
+			return -1;
+		/* deferred but not held: answered through d */
+		reply_no_room(p, d, a->tier, "");
+		return 0;
+	}
+	w->pprev = rw->tail;
+	*rw->tail = w;
+	rw->tail = &w->next;
+	rw->n++;
+	room_wait_arm(w);
+	return 0;
+}
+
+static void
+h_write(struct mc_req *req)
+{
+	struct peer *p = req->ctx;
+	struct mc_err err;
+	struct write_args a = { .parent = { NULL, 0 } };
+	struct name tier;
+	int r;
+
+	if (name_target(req->params, &a.tenant, &a.key, &err) < 0 ||
+	    name_get(req->params, "tier", 16, mc_tier_name(MC_TIER_DRAM), &tier, &err) < 0 ||
+	    (mc_map_get(req->params, "parent") != NULL &&
+	     name_get(req->params, "parent", MC_KEY_MAX, NULL, &a.parent, &err) < 0))
+		goto bad;
+	if ((r = mc_map_u64(req->params, "version", &a.version, &err)) <= 0) {
+		if (r == 0)
+			mc_err_set(&err, MC_ERR_INVALID, "missing field 'version'");
+		goto bad;
+	}
+	if ((r = mc_map_u64(req->params, "checksum", &a.checksum, &err)) < 0)
+		goto bad;
+	a.has_checksum = r == 1;
+	if (!req->has_bulk) {
+		mc_err_set(&err, MC_ERR_INVALID, "missing field 'len'");
+		goto bad;
+	}
+	if (!granted(p, req, &a.tenant, &a.key, a.version, req->bulk_len, MC_GRANT_WRITE,
+		     &a.covered, &a.deadline))
+		return;
+	if (mc_fault("write")) {
+		mc_reply_err(req, MC_ERR_SYSTEM, "fault injected: write");
+		return;
+	}
+	if ((a.tier = mc_tier_parse(tier.p, tier.len, &err)) < 0)
+		goto bad;
+	if (!p->media[a.tier]) {
+		mc_err_set(&err, MC_ERR_INVALID, "this peer has no %s tier", mc_tier_name(a.tier));
+		goto bad;
+	}
+	if (write_start(p, req, &a) == WRITE_STARTED)
+		return;
+	/* Nothing is evicted here: whoever evicts hears of the usage at once. */
+	reclaimer_room(p->reclaim, a.tier, req->bulk_len, 0);
+	if (p->full)
+		p->full(p->full_arg, a.tier);
+	/* a write no grant covered was never placed: nothing makes room for it */
+	if (!a.covered || room_wait_begin(p, req, &a) != 0)
+		reply_no_room(p, req, a.tier, "");
 	return;
 bad:
 	mc_reply_mc_err(req, &err);

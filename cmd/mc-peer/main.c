@@ -62,6 +62,7 @@ static struct {
 	/* the listener's limits from their options (mc_conn_limits_daemon first) */
 	struct mc_conn_limits lim;
 	uint64_t write_timeout;
+	uint64_t room_wait;
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
@@ -70,6 +71,7 @@ static struct {
 	.journal_max = PINDEX_JOURNAL_MAX,
 	.grant_skew = 2000,
 	.write_timeout = 30000,
+	.room_wait = 1000,
 	.young = MC_YOUNG_DEFAULT_MS,
 	/* none given: each tier keeps the headroom band (mc/band.h) */
 };
@@ -255,6 +257,10 @@ static const struct mc_opt opts[] = {
 	  "abandon a write whose bytes stop coming for this long, freeing its space (default "
 	  "30s; 0: never)",
 	  mc_set_duration, &cfg.write_timeout },
+	{ "room-wait", 0, "DURATION", NULL,
+	  "hold a granted write that finds its tier full this long for room to be freed "
+	  "(default 1s; 0: refuse it at once)",
+	  mc_set_duration, &cfg.room_wait },
 	{ "fault-inject", 0, NULL, NULL,
 	  "tests only: serve corrupt, ungranted reads and writes, and data-port drops and evicts",
 	  mc_set_flag, &cfg.fault_inject },
@@ -549,6 +555,11 @@ data_start(struct peer *p)
 	ops.methods = run.data_methods;
 	ops.ctx = p;
 	p->cancel_writes = peer_cancel_writes;
+	p->room_freed = peer_room_freed;
+	if (peer_room_waits_init(p) != 0) {
+		mc_complain("cannot start: out of memory");
+		return MC_EXIT_SOFTWARE;
+	}
 	lim = cfg.lim;
 	lim.max_conns = cfg.max_conns;
 	/*
@@ -571,6 +582,7 @@ data_start(struct peer *p)
 	if (!run.server) {
 		/* The error names the address already ("cannot listen on ADDR: why"). */
 		mc_complain("%s", err.msg);
+		peer_room_waits_free(p);
 		return MC_EXIT_UNAVAILABLE;
 	}
 	snprintf(p->advertise, sizeof(p->advertise), "%s",
@@ -584,7 +596,7 @@ data_start(struct peer *p)
 static void
 data_free(struct peer *p)
 {
-	(void)p;
+	peer_room_waits_free(p);
 	mc_server_free(run.server);
 	run.server = NULL;
 	mc_registry_free(run.data_methods);
@@ -791,6 +803,7 @@ main(int argc, char **argv)
 	/* without the memory, reads past the master go unreported: recency only */
 	p.grants.seen = calloc(PEER_GRANTS_SEEN, sizeof(*p.grants.seen));
 	p.write_timeout_ms = cfg.write_timeout;
+	p.room_wait_ms = cfg.room_wait;
 	p.host = cfg.host_id;
 	p.domain = cfg.domain;
 	p.base = event_base_new();

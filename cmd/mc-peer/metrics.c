@@ -34,6 +34,12 @@ static const char *const disk_kinds[3] = { "write", "read", "seal" };
 static const char *const task_outcomes[3] = { "done", "failed", "repeated" };
 static const char *const move_outcomes[6] = { "queued",	 "done", "failed",
 					      "retried", "lost", "no_room" };
+static const char *const room_wait_outcomes[ROOM_WAIT_OUTCOMES] = {
+	[ROOM_WAIT_PLACED] = "placed",
+	[ROOM_WAIT_TIMEOUT] = "timeout",
+	[ROOM_WAIT_CANCELLED] = "cancelled",
+	[ROOM_WAIT_GONE] = "gone",
+};
 
 /* Whether tier t is held and kept on disk (one that seals its copies). */
 static bool
@@ -259,11 +265,16 @@ malformed_value(void)
 	  "Writes abandoned when their bytes stopped coming.", true,                            \
 	  (double)p->st.writes_abandoned)                                                       \
 	S("mc_peer_writes_cancelled_total", MC_COUNTER,                                         \
-	  "Writes ended while their bytes came: the master dropped their put.", true,           \
+	  "Writes ended before their bytes were in: the master dropped their put.", true,       \
 	  (double)p->st.writes_cancelled)                                                       \
 	S("mc_peer_writes_expired_total", MC_COUNTER,                                           \
 	  "Writes ended while their bytes came: their grant had expired.", true,                \
 	  (double)p->st.writes_expired)                                                         \
+	E("mc_peer_room_waits_total", MC_COUNTER,                                               \
+	  "Granted writes that waited for room in a full tier, by outcome.", true, "outcome",   \
+	  ROOM_WAIT_OUTCOMES, room_wait_outcomes[i], (double)p->st.room_waits[i])               \
+	S("mc_peer_room_waiting", MC_GAUGE, "Granted writes waiting for room now.", true,       \
+	  (double)peer_room_waiting(p))                                                         \
 	S("mc_peer_bytes_in_total", MC_COUNTER, "Object bytes written.", true,                  \
 	  (double)p->st.bytes_in)                                                               \
 	S("mc_peer_bytes_out_total", MC_COUNTER, "Object bytes read.", true,                    \

@@ -54,13 +54,23 @@
  * Totals since start. Updated on the network thread only, so plain
  * integers suffice; worker threads must not touch them.
  */
+/* How a write's wait for room ended (mc_peer_room_waits_total{outcome}). */
+enum room_wait_outcome {
+	ROOM_WAIT_PLACED,
+	ROOM_WAIT_TIMEOUT,
+	ROOM_WAIT_CANCELLED,
+	ROOM_WAIT_GONE,
+	ROOM_WAIT_OUTCOMES
+};
+
 struct peer_counters {
 	uint64_t reads;
 	uint64_t writes;
 	uint64_t read_misses;
 	uint64_t writes_abandoned; /* stalled past --write-timeout */
-	uint64_t writes_cancelled; /* their put dropped by the master while the bytes came */
+	uint64_t writes_cancelled; /* their put dropped by the master before the bytes were in */
 	uint64_t writes_expired;   /* their bytes still coming past the grant's expiry */
+	uint64_t room_waits[ROOM_WAIT_OUTCOMES]; /* writes that waited for room, by how it ended */
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 	uint64_t registrations;	    /* accepted by the master as a new peer */
@@ -93,6 +103,7 @@ struct mover;
 struct peer_metrics;
 struct peer_tasks;
 struct reclaimer;
+struct room_waits;
 
 /*
  * A tier's watermarks: fractions of its capacity, 0 < low < high <= 1,
@@ -149,6 +160,8 @@ struct peer {
 	bool fault_inject;
 	bool stopping;
 	uint64_t write_timeout_ms; /* --write-timeout; 0: none */
+	uint64_t room_wait_ms;	   /* --room-wait; 0: a write finding no room is refused at once */
+	struct room_waits *room_waits; /* writes waiting for room (dataplane.c); NULL: none may */
 	/* writes whose bytes are still coming (dataplane.c), newest first */
 	struct pending_write *writing;
 	/*
@@ -157,6 +170,8 @@ struct peer {
 	 * tasks sit below it; NULL: none are).
 	 */
 	size_t (*cancel_writes)(struct peer *p, const struct pool_key *k);
+	/* The master's tasks freed copies: writes waiting for room try again (peer_room_freed). */
+	void (*room_freed)(struct peer *p);
 	/*
 	 * --ready-fd, written once the master has accepted the first
 	 * registration (a peer the master does not know serves nobody),
@@ -185,6 +200,17 @@ extern const struct mc_method peer_data_methods[];
  * and their room freed (dataplane.c). How many there were.
  */
 size_t peer_cancel_writes(struct peer *p, const struct pool_key *k);
+/*
+ * Writes that found their tier full wait for room (dataplane.c): the
+ * waits of p begin (-1 when out of memory) and end (each answered
+ * unavailable); peer_room_freed, when copies were freed, has them try
+ * again from the loop.
+ */
+int peer_room_waits_init(struct peer *p);
+void peer_room_waits_free(struct peer *p);
+void peer_room_freed(struct peer *p);
+/* Writes waiting for room now. */
+size_t peer_room_waiting(const struct peer *p);
 extern const struct mc_method *const peer_control_methods[];
 
 /*

@@ -48,6 +48,9 @@ free_copy(struct peer *p, const msgpack_object *item, enum pool_reason why, stru
 	if (why == POOL_DELETE && p->cancel_writes != NULL)
 		p->cancel_writes(p, &k);
 	pool_evict(&p->pool, &k, why == POOL_DELETE ? MC_TIER_NONE : t, why, &res);
+	/* the room the master counted on for its next writes here */
+	if (p->room_freed != NULL)
+		p->room_freed(p);
 	return 0;
 }
 
