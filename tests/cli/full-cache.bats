@@ -1,5 +1,7 @@
 #!/usr/bin/env bats
 #
+# slow: about 30 s on two cores: the whole trace, 288,500 blocks, is replayed
+#
 # A full cache keeps accepting writes. The whole conversation trace is
 # replayed (mc-bench replay: a batch get of each request's prefix
 # blocks, a batch put of the blocks after the first miss) against one
