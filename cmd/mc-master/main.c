@@ -21,6 +21,7 @@
 #include "peerlink.h"
 #include "put.h"
 #include "reconcile.h"
+#include "replicate.h"
 #include "softpin.h"
 #include "peerlink.h"
 #include "evict.h"
@@ -146,6 +147,62 @@ stop_cb(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	mc_info("caught signal %d, stopping", (int)sig);
 	event_base_loopbreak(m->base);
+}
+
+static int
+set_dr_mode(const char *v, void *target, char *why)
+{
+	int mode = dr_mode_parse(v);
+
+	if (mode < 0) {
+		snprintf(why, 200, "must be off, observe or enforce");
+		return -1;
+	}
+	if (mode == DR_ENFORCE) {
+		snprintf(why, 200, "enforce is not available yet: dynamic copies are not made");
+		return -1;
+	}
+	*(int *)target = mode;
+	return 0;
+}
+
+static int
+set_dr_replicas(const char *v, void *target, char *why)
+{
+	uint64_t n = 0;
+
+	if (mc_set_u64(v, &n, why) != 0)
+		return -1;
+	if (n == 0 || n > MC_REPLICAS_MAX) {
+		snprintf(why, 200, "must be 1 to %d", MC_REPLICAS_MAX);
+		return -1;
+	}
+	*(unsigned *)target = (unsigned)n;
+	return 0;
+}
+
+static int
+set_dr_entries(const char *v, void *target, char *why)
+{
+	if (mc_set_u64(v, target, why) != 0)
+		return -1;
+	if (*(uint64_t *)target == 0 || *(uint64_t *)target > HEAT_ENTRIES_MAX) {
+		snprintf(why, 200, "must be 1 to %u", HEAT_ENTRIES_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_dr_qps(const char *v, void *target, char *why)
+{
+	if (mc_set_double(v, target, why) != 0)
+		return -1;
+	if (!(*(double *)target > 0) || *(double *)target > 1e9) {
+		snprintf(why, 200, "must be more than 0 reads a second");
+		return -1;
+	}
+	return 0;
 }
 
 /* --evict-high-watermark or --evict-low-watermark was given: peer tiers run those. */
@@ -300,6 +357,22 @@ main(int argc, char **argv)
 		{ "max-peer-capacity", 0, "SIZE", NULL,
 		  "refuse a peer that declares more than SIZE, its tiers summed (default 1PiB)",
 		  mc_set_size, &m.cfg.max_peer_capacity },
+		{ "dynamic-replication", 0, "MODE", NULL,
+		  "dynamic hot replication: off (the default) or observe, which judges hot keys "
+		  "and counts the copies it would make",
+		  set_dr_mode, &m.cfg.dr_mode },
+		{ "dynamic-replication-window", 0, "DURATION", NULL,
+		  "the heat window reads are counted over (default 10s)", set_positive_duration,
+		  &m.cfg.dr_window },
+		{ "dynamic-replication-qps", 0, "QPS", NULL,
+		  "reads a second over the window that make a key hot (default 0.8)", set_dr_qps,
+		  &m.cfg.dr_qps },
+		{ "dynamic-replication-max-replicas", 0, "N", NULL,
+		  "dynamic replicas of one object at most (default 2)", set_dr_replicas,
+		  &m.cfg.dr_max_replicas },
+		{ "dynamic-replication-heat-entries", 0, "N", NULL,
+		  "keys the heat window holds at most (default 65536)", set_dr_entries,
+		  &m.cfg.dr_heat_entries },
 		{ "max-types-per-tenant", 0, "N", NULL,
 		  "data types one tenant's puts may name (default 64)", mc_set_positive_int,
 		  &max_types },

@@ -8,6 +8,7 @@
  * such as a put waiting on eviction's rounds, are registered by the
  * caller above; tests/tools/module-layers counts the arrows back up):
  *   recency.c                       the per-(peer, tier) recency lists; nothing here
+ *   heat.c                          hot replication's heat window; nothing here
  *   store.c, offloop.c, extplan.c   data and helpers; recency.c only
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
@@ -23,6 +24,8 @@
  *   ops.c                           replica and object changes; lease.c, softpin.c,
  *                                   peers.c, store.c
  *   placement.c                     a pure choice of peers; peers.c
+ *   replicate.c                     hot replication's admission; heat.c, peers.c,
+ *                                   request.c, store.c
  *   candidates.c                    the candidate view and its call; softpin.c,
  *                                   peers.c, store.c
  *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c
@@ -36,8 +39,10 @@
  *                                   (it starts rounds), placement.c, ops.c, and the above
  *   moves.c                         peers' own moves and drops of copies; evict.c,
  *                                   ops.c, request.c
- *   msnap_write.c, msnap_load.c     writing snapshots, loading them; store.c, ops.c
- *   read.c                          the read-side object calls; request.c, store.c
+ *   msnap_write.c, msnap_load.c     writing snapshots, loading them; store.c, ops.c,
+ *                                   replicate.c
+ *   read.c                          the read-side object calls; replicate.c,
+ *                                   request.c, store.c
  *   peerlink.c, msnap.c, objects.c  the peers' calls, snapshots' calls, the other
  *                                   object calls; read.c, and the above
  *   start.c                         defaults, start-up, the method registry; everyone
@@ -66,6 +71,7 @@
 /* Each module's state, behind its own header. */
 struct commits;
 struct evictor;
+struct replicator;
 struct leases;
 struct mgrants;
 struct mmetrics;
@@ -121,6 +127,12 @@ struct master_cfg {
 	int evict_slice;	  /* victims per slice of execution */
 	uint64_t max_evict_bytes; /* an automatic round's target at most; 0: no cap */
 	uint64_t young;		  /* ms: --young (mc/young.h) */
+	/* dynamic hot replication (replicate.h) */
+	int dr_mode;			 /* enum dr_mode: --dynamic-replication */
+	uint64_t dr_window;		 /* ms: the heat window */
+	double dr_qps;			 /* reads a second over the window that make a key hot */
+	unsigned dr_max_replicas;	 /* dynamic replicas of one object at most */
+	uint64_t dr_heat_entries;	 /* keys the heat window holds at most */
 	uint32_t max_tenants, max_types; /* the store's (master_start's arguments) */
 };
 
@@ -148,6 +160,8 @@ struct client {
 	bool counted;
 	uint32_t counted_tenant;
 	uint32_t peer_id; /* 0: not a peer's control connection */
+	/* spreads its reads over replicas of equal cost (read.c): distinct per connection */
+	uint64_t seed;
 	char host[MC_NAME_MAX + 1];
 	char domain[MC_NAME_MAX + 1];
 	/* what its hello advertised (n 0 before one: tcp), for its replica lists */
@@ -179,7 +193,8 @@ struct master {
 	struct moves *moves;
 	struct mgrants *grants;
 	struct evictor *ev;
-	struct state *state; /* the door every state change goes through (state.h) */
+	struct replicator *dr; /* dynamic hot replication (replicate.h) */
+	struct state *state;   /* the door every state change goes through (state.h) */
 	char master_id[64];
 	uint64_t started_ms;
 	struct mc_authfile auth;
@@ -188,6 +203,7 @@ struct master {
 	bool receipts_on;
 	unsigned char receipt_key[MC_RECEIPT_KEY_BYTES];
 	struct client *clients; /* the connections that said something needing a record */
+	uint64_t client_seq;	/* records made, each one's seed */
 	/* connections counted per tenant (TENANTS_MAX of them), and hellos refused over --max-conns-per-tenant */
 	uint32_t *tenant_conns;
 	uint64_t refused_per_tenant;

@@ -20,6 +20,7 @@
 #include "state.h"
 #include "msnap_load.h"
 #include "lease.h"
+#include "replicate.h"
 #include "peers.h"
 #include "reconcile.h"
 #include "softpin.h"
@@ -600,6 +601,8 @@ install(struct master *m, struct loader *L)
 	peers_retire_tasks(m->peers);
 	/* Leases point at objects of the store about to go; readers fall back on their TTL. */
 	leases_clear(m->leases);
+	/* so do the heat window's tenant ids */
+	replicate_forget(m);
 	/* the caps are the running master's options, not the snapshot's */
 	L->s.max_tenants = m->store->max_tenants;
 	L->s.max_types_per_tenant = m->store->max_types_per_tenant;

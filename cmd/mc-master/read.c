@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mc/checksum.h"
 #include "mc/clock.h"
 #include "mc/wire.h"
 #include "read.h"
@@ -16,6 +17,7 @@
 #include "request.h"
 #include "grants.h"
 #include "lease.h"
+#include "replicate.h"
 #include "peers.h"
 #include "store.h"
 #include "mmetrics.h"
@@ -118,12 +120,40 @@ read_leased(const struct mobj *o, uint64_t now)
 }
 
 /*
- * The readable replicas of o, best first for this client: same host,
- * then same domain, then faster tiers before slower ones; stable
- * otherwise.
+ * Replicas of equal cost spread over readers: each run of one rank
+ * starts at the replica this reader's seed and the key pick, so one
+ * hot key's readers share its copies instead of all taking the first,
+ * and one reader keeps to the same copy of a key.
+ */
+static void
+spread(struct cand *c, unsigned n, const struct client *cl, uint64_t key_hash)
+{
+	uint64_t pick = mc_hash64(&cl->seed, sizeof(cl->seed), key_hash);
+
+	for (unsigned i = 0, j; i < n; i = j) {
+		struct cand run[2 * MC_REPLICAS_MAX];
+		unsigned len, at;
+
+		for (j = i + 1; j < n && c[j].rank == c[i].rank; j++)
+			;
+		len = j - i;
+		if (len < 2)
+			continue;
+		at = (unsigned)(pick % len);
+		for (unsigned k = 0; k < len; k++)
+			run[k] = c[i + (at + k) % len];
+		memcpy(c + i, run, len * sizeof(*run));
+	}
+}
+
+/*
+ * The readable replicas of o (whose key hashes to key_hash), best first
+ * for this client: same host, then same domain, then faster tiers
+ * before slower ones; equal ones spread over readers.
  */
 static unsigned
-readable(const struct master *m, const struct mobj *o, const struct client *cl, struct cand *out)
+readable(const struct master *m, const struct mobj *o, const struct client *cl, uint64_t key_hash,
+	 struct cand *out)
 {
 	const struct mrep *v = obj_creps(o);
 	unsigned n = 0;
@@ -155,6 +185,7 @@ readable(const struct master *m, const struct mobj *o, const struct client *cl, 
 		}
 		out[j] = (struct cand){ &v[i], p, rank };
 	}
+	spread(out, n, cl, key_hash);
 	return n;
 }
 
@@ -214,14 +245,17 @@ h_get_replica_list(struct mc_req *req)
 		req_fail_err(req, &err);
 		return;
 	}
-	o = read_lookup(m, cl->tenant, key, len);
-	if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
+	uint64_t now = mc_now_ms(), hash = store_key_hash(cl->tenant, key, len);
+
+	o = store_find(m->store, hash, cl->tenant, key, len);
+	if (o == NULL || (n = readable(m, o, cl, hash, c)) == 0) {
 		handler_fail(req, MC_ERR_NOT_FOUND, "key not found");
 		return;
 	}
-	lease = touch(m, o, cl->tenant, mc_now_ms());
-	pack_grl(mc_reply_ok_begin(req), m, cl, o, key, len, store_key_hash(cl->tenant, key, len),
-		 lease, c, n);
+
+	lease = touch(m, o, cl->tenant, now);
+	replicate_read(m, cl, o, key, len, hash, now);
+	pack_grl(mc_reply_ok_begin(req), m, cl, o, key, len, hash, lease, c, n);
 	mc_reply_end(req);
 }
 
@@ -284,13 +318,14 @@ h_batch_get_replica_list(struct mc_req *req)
 			continue;
 		}
 		o = store_find(m->store, hash, cl->tenant, key, len);
-		if (o == NULL || (n = readable(m, o, cl, c)) == 0) {
+		if (o == NULL || (n = readable(m, o, cl, hash, c)) == 0) {
 			msgpack_pack_map(pk, 1);
 			mc_pack_key(pk, "error");
 			read_pack_err(pk, MC_ERR_NOT_FOUND, "key not found");
 			continue;
 		}
 		pack_grl(pk, m, cl, o, key, len, hash, touch(m, o, cl->tenant, now), c, n);
+		replicate_read(m, cl, o, key, len, hash, now);
 	}
 	mc_reply_end(req);
 }

@@ -135,6 +135,7 @@ req_client_get(struct mc_req *req)
 		return NULL;
 	c->m = m;
 	c->conn = req->conn;
+	c->seed = ++m->client_seq;
 	c->next = m->clients;
 	if (m->clients != NULL)
 		m->clients->prev = c;

@@ -29,6 +29,7 @@
 #include "rank.h"
 #include "read.h"
 #include "reconcile.h"
+#include "replicate.h"
 #include "softpin.h"
 #include "start.h"
 #include "state.h"
@@ -59,6 +60,11 @@ master_defaults(struct master_cfg *cfg)
 	cfg->grant_ttl = 30000;
 	cfg->grant_cache = 65536;
 	cfg->max_peer_capacity = 1ull << 50; /* 1 PiB: more than a host has, and finite */
+	/* the seed's conservative defaults: off, 0.8 reads a second over 10 s, 2 replicas */
+	cfg->dr_window = 10000;
+	cfg->dr_qps = 0.8;
+	cfg->dr_max_replicas = 2;
+	cfg->dr_heat_entries = 1u << 16;
 }
 
 /*
@@ -69,10 +75,11 @@ master_defaults(struct master_cfg *cfg)
  * reverse order; the sweep and SIGHUP visit them in this one.
  */
 static const struct master_module *const modules[] = {
-	&store_module,	  &peers_module,      &mmetrics_module, &state_module, &softpin_module,
-	&lease_module,	  &ops_module,	      &auth_module,	&recon_module, &evict_module,
-	&mgrants_module,  &put_module,	      &commit_module,	&moves_module, &msnap_module,
-	&peerlink_module, &candidates_module, &rank_module,	&read_module,  &objects_module,
+	&store_module,	  &peers_module,      &mmetrics_module, &state_module,	   &softpin_module,
+	&lease_module,	  &ops_module,	      &auth_module,	&recon_module,	   &evict_module,
+	&mgrants_module,  &put_module,	      &commit_module,	&moves_module,	   &msnap_module,
+	&peerlink_module, &candidates_module, &rank_module,	&replicate_module, &read_module,
+	&objects_module,
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 
