@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -383,17 +384,43 @@ mc_cn_server_vouched(struct mc_conn *c)
 		unvouched_del(c->srv, c);
 }
 
-/* Close the oldest connection nobody vouched for: whether there was one. */
+/* Shedding looks this far past the oldest stranger for one that holds its slot silent. */
+#define SHED_LOOK 16
+
+/*
+ * Whether c sent bytes the loop has not read yet: a request on its way
+ * to be judged, which may well vouch for it (a granted read under a
+ * flood of strangers is one). Bytes read and left partial do not count:
+ * the header timeout judges those.
+ */
+static bool
+unread(const struct mc_conn *c)
+{
+	int n = 0;
+
+	return ioctl(c->tc.fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/*
+ * Close a connection nobody vouched for: the oldest of the first
+ * SHED_LOOK that has sent nothing unread, else the oldest. Whether
+ * there was one.
+ */
 static bool
 shed_unvouched(struct mc_server *s)
 {
-	struct mc_conn *c = s->unvouched;
+	struct mc_conn *c = s->unvouched, *q = c;
 
+	for (int i = 0; q != NULL && i < SHED_LOOK; q = q->unext, i++)
+		if (!unread(q)) {
+			c = q;
+			break;
+		}
 	if (c == NULL)
 		return false;
 	STAT_ADD(shed_unvouched, 1);
-	mc_info("closing %s: the oldest of %d connections on %s that have not authenticated",
-		c->name, s->nunvouched, s->addr.text);
+	mc_info("closing %s: one of the %d connections on %s that have not authenticated", c->name,
+		s->nunvouched, s->addr.text);
 	mc_conn_close(c, false);
 	return true;
 }

@@ -165,7 +165,10 @@ struct mc_conn_limits {
 	 * listener, with hello_timeout_ms: connections not yet vouched for
 	 * at most; one more sheds the oldest of them, as does a connection
 	 * past max_conns while any is open, so that a flood of strangers
-	 * takes no slot from those who proved who they are. 0 = no cap.
+	 * takes no slot from those who proved who they are. One whose
+	 * request waits unread is passed over for an older-to-newer one
+	 * that has said nothing the loop did not read (among the 16
+	 * oldest), as that request may vouch for it. 0 = no cap.
 	 */
 	int max_unvouched;
 	/*
