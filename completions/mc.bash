@@ -149,11 +149,11 @@ complete -F _mc_peer mc-peer
 
 _mc_replicate()
 {
-	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' ['heat --top']='N' )
+	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' ['heat --top']='N' ['whatif --threshold']='QPS' ['whatif --window']='DURATION' ['whatif --max-replicas']='N' ['whatif --entries']='N' )
 	local -A vals=( )
 	local -A shorts=( ['-m']='--master' ['-t']='--tenant' )
-	local -A copts=( ['heat']='--top' )
-	_mc_complete '--json --master -m --tenant -t --token-file --timeout --stall-timeout --help --version --list-options' 'status mode heat' kinds copts vals shorts
+	local -A copts=( ['heat']='--top' ['whatif']='--threshold --window --max-replicas --entries' )
+	_mc_complete '--json --master -m --tenant -t --token-file --timeout --stall-timeout --help --version --list-options' 'status mode heat whatif' kinds copts vals shorts
 }
 complete -F _mc_replicate mc-replicate
 

@@ -8,7 +8,6 @@
  * such as a put waiting on eviction's rounds, are registered by the
  * caller above; tests/tools/module-layers counts the arrows back up):
  *   recency.c                       the per-(peer, tier) recency lists; nothing here
- *   heat.c                          hot replication's heat window; nothing here
  *   store.c, offloop.c, extplan.c   data and helpers; recency.c only
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
@@ -24,8 +23,8 @@
  *   ops.c                           replica and object changes; lease.c, softpin.c,
  *                                   peers.c, store.c
  *   placement.c                     a pure choice of peers; peers.c
- *   replicate.c                     hot replication's admission; heat.c, peers.c,
- *                                   request.c, store.c
+ *   replicate.c                     hot replication's admission (its heat window is
+ *                                   libmc's); peers.c, request.c, store.c
  *   candidates.c                    the candidate view and its call; softpin.c,
  *                                   peers.c, store.c
  *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c

@@ -1,6 +1,6 @@
 /*
  * Dynamic hot replication (seed 002), the master's side: the heat
- * window the reads feed (heat.h), and the admission worker that judges
+ * window the reads feed (mc/heat.h), and the admission worker that judges
  * the keys crossing its threshold, in bounded slices on the master's
  * loop, never on the read path.
  *
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "heat.h"
+#include "mc/heat.h"
 
 struct client;
 struct event;

@@ -4,13 +4,20 @@
  * record per line, so that it greps; --json prints the master's own
  * fields, so fields it adds later appear without a change here.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "mc/checksum.h"
+#include "mc/hash.h"
+#include "mc/heat.h"
 #include "mc/json.h"
 #include "mc/log.h"
 #include "mc/parse.h"
+#include "mc/proto.h"
 #include "mc/rpcc.h"
 #include "mc/tool.h"
 #include "mc/wire.h"
@@ -156,5 +163,142 @@ cmd_heat(int argc, char **argv)
 		putchar('\n');
 	}
 	mc_msg_release(&m);
+	return MC_EXIT_OK;
+}
+
+/* ---- whatif ---- */
+
+/* The proposals made for one key (and domain) in a replay. */
+struct proposed {
+	uint64_t hash;
+	unsigned n;
+	size_t len;
+	char name[]; /* key, a space, domain */
+};
+
+static bool
+proposed_eq(const void *entry, const void *key)
+{
+	const struct proposed *p = entry;
+	const struct proposed *k = key;
+
+	return p->len == k->len && memcmp(p->name, k->name, k->len) == 0;
+}
+
+/* One access log line, "TIMESTAMP_MS KEY [DOMAIN]", split in place; false when malformed. */
+static bool
+parse_access(char *line, uint64_t *ts, char **key, size_t *klen, char **dom, size_t *dlen)
+{
+	char *tok[4];
+	size_t len[4], n = 0;
+
+	for (char *p = line; *p != '\0' && n < 4;) {
+		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+			p++;
+		if (*p == '\0')
+			break;
+		tok[n] = p;
+		while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+			p++;
+		len[n] = (size_t)(p - tok[n]);
+		n++;
+	}
+	if (n < 2 || n > 3 || !mc_json_parse_u64(tok[0], len[0], ts) || len[1] > MC_KEY_MAX ||
+	    (n == 3 && len[2] > MC_NAME_MAX))
+		return false;
+	*key = tok[1];
+	*klen = len[1];
+	*dom = n == 3 ? tok[2] : NULL;
+	*dlen = n == 3 ? len[2] : 0;
+	return true;
+}
+
+int
+cmd_whatif(int argc, char **argv)
+{
+	double t = ceil(rp.qps * (double)rp.window_ms / 1000.0);
+	uint32_t threshold = t < 1 ? 1 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+	uint64_t reads = 0, judged = 0, proposals = 0, keys = 0, capped = 0, lineno = 0, ts = 0;
+	struct mc_htab seen;
+	struct mc_err err;
+	struct heat h;
+	char *line = NULL, *key, *dom;
+	size_t cap = 0, klen, dlen;
+
+	(void)argc;
+	(void)argv;
+	if (heat_init(&h, (size_t)rp.entries, rp.window_ms, threshold, &err) != 0)
+		mc_die(MC_EXIT_USAGE, "cannot replay: %s", err.msg);
+	mc_htab_init(&seen);
+	while (getline(&line, &cap, stdin) > 0) {
+		struct heat_entry *e;
+		uint32_t slot;
+
+		lineno++;
+		if (line[strspn(line, " \t\r\n")] == '\0')
+			continue;
+		if (!parse_access(line, &ts, &key, &klen, &dom, &dlen))
+			mc_die(MC_EXIT_DATAERR,
+			       "standard input, line %" PRIu64
+			       ": expected TIMESTAMP_MS KEY [DOMAIN]",
+			       lineno);
+		reads++;
+		if (!heat_record(&h, 0, mc_hash64(key, klen, 0), key, klen, dom, dlen, ts))
+			continue;
+		/* admission at once: the replay has no loop to wait for */
+		while ((e = heat_next(&h, &slot)) != NULL) {
+			size_t len = (size_t)e->klen + 1 + e->dlen;
+			struct proposed *k = malloc(sizeof(*k) + len), *p;
+
+			if (k == NULL)
+				mc_die(MC_EXIT_SOFTWARE, "out of memory");
+			memcpy(k->name, e->name, e->klen);
+			k->name[e->klen] = ' ';
+			memcpy(k->name + e->klen + 1, e->name + e->klen, e->dlen);
+			k->len = len;
+			k->hash = mc_hash64(k->name, len, 1);
+			k->n = 0;
+			judged++;
+			p = mc_htab_find(&seen, k->hash, proposed_eq, k);
+			if (p == NULL) {
+				if (mc_htab_insert(&seen, k->hash, k) != 0)
+					mc_die(MC_EXIT_SOFTWARE, "out of memory");
+				p = k;
+				keys++;
+			} else {
+				free(k);
+			}
+			if (p->n < (unsigned)rp.max_replicas) {
+				p->n++;
+				proposals++;
+			} else {
+				capped++;
+			}
+			heat_judged(&h, slot, ts);
+		}
+	}
+	free(line);
+	if (ferror(stdin))
+		mc_die(MC_EXIT_FAIL, "cannot read standard input: %s", strerror(errno));
+	if (rp.json) {
+		printf("{\"reads\":%" PRIu64 ",\"threshold\":%" PRIu32 ",\"window_ms\":%" PRIu64
+		       ",\"judged\":%" PRIu64 ",\"proposals\":%" PRIu64 ",\"keys\":%" PRIu64
+		       ",\"max_replicas\":%d}\n",
+		       reads, threshold, rp.window_ms, judged, proposals, keys, rp.max_replicas);
+	} else {
+		printf("reads: %" PRIu64 "\n", reads);
+		printf("threshold: %" PRIu32 " reads in %" PRIu64 " ms\n", threshold, rp.window_ms);
+		printf("judged: %" PRIu64 "\n", judged);
+		printf("proposals: %" PRIu64 "\n", proposals);
+		printf("keys: %" PRIu64 "\n", keys);
+		printf("over max_replicas: %" PRIu64 "\n", capped);
+	}
+	size_t cursor = 0;
+	struct proposed *p;
+
+	while ((p = mc_htab_next(&seen, &cursor)) != NULL)
+		free(p);
+	mc_htab_free(&seen);
+	heat_free(&h);
 	return MC_EXIT_OK;
 }

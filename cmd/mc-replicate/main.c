@@ -7,10 +7,39 @@
  * command line (so `mc-replicate status --json` works), connects to the
  * master and dispatches to commands.c.
  */
+#include <stdio.h>
+
 #include "mc/tool.h"
 #include "replicate.h"
 
-struct rpctl rp = { .top = 20 };
+/* whatif's defaults are the master's */
+struct rpctl rp = {
+	.top = 20, .qps = 0.8, .window_ms = 10000, .max_replicas = 2, .entries = 65536
+};
+
+static int
+set_qps(const char *v, void *target, char *why)
+{
+	if (mc_set_double(v, target, why) != 0)
+		return -1;
+	if (!(*(double *)target > 0) || *(double *)target > 1e9) {
+		snprintf(why, 200, "must be more than 0 reads a second");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_window(const char *v, void *target, char *why)
+{
+	if (mc_set_duration(v, target, why) != 0)
+		return -1;
+	if (*(uint64_t *)target == 0) {
+		snprintf(why, 200, "must be longer than 0");
+		return -1;
+	}
+	return 0;
+}
 
 static const struct mc_opt opts[] = {
 	{ "json", 0, NULL, NULL, "print JSON (one object per line) instead of text", mc_set_flag,
@@ -21,6 +50,18 @@ static const struct mc_opt opts[] = {
 static const struct mc_opt heat_opts[] = {
 	{ "top", 0, "N", NULL, "list the N hottest keys (default 20, at most 1000)",
 	  mc_set_positive_int, &rp.top },
+	{ 0 },
+};
+
+static const struct mc_opt whatif_opts[] = {
+	{ "threshold", 0, "QPS", NULL,
+	  "reads a second over the window that make a key hot (default 0.8)", set_qps, &rp.qps },
+	{ "window", 0, "DURATION", NULL, "the heat window (default 10s)", set_window,
+	  &rp.window_ms },
+	{ "max-replicas", 0, "N", NULL, "dynamic replicas of one key at most (default 2)",
+	  mc_set_positive_int, &rp.max_replicas },
+	{ "entries", 0, "N", NULL, "keys the heat window holds at most (default 65536)",
+	  mc_set_positive_int, &rp.entries },
 	{ 0 },
 };
 
@@ -43,6 +84,12 @@ static const struct mc_tool_cmd cmds[] = {
 	  .run = cmd_heat,
 	  .opts = heat_opts,
 	  .flags = MC_TOOL_MASTER },
+	{ .name = "whatif",
+	  .args = "[--threshold QPS] [--window DURATION] [--max-replicas N] < ACCESS_LOG",
+	  .help = "replay an access log (TIMESTAMP_MS KEY [DOMAIN] a line) through the heat "
+		  "window offline: how many copies a setting would have proposed",
+	  .run = cmd_whatif,
+	  .opts = whatif_opts },
 	{ 0 },
 };
 

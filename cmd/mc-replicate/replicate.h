@@ -9,6 +9,11 @@
 struct rpctl {
 	bool json;
 	int top; /* heat */
+	/* whatif: the setting replayed */
+	double qps;
+	uint64_t window_ms;
+	int max_replicas;
+	int entries;
 };
 
 extern struct rpctl rp;
@@ -17,5 +22,6 @@ extern struct rpctl rp;
 int cmd_status(int argc, char **argv);
 int cmd_mode(int argc, char **argv);
 int cmd_heat(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
 
 #endif

@@ -158,3 +158,29 @@ status_field() {
 	done
 	[ "$total" -eq 30 ]
 }
+
+@test "replicate whatif: an access log replayed offline counts what a setting would propose, per key and domain, within max-replicas" {
+	local log="$BATS_TEST_TMPDIR/access.log"
+	# hot: 6 reads in 10 s from rack-a, then 6 more after two windows; cool: 3 reads
+	{
+		for t in 0 1000 2000 3000 4000 5000; do echo "$t hot rack-a"; done
+		for t in 0 1000 2000; do echo "$t cool rack-a"; done
+		for t in 30000 31000 32000 33000 34000 35000; do echo "$t hot rack-a"; done
+		# from rack-b the same key is read 6 times too, hot there on its own
+		for t in 40000 40001 40002 40003 40004 40005; do echo "$t hot rack-b"; done
+		for t in 50000 51000 52000 53000 54000 55000; do echo "$t hot rack-a"; done
+	} >"$log"
+	run -0 mc-replicate --json whatif --threshold 0.5 --window 10s <"$log"
+	jq -e '.reads == 27 and .threshold == 5 and .judged == 4 and .keys == 2 and
+		.proposals == 3' <<<"$output"
+	# one replica at most: each key and domain proposes once
+	run -0 mc-replicate --json whatif --threshold 0.5 --window 10s --max-replicas 1 <"$log"
+	jq -e '.proposals == 2' <<<"$output"
+	# a lower threshold makes the cool key hot too
+	run -0 mc-replicate --json whatif --threshold 0.3 --window 10s <"$log"
+	jq -e '.keys == 3' <<<"$output"
+	run -65 mc-replicate whatif <<<"0 k extra words"
+	assert_output --partial "line 1: expected TIMESTAMP_MS KEY [DOMAIN]"
+	run -64 mc-replicate whatif --window 0
+	assert_output --partial "--window"
+}

@@ -1,8 +1,9 @@
 /*
- * The heat window of dynamic hot replication (replicate.h): how often
- * each (tenant, key, requester domain) was read lately, counted on the
- * read path by get_replica_list and its batch form, and the keys that
- * crossed the admission threshold, queued for the admission worker.
+ * The heat window of dynamic hot replication: how often each (tenant,
+ * key, requester domain) was read lately, and the keys that crossed the
+ * admission threshold, queued for admission. The master counts its
+ * reads here (cmd/mc-master/replicate.h); mc-replicate whatif replays
+ * an access log through the same window.
  *
  * Bounded in memory and in the work of one read. The table is
  * set-associative: HEAT_WAYS slots per set, the set picked by the
@@ -22,8 +23,8 @@
  * queued again within one window of that judgement: a hot key the
  * worker turned down costs it one look per window, not one per read.
  */
-#ifndef MASTER_HEAT_H
-#define MASTER_HEAT_H
+#ifndef MC_HEAT_H
+#define MC_HEAT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,7 +44,7 @@ struct heat_entry {
 	uint64_t rearm;	 /* ms: no trigger before this (one window after a judgement) */
 	uint32_t cur;	 /* reads in the current bucket */
 	uint32_t prev;	 /* reads in the one before it */
-	uint32_t tenant; /* the store's tenant index */
+	uint32_t tenant; /* the caller's tenant number (the master's store index) */
 	uint32_t gen;	 /* bumped whenever the slot goes to another entry */
 	uint16_t klen;
 	uint8_t dlen;
@@ -84,13 +85,13 @@ struct heat {
 int heat_init(struct heat *h, size_t entries, uint64_t window_ms, uint32_t threshold,
 	      struct mc_err *err);
 void heat_free(struct heat *h);
-/* Forget every entry and trigger (the store was replaced). */
+/* Forget every entry and trigger (the master's store was replaced). */
 void heat_clear(struct heat *h);
 
 /*
  * Count one read at now of (tenant, key) by a reader in domain (dlen 0:
- * none given); key_hash is the store's hash of (tenant, key). True when
- * this read queued the entry for admission.
+ * none given); key_hash is a 64-bit hash of (tenant, key), the master's
+ * store hash. True when this read queued the entry for admission.
  */
 bool heat_record(struct heat *h, uint32_t tenant, uint64_t key_hash, const char *key, size_t klen,
 		 const char *domain, size_t dlen, uint64_t now);

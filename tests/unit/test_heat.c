@@ -1,6 +1,6 @@
 /*
  * Unit tests for the heat window of dynamic hot replication
- * (cmd/mc-master/heat.c): the sliding count, the one trigger a key gets
+ * (libmc/heat.c): the sliding count, the one trigger a key gets
  * when it crosses the threshold and again only a window after it was
  * judged, requester domains counted apart, the table bounded at its
  * entry limit with a flood of cold keys replacing only cold entries of
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heat.h"
-#include "store.h"
+#include "mc/heat.h"
+#include "mc/checksum.h"
 #include "tap.h"
 
 #define NOW 1700000000000ull
@@ -23,7 +23,7 @@ rec(struct heat *h, const char *key, const char *domain, uint64_t now)
 {
 	size_t klen = strlen(key), dlen = domain != NULL ? strlen(domain) : 0;
 
-	return heat_record(h, 0, store_key_hash(0, key, klen), key, klen, domain, dlen, now);
+	return heat_record(h, 0, mc_hash64(key, klen, 0), key, klen, domain, dlen, now);
 }
 
 /* The entry of key (and domain) by a walk of the table: tests only. */

@@ -1,13 +1,13 @@
 /*
  * The heat window: a bounded set-associative table of read counts and a
- * ring of admission triggers (heat.h says how it is bounded).
+ * ring of admission triggers (mc/heat.h says how it is bounded).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mc/checksum.h"
 
-#include "heat.h"
+#include "mc/heat.h"
 
 int
 heat_init(struct heat *h, size_t entries, uint64_t window_ms, uint32_t threshold,
