@@ -26,7 +26,7 @@
  * write is tried at once and EV_WRITE is armed only when the socket is
  * full. A connection whose ops name an egress bucket (mc/rate.h) takes
  * tokens for each write and gives back what the socket did not take;
- * one that finds the bucket empty arms nothing and waits in the
+ * one that finds too little there arms nothing and waits in the
  * bucket's queue, whose timer resumes its flush in turn.
  *
  * Lifetime: a connection is reference counted. The open socket holds one

@@ -6,8 +6,8 @@
  * bucket is read far more often than it gains one.
  *
  * The queue is a FIFO of waiters. Its timer is armed whenever someone
- * waits, for when the head's share (what it asked for, at most the
- * burst) will be in the bucket; a tick wakes heads while their shares
+ * waits, for when the head's share (what it asked for, at most half
+ * the burst) will be in the bucket; a tick wakes heads while their shares
  * are there. A woken sender is off the queue during its wake and may
  * take; when it empties the bucket it queues again, at the back. The
  * bucket belongs to one event loop, like the connections it serves.
@@ -84,13 +84,21 @@ fill(struct mc_rate *r)
 	}
 }
 
-/* What w waits for: its want, at most the burst, at least a byte. */
+/*
+ * What a sender of want bytes waits for: want, at most half the burst,
+ * at least a byte. Half, because the timer that wakes it runs a
+ * millisecond or two late: the bucket keeps filling meanwhile, which
+ * it could not past a full burst, and the late time would be lost to
+ * the limit (a sixth of it, with a 10 ms burst).
+ */
 static uint64_t
-share(const struct mc_rate *r, const struct mc_rate_waiter *w)
+share(const struct mc_rate *r, size_t want)
 {
-	uint64_t want = w->want_ > 0 ? w->want_ : 1;
+	uint64_t half = r->burst / 2;
 
-	return want < r->burst ? want : r->burst;
+	if (want == 0)
+		return 1;
+	return want < half ? want : half;
 }
 
 /* Arm the timer for when the head's share is in the bucket. */
@@ -104,7 +112,7 @@ arm(struct mc_rate *r)
 		evtimer_del(r->timer);
 		return;
 	}
-	need = share(r, r->head);
+	need = share(r, r->head->want_);
 	if (need > r->tokens) {
 		/*
 		 * A product that saturates (a deficit over 18 GB) only makes
@@ -216,6 +224,13 @@ mc_rate_take(struct mc_rate *r, struct mc_rate_waiter *w, size_t want)
 	if (w->queued_ || (r->head != NULL && w != r->waking))
 		return 0;
 	fill(r);
+	/*
+	 * The bucket earns a few bytes every microsecond: granting what is
+	 * there would have a sender write dribbles in a busy loop. It
+	 * waits for its whole share instead.
+	 */
+	if (want == 0 || r->tokens < share(r, want))
+		return 0;
 	n = want < r->tokens ? want : (size_t)r->tokens;
 	r->tokens -= n;
 	r->st.taken += n;
@@ -275,11 +290,11 @@ mc_rate_tick(struct mc_rate *r)
 {
 	fill(r);
 	/*
-	 * Each wake takes its share or queues again, behind the others,
-	 * when the bucket runs dry: the loop ends when the head's share is
-	 * not there.
+	 * Each wake takes its share, or queues again behind the others
+	 * for one that is not there: the loop ends when the head's share
+	 * is not there.
 	 */
-	while (r->head != NULL && r->tokens >= share(r, r->head)) {
+	while (r->head != NULL && r->tokens >= share(r, r->head->want_)) {
 		struct mc_rate_waiter *w = r->head;
 
 		unlink_waiter(r, w);

@@ -305,7 +305,7 @@ struct mc_conn_ops {
 	 * Optional: the token bucket (mc/rate.h) every byte these
 	 * connections send draws from, shared by all of them, so that
 	 * their sum keeps to its limit (a daemon's --egress-limit); a
-	 * connection that finds it empty stops writing until the bucket's
+	 * connection that finds too little there stops writing until the bucket's
 	 * timer gives it its turn. It must outlive the connections. NULL:
 	 * they send as fast as their sockets take.
 	 */

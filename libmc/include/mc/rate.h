@@ -7,11 +7,11 @@
  * clock, and holds at most its burst (mc_rate_burst): one period
  * (MC_RATE_PERIOD_MS) of the limit. A sender takes what it is about to
  * write (mc_rate_take) and gives back what the write did not take
- * (mc_rate_unused). One that finds the bucket empty queues itself
+ * (mc_rate_unused). One that finds too little there queues itself
  * (mc_rate_wait) and writes nothing more; the bucket's timer, on its
  * event loop, wakes the queue's head once its share is back, then the
- * next, in the order they queued, and a sender that empties the bucket
- * again goes to the back, so one reader cannot starve the others.
+ * next, in the order they queued, and a sender that needs more after
+ * its share goes to the back, so one reader cannot starve the others.
  * While anyone waits, a sender that did not queue gets nothing either:
  * it joins the queue's end instead of jumping it.
  *
@@ -34,10 +34,12 @@
 #include "mc/err.h"
 
 /*
- * The burst is one period of the limit: a throttled stream is resumed
- * once a period at most, one write each, and over any window the link
+ * The burst is one period of the limit: over any window the link
  * carries the limit plus at most one period's worth, a spike no longer
- * than 10 ms, which a NIC's queue takes in its stride.
+ * than 10 ms, which a NIC's queue takes in its stride; and a throttled
+ * stream, woken when half a burst is back (mc_rate_take), writes at
+ * least half a period's worth at a time, so it costs some 200 timers
+ * and writes a second, however many bytes that is.
  */
 #define MC_RATE_PERIOD_MS 10
 /*
@@ -83,17 +85,20 @@ uint64_t mc_rate_burst(const struct mc_rate *r);
 void mc_rate_set_clock(struct mc_rate *r, uint64_t (*now)(void *arg), void *arg);
 
 /*
- * Up to want bytes w may send now, taken from the bucket; 0 when it is
- * empty, or when others wait and w's turn has not come: w then waits
- * (mc_rate_wait) before it sends anything.
+ * Up to want bytes w may send now, taken from the bucket: all the
+ * bucket holds, once it holds w's share (want, at most half the
+ * burst, so that a late wake loses nothing to the full bucket). 0
+ * before that, or when others wait and w's turn has not come: w then
+ * waits (mc_rate_wait) before it sends anything, so no sender writes
+ * in dribbles.
  */
 size_t mc_rate_take(struct mc_rate *r, struct mc_rate_waiter *w, size_t want);
 /* A write sent n bytes fewer than were taken for it: they go back. */
 void mc_rate_unused(struct mc_rate *r, size_t n);
 /*
- * Queue w for want bytes (a share of at most the burst is what it waits
- * for); its wake runs from the bucket's timer when its turn comes, once.
- * A sender already queued keeps its place.
+ * Queue w for want bytes: its wake runs from the bucket's timer, once,
+ * when its turn comes and its share is there. A sender already queued
+ * keeps its place.
  */
 void mc_rate_wait(struct mc_rate *r, struct mc_rate_waiter *w, size_t want);
 /* w waits no more (it is closing); nothing when it was not queued. */
