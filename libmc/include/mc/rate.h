@@ -10,8 +10,9 @@
  * (mc_rate_unused). One that finds too little there queues itself
  * (mc_rate_wait) and writes nothing more; the bucket's timer, on its
  * event loop, wakes the queue's head once its share is back, then the
- * next, in the order they queued, and a sender that needs more after
- * its share goes to the back, so one reader cannot starve the others.
+ * next, in the order they queued; each takes one slice a turn and, when
+ * it needs more, goes to the back, so one reader cannot starve the
+ * others, and a round of the line takes half a period.
  * While anyone waits, a sender that did not queue gets nothing either:
  * it joins the queue's end instead of jumping it.
  *
@@ -37,8 +38,8 @@
  * The burst is one period of the limit: over any window the link
  * carries the limit plus at most one period's worth, a spike no longer
  * than 10 ms, which a NIC's queue takes in its stride; and a throttled
- * stream, woken when half a burst is back (mc_rate_take), writes at
- * least half a period's worth at a time, so it costs some 200 timers
+ * stream alone, woken when half a burst is back (mc_rate_take), writes
+ * at least half a period's worth at a time, so it costs some 200 timers
  * and writes a second, however many bytes that is.
  */
 #define MC_RATE_PERIOD_MS 10
@@ -85,12 +86,14 @@ uint64_t mc_rate_burst(const struct mc_rate *r);
 void mc_rate_set_clock(struct mc_rate *r, uint64_t (*now)(void *arg), void *arg);
 
 /*
- * Up to want bytes w may send now, taken from the bucket: all the
- * bucket holds, once it holds w's share (want, at most half the
- * burst, so that a late wake loses nothing to the full bucket). 0
- * before that, or when others wait and w's turn has not come: w then
- * waits (mc_rate_wait) before it sends anything, so no sender writes
- * in dribbles.
+ * Up to want bytes w may send now, taken from the bucket, once it holds
+ * w's share: want, at most a slice (half the burst, so that a late wake
+ * loses nothing to a full bucket, divided among the senders in line,
+ * half a page at least). Then w gets all there is when nobody else
+ * waits, its share when others do. 0 before that, or when others wait
+ * and w's turn has not come, or w took its turn already: w then waits
+ * (mc_rate_wait) before it sends anything, so no sender writes in
+ * dribbles.
  */
 size_t mc_rate_take(struct mc_rate *r, struct mc_rate_waiter *w, size_t want);
 /* A write sent n bytes fewer than were taken for it: they go back. */
