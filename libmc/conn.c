@@ -24,7 +24,10 @@
  * while a read pass is running are coalesced and written once at its
  * end, so a pipeline of small requests costs one write; otherwise the
  * write is tried at once and EV_WRITE is armed only when the socket is
- * full.
+ * full. A connection whose ops name an egress bucket (mc/rate.h) takes
+ * tokens for each write and gives back what the socket did not take;
+ * one that finds too little there arms nothing and waits in the
+ * bucket's queue, whose timer resumes its flush in turn.
  *
  * Lifetime: a connection is reference counted. The open socket holds one
  * reference, every running callback pass holds one, and every deferred
@@ -40,6 +43,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,7 @@
 #include "mc/fault.h"
 #include "mc/log.h"
 #include "mc/metrics.h"
+#include "mc/rate.h"
 #include "mc/transport.h"
 
 #define IN_START_CAP (64u << 10) /* input buffer to begin with */
@@ -353,6 +358,7 @@ conn_flush(struct mc_conn *c)
 	size_t written = 0;
 
 	while (c->oh != NULL && !c->closed) {
+		size_t max = FLUSH_BUDGET;
 		struct seg *s;
 		ssize_t w;
 		int n = 0;
@@ -361,10 +367,23 @@ conn_flush(struct mc_conn *c)
 		out_consume(c, 0);
 		if (c->oh == NULL || c->closed)
 			break;
+		if (c->ops.egress != NULL) {
+			size_t want = c->outq < FLUSH_BUDGET ? c->outq : FLUSH_BUDGET;
+
+			max = mc_rate_take(c->ops.egress, &c->egress_wait, want);
+			if (max == 0) {
+				/* the bucket's timer resumes this flush in turn (on_egress) */
+				mc_rate_wait(c->ops.egress, &c->egress_wait, want);
+				wev_set(c, false);
+				return 0;
+			}
+		}
 		for (s = c->oh; s != NULL && n < MC_TWRITE_MAX; s = s->next)
 			v[n++] = s->src.kind != MC_BULK_MEM ? s->src
 							    : mc_bulk_src_mem(s->data, s->len);
-		w = c->tc.t->write(&c->tc, v, n, c->ooff, FLUSH_BUDGET);
+		w = c->tc.t->write(&c->tc, v, n, c->ooff, max);
+		if (c->ops.egress != NULL)
+			mc_rate_unused(c->ops.egress, w > 0 ? max - (size_t)w : max);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -433,6 +452,18 @@ on_write(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
+/* The egress bucket has this connection's share of tokens: write on. */
+static void
+on_egress(struct mc_rate_waiter *w)
+{
+	struct mc_conn *c = (struct mc_conn *)((char *)w - offsetof(struct mc_conn, egress_wait));
+
+	conn_ref(c);
+	if (!c->wev_on)
+		conn_flush(c);
+	conn_unref(c);
+}
+
 /* ---- closing ---- */
 
 static void
@@ -479,6 +510,7 @@ mc_cn_shutdown(struct mc_conn *c)
 		event_free(c->limit_ev);
 	c->limit_ev = NULL;
 	c->wev_on = false;
+	mc_rate_cancel(c->ops.egress, &c->egress_wait);
 	c->tc.t->close(&c->tc);
 	c->tc.fd = -1;
 	if (c->accepted)
@@ -1296,6 +1328,7 @@ mc_cn_new(struct event_base *base, const struct mc_tconn *tc, const struct mc_co
 	msgpack_sbuffer_init(&c->req);
 	msgpack_packer_init(&c->req_pk, &c->req, msgpack_sbuffer_write);
 	c->cur.conn = c;
+	c->egress_wait.wake = on_egress;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		mc_err_errno(err, "cannot make socket non-blocking");

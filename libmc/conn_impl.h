@@ -32,6 +32,7 @@
 
 #include "mc/bulk.h"
 #include "mc/conn.h"
+#include "mc/rate.h"
 #include "mc/transport.h"
 
 struct seg;	   /* an output queue's segment (conn.c) */
@@ -92,6 +93,8 @@ struct mc_conn {
 	struct seg *spare_buf, *spare_ref;
 	int nspare_buf, nspare_ref;
 	msgpack_sbuffer scratch; /* packing calls and notifications */
+	/* its place in the queue of ops.egress, while it waits for tokens */
+	struct mc_rate_waiter egress_wait;
 	/* the call or notification begun (mc_conn_begin): its params */
 	msgpack_sbuffer req;
 	msgpack_packer req_pk;

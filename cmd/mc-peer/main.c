@@ -20,6 +20,7 @@
 #include "mc/log.h"
 #include "mc/metrics.h"
 #include "mc/opt.h"
+#include "mc/rate.h"
 #include "mc/young.h"
 
 #include "arena.h"
@@ -63,6 +64,7 @@ static struct {
 	struct mc_conn_limits lim;
 	uint64_t write_timeout;
 	uint64_t room_wait;
+	uint64_t egress_limit; /* bytes a second the data plane sends at most; 0: no limit */
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
@@ -278,6 +280,10 @@ static const struct mc_opt opts[] = {
 	{ "idle-timeout", 0, "DURATION", NULL,
 	  "close a connection with nothing in flight for this long (default 5m; 0: never)",
 	  mc_set_duration, &cfg.lim.idle_timeout_ms },
+	{ "egress-limit", 0, "SIZE", "MC_EGRESS_LIMIT",
+	  "send at most SIZE bytes a second on all data-plane connections together, e.g. 100MiB "
+	  "(default 0: no limit)",
+	  mc_set_size, &cfg.egress_limit },
 	{ "min-bulk-rate", 0, "SIZE", NULL,
 	  "close a connection whose bulk body brings fewer bytes a second, over each 5 s "
 	  "(default 64KiB; 0: no floor)",
@@ -560,6 +566,13 @@ data_start(struct peer *p)
 		mc_complain("cannot start: out of memory");
 		return MC_EXIT_SOFTWARE;
 	}
+	/* one bucket for every client: a NIC limits what they take together */
+	if (!(p->egress = mc_rate_new(p->base, cfg.egress_limit, &err))) {
+		mc_complain("cannot start: %s", err.msg);
+		peer_room_waits_free(p);
+		return MC_EXIT_SOFTWARE;
+	}
+	ops.egress = p->egress;
 	lim = cfg.lim;
 	lim.max_conns = cfg.max_conns;
 	/*
@@ -583,8 +596,13 @@ data_start(struct peer *p)
 		/* The error names the address already ("cannot listen on ADDR: why"). */
 		mc_complain("%s", err.msg);
 		peer_room_waits_free(p);
+		mc_rate_free(p->egress);
+		p->egress = NULL;
 		return MC_EXIT_UNAVAILABLE;
 	}
+	if (cfg.egress_limit > 0)
+		mc_info("data plane sends at most %llu bytes a second (--egress-limit)",
+			(unsigned long long)cfg.egress_limit);
 	snprintf(p->advertise, sizeof(p->advertise), "%s",
 		 cfg.advertise ? cfg.advertise : run.bound.text);
 	snprintf(p->bound, sizeof(p->bound), "%s", run.bound.text);
@@ -599,6 +617,9 @@ data_free(struct peer *p)
 	peer_room_waits_free(p);
 	mc_server_free(run.server);
 	run.server = NULL;
+	/* after its connections: none waits for tokens any more */
+	mc_rate_free(p->egress);
+	p->egress = NULL;
 	mc_registry_free(run.data_methods);
 	run.data_methods = NULL;
 }

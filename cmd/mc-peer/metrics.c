@@ -18,6 +18,7 @@
 
 #include "mc/conn.h"
 #include "mc/metrics.h"
+#include "mc/rate.h"
 
 #include "peer.h"
 #include "diskq.h"
@@ -140,6 +141,21 @@ objects_value(struct peer *p)
 
 	pindex_counts(&p->index, &objects, &bytes);
 	return (double)objects;
+}
+
+/*
+ * The time connections waited for egress tokens, in seconds: what the
+ * limit costs readers. A count of waits would measure the bucket's
+ * slices instead (a throttled read waits every few milliseconds,
+ * however long it is delayed in all).
+ */
+static double
+throttled_value(const struct peer *p)
+{
+	struct mc_rate_stats st;
+
+	mc_rate_stats_get(p->egress, &st);
+	return (double)st.wait_ns / 1e9;
 }
 
 static double
@@ -285,6 +301,15 @@ malformed_value(void)
 	  "Reads and writes refused for their grant, by reason.", i > MC_GRANT_OK, "reason",    \
 	  MC_GRANT_VERDICTS, mc_grant_verdict_name(i), (double)p->grants.refused[i])
 
+/* main.c: the data plane's egress bucket (mc/rate.h) */
+#define EGRESS_METRICS(S, E, P)                                                               \
+	S("mc_peer_egress_limit_bytes", MC_GAUGE,                                             \
+	  "Bytes a second the data plane sends at most (--egress-limit; 0: no limit).", true, \
+	  (double)mc_rate_limit(p->egress))                                                   \
+	S("mc_peer_egress_throttled_seconds_total", MC_COUNTER,                               \
+	  "Time data-plane connections waited for the egress limit, summed over them.", true, \
+	  throttled_value(p))
+
 /* link.c and inventory.c: the master's side of this peer */
 #define LINK_METRICS(S, E, P)                                                                    \
 	S("mc_peer_registrations_total", MC_COUNTER,                                             \
@@ -304,14 +329,15 @@ malformed_value(void)
 	  true, "kind,outcome", task_kinds(p), p->tasks->kinds[i].name, 3, task_outcomes[j], \
 	  task_value(p, i, j))
 
-#define PEER_METRICS(S, E, P)    \
-	MEDIUM_METRICS(S, E, P)  \
-	POOL_METRICS(S, E, P)    \
-	MOVER_METRICS(S, E, P)   \
-	RECLAIM_METRICS(S, E, P) \
-	DISKQ_METRICS(S, E, P)   \
-	INDEX_METRICS(S, E, P)   \
-	DATAPLANE_METRICS(S, E, P) LINK_METRICS(S, E, P) TASKS_METRICS(S, E, P)
+#define PEER_METRICS(S, E, P)      \
+	MEDIUM_METRICS(S, E, P)    \
+	POOL_METRICS(S, E, P)      \
+	MOVER_METRICS(S, E, P)     \
+	RECLAIM_METRICS(S, E, P)   \
+	DISKQ_METRICS(S, E, P)     \
+	INDEX_METRICS(S, E, P)     \
+	DATAPLANE_METRICS(S, E, P) \
+	EGRESS_METRICS(S, E, P) LINK_METRICS(S, E, P) TASKS_METRICS(S, E, P)
 
 static void
 put(struct mc_metrics *r, const char *name, int type, const char *help, const char *label,

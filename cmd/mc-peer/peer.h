@@ -102,6 +102,7 @@ struct diskq;
 struct mover;
 struct peer_metrics;
 struct peer_tasks;
+struct mc_rate;
 struct reclaimer;
 struct room_waits;
 
@@ -162,6 +163,12 @@ struct peer {
 	uint64_t write_timeout_ms; /* --write-timeout; 0: none */
 	uint64_t room_wait_ms;	   /* --room-wait; 0: a write finding no room is refused at once */
 	struct room_waits *room_waits; /* writes waiting for room (dataplane.c); NULL: none may */
+	/*
+	 * --egress-limit: the bucket every data-plane connection sends
+	 * from (main.c makes it with the listener; a limit of 0 lets all
+	 * through). Not the control link, nor /metrics.
+	 */
+	struct mc_rate *egress;
 	/* writes whose bytes are still coming (dataplane.c), newest first */
 	struct pending_write *writing;
 	/*

@@ -18,7 +18,8 @@
  * descriptor's range or a registered region (mc_reply_end_src), which
  * must stay valid until its release callback runs. The bytes move
  * through the connection's transport (mc/transport.h), tcp unless its
- * ops name another.
+ * ops name another, and as fast as the socket takes them unless its ops
+ * name a token bucket to draw from (mc/rate.h).
  *
  * Every connection is capped: input message size, queued output bytes
  * (over the cap the connection is closed as a slow reader), and the
@@ -47,6 +48,7 @@ struct mc_server;
 struct mc_metrics;
 struct mc_method;
 struct mc_method_stats;
+struct mc_rate;
 
 /* A request (or notification: req->notify) being handled. */
 struct mc_req {
@@ -302,6 +304,15 @@ struct mc_conn_ops {
 	 * mc_requests_denied_total{method} instead of calling the handler.
 	 */
 	int (*authorize)(struct mc_req *req, struct mc_err *err);
+	/*
+	 * Optional: the token bucket (mc/rate.h) every byte these
+	 * connections send draws from, shared by all of them, so that
+	 * their sum keeps to its limit (a daemon's --egress-limit); a
+	 * connection that finds too little there stops writing until the bucket's
+	 * timer gives it its turn. It must outlive the connections. NULL:
+	 * they send as fast as their sockets take.
+	 */
+	struct mc_rate *egress;
 };
 
 /* Wrap an already connected socket of ops' transport (made non-blocking here). */
