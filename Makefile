@@ -38,7 +38,7 @@ LIB_SRC := $(wildcard libmc/*.c libmc/policy/*.c libmc/net/*.c)
 # The modules on libevent serve only the daemons: they go into an internal
 # archive, so the installed libmc (client API, codecs, policy engine)
 # pulls nothing of libevent or libsodium into a user's build.
-DAEMON_SRC := libmc/conn.c libmc/registry.c libmc/listener.c libmc/metrics.c libmc/authfile.c libmc/grant.c libmc/receipt.c libmc/rate.c
+DAEMON_SRC := libmc/conn.c libmc/conn_call.c libmc/registry.c libmc/listener.c libmc/metrics.c libmc/authfile.c libmc/grant.c libmc/receipt.c libmc/rate.c
 LIB_OBJ := $(filter-out $(DAEMON_SRC:%.c=$(BUILD)/%.o),$(LIB_SRC:%.c=$(BUILD)/%.o))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
 LIBS := $(BUILD)/libmc-daemon.a $(BUILD)/libmc.a

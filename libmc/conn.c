@@ -1,9 +1,9 @@
 /*
  * One event-driven msgpack-rpc connection (mc/conn.h): its lifetime,
- * its input and output, its replies and deferred requests, and the
- * calls it makes itself. The method registry is registry.c's; listening,
- * accepting and the limits of accepted connections are listener.c's
- * (conn_impl.h says what the three files share).
+ * its input and output, its replies and deferred requests; the calls
+ * it makes itself are conn_call.c's. The method registry is
+ * registry.c's; listening, accepting and the limits of accepted
+ * connections are listener.c's (conn_impl.h says what the files share).
  *
  * The data path is built around two queues per connection:
  *
@@ -94,17 +94,6 @@ struct seg {
 	char buf[]; /* inline segments only */
 };
 
-struct call {
-	struct call *prev, *next;
-	struct mc_conn *conn;
-	uint32_t id;
-	char method[48];
-	int timeout_ms;
-	mc_call_cb cb;
-	void *arg;
-	struct event *timer;
-};
-
 static int conn_flush(struct mc_conn *c);
 
 void
@@ -126,8 +115,8 @@ mc_cn_limits_norm(struct mc_conn_limits *out, const struct mc_conn_limits *in)
 
 /* ---- lifetime ---- */
 
-static void
-conn_ref(struct mc_conn *c)
+void
+mc_cn_ref(struct mc_conn *c)
 {
 	c->refs++;
 }
@@ -143,8 +132,8 @@ seg_list_free(struct seg *s)
 	}
 }
 
-static void
-conn_unref(struct mc_conn *c)
+void
+mc_cn_unref(struct mc_conn *c)
 {
 	if (--c->refs > 0)
 		return;
@@ -233,8 +222,8 @@ out_append(struct mc_conn *c, struct seg *s)
 }
 
 /* Copy n bytes onto the queue, filling the tail's inline buffer first. */
-static int
-out_copy(struct mc_conn *c, const void *p, size_t n)
+int
+mc_cn_out_copy(struct mc_conn *c, const void *p, size_t n)
 {
 	struct seg *t = c->ot;
 	const char *src = p;
@@ -424,8 +413,8 @@ conn_flush(struct mc_conn *c)
  * cap can still go out; a peer that leaves more than the cap unread
  * behind it is the slow reader.
  */
-static void
-conn_kick(struct mc_conn *c)
+void
+mc_cn_kick(struct mc_conn *c)
 {
 	if (c->closed)
 		return;
@@ -446,10 +435,10 @@ on_write(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	conn_ref(c);
+	mc_cn_ref(c);
 	c->wev_on = false; /* a non-persistent event fired: it is no longer pending */
 	conn_flush(c);
-	conn_unref(c);
+	mc_cn_unref(c);
 }
 
 /* The egress bucket has this connection's share of tokens: write on. */
@@ -458,35 +447,13 @@ on_egress(struct mc_rate_waiter *w)
 {
 	struct mc_conn *c = (struct mc_conn *)((char *)w - offsetof(struct mc_conn, egress_wait));
 
-	conn_ref(c);
+	mc_cn_ref(c);
 	if (!c->wev_on)
 		conn_flush(c);
-	conn_unref(c);
+	mc_cn_unref(c);
 }
 
 /* ---- closing ---- */
-
-static void
-call_free(struct call *k)
-{
-	if (k->timer != NULL)
-		event_free(k->timer);
-	free(k);
-}
-
-static void
-call_unlink(struct mc_conn *c, struct call *k)
-{
-	if (k->prev != NULL)
-		k->prev->next = k->next;
-	else
-		c->calls = k->next;
-	if (k->next != NULL)
-		k->next->prev = k->prev;
-	else
-		c->calls_tail = k->prev;
-	k->prev = k->next = NULL;
-}
 
 /*
  * Close the socket and settle every obligation exactly once: queued
@@ -496,11 +463,9 @@ call_unlink(struct mc_conn *c, struct call *k)
 void
 mc_cn_shutdown(struct mc_conn *c)
 {
-	struct mc_err err;
-
 	if (c->closed)
 		return;
-	conn_ref(c);
+	mc_cn_ref(c);
 	c->closed = true;
 	c->closing = false;
 	event_free(c->rev);
@@ -522,19 +487,12 @@ mc_cn_shutdown(struct mc_conn *c)
 			c->bulk_done(c->bulk_req, false, c->bulk_arg);
 	}
 	c->bulk_mode = BULK_NONE;
-	while (c->calls != NULL) {
-		struct call *k = c->calls;
-
-		call_unlink(c, k);
-		mc_err_set(&err, MC_ERR_UNAVAILABLE, "connection to %s closed", c->name);
-		k->cb(c, NULL, &err, k->arg);
-		call_free(k);
-	}
+	mc_cn_calls_fail(c);
 	if (c->ops.on_close != NULL)
 		c->ops.on_close(c, c->ops.ctx);
 	mc_cn_server_unlink(c);
-	conn_unref(c); /* the one the open socket held */
-	conn_unref(c);
+	mc_cn_unref(c); /* the one the open socket held */
+	mc_cn_unref(c);
 }
 
 void
@@ -542,7 +500,7 @@ mc_conn_close(struct mc_conn *c, bool flush)
 {
 	if (c == NULL || c->closed)
 		return;
-	conn_ref(c);
+	mc_cn_ref(c);
 	if (flush && c->oh != NULL) {
 		c->closing = true;
 		event_del(c->rev);
@@ -551,7 +509,7 @@ mc_conn_close(struct mc_conn *c, bool flush)
 	} else {
 		mc_cn_shutdown(c);
 	}
-	conn_unref(c);
+	mc_cn_unref(c);
 }
 
 bool
@@ -652,7 +610,7 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 
 	if (!req->replied)
 		mc_cn_count_answer(req, failed);
-	conn_ref(c);
+	mc_cn_ref(c);
 	if (req->replied) {
 		mc_warn("%s: second reply to request %u dropped", c->name, req->id);
 	} else if (!req->notify && !c->closed && !c->closing && req->method != NULL &&
@@ -676,7 +634,7 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 			if (rc < 0)
 				free(p);
 		} else {
-			rc = out_copy(c, req->reply.data, req->reply.size);
+			rc = mc_cn_out_copy(c, req->reply.data, req->reply.size);
 		}
 		if (rc == 0 && release != NULL) {
 			rc = out_src(c, bulk, release, arg);
@@ -688,7 +646,7 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 			mc_warn("closing %s: out of memory queueing a reply", c->name);
 			mc_cn_shutdown(c);
 		} else {
-			conn_kick(c);
+			mc_cn_kick(c);
 		}
 	}
 	req->replied = true;
@@ -720,12 +678,12 @@ reply_finish(struct mc_req *req, bool failed, const struct mc_bulk_src *bulk,
 			c->active_ns = mc_mono_ns();
 		msgpack_sbuffer_destroy(&req->reply);
 		free(req);
-		conn_unref(c); /* the deferred request's */
+		mc_cn_unref(c); /* the deferred request's */
 	} else if (req->reply.alloc > REPLY_KEEP) {
 		msgpack_sbuffer_destroy(&req->reply);
 		msgpack_sbuffer_init(&req->reply);
 	}
-	conn_unref(c);
+	mc_cn_unref(c);
 }
 
 msgpack_packer *
@@ -820,7 +778,7 @@ mc_req_defer(struct mc_req *req)
 		c->bulk_req = d;
 	c->cur_deferred = d;
 	c->ndeferred++;
-	conn_ref(c);
+	mc_cn_ref(c);
 	return d;
 }
 
@@ -995,23 +953,6 @@ close_malformed(struct mc_conn *c, const char *why)
 	mc_cn_shutdown(c);
 }
 
-static void
-on_response(struct mc_conn *c, const struct mc_msg *m)
-{
-	struct call *k;
-
-	for (k = c->calls; k != NULL; k = k->next)
-		if (k->id == m->id)
-			break;
-	if (k == NULL) {
-		mc_debug("%s: ignoring response to unknown call %u", c->name, m->id);
-		return;
-	}
-	call_unlink(c, k);
-	k->cb(c, m, NULL, k->arg);
-	call_free(k);
-}
-
 /* A refused body longer than MC_CONN_MAX_DRAIN closes its connection. */
 static void
 drain_or_close(struct mc_conn *c)
@@ -1053,7 +994,7 @@ dispatch(struct mc_conn *c, const struct mc_msg *m)
 	mc_handler_fn fn;
 
 	if (m->type == MC_MSG_RESPONSE) {
-		on_response(c, m);
+		mc_cn_call_answered(c, m);
 		/* calls have no way to claim a bulk: it is dropped */
 		if (!c->closed && m->has_bulk)
 			begin_skip(c, m->bulk_len);
@@ -1257,7 +1198,7 @@ on_read(evutil_socket_t fd, short what, void *arg)
 		event_del(c->rev);
 		return;
 	}
-	conn_ref(c);
+	mc_cn_ref(c);
 	c->in_read = true;
 	parsed = c->nparsed;
 	conn_read(c);
@@ -1266,10 +1207,10 @@ on_read(evutil_socket_t fd, short what, void *arg)
 		conn_parse(c);
 	c->in_read = false;
 	if (!c->closed)
-		conn_kick(c);
+		mc_cn_kick(c);
 	if (!c->closed && c->limit_ev != NULL)
 		mc_cn_limit_after_read(c, parsed);
-	conn_unref(c);
+	mc_cn_unref(c);
 }
 
 /* ---- creating connections ---- */
@@ -1386,119 +1327,4 @@ mc_conn_connect(struct event_base *base, const struct mc_addr *a, int timeout_ms
 	if (c == NULL)
 		tc.t->close(&tc);
 	return c;
-}
-
-/* ---- outgoing calls ---- */
-
-static void
-on_call_timeout(evutil_socket_t fd, short what, void *arg)
-{
-	struct call *k = arg;
-	struct mc_conn *c = k->conn;
-	struct mc_err err;
-
-	(void)fd;
-	(void)what;
-	conn_ref(c);
-	call_unlink(c, k);
-	mc_err_set(&err, MC_ERR_TIMEOUT, "call '%s' to %s timed out after %d ms", k->method,
-		   c->name, k->timeout_ms);
-	k->cb(c, NULL, &err, k->arg);
-	call_free(k);
-	conn_unref(c);
-}
-
-msgpack_packer *
-mc_conn_begin(struct mc_conn *c, const char *method)
-{
-	msgpack_sbuffer_clear(&c->req);
-	snprintf(c->req_method, sizeof(c->req_method), "%s", method);
-	return &c->req_pk;
-}
-
-/* The header [type, (id,) method], then the params begun, queued. */
-static int
-queue_begun(struct mc_conn *c, uint32_t id, bool notify)
-{
-	msgpack_packer pk;
-
-	if (c->req_method[0] == '\0')
-		return -1;
-	msgpack_sbuffer_clear(&c->scratch);
-	c->last_add = 0;
-	msgpack_packer_init(&pk, &c->scratch, msgpack_sbuffer_write);
-	if (notify)
-		mc_pack_notify(&pk, c->req_method);
-	else
-		mc_pack_request(&pk, id, c->req_method);
-	if (c->req.size == 0)
-		msgpack_pack_map(&pk, 0);
-	else if (msgpack_sbuffer_write(&c->scratch, c->req.data, c->req.size) != 0)
-		return -1;
-	c->req_method[0] = '\0'; /* sent: the next call begins again */
-	c->last_add = c->scratch.size;
-	return out_copy(c, c->scratch.data, c->scratch.size);
-}
-
-int
-mc_conn_call(struct mc_conn *c, int timeout_ms, mc_call_cb cb, void *cb_arg)
-{
-	struct call *k;
-
-	if (c == NULL || c->closed || c->closing || cb == NULL)
-		return -1;
-	k = calloc(1, sizeof(*k));
-	if (k == NULL)
-		return -1;
-	k->conn = c;
-	k->id = c->next_id++;
-	if (c->next_id == 0)
-		c->next_id = 1;
-	snprintf(k->method, sizeof(k->method), "%s", c->req_method);
-	k->timeout_ms = timeout_ms;
-	k->cb = cb;
-	k->arg = cb_arg;
-	if (timeout_ms > 0) {
-		struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-
-		k->timer = evtimer_new(c->base, on_call_timeout, k);
-		if (k->timer == NULL || evtimer_add(k->timer, &tv) < 0) {
-			call_free(k);
-			return -1;
-		}
-	}
-	if (queue_begun(c, k->id, false) < 0) {
-		call_free(k);
-		return -1;
-	}
-	k->prev = c->calls_tail;
-	if (c->calls_tail != NULL)
-		c->calls_tail->next = k;
-	else
-		c->calls = k;
-	c->calls_tail = k;
-	conn_ref(c);
-	conn_kick(c);
-	conn_unref(c);
-	return 0;
-}
-
-int
-mc_conn_notify(struct mc_conn *c)
-{
-	bool closed;
-
-	if (c == NULL || c->closed || c->closing)
-		return -1;
-	if (queue_begun(c, 0, true) < 0)
-		return -1;
-	conn_ref(c);
-	conn_kick(c);
-	/*
-	 * A send that failed closed the connection, and the last reference
-	 * may go with ours: the caller hears -1 and must not touch it again.
-	 */
-	closed = c->closed;
-	conn_unref(c);
-	return closed ? -1 : 0;
 }

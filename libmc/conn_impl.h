@@ -36,7 +36,7 @@
 #include "mc/transport.h"
 
 struct seg;	   /* an output queue's segment (conn.c) */
-struct call;	   /* a call awaiting its answer (conn.c) */
+struct call;	   /* a call awaiting its answer (conn_call.c) */
 struct addr_count; /* a server's open connections from one address (listener.c) */
 
 /* Where the stream stands with a bulk payload. */
@@ -162,6 +162,18 @@ struct mc_conn *mc_cn_new(struct event_base *base, const struct mc_tconn *tc,
  * memory goes when the last reference does.
  */
 void mc_cn_shutdown(struct mc_conn *c);
+/*
+ * conn.c's own, for conn_call.c: a reference held and let go (the last
+ * frees c), bytes copied onto the output queue (-1 when out of memory),
+ * and a flush of the queue unless a read pass will do it.
+ */
+void mc_cn_ref(struct mc_conn *c);
+void mc_cn_unref(struct mc_conn *c);
+int mc_cn_out_copy(struct mc_conn *c, const void *p, size_t n);
+void mc_cn_kick(struct mc_conn *c);
+/* conn_call.c: a response for one of c's calls (run its callback), and c's end (fail them all). */
+void mc_cn_call_answered(struct mc_conn *c, const struct mc_msg *m);
+void mc_cn_calls_fail(struct mc_conn *c);
 
 /* ---- registry.c ---- */
 
