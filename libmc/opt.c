@@ -630,6 +630,41 @@ mc_set_positive_int(const char *v, void *target, char *why)
 	return 0;
 }
 
+/* rc of a setter that filled the uint64_t at target, or -1 with why when it set 0. */
+static int
+nonzero(int rc, const void *target, char *why)
+{
+	if (rc == 0 && *(const uint64_t *)target == 0) {
+		snprintf(why, 200, "must be more than zero");
+		return -1;
+	}
+	return rc;
+}
+
+int
+mc_set_positive_duration(const char *v, void *target, char *why)
+{
+	return nonzero(mc_set_duration(v, target, why), target, why);
+}
+
+int
+mc_set_positive_size(const char *v, void *target, char *why)
+{
+	return nonzero(mc_set_size(v, target, why), target, why);
+}
+
+int
+mc_set_rate(const char *v, void *target, char *why)
+{
+	if (mc_set_double(v, target, why) != 0)
+		return -1;
+	if (!(*(double *)target > 0) || *(double *)target > 1e9) {
+		snprintf(why, 200, "must be more than 0 a second, at most 1e9");
+		return -1;
+	}
+	return 0;
+}
+
 int
 mc_set_fd(const char *v, void *target, char *why)
 {

@@ -36,29 +36,6 @@
 
 #define SWEEP_MS 100
 
-/* rc of a setter that filled the uint64_t at target, or -1 with why when it set 0. */
-static int
-nonzero(int rc, const void *target, char *why)
-{
-	if (rc == 0 && *(const uint64_t *)target == 0) {
-		snprintf(why, 200, "must be more than zero");
-		return -1;
-	}
-	return rc;
-}
-
-static int
-set_positive_duration(const char *v, void *target, char *why)
-{
-	return nonzero(mc_set_duration(v, target, why), target, why);
-}
-
-static int
-set_positive_size(const char *v, void *target, char *why)
-{
-	return nonzero(mc_set_size(v, target, why), target, why);
-}
-
 static int
 set_master_id(const char *v, void *target, char *why)
 {
@@ -193,18 +170,6 @@ set_dr_entries(const char *v, void *target, char *why)
 	return 0;
 }
 
-static int
-set_dr_qps(const char *v, void *target, char *why)
-{
-	if (mc_set_double(v, target, why) != 0)
-		return -1;
-	if (!(*(double *)target > 0) || *(double *)target > 1e9) {
-		snprintf(why, 200, "must be more than 0 reads a second");
-		return -1;
-	}
-	return 0;
-}
-
 /* --evict-high-watermark or --evict-low-watermark was given: peer tiers run those. */
 static bool marks_given;
 
@@ -244,15 +209,15 @@ main(int argc, char **argv)
 		{ "ready-fd", 0, "N", NULL, "write the bound address to fd N once serving",
 		  mc_set_fd, &m.cfg.ready_fd },
 		{ "lease-ttl", 0, "DURATION", NULL, "read lease granted by get (default 10s)",
-		  set_positive_duration, &m.cfg.lease_ttl },
+		  mc_set_positive_duration, &m.cfg.lease_ttl },
 		{ "peer-ttl", 0, "DURATION", NULL, "drop a peer silent for this long (default 10s)",
-		  set_positive_duration, &m.cfg.peer_ttl },
+		  mc_set_positive_duration, &m.cfg.peer_ttl },
 		{ "task-ttl", 0, "DURATION", NULL,
 		  "retire a task a peer has not acknowledged for this long (default 10m)",
-		  set_positive_duration, &m.cfg.task_ttl },
+		  mc_set_positive_duration, &m.cfg.task_ttl },
 		{ "grant-ttl", 0, "DURATION", NULL,
 		  "a data-plane grant is good for this long after it is issued (default 30s)",
-		  set_positive_duration, &m.cfg.grant_ttl },
+		  mc_set_positive_duration, &m.cfg.grant_ttl },
 		{ "grant-cache", 0, "N", NULL,
 		  "keep up to N read grants to hand out again within their epoch (default 65536; "
 		  "0: sign each)",
@@ -266,12 +231,12 @@ main(int argc, char **argv)
 		  "not at all)",
 		  mc_set_duration, &m.cfg.write_ack_wait },
 		{ "put-timeout", 0, "DURATION", NULL,
-		  "discard writes unfinished after this long (default 60s)", set_positive_duration,
-		  &m.cfg.put_timeout },
+		  "discard writes unfinished after this long (default 60s)",
+		  mc_set_positive_duration, &m.cfg.put_timeout },
 		{ "snapshot-dir", 0, "DIR", NULL, "write snapshots into DIR", mc_set_str,
 		  &m.cfg.snapshot_dir },
 		{ "snapshot-interval", 0, "DURATION", NULL,
-		  "take a snapshot this often (default off)", set_positive_duration,
+		  "take a snapshot this often (default off)", mc_set_positive_duration,
 		  &m.cfg.snapshot_interval },
 		{ "snapshot-keep", 0, "N", NULL, "snapshots kept in --snapshot-dir (default 3)",
 		  mc_set_positive_int, &m.cfg.snapshot_keep },
@@ -280,10 +245,10 @@ main(int argc, char **argv)
 		  &m.cfg.restore },
 		{ "max-restore-bytes", 0, "SIZE", NULL,
 		  "largest snapshot snapshot_restore takes; held in memory (default 4GiB)",
-		  set_positive_size, &m.cfg.max_restore_bytes },
+		  mc_set_positive_size, &m.cfg.max_restore_bytes },
 		{ "reconcile-timeout", 0, "DURATION", NULL,
 		  "after a restore, drop replicas no peer confirmed by then (default 30s)",
-		  set_positive_duration, &m.cfg.reconcile_timeout },
+		  mc_set_positive_duration, &m.cfg.reconcile_timeout },
 		{ "master-id", 0, "STR", NULL, "name written into snapshots (default random)",
 		  set_master_id, &m.cfg.master_id },
 		{ "default-soft-pin-ttl", 0, "DURATION", NULL,
@@ -362,10 +327,10 @@ main(int argc, char **argv)
 		  "and counts the copies it would make",
 		  set_dr_mode, &m.cfg.dr_mode },
 		{ "dynamic-replication-window", 0, "DURATION", NULL,
-		  "the heat window reads are counted over (default 10s)", set_positive_duration,
+		  "the heat window reads are counted over (default 10s)", mc_set_positive_duration,
 		  &m.cfg.dr_window },
 		{ "dynamic-replication-qps", 0, "QPS", NULL,
-		  "reads a second over the window that make a key hot (default 0.8)", set_dr_qps,
+		  "reads a second over the window that make a key hot (default 0.8)", mc_set_rate,
 		  &m.cfg.dr_qps },
 		{ "dynamic-replication-max-replicas", 0, "N", NULL,
 		  "dynamic replicas of one object at most (default 2)", set_dr_replicas,

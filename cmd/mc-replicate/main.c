@@ -7,8 +7,6 @@
  * command line (so `mc-replicate status --json` works), connects to the
  * master and dispatches to commands.c.
  */
-#include <stdio.h>
-
 #include "mc/tool.h"
 #include "replicate.h"
 
@@ -16,30 +14,6 @@
 struct rpctl rp = {
 	.top = 20, .qps = 0.8, .window_ms = 10000, .max_replicas = 2, .entries = 65536
 };
-
-static int
-set_qps(const char *v, void *target, char *why)
-{
-	if (mc_set_double(v, target, why) != 0)
-		return -1;
-	if (!(*(double *)target > 0) || *(double *)target > 1e9) {
-		snprintf(why, 200, "must be more than 0 reads a second");
-		return -1;
-	}
-	return 0;
-}
-
-static int
-set_window(const char *v, void *target, char *why)
-{
-	if (mc_set_duration(v, target, why) != 0)
-		return -1;
-	if (*(uint64_t *)target == 0) {
-		snprintf(why, 200, "must be longer than 0");
-		return -1;
-	}
-	return 0;
-}
 
 static const struct mc_opt opts[] = {
 	{ "json", 0, NULL, NULL, "print JSON (one object per line) instead of text", mc_set_flag,
@@ -55,8 +29,9 @@ static const struct mc_opt heat_opts[] = {
 
 static const struct mc_opt whatif_opts[] = {
 	{ "threshold", 0, "QPS", NULL,
-	  "reads a second over the window that make a key hot (default 0.8)", set_qps, &rp.qps },
-	{ "window", 0, "DURATION", NULL, "the heat window (default 10s)", set_window,
+	  "reads a second over the window that make a key hot (default 0.8)", mc_set_rate,
+	  &rp.qps },
+	{ "window", 0, "DURATION", NULL, "the heat window (default 10s)", mc_set_positive_duration,
 	  &rp.window_ms },
 	{ "max-replicas", 0, "N", NULL, "dynamic replicas of one key at most (default 2)",
 	  mc_set_positive_int, &rp.max_replicas },

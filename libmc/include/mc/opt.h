@@ -82,16 +82,20 @@ void mc_opt_list_line(const struct mc_opt *o, const char *cmd);
 int mc_opt_kind_len(const char *arg);
 
 /* Ready-made setters for mc_opt.set. target points to the named type. */
-int mc_set_str(const char *v, void *target, char *why);		 /* const char * */
-int mc_set_flag(const char *v, void *target, char *why);	 /* bool, set true */
-int mc_set_size(const char *v, void *target, char *why);	 /* uint64_t bytes */
-int mc_set_duration(const char *v, void *target, char *why);	 /* uint64_t ms */
-int mc_set_u64(const char *v, void *target, char *why);		 /* uint64_t */
-int mc_set_int(const char *v, void *target, char *why);		 /* int */
-int mc_set_double(const char *v, void *target, char *why);	 /* double */
-int mc_set_positive_int(const char *v, void *target, char *why); /* int, at least 1 */
-int mc_set_count(const char *v, void *target, char *why);	 /* int, 0 or more */
-int mc_set_fd(const char *v, void *target, char *why);		 /* int, an fd open for writing */
+int mc_set_str(const char *v, void *target, char *why);		      /* const char * */
+int mc_set_flag(const char *v, void *target, char *why);	      /* bool, set true */
+int mc_set_size(const char *v, void *target, char *why);	      /* uint64_t bytes */
+int mc_set_duration(const char *v, void *target, char *why);	      /* uint64_t ms */
+int mc_set_u64(const char *v, void *target, char *why);		      /* uint64_t */
+int mc_set_int(const char *v, void *target, char *why);		      /* int */
+int mc_set_double(const char *v, void *target, char *why);	      /* double */
+int mc_set_positive_int(const char *v, void *target, char *why);      /* int, at least 1 */
+int mc_set_positive_duration(const char *v, void *target, char *why); /* uint64_t ms, not 0 */
+int mc_set_positive_size(const char *v, void *target, char *why);     /* uint64_t bytes, not 0 */
+/* double, a rate a second: more than 0, at most 1e9 */
+int mc_set_rate(const char *v, void *target, char *why);
+int mc_set_count(const char *v, void *target, char *why); /* int, 0 or more */
+int mc_set_fd(const char *v, void *target, char *why);	  /* int, an fd open for writing */
 /* struct mc_amount (mc/parse.h): a size, or a percentage "20%". */
 int mc_set_amount(const char *v, void *target, char *why);
 /* const char *, 1 to MC_NAME_MAX bytes: a name the wire carries (host, domain). */
