@@ -348,6 +348,14 @@ mc_metric_set(struct mc_metric *s, double v)
 	atomic_store_explicit(&s->atomic_val, 0, memory_order_relaxed);
 }
 
+void
+mc_metric_put(struct mc_metrics *m, const char *name, int type, const char *help, const char *label,
+	      const char *value, double v)
+{
+	/* a series that could not be made (out of memory) is NULL, which set ignores */
+	mc_metric_set(mc_metric_get(m, name, type, help, label, value), v);
+}
+
 double
 mc_metric_value(const struct mc_metric *s)
 {

@@ -387,10 +387,7 @@ h_release(struct mc_req *req)
 static void
 counter(struct mc_metrics *r, const char *name, const char *help, uint64_t v)
 {
-	struct mc_metric *s = mc_metric_get(r, name, MC_COUNTER, help, NULL, NULL);
-
-	if (s != NULL)
-		mc_metric_set(s, (double)v);
+	mc_metric_put(r, name, MC_COUNTER, help, NULL, NULL, (double)v);
 }
 
 static void

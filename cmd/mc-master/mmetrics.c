@@ -17,10 +17,7 @@ static void
 gauge(struct mc_metrics *r, const char *name, const char *help, const char *label,
       const char *value, double v)
 {
-	struct mc_metric *s = mc_metric_get(r, name, MC_GAUGE, help, label, value);
-
-	if (s != NULL)
-		mc_metric_set(s, v);
+	mc_metric_put(r, name, MC_GAUGE, help, label, value, v);
 }
 
 static void

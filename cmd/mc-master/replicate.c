@@ -340,16 +340,6 @@ replicate_forget(struct master *m)
 }
 
 static void
-set(struct mc_metrics *reg, const char *name, int type, const char *help, const char *label,
-    const char *value, double v)
-{
-	struct mc_metric *s = mc_metric_get(reg, name, type, help, label, value);
-
-	if (s != NULL)
-		mc_metric_set(s, v);
-}
-
-static void
 replicate_collect(struct mc_metrics *reg, void *arg)
 {
 	const struct master *m = arg;
@@ -357,27 +347,28 @@ replicate_collect(struct mc_metrics *reg, void *arg)
 
 	if (r == NULL)
 		return;
-	set(reg, "mc_replication_heat_entries", MC_GAUGE, "Keys the heat window holds now.", NULL,
-	    NULL, (double)r->heat.live);
-	set(reg, "mc_replication_heat_reads_total", MC_COUNTER, "Reads counted in the heat window.",
-	    NULL, NULL, (double)r->heat.reads);
-	set(reg, "mc_replication_heat_replaced_total", MC_COUNTER,
-	    "Heat window entries that gave their slot to another key.", NULL, NULL,
-	    (double)r->heat.replaced);
-	set(reg, "mc_replication_triggers_total", MC_COUNTER,
-	    "Keys queued for admission as they crossed the threshold.", NULL, NULL,
-	    (double)r->heat.triggers);
-	set(reg, "mc_replication_triggers_dropped_total", MC_COUNTER,
-	    "Keys that crossed the threshold with the admission queue full.", NULL, NULL,
-	    (double)r->heat.triggers_dropped);
-	set(reg, "mc_replication_judged_total", MC_COUNTER, "Hot keys admission judged.", NULL,
-	    NULL, (double)r->judged);
-	set(reg, "mc_replication_would_propose_total", MC_COUNTER,
-	    "Hot keys that passed every check of admission.", NULL, NULL, (double)r->would_propose);
+	mc_metric_put(reg, "mc_replication_heat_entries", MC_GAUGE,
+		      "Keys the heat window holds now.", NULL, NULL, (double)r->heat.live);
+	mc_metric_put(reg, "mc_replication_heat_reads_total", MC_COUNTER,
+		      "Reads counted in the heat window.", NULL, NULL, (double)r->heat.reads);
+	mc_metric_put(reg, "mc_replication_heat_replaced_total", MC_COUNTER,
+		      "Heat window entries that gave their slot to another key.", NULL, NULL,
+		      (double)r->heat.replaced);
+	mc_metric_put(reg, "mc_replication_triggers_total", MC_COUNTER,
+		      "Keys queued for admission as they crossed the threshold.", NULL, NULL,
+		      (double)r->heat.triggers);
+	mc_metric_put(reg, "mc_replication_triggers_dropped_total", MC_COUNTER,
+		      "Keys that crossed the threshold with the admission queue full.", NULL, NULL,
+		      (double)r->heat.triggers_dropped);
+	mc_metric_put(reg, "mc_replication_judged_total", MC_COUNTER, "Hot keys admission judged.",
+		      NULL, NULL, (double)r->judged);
+	mc_metric_put(reg, "mc_replication_would_propose_total", MC_COUNTER,
+		      "Hot keys that passed every check of admission.", NULL, NULL,
+		      (double)r->would_propose);
 	for (int i = 0; i < DR_REASON_COUNT; i++)
-		set(reg, "mc_replication_rejected_total", MC_COUNTER,
-		    "Hot keys admission turned down, by reason.", "reason", reason_names[i],
-		    (double)r->rejected[i]);
+		mc_metric_put(reg, "mc_replication_rejected_total", MC_COUNTER,
+			      "Hot keys admission turned down, by reason.", "reason",
+			      reason_names[i], (double)r->rejected[i]);
 }
 
 /* ---- what admins ask ---- */

@@ -339,16 +339,6 @@ malformed_value(void)
 	DATAPLANE_METRICS(S, E, P) \
 	EGRESS_METRICS(S, E, P) LINK_METRICS(S, E, P) TASKS_METRICS(S, E, P)
 
-static void
-put(struct mc_metrics *r, const char *name, int type, const char *help, const char *label,
-    const char *value, double v)
-{
-	struct mc_metric *s = mc_metric_get(r, name, type, help, label, value);
-
-	if (s != NULL)
-		mc_metric_set(s, v);
-}
-
 /* Every row's series, registered when new, set to their values now. */
 static void
 walk(struct mc_metrics *r, struct peer *p)
@@ -357,16 +347,16 @@ walk(struct mc_metrics *r, struct peer *p)
 
 #define S(name, type, help, when, value) \
 	if (when)                        \
-		put(r, name, type, help, NULL, NULL, value);
+		mc_metric_put(r, name, type, help, NULL, NULL, value);
 #define E(name, type, help, when, labels, n, name_of, value) \
 	for (int i = 0; i < (n); i++)                        \
 		if (when)                                    \
-			put(r, name, type, help, labels, name_of, value);
+			mc_metric_put(r, name, type, help, labels, name_of, value);
 #define P(name, type, help, when, labels, n, name_of, m, name_of2, value)           \
 	for (int i = 0; i < (n); i++)                                               \
 		for (int j = 0; j < (m) && (when); j++) {                           \
 			snprintf(label, sizeof(label), "%s,%s", name_of, name_of2); \
-			put(r, name, type, help, labels, label, value);             \
+			mc_metric_put(r, name, type, help, labels, label, value);   \
 		}
 	PEER_METRICS(S, E, P)
 #undef S

@@ -40,6 +40,9 @@ void mc_metric_inc(struct mc_metric *s);
 void mc_metric_add(struct mc_metric *s, double v);
 void mc_metric_add_atomic(struct mc_metric *s, uint64_t v); /* counters/gauges from threads */
 void mc_metric_set(struct mc_metric *s, double v);
+/* mc_metric_get's series set to v: what a collector does for each of its values. */
+void mc_metric_put(struct mc_metrics *m, const char *name, int type, const char *help,
+		   const char *label, const char *value, double v);
 double mc_metric_value(const struct mc_metric *s);
 void mc_metric_observe(struct mc_metric *s, double seconds); /* histograms */
 
