@@ -36,9 +36,13 @@ cooldowns_clear(struct cooldowns *c)
 }
 
 uint64_t
-cooldown_hash(uint64_t key_hash, const char *domain)
+cooldown_hash(const char *tenant, const char *key, size_t klen, const char *domain)
 {
-	uint64_t h = mc_hash64(domain, strlen(domain), key_hash);
+	uint64_t h = mc_hash64(tenant, strlen(tenant), 0x636f6f6c646f776eull);
+
+	h = mc_hash64(key, klen, h);
+	h = mc_hash64(domain, strlen(domain) + 1,
+		      h); /* its NUL ends it: "ab"+"c" is not "a"+"bc" */
 
 	/* 0 marks a free slot */
 	return h != 0 ? h : 1;

@@ -6,7 +6,7 @@
  * domain that needs its own replica is not held back.
  *
  * Bounded: a set-associative table of COOLDOWN_WAYS slots per set,
- * keyed by a hash of the object's store hash and the domain. A new
+ * keyed by a hash of the object's tenant and key and the domain. A new
  * entry takes a slot of its set that is free or over, else the one
  * that ends first, so a burst of evictions can shorten the oldest
  * cooldowns but never grows the table. Data only: the state door
@@ -21,6 +21,8 @@
 #include "mc/err.h"
 
 #define COOLDOWN_WAYS 4
+/* Cooldowns a table holds: far more objects cool at once than a round evicts. */
+#define COOLDOWN_ENTRIES 16384
 
 struct cooldown_slot {
 	uint64_t hash;	/* cooldown_hash; 0: free */
@@ -38,8 +40,12 @@ int cooldowns_init(struct cooldowns *c, size_t entries, struct mc_err *err);
 void cooldowns_free(struct cooldowns *c);
 /* Forget every cooldown (a restore brings its own). */
 void cooldowns_clear(struct cooldowns *c);
-/* The key of the cooldown of the object whose store hash is key_hash, in domain. */
-uint64_t cooldown_hash(uint64_t key_hash, const char *domain);
+/*
+ * The key of the cooldown of (tenant, key) in domain: by the tenant's
+ * name, not its id, so that a snapshot's cooldowns hold in a master that
+ * numbers its tenants otherwise.
+ */
+uint64_t cooldown_hash(const char *tenant, const char *key, size_t klen, const char *domain);
 /* The cooldown of hash runs to until (the later of two, when one runs already). */
 void cooldown_put(struct cooldowns *c, uint64_t hash, uint64_t until);
 /* When the cooldown of hash ends, if it runs at now; 0 when none does. */

@@ -59,6 +59,8 @@ struct loader {
 	/* every replica id of the file, sorted at the end to find one listed twice */
 	uint32_t *rep_ids;
 	size_t nrep_ids, rep_ids_cap;
+	/* the file's recreate cooldowns, still running */
+	struct cooldowns cooldowns;
 };
 
 /* ---- loading ---- */
@@ -488,6 +490,21 @@ load_object(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 	return 0;
 }
 
+/* A recreate cooldown {hash, until}: kept if it still runs. */
+static int
+load_cooldown(struct loader *L, const msgpack_object *rec, struct mc_err *err)
+{
+	uint64_t hash = 0, until = 0;
+	struct mc_err why;
+
+	if (mc_map_u64(rec, "hash", &hash, &why) != 1 ||
+	    mc_map_u64(rec, "until", &until, &why) != 1 || hash == 0)
+		return mc_err_set(err, MC_ERR_PROTO, "cooldown record: needs a 'hash' and 'until'");
+	if (until > L->now)
+		cooldown_put(&L->cooldowns, hash, until);
+	return 0;
+}
+
 static int
 load_record(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 {
@@ -503,6 +520,8 @@ load_record(struct loader *L, const msgpack_object *rec, struct mc_err *err)
 		return load_peer(L, rec, err);
 	if (mc_obj_streq(t, "meta"))
 		return load_meta(L, rec, err);
+	if (mc_obj_streq(t, "cooldown"))
+		return load_cooldown(L, rec, err);
 	return 0; /* a kind from a newer writer */
 }
 
@@ -630,6 +649,7 @@ install(struct master *m, struct loader *L)
 	 * from the pins that survived (expired ones were already dropped).
 	 */
 	softpin_rebuild(m);
+	state_cooldowns_restored(m, &L->cooldowns);
 	recon_install(m, L->ghosts, L->nghost);
 	L->ghosts = NULL;
 	L->nghost = 0;
@@ -657,6 +677,10 @@ msnap_load_fd(struct master *m, int fd, struct restore_out *out, struct mc_err *
 	L.next_fresh = m->peers->next_id;
 	if (store_init(&L.s, err) != 0)
 		return -1;
+	if (cooldowns_init(&L.cooldowns, COOLDOWN_ENTRIES, err) != 0) {
+		store_free(&L.s);
+		return -1;
+	}
 	/* a file holds no more tenants and types than puts could have made */
 	L.s.max_tenants = m->store->max_tenants;
 	L.s.max_types_per_tenant = m->store->max_types_per_tenant;
@@ -692,6 +716,7 @@ fail:
 	if (r != NULL)
 		mc_snap_reader_close(r);
 	store_free(&L.s);
+	cooldowns_free(&L.cooldowns);
 	free(L.ghosts);
 	free(L.map);
 	free(L.rep_ids);

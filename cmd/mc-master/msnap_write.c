@@ -114,6 +114,40 @@ pack_object(msgpack_packer *pk, struct store *s, const struct mobj *o)
 	}
 }
 
+/* The recreate cooldowns running: {t: cooldown, hash, until}, after the objects. */
+struct cooldown_writer {
+	struct mc_snap_writer *w;
+	struct mc_err *err;
+	int rc;
+};
+
+static void
+write_cooldown(uint64_t hash, uint64_t until, void *arg)
+{
+	struct cooldown_writer *cw = arg;
+	msgpack_packer *pk;
+
+	if (cw->rc != 0)
+		return;
+	pk = mc_snap_writer_record(cw->w);
+	msgpack_pack_map(pk, 3);
+	mc_pack_kv_str(pk, "t", "cooldown");
+	mc_pack_kv_u64(pk, "hash", hash);
+	mc_pack_kv_u64(pk, "until", until);
+	cw->rc = mc_snap_writer_end_record(cw->w, cw->err);
+}
+
+static int
+write_cooldowns(struct master *m, struct mc_snap_writer *w, struct mc_err *err)
+{
+	const struct cooldowns *c = state_cooldowns(m);
+	struct cooldown_writer cw = { w, err, 0 };
+
+	if (c != NULL)
+		cooldowns_each(c, mc_now_ms(), write_cooldown, &cw);
+	return cw.rc;
+}
+
 static int
 write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 {
@@ -175,6 +209,8 @@ write_records(struct master *m, int fd, uint64_t created, struct mc_err *err)
 		if (mc_snap_writer_end_record(w, err) != 0)
 			goto fail;
 	}
+	if (write_cooldowns(m, w, err) != 0)
+		goto fail;
 	return mc_snap_writer_finish(w, err);
 fail:
 	mc_snap_writer_abort(w);

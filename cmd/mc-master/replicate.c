@@ -670,7 +670,7 @@ h_replication_propose(struct mc_req *req)
 	a.content ^= mc_hash64(&a.version, sizeof(a.version), a.size) ^ (preferred << 1);
 	if (copies_proposal(m, proposal, &seen)) {
 		if (seen.content != a.content) {
-			handler_fail(req, MC_ERR_EXISTS,
+			handler_fail(req, MC_ERR_INVALID,
 				     "proposal id '%s' was given already for another proposal",
 				     proposal);
 			return;

@@ -12,9 +12,6 @@
 #include "store.h"
 #include "mmetrics.h"
 
-/* Cooldowns the table holds at most: far more objects cool at once than a round evicts. */
-#define COOLDOWN_ENTRIES 16384
-
 #define STATE_KIND_NAME(k, name) name,
 static const char *const kind_names[STATE_KIND_COUNT] = { STATE_CHANGE_KINDS(STATE_KIND_NAME) };
 #undef STATE_KIND_NAME
@@ -264,8 +261,9 @@ log_change(const struct state_change *c, void *arg)
 			 c->lease->outcome != NULL ? c->lease->outcome : "");
 		break;
 	case STATE_COOLDOWN_SET:
-		mc_debug("state: %s %s/%.*s domain=%s until=%llu", kind, tenant, klen, c->key,
-			 c->domain, (unsigned long long)c->until);
+		mc_debug("state: %s %s/%.*s domain=%s hash=%llx until=%llu", kind, tenant, klen,
+			 c->key != NULL ? c->key : "", c->domain != NULL ? c->domain : "-",
+			 (unsigned long long)c->cooldown, (unsigned long long)c->until);
 		break;
 	default:
 		mc_debug("state: %s", kind);
@@ -533,9 +531,11 @@ state_cooldown_set(struct master *m, const struct mobj *o, const char *domain, u
 	if (m->state == NULL)
 		return;
 	cooldown_put(&m->state->cooldowns,
-		     cooldown_hash(store_key_hash(o->tenant, o->key, o->key_len), domain), until);
+		     cooldown_hash(m->store->tenants[o->tenant].name, o->key, o->key_len, domain),
+		     until);
 	record_of(&c, STATE_COOLDOWN_SET, m->store, o);
 	c.domain = domain;
+	c.cooldown = cooldown_hash(m->store->tenants[o->tenant].name, o->key, o->key_len, domain);
 	c.until = until;
 	tell(m, &c);
 }
@@ -545,9 +545,9 @@ state_cooldown_until(const struct master *m, const struct mobj *o, const char *d
 {
 	if (m->state == NULL)
 		return 0;
-	return cooldown_until(&m->state->cooldowns,
-			      cooldown_hash(store_key_hash(o->tenant, o->key, o->key_len), domain),
-			      now);
+	return cooldown_until(
+		&m->state->cooldowns,
+		cooldown_hash(m->store->tenants[o->tenant].name, o->key, o->key_len, domain), now);
 }
 
 uint64_t
@@ -560,6 +560,29 @@ const struct cooldowns *
 state_cooldowns(const struct master *m)
 {
 	return m->state != NULL ? &m->state->cooldowns : NULL;
+}
+
+void
+state_cooldowns_restored(struct master *m, struct cooldowns *from)
+{
+	struct state_change c;
+
+	if (m->state == NULL)
+		return;
+	cooldowns_free(&m->state->cooldowns);
+	m->state->cooldowns = *from;
+	memset(from, 0, sizeof(*from));
+	/* each told as it is (by its hash: the objects it names may be gone) */
+	for (size_t i = 0; i < m->state->cooldowns.nsets * COOLDOWN_WAYS; i++) {
+		const struct cooldown_slot *sl = &m->state->cooldowns.v[i];
+
+		if (sl->hash == 0)
+			continue;
+		record_of(&c, STATE_COOLDOWN_SET, m->store, NULL);
+		c.cooldown = sl->hash;
+		c.until = sl->until;
+		tell(m, &c);
+	}
 }
 
 void

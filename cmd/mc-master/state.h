@@ -101,9 +101,13 @@ struct state_change {
 	uint64_t write_version, write_size;
 	/* COPY_LEASE: the lease installed or ended */
 	const struct state_copy_lease *lease;
-	/* COOLDOWN_SET: the domain no dynamic replica is made in until then (mc_now_ms()) */
+	/*
+	 * COOLDOWN_SET: the domain no dynamic replica is made in until then
+	 * (mc_now_ms()), and the cooldown's key (cooldown_hash); a restored
+	 * one has its key alone (domain NULL, o NULL).
+	 */
 	const char *domain;
-	uint64_t until;
+	uint64_t cooldown, until;
 };
 
 typedef void (*state_fn)(const struct state_change *c, void *arg);
@@ -179,6 +183,8 @@ uint64_t state_cooldown_until(const struct master *m, const struct mobj *o, cons
 uint64_t state_dynamic_replicas(const struct master *m);
 /* The cooldown table, for its counts and a listing. */
 const struct cooldowns *state_cooldowns(const struct master *m);
+/* A restore's cooldowns replace the table (from is left empty), each told. */
+void state_cooldowns_restored(struct master *m, struct cooldowns *from);
 /* A dynamic copy's lease was installed or ended (l->live), on o (NULL: gone already). */
 void state_copy_lease(struct master *m, const struct mobj *o, const struct state_copy_lease *l);
 

@@ -12,7 +12,7 @@
 load helpers
 
 setup() {
-	mc_require_bins mc-master mc-peer mc-cli mc-rpc mc-replicate
+	mc_require_bins mc-master mc-peer mc-cli mc-rpc mc-replicate mc-snapshot
 	mc_test_dir
 }
 
@@ -224,6 +224,30 @@ fanout_case() {
 	advance_clock 60000
 	reads 5 hot rack-b
 	wait_until 10 dynamic_count_is hot 2
+}
+
+@test "enforce: a recreate cooldown outlives a kill -9 of the master restored from its snapshot" {
+	local snaps="$BATS_TEST_TMPDIR/snaps"
+	mkdir -p "$snaps"
+	enforce_master --dynamic-replication-cooldown 60s --snapshot-dir "$snaps" --peer-ttl 1h
+	peer p1 host1 rack-a
+	a_key hot 65536
+	peer p4 host4 rack-b
+	reads 5 hot rack-b
+	wait_until 10 dynamic_count_is hot 1
+	mc-cli evict --target 1 --peer "$(mc_peer_id "$(mc_addr p4)")" --tier dram >/dev/null
+	wait_until 10 dynamic_count_is hot 0
+	mc-snapshot save >/dev/null
+	mc_kill9 master
+	enforce_master --dynamic-replication-cooldown 60s --snapshot-dir "$snaps" --peer-ttl 1h \
+		--restore latest
+	wait_until 10 mc_live_peer_count_is 2
+	[ "$(status_field copies.cooldowns)" -eq 1 ]
+	reads 5 hot rack-b
+	wait_until 10 mc_metric_at_least master 'mc_replication_rejected_total{reason="cooldown"}' 1
+	dynamic_count_is hot 0
+	advance_clock 61000
+	[ "$(status_field copies.cooldowns)" -eq 0 ]
 }
 
 @test "enforce: warmup copies the hottest keys into a new domain, skipping those already there, within --max-bytes" {

@@ -5,7 +5,8 @@
 # tenant, key and reader's domain over a sliding window on the fake
 # clock; a key that crosses the threshold is judged once, in the
 # background, and counted as a copy admission would make, or turned
-# down by reason; nothing is copied; off counts nothing.
+# down by reason; nothing is copied; off counts nothing. Enforce mode,
+# which copies, is replicate-enforce.bats'.
 
 load helpers
 
@@ -117,8 +118,8 @@ status_field() {
 	[ "$(status_field heat_entries)" -eq 1 ]
 	run -0 mc-replicate mode off
 	[ "$(status_field heat_entries)" -eq 0 ]
-	run -64 mc-replicate mode enforce
-	assert_output --partial "not available yet"
+	run -0 mc-replicate mode enforce
+	assert_output "mode: enforce (was off)"
 	run -64 mc-replicate mode sideways
 	assert_output --partial "mode must be off, observe or enforce"
 }
@@ -126,8 +127,6 @@ status_field() {
 @test "replicate: bad flags name themselves" {
 	run -64 mc-master --dynamic-replication sideways
 	assert_output --partial "--dynamic-replication"
-	run -64 mc-master --dynamic-replication enforce
-	assert_output --partial "not available yet"
 	run -64 mc-master --dynamic-replication-qps 0
 	assert_output --partial "--dynamic-replication-qps"
 	run -64 mc-master --dynamic-replication-max-replicas 17
