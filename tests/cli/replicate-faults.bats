@@ -38,8 +38,9 @@ master() {
 }
 
 # cluster: the 100 keys on p1 (the source, its copies paused) and on p3,
-# which copies nothing; p2 the one target; the keys made hot, and the
-# copies all started and held.
+# which copies nothing; p2 the one target; the keys made hot: 100 leases,
+# the copies its workers took started (their room reserved) and held at
+# the pause, the rest queued at the source.
 cluster() {
 	master "$@"
 	MC_FAULT='copy:pause' MC_FAULT_DIR="$PAUSE" \
@@ -51,8 +52,9 @@ cluster() {
 	for i in 1 2 3 4 5; do
 		fill check
 	done
-	wait_until 20 leases_started_are 100
-	[ -e "$PAUSE/copy.paused" ]
+	wait_until 20 leases_are 100
+	wait_until 10 test -e "$PAUSE/copy.paused"
+	wait_until 10 leases_started_are 2
 }
 
 leases_started_are() {
