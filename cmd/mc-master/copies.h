@@ -46,6 +46,12 @@
 struct master;
 struct mobj;
 
+/*
+ * Copies under way from one source at most: what a peer's copy worker
+ * holds queued or running (mc-peer(8)), so the master never hands a
+ * source a copy it would have to turn away.
+ */
+#define COPIES_PER_SOURCE 64
 /* Bytes of a proposal id at most. */
 #define COPY_PROPOSAL_MAX 64
 /* Ended proposals remembered for their idempotency. */

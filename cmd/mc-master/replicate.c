@@ -120,6 +120,7 @@ pick_source(const struct master *m, const struct mobj *o, uint64_t key_hash, con
 	int best_rank = 2;
 	unsigned best_load = 0;
 	uint64_t best_tie = 0;
+	bool busy = false;
 
 	for (unsigned i = 0; i < o->nrep; i++) {
 		const struct peer *p = peers_find(m->peers, v[i].peer);
@@ -129,10 +130,15 @@ pick_source(const struct master *m, const struct mobj *o, uint64_t key_hash, con
 
 		if (!readable_dram(m, o, &v[i], p) || !(p->task_kinds & (1u << TASK_REPLICA_COPY)))
 			continue;
+		/* a source with as many copies as it queues takes no more */
+		load = copies_from(m, p->id);
+		if (load >= COPIES_PER_SOURCE) {
+			busy = true;
+			continue;
+		}
 		/* one in the domain keeps the fanout there; domain cost is 0 or 1 */
 		rank = in_domain(p, domain) ? 0 : 1;
 		/* then the source with the fewest copies under way */
-		load = copies_from(m, p->id);
 		t = tie(key_hash, p->id);
 		if (rank < best_rank ||
 		    (rank == best_rank &&
@@ -143,7 +149,7 @@ pick_source(const struct master *m, const struct mobj *o, uint64_t key_hash, con
 			*src = p->id;
 		}
 	}
-	return best_rank < 2 ? 0 : -1;
+	return best_rank < 2 ? 0 : busy ? DR_BUSY : DR_NO_SOURCE;
 }
 
 /* Whether p may take a dynamic replica of o, read from domain. */
@@ -198,8 +204,10 @@ replicate_plan_to(struct master *m, const struct mobj *o, const char *domain, ui
 	uint64_t h = store_key_hash(o->tenant, o->key, o->key_len);
 	const struct peer *p = preferred != 0 ? peers_find(m->peers, preferred) : NULL;
 
-	if (pick_source(m, o, h, domain, src) != 0)
-		return DR_NO_SOURCE;
+	int why = pick_source(m, o, h, domain, src);
+
+	if (why != 0)
+		return why;
 	if (o->size == 0)
 		return DR_SIZE;
 	if (p != NULL && valid_target(m, o, p, domain))

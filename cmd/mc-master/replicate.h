@@ -97,7 +97,9 @@ void replicate_read(struct master *m, const struct client *cl, const struct mobj
  * a readable DRAM replica of a live peer, one in the domain first, then
  * any, ties broken by a hash of the key and the peer so that hot keys
  * spread over their sources (fewest copies under way from it first,
- * and only a peer that serves replica copies); the target a live peer with room for it in
+ * and only a peer that serves replica copies and has fewer than
+ * COPIES_PER_SOURCE under way: busy when that alone stands in the way);
+ * the target a live peer with room for it in
  * DRAM that holds no replica of it, in the domain when one is given, on
  * a host without a readable replica when there is such a target, the
  * least used first, ties broken likewise. A reason (enum dr_reason) it
