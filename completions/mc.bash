@@ -149,10 +149,10 @@ complete -F _mc_peer mc-peer
 
 _mc_replicate()
 {
-	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' ['heat --top']='N' ['propose --id']='ID' ['propose --requester-domain']='DOMAIN' ['propose --target-domain']='DOMAIN' ['propose --preferred-target']='PEER' ['propose --version']='N' ['propose --size']='SIZE' ['propose --within']='DURATION' ['warmup --domain']='DOMAIN' ['warmup --top']='N' ['warmup --max-bytes']='SIZE' ['whatif --threshold']='QPS' ['whatif --window']='DURATION' ['whatif --max-replicas']='N' ['whatif --entries']='N' )
+	local -A kinds=( ['--master']='ADDR' ['--tenant']='STR' ['--token-file']='FILE' ['--timeout']='DURATION' ['--stall-timeout']='DURATION' ['heat --top']='N' ['propose --id']='ID' ['propose --requester-domain']='DOMAIN' ['propose --target-domain']='DOMAIN' ['propose --preferred-target']='PEER' ['propose --observed-version']='N' ['propose --observed-size']='SIZE' ['propose --within']='DURATION' ['warmup --domain']='DOMAIN' ['warmup --top']='N' ['warmup --max-bytes']='SIZE' ['whatif --threshold']='QPS' ['whatif --window']='DURATION' ['whatif --max-replicas']='N' ['whatif --entries']='N' )
 	local -A vals=( )
 	local -A shorts=( ['-m']='--master' ['-t']='--tenant' )
-	local -A copts=( ['heat']='--top' ['propose']='--id --requester-domain --target-domain --preferred-target --version --size --within' ['warmup']='--domain --top --max-bytes' ['whatif']='--threshold --window --max-replicas --entries' )
+	local -A copts=( ['heat']='--top' ['propose']='--id --requester-domain --target-domain --preferred-target --observed-version --observed-size --within' ['warmup']='--domain --top --max-bytes' ['whatif']='--threshold --window --max-replicas --entries' )
 	_mc_complete '--json --master -m --tenant -t --token-file --timeout --stall-timeout --help --version --list-options' 'status mode heat leases propose warmup whatif' kinds copts vals shorts
 }
 complete -F _mc_replicate mc-replicate

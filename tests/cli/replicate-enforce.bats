@@ -295,9 +295,9 @@ fanout_case() {
 	# a target domain with no valid peer is rejected
 	run -1 mc-replicate propose hot --requester-domain rack-a --target-domain rack-z
 	assert_output "rejected: no_target"
-	run -1 mc-replicate propose hot --requester-domain rack-a --version 99 --size 4096
+	run -1 mc-replicate propose hot --requester-domain rack-a --observed-version 99 --observed-size 4096
 	assert_output "rejected: version"
-	run -1 mc-replicate propose hot --requester-domain rack-a --version 1 --size 5
+	run -1 mc-replicate propose hot --requester-domain rack-a --observed-version 1 --observed-size 5
 	assert_output "rejected: size"
 	run -1 mc-replicate propose hot --requester-domain rack-a --within 0
 	assert_output "rejected: expired"
