@@ -176,20 +176,40 @@ take(struct heat *h, struct heat_entry *e, uint64_t hash, uint32_t tenant, const
 	return true;
 }
 
+/* The set of hash, and the entry of (tenant, key, domain) in it, or NULL. */
+static struct heat_entry *
+lookup(const struct heat *h, uint64_t hash, uint32_t tenant, const char *key, size_t klen,
+       const char *domain, size_t dlen, struct heat_entry **set)
+{
+	*set = &h->e[(hash & (h->nsets - 1)) * HEAT_WAYS];
+	for (unsigned i = 0; i < HEAT_WAYS; i++)
+		if (same(&(*set)[i], hash, tenant, key, klen, domain, dlen))
+			return &(*set)[i];
+	return NULL;
+}
+
+const struct heat_entry *
+heat_find(const struct heat *h, uint32_t tenant, uint64_t key_hash, const char *key, size_t klen,
+	  const char *domain, size_t dlen)
+{
+	struct heat_entry *set;
+
+	if (h->e == NULL || klen > UINT16_MAX || dlen > UINT8_MAX)
+		return NULL;
+	return lookup(h, entry_hash(key_hash, domain, dlen), tenant, key, klen, domain, dlen, &set);
+}
+
 bool
 heat_record(struct heat *h, uint32_t tenant, uint64_t key_hash, const char *key, size_t klen,
 	    const char *domain, size_t dlen, uint64_t now)
 {
 	uint64_t hash;
-	struct heat_entry *set, *e = NULL;
+	struct heat_entry *set, *e;
 
 	if (h->e == NULL || klen > UINT16_MAX || dlen > UINT8_MAX)
 		return false;
 	hash = entry_hash(key_hash, domain, dlen);
-	set = &h->e[(hash & (h->nsets - 1)) * HEAT_WAYS];
-	for (unsigned i = 0; i < HEAT_WAYS && e == NULL; i++)
-		if (same(&set[i], hash, tenant, key, klen, domain, dlen))
-			e = &set[i];
+	e = lookup(h, hash, tenant, key, klen, domain, dlen, &set);
 	if (e == NULL) {
 		e = victim(h, set, now);
 		if (!take(h, e, hash, tenant, key, klen, domain, dlen, now)) {

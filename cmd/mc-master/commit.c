@@ -16,6 +16,7 @@
 #include "mc/log.h"
 #include "mc/wire.h"
 #include "commit.h"
+#include "copies.h"
 #include "evict.h"
 #include "master.h"
 #include "ops.h"
@@ -286,6 +287,13 @@ h_write_ack(struct mc_req *req)
 		struct mrep *c = &obj_reps(o)[i];
 		if (c->peer == id && c->version == version && c->state == REP_PROCESSING)
 			r = c;
+	}
+	if (r == NULL && tenant >= 0 &&
+	    copies_write_ack(m, (uint32_t)tenant, key, klen, (uint32_t)id, version, size)) {
+		/* the bytes of a dynamic copy, not of a put (copies.h) */
+		m->commits->acks++;
+		mc_reply_ok_empty(req);
+		return;
 	}
 	if (r == NULL || size != store_pending_get(m->store, o)->size) {
 		/* Abandoned or already done; or the peer holds another length than was placed. */

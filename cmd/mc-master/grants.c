@@ -154,16 +154,38 @@ slot_holds(const struct mgrant_slot *sl, const struct mgrant_ident *id,
 	       sl->gen == gen && sl->epoch == epoch;
 }
 
+/* The length of a grant epoch: an eighth of the ttl, at least 1 ms. */
+static uint64_t
+epoch_len(const struct mgrants *g)
+{
+	return g->ttl / 8 > 0 ? g->ttl / 8 : 1;
+}
+
+void
+mgrants_sign(struct mgrants *g, struct mc_grant_signer *signer, const struct mc_grant_scope *scope,
+	     uint64_t now, unsigned char out[MC_GRANT_BYTES])
+{
+	uint64_t q = epoch_len(g), expiry = mc_add_sat(mc_add_sat(now / q, 1) * q, g->ttl);
+	struct mc_grant_signer local;
+	const struct mc_grant_signer *s;
+
+	if (signer == NULL)
+		s = ready(g, &local, scope->peer);
+	else if (signer->gen != g->key.gen)
+		s = ready(g, signer, scope->peer);
+	else
+		s = signer;
+	mc_grant_sign_with(s, scope, expiry, out);
+	g->signed_grants++;
+}
+
 void
 mgrants_pack_at(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *signer,
 		const struct mc_grant_scope *scope, const struct mgrant_ident *id, uint64_t now)
 {
-	uint64_t q = g->ttl / 8 > 0 ? g->ttl / 8 : 1, epoch = now / q;
-	uint64_t expiry = mc_add_sat(mc_add_sat(epoch, 1) * q, g->ttl);
+	uint64_t epoch = now / epoch_len(g);
 	struct mgrant_slot *sl = NULL;
 	unsigned char out[MC_GRANT_BYTES];
-	struct mc_grant_signer local;
-	const struct mc_grant_signer *s;
 
 	if (id != NULL && g->slots != NULL && scope->action == MC_GRANT_READ) {
 		sl = slot_of(g, id, scope);
@@ -174,14 +196,7 @@ mgrants_pack_at(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *s
 			return;
 		}
 	}
-	if (signer == NULL)
-		s = ready(g, &local, scope->peer);
-	else if (signer->gen != g->key.gen)
-		s = ready(g, signer, scope->peer);
-	else
-		s = signer;
-	mc_grant_sign_with(s, scope, expiry, out);
-	g->signed_grants++;
+	mgrants_sign(g, signer, scope, now, out);
 	if (sl != NULL) {
 		*sl = (struct mgrant_slot){ .key_hash = id->key_hash,
 					    .version = scope->version,

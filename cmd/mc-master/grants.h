@@ -70,6 +70,10 @@ void mgrants_pack_key(msgpack_packer *pk, const struct mgrants *g, uint32_t peer
 void mgrants_pack_at(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *signer,
 		     const struct mc_grant_scope *scope, const struct mgrant_ident *id,
 		     uint64_t now);
+/* The same grant's bytes into out, signed afresh (no cache), for a message built later. */
+void mgrants_sign(struct mgrants *g, struct mc_grant_signer *signer,
+		  const struct mc_grant_scope *scope, uint64_t now,
+		  unsigned char out[MC_GRANT_BYTES]);
 void mgrants_pack(msgpack_packer *pk, struct mgrants *g, struct mc_grant_signer *signer,
 		  const struct mc_grant_scope *scope, const struct mgrant_ident *id);
 

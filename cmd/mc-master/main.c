@@ -135,11 +135,22 @@ set_dr_mode(const char *v, void *target, char *why)
 		snprintf(why, 200, "must be off, observe or enforce");
 		return -1;
 	}
-	if (mode == DR_ENFORCE) {
-		snprintf(why, 200, "enforce is not available yet: dynamic copies are not made");
+	*(int *)target = mode;
+	return 0;
+}
+
+static int
+set_dr_copies(const char *v, void *target, char *why)
+{
+	uint64_t n = 0;
+
+	if (mc_set_u64(v, &n, why) != 0)
+		return -1;
+	if (n == 0 || n > 4096) {
+		snprintf(why, 200, "must be 1 to 4096");
 		return -1;
 	}
-	*(int *)target = mode;
+	*(unsigned *)target = (unsigned)n;
 	return 0;
 }
 
@@ -323,8 +334,8 @@ main(int argc, char **argv)
 		  "refuse a peer that declares more than SIZE, its tiers summed (default 1PiB)",
 		  mc_set_size, &m.cfg.max_peer_capacity },
 		{ "dynamic-replication", 0, "MODE", NULL,
-		  "dynamic hot replication: off (the default) or observe, which judges hot keys "
-		  "and counts the copies it would make",
+		  "dynamic hot replication: off (the default), observe, which judges hot keys "
+		  "and counts the copies it would make, or enforce, which makes them",
 		  set_dr_mode, &m.cfg.dr_mode },
 		{ "dynamic-replication-window", 0, "DURATION", NULL,
 		  "the heat window reads are counted over (default 10s)", mc_set_positive_duration,
@@ -338,6 +349,16 @@ main(int argc, char **argv)
 		{ "dynamic-replication-heat-entries", 0, "N", NULL,
 		  "keys the heat window holds at most (default 65536)", set_dr_entries,
 		  &m.cfg.dr_heat_entries },
+		{ "dynamic-replication-cooldown", 0, "DURATION", NULL,
+		  "after a dynamic replica is evicted from a domain, none is made there again for "
+		  "DURATION (default 30s)",
+		  mc_set_duration, &m.cfg.dr_cooldown },
+		{ "dynamic-replication-lease", 0, "DURATION", NULL,
+		  "a dynamic copy not done within DURATION is given up (default 30s)",
+		  mc_set_positive_duration, &m.cfg.dr_lease },
+		{ "dynamic-replication-max-copies", 0, "N", NULL,
+		  "dynamic copies under way at most (default 64)", set_dr_copies,
+		  &m.cfg.dr_max_copies },
 		{ "max-types-per-tenant", 0, "N", NULL,
 		  "data types one tenant's puts may name (default 64)", mc_set_positive_int,
 		  &max_types },

@@ -8,6 +8,7 @@
  * such as a put waiting on eviction's rounds, are registered by the
  * caller above; tests/tools/module-layers counts the arrows back up):
  *   recency.c                       the per-(peer, tier) recency lists; nothing here
+ *   cooldown.c                      hot replication's recreate cooldowns; nothing here
  *   store.c, offloop.c, extplan.c   data and helpers; recency.c only
  *   tasks.c                         work queued for peers; store.c
  *   peers.c                         the peer table; tasks.c, store.c
@@ -23,8 +24,6 @@
  *   ops.c                           replica and object changes; lease.c, softpin.c,
  *                                   peers.c, store.c
  *   placement.c                     a pure choice of peers; peers.c
- *   replicate.c                     hot replication's admission (its heat window is
- *                                   libmc's); peers.c, request.c, store.c
  *   candidates.c                    the candidate view and its call; softpin.c,
  *                                   peers.c, store.c
  *   reconcile.c                     peers confirming copies; ops.c, peers.c, store.c
@@ -34,6 +33,10 @@
  *                                   ops.c, extplan.c, offloop.c
  *   evict.c                         what starts the rounds; evict_exec.c,
  *                                   evict_jobs.c, and the above
+ *   copies.c                        hot replication's copies: leases, tasks, the
+ *                                   sources' calls; evict.c, ops.c, grants.c, state.c
+ *   replicate.c                     hot replication's admission (its heat window is
+ *                                   libmc's); copies.c, peers.c, request.c, store.c
  *   put.c, holds.c, commit.c        writes and the holds of waiting puts; evict.c
  *                                   (it starts rounds), placement.c, ops.c, and the above
  *   moves.c                         peers' own moves and drops of copies; evict.c,
@@ -132,6 +135,9 @@ struct master_cfg {
 	double dr_qps;			 /* reads a second over the window that make a key hot */
 	unsigned dr_max_replicas;	 /* dynamic replicas of one object at most */
 	uint64_t dr_heat_entries;	 /* keys the heat window holds at most */
+	uint64_t dr_cooldown;		 /* ms no dynamic replica is remade after an eviction */
+	uint64_t dr_lease;		 /* ms a dynamic copy's lease lasts */
+	unsigned dr_max_copies;		 /* dynamic copies under way at most */
 	uint32_t max_tenants, max_types; /* the store's (master_start's arguments) */
 };
 
@@ -193,6 +199,7 @@ struct master {
 	struct mgrants *grants;
 	struct evictor *ev;
 	struct replicator *dr; /* dynamic hot replication (replicate.h) */
+	struct copies *copies; /* its copies under way (copies.h) */
 	struct state *state;   /* the door every state change goes through (state.h) */
 	char master_id[64];
 	uint64_t started_ms;

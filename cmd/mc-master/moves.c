@@ -160,6 +160,9 @@ h_copy_dropped(struct mc_req *req)
 		if (r->peer != n.peer || r->version > n.version || r->state != REP_COMPLETE ||
 		    (r->tier != tier && !r->moving))
 			continue;
+		/* a dynamic copy its peer evicted itself cools its domain as a round's would */
+		if (r->dynamic && (reason == DROP_RECLAIM || reason == DROP_NO_SPACE))
+			ops_dynamic_gone(m, n.o, r);
 		ops_rep_remove(m, n.o, i, false);
 		hit = true;
 	}

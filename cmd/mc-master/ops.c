@@ -39,10 +39,15 @@ ops_notify_committed(struct master *m, const struct mobj *o, uint64_t version, c
 	unsigned char receipt[MC_RECEIPT_BYTES];
 	/* the version is the object's once committed: its size and checksum are the copies' */
 	bool with_receipt = m->receipts_on && o->version == version;
+	bool dynamic = false;
 	msgpack_packer *pk;
 
 	if (c == NULL)
 		return;
+	/* the peer drops its dynamic copies rather than demote them */
+	for (unsigned i = 0; i < o->nrep; i++)
+		dynamic |= obj_creps(o)[i].peer == p->id && obj_creps(o)[i].version == version &&
+			   obj_creps(o)[i].dynamic;
 	if (with_receipt) {
 		struct mc_receipt_of w = {
 			.tenant = tenant,
@@ -57,7 +62,7 @@ ops_notify_committed(struct master *m, const struct mobj *o, uint64_t version, c
 		mc_receipt_make(m->receipt_key, &w, receipt);
 	}
 	pk = mc_conn_begin(c, "committed");
-	msgpack_pack_map(pk, 6 + (g != NULL) + with_receipt);
+	msgpack_pack_map(pk, 6 + (g != NULL) + with_receipt + dynamic);
 	mc_pack_kv_str(pk, "tenant", tenant);
 	mc_pack_kv_strn(pk, "key", o->key, o->key_len);
 	mc_pack_kv_u64(pk, "version", version);
@@ -71,6 +76,8 @@ ops_notify_committed(struct master *m, const struct mobj *o, uint64_t version, c
 		msgpack_pack_bin(pk, sizeof(receipt));
 		msgpack_pack_bin_body(pk, receipt, sizeof(receipt));
 	}
+	if (dynamic)
+		mc_pack_kv_bool(pk, "dynamic", true);
 	if (mc_conn_notify(c) != 0)
 		mc_warn("cannot send the commit of '%.*s' to peer %u", (int)o->key_len, o->key,
 			p->id);
@@ -201,12 +208,27 @@ ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify)
 	state_replica_drop(m, o, i);
 }
 
+void
+ops_dynamic_gone(struct master *m, const struct mobj *o, const struct mrep *r)
+{
+	const struct peer *peer = peers_find(m->peers, r->peer);
+
+	state_cooldown_set(m, o, peer != NULL ? peer->domain : "",
+			   mc_add_sat(mc_now_ms(), m->cfg.dr_cooldown));
+}
+
 bool
 ops_rep_evict(struct master *m, struct mobj *o, unsigned i)
 {
 	struct mrep *r = &obj_reps(o)[i];
 	struct peer *peer = peers_find(m->peers, r->peer);
 
+	if (r->dynamic) {
+		/* never demoted: the original still exists; its domain cools instead */
+		ops_dynamic_gone(m, o, r);
+		ops_rep_remove(m, o, i, true);
+		return false;
+	}
 	if (peer == NULL || !(peer->task_kinds & (1u << TASK_EVICT))) {
 		ops_rep_remove(m, o, i, true);
 		return false;

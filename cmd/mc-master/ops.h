@@ -37,10 +37,16 @@ void ops_rep_complete(struct master *m, struct mobj *o, struct mrep *r);
 /* Remove replica i; tell its peer to drop the copy when notify. */
 void ops_rep_remove(struct master *m, struct mobj *o, unsigned i, bool notify);
 /*
+ * Dynamic replica r of o was evicted (a round's, or its peer's own): no
+ * other is made in its peer's domain for --dynamic-replication-cooldown.
+ */
+void ops_dynamic_gone(struct master *m, const struct mobj *o, const struct mrep *r);
+/*
  * An eviction round's victim, replica i, charged to its tier: its peer
  * is sent an evict task. When that peer has a tier below, the copy stays
  * (readable, moving: its bytes counted as going, not gone) and true is
- * returned; else
+ * returned; else (and always for a dynamic replica, which is dropped,
+ * never demoted: ops_dynamic_gone)
  * the replica is removed at once, false, and the caller settles o.
  */
 bool ops_rep_evict(struct master *m, struct mobj *o, unsigned i);
@@ -58,7 +64,8 @@ void ops_commit(struct master *m, struct mobj *o);
 bool ops_settle(struct master *m, struct mobj *o, size_t *cursor);
 /*
  * Tell peer p what o's version committed as: committed {tenant, key,
- * version, type, group?, hard_pin, sp_remaining, receipt?} (mc-wire(5)),
+ * version, type, group?, hard_pin, sp_remaining, receipt?, dynamic?}
+ * (mc-wire(5)),
  * kept with the copy so that a restarted peer can report it. The
  * receipt (with --receipt-key) is what lets a master that lost the
  * object adopt it again from that report. Best effort: a peer not

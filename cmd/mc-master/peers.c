@@ -293,6 +293,16 @@ peers_queue(struct peers *p, struct peer *peer, int kind, uint32_t tenant, const
 		schedule_flush(p);
 }
 
+uint64_t
+peers_queue_task(struct peers *p, struct peer *peer, int kind, const union task_payload *pl)
+{
+	if (tasks_add(&p->tasks, &peer->tasks, kind, pl) != 0)
+		return 0;
+	if (peer_connected(peer))
+		schedule_flush(p);
+	return p->tasks.last_id;
+}
+
 double
 peer_tier_high(const struct peer_tier *t, double dflt)
 {

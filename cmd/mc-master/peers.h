@@ -207,6 +207,9 @@ bool peer_session_is(const struct peer *peer, const char *hex, size_t len);
  */
 void peers_queue(struct peers *p, struct peer *peer, int kind, uint32_t tenant, const char *key,
 		 size_t len, uint64_t version, int tier);
+/* Queue a task of any kind with its payload pl (tasks_add); its id, or 0 when refused. */
+uint64_t peers_queue_task(struct peers *p, struct peer *peer, int kind,
+			  const union task_payload *pl);
 /*
  * The tier a copy evicted from tier moves to on this peer: the next one
  * down the chain that the peer has, or MC_TIER_NONE (it drops the copy).

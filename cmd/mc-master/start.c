@@ -14,6 +14,7 @@
 #include "auth.h"
 #include "candidates.h"
 #include "commit.h"
+#include "copies.h"
 #include "evict.h"
 #include "evict_jobs.h"
 #include "grants.h"
@@ -65,6 +66,9 @@ master_defaults(struct master_cfg *cfg)
 	cfg->dr_qps = 0.8;
 	cfg->dr_max_replicas = 2;
 	cfg->dr_heat_entries = 1u << 16;
+	cfg->dr_cooldown = 30000;
+	cfg->dr_lease = 30000;
+	cfg->dr_max_copies = 64;
 }
 
 /*
@@ -75,11 +79,11 @@ master_defaults(struct master_cfg *cfg)
  * reverse order; the sweep and SIGHUP visit them in this one.
  */
 static const struct master_module *const modules[] = {
-	&store_module,	  &peers_module,      &mmetrics_module, &state_module,	   &softpin_module,
-	&lease_module,	  &ops_module,	      &auth_module,	&recon_module,	   &evict_module,
-	&mgrants_module,  &put_module,	      &commit_module,	&moves_module,	   &msnap_module,
-	&peerlink_module, &candidates_module, &rank_module,	&replicate_module, &read_module,
-	&objects_module,
+	&store_module,	  &peers_module,      &mmetrics_module, &state_module,	&softpin_module,
+	&lease_module,	  &ops_module,	      &auth_module,	&recon_module,	&evict_module,
+	&mgrants_module,  &put_module,	      &commit_module,	&moves_module,	&msnap_module,
+	&peerlink_module, &candidates_module, &rank_module,	&copies_module, &replicate_module,
+	&read_module,	  &objects_module,
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 

@@ -12,6 +12,9 @@
 #include "store.h"
 #include "mmetrics.h"
 
+/* Cooldowns the table holds at most: far more objects cool at once than a round evicts. */
+#define COOLDOWN_ENTRIES 16384
+
 #define STATE_KIND_NAME(k, name) name,
 static const char *const kind_names[STATE_KIND_COUNT] = { STATE_CHANGE_KINDS(STATE_KIND_NAME) };
 #undef STATE_KIND_NAME
@@ -108,6 +111,25 @@ count(struct master *m, enum state_change_kind kind)
 {
 	if (m->state != NULL)
 		m->state->counts[kind]++;
+}
+
+/* Whether r is a readable dynamic replica: what state_dynamic_replicas counts. */
+static bool
+live_dynamic(const struct mrep *r)
+{
+	return r->dynamic && r->state == REP_COMPLETE;
+}
+
+/* Keep the count of readable dynamic replicas as one goes from was to now. */
+static void
+count_dynamic(struct master *m, const struct mrep *was, const struct mrep *now)
+{
+	if (m->state == NULL)
+		return;
+	m->state->dynamic_replicas +=
+		(was == NULL || !live_dynamic(was)) && now != NULL && live_dynamic(now);
+	m->state->dynamic_replicas -=
+		was != NULL && live_dynamic(was) && (now == NULL || !live_dynamic(now));
 }
 
 static void
@@ -231,6 +253,20 @@ log_change(const struct state_change *c, void *arg)
 		mc_debug("state: %s %s/%.*s lease=%llu", kind, tenant, klen, c->key,
 			 (unsigned long long)f->lease_deadline);
 		break;
+	case STATE_COPY_LEASE:
+		mc_debug("state: %s %s/%.*s id=%llu %s src=%u dst=%u version=%llu expiry=%llu "
+			 "domain=%s proposal=%s%s%s",
+			 kind, tenant, klen, c->key != NULL ? c->key : "",
+			 (unsigned long long)c->lease->id, c->lease->live ? "live" : "ended",
+			 c->lease->src, c->lease->dst, (unsigned long long)c->lease->version,
+			 (unsigned long long)c->lease->expiry, c->lease->domain, c->lease->proposal,
+			 c->lease->outcome != NULL ? " outcome=" : "",
+			 c->lease->outcome != NULL ? c->lease->outcome : "");
+		break;
+	case STATE_COOLDOWN_SET:
+		mc_debug("state: %s %s/%.*s domain=%s until=%llu", kind, tenant, klen, c->key,
+			 c->domain, (unsigned long long)c->until);
+		break;
 	default:
 		mc_debug("state: %s", kind);
 		break;
@@ -260,6 +296,10 @@ state_init(struct master *m, struct mc_err *err)
 
 	if (st == NULL)
 		return mc_err_set(err, MC_ERR_SYSTEM, "out of memory");
+	if (cooldowns_init(&st->cooldowns, COOLDOWN_ENTRIES, err) != 0) {
+		free(st);
+		return -1;
+	}
 	m->state = st;
 	/*
 	 * The door counts every change itself; the debug lines are a
@@ -276,6 +316,8 @@ state_init(struct master *m, struct mc_err *err)
 void
 state_free(struct master *m)
 {
+	if (m->state != NULL)
+		cooldowns_free(&m->state->cooldowns);
 	free(m->state);
 	m->state = NULL;
 }
@@ -401,6 +443,7 @@ state_replica_add(struct master *m, struct mobj *o, const struct mrep *r)
 	if (n == NULL)
 		return NULL;
 	*n = *r;
+	count_dynamic(m, NULL, n);
 	record_of(&c, STATE_REPLICA_ADD, m->store, o);
 	c.rep = *n;
 	tell(m, &c);
@@ -416,6 +459,7 @@ state_replica_set(struct master *m, struct mobj *o, struct mrep *r, const struct
 	c.rep_was = *r;
 	*r = *to;
 	c.rep = *r;
+	count_dynamic(m, &c.rep_was, r);
 	if (!rep_same(&c.rep_was, &c.rep))
 		tell(m, &c);
 }
@@ -429,6 +473,7 @@ state_replica_drop(struct master *m, struct mobj *o, unsigned i)
 		return;
 	record_of(&c, STATE_REPLICA_DROP, m->store, o);
 	c.rep_was = obj_reps(o)[i];
+	count_dynamic(m, &c.rep_was, NULL);
 	store_rep_del(o, i);
 	tell(m, &c);
 }
@@ -478,6 +523,55 @@ state_lease_set(struct master *m, struct mobj *o, uint64_t deadline)
 	tell(m, &c);
 }
 
+/* ---- dynamic hot replication ---- */
+
+void
+state_cooldown_set(struct master *m, const struct mobj *o, const char *domain, uint64_t until)
+{
+	struct state_change c;
+
+	if (m->state == NULL)
+		return;
+	cooldown_put(&m->state->cooldowns,
+		     cooldown_hash(store_key_hash(o->tenant, o->key, o->key_len), domain), until);
+	record_of(&c, STATE_COOLDOWN_SET, m->store, o);
+	c.domain = domain;
+	c.until = until;
+	tell(m, &c);
+}
+
+uint64_t
+state_cooldown_until(const struct master *m, const struct mobj *o, const char *domain, uint64_t now)
+{
+	if (m->state == NULL)
+		return 0;
+	return cooldown_until(&m->state->cooldowns,
+			      cooldown_hash(store_key_hash(o->tenant, o->key, o->key_len), domain),
+			      now);
+}
+
+uint64_t
+state_dynamic_replicas(const struct master *m)
+{
+	return m->state != NULL ? m->state->dynamic_replicas : 0;
+}
+
+const struct cooldowns *
+state_cooldowns(const struct master *m)
+{
+	return m->state != NULL ? &m->state->cooldowns : NULL;
+}
+
+void
+state_copy_lease(struct master *m, const struct mobj *o, const struct state_copy_lease *l)
+{
+	struct state_change c;
+
+	record_of(&c, STATE_COPY_LEASE, m->store, o);
+	c.lease = l;
+	tell(m, &c);
+}
+
 /* ---- a whole store at once ---- */
 
 void
@@ -489,6 +583,8 @@ state_restored(struct master *m)
 
 	record_of(&c, STATE_RESET, m->store, NULL);
 	tell(m, &c);
+	if (m->state != NULL)
+		m->state->dynamic_replicas = 0;
 	for (uint32_t i = 1; i < m->store->ngroup_ids; i++) {
 		const struct group *g = m->store->group_by_id[i];
 
@@ -511,6 +607,7 @@ state_restored(struct master *m)
 			tell(m, &c);
 		}
 		for (unsigned i = 0; i < o->nrep; i++) {
+			count_dynamic(m, NULL, &v[i]);
 			record_of(&c, STATE_REPLICA_ADD, m->store, o);
 			c.rep = v[i];
 			tell(m, &c);

@@ -10,6 +10,11 @@
  * friends), the peers' byte accounting (ops.h), and the bookkeeping of
  * a write in progress beyond its begin and end.
  *
+ * Dynamic hot replication's state is here too: the recreate cooldowns
+ * (cooldown.h, a table the door keeps), and the leases of dynamic
+ * copies, which copies.c keeps in its own table and tells through the
+ * door as it installs and ends them.
+ *
  * A restore replaces the whole store at once: subscribers hear a reset,
  * then the new store told again as creations (state_restored).
  */
@@ -21,6 +26,7 @@
 #include <stdint.h>
 
 #include "mc/err.h"
+#include "cooldown.h"
 #include "store.h"
 #include "tasks.h"
 
@@ -40,6 +46,8 @@ struct master;
 	X(STATE_GROUP_DROP, "group_drop")       \
 	X(STATE_PIN_SET, "pin_set")             \
 	X(STATE_LEASE_SET, "lease_set")         \
+	X(STATE_COPY_LEASE, "copy_lease")       \
+	X(STATE_COOLDOWN_SET, "cooldown_set")   \
 	X(STATE_RESET, "reset")
 
 #define STATE_KIND_ENUM(k, name) k,
@@ -62,6 +70,16 @@ struct state_obj {
 	bool hard_pin;
 };
 
+/* A dynamic copy's lease (copies.h), as a COPY_LEASE record carries it. */
+struct state_copy_lease {
+	uint64_t id, task, version, expiry; /* expiry: mc_now_ms() */
+	uint32_t src, dst;		    /* peer ids */
+	const char *domain;		    /* the target domain, "" for any */
+	const char *proposal;		    /* the proposal id, "" for admission's own */
+	bool live;			    /* installed (true) or ended (false) */
+	const char *outcome;		    /* how it ended: "completed", "expired", ... */
+};
+
 /*
  * One change. Pointers (object, key, group name) are good for the
  * call only: a subscriber that keeps them copies them. For a drop the
@@ -81,6 +99,11 @@ struct state_change {
 	struct mrep rep_was, rep;
 	/* WRITE_*: the version being written and its size */
 	uint64_t write_version, write_size;
+	/* COPY_LEASE: the lease installed or ended */
+	const struct state_copy_lease *lease;
+	/* COOLDOWN_SET: the domain no dynamic replica is made in until then (mc_now_ms()) */
+	const char *domain;
+	uint64_t until;
 };
 
 typedef void (*state_fn)(const struct state_change *c, void *arg);
@@ -92,6 +115,8 @@ struct state {
 	} subs[STATE_SUBSCRIBERS_MAX];
 	unsigned nsubs;
 	uint64_t counts[STATE_KIND_COUNT];
+	struct cooldowns cooldowns;
+	uint64_t dynamic_replicas; /* readable ones, in the whole store */
 };
 
 /* Start the module (its counters' collector included); -1 with err. */
@@ -141,6 +166,21 @@ void state_replica_drop(struct master *m, struct mobj *o, unsigned i);
 void state_pin_set(struct master *m, struct mobj *o, int mode, uint64_t deadline, uint64_t ttl);
 /* o's read lease runs to deadline (ms). */
 void state_lease_set(struct master *m, struct mobj *o, uint64_t deadline);
+
+/*
+ * No dynamic replica of o is made in domain ("" for a peer without one)
+ * until until (mc_now_ms()): one was evicted from it.
+ */
+void state_cooldown_set(struct master *m, const struct mobj *o, const char *domain, uint64_t until);
+/* When o's cooldown in domain ends, if it runs at now; 0: none. */
+uint64_t state_cooldown_until(const struct master *m, const struct mobj *o, const char *domain,
+			      uint64_t now);
+/* Readable dynamic replicas in the store now. */
+uint64_t state_dynamic_replicas(const struct master *m);
+/* The cooldown table, for its counts and a listing. */
+const struct cooldowns *state_cooldowns(const struct master *m);
+/* A dynamic copy's lease was installed or ended (l->live), on o (NULL: gone already). */
+void state_copy_lease(struct master *m, const struct mobj *o, const struct state_copy_lease *l);
 
 /* m->store was just replaced whole: a reset, then every group, object and replica in it. */
 void state_restored(struct master *m);

@@ -73,9 +73,71 @@ copy_release(struct task *t)
 	t->u.copy.key = NULL;
 }
 
+static int
+rcopy_take(struct task *t, const union task_payload *pl)
+{
+	const struct task_replica_copy *c = pl->rcopy;
+	size_t alen = strlen(c->addr);
+	struct task_replica_copy *rc = malloc(sizeof(*rc) + c->len + alen + 1);
+	char *key, *addr;
+
+	if (rc == NULL)
+		return -1;
+	*rc = *c;
+	key = (char *)(rc + 1);
+	addr = key + c->len;
+	memcpy(key, c->key, c->len);
+	memcpy(addr, c->addr, alen + 1);
+	rc->key = key;
+	rc->addr = addr;
+	t->u.rcopy = rc;
+	return 0;
+}
+
+/* One replica copy (mc-wire(5) replica_copy): the version, the target, the lease, the grants. */
+static void
+rcopy_pack(msgpack_packer *pk, const struct tasks *ts, const struct task *t)
+{
+	const struct store *s = ts->store;
+	const struct task_replica_copy *c = t->u.rcopy;
+
+	msgpack_pack_map(pk, 11);
+	mc_pack_kv_u64(pk, "lease", c->lease);
+	mc_pack_kv_str(pk, "tenant",
+		       c->tenant < s->ntenants ? s->tenants[c->tenant].name : MC_DEFAULT_TENANT);
+	mc_pack_kv_strn(pk, "key", c->key, c->len);
+	mc_pack_kv_u64(pk, "version", c->version);
+	mc_pack_kv_u64(pk, "size", c->size);
+	mc_pack_kv_u64(pk, "checksum", c->checksum);
+	mc_pack_kv_u64(pk, "target", c->target);
+	mc_pack_kv_str(pk, "addr", c->addr);
+	mc_pack_key(pk, "read_grant");
+	msgpack_pack_bin(pk, MC_GRANT_BYTES);
+	msgpack_pack_bin_body(pk, c->read_grant, MC_GRANT_BYTES);
+	mc_pack_key(pk, "write_grant");
+	msgpack_pack_bin(pk, MC_GRANT_BYTES);
+	msgpack_pack_bin_body(pk, c->write_grant, MC_GRANT_BYTES);
+	mc_pack_kv_u64(pk, "task", t->id);
+}
+
+static size_t
+rcopy_bytes(const struct task *t)
+{
+	return t->u.rcopy->len + strlen(t->u.rcopy->addr) + 2 * MC_GRANT_BYTES;
+}
+
+static void
+rcopy_release(struct task *t)
+{
+	free(t->u.rcopy);
+	t->u.rcopy = NULL;
+}
+
 static const struct kind kinds[TASK_KIND_COUNT] = {
 	[TASK_DROP] = { "drop", "drop", copy_take, copy_pack, copy_bytes, copy_release },
 	[TASK_EVICT] = { "evict", "evict", copy_take, copy_pack, copy_bytes, copy_release },
+	[TASK_REPLICA_COPY] = { "replica_copy", "replica_copy", rcopy_take, rcopy_pack, rcopy_bytes,
+				rcopy_release },
 };
 
 int
@@ -306,6 +368,20 @@ tasks_ack(struct tasks *ts, struct task_queue *q, const msgpack_object *ids, str
 	}
 	settle(q);
 	return 0;
+}
+
+bool
+tasks_retire(struct tasks *ts, struct task_queue *q, uint64_t id)
+{
+	size_t at = q->head;
+	struct task *t = find(q, id, &at);
+
+	if (t == NULL || t->done)
+		return false;
+	ts->count.retired[t->kind]++;
+	task_done(q, t);
+	settle(q);
+	return true;
 }
 
 void

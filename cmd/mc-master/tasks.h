@@ -27,13 +27,14 @@
 
 #include "mc/conn.h"
 #include "mc/err.h"
+#include "mc/grant.h"
 #include "mc/metrics.h"
 #include "store.h"
 
 /* A peer's tasks at most; one beyond it is refused. */
 #define TASKS_PER_PEER_MAX (1u << 20)
 
-enum task_kind { TASK_DROP, TASK_EVICT, TASK_KIND_COUNT };
+enum task_kind { TASK_DROP, TASK_EVICT, TASK_REPLICA_COPY, TASK_KIND_COUNT };
 
 /* What is counted per kind: the stat, its help. */
 #define TASK_STATS(X)                                                                           \
@@ -64,13 +65,32 @@ struct task_copy {
 };
 
 /*
+ * The payload of a replica copy: the version of (tenant, key) to copy,
+ * the target peer and its data-plane address, the lease the copy runs
+ * under, and the grants it presents: a read of the source's own copy
+ * and a write of the target's. Kept in an allocation of the task's own
+ * (the key and the address after it), so the small tasks, which are
+ * most, do not pay for its size.
+ */
+struct task_replica_copy {
+	uint64_t lease;
+	uint64_t version, size, checksum;
+	uint32_t tenant, target;
+	uint32_t len; /* of key */
+	const char *key;
+	const char *addr;
+	unsigned char read_grant[MC_GRANT_BYTES];
+	unsigned char write_grant[MC_GRANT_BYTES];
+};
+
+/*
  * What a task carries, one member per kind (the kind table in tasks.c
- * says which, and how it is copied, packed and freed). A later kind, a
- * copy to another peer, adds its own struct here (its target, lease,
- * version, grant) and one row there, and changes no other kind.
+ * says which, and how it is copied, packed and freed). A new kind adds
+ * its own member here and one row there, and changes no other kind.
  */
 union task_payload {
-	struct task_copy copy; /* TASK_DROP, TASK_EVICT */
+	struct task_copy copy;		 /* TASK_DROP, TASK_EVICT */
+	struct task_replica_copy *rcopy; /* TASK_REPLICA_COPY: the caller's, copied when queued */
 };
 
 struct task {
@@ -97,7 +117,7 @@ struct task_queue {
 /* The master's side of all peers' tasks. */
 struct tasks {
 	const struct store *store; /* tenant names for the messages */
-	uint64_t last_id;
+	uint64_t last_id;	   /* the id of the task queued last */
 	struct task_counts count;
 };
 
@@ -114,7 +134,13 @@ int tasks_add(struct tasks *ts, struct task_queue *q, int kind, const union task
  */
 int tasks_queue(struct tasks *ts, struct task_queue *q, int kind, uint32_t tenant, const char *key,
 		size_t len, uint64_t version, int tier);
-/* The kind named s (len bytes: "drop", "evict"), or -1. */
+/*
+ * Retire the task with id, not yet acknowledged: its work is no longer
+ * wanted (an expired lease). It goes out no more, or, sent already, is
+ * forgotten; false when no such task is waiting.
+ */
+bool tasks_retire(struct tasks *ts, struct task_queue *q, uint64_t id);
+/* The kind named s (len bytes: "drop", "evict", "replica_copy"), or -1. */
 int tasks_kind_parse(const char *s, size_t len);
 /* Whether some task waits to go out on the current link. */
 bool tasks_unsent(const struct task_queue *q);

@@ -1,6 +1,7 @@
 /*
  * The commands: each is one call to the master (replication_status,
- * _mode, _heat; see mc-wire(5)) and its printing. Text is one field or
+ * _mode, _heat, _leases, _propose, _warmup; see mc-wire(5)) and its
+ * printing. Text is one field or
  * record per line, so that it greps; --json prints the master's own
  * fields, so fields it adds later appear without a change here.
  */
@@ -44,6 +45,29 @@ put_field(const msgpack_object *map, const char *name)
 		putchar('-');
 }
 
+/* Each unsigned field of map as "PREFIX NAME: N", and of a map in it as "PREFIX NAME SUB: N". */
+static void
+put_counts(const char *prefix, const msgpack_object *map)
+{
+	for (uint32_t i = 0;
+	     map != NULL && map->type == MSGPACK_OBJECT_MAP && i < map->via.map.size; i++) {
+		const msgpack_object_kv *kv = &map->via.map.ptr[i];
+		char sub[96];
+
+		if (kv->key.type != MSGPACK_OBJECT_STR)
+			continue;
+		if (kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			printf("%s %.*s: %" PRIu64 "\n", prefix, (int)kv->key.via.str.size,
+			       kv->key.via.str.ptr, kv->val.via.u64);
+		else if (kv->val.type == MSGPACK_OBJECT_MAP) {
+			snprintf(sub, sizeof(sub), "%s %.*s", prefix,
+				 (int)(kv->key.via.str.size > 64 ? 64 : kv->key.via.str.size),
+				 kv->key.via.str.ptr);
+			put_counts(sub, &kv->val);
+		}
+	}
+}
+
 /* ---- status ---- */
 
 int
@@ -81,6 +105,10 @@ cmd_status(int argc, char **argv)
 		mc_map_u64(m.body, counts[i], &v, NULL);
 		printf("%s: %" PRIu64 "\n", counts[i], v);
 	}
+	v = 0;
+	mc_map_u64(m.body, "proposed", &v, NULL);
+	printf("proposed: %" PRIu64 "\n", v);
+	put_counts("copies", mc_map_get(m.body, "copies"));
 	rejected = mc_map_get(m.body, "rejected");
 	for (uint32_t i = 0;
 	     rejected != NULL && rejected->type == MSGPACK_OBJECT_MAP && i < rejected->via.map.size;
@@ -300,5 +328,158 @@ cmd_whatif(int argc, char **argv)
 		free(p);
 	mc_htab_free(&seen);
 	heat_free(&h);
+	return MC_EXIT_OK;
+}
+
+/* ---- leases ---- */
+
+/* One lease a line: ID STAGE SOURCE TARGET DOMAIN EXPIRES_IN_MS TENANT KEY (the key last). */
+static void
+put_lease(const msgpack_object *l)
+{
+	static const char *const nums[] = { "source", "target" };
+	uint64_t v = 0;
+
+	mc_map_u64(l, "id", &v, NULL);
+	printf("%" PRIu64 "  ", v);
+	put_field(l, "stage");
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		v = 0;
+		mc_map_u64(l, nums[i], &v, NULL);
+		printf("  %" PRIu64, v);
+	}
+	fputs("  ", stdout);
+	put_field(l, "domain");
+	v = 0;
+	mc_map_u64(l, "expires_in_ms", &v, NULL);
+	printf("  %" PRIu64 "  ", v);
+	put_field(l, "tenant");
+	fputs("  ", stdout);
+	put_field(l, "key");
+	putchar('\n');
+}
+
+int
+cmd_leases(int argc, char **argv)
+{
+	const msgpack_object_array *items;
+	struct mc_err err = { 0 };
+	struct mc_msg m;
+
+	(void)argc;
+	(void)argv;
+	if (mc_rpcc_call0(mc_tool_master(), "replication_leases", &m, &err) < 0)
+		mc_tool_fail(&err, "list the dynamic copies' leases", NULL);
+	items = mc_map_array(m.body, "items");
+	for (uint32_t i = 0; items != NULL && i < items->size; i++) {
+		if (rp.json) {
+			mc_json_write(stdout, &items->ptr[i]);
+			putchar('\n');
+		} else {
+			put_lease(&items->ptr[i]);
+		}
+	}
+	mc_msg_release(&m);
+	return MC_EXIT_OK;
+}
+
+/* ---- propose ---- */
+
+static void
+pack_opt_str(msgpack_packer *pk, const char *name, const char *v)
+{
+	if (v != NULL)
+		mc_pack_kv_str(pk, name, v);
+}
+
+int
+cmd_propose(int argc, char **argv)
+{
+	struct mc_rpcc *r = mc_tool_master();
+	msgpack_packer *pk = mc_rpcc_begin(r, "replication_propose");
+	const msgpack_object *lease;
+	struct mc_err err = { 0 };
+	struct mc_msg m;
+	bool accepted = false;
+	uint32_t n;
+
+	(void)argc;
+	n = 1 + (rp.id != NULL) + (rp.requester_domain != NULL) + (rp.target_domain != NULL) +
+	    (rp.preferred_target != 0) + 2 * (rp.version != 0) + rp.within;
+	msgpack_pack_map(pk, n);
+	mc_pack_kv_str(pk, "key", argv[0]);
+	pack_opt_str(pk, "proposal_id", rp.id);
+	pack_opt_str(pk, "requester_domain", rp.requester_domain);
+	pack_opt_str(pk, "target_domain", rp.target_domain);
+	if (rp.preferred_target != 0)
+		mc_pack_kv_u64(pk, "preferred_target", rp.preferred_target);
+	if (rp.version != 0) {
+		mc_pack_kv_u64(pk, "version", rp.version);
+		mc_pack_kv_u64(pk, "size", rp.size);
+	}
+	if (rp.within)
+		mc_pack_kv_u64(pk, "within_ms", rp.within_ms);
+	if (mc_rpcc_call(r, &m, &err) < 0)
+		mc_tool_fail(&err, "propose a dynamic copy of", argv[0]);
+	mc_map_bool(m.body, "accepted", &accepted, NULL);
+	lease = mc_map_get(m.body, "lease");
+	if (rp.json) {
+		print_json(&m);
+	} else if (accepted && lease != NULL && mc_map_get(lease, "stage") != NULL) {
+		fputs("accepted: ", stdout);
+		put_lease(lease);
+	} else if (accepted && lease != NULL) {
+		uint64_t id = 0;
+
+		mc_map_u64(lease, "id", &id, NULL);
+		printf("accepted: %" PRIu64 "  ", id);
+		put_field(lease, "outcome");
+		putchar('\n');
+	} else {
+		fputs("rejected: ", stdout);
+		put_field(m.body, "reason");
+		putchar('\n');
+	}
+	mc_msg_release(&m);
+	/* a proposal turned down is an answer, not a failure to ask: its own exit code */
+	return accepted ? MC_EXIT_OK : MC_EXIT_FAIL;
+}
+
+/* ---- warmup ---- */
+
+int
+cmd_warmup(int argc, char **argv)
+{
+	struct mc_rpcc *r = mc_tool_master();
+	msgpack_packer *pk;
+	struct mc_err err = { 0 };
+	struct mc_msg m;
+	uint64_t v;
+
+	(void)argc;
+	(void)argv;
+	if (rp.domain == NULL || rp.domain[0] == '\0')
+		mc_die(MC_EXIT_USAGE, "warmup needs --domain, the domain to warm");
+	pk = mc_rpcc_begin(r, "replication_warmup");
+	msgpack_pack_map(pk, 2 + (rp.max_bytes != 0));
+	mc_pack_kv_str(pk, "domain", rp.domain);
+	mc_pack_kv_u64(pk, "top", (uint64_t)rp.warm_top);
+	if (rp.max_bytes != 0)
+		mc_pack_kv_u64(pk, "max_bytes", rp.max_bytes);
+	if (mc_rpcc_call(r, &m, &err) < 0)
+		mc_tool_fail(&err, "warm the domain", rp.domain);
+	if (rp.json) {
+		print_json(&m);
+	} else {
+		static const char *const counts[] = { "proposed", "bytes", "present" };
+
+		for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+			v = 0;
+			mc_map_u64(m.body, counts[i], &v, NULL);
+			printf("%s: %" PRIu64 "\n", counts[i], v);
+		}
+		put_counts("rejected", mc_map_get(m.body, "rejected"));
+	}
+	mc_msg_release(&m);
 	return MC_EXIT_OK;
 }

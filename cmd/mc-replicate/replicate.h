@@ -5,6 +5,7 @@
 #define MC_REPLICATE_TOOL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct rpctl {
 	bool json;
@@ -14,6 +15,14 @@ struct rpctl {
 	uint64_t window_ms;
 	int max_replicas;
 	int entries;
+	/* propose: the proposal's fields (NULL, 0: not given) */
+	const char *id, *requester_domain, *target_domain;
+	uint64_t preferred_target, version, size, within_ms;
+	bool within;
+	/* warmup */
+	const char *domain;
+	int warm_top;
+	uint64_t max_bytes;
 };
 
 extern struct rpctl rp;
@@ -23,5 +32,8 @@ int cmd_status(int argc, char **argv);
 int cmd_mode(int argc, char **argv);
 int cmd_heat(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
+int cmd_leases(int argc, char **argv);
+int cmd_propose(int argc, char **argv);
+int cmd_warmup(int argc, char **argv);
 
 #endif

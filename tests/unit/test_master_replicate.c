@@ -37,6 +37,7 @@ peer(const char *host, const char *domain, uint64_t cap, uint64_t used)
 	snprintf(p->domain, sizeof(p->domain), "%s", domain);
 	p->heard = mc_mono_ms();
 	p->conn = (struct mc_conn *)&link_stub;
+	p->task_kinds = (1u << TASK_DROP) | (1u << TASK_REPLICA_COPY);
 	p->tiers[MC_TIER_DRAM] =
 		(struct peer_tier){ .capacity = cap, .used = used, .present = true };
 	return p;
@@ -129,6 +130,12 @@ test_source(void)
 	TAP_OK(replicate_plan(&m, o, NULL, &src, &dst) == DR_NO_SOURCE,
 	       "a replica still being written is no source");
 	object_free(o);
+	o = object("old-peer", MIB, p, 1);
+	p[0]->task_kinds = 1u << TASK_DROP;
+	TAP_OK(replicate_plan(&m, o, NULL, &src, &dst) == DR_NO_SOURCE,
+	       "a peer that serves no replica_copy is no source");
+	p[0]->task_kinds |= 1u << TASK_REPLICA_COPY;
+	object_free(o);
 	o = object("empty", 0, p, 1);
 	TAP_OK(replicate_plan(&m, o, NULL, &src, &dst) == DR_SIZE, "an empty object: size");
 	object_free(o);
@@ -167,6 +174,14 @@ test_target(void)
 	e->tiers[MC_TIER_DRAM].used = 0;
 	TAP_OK(replicate_plan(&m, o, "rack-b", &src, &dst) == DR_NO_TARGET,
 	       "a peer silent past --peer-ttl is no target");
+	e->heard = mc_mono_ms();
+	e->tiers[MC_TIER_DRAM].used = 90 * MIB;
+	TAP_OK(replicate_plan_to(&m, o, NULL, b->id, &src, &dst) < 0 && dst == b->id,
+	       "a valid preferred target is taken over a better one");
+	TAP_OK(replicate_plan_to(&m, o, "rack-b", d->id, &src, &dst) < 0 && dst == e->id,
+	       "a preferred target outside the target domain falls back to a valid one");
+	TAP_OK(replicate_plan_to(&m, o, NULL, a->id, &src, &dst) < 0 && dst == d->id,
+	       "a preferred target that holds the object already falls back");
 	object_free(o);
 	struct peer *both[2] = { a, d };
 	o = object("k2", MIB, both, 2);

@@ -96,6 +96,10 @@ void heat_clear(struct heat *h);
 bool heat_record(struct heat *h, uint32_t tenant, uint64_t key_hash, const char *key, size_t klen,
 		 const char *domain, size_t dlen, uint64_t now);
 
+/* The entry of (tenant, key, domain), or NULL when the window holds none (a lookup: no read). */
+const struct heat_entry *heat_find(const struct heat *h, uint32_t tenant, uint64_t key_hash,
+				   const char *key, size_t klen, const char *domain, size_t dlen);
+
 /* e's reads over the window that ends at now (the sliding estimate). */
 uint32_t heat_count(const struct heat *h, const struct heat_entry *e, uint64_t now);
 
