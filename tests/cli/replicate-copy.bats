@@ -106,16 +106,30 @@ paused() {
 	[ -z "$(mc_metric p1 mc_peer_copies_running)" ]
 }
 
+# source_paused: the one of p1 and p3 whose copy waits at its fault point, started.
+source_paused() {
+	local p
+	for p in p1 p3; do
+		if [ -e "$MC_DIR/f-$p/copy.paused" ]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
 @test "replicate-copy: the source killed with -9 in the middle of a copy leaves no readable replica of it" {
 	enforce_master
-	mc_start_peer p3 --host-id host3
-	MC_FAULT=copy:pause mc_start_peer p1 --host-id host1
+	# either holder of the key may be picked as the source: both stop there
+	mkdir -p "$MC_DIR/f-p1" "$MC_DIR/f-p3"
+	MC_FAULT=copy:pause MC_FAULT_DIR="$MC_DIR/f-p1" mc_start_peer p1 --host-id host1
+	MC_FAULT=copy:pause MC_FAULT_DIR="$MC_DIR/f-p3" mc_start_peer p3 --host-id host3
 	mc_random_file "$BATS_TEST_TMPDIR/hot" 100000
 	mc-cli put --replicas 2 hot "$BATS_TEST_TMPDIR/hot"
 	mc_start_peer p2 --host-id host2
 	reads 5 hot
-	wait_until 10 paused
-	mc_kill9 p1
+	wait_until 10 source_paused
+	mc_kill9 "$(source_paused)"
 	# the lease the source held expires; the dead source's replica goes at --peer-ttl
 	advance_clock 600000
 	wait_until 15 replicas_are hot 1
