@@ -39,26 +39,6 @@
 
 /* ---- grants ---- */
 
-int
-peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err)
-{
-	uint64_t gen = 0, now = 0;
-	const char *key;
-	size_t klen = 0;
-
-	if (gk == NULL || gk->type != MSGPACK_OBJECT_MAP || mc_map_u64(gk, "gen", &gen, err) != 1 ||
-	    mc_map_u64(gk, "now", &now, err) != 1 || mc_map_str(gk, "key", &key, &klen, err) != 1 ||
-	    klen != MC_GRANT_KEY_BYTES || gen > UINT32_MAX)
-		return mc_err_set(err, MC_ERR_INVALID, "a grant key needs gen, key and now");
-	/* Keys are derived for one id: those of another are worth nothing now. */
-	if (peer_id != p->grants.peer_id)
-		memset(&p->grants.keys, 0, sizeof(p->grants.keys));
-	p->grants.peer_id = peer_id;
-	mc_grant_keys_add(&p->grants.keys, (uint32_t)gen, (const unsigned char *)key, now,
-			  mc_steady_ms());
-	return 0;
-}
-
 /*
  * Whether req may act on (tenant, key, version, len) at this peer: it
  * carries a grant for exactly that, or (with --fault-inject) none at
@@ -78,9 +58,8 @@ granted(struct peer *p, struct mc_req *req, const struct name *tenant, const str
 	int v = MC_GRANT_MISSING, has = mc_map_str(req->params, "grant", &g, &glen, NULL);
 	const char *what = action == MC_GRANT_READ ? "read" : "write";
 
-	if (p->grants.peer_id != 0 && has == 1)
-		v = mc_grant_verify(&p->grants.keys, &s, g, glen, mc_steady_ms(),
-				    p->grants.skew_ms);
+	if (has == 1)
+		v = peer_grant_check(p, &s, g, glen);
 	*covered = v == MC_GRANT_OK;
 	if (until != NULL)
 		*until = *covered ? mc_add_sat(mc_grant_local_expiry(&p->grants.keys, g, glen),

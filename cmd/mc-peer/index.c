@@ -242,6 +242,7 @@ pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len
 		return NULL;
 	pm->sp_deadline = sp_deadline;
 	pm->hard_pin = hard_pin;
+	pm->dynamic = false;
 	pmeta_set_receipt(pm, NULL);
 	pm->type_len = (uint16_t)type_len;
 	pm->group_len = (uint16_t)group_len;
@@ -663,6 +664,7 @@ pobj_medium_meta(const struct pobj *o, struct medium_meta *out)
 		.checksum = o->checksum,
 		.sp_deadline = pm ? pm->sp_deadline : 0,
 		.hard_pin = pm && pm->hard_pin,
+		.dynamic = pm && pm->dynamic,
 		.receipt = pm && pm->has_receipt ? pm->receipt : NULL,
 	};
 }
@@ -729,6 +731,7 @@ pindex_peek(struct pindex *ix, const char *tenant, size_t tlen, const char *key,
 		out->tier = o->tier;
 		out->busy = o->refs > 1 || o->moving;
 		out->protected = o->meta == NULL || o->meta->hard_pin || o->meta->group_len > 0;
+		out->dynamic = o->meta != NULL && o->meta->dynamic;
 		out->size = o->size;
 		out->committed = o->committed;
 	}

@@ -62,18 +62,25 @@ struct pindex;
  * type and group names, hard pin, the soft pin's deadline as
  * wall-clock ms since the epoch (0: none), and the master's commit
  * receipt when it sent one (mc/receipt.h: what lets a master that lost
- * the object adopt it again). Never changes afterwards.
+ * the object adopt it again), and whether the copy is a dynamic replica
+ * (a hot copy the master had made here from another peer's: eviction
+ * drops it, never demotes it, since the original is still elsewhere).
+ * Never changes afterwards.
  */
 struct pmeta {
 	uint64_t sp_deadline;
 	bool hard_pin;
+	bool dynamic;
 	bool has_receipt;
 	unsigned char receipt[MC_RECEIPT_BYTES];
 	uint16_t type_len, group_len;
 	char names[]; /* type bytes then group bytes, not NUL-terminated */
 };
 
-/* A pmeta of these fields, without a receipt (one allocation; free() frees it), or NULL. */
+/*
+ * A pmeta of these fields, without a receipt and not dynamic (one
+ * allocation; free() frees it), or NULL.
+ */
 struct pmeta *pmeta_new(const char *type, size_t type_len, const char *group, size_t group_len,
 			bool hard_pin, uint64_t sp_deadline);
 /* Keep receipt (MC_RECEIPT_BYTES; NULL: none) in pm. */
@@ -298,6 +305,7 @@ struct pindex_peek {
 	bool busy;
 	/* only the master may free it: a group member, hard-pinned, or its commit notice not in */
 	bool protected;
+	bool dynamic;		  /* a dynamic replica: dropped for room, never demoted */
 	uint64_t size, committed; /* pobj.size, pobj.committed */
 };
 int pindex_peek(struct pindex *ix, const char *tenant, size_t tlen, const char *key, size_t klen,

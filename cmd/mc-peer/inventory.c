@@ -316,8 +316,10 @@ resealed(void *arg, const struct mc_err *err)
  * it readable, kept with the copy (and in its extent header, on a tier
  * that survives a restart) so that the inventory can tell a master that
  * lost it. Its receipt, when it has one, is kept as it came: only the
- * master can check it. A notice for a copy this peer no longer holds at
- * that version is ignored.
+ * master can check it. dynamic (false when absent) marks a dynamic
+ * replica, which this peer's eviction drops instead of demoting. A
+ * notice for a copy this peer no longer holds at that version is
+ * ignored.
  */
 static void
 h_committed(struct mc_req *req)
@@ -326,7 +328,7 @@ h_committed(struct mc_req *req)
 	const char *tenant = MC_DEFAULT_TENANT, *key, *type = "", *group = "", *receipt = NULL;
 	size_t tlen = strlen(MC_DEFAULT_TENANT), klen, type_len = 0, group_len = 0, rlen = 0;
 	uint64_t version = 0, remaining = 0, now;
-	bool hard_pin = false;
+	bool hard_pin = false, dynamic = false;
 	struct medium_meta meta;
 	struct pmeta *pm;
 	struct mc_err err;
@@ -338,6 +340,7 @@ h_committed(struct mc_req *req)
 	    mc_map_str(req->params, "type", &type, &type_len, &err) < 0 ||
 	    mc_map_str(req->params, "group", &group, &group_len, &err) < 0 ||
 	    mc_map_bool(req->params, "hard_pin", &hard_pin, &err) < 0 ||
+	    mc_map_bool(req->params, "dynamic", &dynamic, &err) < 0 ||
 	    mc_map_u64(req->params, "sp_remaining", &remaining, &err) < 0 ||
 	    mc_map_str(req->params, "receipt", &receipt, &rlen, &err) < 0 ||
 	    type_len > MC_NAME_MAX || group_len > MC_NAME_MAX ||
@@ -361,6 +364,7 @@ h_committed(struct mc_req *req)
 		return;
 	}
 	pmeta_set_receipt(pm, (const unsigned char *)receipt);
+	pm->dynamic = dynamic;
 	pindex_set_meta(&p->index, o, pm, now);
 	p->st.commit_notices++;
 	reclaimer_candidate(p->reclaim, o->tier);

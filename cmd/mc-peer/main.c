@@ -24,6 +24,7 @@
 #include "mc/young.h"
 
 #include "arena.h"
+#include "copier.h"
 #include "peer.h"
 #include "diskq.h"
 #include "mover.h"
@@ -65,6 +66,7 @@ static struct {
 	uint64_t write_timeout;
 	uint64_t room_wait;
 	uint64_t egress_limit; /* bytes a second the data plane sends at most; 0: no limit */
+	int copy_workers;      /* replica_copy threads; 0: this peer is no source of copies */
 } cfg = {
 	.master = MC_DEFAULT_MASTER,
 	.listen = "127.0.0.1:0",
@@ -75,6 +77,7 @@ static struct {
 	.write_timeout = 30000,
 	.room_wait = 1000,
 	.young = MC_YOUNG_DEFAULT_MS,
+	.copy_workers = COPY_WORKERS_DEFAULT,
 	/* none given: each tier keeps the headroom band (mc/band.h) */
 };
 
@@ -183,6 +186,18 @@ set_http(const char *v, void *target, char *why)
 }
 
 static int
+set_copy_workers(const char *v, void *target, char *why)
+{
+	if (mc_set_count(v, target, why) < 0)
+		return -1;
+	if (*(int *)target > COPY_WORKERS_MAX) {
+		snprintf(why, 200, "must be 0..%d", COPY_WORKERS_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+static int
 set_dram(const char *v, void *target, char *why)
 {
 	if (mc_set_size(v, target, why) < 0)
@@ -284,6 +299,10 @@ static const struct mc_opt opts[] = {
 	  "send at most SIZE bytes a second on all data-plane connections together, e.g. 100MiB "
 	  "(default 0: no limit)",
 	  mc_set_size, &cfg.egress_limit },
+	{ "copy-workers", 0, "N", "MC_COPY_WORKERS",
+	  "threads copying this peer's hot copies to the peers the master picks (dynamic "
+	  "replication; default 2, at most 64; 0: this peer is never the source of one)",
+	  set_copy_workers, &cfg.copy_workers },
 	{ "min-bulk-rate", 0, "SIZE", NULL,
 	  "close a connection whose bulk body brings fewer bytes a second, over each 5 s "
 	  "(default 64KiB; 0: no floor)",
@@ -524,6 +543,34 @@ reclaim_free(struct peer *p)
 	p->reclaim = NULL;
 }
 
+/*
+ * The replica_copy worker (copier.c). Freed after the link, whose calls
+ * still pending are failed when it closes, and before the index, whose
+ * copies it holds while it sends them.
+ */
+static int
+copier_start(struct peer *p)
+{
+	struct mc_err err;
+
+	if (cfg.copy_workers == 0) {
+		mc_info("--copy-workers 0: this peer makes no dynamic replicas");
+		return MC_EXIT_OK;
+	}
+	if (!(p->copier = copier_new(p, (unsigned)cfg.copy_workers, &err))) {
+		mc_complain("%s", err.msg);
+		return MC_EXIT_SOFTWARE;
+	}
+	return MC_EXIT_OK;
+}
+
+static void
+copier_stop(struct peer *p)
+{
+	copier_free(p->copier);
+	p->copier = NULL;
+}
+
 /* The metrics, with --http; the registry counts every method, so they come first. */
 static int
 metrics_start(struct peer *p)
@@ -712,6 +759,7 @@ static const struct peer_module modules[] = {
 	{ "index", index_start, NULL, index_free },
 	{ "disk", disk_start, disk_stop, disk_free },
 	{ "reclaim", reclaim_start, NULL, reclaim_free },
+	{ "copier", copier_start, NULL, copier_stop },
 	{ "metrics", metrics_start, NULL, metrics_free },
 	{ "data", data_start, NULL, data_free },
 	{ "http", http_start, NULL, http_free },

@@ -60,6 +60,7 @@ struct medium_meta {
 	uint64_t version, size, checksum;
 	uint64_t sp_deadline; /* soft pin's end, wall-clock ms since the epoch; 0: none */
 	bool hard_pin;
+	bool dynamic; /* a dynamic replica (struct pmeta) */
 	/* the master's commit receipt (MC_RECEIPT_BYTES), or NULL: none came */
 	const unsigned char *receipt;
 };

@@ -927,7 +927,8 @@ header_build(unsigned char *h, uint64_t off, uint64_t len, const struct medium_m
 
 	memcpy(h, SSD_MAGIC, SSD_MAGIC_LEN);
 	put_le(h + SSD_H_FORMAT, SSD_FORMAT, 2);
-	put_le(h + SSD_H_FLAGS, meta->hard_pin ? SSD_H_HARD_PIN : 0, 2);
+	put_le(h + SSD_H_FLAGS,
+	       (meta->hard_pin ? SSD_H_HARD_PIN : 0) | (meta->dynamic ? SSD_H_DYNAMIC : 0), 2);
 	put_le(h + SSD_H_OFF, off, 8);
 	put_le(h + SSD_H_SIZE, len, 8);
 	put_le(h + SSD_H_VERSION, meta->version, 8);
@@ -1087,6 +1088,7 @@ header_ok(struct ssd *s, unsigned char *h, uint64_t hdr, struct medium_meta *met
 		.checksum = get_le(h + SSD_H_CHECKSUM, 8),
 		.sp_deadline = get_le(h + SSD_H_DEADLINE, 8),
 		.hard_pin = (get_le(h + SSD_H_FLAGS, 2) & SSD_H_HARD_PIN) != 0,
+		.dynamic = (get_le(h + SSD_H_FLAGS, 2) & SSD_H_DYNAMIC) != 0,
 		.receipt = receipt,
 	};
 	return true;

@@ -84,6 +84,7 @@
 #define SSD_RECEIPT_BYTES 32
 #define SSD_H_NAMES (SSD_H_RECEIPT + SSD_RECEIPT_BYTES)
 #define SSD_H_HARD_PIN 1u
+#define SSD_H_DYNAMIC 2u
 /* The room in front of every copy: one unit. */
 #define SSD_HDR_BYTES SSD_UNIT
 /* The longest header: the fixed fields and the longest names. */

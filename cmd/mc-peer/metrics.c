@@ -21,6 +21,7 @@
 #include "mc/rate.h"
 
 #include "peer.h"
+#include "copier.h"
 #include "diskq.h"
 #include "mover.h"
 #include "reclaim.h"
@@ -33,6 +34,7 @@ struct peer_metrics {
 static const char *const io_ops[2] = { "read", "write" };
 static const char *const disk_kinds[3] = { "write", "read", "seal" };
 static const char *const task_outcomes[3] = { "done", "failed", "repeated" };
+static const char *const copy_outcomes[3] = { "done", "refused", "failed" };
 static const char *const move_outcomes[6] = { "queued",	 "done", "failed",
 					      "retried", "lost", "no_room" };
 static const char *const room_wait_outcomes[ROOM_WAIT_OUTCOMES] = {
@@ -75,6 +77,16 @@ move_value(const struct peer *p, int k, int i)
 	const struct mover_stats *ms = mover_stats(p->mover);
 	const uint64_t v[6] = { ms->queued[k],	ms->done[k], ms->failed[k],
 				ms->retried[k], ms->lost[k], ms->no_room[k] };
+
+	return (double)v[i];
+}
+
+/* The copier's count of outcome i, in copy_outcomes' order. */
+static double
+copy_value(const struct peer *p, int i)
+{
+	const struct copier_stats *cs = copier_stats(p->copier);
+	const uint64_t v[3] = { cs->done, cs->refused, cs->failed };
 
 	return (double)v[i];
 }
@@ -222,6 +234,18 @@ malformed_value(void)
 	  "kind,outcome", MOVE_KINDS, mover_kind_name(i), 6, move_outcomes[j],             \
 	  move_value(p, i, j))
 
+/* copier.c: dynamic replicas made from this peer's copies */
+#define COPIER_METRICS(S, E, P)                                                              \
+	E("mc_peer_copies_total", MC_COUNTER,                                                \
+	  "Dynamic replicas this peer was the source of, by outcome: written to the target " \
+	  "(done), not started by the master (refused), or failed after (failed, revoked).", \
+	  p->copier != NULL, "outcome", 3, copy_outcomes[i], copy_value(p, i))               \
+	S("mc_peer_copies_running", MC_GAUGE,                                                \
+	  "Dynamic replicas being made from this peer now (started and not over).",          \
+	  p->copier != NULL, (double)copier_running(p->copier))                              \
+	S("mc_peer_copy_bytes_total", MC_COUNTER, "Bytes of the dynamic replicas done.",     \
+	  p->copier != NULL, (double)copier_stats(p->copier)->bytes)
+
 /* reclaim.c: this peer's own eviction */
 #define RECLAIM_METRICS(S, E, P)                                                                 \
 	E("mc_peer_tier_occupancy_min", MC_GAUGE,                                                \
@@ -333,6 +357,7 @@ malformed_value(void)
 	MEDIUM_METRICS(S, E, P)    \
 	POOL_METRICS(S, E, P)      \
 	MOVER_METRICS(S, E, P)     \
+	COPIER_METRICS(S, E, P)    \
 	RECLAIM_METRICS(S, E, P)   \
 	DISKQ_METRICS(S, E, P)     \
 	INDEX_METRICS(S, E, P)     \

@@ -167,6 +167,7 @@ new_copy(struct move *mj, struct mc_err *err)
 		}
 		/* the receipt goes with the copy: the tier below keeps it in its header */
 		pmeta_set_receipt(n->meta, pm->has_receipt ? pm->receipt : NULL);
+		n->meta->dynamic = pm->dynamic;
 	}
 	pobj_medium_meta(n, &meta);
 	if (n->size > 0 &&

@@ -14,19 +14,22 @@
  *   diskq.c        a blocking medium's I/O on workers, completions on the loop; calls medium.h
  *   reclaim.c      the local eviction worker; calls mover.c, pool.c, index.c, medium.h
  *   names.c        the names a request gives (tenant, key, tier); calls nothing here
- *   tasks.c        the master's tasks: dedupe, acks, dispatch by kind (drop, evict);
- *                  calls names.c, pool.c
+ *   grants.c       the master's grant keys and the check of a grant; calls nothing here
+ *   copier.c       the replica_copy worker: copies of this peer's own copies to another
+ *                  peer, on workers, between calls to the master on the control link
+ *                  (control.h); calls grants.c, names.c, index.c, medium.h
+ *   tasks.c        the master's tasks: dedupe, acks, dispatch by kind (drop, evict,
+ *                  replica_copy); calls copier.c, names.c, pool.c
  *   dataplane.c    write/read for clients, and data-port drops under --fault-inject;
- *                  calls tasks.c, names.c, reclaim.c, mover.c, diskq.c, pool.c, index.c,
- *                  medium.h
+ *                  calls tasks.c, grants.c, names.c, reclaim.c, mover.c, diskq.c, pool.c,
+ *                  index.c, medium.h
  *   inventory.c    tells the master which copies there are (the report, write_ack,
  *                  copy_moved, copy_dropped, committed); calls diskq.c, mover.c, pool.c,
  *                  index.c, medium.h
  *   ranked.c       the master's ranking for master_ranked, and its room requests;
  *                  calls reclaim.c
  *   link.c         the connection to the master (register, heartbeat, reconnect); calls
- *                  inventory.c, ranked.c, tasks.c, dataplane.c (grant keys), reclaim.c,
- *                  index.c, medium.h
+ *                  inventory.c, ranked.c, tasks.c, grants.c, reclaim.c, index.c, medium.h
  *   metrics.c      every module's metrics, read at each scrape; calls the modules below
  *                  link.c
  *   main.c         options, and the table of modules it starts and stops; calls everyone
@@ -98,6 +101,7 @@ struct peer_grants {
 #define PEER_GRANTS_SEEN (1u << 16)
 
 struct control;
+struct copier;
 struct diskq;
 struct mover;
 struct peer_metrics;
@@ -130,6 +134,7 @@ struct peer {
 	struct pindex index;
 	struct pool pool;
 	struct mover *mover;	   /* NULL: one tier, nothing to move between */
+	struct copier *copier;	   /* replica_copy tasks; NULL with --copy-workers 0 */
 	struct reclaimer *reclaim; /* the local eviction worker */
 	struct diskq *diskq;	   /* the SSD tier's I/O; NULL without one */
 	struct peer_marks marks[MC_TIER_COUNT];
@@ -220,11 +225,20 @@ void peer_room_freed(struct peer *p);
 size_t peer_room_waiting(const struct peer *p);
 extern const struct mc_method *const peer_control_methods[];
 
+/* ---- grants.c: the master's grants ---- */
+
 /*
  * Take the grant key gk {gen, key, now} the master sent for peer_id
  * (peer_register's answer, grant_key); -1 with err when malformed.
  */
 int peer_grant_key(struct peer *p, uint32_t peer_id, const msgpack_object *gk, struct mc_err *err);
+/*
+ * Whether grant (glen bytes; NULL: none) covers scope at this peer now
+ * (scope's peer is this peer's id, whatever it says): MC_GRANT_OK, or
+ * why not (enum mc_grant_verdict). Counting a refusal is the caller's.
+ */
+int peer_grant_check(const struct peer *p, const struct mc_grant_scope *scope, const void *grant,
+		     size_t glen);
 /* ---- metrics.c: what --http serves ---- */
 
 /* Every module's metrics registered, collected from p at each scrape; NULL when out of memory. */

@@ -100,19 +100,24 @@ pool_commit(struct pool *pl, struct pobj *o, struct mc_err *err)
 /*
  * Hand a copy being reclaimed to the mover, when there is one and a
  * tier below the copy's: true once it is queued or was already in
- * flight (res says which). *dwhy says why it is dropped otherwise.
+ * flight (res says which). *dwhy says why it is dropped otherwise. A
+ * dynamic replica is dropped as a copy with no tier below it is: its
+ * original is on another peer, and the room below is for copies that
+ * have none.
  */
 static bool
 demoted(struct pool *pl, const struct pool_key *k, int tier, struct pool_result *res,
 	enum pool_drop_why *dwhy)
 {
-	uint64_t version;
+	struct pindex_peek pk;
 	int at, to, r;
 
 	*dwhy = POOL_DROP_RECLAIM;
-	if (!pindex_version(pl->ix, k->tenant, k->tenant_len, k->key, k->key_len, &version, &at))
+	if (!pindex_peek(pl->ix, k->tenant, k->tenant_len, k->key, k->key_len, &pk))
 		return false;
-	if ((tier != MC_TIER_NONE && at != tier) || (k->has_version && version > k->max_version))
+	at = pk.tier;
+	if ((tier != MC_TIER_NONE && at != tier) ||
+	    (k->has_version && pk.version > k->max_version) || pk.dynamic)
 		return false;
 	to = below(pl, at);
 	if (to == MC_TIER_NONE || !pl->demote)
@@ -198,8 +203,8 @@ recovered_one(void *arg, uint64_t off, const struct medium_meta *mm)
 		rc->oom = true;
 		return -1;
 	}
-	if (mm->type_len > 0 || mm->group_len > 0 || mm->hard_pin || mm->sp_deadline > 0 ||
-	    mm->receipt != NULL) {
+	if (mm->type_len > 0 || mm->group_len > 0 || mm->hard_pin || mm->dynamic ||
+	    mm->sp_deadline > 0 || mm->receipt != NULL) {
 		o->meta = pmeta_new(mm->type, mm->type_len, mm->group, mm->group_len, mm->hard_pin,
 				    mm->sp_deadline);
 		if (!o->meta) {
@@ -210,8 +215,10 @@ recovered_one(void *arg, uint64_t off, const struct medium_meta *mm)
 			return -1;
 		}
 	}
-	if (o->meta != NULL)
+	if (o->meta != NULL) {
 		pmeta_set_receipt(o->meta, mm->receipt);
+		o->meta->dynamic = mm->dynamic;
+	}
 	rc->v[rc->n++] = o;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * The master's tasks on this peer (see tasks.h): one table of kinds,
- * the dedupe by highest id, the acknowledgements, and the two kinds
- * there are, both of which free a copy through pool_evict.
+ * the dedupe by highest id, the acknowledgements, and the kinds there
+ * are: drop and evict, which free a copy through pool_evict, and
+ * replica_copy, which the copier takes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "mc/proto.h"
 #include "mc/wire.h"
 
+#include "copier.h"
 #include "names.h"
 #include "peer.h"
 #include "tasks.h"
@@ -68,22 +70,40 @@ run_evict(struct peer *p, const msgpack_object *item, struct mc_err *err)
 	return free_copy(p, item, POOL_RECLAIM, err);
 }
 
-/* The kinds: name and handler. A new kind is one row here and its handler above. */
-#define PEER_TASK_KINDS(X)  \
-	X("drop", run_drop) \
-	X("evict", run_evict)
+/* replica_copy: a dynamic replica of a copy held here, made by the copier. */
+static int
+run_replica_copy(struct peer *p, const msgpack_object *item, struct mc_err *err)
+{
+	return copier_take(p->copier, item, err);
+}
+
+/* Only a peer with copy workers is a source the master may pick. */
+static bool
+serves_replica_copy(const struct peer *p)
+{
+	return p->copier != NULL;
+}
+
+/*
+ * The kinds: name, handler, and whether this peer serves it (NULL:
+ * always). A new kind is one row here and its handler above.
+ */
+#define PEER_TASK_KINDS(X)          \
+	X("drop", run_drop, NULL)   \
+	X("evict", run_evict, NULL) \
+	X("replica_copy", run_replica_copy, serves_replica_copy)
 
 const struct peer_task_kind peer_task_kinds[] = {
-#define X(name, run) { name, run },
+#define X(name, run, served) { name, run, served },
 	PEER_TASK_KINDS(X)
 #undef X
-		{ NULL, NULL },
+		{ NULL, NULL, NULL },
 };
 
 static void h_task(struct mc_req *req);
 
 const struct mc_method peer_task_methods[] = {
-#define X(name, run) { name, h_task, MC_METHOD_PEER },
+#define X(name, run, served) { name, h_task, MC_METHOD_PEER },
 	PEER_TASK_KINDS(X)
 #undef X
 		{ NULL, NULL, 0 },
@@ -274,17 +294,25 @@ fail:
 		mc_reply_mc_err(req, &err);
 }
 
+/* Whether this peer serves kind k now. */
+static bool
+served(const struct peer_tasks *ts, const struct peer_task_kind *k)
+{
+	return k->served == NULL || k->served(ts->p);
+}
+
 void
 peer_tasks_pack_kinds(msgpack_packer *pk, const struct peer_tasks *ts)
 {
 	uint32_t n = 0;
 
-	while (n < PEER_TASK_KINDS_MAX && ts->kinds[n].name)
-		n++;
+	for (size_t i = 0; i < PEER_TASK_KINDS_MAX && ts->kinds[i].name; i++)
+		n += served(ts, &ts->kinds[i]);
 	mc_pack_key(pk, "task_kinds");
 	msgpack_pack_array(pk, n);
-	for (uint32_t i = 0; i < n; i++)
-		mc_pack_cstr(pk, ts->kinds[i].name);
+	for (size_t i = 0; i < PEER_TASK_KINDS_MAX && ts->kinds[i].name; i++)
+		if (served(ts, &ts->kinds[i]))
+			mc_pack_cstr(pk, ts->kinds[i].name);
 }
 
 size_t

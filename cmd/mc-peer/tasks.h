@@ -14,7 +14,8 @@
  * forgotten with the link, since the master then sends its task again.
  *
  * A kind is one row of the table in tasks.c: its name (the method and
- * the label the master knows it by) and its handler for one item.
+ * the label the master knows it by), its handler for one item, and
+ * whether this peer serves it.
  */
 #ifndef MC_PEER_TASKS_H
 #define MC_PEER_TASKS_H
@@ -38,10 +39,16 @@ struct peer;
  */
 #define PEER_TASKS_ACKS_MAX (1u << 20)
 
-/* One kind of task. run executes one item: 0, or -1 with err when it could not. */
+/*
+ * One kind of task. run executes one item: 0, or -1 with err when it
+ * could not. served says whether this peer serves the kind (NULL:
+ * always); one it does not serve is not advertised at registration, so
+ * the master sends none.
+ */
 struct peer_task_kind {
 	const char *name;
 	int (*run)(struct peer *p, const msgpack_object *item, struct mc_err *err);
+	bool (*served)(const struct peer *p);
 };
 
 /* The kinds this peer serves, ended by a row without a name. */
@@ -92,7 +99,7 @@ int peer_tasks_take(struct peer_tasks *ts, const char *kind, size_t len,
  * answered unless it is a notification.
  */
 void peer_tasks_serve(struct peer *p, struct peer_tasks *ts, struct mc_req *req);
-/* task_kinds: [the names of the kinds], for peer_register. */
+/* task_kinds: [the names of the kinds this peer serves], for peer_register. */
 void peer_tasks_pack_kinds(msgpack_packer *pk, const struct peer_tasks *ts);
 
 /* Acknowledgements for the next heartbeat: how many it carries (at most max). */

@@ -1,10 +1,11 @@
 /*
  * Unit tests for the peer's pool (cmd/mc-peer/pool.c): pool_evict's two
- * reasons (delete drops and never moves a copy; reclaim drops today and
- * hands the copy to a mover once there is a tier below and one to move
- * it), bytes kept for a reader until it lets go, the copies pool_evict
- * must leave alone, a superseding commit freeing the old copy, and the
- * counts by tier and reason.
+ * reasons (delete drops and never moves a copy; reclaim hands the copy
+ * to a mover when there is a tier below and one to move it, and drops
+ * it otherwise, as it always drops a dynamic replica), bytes kept for a
+ * reader until it lets go, the copies pool_evict must leave alone, a
+ * superseding commit freeing the old copy, and the counts by tier and
+ * reason.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -171,6 +172,44 @@ test_reclaim(void)
 	pl.demote = NULL;
 }
 
+/* Mark key's copy a dynamic replica, as its commit notice would. */
+static void
+make_dynamic(const char *key)
+{
+	struct pobj *o = pindex_acquire(&ix, T, strlen(T), key, strlen(key));
+	struct pmeta *pm = pmeta_new("", 0, "", 0, false, 0);
+
+	pm->dynamic = true;
+	pindex_set_meta(&ix, o, pm, 1);
+	pindex_release(&ix, o);
+}
+
+static void
+test_dynamic(void)
+{
+	struct pool_result r;
+	uint64_t c0 = freed(POOL_RECLAIM);
+
+	pl.demote = fake_demote;
+	mover.calls = 0;
+	mover.answer = 0;
+	told.calls = 0;
+	put("dyn", 1, 3000);
+	make_dynamic("dyn");
+	r = evict("dyn", MC_TIER_DRAM, POOL_RECLAIM);
+	TAP_OK(r.outcome == POOL_FREED && mover.calls == 0 && !held("dyn") &&
+		       freed(POOL_RECLAIM) == c0 + 1,
+	       "reclaim: a dynamic replica is dropped, never handed to the mover, with ssd below");
+	TAP_OK(told.calls == 1 && told.why == POOL_DROP_RECLAIM && told.tier == MC_TIER_DRAM,
+	       "reclaim: that drop is told as any drop for capacity");
+	put("plain", 1, 3000);
+	r = evict("plain", MC_TIER_DRAM, POOL_RECLAIM);
+	TAP_OK(r.outcome == POOL_DEMOTING && mover.calls == 1 && held("plain"),
+	       "reclaim: a copy that is not dynamic is still demoted");
+	evict("plain", MC_TIER_NONE, POOL_DELETE);
+	pl.demote = NULL;
+}
+
 static void
 test_drop(void)
 {
@@ -272,6 +311,7 @@ main(void)
 	test_delete();
 	test_reclaim();
 	media[MC_TIER_SSD] = ssd;
+	test_dynamic();
 	test_reader();
 	test_leave_alone();
 	test_commit();

@@ -610,6 +610,17 @@ test_seal_recover(void)
 		       f.meta[0].group_len == 0 && !f.has_receipt[0],
 	       "recover: the last seal is what comes back (no receipt: none)");
 	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(!f.meta[0].dynamic, "recover: a copy sealed as no dynamic replica comes back so");
+	meta.dynamic = true;
+	TAP_OK(medium_seal(m, off, len, &meta, &err) == 0, "seal: again, as a dynamic replica");
+	medium_close(m);
+	m = reopen(&f, 0);
+	TAP_OK(f.n == 1 && f.meta[0].dynamic && !f.meta[0].hard_pin,
+	       "recover: a dynamic replica comes back as one, and not hard-pinned");
+	meta.dynamic = false;
+	TAP_OK(medium_seal(m, off, len, &meta, &err) == 0, "seal: again, not dynamic");
+	medium_close(m);
 
 	m = reopen(&f, 1);
 	TAP_OK(f.n == 1 && medium_used(m) == 0, "recover: a copy handed back is released");

@@ -6,7 +6,8 @@
  * by a heartbeat and let go once it is answered, carried again after a
  * refused one and forgotten with the link, a failing item counted and
  * still acknowledged, a fresh registration forgetting the ids of the
- * last, and the two real kinds freeing copies through the pool.
+ * last, the two kinds that free copies doing so through the pool, and
+ * replica_copy advertised only by a peer with copy workers.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,9 +61,9 @@ run_b(struct peer *pp, const msgpack_object *item, struct mc_err *err)
 }
 
 static const struct peer_task_kind fake_kinds[] = {
-	{ "a", run_a },
-	{ "b", run_b },
-	{ NULL, NULL },
+	{ "a", run_a, NULL },
+	{ "b", run_b, NULL },
+	{ NULL, NULL, NULL },
 };
 
 /* A message {items: [{tenant, key, task}...]} of n items; task 0: none. */
@@ -321,12 +322,14 @@ test_real_kinds(void)
 		       memcmp(a->ptr[0].via.str.ptr, "drop", 4) == 0 &&
 		       a->ptr[1].via.str.size == 5 &&
 		       memcmp(a->ptr[1].via.str.ptr, "evict", 5) == 0,
-	       "peer_register's task_kinds are the table's, drop and evict");
+	       "peer_register's task_kinds are the kinds served: drop and evict, no "
+	       "replica_copy without copy workers");
 	msgpack_zone_destroy(&z);
 	msgpack_sbuffer_destroy(&sb);
 	TAP_OK(strcmp(peer_task_methods[0].name, "drop") == 0 &&
 		       strcmp(peer_task_methods[1].name, "evict") == 0 &&
-		       peer_task_methods[2].name == NULL,
+		       strcmp(peer_task_methods[2].name, "replica_copy") == 0 &&
+		       peer_task_methods[3].name == NULL,
 	       "the control link serves one method per kind");
 	peer_tasks_free(&ts);
 	pindex_destroy(&p.index);
