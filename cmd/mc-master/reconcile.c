@@ -36,6 +36,7 @@ struct inv_item {
 	const char *type, *group;
 	size_t type_len, group_len;
 	bool hard_pin;
+	bool dynamic;	      /* the copy is a dynamic replica (its committed notice said) */
 	uint64_t sp_deadline; /* ms since the epoch, on mc_now_ms()'s clock */
 	/* the commit receipt the peer kept with the copy (MC_RECEIPT_BYTES), or NULL */
 	const unsigned char *receipt;
@@ -212,10 +213,13 @@ item_parse(const msgpack_object *e, struct inv_item *it, struct mc_err *err)
 	if (req_opt_name(e, "type", &it->type, &it->type_len, err) < 0 ||
 	    req_opt_name(e, "group", &it->group, &it->group_len, err) < 0)
 		return -1;
+	it->dynamic = false;
 	if (mc_map_bool(e, "hard_pin", &it->hard_pin, err) < 0 ||
+	    mc_map_bool(e, "dynamic", &it->dynamic, err) < 0 ||
 	    mc_map_u64(e, "sp_deadline", &it->sp_deadline, err) < 0)
 		return mc_err_set(err, MC_ERR_INVALID,
-				  "item's 'hard_pin' is a bool and 'sp_deadline' a time in ms");
+				  "item's 'hard_pin' and 'dynamic' are bools and 'sp_deadline' a "
+				  "time in ms");
 	/* a receipt of another shape verifies nothing: the item is taken as without one */
 	it->receipt = NULL;
 	if (mc_map_str(e, "receipt", &receipt, &len, err) == 1 && len == MC_RECEIPT_BYTES)
@@ -289,14 +293,23 @@ has_live_rep(const struct master *m, const struct mobj *o)
 	return false;
 }
 
-/* A COMPLETE replica of the object's version on p; -1 when out of room. */
+/*
+ * A COMPLETE replica of the object's version on p, dynamic or not; -1
+ * when out of room.
+ */
 static int
-add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier)
+add_complete(struct master *m, struct mobj *o, const struct peer *p, int tier, bool dynamic)
 {
 	struct mrep *r = ops_rep_new(m, o, p->id, tier, o->version, o->size);
 
 	if (r == NULL)
 		return -1;
+	if (dynamic) {
+		struct mrep to = *r;
+
+		to.dynamic = 1;
+		state_replica_set(m, o, r, &to);
+	}
 	ops_rep_complete(m, o, r);
 	recency_sync(&m->store->rank, o);
 	return 0;
@@ -364,7 +377,7 @@ adopt_new(struct master *m, struct peer *p, uint32_t tenant, uint64_t hash,
 	o->last_access = now;
 	/* found now, like its ms times: newer than everything already known */
 	store_access_new(m->store, o, 0);
-	if (add_complete(m, o, p, it->tier) != 0) {
+	if (add_complete(m, o, p, it->tier, false) != 0) {
 		state_object_drop(m, o, NULL);
 		n->skipped++;
 		return;
@@ -409,7 +422,7 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 	if (it->version == o->version && it->size == o->size && it->checksum == o->checksum) {
 		if (i >= 0)
 			confirm(m, o, &obj_reps(o)[i], p, it->tier);
-		else if (add_complete(m, o, p, it->tier) != 0) {
+		else if (add_complete(m, o, p, it->tier, it->dynamic) != 0) {
 			n->skipped++;
 			return;
 		}
@@ -440,7 +453,7 @@ inventory_item(struct master *m, struct peer *p, const struct inv_item *it, stru
 		f.version = it->version;
 		f.checksum = it->checksum;
 		state_object_set(m, o, &f);
-		if (add_complete(m, o, p, it->tier) != 0) {
+		if (add_complete(m, o, p, it->tier, false) != 0) {
 			ops_obj_erase(m, o, false, NULL);
 			n->skipped++;
 			return;

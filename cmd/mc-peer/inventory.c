@@ -122,7 +122,8 @@ pack_inventory(msgpack_packer *pk, const struct control *ctl)
 		const struct pobj *o = ctl->inv_items[i];
 		const struct pmeta *pm = o->meta;
 
-		msgpack_pack_map(pk, 6 + (pm ? 3 + (pm->group_len > 0) + pm->has_receipt : 0));
+		msgpack_pack_map(
+			pk, 6 + (pm ? 3 + (pm->group_len > 0) + pm->has_receipt + pm->dynamic : 0));
 		mc_pack_kv_strn(pk, "tenant", o->name, o->tenant_len);
 		mc_pack_kv_strn(pk, "key", pobj_key(o), o->key_len);
 		mc_pack_kv_str(pk, "tier", mc_tier_name(o->tier));
@@ -141,6 +142,9 @@ pack_inventory(msgpack_packer *pk, const struct control *ctl)
 			msgpack_pack_bin(pk, MC_RECEIPT_BYTES);
 			msgpack_pack_bin_body(pk, pm->receipt, MC_RECEIPT_BYTES);
 		}
+		/* a master that lost it knows it for a dynamic replica again */
+		if (pm->dynamic)
+			mc_pack_kv_bool(pk, "dynamic", true);
 	}
 	mc_pack_kv_bool(pk, "done", ctl->inv_last);
 }

@@ -250,6 +250,24 @@ fanout_case() {
 	[ "$(status_field copies.cooldowns)" -eq 0 ]
 }
 
+@test "enforce: a dynamic replica made after the snapshot is one again for the master restored from it, by its peer's inventory" {
+	local snaps="$BATS_TEST_TMPDIR/snaps"
+	mkdir -p "$snaps"
+	enforce_master --snapshot-dir "$snaps" --peer-ttl 1h
+	peer p1 host1 rack-a
+	a_key hot 65536
+	peer p2 host2 rack-a
+	mc-snapshot save >/dev/null
+	reads 5 hot rack-a
+	wait_until 10 dynamic_count_is hot 1
+	mc_kill9 master
+	enforce_master --snapshot-dir "$snaps" --peer-ttl 1h --restore latest
+	wait_until 10 mc_live_peer_count_is 2
+	wait_until 10 dynamic_count_is hot 1
+	[ "$(dynamic_on hot)" = "$(mc_addr p2)" ]
+	[ "$(mc_stat_json hot | jq '[.replicas[] | select(.dynamic | not)] | length')" -eq 1 ]
+}
+
 @test "enforce: warmup copies the hottest keys into a new domain, skipping those already there, within --max-bytes" {
 	enforce_master --dynamic-replication-max-replicas 4 --dynamic-replication-qps 100
 	peer p1 host1 rack-a
