@@ -245,6 +245,7 @@ bench: deps
 	tests/bench/ssd
 	tests/bench/ssdmix
 	tests/bench/rank
+	tests/bench/replicate
 
 # ---- make check: format, static analysis, man pages, sanitizers ----
 

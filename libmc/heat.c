@@ -23,10 +23,21 @@ heat_init(struct heat *h, size_t entries, uint64_t window_ms, uint32_t threshold
 		return mc_err_set(err, MC_ERR_INVALID, "the heat window must be longer than 0");
 	while (sets * HEAT_WAYS < entries)
 		sets *= 2;
-	h->e = calloc(sets * HEAT_WAYS, sizeof(*h->e));
-	if (h->e == NULL)
+	/* on cache lines: an entry is one, a set's tags are one */
+	h->e = aligned_alloc(64, sets * HEAT_WAYS * sizeof(*h->e));
+	h->tags = aligned_alloc(64, sets * HEAT_WAYS * sizeof(*h->tags));
+	if (h->e != NULL)
+		memset(h->e, 0, sets * HEAT_WAYS * sizeof(*h->e));
+	if (h->tags != NULL)
+		memset(h->tags, 0, sets * HEAT_WAYS * sizeof(*h->tags));
+	if (h->e == NULL || h->tags == NULL) {
+		free(h->e);
+		free(h->tags);
+		h->e = NULL;
+		h->tags = NULL;
 		return mc_err_set(err, MC_ERR_SYSTEM, "no memory for a heat window of %zu entries",
 				  sets * HEAT_WAYS);
+	}
 	h->nsets = sets;
 	h->window_ms = window_ms;
 	h->threshold = threshold > 0 ? threshold : 1;
@@ -43,6 +54,7 @@ heat_clear(struct heat *h)
 		*e = (struct heat_entry){ .gen = e->gen + 1,
 					  .name = e->name,
 					  .name_cap = e->name_cap };
+		h->tags[i] = 0;
 	}
 	h->live = 0;
 	h->head = h->n = 0;
@@ -55,7 +67,9 @@ heat_free(struct heat *h)
 	for (size_t i = 0; h->e != NULL && i < h->nsets * HEAT_WAYS; i++)
 		free(h->e[i].name);
 	free(h->e);
+	free(h->tags);
 	h->e = NULL;
+	h->tags = NULL;
 	h->nsets = 0;
 }
 
@@ -109,13 +123,22 @@ entry_hash(uint64_t key_hash, const char *domain, size_t dlen)
 	return x != 0 ? x : 1;
 }
 
+/*
+ * Whether e is the entry of (tenant, key, domain) with that hash. exact:
+ * the name's bytes compared too. A read is matched by the 64-bit hash,
+ * the tenant and the lengths alone: the name lives in a buffer of its
+ * own, one more cache miss on every read, and two names that collide
+ * (one chance in 2^64) only count a read for each other, which no copy
+ * is made on: admission looks the object up by the entry's own name.
+ */
 static bool
 same(const struct heat_entry *e, uint64_t hash, uint32_t tenant, const char *key, size_t klen,
-     const char *domain, size_t dlen)
+     const char *domain, size_t dlen, bool exact)
 {
-	return e->hash == hash && e->tenant == tenant && e->klen == klen && e->dlen == dlen &&
-	       memcmp(e->name, key, klen) == 0 &&
-	       (dlen == 0 || memcmp(e->name + klen, domain, dlen) == 0);
+	if (e->hash != hash || e->tenant != tenant || e->klen != klen || e->dlen != dlen)
+		return false;
+	return !exact || (memcmp(e->name, key, klen) == 0 &&
+			  (dlen == 0 || memcmp(e->name + klen, domain, dlen) == 0));
 }
 
 /* Of a set's slots, the one least worth keeping at now. */
@@ -162,6 +185,7 @@ take(struct heat *h, struct heat_entry *e, uint64_t hash, uint32_t tenant, const
 		h->replaced++;
 	else
 		h->live++;
+	h->tags[e - h->e] = hash;
 	*e = (struct heat_entry){
 		.hash = hash,
 		.start = now,
@@ -176,16 +200,38 @@ take(struct heat *h, struct heat_entry *e, uint64_t hash, uint32_t tenant, const
 	return true;
 }
 
-/* The set of hash, and the entry of (tenant, key, domain) in it, or NULL. */
+/*
+ * The set of hash, and the entry of (tenant, key, domain) in it, or NULL.
+ * The set's tags are one cache line: a read touches that line, and the
+ * entry's own only when a tag matches.
+ */
 static struct heat_entry *
 lookup(const struct heat *h, uint64_t hash, uint32_t tenant, const char *key, size_t klen,
-       const char *domain, size_t dlen, struct heat_entry **set)
+       const char *domain, size_t dlen, bool exact, struct heat_entry **set)
 {
-	*set = &h->e[(hash & (h->nsets - 1)) * HEAT_WAYS];
+	size_t first = (hash & (h->nsets - 1)) * HEAT_WAYS;
+	const uint64_t *tag = &h->tags[first];
+
+	*set = &h->e[first];
 	for (unsigned i = 0; i < HEAT_WAYS; i++)
-		if (same(&(*set)[i], hash, tenant, key, klen, domain, dlen))
+		if (tag[i] == hash &&
+		    same(&(*set)[i], hash, tenant, key, klen, domain, dlen, exact))
 			return &(*set)[i];
 	return NULL;
+}
+
+void
+heat_prefetch(const struct heat *h, uint64_t key_hash, const char *domain, size_t dlen)
+{
+	uint64_t hash;
+
+	if (h->e == NULL || dlen > UINT8_MAX)
+		return;
+	hash = entry_hash(key_hash, domain, dlen);
+	size_t first = (hash & (h->nsets - 1)) * HEAT_WAYS;
+	__builtin_prefetch(&h->tags[first]);
+	for (unsigned i = 0; i < HEAT_WAYS; i++)
+		__builtin_prefetch(&h->e[first + i]);
 }
 
 const struct heat_entry *
@@ -196,7 +242,8 @@ heat_find(const struct heat *h, uint32_t tenant, uint64_t key_hash, const char *
 
 	if (h->e == NULL || klen > UINT16_MAX || dlen > UINT8_MAX)
 		return NULL;
-	return lookup(h, entry_hash(key_hash, domain, dlen), tenant, key, klen, domain, dlen, &set);
+	return lookup(h, entry_hash(key_hash, domain, dlen), tenant, key, klen, domain, dlen, true,
+		      &set);
 }
 
 bool
@@ -209,7 +256,7 @@ heat_record(struct heat *h, uint32_t tenant, uint64_t key_hash, const char *key,
 	if (h->e == NULL || klen > UINT16_MAX || dlen > UINT8_MAX)
 		return false;
 	hash = entry_hash(key_hash, domain, dlen);
-	e = lookup(h, hash, tenant, key, klen, domain, dlen, &set);
+	e = lookup(h, hash, tenant, key, klen, domain, dlen, false, &set);
 	if (e == NULL) {
 		e = victim(h, set, now);
 		if (!take(h, e, hash, tenant, key, klen, domain, dlen, now)) {
@@ -223,7 +270,9 @@ heat_record(struct heat *h, uint32_t tenant, uint64_t key_hash, const char *key,
 		e->cur++;
 	if (now > e->last)
 		e->last = now;
-	if (e->queued || now < e->rearm || heat_count(h, e, now) < h->threshold)
+	/* the sliding count is at most the two buckets': most reads stop here, undivided */
+	if (e->queued || now < e->rearm || (uint64_t)e->cur + e->prev < h->threshold ||
+	    heat_count(h, e, now) < h->threshold)
 		return false;
 	if (h->n == HEAT_TRIGGERS_MAX) {
 		/* the worker is a ring behind: the entry tries again at its next read */

@@ -88,7 +88,7 @@ read_lookup(struct master *m, uint32_t tenant, const char *key, size_t len)
 #define PREFETCH_AHEAD 8
 
 static uint64_t
-prefetch_key(struct master *m, uint32_t tenant, const msgpack_object *k)
+prefetch_key(struct master *m, const struct client *cl, const msgpack_object *k)
 {
 	const char *key;
 	size_t len;
@@ -96,9 +96,10 @@ prefetch_key(struct master *m, uint32_t tenant, const msgpack_object *k)
 
 	if (read_bytes(k, &key, &len) != 0)
 		return 0;
-	hash = store_key_hash(tenant, key, len);
+	hash = store_key_hash(cl->tenant, key, len);
 	store_prefetch(m->store, hash);
 	mgrants_prefetch(m->grants, hash);
+	replicate_prefetch(m, cl, hash);
 	return hash;
 }
 
@@ -299,7 +300,7 @@ h_batch_get_replica_list(struct mc_req *req)
 	mc_pack_key(pk, "items");
 	msgpack_pack_array(pk, keys->size);
 	for (uint32_t j = 0; j < PREFETCH_AHEAD && j < keys->size; j++)
-		hashes[j % PREFETCH_AHEAD] = prefetch_key(m, cl->tenant, &keys->ptr[j]);
+		hashes[j % PREFETCH_AHEAD] = prefetch_key(m, cl, &keys->ptr[j]);
 	for (uint32_t j = 0; j < keys->size; j++) {
 		const char *key;
 		size_t len;
@@ -309,7 +310,7 @@ h_batch_get_replica_list(struct mc_req *req)
 
 		if (j + PREFETCH_AHEAD < keys->size)
 			hashes[j % PREFETCH_AHEAD] =
-				prefetch_key(m, cl->tenant, &keys->ptr[j + PREFETCH_AHEAD]);
+				prefetch_key(m, cl, &keys->ptr[j + PREFETCH_AHEAD]);
 		/* Items answer the keys in order; a failed one is {error}. */
 		if (read_bytes(&keys->ptr[j], &key, &len) != 0 || req_check_key(len, &err) != 0) {
 			msgpack_pack_map(pk, 1);

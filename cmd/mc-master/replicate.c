@@ -386,6 +386,15 @@ replicate_read(struct master *m, const struct client *cl, const struct mobj *o, 
 	}
 }
 
+void
+replicate_prefetch(const struct master *m, const struct client *cl, uint64_t hash)
+{
+	const struct replicator *r = dr_of(m);
+
+	if (m->cfg.dr_mode != DR_OFF && r != NULL)
+		heat_prefetch(&r->heat, hash, cl->domain, strlen(cl->domain));
+}
+
 /* ---- the module ---- */
 
 static int

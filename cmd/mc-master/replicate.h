@@ -114,6 +114,9 @@ int replicate_plan(struct master *m, const struct mobj *o, const char *domain, u
 int replicate_plan_to(struct master *m, const struct mobj *o, const char *domain,
 		      uint32_t preferred, uint32_t *src, uint32_t *dst);
 
+/* Start fetching what replicate_read of hash (the store's) by cl will look at; off: nothing. */
+void replicate_prefetch(const struct master *m, const struct client *cl, uint64_t hash);
+
 /* The store was replaced (a restore): the heat window's entries name its old tenant ids. */
 void replicate_forget(struct master *m);
 

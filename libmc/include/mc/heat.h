@@ -54,9 +54,12 @@ struct heat_entry {
 	 * name_cap the slot keeps for its next entries: a full window of
 	 * keys of like lengths replaces entries without allocating.
 	 */
-	char *name;
 	uint32_t name_cap;
+	char *name;
 };
+
+/* 64 bytes, one cache line: a read touches its set's tags and its entry's line. */
+_Static_assert(sizeof(struct heat_entry) == 64, "a heat entry is one cache line");
 
 struct heat_trigger {
 	uint32_t slot, gen;
@@ -64,8 +67,9 @@ struct heat_trigger {
 
 struct heat {
 	struct heat_entry *e;
-	size_t nsets; /* a power of two; e holds nsets * HEAT_WAYS */
-	size_t live;  /* slots in use */
+	uint64_t *tags; /* each slot's hash, a set's HEAT_WAYS together (0: empty) */
+	size_t nsets;	/* a power of two; e holds nsets * HEAT_WAYS */
+	size_t live;	/* slots in use */
 	uint64_t window_ms;
 	uint32_t threshold; /* reads in a window that make a key hot, at least 1 */
 	struct heat_trigger ring[HEAT_TRIGGERS_MAX];
@@ -99,6 +103,15 @@ bool heat_record(struct heat *h, uint32_t tenant, uint64_t key_hash, const char 
 /* The entry of (tenant, key, domain), or NULL when the window holds none (a lookup: no read). */
 const struct heat_entry *heat_find(const struct heat *h, uint32_t tenant, uint64_t key_hash,
 				   const char *key, size_t klen, const char *domain, size_t dlen);
+
+/*
+ * Start fetching what heat_record of (key_hash, domain) will look at:
+ * its set's tags, and its set's entries, which a key new to the window
+ * looks over for the slot to take. A batch of reads prefetches a few
+ * keys ahead, so a working set larger than the window costs about what
+ * one it holds does.
+ */
+void heat_prefetch(const struct heat *h, uint64_t key_hash, const char *domain, size_t dlen);
 
 /* e's reads over the window that ends at now (the sliding estimate). */
 uint32_t heat_count(const struct heat *h, const struct heat_entry *e, uint64_t now);
