@@ -68,7 +68,8 @@ struct rtier {
 	/* master_ranked: the answer at hand, and the query */
 	struct ranked *rk;
 	size_t nrk, rkpos;
-	uint64_t answered_at, asked_at; /* mc_now_ms */
+	/* mc_mono_ms: how fast the master answers is real time, never the fake clock's */
+	uint64_t answered_at, asked_at;
 	bool asking;
 	bool waiting_first;  /* this pass waits (RECLAIM_FIRST_WAIT_MS at most) for an answer */
 	bool pass_asked;     /* this pass asked already: it waits no more */
@@ -659,8 +660,7 @@ ranking(const struct reclaimer *r)
 static void
 ask(struct reclaimer *r, struct rtier *t, uint64_t need)
 {
-	uint64_t now = mc_now_ms();
-
+	uint64_t now = mc_mono_ms();
 	bool first = !t->pass_asked;
 
 	if (t->asking || (t->asked_at != 0 && now - t->asked_at < RECLAIM_ASK_GAP_MS))
@@ -686,7 +686,7 @@ ask(struct reclaimer *r, struct rtier *t, uint64_t need)
 static void
 ranked_step(struct reclaimer *r, struct rtier *t, int *budget)
 {
-	if (t->rkpos < t->nrk && mc_now_ms() - t->answered_at >= RECLAIM_ANSWER_TTL_MS)
+	if (t->rkpos < t->nrk && mc_mono_ms() - t->answered_at >= RECLAIM_ANSWER_TTL_MS)
 		ranked_clear(t);
 	while (*budget > 0 && t->rkpos < t->nrk && reclaimer_need(r, t->tier) > 0) {
 		const struct ranked *k = &t->rk[t->rkpos++];
@@ -725,7 +725,7 @@ reclaimer_answer(struct reclaimer *r, int tier, const struct reclaim_ranked *key
 			t->nrk++;
 		}
 	}
-	t->answered_at = mc_now_ms();
+	t->answered_at = mc_mono_ms();
 	if (t->waiting_first) {
 		t->waiting_first = false;
 		evtimer_del(t->timer);

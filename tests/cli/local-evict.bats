@@ -151,6 +151,7 @@ occupancy_near_full() {
 @test "local-evict: master_ranked takes its victims from the master's ranking first" {
 	cluster --eviction-mode master_ranked
 	fill 100
+	echo "# $(peer_metric mc_peer_rank_queries_total) rank queries, $(peer_metric 'mc_peer_local_evictions_total{event="master_key"}') master keys" >&3
 	[ "$(peer_metric 'mc_peer_rank_queries_total')" -gt 0 ]
 	[ "$(peer_metric 'mc_peer_local_evictions_total{event="master_key"}')" -gt 0 ]
 	[ "$(mc_metric master 'mc_rank_queries_total')" -gt 0 ]

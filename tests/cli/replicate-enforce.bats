@@ -47,6 +47,18 @@ dynamic_on() {
 		jq -r '.replicas[] | select(.dynamic and .state == "complete") | .addr' | sort
 }
 
+# dynamic_is KEY PEER: PEER alone holds a readable dynamic replica of KEY; the record is
+# printed when not.
+dynamic_is() {
+	local on
+	on="$(dynamic_on "$1")"
+	if [ "$on" != "$(mc_addr "$2")" ]; then
+		echo "# $1's dynamic replicas are on '$on', not on $2 ($(mc_addr "$2")):" >&2
+		mc-cli --json stat "$1" >&2
+		return 1
+	fi
+}
+
 dynamic_count() {
 	mc_stat_json "$1" | jq '[.replicas[] | select(.dynamic and .state == "complete")] | length'
 }
@@ -132,7 +144,7 @@ fanout_case() {
 	[ -n "$on" ]
 }
 
-@test "enforce: a key read hot gets dynamic replicas on other hosts, one a window, up to max-replicas, with the original's bytes, and its reads spread over them" {
+@test "enforce: master-side hot admission queues a copy; the get path expands after threshold crossing, onto other hosts, one a window; the copy lifecycle marks dynamic replica completion, with the original's bytes; the max replica limit suppresses fanout; reads spread over the replicas" {
 	fanout_case
 }
 
@@ -140,7 +152,7 @@ fanout_case() {
 	fanout_case --eviction-mode local
 }
 
-@test "enforce: a batch read makes a key hot as a get does" {
+@test "enforce: the batch get path expands after threshold crossing, as a get does" {
 	rack_a
 	local i
 	for ((i = 0; i < 5; i++)); do
@@ -149,7 +161,7 @@ fanout_case() {
 	wait_until 10 dynamic_count_is hot 1
 }
 
-@test "enforce: observe mode queues no copy; switched to enforce, the next window's judgement does" {
+@test "enforce: observe mode does not queue a copy; switched to enforce, the next window's judgement does" {
 	mc_start_master --http 127.0.0.1:0 --dynamic-replication observe \
 		--dynamic-replication-window 10s --dynamic-replication-qps 0.5
 	peer p1 host1 rack-a
@@ -166,7 +178,7 @@ fanout_case() {
 	wait_until 10 dynamic_count_is hot 1
 }
 
-@test "enforce: requester-domain admission is independent across domains; the replica goes into the reader's domain, copied across once and then within it" {
+@test "enforce: requester-domain admission is independent across domains; target selection chooses a peer in the requester domain; an existing readable replica in the target domain suppresses cross-domain copy; same-domain fanout still works after a target-domain replica exists" {
 	enforce_master --dynamic-replication-max-replicas 4
 	peer p1 host1 rack-a
 	a_key hot 65536
@@ -197,7 +209,7 @@ fanout_case() {
 	wait_until 10 dynamic_count_is hot 3
 }
 
-@test "enforce: an evicted dynamic replica blocks its recreation for the cooldown, in its own domain only" {
+@test "enforce: an evicted dynamic replica blocks immediate recreate, for the cooldown; the eviction cooldown is scoped to the evicted domain" {
 	enforce_master --dynamic-replication-max-replicas 4 --dynamic-replication-cooldown 60s
 	peer p1 host1 rack-a
 	a_key hot 65536
@@ -205,7 +217,7 @@ fanout_case() {
 	peer p4 host4 rack-b
 	reads 5 hot rack-b
 	wait_until 10 dynamic_count_is hot 1
-	[ "$(dynamic_on hot)" = "$(mc_addr p4)" ]
+	dynamic_is hot p4
 	# p4's DRAM holds that replica alone: evicting from it takes it
 	mc-cli evict --target 1 --peer "$(mc_peer_id "$(mc_addr p4)")" --tier dram >/dev/null
 	wait_until 10 dynamic_count_is hot 0
@@ -219,7 +231,7 @@ fanout_case() {
 	# rack-a is not held back by rack-b's cooldown
 	reads 5 hot rack-a
 	wait_until 10 dynamic_count_is hot 1
-	[ "$(dynamic_on hot)" = "$(mc_addr p2)" ]
+	dynamic_is hot p2
 	# past the cooldown rack-b gets its replica again
 	advance_clock 60000
 	reads 5 hot rack-b
@@ -264,11 +276,11 @@ fanout_case() {
 	enforce_master --snapshot-dir "$snaps" --peer-ttl 1h --restore latest
 	wait_until 10 mc_live_peer_count_is 2
 	wait_until 10 dynamic_count_is hot 1
-	[ "$(dynamic_on hot)" = "$(mc_addr p2)" ]
+	dynamic_is hot p2
 	[ "$(mc_stat_json hot | jq '[.replicas[] | select(.dynamic | not)] | length')" -eq 1 ]
 }
 
-@test "enforce: warmup copies the hottest keys into a new domain, skipping those already there, within --max-bytes" {
+@test "enforce: warmup copies the hottest keys into a new domain; it skips objects that already exist in the target domain and respects the copy limit of --max-bytes" {
 	enforce_master --dynamic-replication-max-replicas 4 --dynamic-replication-qps 100
 	peer p1 host1 rack-a
 	a_key k1 100000
@@ -288,14 +300,14 @@ fanout_case() {
 	wait_until 10 dynamic_count_is k1 1
 	wait_until 10 dynamic_count_is k2 1
 	dynamic_count_is k3 0
-	[ "$(dynamic_on k1)" = "$(mc_addr p4)" ]
+	dynamic_is k1 p4
 	# again: the two there are skipped, the third fits now
 	run -0 mc-replicate --json warmup --domain rack-b --max-bytes 250000
 	jq -e '.proposed == 1 and .present == 2' <<<"$output"
 	wait_until 10 dynamic_count_is k3 1
 }
 
-@test "propose: the master's own heat decides, and a proposal is checked as admission checks a hot key" {
+@test "propose: below-threshold admission is rejected (the master's own heat decides); a proposal is rejected when the target domain has no valid peer, and checked as admission checks a hot key; a valid preferred target is taken" {
 	enforce_master
 	peer p1 host1 rack-a
 	a_key hot 4096
@@ -333,7 +345,7 @@ fanout_case() {
 	[ "$(rejected below_threshold)" -ge 2 ]
 }
 
-@test "propose: an accepted proposal's lease is clamped by its deadline, idempotent by id, its conflicting reuse refused; expired, it retires its task and cools the domain" {
+@test "propose: short proposal deadlines clamp the returned lease deadline; proposal idempotency returns the same lease; conflicting idempotency requests are rejected; expired pending dynamic leases retire unconsumed pending copy tasks; expired dynamic copy task cleanup removes dynamic state and enters recreate cooldown" {
 	# tasks never reach the peers: the lease stays for the test to look at
 	MC_FAULT='task.send:always' mc_start_master --http 127.0.0.1:0 \
 		--dynamic-replication observe --dynamic-replication-window 10s \
@@ -387,7 +399,7 @@ as_peer() {
 		--then "$method" peer_id:="$id" "$@"
 }
 
-@test "dynamic copy calls: only the lease's source may end it, a stale lease or version changes nothing, and the copy then completes" {
+@test "dynamic copy calls: non-source clients cannot execute them; mismatched lease/version rejects copy end and copy revoke; a stale dynamic task without pending state is rejected; the copy then completes" {
 	enforce_master
 	MC_FAULT='copy:pause' MC_FAULT_DIR="$BATS_TEST_TMPDIR" \
 		peer p1 host1 rack-a --session-file "$MC_DIR/p1.session"
@@ -442,4 +454,173 @@ as_peer() {
 	run -64 mc-replicate propose
 	run -64 mc-replicate propose k --within never
 	assert_output --partial "--within"
+}
+
+# held_master: an enforcing master whose tasks never reach a peer, so a lease waits in its
+# queue for the test to speak as its source; p1 (host1) holds KEY hot, p2 and p3 are the
+# other hosts of rack-a. hot was read hot in observe mode, so no lease of the master's own
+# stands in the way of a proposal.
+held_master() {
+	MC_FAULT='task.send:always' mc_start_master --http 127.0.0.1:0 \
+		--dynamic-replication observe --dynamic-replication-window 10s \
+		--dynamic-replication-qps 0.5 --dynamic-replication-lease 30s "$@"
+	peer p1 host1 rack-a --session-file "$MC_DIR/p1.session"
+	a_key hot 4096
+	peer p2 host2 rack-a --session-file "$MC_DIR/p2.session"
+	peer p3 host3 rack-a --session-file "$MC_DIR/p3.session"
+	reads 5 hot rack-a
+	wait_until 10 mc_metric_at_least master mc_replication_would_propose_total 1
+	mc-replicate mode enforce >/dev/null
+}
+
+# all_connected: every live peer is on its own connection again (a call as_peer makes moves a
+# peer's link to the test's connection, which then closes, until its next heartbeat).
+all_connected() {
+	mc_peers_json | jq -s -e 'all(.[] | select(.alive); .connected)'
+}
+
+# as_source ID METHOD FIELDS...: a call from peer ID, whichever of p1..p3 that is (a
+# lease's source: a key written anew may sit on any of them).
+as_source() {
+	local p src="$1"
+	shift
+	for p in p1 p2 p3; do
+		if [ "$(mc_peer_id "$(mc_addr "$p")")" = "$src" ]; then
+			as_peer "$p" "$@"
+			return
+		fi
+	done
+	echo "no peer is source $src" >&2
+	return 1
+}
+
+# lease_field FIELD: FIELD of the one lease the master holds.
+lease_field() {
+	mc-replicate --json leases | jq -r ".$1"
+}
+
+# processing_replicas KEY: how many replicas of KEY are reserved and not readable yet.
+processing_replicas() {
+	mc_stat_json "$1" | jq '[.replicas[] | select(.state != "complete")] | length'
+}
+
+@test "dynamic copy start: version mismatch rejects it; invalid target cleanup removes incomplete dynamic replica state; its failure clears the pending state before another copy; a stale start does not clear a newer pending action" {
+	held_master
+	local p2 p3 first second version
+	p2="$(mc_peer_id "$(mc_addr p2)")"
+	p3="$(mc_peer_id "$(mc_addr p3)")"
+	run -0 mc-replicate --json propose hot --requester-domain rack-a --id first \
+		--preferred-target "$p2"
+	jq -e --argjson t "$p2" '.lease.target == $t' <<<"$output"
+	first="$(jq -r .lease.id <<<"$output")"
+	version="$(jq -r .lease.version <<<"$output")"
+	# a version that is not the lease's: refused, the lease waits on
+	run as_peer p1 dynamic_copy_start lease:="$first" version:=$((version + 1))
+	assert_failure
+	assert_output --partial "is for version $version"
+	# non-source clients cannot execute a copy start
+	run as_peer p2 dynamic_copy_start lease:="$first" version:="$version"
+	assert_failure
+	assert_output --partial "is not lease $first's source"
+	[ "$(lease_field stage)" = queued ]
+	[ "$(processing_replicas hot)" -eq 0 ]
+	# the target goes: the start is refused and nothing of the copy is left
+	mc_stop p2
+	wait_until 10 mc_peer_not_listed "$(mc_addr p2)"
+	run as_peer p1 dynamic_copy_start lease:="$first" version:="$version"
+	assert_failure
+	assert_output --partial "the target peer is gone"
+	[ "$(mc-replicate leases | wc -l)" -eq 0 ]
+	[ "$(mc_series master mc_replication_copies_total 'outcome="refused"')" -eq 1 ]
+	[ "$(mc_stat_json hot | jq '.replicas | length')" -eq 1 ]
+	# no pending state and no cooldown: the next proposal gets its copy
+	wait_until 10 all_connected
+	run -0 mc-replicate --json propose hot --requester-domain rack-a --id second
+	jq -e --argjson t "$p3" '.accepted and .lease.target == $t' <<<"$output"
+	second="$(jq -r .lease.id <<<"$output")"
+	# the first lease's start again, stale now, leaves the second alone
+	run as_peer p1 dynamic_copy_start lease:="$first" version:="$version"
+	assert_failure
+	assert_output --partial "no lease $first"
+	[ "$(lease_field id)" = "$second" ]
+	[ "$(lease_field stage)" = queued ]
+	# the second starts: the room on p3 is reserved, not readable
+	run -0 as_peer p1 dynamic_copy_start lease:="$second" version:="$version"
+	[ "$(lease_field stage)" = started ]
+	[ "$(processing_replicas hot)" -eq 1 ]
+	dynamic_count_is hot 0
+	# no byte ever comes: at the lease's end the reservation goes with it, and rack-a cools
+	advance_clock 31000
+	wait_until 10 mc_metric_at_least master 'mc_replication_copies_total{outcome="expired"}' 1
+	[ "$(processing_replicas hot)" -eq 0 ]
+	[ "$(mc_stat_json hot | jq '.replicas | length')" -eq 1 ]
+	[ "$(status_field copies.cooldowns)" -eq 1 ]
+}
+
+@test "dynamic copy start: version mismatch with the object rejects it, expired lease rejects it, and expired dynamic pending state does not block another copy" {
+	held_master --dynamic-replication-max-replicas 4
+	peer p4 host4 rack-b
+	local id version source
+	run -0 mc-replicate --json propose hot --requester-domain rack-a --id before-upsert
+	id="$(jq -r .lease.id <<<"$output")"
+	version="$(jq -r .lease.version <<<"$output")"
+	# the key written anew: the lease's version is no longer the object's
+	echo newer | mc-cli put --upsert hot
+	run as_peer p1 dynamic_copy_start lease:="$id" version:="$version"
+	assert_failure
+	assert_output --partial "version $version is no longer the object's"
+	[ "$(mc_series master mc_replication_copies_total 'outcome="lost"')" -eq 1 ]
+	[ "$(mc-replicate leases | wc -l)" -eq 0 ]
+	# a lease past its deadline is refused its start, whichever of the sweep and the start
+	# sees it first, and cools its domain
+	run -0 mc-replicate --json propose hot --requester-domain rack-a --id short --within 2s
+	id="$(jq -r .lease.id <<<"$output")"
+	version="$(jq -r .lease.version <<<"$output")"
+	source="$(jq -r .lease.source <<<"$output")"
+	advance_clock 3000
+	run as_source "$source" dynamic_copy_start lease:="$id" version:="$version"
+	assert_failure
+	assert_output --partial "expired"
+	wait_until 10 mc_metric_at_least master 'mc_replication_copies_total{outcome="expired"}' 1
+	[ "$(mc-replicate leases | wc -l)" -eq 0 ]
+	[ "$(processing_replicas hot)" -eq 0 ]
+	wait_until 10 all_connected
+	run -1 mc-replicate propose hot --requester-domain rack-a
+	assert_output "rejected: cooldown"
+	# nothing of it is pending: hot from rack-b, its copy is taken at once
+	reads 5 hot rack-b
+	wait_until 10 mc_metric_at_least master 'mc_replication_copies_created_total' 3
+	[ "$(lease_field domain)" = rack-b ]
+	[ "$(lease_field target)" = "$(mc_peer_id "$(mc_addr p4)")" ]
+}
+
+@test "propose: concurrent proposals for the same key/domain are single-flight" {
+	held_master
+	local i pids=()
+	for ((i = 0; i < 8; i++)); do
+		mc-replicate propose hot --requester-domain rack-a --id "race-$i" \
+			>"$BATS_TEST_TMPDIR/race-$i" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	run cat "$BATS_TEST_TMPDIR"/race-*
+	echo "$output"
+	[ "$(grep -c '^accepted' <<<"$output")" -eq 1 ]
+	[ "$(grep -c '^rejected: in_flight$' <<<"$output")" -eq 7 ]
+	[ "$(mc-replicate leases | wc -l)" -eq 1 ]
+	[ "$(mc_series master mc_tasks_queued_total 'kind="replica_copy"')" -eq 1 ]
+}
+
+@test "warmup respects the copy limit: past --dynamic-replication-max-copies a key is turned down busy, not queued" {
+	held_master --dynamic-replication-max-copies 1 --dynamic-replication-max-replicas 4
+	a_key second 4096
+	# read hot in observe mode too: admission takes no slot of its own
+	mc-replicate mode observe >/dev/null
+	reads 5 second rack-a
+	mc-replicate mode enforce >/dev/null
+	peer p4 host4 rack-b
+	run -0 mc-replicate --json warmup --domain rack-b
+	jq -e '.proposed == 1 and .rejected.busy == 1' <<<"$output"
+	[ "$(mc-replicate leases | wc -l)" -eq 1 ]
+	[ "$(lease_field domain)" = rack-b ]
 }

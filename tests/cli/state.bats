@@ -113,6 +113,16 @@ mirror_matches() {
 	fi
 }
 
+# reconciled KEY...: every replica of each KEY is confirmed by a live peer, and `after`
+# (--replicas 2) has both of its own.
+reconciled() {
+	local k
+	for k in "$@"; do
+		mc_stat_json "$k" | jq -e 'all(.replicas[]; .confirmed)' >/dev/null || return 1
+	done
+	mc_stat_json after | jq -e '.replicas | length == 2' >/dev/null
+}
+
 # pins_expired N: the master's soft-pin cleanup ended N pins or more.
 pins_expired() {
 	[ "$(sp_stat expired)" -ge "$1" ]
@@ -187,8 +197,8 @@ some_changes() {
 	put b 6000 --upsert
 	mc_kill9 master
 	start_master --restore latest
-	wait_until 20 mc-cli exist after
-	wait_until 20 mc-cli exist b
+	# both peers' inventories in: the log holds no change the snapshot below misses
+	wait_until 20 reconciled a b c d after
 	mirror_matches
 }
 

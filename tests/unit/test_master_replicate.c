@@ -115,8 +115,9 @@ test_source(void)
 		object_free(o);
 	}
 	TAP_OK(chose[0] > 0 && chose[1] > 0 && chose[2] > 0 && chose[0] < 1000,
-	       "same-cost sources spread over keys (%u/%u/%u of 60), stable for each", chose[0],
-	       chose[1], chose[2]);
+	       "source selection uses stable tie-breaking instead of always choosing the first "
+	       "readable replica: same-cost sources spread over keys (%u/%u/%u of 60)",
+	       chose[0], chose[1], chose[2]);
 	struct mobj *o = object("in-domain", MIB, p, 3);
 	TAP_OK(replicate_plan(&m, o, "rack-b", &src, &dst) < 0 && src == p[2]->id,
 	       "a source in the reader's domain comes first");
@@ -154,7 +155,8 @@ test_target(void)
 	c = peer("h2", "rack-a", 100 * MIB, 60 * MIB);
 	o = object("k", MIB, &a, 1);
 	TAP_OK(replicate_plan(&m, o, NULL, &src, &dst) < 0 && src == a->id && dst == c->id,
-	       "another host before an emptier peer on the replica's own host");
+	       "target selection avoids an existing replica host when another valid host exists, "
+	       "though a peer on the replica's own host is emptier");
 	c->tiers[MC_TIER_DRAM].used = 100 * MIB;
 	TAP_OK(replicate_plan(&m, o, NULL, &src, &dst) < 0 && dst == b->id,
 	       "the same host when no other host has room");
@@ -166,7 +168,8 @@ test_target(void)
 	       "no peer in the reader's domain: no_target");
 	struct peer *e = peer("h9", "rack-b", 100 * MIB, 90 * MIB);
 	TAP_OK(replicate_plan(&m, o, "rack-b", &src, &dst) < 0 && dst == e->id && src == a->id,
-	       "the target sits in the reader's domain, the source wherever the copy is");
+	       "target selection chooses a peer in the requester or target domain, the source "
+	       "wherever the copy is");
 	e->tiers[MC_TIER_DRAM].used = 100 * MIB - 1000;
 	TAP_OK(replicate_plan(&m, o, "rack-b", &src, &dst) == DR_NO_TARGET,
 	       "a peer without room for the copy is no target");
@@ -179,7 +182,8 @@ test_target(void)
 	TAP_OK(replicate_plan_to(&m, o, NULL, b->id, &src, &dst) < 0 && dst == b->id,
 	       "a valid preferred target is taken over a better one");
 	TAP_OK(replicate_plan_to(&m, o, "rack-b", d->id, &src, &dst) < 0 && dst == e->id,
-	       "a preferred target outside the target domain falls back to a valid one");
+	       "invalid preferred target outside the target domain falls back to another valid "
+	       "target");
 	TAP_OK(replicate_plan_to(&m, o, NULL, a->id, &src, &dst) < 0 && dst == d->id,
 	       "a preferred target that holds the object already falls back");
 	object_free(o);
