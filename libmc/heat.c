@@ -124,7 +124,7 @@ entry_hash(uint64_t key_hash, const char *domain, size_t dlen)
 }
 
 /*
- * Whether e is the entry of (tenant, key, domain) with that hash. exact:
+ * Whether e, whose tag matched, is the entry of (tenant, key, domain). exact:
  * the name's bytes compared too. A read is matched by the 64-bit hash,
  * the tenant and the lengths alone: the name lives in a buffer of its
  * own, one more cache miss on every read, and two names that collide
@@ -132,10 +132,10 @@ entry_hash(uint64_t key_hash, const char *domain, size_t dlen)
  * is made on: admission looks the object up by the entry's own name.
  */
 static bool
-same(const struct heat_entry *e, uint64_t hash, uint32_t tenant, const char *key, size_t klen,
-     const char *domain, size_t dlen, bool exact)
+same(const struct heat_entry *e, uint32_t tenant, const char *key, size_t klen, const char *domain,
+     size_t dlen, bool exact)
 {
-	if (e->hash != hash || e->tenant != tenant || e->klen != klen || e->dlen != dlen)
+	if (e->tenant != tenant || e->klen != klen || e->dlen != dlen)
 		return false;
 	return !exact || (memcmp(e->name, key, klen) == 0 &&
 			  (dlen == 0 || memcmp(e->name + klen, domain, dlen) == 0));
@@ -214,8 +214,7 @@ lookup(const struct heat *h, uint64_t hash, uint32_t tenant, const char *key, si
 
 	*set = &h->e[first];
 	for (unsigned i = 0; i < HEAT_WAYS; i++)
-		if (tag[i] == hash &&
-		    same(&(*set)[i], hash, tenant, key, klen, domain, dlen, exact))
+		if (tag[i] == hash && same(&(*set)[i], tenant, key, klen, domain, dlen, exact))
 			return &(*set)[i];
 	return NULL;
 }
